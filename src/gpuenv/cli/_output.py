@@ -1,0 +1,75 @@
+"""Rendering shared by every command: JSON on stdout, messages on stderr.
+
+Only CLI modules import this. rich is imported lazily, the first time a table or a
+progress bar is drawn, so commands that print plain lines never pay for it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from typing import TYPE_CHECKING, Any
+
+from gpuenv.errors import GpuenvError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+BUG_HINT = "this is a bug in gpuenv: please report it with the output of 'gpuenv -v ...'"
+
+
+def emit_json(payload: Any) -> None:
+    """Every ``--json`` output is exactly one JSON object on stdout."""
+    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    sys.stdout.flush()
+
+
+def out(text: str = "") -> None:
+    sys.stdout.write(text + "\n")
+
+
+def err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def console(*, stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def render_error(error: GpuenvError, *, as_json: bool, verbose: int) -> None:
+    if as_json:
+        emit_json(error.to_json())
+    else:
+        lines = error.message.splitlines() or [error.kind]
+        err(f"gpuenv: error: {lines[0]}")
+        for line in lines[1:]:
+            err(f"  {line}")
+        if error.hint:
+            err(f"  hint: {error.hint}")
+    if verbose:
+        traceback.print_exception(error, file=sys.stderr)
+
+
+def render_interrupt(*, as_json: bool) -> None:
+    if as_json:
+        emit_json({"error": {"kind": "interrupted", "message": "interrupted"}})
+    else:
+        err("gpuenv: interrupted")
+
+
+def render_internal(exc: BaseException, *, as_json: bool, verbose: int) -> None:
+    message = f"internal error: {type(exc).__name__}: {exc}"
+    if as_json:
+        emit_json({"error": {"kind": "internal", "message": message, "hint": BUG_HINT}})
+    else:
+        err(f"gpuenv: {message}")
+        err(f"  hint: {BUG_HINT}")
+    if verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+
+
+def add_json_flag(parser: Any) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")

@@ -1,0 +1,1 @@
+"""`gpuenv init`: write a commented starter gpuenv.toml."""

@@ -1,0 +1,1 @@
+"""`gpuenv plan`: the chosen stack per target, with reasons."""

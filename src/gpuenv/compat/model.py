@@ -1,0 +1,213 @@
+"""The compatibility knowledge base as frozen values, and the pure queries over it.
+
+Facts constrain; the package index decides what exists. Every value carries the
+``source`` it came from, so a decision can cite it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from enum import Enum
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from gpuenv.versions import ArchTarget, ComputeCapability, CudaVersion, DriverVersion, arch_covering
+
+
+class DriverCompat(str, Enum):
+    """How a driver's fitness for a CUDA build is judged.
+
+    ``strict``: the build's CUDA release needs its own minimum driver (the driver's
+    reported "CUDA Version" is a ceiling). ``minor``: NVIDIA's minor-version
+    compatibility, any 12.x build runs on the 12.x family floor, with limits (no PTX JIT
+    of newer PTX; some features need the newer driver).
+    """
+
+    STRICT = "strict"
+    MINOR = "minor"
+
+
+@dataclass(frozen=True)
+class CudaRelease:
+    version: CudaVersion
+    linux_driver_min: DriverVersion
+    windows_driver_min: DriverVersion | None
+    arch_min: ComputeCapability | None
+    arch_max: ComputeCapability | None
+    source: str
+
+
+@dataclass(frozen=True)
+class CudaFamily:
+    """Minor-version compatibility floor of one CUDA major."""
+
+    major: int
+    linux_driver_min: DriverVersion
+    source: str
+
+
+@dataclass(frozen=True)
+class Architecture:
+    name: str
+    compute_capabilities: tuple[ComputeCapability, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    name: str
+    cc: ComputeCapability
+    segment: str
+    aliases: tuple[str, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class TorchBuild:
+    tag: str
+    cuda: CudaVersion | None
+    arch: tuple[ArchTarget, ...]
+    cudnn: str | None
+    nccl: str | None
+    source: str
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.cuda is None
+
+    def covering(self, gpu: ComputeCapability) -> ArchTarget | None:
+        return arch_covering(self.arch, gpu)
+
+    @property
+    def arch_text(self) -> str:
+        return ", ".join(str(a) for a in self.arch)
+
+
+@dataclass(frozen=True)
+class TorchRelease:
+    version: Version
+    torchvision: Version | None
+    torchaudio: Version | None
+    python: SpecifierSet
+    pypi_default: str | None
+    builds: tuple[TorchBuild, ...]
+    source: str
+
+    def build(self, tag: str) -> TorchBuild | None:
+        return next((b for b in self.builds if b.tag == tag), None)
+
+    @property
+    def cuda_builds(self) -> tuple[TorchBuild, ...]:
+        return tuple(b for b in self.builds if not b.is_cpu)
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        return tuple(b.tag for b in self.builds)
+
+
+_BRAND_PREFIXES = ("nvidia", "geforce", "tesla")
+_TOKEN_SPLIT = re.compile(r"[\s\-_/]+")
+
+
+def gpu_tokens(name: str) -> tuple[str, ...]:
+    """Normalise a GPU name for matching: lowercase tokens, brand prefixes dropped.
+
+    "NVIDIA GeForce RTX 4060 Ti" -> ("rtx", "4060", "ti");
+    "NVIDIA A100-SXM4-80GB" -> ("a100", "sxm4", "80gb").
+    """
+    tokens = [t for t in _TOKEN_SPLIT.split(name.strip().lower()) if t]
+    while len(tokens) > 1 and tokens[0] in _BRAND_PREFIXES:
+        tokens.pop(0)
+    return tuple(tokens)
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    cuda_releases: tuple[CudaRelease, ...]
+    cuda_families: tuple[CudaFamily, ...]
+    architectures: tuple[Architecture, ...]
+    gpus: tuple[GpuModel, ...]
+    torch_releases: tuple[TorchRelease, ...]  # newest first
+
+    # --- CUDA and drivers -------------------------------------------------------
+
+    def cuda(self, version: CudaVersion) -> CudaRelease | None:
+        return next((c for c in self.cuda_releases if c.version == version), None)
+
+    def family(self, major: int) -> CudaFamily | None:
+        return next((f for f in self.cuda_families if f.major == major), None)
+
+    def driver_floor(self, version: CudaVersion, mode: DriverCompat) -> DriverVersion | None:
+        """The lowest Linux driver that runs a build for ``version`` under ``mode``."""
+        release = self.cuda(version)
+        if mode is DriverCompat.MINOR:
+            family = self.family(version.major)
+            if family is not None:
+                return family.linux_driver_min
+        return release.linux_driver_min if release else None
+
+    def newest_cuda_for_driver(self, driver: DriverVersion) -> CudaVersion | None:
+        """The newest CUDA release whose minimum driver is met: what ``nvidia-smi``
+        prints as "CUDA Version" for this driver."""
+        fits = [c.version for c in self.cuda_releases if c.linux_driver_min <= driver]
+        return max(fits) if fits else None
+
+    # --- GPUs ---------------------------------------------------------------------
+
+    def architecture_of(self, cc: ComputeCapability) -> str | None:
+        return next((a.name for a in self.architectures if cc in a.compute_capabilities), None)
+
+    def _aliases(self) -> Iterator[tuple[tuple[str, ...], GpuModel]]:
+        for gpu in self.gpus:
+            yield gpu_tokens(gpu.name), gpu
+            for alias in gpu.aliases:
+                yield gpu_tokens(alias), gpu
+
+    def find_gpu(self, name: str) -> GpuModel | None:
+        """Match a user's or NVML's GPU name: the longest known name whose tokens
+        begin the given name ("NVIDIA H100 80GB HBM3" -> H100)."""
+        wanted = gpu_tokens(name)
+        best: tuple[int, GpuModel] | None = None
+        for tokens, gpu in self._aliases():
+            if tokens and wanted[: len(tokens)] == tokens and (best is None or len(tokens) > best[0]):
+                best = (len(tokens), gpu)
+        return best[1] if best else None
+
+    def suggest_gpus(self, name: str, limit: int = 3) -> list[str]:
+        names = {" ".join(tokens): gpu.name for tokens, gpu in self._aliases()}
+        close = difflib.get_close_matches(" ".join(gpu_tokens(name)), list(names), n=limit * 3)
+        seen: list[str] = []
+        for key in close:
+            if names[key] not in seen:
+                seen.append(names[key])
+        return seen[:limit]
+
+    # --- torch ----------------------------------------------------------------------
+
+    def torch_release(self, version: Version | str) -> TorchRelease | None:
+        wanted = Version(str(version))
+        return next((r for r in self.torch_releases if r.version == wanted), None)
+
+    def torch_matching(self, spec: SpecifierSet) -> list[TorchRelease]:
+        """Releases matching ``spec``, newest first (pre-releases never)."""
+        return [r for r in self.torch_releases if spec.contains(r.version, prereleases=False)]
+
+    def release_for_companion(self, package: str, version: Version) -> TorchRelease | None:
+        """The torch release a torchvision/torchaudio version was released with."""
+        for release in self.torch_releases:
+            paired = release.torchvision if package == "torchvision" else release.torchaudio
+            if paired == version:
+                return release
+        return None
+
+    def all_cuda_tags(self) -> list[str]:
+        tags = {b.tag for r in self.torch_releases for b in r.cuda_builds}
+        return sorted(tags, key=lambda t: CudaVersion.from_tag(t))
+
+
+def sorted_releases(releases: Iterable[TorchRelease]) -> tuple[TorchRelease, ...]:
+    return tuple(sorted(releases, key=lambda r: r.version, reverse=True))

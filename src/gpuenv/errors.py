@@ -1,0 +1,208 @@
+"""The one error module: every failure gpuenv reports is a ``GpuenvError``.
+
+Each class carries a fixed exit code (the CLI contract in DESIGN.md) and a ``kind``
+that ``--json`` output uses as ``{"error": {"kind": ...}}``. Only ``gpuenv.cli``
+turns these into output and an exit status; the library raises and never prints.
+
+| code | meaning                                                    |
+| ---- | ---------------------------------------------------------- |
+| 0    | success                                                    |
+| 1    | a check answered "no" (stale lock, doctor errors, probe)   |
+| 2    | bad flags or an invalid gpuenv.toml                        |
+| 3    | no build fits this hardware and spec                       |
+| 4    | environment not installed, or not verified on this machine |
+| 5    | an external step (uv, rattler, a download) or install fail |
+| 70   | unexpected internal error                                  |
+| 130  | interrupted                                                |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+EXIT_OK = 0
+EXIT_CHECK_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNSATISFIABLE = 3
+EXIT_NOT_READY = 4
+EXIT_EXTERNAL = 5
+EXIT_INTERNAL = 70
+EXIT_INTERRUPTED = 130
+
+
+class GpuenvError(Exception):
+    """Root of every error gpuenv raises on purpose."""
+
+    exit_code: int = EXIT_INTERNAL
+    kind: str = "internal"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def details(self) -> dict[str, Any]:
+        """Extra structured fields for ``--json`` error output."""
+        return {}
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"kind": self.kind, "message": self.message}
+        if self.hint:
+            body["hint"] = self.hint
+        body.update(self.details())
+        return {"error": body}
+
+
+class CheckFailed(GpuenvError):
+    """A check answered "no": the lock is stale, doctor found errors, a probe failed."""
+
+    exit_code = EXIT_CHECK_FAILED
+    kind = "check-failed"
+
+
+class UsageError(GpuenvError, ValueError):
+    """Bad flags or arguments."""
+
+    exit_code = EXIT_USAGE
+    kind = "usage"
+
+
+@dataclass(frozen=True)
+class SpecProblem:
+    """One problem in a spec or lock file, located as precisely as we can."""
+
+    file: str
+    line: int | None
+    path: str
+    message: str
+    hint: str | None = None
+
+    def render(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        key = f" {self.path}:" if self.path else ""
+        text = f"{where}:{key} {self.message}"
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "line": self.line,
+            "path": self.path,
+            "message": self.message,
+            "hint": self.hint,
+        }
+
+
+class SpecError(UsageError):
+    """An invalid ``gpuenv.toml``: lists every problem found, each with file, line and key."""
+
+    kind = "spec"
+
+    def __init__(self, problems: Sequence[SpecProblem], *, hint: str | None = None) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(p.render() for p in self.problems), hint=hint)
+
+    def details(self) -> dict[str, Any]:
+        return {"problems": [p.to_json() for p in self.problems]}
+
+
+class FileFormatError(UsageError):
+    """A file gpuenv reads (the lock, facts) is malformed or from a newer gpuenv."""
+
+    kind = "file-format"
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """A concrete change that would make an unsatisfiable target plannable."""
+
+    description: str
+    changes: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"description": self.description, "changes": dict(self.changes)}
+
+
+class NoCompatiblePlan(GpuenvError):
+    """No build fits this target's hardware and the spec's constraints."""
+
+    exit_code = EXIT_UNSATISFIABLE
+    kind = "unsatisfiable"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        target: str | None = None,
+        alternatives: Sequence[Alternative] = (),
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.target = target
+        self.alternatives = tuple(alternatives)
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "alternatives": [a.to_json() for a in self.alternatives],
+        }
+
+
+class NotInstalled(GpuenvError):
+    """The environment has not been installed (or its install is incomplete)."""
+
+    exit_code = EXIT_NOT_READY
+    kind = "not-installed"
+
+
+class NotVerified(GpuenvError):
+    """No passing verification record matches this machine and lock."""
+
+    exit_code = EXIT_NOT_READY
+    kind = "not-verified"
+
+
+class ExternalToolError(GpuenvError):
+    """An external step (uv, rattler, a compiler, a download) failed."""
+
+    exit_code = EXIT_EXTERNAL
+    kind = "external"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        argv: Sequence[str] = (),
+        returncode: int | None = None,
+        stderr_tail: str = "",
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.argv = tuple(argv)
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "argv": list(self.argv),
+            "returncode": self.returncode,
+            "stderr": self.stderr_tail,
+        }
+
+
+class InstallError(GpuenvError):
+    """Materialising a prefix or writing the store failed."""
+
+    exit_code = EXIT_EXTERNAL
+    kind = "install"
+
+
+class HardwareDetectionError(GpuenvError):
+    """Detection hit an unexpected error (not "no GPU", which is a normal answer)."""
+
+    exit_code = EXIT_EXTERNAL
+    kind = "hardware"
