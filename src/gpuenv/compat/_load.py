@@ -14,8 +14,8 @@ still fails loudly as a ``FileFormatError`` naming the file and the entry.
 from __future__ import annotations
 
 import sys
-from importlib import resources
 from collections.abc import Callable
+from importlib import resources
 from typing import Any, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -37,7 +37,6 @@ from gpuenv.versions import (
     ComputeCapability,
     CudaVersion,
     DriverVersion,
-    VersionFormatError,
 )
 
 if sys.version_info >= (3, 11):
@@ -51,10 +50,23 @@ DATA_FILES = ("cuda.toml", "gpus.toml", "torch.toml")
 SCHEMA_VERSION = 1
 
 
+def _data_bytes(name: str) -> bytes:
+    return resources.files("gpuenv.compat").joinpath("data").joinpath(name).read_bytes()
+
+
+def data_digest() -> str:
+    """A digest of the shipped data files: caches of derived results key on it."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in DATA_FILES:
+        digest.update(name.encode() + b"\0" + _data_bytes(name))
+    return digest.hexdigest()
+
+
 def read_data(name: str) -> dict[str, Any]:
     """The raw TOML of one data file (also used by the schema test)."""
-    text = resources.files("gpuenv.compat").joinpath("data", name).read_text(encoding="utf-8")
-    data: dict[str, Any] = tomllib.loads(text)
+    data: dict[str, Any] = tomllib.loads(_data_bytes(name).decode("utf-8"))
     if data.get("schema") != SCHEMA_VERSION:
         raise FileFormatError(
             f"compat/data/{name}: schema {data.get('schema')!r}, expected {SCHEMA_VERSION}"
@@ -97,7 +109,9 @@ def _cuda_release(raw: dict[str, Any]) -> CudaRelease:
 
 
 def _family(raw: dict[str, Any]) -> CudaFamily:
-    return CudaFamily(int(raw["major"]), DriverVersion.parse(raw["linux_driver_min"]), raw["source"])
+    return CudaFamily(
+        int(raw["major"]), DriverVersion.parse(raw["linux_driver_min"]), raw["source"]
+    )
 
 
 def _architecture(raw: dict[str, Any]) -> Architecture:
@@ -138,9 +152,7 @@ def _series(raw: dict[str, Any]) -> tuple[TorchRelease, ...]:
                 torchaudio=_optional_version(rel.get("torchaudio")),
                 python=SpecifierSet(rel.get("python") or raw["python"]),
                 pypi_default=rel.get("pypi_default"),
-                builds=tuple(
-                    b for b, only in builds if only is None or rel["torch"] in only
-                ),
+                builds=tuple(b for b, only in builds if only is None or rel["torch"] in only),
                 source=raw["source"],
             )
         )

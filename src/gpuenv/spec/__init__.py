@@ -1,0 +1,288 @@
+"""``gpuenv.toml``: the spec as frozen values, and loading with located errors.
+
+Loading a spec: parse the TOML (the standard library's ``tomllib``; ``tomli`` on
+3.10 — several times faster than tomlkit, which gpuenv uses where it *writes* TOML
+and comments matter), validate it with the pydantic models in ``_models`` (types,
+unknown keys, formats), then check it against the knowledge base (known GPUs and
+CUDA releases, contradictions between keys). Every problem of a pass is reported at
+once, each with file, line and dotted key.
+
+Validation is the slow part (building the pydantic models costs ~150 ms), so a
+spec that validated once is remembered in gpuenv's cache, keyed by the file's exact
+bytes, gpuenv's version and the knowledge base's data: the next ``plan`` of the same
+file reads the normalised result and never imports pydantic. The rest of gpuenv
+sees only the frozen dataclasses below.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from gpuenv._tomlpos import Path as KeyPath
+from gpuenv._tomlpos import key_lines, line_of
+from gpuenv.errors import SpecError, SpecProblem, UsageError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 only
+    import tomli as tomllib
+
+__all__ = [
+    "Conda",
+    "LoadedSpec",
+    "Pip",
+    "Project",
+    "Spec",
+    "Stack",
+    "Target",
+    "Verify",
+    "load_spec",
+    "parse_spec_text",
+    "parse_version_spec",
+]
+
+SPEC_FILENAME = "gpuenv.toml"
+TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio", "pytorch-triton", "triton"})
+CONDA_TORCH_NAMES = frozenset({"pytorch", "torch", "torchvision", "torchaudio", "pytorch-cuda"})
+
+
+def parse_version_spec(text: str) -> SpecifierSet:
+    """``"*"`` -> any; ``"2.4.1"`` -> ``==2.4.1``; ``"2.4.*"`` -> ``==2.4.*``;
+    anything else must be a PEP 440 specifier set (``">=2.4,<2.6"``)."""
+    cleaned = text.strip()
+    if cleaned in ("*", ""):
+        return SpecifierSet()
+    if cleaned[0].isdigit():
+        cleaned = f"=={cleaned}"
+    try:
+        return SpecifierSet(cleaned)
+    except InvalidSpecifier:
+        raise ValueError(f'"{text}" is not a version or PEP 440 specifier (like "2.4.*")') from None
+
+
+# --- the spec as values ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class Stack:
+    python: str
+    torch: str = "*"
+    torchvision: str | bool | None = None
+    torchaudio: str | bool | None = None
+    cuda: str = "auto"
+    driver_compat: str = "strict"
+    toolkit: str | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    gpu: str | None = None
+    compute_capability: str | None = None
+    driver: str | None = None
+    platform: str = "linux-64"
+    glibc: str = "2.28"
+
+    @property
+    def is_cpu(self) -> bool:
+        return (self.gpu or "").strip().lower() == "none"
+
+    @property
+    def uses_detect(self) -> bool:
+        return (self.gpu or "").strip().lower() == "detect" or self.driver == "detect"
+
+
+@dataclass(frozen=True)
+class Pip:
+    dependencies: tuple[str, ...] = ()
+    index_url: str | None = None
+    extra_index_urls: tuple[str, ...] = ()
+    torch_index: str | None = None
+
+
+@dataclass(frozen=True)
+class Conda:
+    channels: tuple[str, ...] = ("conda-forge",)
+    dependencies: Mapping[str, str] | tuple[str, ...] = field(default_factory=dict)
+
+    def dependency_names(self) -> list[str]:
+        if isinstance(self.dependencies, Mapping):
+            return list(self.dependencies)
+        return [re.split(r"[\s=<>!~\[]", d.strip(), maxsplit=1)[0] for d in self.dependencies]
+
+
+@dataclass(frozen=True)
+class Verify:
+    extra: tuple[str, ...] = ()
+    timeout: int = 300
+
+
+@dataclass(frozen=True)
+class Spec:
+    project: Project
+    stack: Stack
+    targets: Mapping[str, Target]
+    pip: Pip = field(default_factory=Pip)
+    conda: Conda | None = None
+    verify: Verify = field(default_factory=Verify)
+
+    @property
+    def uses_detect(self) -> bool:
+        return any(t.uses_detect for t in self.targets.values())
+
+    @classmethod
+    def from_normalised(cls, data: Mapping[str, Any]) -> Spec:
+        """Build from the validated, alias-keyed form ``_models.validate`` returns."""
+        stack = data["stack"]
+        pip = data["pip"]
+        conda = data.get("conda")
+        deps = conda["dependencies"] if conda else None
+        return cls(
+            project=Project(data["project"]["name"], data["project"].get("description")),
+            stack=Stack(
+                python=stack["python"],
+                torch=stack["torch"],
+                torchvision=stack["torchvision"],
+                torchaudio=stack["torchaudio"],
+                cuda=stack["cuda"],
+                driver_compat=stack["driver-compat"],
+                toolkit=stack["toolkit"],
+            ),
+            targets={
+                name: Target(
+                    gpu=t["gpu"],
+                    compute_capability=t["compute-capability"],
+                    driver=t["driver"],
+                    platform=t["platform"],
+                    glibc=t["glibc"],
+                )
+                for name, t in data["targets"].items()
+            },
+            pip=Pip(
+                dependencies=tuple(pip["dependencies"]),
+                index_url=pip["index-url"],
+                extra_index_urls=tuple(pip["extra-index-urls"]),
+                torch_index=pip["torch-index"],
+            ),
+            conda=(
+                Conda(
+                    channels=tuple(conda["channels"]),
+                    dependencies=dict(deps) if isinstance(deps, dict) else tuple(deps or ()),
+                )
+                if conda
+                else None
+            ),
+            verify=Verify(tuple(data["verify"]["extra"]), data["verify"]["timeout"]),
+        )
+
+
+@dataclass(frozen=True)
+class LoadedSpec:
+    path: Path
+    spec: Spec
+    content_hash: str
+    lines: Mapping[KeyPath, int]
+
+    def line(self, *path: str | int) -> int | None:
+        return line_of(dict(self.lines), tuple(path))
+
+
+# --- loading --------------------------------------------------------------------------------
+
+
+def content_hash(normalised: Mapping[str, Any]) -> str:
+    """sha256 of the validated spec in canonical form: comments, formatting and key
+    order do not change it; any change of meaning does."""
+    canonical = json.dumps(normalised, sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _toml(text: str, file: str) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
+        message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        line = int(match.group(1)) if match else None
+        column = f" (column {match.group(2)})" if match else ""
+        raise SpecError(
+            [SpecProblem(file, line, "", f"not valid TOML: {message}{column}")]
+        ) from None
+    return data
+
+
+def parse_spec_text(
+    text: str, *, file: str, kb: Any | None = None, cache_dir: Path | None = None
+) -> LoadedSpec:
+    """Parse and validate spec text; raise ``SpecError`` listing every problem.
+
+    ``kb`` (a ``KnowledgeBase``) adds the checks against known GPUs and CUDA releases.
+    ``cache_dir`` consults and fills the validated-spec cache there (see the module doc).
+    """
+    from gpuenv.spec import _cache
+
+    key = _cache.key(text, with_knowledge=kb is not None) if cache_dir else None
+    cached = _cache.read(cache_dir, key) if cache_dir and key else None
+    if cached is not None:
+        normalised, lines = cached
+        return LoadedSpec(
+            Path(file), Spec.from_normalised(normalised), content_hash(normalised), lines
+        )
+    raw = _toml(text, file)
+    lines = key_lines(text)
+    from gpuenv.spec import _models
+
+    normalised = _models.validate(raw, file=file, lines=lines)
+    spec = Spec.from_normalised(normalised)
+    if kb is not None:
+        from gpuenv.spec._checks import check_against_knowledge
+
+        problems = check_against_knowledge(spec, kb, file, lines)
+        if problems:
+            raise SpecError(problems)
+    if cache_dir and key:
+        _cache.write(cache_dir, key, normalised, lines)
+    return LoadedSpec(Path(file), spec, content_hash(normalised), lines)
+
+
+def load_spec(
+    path: str | Path, *, kb: Any | None = None, cache_dir: Path | None = None
+) -> LoadedSpec:
+    """Read ``path`` (the CLI's ``-f``) and validate it, against ``kb`` when given."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(
+            f"{file}: no such file", hint="create one with 'gpuenv init', or pass -f PATH"
+        ) from None
+    except IsADirectoryError:
+        raise UsageError(f"{file}: is a directory, not a gpuenv.toml") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(
+            [SpecProblem(str(file), None, "", f"not UTF-8 text: {exc.reason}")]
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"{file}: cannot read: {exc.strerror}") from None
+    return parse_spec_text(text, file=str(file), kb=kb, cache_dir=cache_dir)
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of gpuenv.toml (written to schemas/gpuenv.schema.json)."""
+    from gpuenv.spec._models import json_schema as build
+
+    return build()

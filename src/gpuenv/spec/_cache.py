@@ -1,0 +1,55 @@
+"""Remember specs that validated, so the next load skips pydantic entirely.
+
+An entry is keyed by the spec's exact text, gpuenv's version and (when the
+knowledge-base checks ran) the knowledge base's data, so any change to any of them
+is a miss. The cache is a courtesy: unreadable or corrupt entries are misses, and
+failing to write one is ignored. Only specs that passed every check are stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gpuenv import __version__
+from gpuenv._fs import atomic_write_text
+from gpuenv._tomlpos import Path as KeyPath
+
+FORMAT = 1
+
+
+def key(text: str, *, with_knowledge: bool) -> str:
+    digest = hashlib.sha256()
+    digest.update(f"gpuenv {__version__} cache {FORMAT}\n".encode())
+    if with_knowledge:
+        from gpuenv.compat._load import data_digest
+
+        digest.update(data_digest().encode())
+    digest.update(b"\0" + text.encode())
+    return digest.hexdigest()
+
+
+def _path(cache_dir: Path, entry: str) -> Path:
+    return cache_dir / "spec" / f"{entry}.json"
+
+
+def read(cache_dir: Path, entry: str) -> tuple[dict[str, Any], dict[KeyPath, int]] | None:
+    try:
+        data = json.loads(_path(cache_dir, entry).read_text(encoding="utf-8"))
+        lines = {tuple(path): int(line) for path, line in data["lines"]}
+        normalised: dict[str, Any] = data["spec"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return normalised, lines
+
+
+def write(
+    cache_dir: Path, entry: str, normalised: Mapping[str, Any], lines: Mapping[KeyPath, int]
+) -> None:
+    payload = {"spec": normalised, "lines": [[list(path), line] for path, line in lines.items()]}
+    with contextlib.suppress(OSError):
+        atomic_write_text(_path(cache_dir, entry), json.dumps(payload, separators=(",", ":")))

@@ -1,0 +1,144 @@
+"""Checks of a structurally valid spec against the knowledge base.
+
+Known GPU names (with suggestions), known CUDA releases, and contradictions between
+keys that no single field's type can express (a CPU target with a driver, a GPU name
+and a compute capability that disagree, torch in [pip], pytorch from conda).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from packaging.requirements import Requirement
+
+from gpuenv._tomlpos import Path as KeyPath
+from gpuenv._tomlpos import line_of
+from gpuenv.compat import KnowledgeBase
+from gpuenv.errors import SpecProblem
+from gpuenv.spec import CONDA_TORCH_NAMES, TORCH_FAMILY, Spec, Target
+from gpuenv.spec._render import render_path
+from gpuenv.versions import ComputeCapability, CudaVersion
+
+
+class _Findings:
+    """Problems found so far, each as (key path, message, hint)."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[KeyPath, str, str | None]] = []
+
+    def add(self, path: KeyPath, message: str, hint: str | None = None) -> None:
+        self.items.append((path, message, hint))
+
+
+def _check_cpu_target(here: KeyPath, target: Target, found: _Findings) -> None:
+    for key, value in (
+        ("driver", target.driver),
+        ("compute-capability", target.compute_capability),
+    ):
+        if value is not None:
+            found.add(
+                (*here, key),
+                f'gpu = "none" plans a CPU build, but {key} is set',
+                f"remove {key}, or name the GPU",
+            )
+
+
+def _check_named_gpu(here: KeyPath, target: Target, kb: KnowledgeBase, found: _Findings) -> None:
+    gpu = (target.gpu or "").strip()
+    model = kb.find_gpu(gpu)
+    if model is None and target.compute_capability is None:
+        close = kb.suggest_gpus(gpu)
+        found.add(
+            (*here, "gpu"),
+            f'"{gpu}" is not a GPU gpuenv knows; give compute-capability = "X.Y" too',
+            f"did you mean {' or '.join(repr(c) for c in close)}?" if close else None,
+        )
+    elif model is not None and target.compute_capability is not None:
+        declared = ComputeCapability.parse(target.compute_capability)
+        if declared != model.cc:
+            found.add(
+                (*here, "compute-capability"),
+                f'{declared} contradicts gpu "{gpu}", which is {model.cc} ({model.name})',
+                "remove one of the two",
+            )
+
+
+def _check_target(name: str, target: Target, kb: KnowledgeBase, found: _Findings) -> None:
+    here: KeyPath = ("targets", name)
+    gpu = (target.gpu or "").strip().lower()
+    if gpu == "none":
+        _check_cpu_target(here, target, found)
+        return
+    if not gpu and target.compute_capability is None:
+        found.add(
+            here,
+            'a GPU target needs gpu (a name, or "detect") or compute-capability',
+            'use gpu = "none" for a CPU build',
+        )
+    elif gpu == "detect" and target.compute_capability is not None:
+        found.add(
+            (*here, "compute-capability"),
+            'gpu = "detect" reads the compute capability from this machine; do not also set it',
+        )
+    elif gpu and gpu != "detect":
+        _check_named_gpu(here, target, kb, found)
+    if target.driver is None:
+        found.add(
+            (*here, "driver"),
+            'a GPU target needs the driver of its machines (like "550.54.15") or "detect"',
+        )
+
+
+def _check_stack(spec: Spec, kb: KnowledgeBase, found: _Findings) -> None:
+    stack = spec.stack
+    if stack.cuda != "auto" and kb.cuda(CudaVersion.parse(stack.cuda)) is None:
+        known = ", ".join(str(c.version) for c in kb.cuda_releases)
+        found.add(
+            ("stack", "cuda"), f'"{stack.cuda}" is not a known CUDA release', f"known: {known}"
+        )
+    toolkit = stack.toolkit
+    pinned_toolkit = toolkit is not None and toolkit != "auto" and not toolkit.startswith("system:")
+    if pinned_toolkit and stack.cuda != "auto":
+        assert toolkit is not None
+        if CudaVersion.parse(toolkit) != CudaVersion.parse(stack.cuda):
+            found.add(
+                ("stack", "toolkit"),
+                f'toolkit "{toolkit}" differs from cuda "{stack.cuda}": '
+                "extensions built with it would not match torch",
+                'use toolkit = "auto"',
+            )
+
+
+def _check_packages(spec: Spec, found: _Findings) -> None:
+    for index, text in enumerate(spec.pip.dependencies):
+        name = Requirement(text).name.lower().replace("_", "-")
+        if name in TORCH_FAMILY:
+            in_stack = name in ("torch", "torchvision", "torchaudio")
+            found.add(
+                ("pip", "dependencies", index),
+                f'"{text}": {name} is chosen by [stack] to match each target\'s CUDA build',
+                f"set {name} in [stack] instead" if in_stack else "remove it",
+            )
+    for name in spec.conda.dependency_names() if spec.conda else []:
+        if name.lower() in CONDA_TORCH_NAMES:
+            found.add(
+                ("conda", "dependencies", name),
+                f"{name} from conda would mix with the pip torch of [stack] "
+                "(two copies, load order decides)",
+                "remove it; [stack] installs the torch family",
+            )
+
+
+def check_against_knowledge(
+    spec: Spec, kb: KnowledgeBase, file: str, lines: Mapping[KeyPath, int]
+) -> list[SpecProblem]:
+    found = _Findings()
+    _check_stack(spec, kb, found)
+    _check_packages(spec, found)
+    for name, target in spec.targets.items():
+        _check_target(name, target, kb, found)
+    problems = [
+        SpecProblem(file, line_of(dict(lines), path), render_path(path), message, hint)
+        for path, message, hint in found.items
+    ]
+    return sorted(problems, key=lambda p: (p.line or 0, p.path))

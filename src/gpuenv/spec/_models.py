@@ -1,0 +1,427 @@
+"""The pydantic models of ``gpuenv.toml``: validation, error messages, JSON Schema.
+
+This is the edge where untrusted text becomes data. It is imported only when a
+spec has to be validated (a cache miss in ``gpuenv.spec``) or the schema is
+generated: building these models costs ~150 ms, more than the rest of ``plan``.
+Every pydantic error becomes a ``SpecProblem`` with the file, the line and the
+dotted key, and a "did you mean" hint for misspelt keys.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import types
+import typing
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+
+from gpuenv._tomlpos import Path as KeyPath
+from gpuenv._tomlpos import line_of
+from gpuenv.errors import SpecError, SpecProblem
+from gpuenv.spec import parse_version_spec
+from gpuenv.spec._render import render_path
+from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion, VersionFormatError
+
+# --- value checks (raise ValueError with the message a user sees) --------------------
+
+
+def _version_spec(text: str) -> str:
+    parse_version_spec(text)
+    return text
+
+
+def _python(text: str) -> str:
+    if re.fullmatch(r"3\.\d{1,2}", text.strip()):
+        return text
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier:
+        raise ValueError(
+            f'"{text}" is not a Python version ("3.11") or range (">=3.10,<3.13")'
+        ) from None
+    return text
+
+
+def _cuda(text: str) -> str:
+    if text == "auto":
+        return text
+    try:
+        CudaVersion.parse(text)
+    except VersionFormatError:
+        raise ValueError(f'"{text}" is not a CUDA version: use "auto" or one like "12.4"') from None
+    return text
+
+
+def _driver(text: str) -> str:
+    if text == "detect":
+        return text
+    try:
+        DriverVersion.parse(text)
+    except VersionFormatError:
+        raise ValueError(
+            f'"{text}" is not a driver version (like "550.54.15") or "detect"'
+        ) from None
+    return text
+
+
+def _compute_capability(text: str) -> str:
+    try:
+        cc = ComputeCapability.parse(text)
+    except VersionFormatError as exc:
+        raise ValueError(str(exc)) from None
+    if not 1 <= cc.major <= 15:
+        raise ValueError(f'"{text}" is not a plausible compute capability')
+    return text
+
+
+def _toolkit(text: str) -> str:
+    if text.startswith("system:"):
+        path = text.removeprefix("system:")
+        if not path.startswith("/"):
+            raise ValueError(
+                f'"{text}": a system toolkit needs an absolute path ("system:/usr/local/cuda-12.4")'
+            )
+        return text
+    return _cuda(text) if text != "auto" else text
+
+
+def _glibc(text: str) -> str:
+    if not re.fullmatch(r"2\.\d{1,2}", text):
+        raise ValueError(f'"{text}" is not a glibc version (like "2.28")')
+    return text
+
+
+def _requirement(text: str) -> str:
+    try:
+        Requirement(text)
+    except InvalidRequirement as exc:
+        raise ValueError(f'"{text}" is not a valid requirement: {exc}') from None
+    return text
+
+
+def _url(text: str) -> str:
+    if not re.match(r"^(https?|file)://\S+$", text):
+        raise ValueError(f'"{text}" is not an http(s):// or file:// URL')
+    return text
+
+
+VersionSpec = Annotated[str, AfterValidator(_version_spec)]
+PythonSpec = Annotated[str, AfterValidator(_python)]
+CudaSpec = Annotated[str, AfterValidator(_cuda)]
+DriverSpec = Annotated[str, AfterValidator(_driver)]
+CCSpec = Annotated[str, AfterValidator(_compute_capability)]
+ToolkitSpec = Annotated[str, AfterValidator(_toolkit)]
+RequirementSpec = Annotated[str, AfterValidator(_requirement)]
+UrlSpec = Annotated[str, AfterValidator(_url)]
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
+
+# --- models ---------------------------------------------------------------------------------
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False)
+
+
+class Project(_Model):
+    name: Name = Field(description="The project's name; shown in prompts and prefix names.")
+    description: str | None = None
+
+
+class Stack(_Model):
+    python: PythonSpec = Field(description='Python version ("3.11") or range (">=3.10").')
+    torch: VersionSpec = Field(
+        default="*",
+        description='torch version or PEP 440 specifier: "2.4.*", "2.4.1", ">=2.4,<2.6".',
+    )
+    torchvision: VersionSpec | Literal[False] | None = Field(
+        default=None,
+        description="Omitted: the release paired with torch, when one exists. "
+        '"*" or a specifier: required, and must match the pairing. false: not installed.',
+    )
+    torchaudio: VersionSpec | Literal[False] | None = Field(
+        default=None, description="Like torchvision."
+    )
+    cuda: CudaSpec = Field(
+        default="auto", description='"auto", or the CUDA runtime the wheels are built for ("12.4").'
+    )
+    driver_compat: Literal["strict", "minor"] = Field(
+        default="strict",
+        alias="driver-compat",
+        description='"strict": a build needs its CUDA release\'s own minimum driver. '
+        '"minor": NVIDIA\'s CUDA minor-version compatibility (any 12.x on driver >= 525.60.13).',
+    )
+    toolkit: ToolkitSpec | None = Field(
+        default=None,
+        description='A CUDA toolkit (nvcc, headers) in the prefix: "12.4", '
+        '"auto" (the wheels\' CUDA), '
+        'or an existing one: "system:/usr/local/cuda-12.4".',
+    )
+
+
+class Target(_Model):
+    gpu: str | None = Field(
+        default=None,
+        description='A GPU name ("H100", "RTX 4060 Ti"), "none" for a CPU build, or "detect".',
+    )
+    compute_capability: CCSpec | None = Field(
+        default=None, alias="compute-capability", description='e.g. "9.0"; instead of or with gpu.'
+    )
+    driver: DriverSpec | None = Field(
+        default=None, description='The NVIDIA driver on that machine ("550.54.15"), or "detect".'
+    )
+    platform: Literal["linux-64", "linux-aarch64"] = "linux-64"
+    glibc: Annotated[str, AfterValidator(_glibc)] = Field(
+        default="2.28", description="glibc of the target machines (conda's __glibc)."
+    )
+
+
+class Pip(_Model):
+    dependencies: list[RequirementSpec] = Field(default_factory=list)
+    index_url: UrlSpec | None = Field(default=None, alias="index-url")
+    extra_index_urls: list[UrlSpec] = Field(default_factory=list, alias="extra-index-urls")
+    torch_index: UrlSpec | None = Field(
+        default=None,
+        alias="torch-index",
+        description="Base of the per-build torch indexes (<base>/cu124/); PyTorch's by default.",
+    )
+
+
+class Conda(_Model):
+    channels: list[str] = Field(default_factory=lambda: ["conda-forge"])
+    dependencies: dict[str, str] | list[str] = Field(default_factory=dict)
+
+    def dependency_names(self) -> list[str]:
+        if isinstance(self.dependencies, dict):
+            return list(self.dependencies)
+        return [re.split(r"[\s=<>!~\[]", d.strip(), maxsplit=1)[0] for d in self.dependencies]
+
+
+class Verify(_Model):
+    extra: list[str] = Field(
+        default_factory=list,
+        description="Python statements the probe also runs, e.g. 'import flash_attn'.",
+    )
+    timeout: int = Field(default=300, ge=10, le=3600, description="Probe time limit, seconds.")
+
+
+# The validation model; the rest of gpuenv sees the frozen ``gpuenv.spec.Spec``.
+class SpecModel(_Model):
+    """A gpuenv.toml file."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        title="gpuenv.toml",
+    )
+
+    project: Project
+    stack: Stack
+    targets: dict[Name, Target] = Field(min_length=1)
+    pip: Pip = Field(default_factory=Pip)
+    conda: Conda | None = None
+    verify: Verify = Field(default_factory=Verify)
+
+
+# --- loading ------------------------------------------------------------------------------
+
+
+def _unwrap(annotation: Any) -> list[Any]:
+    """The concrete types inside Optional/Union/Annotated/list/dict annotations."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _unwrap(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [t for arg in typing.get_args(annotation) for t in _unwrap(arg)]
+    return [annotation]
+
+
+def _as_model(annotation: Any) -> type[BaseModel] | None:
+    models = [c for c in _unwrap(annotation) if isinstance(c, type) and issubclass(c, BaseModel)]
+    return models[0] if models else None
+
+
+def _model_at(loc: tuple[str | int, ...]) -> type[BaseModel] | None:
+    """The model whose keys are allowed at ``loc`` (for "did you mean" hints)."""
+    current: Any = SpecModel
+    for part in loc:
+        model = _as_model(current)
+        if model is not None:
+            field = _field(model, part)
+            if field is None:
+                return None
+            current = field.annotation
+            continue
+        # Inside dict[str, X] or list[X]: the part is a key or an index.
+        container = next(
+            (c for c in _unwrap(current) if typing.get_origin(c) in (dict, list)), None
+        )
+        if container is None:
+            return None
+        current = typing.get_args(container)[-1]
+    return _as_model(current)
+
+
+def _field(model: type[BaseModel], key: str | int) -> Any:
+    return next((f for n, f in model.model_fields.items() if (f.alias or n) == key), None)
+
+
+def _keys_of(model: type[BaseModel]) -> list[str]:
+    return [f.alias or n for n, f in model.model_fields.items()]
+
+
+def _type_name(value: Any) -> str:
+    return {
+        bool: "boolean",
+        int: "integer",
+        float: "number",
+        str: "string",
+        list: "array",
+        dict: "table",
+    }.get(type(value), type(value).__name__)
+
+
+_TYPE_ERRORS = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "bool_type": "true or false",
+    "list_type": "an array",
+    "dict_type": "a table",
+    "model_type": "a table",
+}
+
+
+# Each explainer turns one kind of pydantic error into (message, hint, priority).
+# Priority settles unions: when a value fails every member, the specific message
+# (priority 1) beats "expected a string" (priority 0).
+Explained = tuple[str, str | None, int]
+
+
+def _show(value: Any) -> str:
+    return json.dumps(value, default=str)
+
+
+def _unknown_key(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
+    parent = _model_at(loc[:-1])
+    if parent is None:
+        return "unknown key", None, 1
+    keys = _keys_of(parent)
+    close = difflib.get_close_matches(str(loc[-1]), keys, n=1)
+    hint = f"did you mean '{close[0]}'?" if close else f"known keys: {', '.join(keys)}"
+    return "unknown key", hint, 1
+
+
+def _missing_key(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
+    parent = _model_at(loc[:-1])
+    field = _field(parent, loc[-1]) if parent is not None else None
+    if field is not None and field.description:
+        return "required key is missing", field.description, 1
+    model = _model_at(loc)
+    if model is None:
+        return "required key is missing", None, 1
+    required = [f.alias or n for n, f in model.model_fields.items() if f.is_required()]
+    return "required key is missing", f"a table with at least: {', '.join(required)}", 1
+
+
+def _bad_value(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
+    return str(error["ctx"]["error"]).splitlines()[0], None, 1
+
+
+def _wrong_type(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
+    value = error.get("input")
+    expected = _TYPE_ERRORS[error["type"]]
+    return f"expected {expected}, got {_type_name(value)} {_show(value)}", None, 0
+
+
+def _out_of_range(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
+    ctx = error["ctx"]
+    which, bound = ("at least", ctx["ge"]) if "ge" in ctx else ("at most", ctx["le"])
+    return f"{_show(error.get('input'))} is out of range: must be {which} {bound}", None, 1
+
+
+def _not_one_of(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
+    value = error.get("input")
+    if error["ctx"]["expected"] == "False":
+        return f'expected a version specifier ("*", "0.19.*") or false, got {_show(value)}', None, 1
+    return f"{_show(value)} is not one of {error['ctx']['expected']}", None, 1
+
+
+def _pattern(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
+    value = error.get("input")
+    if error["ctx"]["pattern"] == NAME_PATTERN:
+        hint = "use letters, digits, '.', '_' and '-', starting with a letter or digit"
+        return f"{_show(value)} is not a valid name", hint, 1
+    return f"{_show(value)} is not allowed here (must match {error['ctx']['pattern']})", None, 1
+
+
+def _too_short(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
+    if isinstance(error.get("input"), dict):
+        hint = 'e.g. [targets.h100] with gpu = "H100" and driver = "550.54.15"'
+        return "at least one entry is required", hint, 1
+    return str(error["msg"]), None, 1
+
+
+_EXPLAINERS = {
+    "extra_forbidden": _unknown_key,
+    "missing": _missing_key,
+    "value_error": _bad_value,
+    "greater_than_equal": _out_of_range,
+    "less_than_equal": _out_of_range,
+    "literal_error": _not_one_of,
+    "string_pattern_mismatch": _pattern,
+    "too_short": _too_short,
+    **dict.fromkeys(_TYPE_ERRORS, _wrong_type),
+}
+
+
+def _problem_from_error(
+    error: Mapping[str, Any], file: str, lines: dict[KeyPath, int]
+) -> tuple[int, SpecProblem]:
+    """One pydantic error as a located problem, with its priority."""
+    loc: tuple[str | int, ...] = tuple(p for p in error["loc"] if not _is_union_tag(p))
+    explain = _EXPLAINERS.get(error["type"])
+    message, hint, priority = explain(loc, error) if explain else (str(error["msg"]), None, 1)
+    return priority, SpecProblem(file, line_of(lines, loc), render_path(loc), message, hint)
+
+
+def _is_union_tag(part: str | int) -> bool:
+    # pydantic adds the member type to locations inside unions ("str", "literal[False]",
+    # "function-after[...]"): they are not keys of the file.
+    return isinstance(part, str) and (
+        part in ("str", "list[str]", "dict[str,str]", "literal[False]", "[key]")
+        or part.startswith("function-after[")
+    )
+
+
+def _dedupe(problems: list[tuple[int, SpecProblem]]) -> list[SpecProblem]:
+    """Union members each report an error for one bad value; keep the most specific."""
+    best: dict[str, tuple[int, SpecProblem]] = {}
+    for priority, problem in problems:
+        if problem.path not in best or priority > best[problem.path][0]:
+            best[problem.path] = (priority, problem)
+    return [problem for _, problem in best.values()]
+
+
+def validate(raw: dict[str, Any], *, file: str, lines: dict[KeyPath, int]) -> dict[str, Any]:
+    """Validate parsed TOML; return it normalised (defaults filled, keys by alias)."""
+    try:
+        model = SpecModel.model_validate(raw)
+    except ValidationError as exc:
+        problems = _dedupe([_problem_from_error(e, file, lines) for e in exc.errors()])
+        raise SpecError(sorted(problems, key=lambda p: (p.line or 0, p.path))) from None
+    normalised: dict[str, Any] = model.model_dump(mode="json", by_alias=True)
+    return normalised
+
+
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema of gpuenv.toml (written to schemas/gpuenv.schema.json)."""
+    schema = SpecModel.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    return schema
