@@ -49,6 +49,12 @@ def render_error(error: GpuenvError, *, as_json: bool, verbose: int) -> None:
             err(f"  {line}")
         if error.hint:
             err(f"  hint: {error.hint}")
+        alternatives = getattr(error, "alternatives", ())
+        if alternatives:
+            err("  what would work instead:")
+            for alternative in alternatives:
+                changes = ", ".join(f"{k} = {v}" for k, v in alternative.changes.items())
+                err(f"  - {alternative.description}" + (f"  [{changes}]" if changes else ""))
     if verbose:
         traceback.print_exception(error, file=sys.stderr)
 
@@ -71,5 +77,12 @@ def render_internal(exc: BaseException, *, as_json: bool, verbose: int) -> None:
         traceback.print_exception(exc, file=sys.stderr)
 
 
-def add_json_flag(parser: Any) -> None:
-    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+def table(headers: list[str], rows: list[list[str]]) -> str:
+    """A plain aligned text table (cheaper than rich for a few rows)."""
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    lines.extend(
+        "  ".join(str(c).ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+    return "\n".join(lines)

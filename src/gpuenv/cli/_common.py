@@ -1,0 +1,49 @@
+"""Flags and arguments shared by several commands (defined once, reused)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from gpuenv.errors import UsageError
+
+SPEC_DEFAULT = "gpuenv.toml"
+
+
+def add_json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def add_target_flag(parser: argparse.ArgumentParser, *, what: str = "only this target") -> None:
+    parser.add_argument("-t", "--target", metavar="NAME", help=what)
+
+
+def spec_path(args: argparse.Namespace) -> Path:
+    return Path(getattr(args, "file", None) or SPEC_DEFAULT)
+
+
+def check_target(name: str | None, known: list[str]) -> None:
+    if name is not None and name not in known:
+        raise UsageError(
+            f"no target named {name!r}",
+            hint=f"targets in this spec: {', '.join(known)}",
+        )
+
+
+def env_override(name: str) -> str | None:
+    """Read an override variable once, here in the CLI (empty means absent)."""
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def cache_dir() -> Path | None:
+    """gpuenv's cache: $GPUENV_CACHE_DIR, else $XDG_CACHE_HOME/gpuenv, else
+    ~/.cache/gpuenv. GPUENV_NO_CACHE=1 turns it off."""
+    if env_override("GPUENV_NO_CACHE") not in (None, "0"):
+        return None
+    explicit = env_override("GPUENV_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = env_override("XDG_CACHE_HOME")
+    return Path(xdg) / "gpuenv" if xdg else Path.home() / ".cache" / "gpuenv"

@@ -1,0 +1,96 @@
+"""A commented starter gpuenv.toml, built with tomlkit and validated before writing."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import tomlkit
+from tomlkit.items import Table
+
+from gpuenv._fs import atomic_write_text
+from gpuenv.compat import knowledge_base
+from gpuenv.errors import UsageError
+from gpuenv.spec import parse_spec_text
+
+
+@dataclass(frozen=True)
+class StarterOptions:
+    name: str
+    python: str = "3.11"
+    torch: str = "*"
+    cuda: str = "auto"
+    target: str | None = None
+    gpu: str | None = None
+    driver: str | None = None
+    cpu_target: bool = False
+
+
+def _torch_spec(text: str) -> str:
+    # "2.4" on the command line means the 2.4 series, not exactly 2.4.0.
+    return f"{text}.*" if re.fullmatch(r"\d+\.\d+", text.strip()) else text
+
+
+def _target_name(options: StarterOptions) -> str:
+    if options.target:
+        return options.target
+    if options.gpu is None or options.gpu.lower() == "none":
+        return "cpu"
+    model = knowledge_base().find_gpu(options.gpu)
+    raw = model.name if model else options.gpu
+    return re.sub(r"[^a-z0-9]+", "-", raw.lower()).strip("-") or "gpu"
+
+
+def _target_table(options: StarterOptions) -> Table:
+    table = tomlkit.table()
+    if options.gpu is None or options.gpu.lower() == "none":
+        table.add("gpu", "none")
+        table["gpu"].comment("CPU-only build")
+        return table
+    table.add("gpu", options.gpu)
+    table["gpu"].comment('a GPU name, or compute-capability = "X.Y"')
+    table.add("driver", options.driver or "550.54.15")
+    table["driver"].comment("the NVIDIA driver on those machines (nvidia-smi's first line)")
+    return table
+
+
+def starter_text(options: StarterOptions) -> tuple[str, list[str]]:
+    doc = tomlkit.document()
+    doc.add(tomlkit.comment(" gpuenv environment spec: 'gpuenv plan' shows what it resolves to."))
+    doc.add(tomlkit.nl())
+    project = tomlkit.table()
+    project.add("name", options.name)
+    doc.add("project", project)
+    stack = tomlkit.table()
+    stack.add("python", options.python)
+    stack.add("torch", _torch_spec(options.torch))
+    stack["torch"].comment('"2.4.*", "2.4.1", ">=2.4,<2.6" or "*" for the newest that fits')
+    stack.add("torchvision", "*")
+    stack["torchvision"].comment("the release paired with torch; false to leave it out")
+    stack.add("cuda", options.cuda)
+    stack["cuda"].comment('"auto": the newest CUDA build the driver and GPU allow')
+    doc.add("stack", stack)
+    targets = tomlkit.table(is_super_table=True)
+    names = [_target_name(options)]
+    targets.add(names[0], _target_table(options))
+    if options.cpu_target and names[0] != "cpu":
+        names.append("cpu")
+        targets.add("cpu", _target_table(StarterOptions(name=options.name, gpu="none")))
+    doc.add("targets", targets)
+    pip = tomlkit.table()
+    pip.add("dependencies", tomlkit.array())
+    pip["dependencies"].comment('e.g. ["transformers>=4.44"]')
+    doc.add("pip", pip)
+    return tomlkit.dumps(doc), names
+
+
+def write_starter(path: Path, options: StarterOptions, *, overwrite: bool) -> list[str]:
+    """Write a starter spec to ``path``; returns the target names. Refuses to replace
+    an existing file unless ``overwrite``; never writes a spec that does not validate."""
+    if path.exists() and not overwrite:
+        raise UsageError(f"{path} already exists", hint="pass --force to replace it")
+    text, names = starter_text(options)
+    parse_spec_text(text, file=str(path), kb=knowledge_base())
+    atomic_write_text(path, text)
+    return names

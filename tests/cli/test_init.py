@@ -1,0 +1,45 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from gpuenv.compat import knowledge_base
+from gpuenv.spec import load_spec
+from tests.conftest import CliResult
+
+
+def test_init_writes_a_valid_commented_spec(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    path = tmp_path / "gpuenv.toml"
+    result = cli(
+        "-f", str(path), "init", "--gpu", "H100", "--driver", "550.54.15", "--torch", "2.4", "--cpu"
+    )
+    assert result.code == 0, result.err
+    text = path.read_text()
+    assert "#" in text, "the starter explains itself"
+    loaded = load_spec(path, kb=knowledge_base())
+    assert loaded.spec.stack.torch == "2.4.*"
+    assert set(loaded.spec.targets) == {"h100", "cpu"}
+    plan = cli("-f", str(path), "plan", "--json")
+    assert plan.json()["targets"]["h100"]["cu_tag"] == "cu124"
+
+
+def test_init_refuses_to_overwrite(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    path = tmp_path / "gpuenv.toml"
+    path.write_text("keep me")
+    result = cli("-f", str(path), "init")
+    assert result.code == 2
+    assert "already exists" in result.err
+    assert path.read_text() == "keep me"
+    assert cli("-f", str(path), "init", "--force").code == 0
+    assert path.read_text() != "keep me"
+
+
+def test_init_with_an_unknown_gpu_writes_nothing(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    path = tmp_path / "gpuenv.toml"
+    result = cli("-f", str(path), "init", "--gpu", "H1000", "--driver", "550.54.15")
+    assert result.code == 2
+    assert "did you mean 'H100'" in result.err
+    assert not path.exists()
+    assert list(tmp_path.iterdir()) == []
