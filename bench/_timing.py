@@ -38,7 +38,8 @@ def median_ms(times: Sequence[float]) -> float:
 
 
 def report(name: str, times: Sequence[float], *, baseline: Sequence[float] | None = None) -> None:
-    line = f"{name:<44} median {median_ms(times):8.1f} ms  (min {min(times) * 1000:.1f}, n={len(times)})"
+    fastest = min(times) * 1000
+    line = f"{name:<44} median {median_ms(times):8.1f} ms  (min {fastest:.1f}, n={len(times)})"
     if baseline:
         line += f"  ratio {statistics.median(times) / statistics.median(baseline):.2f}x"
     print(line)
