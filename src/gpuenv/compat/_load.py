@@ -14,8 +14,8 @@ still fails loudly as a ``FileFormatError`` naming the file and the entry.
 from __future__ import annotations
 
 import sys
-from importlib import resources
 from collections.abc import Callable
+from importlib import resources
 from typing import Any, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -37,7 +37,6 @@ from gpuenv.versions import (
     ComputeCapability,
     CudaVersion,
     DriverVersion,
-    VersionFormatError,
 )
 
 if sys.version_info >= (3, 11):
@@ -53,7 +52,9 @@ SCHEMA_VERSION = 1
 
 def read_data(name: str) -> dict[str, Any]:
     """The raw TOML of one data file (also used by the schema test)."""
-    text = resources.files("gpuenv.compat").joinpath("data", name).read_text(encoding="utf-8")
+    text = (
+        resources.files("gpuenv.compat").joinpath("data").joinpath(name).read_text(encoding="utf-8")
+    )
     data: dict[str, Any] = tomllib.loads(text)
     if data.get("schema") != SCHEMA_VERSION:
         raise FileFormatError(
@@ -97,7 +98,9 @@ def _cuda_release(raw: dict[str, Any]) -> CudaRelease:
 
 
 def _family(raw: dict[str, Any]) -> CudaFamily:
-    return CudaFamily(int(raw["major"]), DriverVersion.parse(raw["linux_driver_min"]), raw["source"])
+    return CudaFamily(
+        int(raw["major"]), DriverVersion.parse(raw["linux_driver_min"]), raw["source"]
+    )
 
 
 def _architecture(raw: dict[str, Any]) -> Architecture:
@@ -138,9 +141,7 @@ def _series(raw: dict[str, Any]) -> tuple[TorchRelease, ...]:
                 torchaudio=_optional_version(rel.get("torchaudio")),
                 python=SpecifierSet(rel.get("python") or raw["python"]),
                 pypi_default=rel.get("pypi_default"),
-                builds=tuple(
-                    b for b, only in builds if only is None or rel["torch"] in only
-                ),
+                builds=tuple(b for b, only in builds if only is None or rel["torch"] in only),
                 source=raw["source"],
             )
         )

@@ -173,7 +173,11 @@ class KnowledgeBase:
         wanted = gpu_tokens(name)
         best: tuple[int, GpuModel] | None = None
         for tokens, gpu in self._aliases():
-            if tokens and wanted[: len(tokens)] == tokens and (best is None or len(tokens) > best[0]):
+            if (
+                tokens
+                and wanted[: len(tokens)] == tokens
+                and (best is None or len(tokens) > best[0])
+            ):
                 best = (len(tokens), gpu)
         return best[1] if best else None
 
@@ -206,7 +210,7 @@ class KnowledgeBase:
 
     def all_cuda_tags(self) -> list[str]:
         tags = {b.tag for r in self.torch_releases for b in r.cuda_builds}
-        return sorted(tags, key=lambda t: CudaVersion.from_tag(t))
+        return sorted(tags, key=CudaVersion.from_tag)
 
 
 def sorted_releases(releases: Iterable[TorchRelease]) -> tuple[TorchRelease, ...]:
