@@ -54,7 +54,7 @@ def run(
     label = what or Path(args[0]).name
     started = time.perf_counter()
     try:
-        completed = subprocess.run(
+        completed = subprocess.run(  # an argument list, never a shell (S603 is off project-wide)
             args,
             capture_output=True,
             text=True,
