@@ -1,0 +1,116 @@
+"""The lock in memory, and the two-method protocol every resolver backend follows.
+
+Backends (``lock.uv`` for pip artifacts, ``lock.rattler`` for conda records) take a
+frozen request and return exact artifacts: URL and hashes, and the dependency edges
+of this resolution. They never read the spec or the plan; orchestration builds the
+requests. A resolution that cannot succeed raises ``NoCompatiblePlan`` (exit 3) with
+the tool's explanation in plain words; a tool that fails for any other reason
+(network, crash, timeout) raises ``ExternalToolError`` (exit 5).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503 normalisation: ``Torch_Vision`` -> ``torch-vision``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def strip_credentials(url: str) -> str:
+    """Drop ``user:password@`` from a URL: credentials are never written to a lock."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
+
+
+@dataclass(frozen=True)
+class PipPackage:
+    """One pip artifact, exactly: a wheel (or sdist) URL and its sha256."""
+
+    name: str  # PEP 503-normalised
+    version: str
+    url: str  # credentials stripped
+    sha256: str
+    index: str | None = None  # the index it was found on (credentials stripped)
+    requires: tuple[str, ...] = ()  # normalised names of its dependencies in this resolution
+
+    @property
+    def filename(self) -> str:
+        return urlsplit(self.url).path.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class CondaPackage:
+    """One conda record, exactly: enough to install it again without a solve."""
+
+    name: str
+    version: str
+    build: str
+    build_number: int
+    channel: str
+    subdir: str
+    url: str
+    sha256: str
+    md5: str
+    depends: tuple[str, ...] = ()
+    constrains: tuple[str, ...] = ()
+    size: int | None = None
+
+
+@dataclass(frozen=True)
+class PipRequest:
+    """Resolve ``requirements`` for one target's Python and platform."""
+
+    requirements: tuple[str, ...]  # PEP 508, e.g. "torch==2.4.1", "transformers>=4.44"
+    python: str  # "3.11" (or an exact "3.11.9" when conda supplies Python)
+    platform: str = "linux-64"  # or "linux-aarch64"
+    glibc: str = "2.28"  # the manylinux level of the target machines
+    default_index: str | None = None  # None: the tool's default index
+    extra_indexes: tuple[str, ...] = ()
+    # The chosen build's index (".../cu124"): the torch family comes only from here.
+    # None: the default index serves the torch family (PyPI's build is the chosen one).
+    torch_index: str | None = None
+    torch_family: tuple[str, ...] = (
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "triton",
+        "pytorch-triton",
+    )
+    preferences: tuple[PipPackage, ...] = ()  # existing pins to keep while they still fit
+    cache_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class CondaRequest:
+    """Solve ``specs`` for one target, with that target's virtual packages."""
+
+    specs: tuple[str, ...]  # match specs, e.g. "cuda-nvcc 12.4.*", "python 3.11.*"
+    channels: tuple[str, ...]  # names ("conda-forge") or URLs (file:// included)
+    platform: str = "linux-64"
+    # The target's complete list (__cuda, __cuda_arch, __glibc, __linux, __unix):
+    # never this machine's. A CPU target has no __cuda.
+    virtual_packages: Mapping[str, str] = field(default_factory=dict)
+    preferences: tuple[CondaPackage, ...] = ()  # locked records to keep while they still fit
+    cache_dir: Path | None = None
+
+
+class PipResolver(Protocol):
+    def resolve(self, request: PipRequest) -> tuple[PipPackage, ...]: ...
+
+    def describe(self) -> str: ...
+
+
+class CondaSolver(Protocol):
+    def resolve(self, request: CondaRequest) -> tuple[CondaPackage, ...]: ...
+
+    def describe(self) -> str: ...
