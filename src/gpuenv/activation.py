@@ -89,13 +89,16 @@ __all__ = [
     "Source",
     "UnsetVar",
     "ZshEmitter",
+    "activation_files",
     "activation_ops",
     "apply_delta",
     "apply_ops",
     "emitter_for",
     "environment_delta",
+    "fish_quote",
     "ops_from_delta",
     "read_delta",
+    "sh_quote",
     "write_activation_files",
 ]
 
