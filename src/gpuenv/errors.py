@@ -110,6 +110,13 @@ class SpecError(UsageError):
         return {"problems": [p.to_json() for p in self.problems]}
 
 
+class ActivationError(UsageError):
+    """An activation input cannot be written safely: a bad variable name, a NUL byte,
+    a relative path or a ``:`` inside a path-list entry."""
+
+    kind = "activation"
+
+
 class FileFormatError(UsageError):
     """A file gpuenv reads (the lock, facts) is malformed or from a newer gpuenv."""
 

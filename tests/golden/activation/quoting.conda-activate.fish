@@ -1,0 +1,2 @@
+# gpuenv: activate with conda
+source '/home/u/.local/share/gpuenv/store/it\'s a "test" $(touch pwned) `id` \\n; *[x]/etc/gpuenv/activate.fish'
