@@ -18,9 +18,11 @@ turns these into output and an exit status; the library raises and never prints.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+TYPE_CHECKING = False  # avoids importing typing (~10 ms) on the `gpuenv run` path
+
+if TYPE_CHECKING:  # kept off the run-time import path: `gpuenv run` imports this module
+    from collections.abc import Mapping, Sequence
+    from typing import Any
 
 EXIT_OK = 0
 EXIT_CHECK_FAILED = 1
@@ -69,15 +71,32 @@ class UsageError(GpuenvError, ValueError):
     kind = "usage"
 
 
-@dataclass(frozen=True)
 class SpecProblem:
-    """One problem in a spec or lock file, located as precisely as we can."""
+    """One problem in a spec or lock file, located as precisely as we can.
 
-    file: str
-    line: int | None
-    path: str
-    message: str
-    hint: str | None = None
+    A plain class rather than a dataclass: ``dataclasses`` costs ~10 ms to import, and
+    this module is on every command's path, ``gpuenv run`` included.
+    """
+
+    __slots__ = ("file", "hint", "line", "message", "path")
+
+    def __init__(
+        self, file: str, line: int | None, path: str, message: str, hint: str | None = None
+    ) -> None:
+        self.file = file
+        self.line = line
+        self.path = path
+        self.message = message
+        self.hint = hint
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SpecProblem) and self.to_json() == other.to_json()
+
+    def __hash__(self) -> int:
+        return hash((self.file, self.line, self.path, self.message, self.hint))
+
+    def __repr__(self) -> str:
+        return f"SpecProblem({self.render()!r})"
 
     def render(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
@@ -123,12 +142,23 @@ class FileFormatError(UsageError):
     kind = "file-format"
 
 
-@dataclass(frozen=True)
 class Alternative:
     """A concrete change that would make an unsatisfiable target plannable."""
 
-    description: str
-    changes: Mapping[str, str] = field(default_factory=dict)
+    __slots__ = ("changes", "description")
+
+    def __init__(self, description: str, changes: Mapping[str, str] | None = None) -> None:
+        self.description = description
+        self.changes: Mapping[str, str] = dict(changes or {})
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Alternative) and self.to_json() == other.to_json()
+
+    def __hash__(self) -> int:
+        return hash((self.description, tuple(sorted(self.changes.items()))))
+
+    def __repr__(self) -> str:
+        return f"Alternative({self.description!r}, {dict(self.changes)!r})"
 
     def to_json(self) -> dict[str, Any]:
         return {"description": self.description, "changes": dict(self.changes)}
