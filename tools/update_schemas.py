@@ -13,9 +13,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def schemas() -> dict[str, dict[str, object]]:
+    from gpuenv.lock.format import json_schema as lock_schema
     from gpuenv.spec import json_schema
 
-    return {"gpuenv.schema.json": json_schema()}
+    return {"gpuenv.schema.json": json_schema(), "gpuenv.lock.schema.json": lock_schema()}
 
 
 def render(schema: dict[str, object]) -> str:

@@ -58,10 +58,21 @@ class GpuenvError(Exception):
 
 
 class CheckFailed(GpuenvError):
-    """A check answered "no": the lock is stale, doctor found errors, a probe failed."""
+    """A check answered "no": the lock is stale, doctor found errors, a probe failed.
+
+    ``details`` carries the check's structured result into ``--json`` error output."""
 
     exit_code = EXIT_CHECK_FAILED
     kind = "check-failed"
+
+    def __init__(
+        self, message: str, *, hint: str | None = None, details: Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self._details = dict(details or {})
+
+    def details(self) -> dict[str, Any]:
+        return dict(self._details)
 
 
 class UsageError(GpuenvError, ValueError):

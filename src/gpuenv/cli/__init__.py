@@ -23,6 +23,7 @@ from gpuenv.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, GpuenvError, UsageErr
 COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("gpuenv.cli.init_cmd", "write a starter gpuenv.toml"),
     "plan": ("gpuenv.cli.plan_cmd", "show the stack chosen for each target, with reasons"),
+    "lock": ("gpuenv.cli.lock_cmd", "write or check gpuenv.lock: exact artifacts per target"),
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import Any
 
 from gpuenv.errors import UsageError
 
@@ -47,3 +48,20 @@ def cache_dir() -> Path | None:
         return Path(explicit)
     xdg = env_override("XDG_CACHE_HOME")
     return Path(xdg) / "gpuenv" if xdg else Path.home() / ".cache" / "gpuenv"
+
+
+def detected_hardware(spec: Any) -> Any:
+    """This machine's hardware when a target says "detect" (else None): detection
+    runs only when it is needed, and once per command."""
+    if not spec.uses_detect:
+        return None
+    from gpuenv.hardware import detect
+
+    return detect(overrides=hardware_overrides())
+
+
+def hardware_overrides() -> Any:
+    """GPUENV_OVERRIDE_* variables, read once here and passed down (STYLE.md R6)."""
+    from gpuenv.hardware import DetectOverrides
+
+    return DetectOverrides.from_environ(os.environ)

@@ -114,3 +114,69 @@ class CondaSolver(Protocol):
     def resolve(self, request: CondaRequest) -> tuple[CondaPackage, ...]: ...
 
     def describe(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class LockedHardware:
+    """The hardware a target was locked for (assumed, not this machine's)."""
+
+    cpu: bool
+    gpu: str | None
+    compute_capabilities: tuple[str, ...]
+    driver: str | None
+    driver_cuda: str | None
+    source: str  # "declared", "measured" or "file"
+
+
+@dataclass(frozen=True)
+class StackSummary:
+    python: str
+    cuda: str | None
+    cu_tag: str
+    torch: str
+    torchvision: str | None
+    torchaudio: str | None
+    cudnn: str | None
+    nccl: str | None
+    arch_list: tuple[str, ...]
+    index: str  # the chosen build's index (credentials stripped)
+
+
+@dataclass(frozen=True)
+class LockedTarget:
+    name: str
+    input_hash: str  # hash of the spec parts this target depends on (staleness)
+    platform: str
+    hardware: LockedHardware
+    stack: StackSummary
+    virtual_packages: Mapping[str, str]
+    conda: tuple[CondaPackage, ...] = ()
+    pip: tuple[PipPackage, ...] = ()
+
+    def pip_package(self, name: str) -> PipPackage | None:
+        wanted = normalize_name(name)
+        return next((p for p in self.pip if p.name == wanted), None)
+
+    @property
+    def content_hash(self) -> str:
+        """Hash of everything installed for this target: names the store prefix."""
+        import hashlib
+        import json
+
+        payload = {
+            "platform": self.platform,
+            "conda": [(c.url, c.sha256) for c in self.conda],
+            "pip": [(p.url, p.sha256) for p in self.pip],
+            "python": self.stack.python,
+        }
+        text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Lock:
+    spec_hash: str
+    targets: Mapping[str, LockedTarget]
+
+    def target(self, name: str) -> LockedTarget | None:
+        return self.targets.get(name)

@@ -1,0 +1,127 @@
+"""`gpuenv lock`: write or check gpuenv.lock beside gpuenv.toml."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from gpuenv.cli import _common, _output
+from gpuenv.errors import CheckFailed
+
+if TYPE_CHECKING:
+    from gpuenv.lock.locker import LockResult
+    from gpuenv.lock.model import CondaSolver, PipResolver
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when the lock is missing or out of date (no network, writes nothing)",
+    )
+    parser.add_argument(
+        "-t",
+        "--target",
+        action="append",
+        metavar="NAME",
+        help="relock only this target (repeatable); the others stay byte for byte",
+    )
+    parser.add_argument(
+        "--upgrade", action="store_true", help="move pins forward instead of keeping them"
+    )
+    _common.add_json_flag(parser)
+
+
+def backends() -> tuple[PipResolver, CondaSolver]:
+    """The real resolvers (tests replace this function)."""
+    from gpuenv.lock.rattler import RattlerSolver
+    from gpuenv.lock.uv import UvResolver
+
+    return UvResolver(), RattlerSolver()
+
+
+@contextmanager
+def _progress(enabled: bool) -> Iterator[Callable[[str], None]]:
+    """A spinner with the current step on a terminal; nothing otherwise."""
+    if not enabled:
+        yield lambda _message: None
+        return
+    console = _output.console(stderr=True)
+    with console.status("locking") as status:
+        yield status.update
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuenv.compat import knowledge_base
+    from gpuenv.compat._load import data_digest
+    from gpuenv.lock.format import LOCK_FILENAME, read_lock, write_lock
+    from gpuenv.lock.locker import LockOptions, lock_project, stale_reasons
+    from gpuenv.spec import load_spec
+
+    kb = knowledge_base()
+    spec_file = _common.spec_path(args)
+    loaded = load_spec(spec_file, kb=kb, cache_dir=_common.cache_dir())
+    for name in args.target or ():
+        _common.check_target(name, list(loaded.spec.targets))
+    lock_path = spec_file.parent / LOCK_FILENAME
+    existing = read_lock(lock_path)
+    options = LockOptions(
+        targets=tuple(args.target) if args.target else None,
+        upgrade=args.upgrade,
+        torch_index=_common.env_override("GPUENV_TORCH_INDEX"),
+        index_url=_common.env_override("GPUENV_INDEX_URL"),
+        cache_dir=_common.cache_dir(),
+        detected=_common.detected_hardware(loaded.spec),
+    )
+    digest = data_digest()
+    if args.check:
+        stale = stale_reasons(loaded, kb, existing, kb_digest=digest, options=options)
+        if stale:
+            lines = [f"{name}: {'; '.join(why)}" for name, why in sorted(stale.items())]
+            raise CheckFailed(
+                f"{lock_path} is out of date:\n" + "\n".join(lines),
+                hint="run 'gpuenv lock'",
+                details={"lock": str(lock_path), "stale": stale},
+            )
+        if args.json:
+            _output.emit_json({"lock": str(lock_path), "fresh": True, "stale": {}})
+        else:
+            _output.err(f"{lock_path} is up to date")
+        return 0
+    pip, conda = backends()
+    with _progress(not args.json and sys.stderr.isatty()) as progress:
+        result = lock_project(
+            loaded,
+            kb,
+            existing=existing,
+            options=options,
+            pip=pip,
+            conda=conda,
+            kb_digest=digest,
+            progress=progress,
+        )
+    written = write_lock(lock_path, result.lock)
+    _render(result, lock_path=str(lock_path), written=written, as_json=args.json)
+    return 0
+
+
+def _render(result: LockResult, *, lock_path: str, written: bool, as_json: bool) -> None:
+    if as_json:
+        _output.emit_json(
+            {
+                "lock": lock_path,
+                "written": written,
+                "targets": {c.target: c.to_json() for c in result.changes},
+            }
+        )
+        return
+    for change in result.changes:
+        locked = result.lock.target(change.target)
+        size = f" ({len(locked.pip)} pip, {len(locked.conda)} conda)" if locked else ""
+        _output.out(f"{change.target}: {change.status}{size}")
+        for package in change.packages:
+            _output.out(f"  {package.name}: {package.before or '-'} -> {package.after or '-'}")
+    _output.out(f"wrote {lock_path}" if written else f"{lock_path} unchanged")

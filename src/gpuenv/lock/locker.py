@@ -1,0 +1,393 @@
+"""Turn a spec and its plan into a lock: per target, conda through the conda solver,
+then pip through the pip resolver, then a check that what came back is the build the
+plan chose.
+
+Staleness is judged without network: a target is stale when its input hash (the
+parts of the spec it depends on, plus the knowledge base's digest) differs, or when
+the planner now chooses a different stack than the lock holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from gpuenv.compat import KnowledgeBase
+from gpuenv.errors import ExternalToolError
+from gpuenv.hardware import HardwareFacts
+from gpuenv.lock.format import LATEST
+from gpuenv.lock.model import (
+    CondaPackage,
+    CondaRequest,
+    CondaSolver,
+    Lock,
+    LockedHardware,
+    LockedTarget,
+    PipPackage,
+    PipRequest,
+    PipResolver,
+    StackSummary,
+    strip_credentials,
+)
+from gpuenv.plan import TargetPlan, plan_target
+from gpuenv.spec import LoadedSpec, Spec
+
+Progress = Callable[[str], None]
+
+_CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
+
+
+@dataclass(frozen=True)
+class LockOptions:
+    targets: tuple[str, ...] | None = None  # None: every target
+    upgrade: bool = False  # False: keep existing pins that still fit
+    torch_index: str | None = None  # overrides [pip] torch-index (GPUENV_TORCH_INDEX)
+    index_url: str | None = None  # overrides [pip] index-url (GPUENV_INDEX_URL)
+    cache_dir: Path | None = None
+    detected: HardwareFacts | None = None
+
+
+@dataclass(frozen=True)
+class PackageChange:
+    name: str
+    before: str | None
+    after: str | None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"name": self.name, "from": self.before, "to": self.after}
+
+
+@dataclass(frozen=True)
+class TargetChange:
+    target: str
+    status: str  # "added", "updated", "unchanged", "removed"
+    packages: tuple[PackageChange, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "changes": [p.to_json() for p in self.packages]}
+
+
+@dataclass(frozen=True)
+class LockResult:
+    lock: Lock
+    changes: tuple[TargetChange, ...] = field(default_factory=tuple)
+
+
+# --- inputs and staleness -----------------------------------------------------------------
+
+
+def input_hash(spec: Spec, target: str, kb_digest: str) -> str:
+    """What a target's lock depends on: the stack, the target's table, [pip], [conda],
+    the lock format and the knowledge base. Not the project name, not [verify]."""
+    t = spec.targets[target]
+    payload = {
+        "lock-version": LATEST,
+        "knowledge": kb_digest,
+        "stack": spec.stack.__dict__,
+        "target": t.__dict__,
+        "pip": {k: list(v) if isinstance(v, tuple) else v for k, v in spec.pip.__dict__.items()},
+        "conda": (
+            {
+                "channels": list(spec.conda.channels),
+                "dependencies": _jsonable(spec.conda.dependencies),
+            }
+            if spec.conda
+            else None
+        ),
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _jsonable(value: object) -> object:
+    return dict(value) if isinstance(value, Mapping) else list(value)  # type: ignore[call-overload]
+
+
+def _summary(plan: TargetPlan) -> StackSummary:
+    return StackSummary(
+        python=plan.python,
+        cuda=plan.cuda,
+        cu_tag=plan.cu_tag,
+        torch=plan.torch,
+        torchvision=plan.torchvision,
+        torchaudio=plan.torchaudio,
+        cudnn=plan.cudnn,
+        nccl=plan.nccl,
+        arch_list=plan.arch_list,
+        index=strip_credentials(plan.index_url),
+    )
+
+
+def stale_reasons(
+    loaded: LoadedSpec,
+    kb: KnowledgeBase,
+    lock: Lock | None,
+    *,
+    kb_digest: str,
+    options: LockOptions,
+) -> dict[str, list[str]]:
+    """Why each target's lock is out of date (empty when the lock is fresh). No network."""
+    spec = loaded.spec
+    if lock is None:
+        return {name: ["no lock file"] for name in spec.targets}
+    reasons: dict[str, list[str]] = {}
+    for name in sorted(set(lock.targets) - set(spec.targets)):
+        reasons[name] = ["target is no longer in the spec"]
+    for name in spec.targets:
+        locked = lock.target(name)
+        if locked is None:
+            reasons[name] = ["target is not locked yet"]
+            continue
+        found = []
+        if locked.input_hash != input_hash(spec, name, kb_digest):
+            found.append("the spec (or gpuenv's knowledge base) changed since it was locked")
+        else:
+            plan = plan_target(
+                name, spec, kb, detected=options.detected, torch_index=options.torch_index
+            )
+            # The index is where a build comes from (mirrors differ), not which build it is.
+            if replace(_summary(plan), index="") != replace(locked.stack, index=""):
+                found.append(f"the plan now chooses {plan.cu_tag} torch {plan.torch}")
+        if found:
+            reasons[name] = found
+    return reasons
+
+
+# --- locking one target ------------------------------------------------------------------------
+
+
+def _conda_specs(spec: Spec, plan: TargetPlan) -> tuple[str, ...]:
+    assert spec.conda is not None
+    deps = spec.conda.dependencies
+    specs = (
+        [f"{name} {constraint}".strip() for name, constraint in deps.items()]
+        if isinstance(deps, Mapping)
+        else list(deps)
+    )
+    if "python" not in spec.conda.dependency_names():
+        specs.append(f"python {plan.python}.*")
+    return tuple(specs)
+
+
+def _pip_requirements(spec: Spec, plan: TargetPlan) -> tuple[str, ...]:
+    family = [f"torch=={plan.torch}"]
+    if plan.torchvision:
+        family.append(f"torchvision=={plan.torchvision}")
+    if plan.torchaudio:
+        family.append(f"torchaudio=={plan.torchaudio}")
+    return (*family, *spec.pip.dependencies)
+
+
+def _local_label(version: str) -> str | None:
+    try:
+        return Version(version).local
+    except InvalidVersion:
+        return None
+
+
+def _public(version: str) -> str:
+    try:
+        return Version(version).public
+    except InvalidVersion:
+        return version
+
+
+def _family_problems(plan: TargetPlan, by_name: Mapping[str, PipPackage]) -> list[str]:
+    """torch, torchvision, torchaudio: the planned versions, and no other build's label."""
+    problems = []
+    planned = (
+        ("torch", plan.torch),
+        ("torchvision", plan.torchvision),
+        ("torchaudio", plan.torchaudio),
+    )
+    for name, wanted in planned:
+        package = by_name.get(name)
+        if wanted is None or package is None:
+            continue
+        if _public(package.version) != wanted:
+            problems.append(f"{name} {package.version} (planned {wanted})")
+        label = _local_label(package.version)
+        if label is not None and label != plan.cu_tag:
+            problems.append(
+                f"{name} {package.version} is a {label} build (planned {plan.cu_tag}), "
+                f"from {package.url}"
+            )
+    return problems
+
+
+def _runtime_problems(
+    plan: TargetPlan, torch: PipPackage, pip: tuple[PipPackage, ...]
+) -> list[str]:
+    """An unlabelled torch (PyPI's) shows its CUDA through the nvidia-cuda-runtime it pulls."""
+    if _local_label(torch.version) is not None:
+        return []
+    runtime = next((p for p in pip if _CUDA_RUNTIME.match(p.name)), None)
+    if plan.cuda is None:
+        if runtime is None:
+            return []
+        return [
+            f"torch {torch.version} pulls {runtime.name} {runtime.version}: a CUDA build, planned cpu"
+        ]
+    found = ".".join(runtime.version.split(".")[:2]) if runtime else None
+    if found == plan.cuda:
+        return []
+    what = f"CUDA runtime {found}" if found else "no CUDA runtime"
+    return [f"torch {torch.version} comes with {what} (planned CUDA {plan.cuda})"]
+
+
+def check_against_plan(plan: TargetPlan, pip: tuple[PipPackage, ...]) -> None:
+    """The resolved torch family must be the build the plan chose: right versions, and a
+    ``+cuXYZ`` label or an ``nvidia-cuda-runtime`` of the right CUDA."""
+    by_name = {p.name: p for p in pip}
+    torch = by_name.get("torch")
+    if torch is None:
+        raise ExternalToolError(f"target {plan.target}: the resolution has no torch")
+    problems = _family_problems(plan, by_name) + _runtime_problems(plan, torch, pip)
+    if problems:
+        raise ExternalToolError(
+            f"target {plan.target}: the index served builds other than the plan's {plan.cu_tag}:\n"
+            + "\n".join(f"- {p}" for p in problems),
+            hint="the index (or a mirror of it) mislabels its builds; check [pip] torch-index",
+        )
+
+
+@dataclass(frozen=True)
+class _Backends:
+    pip: PipResolver
+    conda: CondaSolver
+
+
+def _lock_target(
+    name: str,
+    loaded: LoadedSpec,
+    kb: KnowledgeBase,
+    backends: _Backends,
+    previous: LockedTarget | None,
+    options: LockOptions,
+    progress: Progress,
+    kb_digest: str,
+) -> LockedTarget:
+    spec = loaded.spec
+    plan = plan_target(name, spec, kb, detected=options.detected, torch_index=options.torch_index)
+    keep = previous if previous is not None and not options.upgrade else None
+    conda: tuple[CondaPackage, ...] = ()
+    python = plan.python
+    if spec.conda is not None:
+        progress(f"{name}: solving conda packages ({backends.conda.describe()})")
+        conda = backends.conda.resolve(
+            CondaRequest(
+                specs=_conda_specs(spec, plan),
+                channels=spec.conda.channels,
+                platform=plan.hardware.platform,
+                virtual_packages=plan.virtual_packages,
+                preferences=keep.conda if keep else (),
+                cache_dir=options.cache_dir,
+            )
+        )
+        conda_python = next((c for c in conda if c.name == "python"), None)
+        if conda_python is not None:
+            python = conda_python.version
+    progress(f"{name}: resolving pip packages ({backends.pip.describe()})")
+    use_default_for_torch = plan.pypi_default and not (options.torch_index or spec.pip.torch_index)
+    pip = backends.pip.resolve(
+        PipRequest(
+            requirements=_pip_requirements(spec, plan),
+            python=python,
+            platform=plan.hardware.platform,
+            glibc=plan.hardware.glibc,
+            default_index=options.index_url or spec.pip.index_url,
+            extra_indexes=spec.pip.extra_index_urls,
+            torch_index=None if use_default_for_torch else plan.index_url,
+            preferences=keep.pip if keep else (),
+            cache_dir=options.cache_dir,
+        )
+    )
+    check_against_plan(plan, pip)
+    # Whatever a backend returns, credentials in index URLs never reach the lock.
+    pip = tuple(
+        replace(p, url=strip_credentials(p.url), index=p.index and strip_credentials(p.index))
+        for p in pip
+    )
+    conda = tuple(
+        replace(c, url=strip_credentials(c.url), channel=strip_credentials(c.channel))
+        for c in conda
+    )
+    hw = plan.hardware
+    return LockedTarget(
+        name=name,
+        input_hash=input_hash(spec, name, kb_digest),
+        platform=hw.platform,
+        hardware=LockedHardware(
+            cpu=hw.cpu,
+            gpu=hw.gpu_name,
+            compute_capabilities=tuple(str(c) for c in hw.compute_capabilities),
+            driver=str(hw.driver) if hw.driver else None,
+            driver_cuda=plan.driver_cuda,
+            source=hw.source,
+        ),
+        stack=_summary(plan),
+        virtual_packages=dict(plan.virtual_packages),
+        conda=tuple(sorted(conda, key=lambda c: c.name)),
+        pip=tuple(sorted(pip, key=lambda p: p.name)),
+    )
+
+
+def _diff(name: str, before: LockedTarget | None, after: LockedTarget | None) -> TargetChange:
+    if after is None:
+        return TargetChange(name, "removed")
+    old = {p.name: p.version for p in (before.pip if before else ())}
+    old.update(
+        {f"conda:{c.name}": f"{c.version}-{c.build}" for c in (before.conda if before else ())}
+    )
+    new = {p.name: p.version for p in after.pip}
+    new.update({f"conda:{c.name}": f"{c.version}-{c.build}" for c in after.conda})
+    changes = tuple(
+        PackageChange(pkg, old.get(pkg), new.get(pkg))
+        for pkg in sorted(set(old) | set(new))
+        if old.get(pkg) != new.get(pkg)
+    )
+    if before is None:
+        return TargetChange(name, "added", changes)
+    return TargetChange(name, "updated" if changes or before != after else "unchanged", changes)
+
+
+def lock_project(
+    loaded: LoadedSpec,
+    kb: KnowledgeBase,
+    *,
+    existing: Lock | None,
+    options: LockOptions,
+    pip: PipResolver,
+    conda: CondaSolver,
+    kb_digest: str,
+    progress: Progress | None = None,
+) -> LockResult:
+    """Lock the selected targets; the others are carried over from ``existing`` untouched."""
+    spec = loaded.spec
+    selected = options.targets or tuple(spec.targets)
+    report = progress or (lambda _message: None)
+    backends = _Backends(pip, conda)
+    targets: dict[str, LockedTarget] = {}
+    changes: list[TargetChange] = []
+    for name in spec.targets:
+        previous = existing.target(name) if existing else None
+        if name not in selected:
+            if previous is not None:
+                targets[name] = previous  # carried over byte for byte
+            continue
+        locked = _lock_target(name, loaded, kb, backends, previous, options, report, kb_digest)
+        targets[name] = locked
+        changes.append(_diff(name, previous, locked))
+    for name in sorted(set(existing.targets) - set(spec.targets)) if existing else []:
+        if options.targets is None:
+            changes.append(_diff(name, existing.target(name) if existing else None, None))
+        elif existing is not None:
+            targets[name] = existing.targets[name]
+    return LockResult(Lock(loaded.content_hash, dict(sorted(targets.items()))), tuple(changes))

@@ -1,0 +1,203 @@
+"""`gpuenv lock` orchestration with in-memory resolvers (the real backends have their
+own tests against the local index and channel)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpuenv.cli import lock_cmd
+from gpuenv.lock.format import read_lock
+from tests.conftest import CliResult
+from tests.lock.fakes import FakeConda, FakePip
+
+TWO_TARGETS = """[project]
+name = "two"
+
+[stack]
+python = "3.11"
+torch = "2.4.*"
+torchvision = "*"
+
+[targets.h100]
+gpu = "H100"
+driver = "550.54.15"
+
+[targets.cpu]
+gpu = "none"
+
+[pip]
+dependencies = ["transformers>=1"]
+"""
+
+
+@pytest.fixture
+def fakes(monkeypatch: pytest.MonkeyPatch) -> tuple[FakePip, FakeConda]:
+    pip, conda = FakePip(), FakeConda()
+    monkeypatch.setattr(lock_cmd, "backends", lambda: (pip, conda))
+    return pip, conda
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(TWO_TARGETS)
+    return spec
+
+
+def test_lock_writes_both_targets_with_the_planned_builds(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    result = cli("-f", str(project), "lock", "--json")
+    assert result.code == 0, result.err
+    summary = result.json()
+    assert summary["written"] is True
+    assert summary["targets"]["h100"]["status"] == "added"
+    lock = read_lock(project.parent / "gpuenv.lock")
+    assert lock is not None
+    h100, cpu = lock.targets["h100"], lock.targets["cpu"]
+    assert h100.pip_package("torch").version == "2.4.1+cu124"
+    assert h100.pip_package("torch").url.startswith("https://download.pytorch.org/whl/cu124/")
+    assert cpu.pip_package("torch").version == "2.4.1+cpu"
+    assert h100.stack.cu_tag == "cu124" and cpu.stack.cu_tag == "cpu"
+    assert h100.virtual_packages["__cuda"] == "12.4"
+    pip_requests = fakes[0].requests
+    assert {r.torch_index for r in pip_requests} == {
+        "https://download.pytorch.org/whl/cu124",
+        "https://download.pytorch.org/whl/cpu",
+    }
+
+
+def test_relock_of_an_unchanged_spec_is_byte_identical(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    assert cli("-f", str(project), "lock").code == 0
+    lock_file = project.parent / "gpuenv.lock"
+    first = lock_file.read_bytes()
+    result = cli("-f", str(project), "lock", "--json")
+    assert result.json()["written"] is False
+    assert lock_file.read_bytes() == first
+
+
+def test_check_detects_a_missing_then_a_changed_spec_without_network(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    missing = cli("-f", str(project), "lock", "--check", "--json")
+    assert missing.code == 1
+    assert missing.json()["error"]["stale"]["h100"] == ["no lock file"]
+    assert cli("-f", str(project), "lock").code == 0
+    resolved = len(fakes[0].requests)
+    fresh = cli("-f", str(project), "lock", "--check")
+    assert fresh.code == 0, fresh.err
+    project.write_text(TWO_TARGETS.replace("transformers>=1", "transformers>=2"))
+    stale = cli("-f", str(project), "lock", "--check", "--json")
+    assert stale.code == 1
+    assert set(stale.json()["error"]["stale"]) == {"h100", "cpu"}
+    assert len(fakes[0].requests) == resolved, "--check never resolves"
+
+
+def test_comments_and_order_do_not_make_the_lock_stale(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    assert cli("-f", str(project), "lock").code == 0
+    project.write_text(
+        "# a comment\n"
+        + TWO_TARGETS.replace('[project]\nname = "two"\n', "")
+        + '[project]\nname = "two"\n'
+    )
+    assert cli("-f", str(project), "lock", "--check").code == 0
+
+
+def test_target_relocks_one_and_leaves_the_other_byte_identical(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    assert cli("-f", str(project), "lock").code == 0
+    lock_file = project.parent / "gpuenv.lock"
+    cpu_before = lock_file.read_text().split("[targets.cpu]")[1].split("[targets.h100]")[0]
+    project.write_text(TWO_TARGETS.replace('driver = "550.54.15"', 'driver = "535.104.05"'))
+    result = cli("-f", str(project), "lock", "--target", "h100", "--json")
+    assert result.code == 0, result.err
+    assert list(result.json()["targets"]) == ["h100"]
+    text = lock_file.read_text()
+    assert text.split("[targets.cpu]")[1].split("[targets.h100]")[0] == cpu_before
+    lock = read_lock(lock_file)
+    assert lock is not None and lock.targets["h100"].stack.cu_tag == "cu121"
+
+
+def test_existing_pins_are_kept_until_upgrade(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    pip = fakes[0]
+    pip.newest = "1.0.0"
+    assert cli("-f", str(project), "lock").code == 0
+    pip.newest = "2.0.0"  # a newer transformers appears on the index
+    project.write_text(TWO_TARGETS + "\n# touched\n")
+    cli("-f", str(project), "lock")
+    lock = read_lock(project.parent / "gpuenv.lock")
+    assert lock is not None and lock.targets["h100"].pip_package("transformers").version == "1.0.0"
+    result = cli("-f", str(project), "lock", "--upgrade", "--json")
+    changes = result.json()["targets"]["h100"]["changes"]
+    assert {"name": "transformers", "from": "1.0.0", "to": "2.0.0"} in changes
+
+
+def test_a_mislabelled_build_on_the_index_is_caught(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    fakes[0].mislabel = "cu121"
+    result = cli("-f", str(project), "lock", "--target", "h100")
+    assert result.code == 5
+    assert "cu121 build (planned cu124)" in result.err
+    assert not (project.parent / "gpuenv.lock").exists(), "nothing half-written"
+
+
+def test_pypi_default_build_comes_from_the_default_index(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(
+        TWO_TARGETS.replace('driver = "550.54.15"', 'driver = "535.104.05"').replace(
+            '[targets.cpu]\ngpu = "none"\n', ""
+        )
+    )
+    result = cli("-f", str(spec), "lock")
+    assert result.code == 0, result.err
+    request = fakes[0].requests[-1]
+    assert request.torch_index is None, "PyPI's torch 2.4.1 is the cu121 build"
+    lock = read_lock(tmp_path / "gpuenv.lock")
+    assert (
+        lock is not None
+        and lock.targets["h100"].pip_package("nvidia-cuda-runtime-cu12") is not None
+    )
+
+
+def test_conda_half_gets_the_target_virtual_packages_and_supplies_python(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(
+        TWO_TARGETS
+        + '\n[conda]\nchannels = ["file:///channel"]\ndependencies = { "cuda-nvcc" = "12.4.*" }\n'
+    )
+    assert cli("-f", str(spec), "lock").code == 0
+    h100 = next(r for r in fakes[1].requests if "__cuda" in r.virtual_packages)
+    assert h100.virtual_packages["__cuda"] == "12.4"
+    assert h100.virtual_packages["__cuda_arch"] == "9.0"
+    assert "python 3.11.*" in h100.specs
+    cpu = next(r for r in fakes[1].requests if "__cuda" not in r.virtual_packages)
+    assert cpu.virtual_packages["__glibc"] == "2.28"
+    assert {r.python for r in fakes[0].requests} == {"3.11.9"}, "pip resolves for conda's Python"
+
+
+def test_credentials_never_reach_the_lock(
+    cli: Callable[..., CliResult],
+    project: Path,
+    fakes: tuple[FakePip, FakeConda],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GPUENV_TORCH_INDEX", "https://user:secret@mirror.invalid/whl")
+    assert cli("-f", str(project), "lock").code == 0
+    text = (project.parent / "gpuenv.lock").read_text()
+    assert "secret" not in text
+    assert "https://mirror.invalid/whl/cu124" in text

@@ -1,0 +1,110 @@
+"""In-memory resolvers following the backend protocol, for orchestration tests.
+
+The real uv and rattler backends have their own tests against the local index and
+channel fixtures; these fakes let the locker's logic (plans, pins, targets, checks)
+be tested fast and exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+from gpuenv.errors import NoCompatiblePlan
+from gpuenv.lock.model import CondaPackage, CondaRequest, PipPackage, PipRequest, normalize_name
+
+DEFAULT = "https://default.invalid/simple"
+CUDA_RUNTIME = {"12.1": "12.1.105", "12.4": "12.4.127", "11.8": "11.8.89", "12.6": "12.6.77"}
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class FakePip:
+    """Serves every requirement at its pinned version (or 1.0.0 / 2.0.0 when loose);
+    torch-family wheels carry the index's tag, like the real PyTorch index."""
+
+    newest: str = "2.0.0"
+    mislabel: str | None = None  # serve this tag instead of the index's own
+    requests: list[PipRequest] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return "fake-pip"
+
+    def _version(self, req: Requirement, request: PipRequest) -> str:
+        pinned = [s.version for s in req.specifier if s.operator == "=="]
+        if pinned:
+            return pinned[0]
+        for pref in request.preferences:
+            if pref.name == normalize_name(req.name) and req.specifier.contains(pref.version):
+                return pref.version
+        for candidate in (self.newest, "1.0.0"):
+            if req.specifier.contains(candidate):
+                return candidate
+        raise NoCompatiblePlan(f"no version of {req.name} satisfies {req.specifier}")
+
+    def resolve(self, request: PipRequest) -> tuple[PipPackage, ...]:
+        self.requests.append(request)
+        out = []
+        tag = request.torch_index.rstrip("/").rsplit("/", 1)[-1] if request.torch_index else None
+        for line in request.requirements:
+            req = Requirement(line)
+            name = normalize_name(req.name)
+            version = self._version(req, request)
+            family = name in request.torch_family
+            index = (
+                request.torch_index
+                if family and request.torch_index
+                else (request.default_index or DEFAULT)
+            )
+            if family and tag:
+                version = f"{version}+{self.mislabel or tag}"
+            url = f"{index}/{name}/{name}-{version}-py3-none-any.whl"
+            out.append(PipPackage(name, version, url, sha(url), index))
+        torch = next((p for p in out if p.name == "torch"), None)
+        if torch is not None and tag is None:  # the default index's torch: a CUDA build
+            runtime = CUDA_RUNTIME["12.1"]
+            url = f"{DEFAULT}/nvidia-cuda-runtime-cu12/nvidia_cuda_runtime_cu12-{runtime}.whl"
+            out.append(PipPackage("nvidia-cuda-runtime-cu12", runtime, url, sha(url), DEFAULT))
+        return tuple(out)
+
+
+@dataclass
+class FakeConda:
+    requests: list[CondaRequest] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return "fake-conda"
+
+    def resolve(self, request: CondaRequest) -> tuple[CondaPackage, ...]:
+        self.requests.append(request)
+        out = []
+        for spec in request.specs:
+            name, _, constraint = spec.partition(" ")
+            version = constraint.rstrip(".*") + ".0" if constraint else "1.0"
+            if name == "python":
+                version = constraint.rstrip(".*") + ".9"
+            url = f"file:///channel/{request.platform}/{name}-{version}-0.tar.bz2"
+            out.append(
+                CondaPackage(
+                    name,
+                    version,
+                    "0",
+                    0,
+                    "file:///channel",
+                    request.platform,
+                    url,
+                    sha(url),
+                    sha(url)[:32],
+                )
+            )
+        return tuple(out)
+
+
+def newest_version(packages: tuple[PipPackage, ...], name: str) -> Version:
+    return Version(next(p.version for p in packages if p.name == name))
