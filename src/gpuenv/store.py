@@ -1,0 +1,328 @@
+"""The store: one isolated prefix per (target, locked content), and the project
+pointers that keep them alive.
+
+Layout under the store root (``$GPUENV_HOME``, default ``$XDG_DATA_HOME/gpuenv``)::
+
+    prefixes/<target>-<hash>/      a prefix; installed only when its marker matches
+        etc/gpuenv/installed.json  the completion marker, written last
+    locks/<prefix name>.lock       one file lock per prefix (concurrent installs)
+    roots/<digest>                 symlinks to project pointers: the gc roots
+    cache/uv, cache/rattler        package caches shared by every prefix
+    trash/                         prefixes being deleted (renamed first, then removed)
+
+A project points at its prefixes with symlinks ``<project>/.gpuenv/<target>`` (and
+``<target>.previous``, the generation before the last install). Like Nix's indirect
+roots, ``roots/`` links to those pointers: gc keeps every prefix a live pointer
+reaches and forgets roots whose pointer is gone.
+
+A prefix is built in place (venvs and conda prefixes embed their own path) and is
+"installed" only once its marker, written last and atomically, names the lock hash.
+Anything else found at that path is an interrupted build: it is renamed into
+``trash/`` and rebuilt. This module imports only the standard library at module
+level: ``gpuenv run`` reads pointers and markers on every call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuenv import __version__
+from gpuenv._fs import atomic_write_text
+from gpuenv.errors import InstallError
+
+MARKER = Path("etc/gpuenv/installed.json")
+PROJECT_DIR = ".gpuenv"
+PREVIOUS_SUFFIX = ".previous"
+
+
+def default_root(environ: Mapping[str, str]) -> Path:
+    """$GPUENV_HOME, else $XDG_DATA_HOME/gpuenv, else ~/.local/share/gpuenv."""
+    if environ.get("GPUENV_HOME"):
+        return Path(environ["GPUENV_HOME"])
+    if environ.get("XDG_DATA_HOME"):
+        return Path(environ["XDG_DATA_HOME"]) / "gpuenv"
+    return Path(environ.get("HOME", str(Path.home()))) / ".local" / "share" / "gpuenv"
+
+
+@dataclass(frozen=True)
+class Marker:
+    """What an installed prefix holds: written last, so its presence means complete."""
+
+    lock_hash: str
+    target: str
+    python: str
+    gpuenv: str
+    installed_at: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "lock_hash": self.lock_hash,
+            "target": self.target,
+            "python": self.python,
+            "gpuenv": self.gpuenv,
+            "installed_at": self.installed_at,
+        }
+
+
+def read_marker(prefix: Path) -> Marker | None:
+    try:
+        data = json.loads((prefix / MARKER).read_text(encoding="utf-8"))
+        return Marker(
+            str(data["lock_hash"]),
+            str(data["target"]),
+            str(data["python"]),
+            str(data["gpuenv"]),
+            float(data["installed_at"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+@dataclass(frozen=True)
+class PrefixInfo:
+    path: Path
+    target: str | None
+    lock_hash: str | None
+    installed: bool
+    size_bytes: int
+    referenced_by: tuple[Path, ...]
+    verified_on: int  # machines with a passing verification record
+
+
+@dataclass(frozen=True)
+class GcResult:
+    removed: tuple[Path, ...]
+    freed_bytes: int
+    kept: int
+
+
+def _tree_size(path: Path) -> int:
+    """Bytes on disk, counting each hard-linked file once per tree."""
+    seen: set[tuple[int, int]] = set()
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            with contextlib.suppress(OSError):
+                st = os.lstat(os.path.join(dirpath, name))  # noqa: PTH116 - walk speed
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    total += st.st_blocks * 512
+    return total
+
+
+@dataclass(frozen=True)
+class Store:
+    root: Path
+
+    # --- places ---------------------------------------------------------------------------
+
+    @property
+    def prefixes(self) -> Path:
+        return self.root / "prefixes"
+
+    def cache(self, kind: str) -> Path:
+        return self.root / "cache" / kind
+
+    def prefix_for(self, target: str, lock_hash: str) -> Path:
+        digest = lock_hash.removeprefix("sha256:")[:16]
+        return self.prefixes / f"{target}-{digest}"
+
+    # --- state ------------------------------------------------------------------------------
+
+    def is_installed(self, prefix: Path, lock_hash: str) -> bool:
+        marker = read_marker(prefix)
+        return marker is not None and marker.lock_hash == lock_hash
+
+    def mark_installed(self, prefix: Path, *, lock_hash: str, target: str, python: str) -> None:
+        """The last step of an install: after this the prefix counts as installed."""
+        marker = Marker(lock_hash, target, python, __version__, time.time())
+        atomic_write_text(prefix / MARKER, json.dumps(marker.to_json(), indent=2) + "\n")
+
+    def discard(self, prefix: Path) -> None:
+        """Remove a prefix (an interrupted build, or gc): renamed into trash/ first, in
+        one atomic step, so nothing ever sees a half-deleted prefix at its real path."""
+        if not prefix.exists() and not prefix.is_symlink():
+            return
+        trash = self.root / "trash"
+        trash.mkdir(parents=True, exist_ok=True)
+        doomed = trash / f"{prefix.name}.{uuid.uuid4().hex[:8]}"
+        try:
+            prefix.rename(doomed)
+        except OSError as exc:
+            raise InstallError(f"cannot remove {prefix}: {exc.strerror}") from None
+        shutil.rmtree(doomed, ignore_errors=True)
+
+    def empty_trash(self) -> None:
+        """Finish deletions an earlier process was killed in the middle of."""
+        for leftover in (self.root / "trash").glob("*"):
+            shutil.rmtree(leftover, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def locked(self, prefix: Path, *, timeout: float = 3600) -> Iterator[None]:
+        """Hold the prefix's file lock: concurrent installs of one prefix build it once."""
+        from filelock import FileLock, Timeout
+
+        locks = self.root / "locks"
+        locks.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(locks / f"{prefix.name}.lock"))
+        try:
+            with lock.acquire(timeout=timeout):
+                yield
+        except Timeout:
+            raise InstallError(
+                f"another gpuenv has held {prefix.name} for over {timeout:.0f} s",
+                hint=f"if no install is running, delete {locks / (prefix.name + '.lock')}",
+            ) from None
+
+    # --- roots and gc ---------------------------------------------------------------------------
+
+    def register_root(self, pointer: Path) -> None:
+        """Remember a project pointer as a gc root (a symlink to the pointer itself)."""
+        roots = self.root / "roots"
+        roots.mkdir(parents=True, exist_ok=True)
+        absolute = pointer.absolute()
+        link = roots / hashlib.sha256(str(absolute).encode()).hexdigest()[:32]
+        if link.is_symlink() and os.readlink(link) == str(absolute):
+            return
+        _replace_symlink(link, absolute)
+
+    def live_references(self) -> dict[Path, list[Path]]:
+        """Prefix -> the project pointers that reach it; dead roots are forgotten."""
+        references: dict[Path, list[Path]] = {}
+        for root in sorted((self.root / "roots").glob("*")):
+            pointer = Path(os.readlink(root)) if root.is_symlink() else None
+            target = _resolve_pointer(pointer) if pointer else None
+            if target is None or not target.is_relative_to(self.prefixes):
+                with contextlib.suppress(OSError):
+                    root.unlink()
+                continue
+            assert pointer is not None
+            references.setdefault(target, []).append(pointer)
+        return references
+
+    def list(self, *, verified: Any = None) -> list[PrefixInfo]:
+        """Every prefix, with its size, lock hash, state and referrers. ``verified``
+        counts a prefix's passing verification records (injected by the caller)."""
+        references = self.live_references()
+        out = []
+        for prefix in sorted(self.prefixes.glob("*")) if self.prefixes.exists() else []:
+            marker = read_marker(prefix)
+            out.append(
+                PrefixInfo(
+                    path=prefix,
+                    target=marker.target if marker else None,
+                    lock_hash=marker.lock_hash if marker else None,
+                    installed=marker is not None,
+                    size_bytes=_tree_size(prefix),
+                    referenced_by=tuple(references.get(prefix, ())),
+                    verified_on=verified(prefix) if verified else 0,
+                )
+            )
+        return out
+
+    def gc(self, *, dry_run: bool = False) -> GcResult:
+        """Remove every prefix no live project pointer reaches; say how much was freed."""
+        self.empty_trash()
+        references = self.live_references()
+        removed, freed, kept = [], 0, 0
+        for prefix in sorted(self.prefixes.glob("*")) if self.prefixes.exists() else []:
+            if prefix in references:
+                kept += 1
+                continue
+            try:
+                with self.locked(prefix, timeout=0.5):
+                    size = _tree_size(prefix)
+                    if not dry_run:
+                        self.discard(prefix)
+            except InstallError:  # an install is building it right now: not garbage
+                kept += 1
+                continue
+            removed.append(prefix)
+            freed += size
+        return GcResult(tuple(removed), freed, kept)
+
+
+# --- project pointers ------------------------------------------------------------------------
+
+
+def _replace_symlink(link: Path, target: Path) -> None:
+    """Point ``link`` at ``target`` in one atomic step (a new link renamed over the old)."""
+    link.parent.mkdir(parents=True, exist_ok=True)
+    temporary = link.with_name(f".{link.name}.{uuid.uuid4().hex[:8]}")
+    temporary.symlink_to(target)
+    try:
+        temporary.replace(link)
+    except OSError:
+        temporary.unlink()
+        raise
+
+
+def _resolve_pointer(pointer: Path) -> Path | None:
+    try:
+        return Path(os.readlink(pointer))
+    except OSError:
+        return None
+
+
+def pointer_path(project: Path, target: str, *, previous: bool = False) -> Path:
+    return project / PROJECT_DIR / (target + (PREVIOUS_SUFFIX if previous else ""))
+
+
+def current_prefix(project: Path, target: str) -> Path | None:
+    """The prefix the project uses for ``target`` (a readlink: no store scan)."""
+    return _resolve_pointer(pointer_path(project, target))
+
+
+def point_project(store: Store, project: Path, target: str, prefix: Path) -> Path | None:
+    """Make ``prefix`` the project's current generation for ``target``; the one it
+    replaces becomes ``.previous``. Returns that previous prefix, if any."""
+    current = pointer_path(project, target)
+    old = _resolve_pointer(current)
+    if old == prefix:
+        store.register_root(current)
+        return None
+    if old is not None:
+        previous = pointer_path(project, target, previous=True)
+        _replace_symlink(previous, old)
+        store.register_root(previous)
+    _replace_symlink(current, prefix)
+    store.register_root(current)
+    _ignore_project_dir(project)
+    return old
+
+
+def rollback(store: Store, project: Path, target: str) -> tuple[Path, Path]:
+    """Point the project back at its previous generation (and keep the current one as
+    the new previous, so a second rollback undoes the first). Returns (from, to)."""
+    current = pointer_path(project, target)
+    previous = pointer_path(project, target, previous=True)
+    now, before = _resolve_pointer(current), _resolve_pointer(previous)
+    if before is None or not before.exists():
+        raise InstallError(
+            f"target {target} has no previous generation to roll back to",
+            hint="a previous generation exists after an install replaced another one",
+        )
+    if now is None:
+        raise InstallError(f"target {target} is not installed in this project")
+    _replace_symlink(current, before)
+    _replace_symlink(previous, now)
+    store.register_root(current)
+    store.register_root(previous)
+    return now, before
+
+
+def _ignore_project_dir(project: Path) -> None:
+    """.gpuenv/ holds machine-specific links: keep it out of version control."""
+    ignore = project / PROJECT_DIR / ".gitignore"
+    if not ignore.exists():
+        atomic_write_text(ignore, "# machine-specific links into the gpuenv store\n*\n")

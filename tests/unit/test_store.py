@@ -1,0 +1,150 @@
+"""The store: markers, in-place discard, file locks, project pointers, rollback, gc."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuenv.errors import InstallError
+from gpuenv.store import (
+    Store,
+    current_prefix,
+    default_root,
+    point_project,
+    pointer_path,
+    read_marker,
+    rollback,
+)
+
+HASH_A = "sha256:" + "a" * 64
+HASH_B = "sha256:" + "b" * 64
+
+
+def make_prefix(store: Store, target: str, lock_hash: str, *, installed: bool = True) -> Path:
+    prefix = store.prefix_for(target, lock_hash)
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "python").write_text("#!/bin/sh\n")
+    (prefix / "lib").mkdir()
+    (prefix / "lib" / "big").write_bytes(b"x" * 100_000)
+    if installed:
+        store.mark_installed(prefix, lock_hash=lock_hash, target=target, python="3.11")
+    return prefix
+
+
+def test_default_root_follows_gpuenv_home_then_xdg() -> None:
+    assert default_root({"GPUENV_HOME": "/g", "XDG_DATA_HOME": "/x"}) == Path("/g")
+    assert default_root({"XDG_DATA_HOME": "/x", "HOME": "/h"}) == Path("/x/gpuenv")
+    assert default_root({"HOME": "/h"}) == Path("/h/.local/share/gpuenv")
+
+
+def test_a_prefix_is_installed_only_with_a_matching_marker(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    prefix = make_prefix(store, "h100", HASH_A, installed=False)
+    assert not store.is_installed(prefix, HASH_A)
+    store.mark_installed(prefix, lock_hash=HASH_A, target="h100", python="3.11.9")
+    assert store.is_installed(prefix, HASH_A)
+    assert not store.is_installed(prefix, HASH_B)
+    marker = read_marker(prefix)
+    assert marker is not None and marker.python == "3.11.9"
+    (prefix / "etc/gpuenv/installed.json").write_text("{truncated")
+    assert not store.is_installed(prefix, HASH_A), "a damaged marker is not a marker"
+
+
+def test_prefix_names_carry_target_and_lock_hash(tmp_path: Path) -> None:
+    store = Store(tmp_path)
+    assert store.prefix_for("h100", HASH_A).name == "h100-" + "a" * 16
+    assert store.prefix_for("h100", HASH_A) != store.prefix_for("h100", HASH_B)
+
+
+def test_discard_moves_away_atomically_then_deletes(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    prefix = make_prefix(store, "cpu", HASH_A, installed=False)
+    store.discard(prefix)
+    assert not prefix.exists()
+    assert list((store.root / "trash").iterdir()) == []
+
+
+def test_the_file_lock_serialises_builders(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    prefix = store.prefix_for("cpu", HASH_A)
+    order: list[str] = []
+
+    def worker(name: str) -> None:
+        with store.locked(prefix):
+            order.append(f"{name}-in")
+            time.sleep(0.05)
+            order.append(f"{name}-out")
+
+    threads = [threading.Thread(target=worker, args=(str(i),)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(order) == 8
+    for i in range(0, 8, 2):
+        assert order[i].endswith("-in") and order[i + 1].endswith("-out")
+        assert order[i].split("-")[0] == order[i + 1].split("-")[0]
+
+
+def test_pointers_keep_the_previous_generation_and_roll_back(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    project = tmp_path / "project"
+    project.mkdir()
+    first = make_prefix(store, "h100", HASH_A)
+    second = make_prefix(store, "h100", HASH_B)
+    assert point_project(store, project, "h100", first) is None
+    assert point_project(store, project, "h100", second) == first
+    assert current_prefix(project, "h100") == second
+    assert os.readlink(pointer_path(project, "h100", previous=True)) == str(first)
+    assert (project / ".gpuenv" / ".gitignore").read_text().strip().endswith("*")
+    assert rollback(store, project, "h100") == (second, first)
+    assert current_prefix(project, "h100") == first
+    assert rollback(store, project, "h100") == (first, second), "a second rollback undoes the first"
+
+
+def test_rollback_without_a_previous_generation_is_refused(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    project = tmp_path / "project"
+    point_project(store, project, "cpu", make_prefix(store, "cpu", HASH_A))
+    with pytest.raises(InstallError, match="no previous generation"):
+        rollback(store, project, "cpu")
+
+
+def test_gc_keeps_what_live_pointers_reach_and_frees_the_rest(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    project = tmp_path / "project"
+    old = make_prefix(store, "h100", HASH_A)
+    new = make_prefix(store, "h100", HASH_B)
+    orphan = make_prefix(store, "cpu", HASH_A)
+    point_project(store, project, "h100", old)
+    point_project(store, project, "h100", new)  # old stays as .previous
+    result = store.gc()
+    assert result.removed == (orphan,)
+    assert result.freed_bytes >= 100_000
+    assert old.exists() and new.exists()
+    listing = {info.path: info for info in store.list()}
+    assert listing[new].referenced_by == (pointer_path(project, "h100").absolute(),)
+    # Deleting the project's pointers makes everything collectable.
+    for pointer in (project / ".gpuenv").glob("h100*"):
+        pointer.unlink()
+    assert set(store.gc().removed) == {old, new}
+    assert list((store.root / "roots").iterdir()) == [], "dead roots are forgotten"
+
+
+def test_gc_dry_run_removes_nothing(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    orphan = make_prefix(store, "cpu", HASH_A)
+    result = store.gc(dry_run=True)
+    assert result.removed == (orphan,) and orphan.exists()
+
+
+def test_gc_skips_a_prefix_being_installed(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    building = make_prefix(store, "cpu", HASH_A, installed=False)
+    with store.locked(building):
+        result = store.gc()
+    assert building.exists() and result.removed == ()
