@@ -113,7 +113,7 @@ def _tree_size(path: Path) -> int:
     for dirpath, _dirs, files in os.walk(path):
         for name in files:
             with contextlib.suppress(OSError):
-                st = os.lstat(os.path.join(dirpath, name))  # noqa: PTH116 - walk speed
+                st = os.lstat(os.path.join(dirpath, name))  # noqa: PTH116, PTH118 - speed
                 if (st.st_dev, st.st_ino) not in seen:
                     seen.add((st.st_dev, st.st_ino))
                     total += st.st_blocks * 512
@@ -192,7 +192,7 @@ class Store:
         roots.mkdir(parents=True, exist_ok=True)
         absolute = pointer.absolute()
         link = roots / hashlib.sha256(str(absolute).encode()).hexdigest()[:32]
-        if link.is_symlink() and os.readlink(link) == str(absolute):
+        if link.is_symlink() and link.readlink() == absolute:
             return
         _replace_symlink(link, absolute)
 
@@ -200,7 +200,7 @@ class Store:
         """Prefix -> the project pointers that reach it; dead roots are forgotten."""
         references: dict[Path, list[Path]] = {}
         for root in sorted((self.root / "roots").glob("*")):
-            pointer = Path(os.readlink(root)) if root.is_symlink() else None
+            pointer = root.readlink() if root.is_symlink() else None
             target = _resolve_pointer(pointer) if pointer else None
             if target is None or not target.is_relative_to(self.prefixes):
                 with contextlib.suppress(OSError):
@@ -269,7 +269,7 @@ def _replace_symlink(link: Path, target: Path) -> None:
 
 def _resolve_pointer(pointer: Path) -> Path | None:
     try:
-        return Path(os.readlink(pointer))
+        return pointer.readlink()
     except OSError:
         return None
 
