@@ -113,7 +113,7 @@ def _tree_size(path: Path) -> int:
     for dirpath, _dirs, files in os.walk(path):
         for name in files:
             with contextlib.suppress(OSError):
-                st = os.lstat(os.path.join(dirpath, name))  # noqa: PTH116, PTH118 - speed
+                st = os.lstat(os.path.join(dirpath, name))  # noqa: PTH118 - speed
                 if (st.st_dev, st.st_ino) not in seen:
                     seen.add((st.st_dev, st.st_ino))
                     total += st.st_blocks * 512

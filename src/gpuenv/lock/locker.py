@@ -233,7 +233,8 @@ def _runtime_problems(
         if runtime is None:
             return []
         return [
-            f"torch {torch.version} pulls {runtime.name} {runtime.version}: a CUDA build, planned cpu"
+            f"torch {torch.version} pulls {runtime.name} {runtime.version}: "
+            "a CUDA build, planned cpu"
         ]
     found = ".".join(runtime.version.split(".")[:2]) if runtime else None
     if found == plan.cuda:
