@@ -83,6 +83,7 @@ class CondaModel(_Model):
     depends: list[str] = Field(default_factory=list)
     constrains: list[str] = Field(default_factory=list)
     size: int | None = None
+    noarch: str | None = Field(default=None, pattern=r"^(python|generic)$")
 
 
 class PipModel(_Model):
@@ -157,6 +158,7 @@ def _to_lock(model: LockFileModel) -> Lock:
                     tuple(c.depends),
                     tuple(c.constrains),
                     c.size,
+                    c.noarch,
                 )
                 for c in t.conda
             ),
@@ -259,6 +261,7 @@ def _target_table(t: LockedTarget) -> dict[str, Any]:
                     "depends": list(c.depends),
                     "constrains": list(c.constrains),
                     "size": c.size,
+                    "noarch": c.noarch,
                 }
             )
             for c in sorted(t.conda, key=lambda c: (c.name, c.version, c.build, c.subdir))

@@ -64,6 +64,7 @@ class CondaPackage:
     depends: tuple[str, ...] = ()
     constrains: tuple[str, ...] = ()
     size: int | None = None
+    noarch: str | None = None  # "python" or "generic": decides how the package is linked
 
 
 @dataclass(frozen=True)
