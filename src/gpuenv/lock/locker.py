@@ -392,3 +392,42 @@ def lock_project(
         elif existing is not None:
             targets[name] = existing.targets[name]
     return LockResult(Lock(loaded.content_hash, dict(sorted(targets.items()))), tuple(changes))
+
+
+def ensure_lock(
+    loaded: LoadedSpec,
+    kb: KnowledgeBase,
+    *,
+    lock_path: Path,
+    options: LockOptions,
+    frozen: bool,
+    backends: Callable[[], tuple[PipResolver, CondaSolver]],
+    kb_digest: str,
+    progress: Progress | None = None,
+) -> Lock:
+    """The lock for ``options.targets``, relocking the stale ones first (like ``uv
+    sync``); with ``frozen`` a stale lock is refused instead (exit 1)."""
+    from gpuenv.errors import CheckFailed
+    from gpuenv.lock.format import read_lock, write_lock
+
+    existing = read_lock(lock_path)
+    stale = stale_reasons(loaded, kb, existing, kb_digest=kb_digest, options=options)
+    wanted = options.targets or tuple(loaded.spec.targets)
+    relevant = {name: why for name, why in stale.items() if name in wanted}
+    if not relevant and existing is not None:
+        return existing
+    if frozen:
+        lines = [f"{name}: {'; '.join(why)}" for name, why in sorted(relevant.items())]
+        raise CheckFailed(
+            f"{lock_path} is out of date and --frozen forbids relocking:\n" + "\n".join(lines),
+            hint="run 'gpuenv lock' (and commit gpuenv.lock)",
+            details={"stale": relevant},
+        )
+    pip, conda = backends()
+    relock = replace(options, targets=tuple(relevant))
+    result = lock_project(
+        loaded, kb, existing=existing, options=relock, pip=pip, conda=conda,
+        kb_digest=kb_digest, progress=progress,
+    )
+    write_lock(lock_path, result.lock)
+    return result.lock

@@ -1,0 +1,103 @@
+"""The argument parser: a fixed table of commands, each a module with
+``add_arguments`` and ``run`` (as pdm does), imported only when needed."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Sequence
+from types import ModuleType
+from typing import NoReturn, Protocol, cast
+
+from gpuenv import __version__
+from gpuenv.errors import UsageError
+
+# name -> (module, one-line summary). Order is the order of `gpuenv --help`.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("gpuenv.cli.init_cmd", "write a starter gpuenv.toml"),
+    "plan": ("gpuenv.cli.plan_cmd", "show the stack chosen for each target, with reasons"),
+    "lock": ("gpuenv.cli.lock_cmd", "write or check gpuenv.lock: exact artifacts per target"),
+    "install": ("gpuenv.cli.install_cmd", "materialise targets from the lock into store prefixes"),
+    "shell": ("gpuenv.cli.shell_cmd", "start your shell with a target's prefix activated"),
+    "run": ("gpuenv.cli.run_cmd", "run a command with a target's prefix activated"),
+    "activate": ("gpuenv.cli.activate_cmd", "print a target's activation script (for eval)"),
+    "list": ("gpuenv.cli.list_cmd", "list the store's prefixes: size, target, lock, verification"),
+    "gc": ("gpuenv.cli.gc_cmd", "remove prefixes no project points at"),
+    "rollback": ("gpuenv.cli.rollback_cmd", "point a target back at its previous generation"),
+}
+
+
+class CommandModule(Protocol):
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that raises ``UsageError`` instead of exiting, so ``main`` renders it
+    (as JSON under ``--json``) with the same exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
+
+
+def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
+    # Defined on the main parser and again on each subcommand, so both
+    # `gpuenv -f x.toml plan` and `gpuenv plan -f x.toml` work. On subcommands the
+    # defaults are suppressed so they never overwrite a value given before the command.
+    default = argparse.SUPPRESS if suppress else None
+    parser.add_argument(
+        "-f",
+        "--file",
+        metavar="PATH",
+        default=default,
+        help="the spec file (default: ./gpuenv.toml)",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=argparse.SUPPRESS if suppress else 0,
+        help="more detail; tracebacks on errors",
+    )
+
+
+def load(name: str) -> CommandModule:
+    module: ModuleType = importlib.import_module(COMMANDS[name][0])
+    return cast(CommandModule, module)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or (``only``) one with just that command's subparser: the
+    fast path for ``gpuenv run`` skips importing every other command module."""
+    parser = _Parser(
+        prog="gpuenv",
+        description="Reproducible, verified GPU deep-learning environments.",
+    )
+    parser.add_argument("--version", action="version", version=f"gpuenv {__version__}")
+    _add_common(parser, suppress=False)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, (_, summary) in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        command_parser = sub.add_parser(name, help=summary, description=summary)
+        _add_common(command_parser, suppress=True)
+        load(name).add_arguments(command_parser)
+    return parser
+
+
+def command_name(argv: Sequence[str]) -> str | None:
+    """The first argument that names a command, skipping global options."""
+    head = argv[: list(argv).index("--")] if "--" in argv else argv
+    skip_next = False
+    for arg in head:
+        if skip_next:
+            skip_next = False
+            continue
+        if arg in ("-f", "--file"):
+            skip_next = True
+            continue
+        if arg.startswith("-"):
+            continue
+        return arg if arg in COMMANDS else None
+    return None

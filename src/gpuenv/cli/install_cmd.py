@@ -1,0 +1,103 @@
+"""`gpuenv install`: materialise targets from the lock into store prefixes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from gpuenv.cli import _common, _output
+from gpuenv.errors import UsageError
+
+if TYPE_CHECKING:
+    from gpuenv.install import InstallResult
+    from gpuenv.spec import Spec
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-t", "--target", action="append", metavar="NAME", help="install this target (repeatable)"
+    )
+    parser.add_argument("--all", action="store_true", help="install every target")
+    parser.add_argument(
+        "--frozen", action="store_true", help="refuse (exit 1) when the lock is out of date"
+    )
+    _common.add_json_flag(parser)
+
+
+def _targets(args: argparse.Namespace, spec: Spec) -> tuple[str, ...]:
+    names = list(spec.targets)
+    for name in args.target or ():
+        _common.check_target(name, names)
+    if args.target:
+        return tuple(args.target)
+    if args.all or len(names) == 1:
+        return tuple(names)
+    raise UsageError(
+        f"this project has several targets ({', '.join(names)}): say which to install",
+        hint=f"gpuenv install --target {names[0]} (or --all)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuenv.cli.lock_cmd import backends, progress_display
+    from gpuenv.compat import knowledge_base
+    from gpuenv.compat._load import data_digest
+    from gpuenv.install import InstallRequest, install_target
+    from gpuenv.lock.format import LOCK_FILENAME
+    from gpuenv.lock.locker import LockOptions, ensure_lock
+    from gpuenv.spec import load_spec
+
+    kb = knowledge_base()
+    spec_file = _common.spec_path(args)
+    loaded = load_spec(spec_file, kb=kb, cache_dir=_common.cache_dir())
+    targets = _targets(args, loaded.spec)
+    options = LockOptions(
+        targets=targets,
+        torch_index=_common.env_override("GPUENV_TORCH_INDEX"),
+        index_url=_common.env_override("GPUENV_INDEX_URL"),
+        cache_dir=_common.cache_dir(),
+        detected=_common.detected_hardware(loaded.spec),
+    )
+    store = _common.store()
+    results = []
+    with progress_display(not args.json and sys.stderr.isatty()) as progress:
+        lock = ensure_lock(
+            loaded, kb, lock_path=spec_file.parent / LOCK_FILENAME, options=options,
+            frozen=args.frozen, backends=backends, kb_digest=data_digest(), progress=progress,
+        )
+        for name in targets:
+            locked = lock.target(name)
+            assert locked is not None  # ensure_lock locked every requested target
+            request = InstallRequest(
+                target=locked,
+                project=spec_file.parent.absolute(),
+                env_name=loaded.spec.project.name,
+                toolkit=loaded.spec.stack.toolkit,
+            )
+            results.append(install_target(store, request, progress))
+    _render(results, as_json=args.json)
+    return 0
+
+
+def _render(results: list[InstallResult], *, as_json: bool) -> None:
+    if as_json:
+        _output.emit_json(
+            {
+                "targets": {
+                    r.target: {
+                        "prefix": str(r.prefix),
+                        "built": r.built,
+                        "previous": str(r.previous) if r.previous else None,
+                        "seconds": round(r.seconds, 3),
+                    }
+                    for r in results
+                }
+            }
+        )
+        return
+    for r in results:
+        state = f"installed in {r.seconds:.1f} s" if r.built else "already installed"
+        _output.out(f"{r.target}: {state}: {r.prefix}")
+        if r.previous:
+            _output.out(f"  previous generation kept: {r.previous} (gpuenv rollback)")

@@ -1,0 +1,63 @@
+"""`gpuenv list`: the store's prefixes with size, target, lock hash and state."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpuenv.cli import _common, _output
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _common.add_json_flag(parser)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuenv.verify.gate import passing_machines
+
+    store = _common.store()
+    prefixes = store.list(verified=passing_machines)
+    if args.json:
+        _output.emit_json(
+            {
+                "store": str(store.root),
+                "prefixes": [
+                    {
+                        "path": str(p.path),
+                        "target": p.target,
+                        "lock_hash": p.lock_hash,
+                        "installed": p.installed,
+                        "size_bytes": p.size_bytes,
+                        "verified_machines": p.verified_on,
+                        "referenced_by": [str(r) for r in p.referenced_by],
+                    }
+                    for p in prefixes
+                ],
+            }
+        )
+        return 0
+    if not prefixes:
+        _output.out(f"no prefixes in {store.root}")
+        return 0
+    rows = [
+        [
+            p.path.name,
+            p.target or "?",
+            (p.lock_hash or "-").removeprefix("sha256:")[:12],
+            _size(p.size_bytes),
+            "installed" if p.installed else "INCOMPLETE",
+            f"{p.verified_on} machine(s)" if p.verified_on else "not verified",
+            ", ".join(str(r) for r in p.referenced_by) or "unreferenced (gc removes it)",
+        ]
+        for p in prefixes
+    ]
+    headers = ["prefix", "target", "lock", "size", "state", "verified", "used by"]
+    _output.out(_output.table(headers, rows))
+    return 0

@@ -1,0 +1,27 @@
+"""`gpuenv rollback`: point a target back at its previous generation, atomically."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from gpuenv.cli import _common, _output
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _common.add_target_flag(parser, what="the target to roll back (default: the only one)")
+    _common.add_json_flag(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuenv import runtime
+    from gpuenv.store import rollback
+
+    spec = runtime.find_spec(getattr(args, "file", None), Path.cwd())
+    target = args.target or runtime.select(spec.parent, None).target
+    before, after = rollback(_common.store(), spec.parent.absolute(), target)
+    if args.json:
+        _output.emit_json({"target": target, "from": str(before), "to": str(after)})
+    else:
+        _output.out(f"{target}: now {after}\n  (was {before}; 'gpuenv rollback' again to undo)")
+    return 0

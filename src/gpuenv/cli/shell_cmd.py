@@ -1,0 +1,41 @@
+"""`gpuenv shell`: your shell, with a target's prefix activated and the prompt marked."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from gpuenv.cli import _common
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _common.add_target_flag(parser, what="the installed target to use (default: the only one)")
+    parser.add_argument(
+        "--unverified", action="store_true", help="start even without a passing verification"
+    )
+    parser.add_argument(
+        "--shell", choices=("bash", "zsh", "fish", "sh"), help="which shell (default: $SHELL)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuenv import runtime
+    from gpuenv.shells import shell_command
+
+    spec = runtime.find_spec(getattr(args, "file", None), Path.cwd())
+    selected = runtime.select(spec.parent, args.target)
+    from gpuenv.verify.gate import check_gate
+
+    for warning in check_gate(selected, unverified=args.unverified):
+        _output_warning(warning)
+    name = args.shell or Path(os.environ.get("SHELL", "bash")).name
+    argv, env = shell_command(name, selected.prefix, os.environ)
+    os.execvpe(argv[0], argv, env)  # noqa: S606 - replacing gpuenv with the shell is the point
+    return 0  # not reached
+
+
+def _output_warning(text: str) -> None:
+    from gpuenv.cli import _output
+
+    _output.err(f"gpuenv: warning: {text}")

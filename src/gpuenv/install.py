@@ -1,0 +1,339 @@
+"""Materialise one target of the lock into a store prefix, from the lock only.
+
+Order of a build, under the prefix's file lock:
+
+1. an existing prefix without a matching completion marker is an interrupted build:
+   it is moved to the trash;
+2. conda records (Python among them, when the lock has it) are linked in by rattler
+   from the exact URLs, hash-checked, through the shared package cache; otherwise a
+   virtual environment is made by uv from an interpreter of the locked Python;
+3. pip artifacts are installed by uv from their exact URLs with ``--require-hashes``
+   and ``--no-deps`` (the lock is complete), through uv's shared cache (hard links);
+4. the CUDA toolkit, when the spec asks for one, is located (the prefix's own, or a
+   pinned system toolkit whose ``nvcc --version`` must match the locked CUDA);
+5. activation scripts and the run-time environment delta are written;
+6. the completion marker is written, last; then the project's pointer moves.
+
+Nothing outside the store, the caches in it and the project's ``.gpuenv/`` is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import platform
+import re
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuenv import _proc
+from gpuenv._fs import atomic_write_text
+from gpuenv.activation import ActivationInputs, write_activation_files
+from gpuenv.errors import ExternalToolError, InstallError
+from gpuenv.lock.model import CondaPackage, LockedTarget
+from gpuenv.store import Store, point_project
+
+Progress = Callable[[str], None]
+
+MACHINES = {"linux-64": ("x86_64", "amd64"), "linux-aarch64": ("aarch64", "arm64")}
+INSTALL_TIMEOUT = 3600.0
+
+
+@dataclass(frozen=True)
+class InstallRequest:
+    target: LockedTarget
+    project: Path  # the directory holding gpuenv.toml (its .gpuenv/ gets the pointers)
+    env_name: str  # shown in the shell prompt
+    toolkit: str | None = None  # [stack] toolkit: None, "auto", "12.4" or "system:/path"
+    uv: Path | None = None  # the uv binary (default: the one the uv package ships)
+
+
+@dataclass(frozen=True)
+class InstallResult:
+    target: str
+    prefix: Path
+    built: bool  # False: it was already installed (maybe by a concurrent gpuenv)
+    previous: Path | None  # the generation this install replaced, if any
+    seconds: float
+
+
+def _uv_binary(request: InstallRequest) -> Path:
+    if request.uv is not None:
+        return request.uv
+    import uv
+
+    return Path(uv.find_uv_bin())
+
+
+def _uv_env(store: Store) -> dict[str, str]:
+    """uv isolated from the user's configuration, with every cache in the store."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
+    env.update(
+        UV_NO_CONFIG="1",
+        UV_CACHE_DIR=str(store.cache("uv")),
+        UV_PYTHON_INSTALL_DIR=str(store.root / "python"),
+        UV_LINK_MODE="hardlink",
+        UV_NO_PROGRESS="1",
+    )
+    return env
+
+
+def check_platform(target: LockedTarget) -> None:
+    machine = platform.machine().lower()
+    if platform.system() != "Linux" or machine not in MACHINES.get(target.platform, ()):
+        raise InstallError(
+            f"target {target.name} is locked for {target.platform}; this machine is "
+            f"{platform.system()} {machine}",
+            hint="install the target that describes this machine (gpuenv install --target ...)",
+        )
+
+
+# --- conda ---------------------------------------------------------------------------------
+
+
+def _conda_records(packages: tuple[CondaPackage, ...]) -> list[object]:
+    """Rebuild rattler records from the lock: no solve, no repodata."""
+    from rattler import BuildString, NoArchType, PackageRecord, RepoDataRecord
+
+    records: list[object] = []
+    for c in packages:
+        kinds = {"python": "python", "generic": "generic"}
+        noarch = NoArchType(kinds[c.noarch]) if c.noarch in kinds else None  # type: ignore[arg-type]
+        record = PackageRecord(
+            name=c.name,
+            version=c.version,
+            build=BuildString(c.build),
+            build_number=c.build_number,
+            subdir=c.subdir,
+            depends=list(c.depends),
+            constrains=list(c.constrains),
+            sha256=bytes.fromhex(c.sha256),
+            md5=bytes.fromhex(c.md5),
+            size=c.size,
+            noarch=noarch,
+        )
+        file_name = c.url.rsplit("/", 1)[-1]
+        records.append(RepoDataRecord(record, file_name, c.url, c.channel))
+    return records
+
+
+def install_conda(prefix: Path, packages: tuple[CondaPackage, ...], cache: Path) -> None:
+    import rattler
+    from rattler import exceptions as rattler_errors
+
+    failures = (
+        rattler_errors.InstallerError,
+        rattler_errors.TransactionError,
+        rattler_errors.LinkError,
+        rattler_errors.IoError,
+        rattler_errors.ExtractError,
+        rattler_errors.CacheDirError,
+        rattler_errors.ValidatePackageRecordsError,
+    )
+    records = _conda_records(packages)
+    try:
+        asyncio.run(
+            rattler.install(
+                records,  # type: ignore[arg-type]
+                target_prefix=prefix,
+                cache_dir=cache,
+                show_progress=False,
+                execute_link_scripts=False,
+            )
+        )
+    except failures as exc:
+        raise InstallError(f"conda packages could not be installed: {exc}") from None
+
+
+# --- python and pip -------------------------------------------------------------------------
+
+
+def make_venv(prefix: Path, python: str, uv: Path, env: Mapping[str, str]) -> None:
+    """A virtual environment at ``prefix`` from an interpreter of the locked Python
+    (found on this machine, or uv-managed where uv can provide one)."""
+    minor = ".".join(python.split(".")[:2])
+    try:
+        _proc.run(
+            [uv, "venv", "--no-config", "--quiet", "--python", minor, prefix],
+            timeout=600,
+            env=env,
+            what="uv venv",
+        )
+    except ExternalToolError as exc:
+        raise InstallError(
+            f"no Python {minor} for target prefix {prefix.name}: {exc.stderr_tail or exc.message}",
+            hint=f"install Python {minor} here, or let uv manage one: uv python install {minor}",
+        ) from None
+
+
+def requirements_text(target: LockedTarget) -> str:
+    lines = ["# generated by gpuenv from gpuenv.lock: exact artifacts, hashes required"]
+    lines.extend(f"{p.name} @ {p.url} --hash=sha256:{p.sha256}" for p in target.pip)
+    return "\n".join(lines) + "\n"
+
+
+def install_pip(prefix: Path, target: LockedTarget, uv: Path, env: Mapping[str, str]) -> None:
+    if not target.pip:
+        return
+    requirements = prefix / "etc" / "gpuenv" / "requirements.txt"
+    atomic_write_text(requirements, requirements_text(target))
+    argv: list[str | Path] = ["pip", "install", "--no-config", "--quiet"]
+    argv += ["--python", prefix / "bin" / "python", "--no-deps", "--require-hashes"]
+    argv += ["--link-mode", "hardlink", "-r", requirements]
+    try:
+        _proc.run([uv, *argv], timeout=INSTALL_TIMEOUT, env=env, what="uv pip install")
+    except ExternalToolError as exc:
+        if "Hash mismatch" in exc.stderr_tail:
+            raise InstallError(
+                "refused: a downloaded artifact does not match the sha256 in gpuenv.lock "
+                f"(tampered with or corrupted):\n{exc.stderr_tail}",
+                hint="nothing was marked installed; check the index or mirror serving it",
+            ) from None
+        raise
+
+
+def python_version(prefix: Path) -> str:
+    result = _proc.run(
+        [
+            prefix / "bin" / "python",
+            "-I",
+            "-c",
+            "import platform; print(platform.python_version())",
+        ],
+        timeout=60,
+        what="the prefix's python",
+    )
+    return result.stdout.strip()
+
+
+# --- toolkit and activation -------------------------------------------------------------------
+
+
+def _nvcc_version(nvcc: Path) -> str | None:
+    result = _proc.run([nvcc, "--version"], timeout=60, check=False, what="nvcc --version")
+    match = re.search(r"release (\d+\.\d+)", result.stdout)
+    return match.group(1) if match else None
+
+
+def cuda_home(prefix: Path, target: LockedTarget, toolkit: str | None) -> Path | None:
+    """Where CUDA_HOME points: a pinned system toolkit (checked), the prefix's own
+    toolkit (conda's nvcc in <prefix>/bin), or nothing."""
+    if toolkit is None:
+        return None
+    if toolkit.startswith("system:"):
+        home = Path(toolkit.removeprefix("system:"))
+        found = _nvcc_version(home / "bin" / "nvcc") if (home / "bin" / "nvcc").exists() else None
+        if found != target.stack.cuda:
+            raise InstallError(
+                f"the pinned toolkit {home} has CUDA {found or 'no nvcc'}; "
+                f"the lock's torch is built for CUDA {target.stack.cuda}",
+                hint=f'pin a CUDA {target.stack.cuda} toolkit, or use toolkit = "auto"',
+            )
+        return home
+    if (prefix / "bin" / "nvcc").exists():
+        return prefix
+    wheel_home = _assemble_wheel_toolkit(prefix)
+    if wheel_home is None:
+        raise InstallError(
+            f"toolkit = {toolkit!r}, but the lock for {target.name} holds no nvcc",
+            hint="run 'gpuenv lock' so the toolkit packages are locked",
+        )
+    return wheel_home
+
+
+def _nvidia_dirs(prefix: Path) -> list[Path]:
+    return sorted(prefix.glob("lib/python3*/site-packages/nvidia/*"))
+
+
+def _assemble_wheel_toolkit(prefix: Path) -> Path | None:
+    """NVIDIA's toolkit wheels spread bin/, include/ and lib/ over site-packages/nvidia/*:
+    gather them under <prefix>/cuda with symlinks so CUDA_HOME has the usual layout."""
+    nvcc = next(
+        (d / "bin" / "nvcc" for d in _nvidia_dirs(prefix) if (d / "bin" / "nvcc").exists()), None
+    )
+    if nvcc is None:
+        return None
+    home = prefix / "cuda"
+    for part, alias in (("bin", "bin"), ("include", "include"), ("lib", "lib64")):
+        (home / alias).mkdir(parents=True, exist_ok=True)
+        for source in _nvidia_dirs(prefix):
+            for entry in sorted((source / part).glob("*")) if (source / part).is_dir() else []:
+                link = home / alias / entry.name
+                if not link.exists():
+                    link.symlink_to(entry)
+    return home
+
+
+def library_dirs(prefix: Path) -> tuple[Path, ...]:
+    dirs = [prefix / "lib"] if (prefix / "conda-meta").is_dir() else []
+    dirs.extend(d / "lib" for d in _nvidia_dirs(prefix) if (d / "lib").is_dir())
+    return tuple(dirs)
+
+
+def write_activation(
+    prefix: Path, store: Store, request: InstallRequest, home: Path | None
+) -> None:
+    inputs = ActivationInputs(
+        prefix=prefix,
+        name=f"{request.env_name}:{request.target.name}",
+        store_root=store.prefixes,
+        bin_dirs=(prefix / "bin",),
+        lib_dirs=library_dirs(prefix),
+        cuda_home=home,
+        cuda_version=request.target.stack.cuda,
+    )
+    write_activation_files(prefix, inputs)
+
+
+# --- the whole install ------------------------------------------------------------------------
+
+
+def _build(prefix: Path, store: Store, request: InstallRequest, progress: Progress) -> str:
+    target = request.target
+    uv = _uv_binary(request)
+    env = _uv_env(store)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    if target.conda:
+        progress(f"{target.name}: linking {len(target.conda)} conda packages")
+        install_conda(prefix, target.conda, store.cache("rattler"))
+        if not (prefix / "bin" / "python").exists():
+            make_venv(prefix, target.stack.python, uv, env)
+    else:
+        progress(f"{target.name}: creating the Python {target.stack.python} environment")
+        make_venv(prefix, target.stack.python, uv, env)
+    progress(f"{target.name}: installing {len(target.pip)} pip packages")
+    install_pip(prefix, target, uv, env)
+    python = python_version(prefix)
+    locked = target.stack.python
+    if not (python == locked or python.startswith(locked + ".")):
+        raise InstallError(f"the prefix's Python is {python}, the lock says {locked}")
+    home = cuda_home(prefix, target, request.toolkit)
+    write_activation(prefix, store, request, home)
+    return python
+
+
+def install_target(
+    store: Store, request: InstallRequest, progress: Progress | None = None
+) -> InstallResult:
+    """Install ``request.target`` (or reuse it when already installed) and point the
+    project at it."""
+    report = progress or (lambda _message: None)
+    started = time.perf_counter()
+    target = request.target
+    check_platform(target)
+    lock_hash = target.content_hash
+    prefix = store.prefix_for(target.name, lock_hash)
+    with store.locked(prefix):
+        built = not store.is_installed(prefix, lock_hash)
+        if built:
+            store.discard(prefix)  # an interrupted build, if anything is there
+            try:
+                python = _build(prefix, store, request, report)
+            except BaseException:
+                store.discard(prefix)  # never leave a half-built prefix behind on failure
+                raise
+            store.mark_installed(prefix, lock_hash=lock_hash, target=target.name, python=python)
+        previous = point_project(store, request.project, target.name, prefix)
+    return InstallResult(target.name, prefix, built, previous, time.perf_counter() - started)
