@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
-import standin
+
+from tests.nvml import standin
+from tests.nvml.standin import DetectRun, RunDetect
 
 
 @pytest.fixture(scope="session")
@@ -24,20 +23,6 @@ def standin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return standin.build(tmp_path_factory.mktemp("standin-nvml"))
     except subprocess.CalledProcessError as exc:
         pytest.fail(f"building the stand-in NVML failed:\n{exc.stderr}")
-
-
-@dataclass(frozen=True)
-class DetectRun:
-    returncode: int
-    stdout: str
-    stderr: str
-
-    @property
-    def json(self) -> Any:
-        return json.loads(self.stdout)
-
-
-RunDetect = Callable[..., DetectRun]
 
 
 def _clean_env(library_path: str, extra: Mapping[str, str]) -> dict[str, str]:

@@ -8,11 +8,13 @@ started, so tests run gpuenv in a subprocess with ``LD_LIBRARY_PATH`` set.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 SOURCE = Path(__file__).with_name("standin.c")
 LIBRARY = "libnvidia-ml.so.1"
@@ -103,3 +105,19 @@ class FakeNvml:
             items.append(f"init={self.init_error}")
         items += [f"fail={name}:{code}" for name, code in self.failures.items()]
         return ";".join(items)
+
+
+@dataclass(frozen=True)
+class DetectRun:
+    """What a ``gpuenv detect`` subprocess did."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+RunDetect = Callable[..., DetectRun]

@@ -11,9 +11,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-import standin
-from conftest import RunDetect
-from standin import FakeNvml, a100, h100, t4
+
+from tests.nvml import standin
+from tests.nvml.standin import FakeNvml, RunDetect, a100, h100, t4
 
 H100_BYTES = 81559 * standin.MIB
 

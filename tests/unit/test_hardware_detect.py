@@ -44,7 +44,7 @@ def fake_smi(
     (tmp_path / "query.txt").write_text(query)
     (tmp_path / "banner.txt").write_text(banner)
     reject = (
-        '  --query-gpu=*compute_cap*) echo \'Field "compute_cap" is not a valid field to query.\';'
+        "  --query-gpu=*compute_cap*) echo 'Field \"compute_cap\" is not a valid field to query.';"
         " exit 2 ;;\n"
         if old
         else ""
@@ -252,7 +252,9 @@ def test_healthy_wsl2(tmp_path: Path) -> None:
 
 def test_wsl2_host_driver_from_nvidia_smi(tmp_path: Path) -> None:
     machine = wsl_machine(tmp_path)
-    query = "0, NVIDIA GeForce RTX 4090, GPU-5b3bb5e9-8a4c-4c6e-9a51-2b1f3c0d7e11, 24564, 546.33, 8.9\n"
+    query = (
+        "0, NVIDIA GeForce RTX 4090, GPU-5b3bb5e9-8a4c-4c6e-9a51-2b1f3c0d7e11, 24564, 546.33, 8.9\n"
+    )
     smi = fake_smi(tmp_path, query=query, banner=read("nvidia-smi-banner-wsl.txt"))
     facts = detect(host=HostPaths(machine.proc, machine.sys, machine.root, str(smi), False))
     assert facts.wsl is not None

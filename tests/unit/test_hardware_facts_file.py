@@ -169,5 +169,5 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_from_dict_names_its_origin() -> None:
-    with pytest.raises(FileFormatError, match="^inline: "):
+    with pytest.raises(FileFormatError, match=r"^inline: "):
         facts_from_dict({"gpus": "all of them"}, origin="inline")
