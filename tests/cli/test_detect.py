@@ -5,14 +5,25 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 import gpuenv.hardware
 from gpuenv.cli import COMMANDS, main
 from gpuenv.errors import HardwareDetectionError
-from gpuenv.hardware import DetectOverrides, GpuFacts, HardwareFacts, HostPaths, WslFacts
+from gpuenv.hardware import (
+    DetectOverrides,
+    GpuFacts,
+    HardwareFacts,
+    HostPaths,
+    WslFacts,
+    facts_to_json,
+)
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
+from tests.conftest import CliResult
 
 H100 = GpuFacts(
     0,
@@ -20,6 +31,9 @@ H100 = GpuFacts(
     "GPU-5b3bb5e9-8a4c-4c6e-9a51-2b1f3c0d7e11",
     ComputeCapability(9, 0),
     81559 << 20,
+)
+T4 = GpuFacts(
+    1, "Tesla T4", "GPU-7e570000-0001-4c6e-9a51-000000000001", ComputeCapability(7, 5), 15 << 30
 )
 ONE_H100 = HardwareFacts(
     gpus=(H100,),
@@ -168,3 +182,117 @@ def test_parser_imports_nothing_heavy() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "[]"
+
+
+# ---- plan and init use detection ---------------------------------------------------
+
+DETECT_SPEC = (
+    '[project]\nname = "here"\n\n[stack]\npython = "3.11"\ntorch = "2.4.*"\n\n'
+    '[targets.here]\ngpu = "detect"\ndriver = "detect"\n'
+)
+
+
+def test_plan_detects_this_machine(
+    seen: list[DetectOverrides | None], cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(DETECT_SPEC)
+    result = cli("-f", str(spec), "plan", "--json")
+    assert result.code == 0, result.err + result.out
+    target = result.json()["targets"]["here"]
+    assert target["cu_tag"] == "cu124"
+    assert target["hardware"]["source"] == "measured"
+    assert target["hardware"]["driver"] == "550.54.15"
+    assert len(seen) == 1
+
+
+def test_plan_with_facts_from_a_file(
+    seen: list[DetectOverrides | None], cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(DETECT_SPEC)
+    facts = tmp_path / "node.json"
+    facts.write_text(json.dumps(facts_to_json(replace(ONE_H100, gpus=(T4,)))))
+    result = cli("-f", str(spec), "plan", "--facts", str(facts), "--json")
+    assert result.code == 0, result.err + result.out
+    hardware = result.json()["targets"]["here"]["hardware"]
+    assert hardware["source"] == "file"
+    assert hardware["compute_capabilities"] == ["7.5"]
+    assert seen == [], "a facts file replaces detection"
+
+
+def test_plan_does_not_detect_for_declared_targets(
+    seen: list[DetectOverrides | None], cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(DETECT_SPEC.replace('gpu = "detect"\ndriver = "detect"', 'gpu = "none"'))
+    assert cli("-f", str(spec), "plan", "--json").code == 0
+    assert seen == []
+
+
+def test_plan_detect_without_a_gpu_is_exit_3(
+    monkeypatch: pytest.MonkeyPatch, cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    answer(monkeypatch, NO_GPU)
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(DETECT_SPEC)
+    result = cli("-f", str(spec), "plan", "--json")
+    assert result.code == 3
+    assert "no NVIDIA driver is installed" in result.json()["error"]["message"]
+
+
+def test_init_detect_writes_this_machine(
+    seen: list[DetectOverrides | None], cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    result = cli("-f", str(spec), "init", "--detect", "--torch", "2.4")
+    assert result.code == 0, result.err
+    text = spec.read_text()
+    assert 'gpu = "NVIDIA H100 80GB HBM3"' in text
+    assert 'driver = "550.54.15"' in text
+    plan = cli("-f", str(spec), "plan", "--json")
+    assert plan.code == 0, plan.err
+    (target,) = plan.json()["targets"].values()
+    assert target["cu_tag"] == "cu124"
+    assert target["hardware"]["source"] == "declared"
+
+
+def test_init_detect_mixed_gpus_takes_the_constraining_one(
+    monkeypatch: pytest.MonkeyPatch, cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    answer(monkeypatch, replace(ONE_H100, gpus=(H100, T4)))
+    spec = tmp_path / "gpuenv.toml"
+    assert cli("-f", str(spec), "init", "--detect").code == 0
+    assert 'gpu = "Tesla T4"' in spec.read_text()
+
+
+def test_init_detect_unknown_gpu_uses_its_compute_capability(
+    monkeypatch: pytest.MonkeyPatch, cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    odd = GpuFacts(0, "NVIDIA Prototype X", None, ComputeCapability(8, 9))
+    answer(monkeypatch, replace(ONE_H100, gpus=(odd,)))
+    spec = tmp_path / "gpuenv.toml"
+    assert cli("-f", str(spec), "init", "--detect").code == 0
+    text = spec.read_text()
+    assert "[targets.this-machine]" in text
+    assert 'compute-capability = "8.9"' in text
+    assert cli("-f", str(spec), "plan", "--json").code == 0
+
+
+def test_init_detect_without_a_gpu_writes_a_cpu_target(
+    monkeypatch: pytest.MonkeyPatch, cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    answer(monkeypatch, NO_GPU)
+    spec = tmp_path / "gpuenv.toml"
+    result = cli("-f", str(spec), "init", "--detect")
+    assert result.code == 0
+    assert "no NVIDIA GPU here (no-driver): the target is CPU-only" in result.err
+    assert 'gpu = "none"' in spec.read_text()
+
+
+def test_init_detect_conflicts_with_gpu(
+    seen: list[DetectOverrides | None], cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    result = cli("-f", str(tmp_path / "gpuenv.toml"), "init", "--detect", "--gpu", "H100")
+    assert result.code == 2
+    assert seen == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
@@ -34,6 +34,12 @@ def _clean_env(library_path: str, extra: Mapping[str, str]) -> dict[str, str]:
     env["LD_LIBRARY_PATH"] = library_path
     env.update(extra)
     return env
+
+
+@pytest.fixture
+def standin_env(standin_dir: Path) -> Callable[[standin.FakeNvml], dict[str, str]]:
+    """The environment for a subprocess that should load the stand-in as NVML."""
+    return lambda fake: _clean_env(str(standin_dir), {standin.SPEC_VAR: fake.spec()})
 
 
 @pytest.fixture

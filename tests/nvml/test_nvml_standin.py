@@ -7,7 +7,11 @@ Each test runs gpuenv in a subprocess whose ``LD_LIBRARY_PATH`` puts the stand-i
 from __future__ import annotations
 
 import ctypes.util
+import json
 import shutil
+import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -250,3 +254,86 @@ def test_human_table(run_detect: RunDetect) -> None:
     assert standin.fake_uuid(1, "7e570000") in lines[2]  # piped: UUIDs are not cropped
     assert "driver:             550.54.15  (nvml)" in lines
     assert "lowest compute cap: 7.5  (nvml)" in lines
+
+
+StandinEnv = Callable[[FakeNvml], dict[str, str]]
+
+
+def _gpuenv(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpuenv", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_init_detect_then_plan(standin_env: StandinEnv, tmp_path: Path) -> None:
+    env = standin_env(FakeNvml(gpus=(a100(0), t4(1)), driver="550.54.15", cuda=12040))
+    spec = str(tmp_path / "gpuenv.toml")
+    init = _gpuenv(env, "-f", spec, "init", "--detect", "--torch", "2.4")
+    assert init.returncode == 0, init.stderr
+    assert 'gpu = "Tesla T4"' in Path(spec).read_text()
+    plan = _gpuenv(env, "-f", spec, "plan", "--json")
+    assert plan.returncode == 0, plan.stderr
+    (target,) = json.loads(plan.stdout)["targets"].values()
+    assert target["cu_tag"] == "cu124"
+    assert target["hardware"]["compute_capabilities"] == ["7.5"]
+
+
+def test_plan_detect_target_through_nvml(standin_env: StandinEnv, tmp_path: Path) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(
+        '[project]\nname = "here"\n\n[stack]\npython = "3.11"\ntorch = "2.4.*"\n\n'
+        '[targets.here]\ngpu = "detect"\ndriver = "detect"\n'
+    )
+    env = standin_env(FakeNvml(gpus=(h100(),), driver="535.104.05", cuda=12020))
+    plan = _gpuenv(env, "-f", str(spec), "plan", "--json")
+    assert plan.returncode == 0, plan.stderr
+    target = json.loads(plan.stdout)["targets"]["here"]
+    assert target["cu_tag"] == "cu121"
+    assert target["hardware"]["source"] == "measured"
+
+
+FINGERPRINT = (
+    "import json, sys\n"
+    "from gpuenv.hardware.fingerprint import fingerprint\n"
+    "found = fingerprint(proc_root=sys.argv[1])\n"
+    "print(json.dumps([found.driver_version, list(found.gpu_uuids), found.source]))\n"
+)
+
+
+def test_fingerprint_falls_back_to_nvml_without_proc(
+    standin_env: StandinEnv, tmp_path: Path
+) -> None:
+    env = standin_env(FakeNvml(gpus=(h100(1), h100(0))))
+    out = subprocess.run(
+        [sys.executable, "-c", FINGERPRINT, str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(out.stdout) == [
+        "550.54.15",
+        [standin.fake_uuid(0), standin.fake_uuid(1)],
+        "nvml",
+    ]
+
+
+def test_fingerprint_is_empty_when_nvml_cannot_start(
+    standin_env: StandinEnv, tmp_path: Path
+) -> None:
+    env = standin_env(FakeNvml(init_error=standin.NVML_ERROR_DRIVER_NOT_LOADED))
+    out = subprocess.run(
+        [sys.executable, "-c", FINGERPRINT, str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(out.stdout) == [None, [], "none"]
