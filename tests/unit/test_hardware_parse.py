@@ -65,7 +65,7 @@ def test_proc_gpu_information_uuid_not_known_yet() -> None:
 
 def test_nvidia_smi_csv() -> None:
     rows = parse.parse_nvidia_smi_csv(fixture("nvidia-smi-query-h100x2.csv"))
-    assert [r.index for r in rows] == [0, 1]
+    assert [r.gpu_index for r in rows] == [0, 1]
     first = rows[0]
     assert first.name == "NVIDIA H100 80GB HBM3"
     assert first.uuid == "GPU-5b3bb5e9-8a4c-4c6e-9a51-2b1f3c0d7e11"

@@ -172,7 +172,8 @@ def read_nvidia_smi(host: HostPaths) -> Reading:
     except ValueError as exc:
         raise HardwareDetectionError(f"nvidia-smi: {exc}") from exc
     gpus = tuple(
-        GpuFacts(r.index, r.name, r.uuid, r.compute_capability, r.memory_total_bytes) for r in rows
+        GpuFacts(r.gpu_index, r.name, r.uuid, r.compute_capability, r.memory_total_bytes)
+        for r in rows
     )
     driver = next((r.driver_version for r in rows if r.driver_version), None)
     banner_code, banner = _run_smi([smi])

@@ -5,6 +5,9 @@ file or starts a process, so each is tested on texts captured from real machines
 (``tests/fixtures/hardware/``). Standard library and ``gpuenv.versions`` only: the
 run-time fingerprint imports this module.
 
+Parser results are ``NamedTuple``s rather than dataclasses: a frozen dataclass costs
+about a millisecond to define, and this module is imported on every ``gpuenv run``.
+
 "Implausible" numbers (a CUDA version of 0, a compute capability of 99.0, a memory
 size of zero) are rejected here, so a broken driver or a garbled line never becomes a
 fact that plan or a verification record trusts.
@@ -13,7 +16,7 @@ fact that plan or a verification record trusts.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from gpuenv.versions import (
     ComputeCapability,
@@ -41,18 +44,16 @@ __all__ = [
     "plausible_uuid",
 ]
 
+# Patterns are kept as text: ``re`` compiles each on first use and caches it, so
+# importing this module (on the ``gpuenv run`` path, via the fingerprint) stays cheap.
 # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..." and the open
 # module's "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release ...".
-_NVRM_RE = re.compile(r"^NVRM version:.*?\bModule\b(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+){1,2})\s")
+_NVRM_RE = r"^NVRM version:.*?\bModule\b(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+){1,2})\s"
 # NVML and /proc spell GPU UUIDs alike; MIG instances have "MIG-" UUIDs.
-_UUID_RE = re.compile(
-    r"^(?:GPU|MIG)-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-)
-_SMI_BANNER_RE = re.compile(
-    r"Driver Version:\s*(?P<driver>[\d.]+)\s+CUDA Version:\s*(?P<cuda>\d+\.\d+|N/A)"
-)
-_WSL2_RE = re.compile(r"microsoft-standard-wsl2|\bwsl2\b", re.IGNORECASE)
-_WSL1_RE = re.compile(r"-microsoft$", re.IGNORECASE)
+_UUID_RE = r"^(?:GPU|MIG)-[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$"
+_SMI_BANNER_RE = r"Driver Version:\s*(?P<driver>[\d.]+)\s+CUDA Version:\s*(?P<cuda>\d+\.\d+|N/A)"
+_WSL2_RE = r"(?i)microsoft-standard-wsl2|\bwsl2\b"
+_WSL1_RE = r"(?i)-microsoft$"
 
 # Largest GPU memory we believe: 16 TiB (today's largest parts have under 300 GiB).
 _MAX_MEMORY_BYTES = 16 << 40
@@ -105,7 +106,7 @@ def plausible_uuid(text: str | None) -> str | None:
     if not text:
         return None
     cleaned = text.strip()
-    return cleaned if _UUID_RE.match(cleaned) else None
+    return cleaned if re.match(_UUID_RE, cleaned) else None
 
 
 # ---- /proc and /sys ----------------------------------------------------------------
@@ -114,7 +115,7 @@ def plausible_uuid(text: str | None) -> str | None:
 def parse_proc_version(text: str) -> DriverVersion | None:
     """The kernel module's version from ``/proc/driver/nvidia/version``."""
     for line in text.splitlines():
-        match = _NVRM_RE.match(line.strip() + " ")
+        match = re.match(_NVRM_RE, line.strip() + " ")
         if match:
             return plausible_driver_version(match.group(1))
     return None
@@ -125,8 +126,7 @@ def parse_sys_module_version(text: str) -> DriverVersion | None:
     return plausible_driver_version(text.strip())
 
 
-@dataclass(frozen=True)
-class ProcGpu:
+class ProcGpu(NamedTuple):
     """One ``/proc/driver/nvidia/gpus/<bus>/information`` file."""
 
     model: str | None
@@ -166,9 +166,9 @@ def parse_wsl_kernel_release(text: str) -> int | None:
     """2 for a WSL2 kernel (``5.15.146.1-microsoft-standard-WSL2``), 1 for WSL1
     (``4.4.0-19041-Microsoft``), ``None`` for any other kernel release."""
     release = text.strip()
-    if _WSL2_RE.search(release):
+    if re.search(_WSL2_RE, release):
         return 2
-    if _WSL1_RE.search(release):
+    if re.search(_WSL1_RE, release):
         return 1
     return None
 
@@ -179,9 +179,9 @@ def parse_wsl_kernel_release(text: str) -> int | None:
 SMI_FIELDS = ("index", "name", "uuid", "memory.total", "driver_version", "compute_cap")
 
 
-@dataclass(frozen=True)
-class NvidiaSmiGpu:
-    index: int
+class NvidiaSmiGpu(NamedTuple):
+    gpu_index: int
+    """nvidia-smi's GPU index (``index`` would hide ``tuple.index``)."""
     name: str
     uuid: str | None
     memory_total_bytes: int | None
@@ -230,7 +230,7 @@ def parse_nvidia_smi_csv(text: str, fields: tuple[str, ...] = SMI_FIELDS) -> lis
         row = dict(zip(fields, (_smi_value(p) for p in parts), strict=True))
         rows.append(
             NvidiaSmiGpu(
-                index=int(parts[0]),
+                gpu_index=int(parts[0]),
                 name=row.get("name") or "unknown NVIDIA GPU",
                 uuid=plausible_uuid(row.get("uuid")),
                 memory_total_bytes=_smi_mib(row.get("memory.total")),
@@ -243,7 +243,7 @@ def parse_nvidia_smi_csv(text: str, fields: tuple[str, ...] = SMI_FIELDS) -> lis
 
 def parse_nvidia_smi_banner(text: str) -> tuple[DriverVersion | None, CudaVersion | None]:
     """Driver and CUDA version from the header of plain ``nvidia-smi`` output."""
-    match = _SMI_BANNER_RE.search(text)
+    match = re.search(_SMI_BANNER_RE, text)
     if not match:
         return None, None
     cuda: CudaVersion | None = None
@@ -253,8 +253,7 @@ def parse_nvidia_smi_banner(text: str) -> tuple[DriverVersion | None, CudaVersio
     return plausible_driver_version(match.group("driver")), cuda
 
 
-@dataclass(frozen=True)
-class SmiFailure:
+class SmiFailure(NamedTuple):
     """What a failing nvidia-smi meant: ``reason`` is a ``NoGpuReason`` value or None."""
 
     reason: str | None
