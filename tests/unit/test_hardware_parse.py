@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.hardware import parse
+from gpuenv.hardware import parse, proctext
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "hardware"
@@ -173,3 +173,40 @@ def test_plausibility() -> None:
     assert parse.plausible_driver_version("12.4") is None
     assert parse.plausible_uuid(" GPU-5b3bb5e9-8a4c-4c6e-9a51-2b1f3c0d7e11\n") is not None
     assert parse.plausible_uuid("????????-????-????-????-????????????") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("GPU-5b3bb5e9-8a4c-4c6e-9a51-2b1f3c0d7e11", True),
+        ("MIG-5b3bb5e9-8a4c-4c6e-9a51-2b1f3c0d7e11", True),
+        ("GPU-5B3BB5E9-8A4C-4C6E-9A51-2B1F3C0D7E11", True),
+        ("GPU-5b3bb5e9-8a4c-4c6e-9a51-2b1f3c0d7e1", False),  # short last group
+        ("GPU-5b3bb5e9-8a4c-4c6e-9a51-2b1f3c0d7e1g", False),  # not hex
+        ("XYZ-5b3bb5e9-8a4c-4c6e-9a51-2b1f3c0d7e11", False),
+        ("GPU-5b3bb5e9-8a4c-4c6e-9a51", False),
+        ("5b3bb5e9-8a4c-4c6e-9a51-2b1f3c0d7e11", False),
+    ],
+)
+def test_uuid_shapes(text: str, expected: bool) -> None:
+    assert (proctext.plausible_uuid(text) is not None) is expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("550.54.15", True),
+        ("390.157", True),
+        ("1050.1.2", True),
+        ("55.1", False),
+        ("0550.54.15", False),
+        ("550", False),
+        ("550.54.15.1", False),
+        ("550.5415.1", False),
+        ("550.x.15", False),
+        ("\uff15\uff15\uff10.54.15", False),  # full-width digits: isdigit() but not ASCII
+    ],
+)
+def test_driver_text(text: str, expected: bool) -> None:
+    assert proctext.plausible_driver_text(text) is expected
+    assert (parse.plausible_driver_version(text) is not None) is expected

@@ -11,15 +11,18 @@ Public API (names resolve lazily, so ``import gpuenv.hardware.fingerprint`` on t
   and facts files for planning other machines (``measured=False``, source "file").
 - ``gpuenv.hardware.fingerprint.fingerprint()``: driver version + GPU UUIDs in
   milliseconds, without NVML where ``/proc/driver/nvidia`` can answer.
-- ``gpuenv.hardware.parse``: the pure parsers for ``/proc``, nvidia-smi and WSL texts.
+- ``gpuenv.hardware.parse`` (and ``proctext``, its standard-library-only part): the pure
+  parsers for ``/proc``, nvidia-smi and WSL texts.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # keeps typing off the `gpuenv run` path (the fingerprint)
 if TYPE_CHECKING:
+    from typing import Any
+
     from gpuenv.hardware._detect import detect
     from gpuenv.hardware.facts_file import facts_from_dict, facts_from_json, facts_to_json
     from gpuenv.hardware.model import (

@@ -1,9 +1,10 @@
 """A cheap identity for this machine's GPUs: driver version plus GPU UUIDs.
 
 ``gpuenv shell`` and ``gpuenv run`` compare it with the one a verification record was
-made under, on every start, so it must cost milliseconds. This module imports only the
-standard library and ``gpuenv.versions`` (through the pure ``gpuenv.hardware.parse``),
-never pynvml, and reads, in this order:
+made under, on every start, so it must cost milliseconds. This module imports only
+``os``, ``re`` (through ``gpuenv.hardware.proctext``) and, for the fallback only, NVML's
+reader; not pynvml, ``dataclasses`` or ``typing`` (tens of milliseconds together). It
+reads, in this order:
 
 1. ``/proc/driver/nvidia/version`` (the kernel module's version) and
    ``/proc/driver/nvidia/gpus/*/information`` (one file per GPU, with its UUID). Present
@@ -22,22 +23,41 @@ never pynvml, and reads, in this order:
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass
 
-from gpuenv.hardware.parse import parse_proc_gpu_information, parse_proc_version
+from gpuenv.hardware.proctext import plausible_uuid, proc_driver_version, proc_fields
+
+TYPE_CHECKING = False  # keeps typing off the `gpuenv run` path
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 __all__ = ["Fingerprint", "fingerprint", "read_proc_fingerprint"]
 
 
-@dataclass(frozen=True)
 class Fingerprint:
     """Driver version and the sorted GPU UUIDs; ``source`` says where they were read
-    ("proc", "nvml", "none", or a ``HardwareFacts`` source) and is not compared."""
+    ("proc", "nvml", "none", or a ``HardwareFacts`` source). Immutable by convention;
+    a plain class because defining a dataclass costs about a millisecond."""
 
-    driver_version: str | None
-    gpu_uuids: tuple[str, ...]
-    source: str = "none"
+    __slots__ = ("driver_version", "gpu_uuids", "source")
+
+    def __init__(
+        self, driver_version: str | None, gpu_uuids: tuple[str, ...], source: str = "none"
+    ) -> None:
+        self.driver_version = driver_version
+        self.gpu_uuids = gpu_uuids
+        self.source = source
+
+    def _values(self) -> tuple[str | None, tuple[str, ...], str]:
+        return (self.driver_version, self.gpu_uuids, self.source)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Fingerprint) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"Fingerprint({self.driver_version!r}, {self.gpu_uuids!r}, {self.source!r})"
 
     @classmethod
     def of(cls, driver_version: str | None, uuids: Iterable[str], *, source: str) -> Fingerprint:
@@ -63,19 +83,20 @@ def read_proc_fingerprint(proc_root: str = "/proc") -> Fingerprint | None:
     (absent, unreadable, unparseable, or a GPU's UUID not known yet)."""
     base = os.path.join(proc_root, "driver", "nvidia")
     try:
-        driver = parse_proc_version(_read(os.path.join(base, "version")))
+        driver = proc_driver_version(_read(os.path.join(base, "version")))
         if driver is None:
             return None
         gpus_dir = os.path.join(base, "gpus")
         uuids: list[str] = []
         for bus in sorted(os.listdir(gpus_dir)):
-            gpu = parse_proc_gpu_information(_read(os.path.join(gpus_dir, bus, "information")))
-            if gpu.uuid is None:
+            fields = proc_fields(_read(os.path.join(gpus_dir, bus, "information")))
+            uuid = plausible_uuid(fields.get("gpu uuid"))
+            if uuid is None:
                 return None
-            uuids.append(gpu.uuid)
+            uuids.append(uuid)
     except OSError:
         return None
-    return Fingerprint.of(str(driver), uuids, source="proc")
+    return Fingerprint.of(driver, uuids, source="proc")
 
 
 def fingerprint(*, proc_root: str = "/proc", nvml_fallback: bool = True) -> Fingerprint:

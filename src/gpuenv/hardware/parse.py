@@ -1,12 +1,11 @@
 """Pure parsers for the texts hardware detection reads, and the plausibility checks.
 
 Every function here takes a string and returns values or ``None``; nothing reads a
-file or starts a process, so each is tested on texts captured from real machines
-(``tests/fixtures/hardware/``). Standard library and ``gpuenv.versions`` only: the
-run-time fingerprint imports this module.
-
-Parser results are ``NamedTuple``s rather than dataclasses: a frozen dataclass costs
-about a millisecond to define, and this module is imported on every ``gpuenv run``.
+file or starts a process, so each is tested on texts in the formats real machines
+print (``tests/fixtures/hardware/``). Standard library and ``gpuenv.versions`` only.
+The ``/proc`` text itself is read by ``gpuenv.hardware.proctext``, which the run-time
+fingerprint uses without the typed values built here. Results are ``NamedTuple``s
+(cheaper to define than dataclasses; detection's start-up time is budgeted).
 
 "Implausible" numbers (a CUDA version of 0, a compute capability of 99.0, a memory
 size of zero) are rejected here, so a broken driver or a garbled line never becomes a
@@ -18,6 +17,12 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from gpuenv.hardware.proctext import (
+    plausible_driver_text,
+    plausible_uuid,
+    proc_driver_version,
+    proc_fields,
+)
 from gpuenv.versions import (
     ComputeCapability,
     CudaVersion,
@@ -44,13 +49,7 @@ __all__ = [
     "plausible_uuid",
 ]
 
-# Patterns are kept as text: ``re`` compiles each on first use and caches it, so
-# importing this module (on the ``gpuenv run`` path, via the fingerprint) stays cheap.
-# "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..." and the open
-# module's "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  550.54.15  Release ...".
-_NVRM_RE = r"^NVRM version:.*?\bModule\b(?:\s+for\s+\S+)?\s+(\d+(?:\.\d+){1,2})\s"
-# NVML and /proc spell GPU UUIDs alike; MIG instances have "MIG-" UUIDs.
-_UUID_RE = r"^(?:GPU|MIG)-[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$"
+# Patterns are kept as text: ``re`` compiles each on first use and caches it.
 _SMI_BANNER_RE = r"Driver Version:\s*(?P<driver>[\d.]+)\s+CUDA Version:\s*(?P<cuda>\d+\.\d+|N/A)"
 _WSL2_RE = r"(?i)microsoft-standard-wsl2|\bwsl2\b"
 _WSL1_RE = r"(?i)-microsoft$"
@@ -70,13 +69,9 @@ _PCI_DISPLAY_CLASS = 0x03
 
 def plausible_driver_version(text: str | None) -> DriverVersion | None:
     """A driver version such as ``550.54.15``, or ``None`` for anything else."""
-    if not text:
+    if not text or not plausible_driver_text(text.strip()):
         return None
-    try:
-        version = DriverVersion.parse(text)
-    except VersionFormatError:
-        return None
-    return version if 100 <= version.key[0] <= 9999 else None
+    return DriverVersion.parse(text)
 
 
 def plausible_cuda_driver_version(value: int | None) -> CudaVersion | None:
@@ -100,25 +95,12 @@ def plausible_memory_bytes(value: int | None) -> int | None:
     return value
 
 
-def plausible_uuid(text: str | None) -> str | None:
-    """``GPU-xxxxxxxx-xxxx-...``; ``None`` for an unreadable one (``/proc`` prints
-    question marks for a GPU the driver has not initialised yet)."""
-    if not text:
-        return None
-    cleaned = text.strip()
-    return cleaned if re.match(_UUID_RE, cleaned) else None
-
-
 # ---- /proc and /sys ----------------------------------------------------------------
 
 
 def parse_proc_version(text: str) -> DriverVersion | None:
     """The kernel module's version from ``/proc/driver/nvidia/version``."""
-    for line in text.splitlines():
-        match = re.match(_NVRM_RE, line.strip() + " ")
-        if match:
-            return plausible_driver_version(match.group(1))
-    return None
+    return plausible_driver_version(proc_driver_version(text))
 
 
 def parse_sys_module_version(text: str) -> DriverVersion | None:
@@ -137,13 +119,8 @@ class ProcGpu(NamedTuple):
 
 def parse_proc_gpu_information(text: str) -> ProcGpu:
     """``Key:<tabs> value`` lines; the keys we use are Model, GPU UUID, Bus Location."""
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
-        if sep:
-            fields[key.strip().lower()] = value.strip()
-    raw_uuid = fields.get("gpu uuid")
-    uuid = plausible_uuid(raw_uuid)
+    fields = proc_fields(text)
+    uuid = plausible_uuid(fields.get("gpu uuid"))
     return ProcGpu(
         model=fields.get("model") or None,
         uuid=uuid,
