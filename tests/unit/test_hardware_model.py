@@ -67,3 +67,9 @@ def test_wsl_problems() -> None:
         2, None, "/usr/lib/wsl/lib", None, nvml_library="/usr/lib/wsl/lib/libnvidia-ml.so.1"
     )
     assert loaded_from_host.problems == ()
+
+
+def test_overrides_from_environ() -> None:
+    environ = {"GPUENV_OVERRIDE_CUDA_DRIVER": " 12.4 ", "GPUENV_OVERRIDE_COMPUTE_CAP": ""}
+    assert DetectOverrides.from_environ(environ) == DetectOverrides(CudaVersion(12, 4), None)
+    assert DetectOverrides.from_environ({}).empty

@@ -1,6 +1,7 @@
 """This machine's hardware facts for the commands that need them (detect, plan, init).
 
-The ``GPUENV_OVERRIDE_*`` variables are read here, once, and passed to the library.
+The ``GPUENV_OVERRIDE_*`` variables are read once, by ``_common.hardware_overrides``,
+and passed to the library.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING
 from gpuenv.cli import _common
 
 if TYPE_CHECKING:
-    from gpuenv.hardware.model import DetectOverrides, HardwareFacts
+    from gpuenv.hardware.model import HardwareFacts
 
 
 def add_facts_flag(parser: argparse.ArgumentParser) -> None:
@@ -23,24 +24,10 @@ def add_facts_flag(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def detect_overrides() -> DetectOverrides:
-    """Overrides from the environment; an empty variable counts as absent."""
-    from gpuenv.hardware.model import (
-        OVERRIDE_COMPUTE_CAP_VAR,
-        OVERRIDE_CUDA_DRIVER_VAR,
-        DetectOverrides,
-    )
-
-    return DetectOverrides.from_values(
-        cuda_driver=_common.env_override(OVERRIDE_CUDA_DRIVER_VAR),
-        compute_cap=_common.env_override(OVERRIDE_COMPUTE_CAP_VAR),
-    )
-
-
 def machine_facts(facts_file: str | None = None) -> HardwareFacts:
     """Facts from ``facts_file`` when given, else detected on this machine."""
     from gpuenv import hardware
 
     if facts_file:
         return hardware.facts_from_json(facts_file)
-    return hardware.detect(overrides=detect_overrides())
+    return hardware.detect(overrides=_common.hardware_overrides())

@@ -173,6 +173,15 @@ class DetectOverrides:
         return self.cuda_driver_version is None and self.compute_capability is None
 
     @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> DetectOverrides:
+        """From ``GPUENV_OVERRIDE_CUDA_DRIVER`` and ``GPUENV_OVERRIDE_COMPUTE_CAP`` in
+        ``environ`` (the CLI passes ``os.environ``, read once there)."""
+        return cls.from_values(
+            cuda_driver=environ.get(OVERRIDE_CUDA_DRIVER_VAR, "").strip(),
+            compute_cap=environ.get(OVERRIDE_COMPUTE_CAP_VAR, "").strip(),
+        )
+
+    @classmethod
     def from_values(cls, *, cuda_driver: str | None, compute_cap: str | None) -> DetectOverrides:
         """Parse the variables' text; an empty or missing value means "absent".
 
