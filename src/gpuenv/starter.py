@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import tomlkit
 from tomlkit.items import Table
@@ -13,6 +14,9 @@ from gpuenv._fs import atomic_write_text
 from gpuenv.compat import knowledge_base
 from gpuenv.errors import UsageError
 from gpuenv.spec import parse_spec_text
+
+if TYPE_CHECKING:
+    from gpuenv.hardware import HardwareFacts
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,41 @@ class StarterOptions:
     gpu: str | None = None
     driver: str | None = None
     cpu_target: bool = False
+    compute_capability: str | None = None
+    """Instead of ``gpu``, for a GPU the knowledge base does not name."""
+
+
+def options_for_machine(options: StarterOptions, facts: HardwareFacts) -> StarterOptions:
+    """``options`` with the target set to this machine (``gpuenv init --detect``): the
+    GPU that constrains builds (the lowest compute capability, measured or known from
+    its name) and the driver. With no GPU the target is CPU-only.
+    """
+    if not facts.gpus:
+        return replace(options, gpu="none", driver=None)
+    kb = knowledge_base()
+    ranked = []
+    for gpu in facts.gpus:
+        model = kb.find_gpu(gpu.name)
+        cc = gpu.compute_capability or (model.cc if model else None)
+        if cc is not None:
+            ranked.append((cc, gpu.name, model is not None))
+    if not ranked or facts.driver_version is None:
+        missing = "the driver's version" if ranked else "the GPUs' compute capability"
+        raise UsageError(
+            f"gpuenv found a GPU here but not {missing}",
+            hint="describe it with --gpu NAME --driver VERSION ('gpuenv detect' shows why)",
+        )
+    cc, name, named = min(ranked)
+    driver = str(facts.driver_version)
+    if named:
+        return replace(options, gpu=name, driver=driver)
+    return replace(
+        options,
+        gpu=None,
+        compute_capability=str(cc),
+        driver=driver,
+        target=options.target or "this-machine",
+    )
 
 
 def _torch_spec(text: str) -> str:
@@ -44,6 +83,10 @@ def _target_name(options: StarterOptions) -> str:
 
 def _target_table(options: StarterOptions) -> Table:
     table = tomlkit.table()
+    if options.gpu is None and options.compute_capability:
+        table.add("compute-capability", options.compute_capability)
+        table.add("driver", options.driver or "550.54.15")
+        return table
     if options.gpu is None or options.gpu.lower() == "none":
         table.add("gpu", "none")
         table["gpu"].comment("CPU-only build")

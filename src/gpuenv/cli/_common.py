@@ -21,7 +21,17 @@ def add_target_flag(parser: argparse.ArgumentParser, *, what: str = "only this t
 
 
 def spec_path(args: argparse.Namespace) -> Path:
-    return Path(getattr(args, "file", None) or SPEC_DEFAULT)
+    """``-f`` when given, else the nearest gpuenv.toml here or in a parent directory."""
+    from gpuenv.runtime import find_spec
+
+    return find_spec(getattr(args, "file", None), Path.cwd())
+
+
+def store() -> Any:
+    """The store under $GPUENV_HOME (default $XDG_DATA_HOME/gpuenv)."""
+    from gpuenv.store import Store, default_root
+
+    return Store(default_root(os.environ))
 
 
 def check_target(name: str | None, known: list[str]) -> None:
@@ -48,16 +58,6 @@ def cache_dir() -> Path | None:
         return Path(explicit)
     xdg = env_override("XDG_CACHE_HOME")
     return Path(xdg) / "gpuenv" if xdg else Path.home() / ".cache" / "gpuenv"
-
-
-def detected_hardware(spec: Any) -> Any:
-    """This machine's hardware when a target says "detect" (else None): detection
-    runs only when it is needed, and once per command."""
-    if not spec.uses_detect:
-        return None
-    from gpuenv.hardware import detect
-
-    return detect(overrides=hardware_overrides())
 
 
 def hardware_overrides() -> Any:

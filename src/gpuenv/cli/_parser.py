@@ -14,6 +14,7 @@ from gpuenv.errors import UsageError
 
 # name -> (module, one-line summary). Order is the order of `gpuenv --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
+    "detect": ("gpuenv.cli.detect_cmd", "this machine's GPUs, driver and CUDA version"),
     "init": ("gpuenv.cli.init_cmd", "write a starter gpuenv.toml"),
     "plan": ("gpuenv.cli.plan_cmd", "show the stack chosen for each target, with reasons"),
     "lock": ("gpuenv.cli.lock_cmd", "write or check gpuenv.lock: exact artifacts per target"),

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from gpuenv.cli import _common, _output
+from gpuenv.cli import _common, _hardware, _output
+from gpuenv.errors import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -17,13 +18,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default=None, help="target name (default: from the GPU)")
     parser.add_argument("--gpu", help='GPU name ("H100", "RTX 4060 Ti"), or "none" for CPU')
     parser.add_argument("--driver", help="driver version on that machine, e.g. 550.54.15")
+    parser.add_argument(
+        "--detect",
+        action="store_true",
+        help="describe this machine: its GPU and driver, as 'gpuenv detect' finds them",
+    )
     parser.add_argument("--cpu", action="store_true", help="also add a CPU-only target")
     parser.add_argument("--force", action="store_true", help="overwrite an existing file")
     _common.add_json_flag(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpuenv.starter import StarterOptions, write_starter
+    from gpuenv.starter import StarterOptions, options_for_machine, write_starter
 
     path = _common.spec_path(args)
     options = StarterOptions(
@@ -36,6 +42,15 @@ def run(args: argparse.Namespace) -> int:
         driver=args.driver,
         cpu_target=args.cpu,
     )
+    if args.detect:
+        if args.gpu or args.driver:
+            raise UsageError("--detect reads the GPU and driver: do not also give --gpu/--driver")
+        facts = _hardware.machine_facts()
+        options = options_for_machine(options, facts)
+        if not facts.gpus and not args.json:
+            _output.err(
+                f"gpuenv: no NVIDIA GPU here ({facts.no_gpu_reason}): the target is CPU-only"
+            )
     written = write_starter(path, options, overwrite=args.force)
     if args.json:
         _output.emit_json({"written": str(path), "targets": written})

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from gpuenv.cli import _common, _output
+from gpuenv.cli import _common, _hardware, _output
 from gpuenv.errors import UsageError
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
         torch_index=_common.env_override("GPUENV_TORCH_INDEX"),
         index_url=_common.env_override("GPUENV_INDEX_URL"),
         cache_dir=_common.cache_dir(),
-        detected=_common.detected_hardware(loaded.spec),
+        detected=_hardware.machine_facts() if loaded.spec.uses_detect else None,
     )
     store = _common.store()
     results = []

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from gpuenv.cli import _common, _output
+from gpuenv.cli import _common, _hardware, _output
 from gpuenv.errors import CheckFailed
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         torch_index=_common.env_override("GPUENV_TORCH_INDEX"),
         index_url=_common.env_override("GPUENV_INDEX_URL"),
         cache_dir=_common.cache_dir(),
-        detected=_common.detected_hardware(loaded.spec),
+        detected=_hardware.machine_facts() if loaded.spec.uses_detect else None,
     )
     digest = data_digest()
     if args.check:

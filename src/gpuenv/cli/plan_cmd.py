@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from gpuenv.cli import _common, _output
-from gpuenv.errors import UsageError
+from gpuenv.cli import _common, _hardware, _output
 
 if TYPE_CHECKING:
     from gpuenv.plan import Plan
@@ -14,6 +13,7 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common.add_target_flag(parser)
+    _hardware.add_facts_flag(parser)
     _common.add_json_flag(parser)
 
 
@@ -25,15 +25,13 @@ def run(args: argparse.Namespace) -> int:
     kb = knowledge_base()
     loaded = load_spec(_common.spec_path(args), kb=kb, cache_dir=_common.cache_dir())
     _common.check_target(args.target, list(loaded.spec.targets))
-    if loaded.spec.uses_detect:
-        raise UsageError(
-            '"detect" targets need hardware detection, which this build of gpuenv lacks',
-            hint="declare gpu and driver for the target",
-        )
+    wanted = [loaded.spec.targets[args.target]] if args.target else loaded.spec.targets.values()
+    detected = _hardware.machine_facts(args.facts) if any(t.uses_detect for t in wanted) else None
     plan = make_plan(
         loaded.spec,
         kb,
         only=args.target,
+        detected=detected,
         torch_index=_common.env_override("GPUENV_TORCH_INDEX"),
     )
     if args.json:

@@ -1,0 +1,109 @@
+"""A cheap identity for this machine's GPUs: driver version plus GPU UUIDs.
+
+``gpuenv shell`` and ``gpuenv run`` compare it with the one a verification record was
+made under, on every start, so it must cost milliseconds. This module imports only
+``os``, ``re`` (through ``gpuenv.hardware.proctext``) and, for the fallback only, NVML's
+reader; not pynvml, ``dataclasses`` or ``typing`` (tens of milliseconds together). It
+reads, in this order:
+
+1. ``/proc/driver/nvidia/version`` (the kernel module's version) and
+   ``/proc/driver/nvidia/gpus/*/information`` (one file per GPU, with its UUID). Present
+   on bare metal and in containers run with the NVIDIA container toolkit, which shows a
+   container only its own GPUs there. No NVML initialisation, no process.
+2. It falls back to NVML (importing pynvml, about 40 ms, plus NVML start-up) when the
+   ``/proc`` files cannot answer: ``/proc/driver/nvidia`` is absent (WSL2, where the
+   driver lives on the Windows host; some sandboxes), or a GPU's UUID shows as question
+   marks (the driver prints those for a GPU it has not initialised yet, e.g. with
+   persistence mode off and no process using it). ``fingerprint(nvml_fallback=False)``
+   skips this step.
+3. When neither answers, the fingerprint is empty (``driver_version`` is None): no
+   NVIDIA driver is usable here, and no GPU-bound record can match it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from gpuenv.hardware.proctext import plausible_uuid, proc_driver_version, proc_fields
+
+TYPE_CHECKING = False  # keeps typing off the `gpuenv run` path
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+__all__ = ["Fingerprint", "fingerprint", "read_proc_fingerprint"]
+
+
+class Fingerprint:
+    """Driver version and the sorted GPU UUIDs; ``source`` says where they were read
+    ("proc", "nvml", "none", or a ``HardwareFacts`` source). Immutable by convention;
+    a plain class because defining a dataclass costs about a millisecond."""
+
+    __slots__ = ("driver_version", "gpu_uuids", "source")
+
+    def __init__(
+        self, driver_version: str | None, gpu_uuids: tuple[str, ...], source: str = "none"
+    ) -> None:
+        self.driver_version = driver_version
+        self.gpu_uuids = gpu_uuids
+        self.source = source
+
+    def _values(self) -> tuple[str | None, tuple[str, ...], str]:
+        return (self.driver_version, self.gpu_uuids, self.source)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Fingerprint) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return f"Fingerprint({self.driver_version!r}, {self.gpu_uuids!r}, {self.source!r})"
+
+    @classmethod
+    def of(cls, driver_version: str | None, uuids: Iterable[str], *, source: str) -> Fingerprint:
+        return cls(driver_version, tuple(sorted(set(uuids))), source)
+
+    @property
+    def key(self) -> str:
+        """A stable text form for records: ``driver=550.54.15;gpus=GPU-…,GPU-…``."""
+        return f"driver={self.driver_version or '-'};gpus={','.join(self.gpu_uuids)}"
+
+    def matches(self, other: Fingerprint) -> bool:
+        """Same driver and the same set of GPUs (wherever each was read from)."""
+        return (self.driver_version, self.gpu_uuids) == (other.driver_version, other.gpu_uuids)
+
+
+def _read(path: str) -> str:
+    with open(path, "rb") as handle:
+        return handle.read().decode("utf-8", errors="replace")
+
+
+def read_proc_fingerprint(proc_root: str = "/proc") -> Fingerprint | None:
+    """The fingerprint from ``/proc/driver/nvidia``, or ``None`` when it cannot answer
+    (absent, unreadable, unparseable, or a GPU's UUID not known yet)."""
+    base = os.path.join(proc_root, "driver", "nvidia")
+    try:
+        driver = proc_driver_version(_read(os.path.join(base, "version")))
+        if driver is None:
+            return None
+        gpus_dir = os.path.join(base, "gpus")
+        uuids: list[str] = []
+        for bus in sorted(os.listdir(gpus_dir)):
+            fields = proc_fields(_read(os.path.join(gpus_dir, bus, "information")))
+            uuid = plausible_uuid(fields.get("gpu uuid"))
+            if uuid is None:
+                return None
+            uuids.append(uuid)
+    except OSError:
+        return None
+    return Fingerprint.of(driver, uuids, source="proc")
+
+
+def fingerprint(*, proc_root: str = "/proc", nvml_fallback: bool = True) -> Fingerprint:
+    """This machine's fingerprint: ``/proc`` first, then NVML (see the module doc)."""
+    found = read_proc_fingerprint(proc_root)
+    if found is not None or not nvml_fallback:
+        return found or Fingerprint(None, (), "none")
+    from gpuenv.hardware._nvml import nvml_fingerprint
+
+    return nvml_fingerprint() or Fingerprint(None, (), "none")
