@@ -61,13 +61,13 @@ This module imports only the standard library: ``gpuenv run`` loads it on every 
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
+from gpuenv._fs import atomic_write_text
 from gpuenv.errors import ActivationError, FileFormatError
 
 __all__ = [
@@ -939,23 +939,6 @@ def emitter_for(shell: str) -> Emitter:
 # --------------------------------------------------------------------------- files
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    import tempfile
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        Path(tmp).chmod(0o644)
-        Path(tmp).replace(path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def activation_files(inputs: ActivationInputs) -> dict[str, str]:
     """Relative path inside the prefix -> text, for every file activation installs."""
     ops = activation_ops(inputs)
@@ -985,6 +968,6 @@ def write_activation_files(prefix: Path, inputs: ActivationInputs) -> list[Path]
     written = []
     for rel, text in activation_files(inputs).items():
         path = prefix / rel
-        _write_atomic(path, text)
+        atomic_write_text(path, text)
         written.append(path)
     return written
