@@ -67,6 +67,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias
 
+from gpuenv import _envdelta
+from gpuenv._envdelta import (
+    ACTIVE_VAR,
+    BACKUP_PREFIX,
+    DELTA_FORMAT,
+    OWN,
+    REASON_EMPTY,
+    REASON_OTHER_PREFIX,
+    REASON_RELATIVE,
+    UNSET_LIST_VAR,
+    deactivating_message,
+    reason_other_cuda,
+    removal_message,
+)
 from gpuenv._fs import atomic_write_text
 from gpuenv.errors import ActivationError, FileFormatError
 
@@ -102,11 +116,7 @@ __all__ = [
     "write_activation_files",
 ]
 
-ACTIVE_VAR = "_GPUENV_ACTIVE"
-UNSET_LIST_VAR = "_GPUENV_UNSET"
-BACKUP_PREFIX = "_GPUENV_OLD_"
 RESERVED_PREFIX = "_GPUENV_"
-DELTA_FORMAT = 1
 
 _NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _CUDA_VERSION_RE = re.compile(r"[0-9]+\.[0-9]+\Z")
@@ -114,25 +124,6 @@ _CUDA_VERSION_RE = re.compile(r"[0-9]+\.[0-9]+\Z")
 # (and $ with PROMPT_SUBST), so the marker is limited to characters none of them touch.
 _PROMPT_RE = re.compile(r"[A-Za-z0-9._+:() -]*\Z")
 _PROMPT_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
-
-REASON_EMPTY = "empty entry (it means the current directory)"
-REASON_RELATIVE = "relative path"
-REASON_OTHER_PREFIX = "inside another gpuenv prefix"
-_OWN = "own"  # sentinel in the scripts: one of the prefix's own dirs, dropped silently
-
-
-def reason_other_cuda(version: str) -> str:
-    return f"CUDA directory of another version (this environment uses CUDA {version})"
-
-
-def removal_message(name: str, entry: str, reason: str) -> str:
-    """The line (without newline) a script prints on stderr for one dropped entry."""
-    return f'gpuenv: dropped {name} entry "{entry}": {reason}'
-
-
-def deactivating_message(active: str) -> str:
-    return f"gpuenv: deactivating {active} first"
-
 
 # --------------------------------------------------------------------------- checks
 
@@ -310,92 +301,11 @@ def _split_guard(ops: Sequence[Op]) -> tuple[Guard, tuple[Op, ...]]:
 # -------------------------------------------------------------------- Python replay
 
 
-def _inside(entry: str, root: str) -> bool:
-    return entry == root or entry.startswith(root + "/")
-
-
-def _other_cuda(entry: str, version: str) -> bool:
-    if not re.search(r"/cuda-[0-9]", entry):
-        return False
-    return not re.search(r"/cuda-" + re.escape(version) + r"(/|\.[0-9]|\Z)", entry)
-
-
-def _why_dropped(entry: str, own: tuple[str, ...], clean: PathCleaning) -> str | None:
-    """Mirror of the case/if chain the emitters write; keep the order identical."""
-    if entry == "":
-        return REASON_EMPTY
-    if not entry.startswith("/"):
-        return REASON_RELATIVE
-    if entry in own:
-        return _OWN
-    if _inside(entry, clean.prefix):
-        return None
-    if _inside(entry, clean.store_root):
-        return REASON_OTHER_PREFIX
-    version = clean.cuda_version
-    return reason_other_cuda(version) if version and _other_cuda(entry, version) else None
-
-
-def _prepend(op: PrependPath, env: dict[str, str], messages: list[str]) -> None:
-    old = env.get(op.name, "")
-    head = ":".join(op.entries)
-    if op.clean is None:
-        env[op.name] = head + (":" + old if old else "")
-        return
-    kept: list[str] = []
-    said: set[str] = set()
-    for entry in old.split(":") if old else ():
-        why = _why_dropped(entry, op.entries, op.clean)
-        if why is None:
-            kept.append(entry)
-        elif why != _OWN and entry not in said:
-            said.add(entry)
-            messages.append(removal_message(op.name, entry, why))
-    env[op.name] = ":".join((head, *kept)) if head else ":".join(kept)
-
-
-def _restore(env: dict[str, str], names: Sequence[str]) -> None:
-    unset = env.get(UNSET_LIST_VAR, "").split(" ")
-    for name in names:
-        backup = BACKUP_PREFIX + name
-        if backup in env:
-            env[name] = env.pop(backup)
-        elif name in unset:
-            env.pop(name, None)
-    env.pop(ACTIVE_VAR, None)
-    env.pop(UNSET_LIST_VAR, None)
-
-
 def apply_ops(ops: Sequence[Op], environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     """The environment the activation script would leave, computed from ``environ``,
-    and the lines it would print on stderr. ``Prompt`` is ignored (not interactive)."""
-    guard, body = _split_guard(ops)
-    env = dict(environ)
-    messages: list[str] = []
-    if env.get(ACTIVE_VAR) == guard.prefix:
-        return env, messages
-    names = _managed_names(body)
-    if ACTIVE_VAR in env:
-        messages.append(deactivating_message(env[ACTIVE_VAR]))
-        _restore(env, names)
-    unset: list[str] = []
-    for name in names:
-        if name in env:
-            env[BACKUP_PREFIX + name] = env[name]
-        else:
-            unset.append(name)
-    for op in body:
-        if isinstance(op, SetVar):
-            env[op.name] = op.value
-        elif isinstance(op, UnsetVar):
-            env.pop(op.name, None)
-        elif isinstance(op, PrependPath):
-            _prepend(op, env, messages)
-        elif isinstance(op, Source):
-            raise ActivationError(f"cannot replay sourcing {op.path!r} in Python")
-    env[UNSET_LIST_VAR] = " ".join(unset)
-    env[ACTIVE_VAR] = guard.prefix
-    return env, messages
+    and the lines it would print on stderr. ``Prompt`` is ignored (not interactive);
+    ``Source`` cannot be replayed and is refused."""
+    return _envdelta.apply(environment_delta(ops), environ)
 
 
 # --------------------------------------------------------------------------- delta
@@ -464,7 +374,8 @@ def apply_delta(
     """The child environment for ``gpuenv run``: ``environ`` with the delta applied
     exactly as the activation script would apply it, and the stderr lines the script
     would print (dropped entries, a deactivated other prefix) for the caller to show."""
-    return apply_ops(ops_from_delta(delta), environ)
+    ops_from_delta(delta)  # full validation; the run path calls _envdelta.apply directly
+    return _envdelta.apply(delta, environ)
 
 
 def read_delta(path: Path) -> dict[str, Any]:
@@ -660,7 +571,7 @@ class BashEmitter:
             *_indent(self._classify(op.entries, op.clean), 2),
             '        case "$_gpuenv_why" in',
             "            '') _gpuenv_keep=\"$_gpuenv_keep:$_gpuenv_e\" ;;",
-            f"            {_OWN}) ;;",
+            f"            {OWN}) ;;",
             "            *)",
             '                case "$_gpuenv_said" in',
             '                    *":$_gpuenv_e:"*) ;;',
@@ -688,7 +599,7 @@ class BashEmitter:
         prefix, root = sh_quote(clean.prefix), sh_quote(clean.store_root)
         arms = []
         if own:
-            arms.append(f"{'|'.join(sh_quote(e) for e in own)}) _gpuenv_why={_OWN} ;;")
+            arms.append(f"{'|'.join(sh_quote(e) for e in own)}) _gpuenv_why={OWN} ;;")
         arms += [
             f"{prefix}|{prefix}/*) ;;",
             f"{root}|{root}/*) _gpuenv_why={sh_quote(REASON_OTHER_PREFIX)} ;;",
@@ -871,7 +782,7 @@ class FishEmitter:
             *_indent(self._classify(op.entries, op.clean), 2),
             '        if test -z "$_gpuenv_why"',
             '            set -a _gpuenv_keep "$_gpuenv_e"',
-            f'        else if test "$_gpuenv_why" != {_OWN}',
+            f'        else if test "$_gpuenv_why" != {OWN}',
             '            and not contains -- "$_gpuenv_e" $_gpuenv_said',
             '            set -a _gpuenv_said "$_gpuenv_e"',
             f'            printf {fmt} "$_gpuenv_e" "$_gpuenv_why" >&2',
@@ -899,7 +810,7 @@ class FishEmitter:
             own_list = " ".join(fish_quote(e) for e in own)
             lines += [
                 f'else if contains -- "$_gpuenv_e" {own_list}',
-                f"    set _gpuenv_why {_OWN}",
+                f"    set _gpuenv_why {OWN}",
             ]
         lines += [
             f'else if string match -qr -- {inside(clean.prefix)} "$_gpuenv_e"',

@@ -4,59 +4,82 @@ its installed target, and compute the activated environment.
 Everything here is a few ``stat``/``readlink`` calls and two small JSON reads: no
 spec parsing, no lock parsing, no pydantic, no NVML. The prefix carries what is
 needed: its completion marker and the environment delta written at install time.
-Standard library only (plus gpuenv's own light modules).
+Only the standard library's cheapest modules are imported (``os``, ``json``): no
+``pathlib``, ``dataclasses`` or ``typing`` — each is milliseconds on every run.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
+import os
 
+from gpuenv import _envdelta
+from gpuenv._marker import (
+    PREVIOUS_SUFFIX,
+    PROJECT_DIR,
+    Marker,
+    pointer,
+    read_marker,
+    resolve_pointer,
+)
 from gpuenv.errors import NotInstalled, UsageError
-from gpuenv.store import PROJECT_DIR, PREVIOUS_SUFFIX, Marker, current_prefix, read_marker
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 SPEC_FILENAME = "gpuenv.toml"
-DELTA = Path("etc/gpuenv/env-delta.json")
+DELTA = os.path.join("etc", "gpuenv", "env-delta.json")
 
 
-def find_spec(explicit: str | None, cwd: Path) -> Path:
+def find_spec(explicit: str | None, cwd: str) -> str:
     """``-f`` when given; else the nearest gpuenv.toml in ``cwd`` or a parent (as git
-    finds .git); else ``./gpuenv.toml`` (and the error about it comes later)."""
+    finds .git); else ``<cwd>/gpuenv.toml`` (and the error about it comes later)."""
     if explicit:
-        return Path(explicit)
-    for directory in (cwd, *cwd.parents):
-        candidate = directory / SPEC_FILENAME
-        if candidate.is_file():
+        return explicit
+    directory = os.path.abspath(cwd)
+    while True:
+        candidate = os.path.join(directory, SPEC_FILENAME)
+        if os.path.isfile(candidate):
             return candidate
-    return cwd / SPEC_FILENAME
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return os.path.join(os.path.abspath(cwd), SPEC_FILENAME)
+        directory = parent
 
 
-def installed_targets(project: Path) -> list[str]:
+def project_of(spec: str) -> str:
+    return os.path.dirname(os.path.abspath(spec))
+
+
+def installed_targets(project: str) -> list[str]:
     """Targets the project has a current pointer for (its .gpuenv/ links)."""
-    links = project / PROJECT_DIR
+    links = os.path.join(project, PROJECT_DIR)
     try:
-        names = sorted(p.name for p in links.iterdir() if p.is_symlink())
+        names = sorted(e.name for e in os.scandir(links) if e.is_symlink())
     except FileNotFoundError:
         return []
     return [n for n in names if not n.endswith(PREVIOUS_SUFFIX) and not n.startswith(".")]
 
 
-@dataclass(frozen=True)
 class Selected:
-    target: str
-    prefix: Path
-    marker: Marker
+    """The installed prefix a command runs in."""
+
+    __slots__ = ("marker", "prefix", "target")
+
+    def __init__(self, target: str, prefix: str, marker: Marker) -> None:
+        self.target = target
+        self.prefix = prefix
+        self.marker = marker
 
 
-def select(project: Path, target: str | None) -> Selected:
+def select(project: str, target: str | None) -> Selected:
     """The prefix to activate: ``target``'s, or the only installed one."""
     if target is None:
         installed = installed_targets(project)
         if not installed:
             raise NotInstalled(
-                f"nothing is installed for {project / SPEC_FILENAME}",
+                f"nothing is installed for {os.path.join(project, SPEC_FILENAME)}",
                 hint="run 'gpuenv install' first",
             )
         if len(installed) > 1:
@@ -65,7 +88,7 @@ def select(project: Path, target: str | None) -> Selected:
                 hint=f"pass --target, e.g. --target {installed[0]}",
             )
         target = installed[0]
-    prefix = current_prefix(project, target)
+    prefix = resolve_pointer(pointer(project, target))
     marker = read_marker(prefix) if prefix is not None else None
     if prefix is None or marker is None:
         raise NotInstalled(
@@ -79,13 +102,13 @@ def child_environment(
     selected: Selected, environ: Mapping[str, str]
 ) -> tuple[dict[str, str], list[str]]:
     """The environment a command runs with, and the notes activation prints."""
-    from gpuenv.activation import apply_delta
-
+    path = os.path.join(selected.prefix, DELTA)
     try:
-        delta = json.loads((selected.prefix / DELTA).read_text(encoding="utf-8"))
+        with open(path, encoding="utf-8") as handle:
+            delta = json.load(handle)
     except (OSError, ValueError):
         raise NotInstalled(
-            f"target {selected.target}: {selected.prefix / DELTA} is missing or damaged",
+            f"target {selected.target}: {path} is missing or damaged",
             hint=f"run 'gpuenv install --target {selected.target}' to rebuild it",
         ) from None
-    return apply_delta(delta, environ)
+    return _envdelta.apply(delta, environ)

@@ -20,7 +20,12 @@ from gpuenv._fs import atomic_write_text
 from gpuenv.activation import fish_quote, sh_quote
 from gpuenv.errors import NotInstalled, UsageError
 
-SCRIPTS = {"bash": "activate.sh", "sh": "activate.sh", "zsh": "activate.zsh", "fish": "activate.fish"}
+SCRIPTS = {
+    "bash": "activate.sh",
+    "sh": "activate.sh",
+    "zsh": "activate.zsh",
+    "fish": "activate.fish",
+}
 SAVED_ZDOTDIR = "GPUENV_USER_ZDOTDIR"
 
 

@@ -36,13 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpuenv import __version__
+from gpuenv import __version__, _marker
 from gpuenv._fs import atomic_write_text
+from gpuenv._marker import PREVIOUS_SUFFIX, PROJECT_DIR, Marker
+
+__all__ = ["PREVIOUS_SUFFIX", "PROJECT_DIR", "Marker", "Store", "read_marker"]
 from gpuenv.errors import InstallError
 
-MARKER = Path("etc/gpuenv/installed.json")
-PROJECT_DIR = ".gpuenv"
-PREVIOUS_SUFFIX = ".previous"
+MARKER = Path(_marker.MARKER)
 
 
 def default_root(environ: Mapping[str, str]) -> Path:
@@ -52,40 +53,6 @@ def default_root(environ: Mapping[str, str]) -> Path:
     if environ.get("XDG_DATA_HOME"):
         return Path(environ["XDG_DATA_HOME"]) / "gpuenv"
     return Path(environ.get("HOME", str(Path.home()))) / ".local" / "share" / "gpuenv"
-
-
-@dataclass(frozen=True)
-class Marker:
-    """What an installed prefix holds: written last, so its presence means complete."""
-
-    lock_hash: str
-    target: str
-    python: str
-    gpuenv: str
-    installed_at: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "lock_hash": self.lock_hash,
-            "target": self.target,
-            "python": self.python,
-            "gpuenv": self.gpuenv,
-            "installed_at": self.installed_at,
-        }
-
-
-def read_marker(prefix: Path) -> Marker | None:
-    try:
-        data = json.loads((prefix / MARKER).read_text(encoding="utf-8"))
-        return Marker(
-            str(data["lock_hash"]),
-            str(data["target"]),
-            str(data["python"]),
-            str(data["gpuenv"]),
-            float(data["installed_at"]),
-        )
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 @dataclass(frozen=True)
@@ -268,14 +235,16 @@ def _replace_symlink(link: Path, target: Path) -> None:
 
 
 def _resolve_pointer(pointer: Path) -> Path | None:
-    try:
-        return pointer.readlink()
-    except OSError:
-        return None
+    target = _marker.resolve_pointer(pointer)
+    return Path(target) if target is not None else None
+
+
+def read_marker(prefix: Path) -> Marker | None:
+    return _marker.read_marker(prefix)
 
 
 def pointer_path(project: Path, target: str, *, previous: bool = False) -> Path:
-    return project / PROJECT_DIR / (target + (PREVIOUS_SUFFIX if previous else ""))
+    return Path(_marker.pointer(project, target, previous=previous))
 
 
 def current_prefix(project: Path, target: str) -> Path | None:

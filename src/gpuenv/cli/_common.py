@@ -24,7 +24,7 @@ def spec_path(args: argparse.Namespace) -> Path:
     """``-f`` when given, else the nearest gpuenv.toml here or in a parent directory."""
     from gpuenv.runtime import find_spec
 
-    return find_spec(getattr(args, "file", None), Path.cwd())
+    return Path(find_spec(getattr(args, "file", None), str(Path.cwd())))
 
 
 def store() -> Any:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 from gpuenv.errors import GpuenvError
 
@@ -78,8 +77,8 @@ def execute(run: FastRun) -> int:
     """Activate and exec; returns only when something prevents running the command."""
     from gpuenv import runtime
 
-    spec = runtime.find_spec(run.file, Path.cwd())
-    selected = runtime.select(spec.parent, run.target)
+    spec = runtime.find_spec(run.file, os.getcwd())
+    selected = runtime.select(runtime.project_of(spec), run.target)
     env, notes = runtime.child_environment(selected, os.environ)
     for note in notes:
         sys.stderr.write(note + "\n")

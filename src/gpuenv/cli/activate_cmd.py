@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuenv import runtime
     from gpuenv.shells import activation_script
 
-    spec = runtime.find_spec(getattr(args, "file", None), Path.cwd())
-    selected = runtime.select(spec.parent, args.target)
-    _output.out(activation_script(selected.prefix, args.shell).rstrip("\n"))
+    spec = runtime.find_spec(getattr(args, "file", None), str(Path.cwd()))
+    selected = runtime.select(runtime.project_of(spec), args.target)
+    _output.out(activation_script(Path(selected.prefix), args.shell).rstrip("\n"))
     return 0

@@ -63,8 +63,14 @@ def run(args: argparse.Namespace) -> int:
     results = []
     with progress_display(not args.json and sys.stderr.isatty()) as progress:
         lock = ensure_lock(
-            loaded, kb, lock_path=spec_file.parent / LOCK_FILENAME, options=options,
-            frozen=args.frozen, backends=backends, kb_digest=data_digest(), progress=progress,
+            loaded,
+            kb,
+            lock_path=spec_file.parent / LOCK_FILENAME,
+            options=options,
+            frozen=args.frozen,
+            backends=backends,
+            kb_digest=data_digest(),
+            progress=progress,
         )
         for name in targets:
             locked = lock.target(name)

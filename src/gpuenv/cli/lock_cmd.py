@@ -44,7 +44,7 @@ def backends() -> tuple[PipResolver, CondaSolver]:
 
 
 @contextmanager
-def _progress(enabled: bool) -> Iterator[Callable[[str], None]]:
+def progress_display(enabled: bool) -> Iterator[Callable[[str], None]]:
     """A spinner with the current step on a terminal; nothing otherwise."""
     if not enabled:
         yield lambda _message: None
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
             _output.err(f"{lock_path} is up to date")
         return 0
     pip, conda = backends()
-    with _progress(not args.json and sys.stderr.isatty()) as progress:
+    with progress_display(not args.json and sys.stderr.isatty()) as progress:
         result = lock_project(
             loaded,
             kb,

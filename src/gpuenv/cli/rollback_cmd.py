@@ -17,9 +17,9 @@ def run(args: argparse.Namespace) -> int:
     from gpuenv import runtime
     from gpuenv.store import rollback
 
-    spec = runtime.find_spec(getattr(args, "file", None), Path.cwd())
-    target = args.target or runtime.select(spec.parent, None).target
-    before, after = rollback(_common.store(), spec.parent.absolute(), target)
+    project = runtime.project_of(runtime.find_spec(getattr(args, "file", None), str(Path.cwd())))
+    target = args.target or runtime.select(project, None).target
+    before, after = rollback(_common.store(), Path(project), target)
     if args.json:
         _output.emit_json({"target": target, "from": str(before), "to": str(after)})
     else:

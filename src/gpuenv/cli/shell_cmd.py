@@ -23,14 +23,14 @@ def run(args: argparse.Namespace) -> int:
     from gpuenv import runtime
     from gpuenv.shells import shell_command
 
-    spec = runtime.find_spec(getattr(args, "file", None), Path.cwd())
-    selected = runtime.select(spec.parent, args.target)
+    spec = runtime.find_spec(getattr(args, "file", None), str(Path.cwd()))
+    selected = runtime.select(runtime.project_of(spec), args.target)
     from gpuenv.verify.gate import check_gate
 
     for warning in check_gate(selected, unverified=args.unverified):
         _output_warning(warning)
     name = args.shell or Path(os.environ.get("SHELL", "bash")).name
-    argv, env = shell_command(name, selected.prefix, os.environ)
+    argv, env = shell_command(name, Path(selected.prefix), os.environ)
     os.execvpe(argv[0], argv, env)  # noqa: S606 - replacing gpuenv with the shell is the point
     return 0  # not reached
 

@@ -426,8 +426,14 @@ def ensure_lock(
     pip, conda = backends()
     relock = replace(options, targets=tuple(relevant))
     result = lock_project(
-        loaded, kb, existing=existing, options=relock, pip=pip, conda=conda,
-        kb_digest=kb_digest, progress=progress,
+        loaded,
+        kb,
+        existing=existing,
+        options=relock,
+        pip=pip,
+        conda=conda,
+        kb_digest=kb_digest,
+        progress=progress,
     )
     write_lock(lock_path, result.lock)
     return result.lock

@@ -1,0 +1,82 @@
+"""`gpuenv run -- true` overhead against running `true` directly (budget: 50 ms).
+
+Builds a small project whose target points at a prefix holding what an install
+leaves for `run` (completion marker, environment delta, a passing verification
+record for this machine), so the measurement needs no network and no real install.
+
+Usage: .venv/bin/python bench/run.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from _timing import REPO, median_ms, report, wall
+
+sys.path.insert(0, str(REPO / "src"))
+
+
+def make_project(root: Path) -> Path:
+    from gpuenv.activation import ActivationInputs, write_activation_files
+    from gpuenv.store import Store, point_project
+
+    store = Store(root / "store")
+    lock_hash = "sha256:" + "b" * 64
+    prefix = store.prefix_for("cpu", lock_hash)
+    (prefix / "bin").mkdir(parents=True)
+    inputs = ActivationInputs(
+        prefix=prefix,
+        name="bench:cpu",
+        store_root=store.prefixes,
+        bin_dirs=(prefix / "bin",),
+        lib_dirs=(prefix / "lib",),
+        cuda_home=None,
+        cuda_version=None,
+    )
+    write_activation_files(prefix, inputs)
+    store.mark_installed(prefix, lock_hash=lock_hash, target="cpu", python="3.11")
+    project = root / "project"
+    project.mkdir()
+    (project / "gpuenv.toml").write_text('[project]\nname = "bench"\n')
+    point_project(store, project, "cpu", prefix)
+    _record_verification(prefix, lock_hash)
+    return project
+
+
+def _record_verification(prefix: Path, lock_hash: str) -> None:
+    try:
+        from gpuenv.verify.gate import record_pass_for_bench
+    except ImportError:  # no verification gate in this build
+        return
+    record_pass_for_bench(prefix, lock_hash)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=21)
+    args = parser.parse_args()
+    gpuenv = REPO / ".venv" / "bin" / "gpuenv"
+    true = shutil.which("true") or "/bin/true"
+    with tempfile.TemporaryDirectory() as tmp:
+        project = make_project(Path(tmp))
+        env = {"GPUENV_HOME": str(Path(tmp) / "store")}
+        direct = wall([true], runs=args.runs, env=env, cwd=project)
+        python = wall([str(REPO / ".venv" / "bin" / "python"), "-c", "pass"], runs=args.runs)
+        run = wall([str(gpuenv), "run", "--", true], runs=args.runs, env=env, cwd=project)
+        check = os.system(f"cd {project} && GPUENV_HOME={tmp}/store {gpuenv} run -- true")  # noqa: S605
+        report("true", direct)
+        report("python -c pass (interpreter start)", python)
+        report("gpuenv run -- true", run, baseline=direct)
+        overhead = median_ms(run) - median_ms(direct)
+        verdict = "within" if overhead <= 50 else "OVER"
+        print(f"overhead {overhead:.1f} ms: {verdict} the 50 ms budget (exit {check >> 8})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
