@@ -32,6 +32,7 @@ import argparse
 import ast
 import contextlib
 import faulthandler
+import functools
 import glob
 import json
 import math
@@ -139,13 +140,17 @@ def arch_covered(cc: Sequence[int], arch_list: Sequence[str]) -> Optional[str]:
         if parsed is None:
             continue
         major, minor, kind = parsed
-        if kind == "exact" and (major, minor) == gpu:
+        if (
+            kind == "exact"
+            and (major, minor) == gpu
+            or kind in ("sass", "family")
+            and major == gpu[0]
+            and minor <= gpu[1]
+        ):
             sass.append((major, minor))
-        elif kind in ("sass", "family") and major == gpu[0] and minor <= gpu[1]:
-            sass.append((major, minor))
-        elif kind == "ptx" and (major, minor) <= gpu:
-            ptx.append((major, minor))
-        elif kind == "ptx-exact" and (major, minor) == gpu:
+        elif (
+            kind == "ptx" and (major, minor) <= gpu or kind == "ptx-exact" and (major, minor) == gpu
+        ):
             ptx.append((major, minor))
     if gpu in sass:
         return "%s compiled in" % sm_name(gpu)
@@ -318,7 +323,7 @@ def path_inside(path: str, roots: Sequence[str]) -> bool:
         if not root:
             continue
         base = _real(root).rstrip("/") or "/"
-        if base == "/" or real == base or real.startswith(base + "/"):
+        if base in ("/", real) or real.startswith(base + "/"):
             return True
     return False
 
@@ -486,10 +491,11 @@ def _torch_version_file() -> Dict[str, Optional[str]]:
             elif isinstance(node, ast.AnnAssign):
                 target, value = node.target, node.value
             if isinstance(target, ast.Name) and isinstance(value, ast.Constant):
+                text = value.value if isinstance(value.value, str) else None
                 if target.id == "__version__":
-                    out["version"] = value.value
+                    out["version"] = text
                 elif target.id == "cuda":
-                    out["cuda"] = value.value
+                    out["cuda"] = text
         break
     return out
 
@@ -656,7 +662,9 @@ class Probe:
             if gpus:
                 self.run("arch", self.check_arch)
                 for index in range(int(self.state.get("device_count", 0))):
-                    self.run("matmul:cuda:%d" % index, lambda i=index: self.check_matmul_gpu(i))
+                    self.run(
+                        "matmul:cuda:%d" % index, functools.partial(self.check_matmul_gpu, index)
+                    )
                 self.run("cudnn", self.check_cudnn)
         if self.expect.get("torchvision"):
             self.run("torchvision", self.check_torchvision)
@@ -666,16 +674,16 @@ class Probe:
         if not self.cpu and self.state.get("device_count"):
             self.run("nccl", self.check_nccl, NCCL_CHECK_BUDGET)
         for i, statement in enumerate(self.expect.get("extra") or []):
-            self.run("extra:%d" % i, lambda s=statement: self.check_extra(s))
+            self.run("extra:%d" % i, functools.partial(self.check_extra, statement))
 
     def check_import(self) -> Outcome:
         start = time.monotonic()
         try:
             import torch
-        except ImportError as exc:
+        except Exception as exc:  # ImportError, or an OSError from a missing .so
             return (
                 False,
-                "import torch failed: %s" % _first_line(str(exc)),
+                "import torch failed: %s: %s" % (type(exc).__name__, _first_line(str(exc))),
                 "install torch in this environment; if a shared library is named, see which "
                 "LD_LIBRARY_PATH entry or missing package should provide it",
                 {"sys_path": sys.path},
@@ -745,7 +753,7 @@ class Probe:
             return False, "torch.cuda.is_available() is False: " + cause, fix, {}
         count = int(torch.cuda.device_count())
         self.state["device_count"] = count
-        devices = []
+        devices: List[Dict[str, Any]] = []
         for i in range(count):
             props = torch.cuda.get_device_properties(i)
             cc = tuple(torch.cuda.get_device_capability(i))
