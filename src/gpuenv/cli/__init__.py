@@ -23,6 +23,7 @@ from gpuenv.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, GpuenvError, UsageErr
 COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("gpuenv.cli.init_cmd", "write a starter gpuenv.toml"),
     "plan": ("gpuenv.cli.plan_cmd", "show the stack chosen for each target, with reasons"),
+    "verify": ("gpuenv.cli.verify_cmd", "run real kernels on the GPU and check the libraries"),
 }
 
 
