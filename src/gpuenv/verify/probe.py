@@ -501,9 +501,14 @@ def _torch_version_file() -> Dict[str, Optional[str]]:
 
 
 def inspect_installed() -> Dict[str, Any]:
+    """Versions from package metadata; cuDNN and NCCL from the nvidia-*-cuXX wheels of
+    torch's CUDA major (a conda environment has none: they are then not compared)."""
     version_file = _torch_version_file()
+    major = release_parts(version_file["cuda"])[:1]
+    suffixes = ["cu%d" % major[0]] if major else []
+    suffixes += [s for s in ("cu13", "cu12", "cu11") if s not in suffixes]
     cudnn = nccl = None
-    for suffix in ("cu13", "cu12", "cu11"):
+    for suffix in suffixes:
         cudnn = cudnn or _dist_version("nvidia-cudnn-" + suffix)
         nccl = nccl or _dist_version("nvidia-nccl-" + suffix)
     return {

@@ -19,13 +19,15 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuenv import __version__
 from gpuenv.errors import FileFormatError
 from gpuenv.verify.model import ProbeResult
+
+if TYPE_CHECKING:
+    from datetime import datetime
 
 RECORD_SCHEMA = 1
 RECORD_DIR = Path("etc") / "gpuenv" / "verify"
@@ -47,6 +49,8 @@ def record_path(prefix: Path, fingerprint: Mapping[str, Any]) -> Path:
 
 
 def _utc_text(moment: datetime) -> str:
+    from datetime import timezone  # only writers need it
+
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
