@@ -256,3 +256,10 @@ def test_a_missing_library_at_import_is_reported() -> None:
     result = probe({"libs": ["libcudart-gpuenv-missing.so.12"]})
     imported = check(result, "torch-import")
     assert not imported.passed and "libcudart-gpuenv-missing.so.12" in imported.detail
+
+
+def test_a_different_arch_list_is_noted_but_coverage_decides() -> None:
+    expect = dataclasses.replace(LOCKED, arch_list=("8.0", "9.0+PTX"))
+    arch = check(probe({}, expect), "arch")
+    assert arch.passed and "arch list differs from the lock's" in arch.detail
+    assert "missing compute_90" in arch.detail

@@ -268,3 +268,10 @@ def test_explain_cuda_error(probe_module: ModuleType) -> None:
     )
     assert "sm_90" in fix and "cu118, cu121" in fix
     assert "memory" in probe_module.explain_cuda_error("CUDA out of memory. Tried", {})
+
+
+def test_arch_list_differences(probe_module: ModuleType) -> None:
+    diff = probe_module.arch_list_differences
+    assert diff(["8.0", "9.0+PTX"], ["sm_80", "sm_90", "compute_90"]) == ""
+    assert diff([], ["sm_80"]) == ""
+    assert diff(["8.0", "9.0"], ["sm_80", "sm_86"]) == "missing sm_90; extra sm_86"

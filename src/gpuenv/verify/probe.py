@@ -163,6 +163,21 @@ def arch_covered(cc: Sequence[int], arch_list: Sequence[str]) -> Optional[str]:
     return None
 
 
+def arch_list_differences(expected: Sequence[str], actual: Sequence[str]) -> str:
+    """ "" when both lists name the same targets (in either spelling), else what differs;
+    nothing expected differs from nothing."""
+    if not expected:
+        return ""
+    want = set(expand_arch_list(expected))
+    got = set(expand_arch_list(actual))
+    parts = []
+    if want - got:
+        parts.append("missing " + " ".join(sorted(want - got)))
+    if got - want:
+        parts.append("extra " + " ".join(sorted(got - want)))
+    return "; ".join(parts)
+
+
 def builds_covering(cc: Sequence[int], builds: Dict[str, Sequence[str]]) -> List[str]:
     """The build tags (cu121, cu128, ...) whose arch list covers ``cc``, oldest first."""
     tags = [tag for tag, arch in builds.items() if arch_covered(cc, arch)]
@@ -860,6 +875,12 @@ class Probe:
                 else "install a torch build whose arch list has %s (a newer cu build)" % sm_name(cc)
             )
         data = {"arch_list": arch}
+        differs = arch_list_differences(self.expect.get("arch_list") or [], arch)
+        if differs:
+            # Informational: the compiled list is not the lock's, so this is not the
+            # locked build (the versions check says which); coverage is what counts here.
+            lines.append("arch list differs from the lock's (%s)" % differs)
+            data["lock_arch_list"] = list(self.expect.get("arch_list") or [])
         if bad:
             return False, "; ".join(bad), "; ".join(sorted(set(fixes))), data
         return True, "; ".join(lines), None, data
