@@ -18,6 +18,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("gpuenv.cli.init_cmd", "write a starter gpuenv.toml"),
     "plan": ("gpuenv.cli.plan_cmd", "show the stack chosen for each target, with reasons"),
     "lock": ("gpuenv.cli.lock_cmd", "write or check gpuenv.lock: exact artifacts per target"),
+    "verify": ("gpuenv.cli.verify_cmd", "run real kernels on the GPU and check the libraries"),
     "install": ("gpuenv.cli.install_cmd", "materialise targets from the lock into store prefixes"),
     "shell": ("gpuenv.cli.shell_cmd", "start your shell with a target's prefix activated"),
     "run": ("gpuenv.cli.run_cmd", "run a command with a target's prefix activated"),

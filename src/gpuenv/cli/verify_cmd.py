@@ -1,0 +1,114 @@
+"""`gpuenv verify`: run the verification probe and show each check.
+
+``--python PATH`` verifies any interpreter read-only (nothing is recorded); the
+``--target`` form (a store prefix from the lock, recorded) plugs into ``_verify``.
+Exit 0 only when every check passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuenv.cli import _common, _output
+from gpuenv.errors import CheckFailed, UsageError
+
+if TYPE_CHECKING:
+    from gpuenv.verify import ProbeResult
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--python",
+        metavar="PATH",
+        type=Path,
+        help="verify this interpreter as it is (read-only: records nothing)",
+    )
+    parser.add_argument(
+        "--timeout",
+        metavar="S",
+        type=float,
+        default=None,
+        help="give up after S seconds (default: 300); a timed-out probe fails",
+    )
+    _common.add_json_flag(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    subject, result = _verify(args)
+    if args.json:
+        _output.emit_json(to_json(subject, result))
+    else:
+        _output.out(render(subject, result))
+    return 0 if result.passed else CheckFailed.exit_code
+
+
+def _verify(args: argparse.Namespace) -> tuple[str, ProbeResult]:
+    """Dispatch on the form: (what was verified, the result)."""
+    from gpuenv import verify
+
+    timeout = args.timeout if args.timeout is not None else verify.DEFAULT_TIMEOUT
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    if args.python is None:
+        raise UsageError(
+            "nothing to verify: give --python PATH",
+            hint="'gpuenv verify --python \"$(command -v python3)\"' verifies an interpreter",
+        )
+    problem = verify.interpreter_problem(args.python)
+    if problem:
+        raise UsageError(problem)
+    return str(args.python), verify.verify_python(args.python, timeout=timeout)
+
+
+def to_json(subject: str, result: ProbeResult) -> dict[str, Any]:
+    return {
+        "passed": result.passed,
+        "python": subject,
+        "mode": result.mode,
+        "reason": result.reason,
+        "checks": [
+            {
+                "name": c.name,
+                "passed": c.passed,
+                "status": c.status,
+                "detail": c.detail,
+                "fix": c.fix,
+                "seconds": c.seconds,
+                "data": dict(c.data),
+            }
+            for c in result.report_checks()
+        ],
+        "timings": dict(result.timings),
+        "seconds": round(result.seconds, 3),
+    }
+
+
+_MARK = {"pass": "[green]pass[/]", "skip": "[yellow]skip[/]", "fail": "[red]FAIL[/]"}
+
+
+def render(subject: str, result: ProbeResult) -> str:
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"gpuenv verify {subject}", title_justify="left", expand=False)
+    for header in ("check", "result", "detail", "fix"):
+        table.add_column(header, overflow="fold")
+    for check in result.report_checks():
+        table.add_row(
+            escape(check.name),
+            _MARK.get(check.status, check.status),
+            escape(check.detail),
+            escape(check.fix or ""),
+        )
+    console = _output.console()
+    with console.capture() as captured:
+        console.print(table)
+    failed = len([c for c in result.report_checks() if not c.passed])
+    verdict = (
+        f"verified in {result.seconds:.1f} s"
+        if result.passed
+        else f"NOT verified: {failed} check{'s' if failed != 1 else ''} failed"
+    )
+    return captured.get().rstrip() + "\n" + verdict

@@ -1,0 +1,76 @@
+"""On-GPU verification: the standalone probe, running it, and the per-machine record.
+
+- ``probe.py`` (beside this file) is the standalone script the interpreter under test
+  runs; it never imports gpuenv.
+- ``run_probe`` / ``verify_python`` run it and judge the output (never trusting a
+  crashed, timed-out or garbled run).
+- ``write_record`` / ``find_passing_record`` keep one record per machine in a prefix;
+  the record-reading path is standard-library only (it runs on every ``gpuenv run``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from gpuenv.verify.model import CheckResult, Expectations, ProbeResult
+from gpuenv.verify.record import (
+    VerificationRecord,
+    find_passing_record,
+    fingerprint_hash,
+    make_record,
+    read_record,
+    record_path,
+    write_record,
+)
+
+if TYPE_CHECKING:
+    from gpuenv.verify._run import (
+        DEFAULT_TIMEOUT,
+        expectations_for_installed,
+        inspect_python,
+        interpreter_problem,
+        parse_probe_output,
+        run_probe,
+        verify_python,
+    )
+
+# Running the probe needs _proc (logging, subprocess) and importlib.resources; the
+# record check on every `gpuenv run` does not, so those names load on first use.
+_LAZY = {
+    "DEFAULT_TIMEOUT",
+    "expectations_for_installed",
+    "inspect_python",
+    "interpreter_problem",
+    "parse_probe_output",
+    "run_probe",
+    "verify_python",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from gpuenv.verify import _run
+
+        return getattr(_run, name)
+    raise AttributeError(f"module 'gpuenv.verify' has no attribute {name!r}")
+
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "CheckResult",
+    "Expectations",
+    "ProbeResult",
+    "VerificationRecord",
+    "expectations_for_installed",
+    "find_passing_record",
+    "fingerprint_hash",
+    "inspect_python",
+    "interpreter_problem",
+    "make_record",
+    "parse_probe_output",
+    "read_record",
+    "record_path",
+    "run_probe",
+    "verify_python",
+    "write_record",
+]

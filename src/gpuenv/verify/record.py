@@ -1,0 +1,189 @@
+"""Verification records: one per machine, inside the prefix.
+
+    <prefix>/etc/gpuenv/verify/<fingerprint hash>.json
+
+A record binds a probe result to the lock hash and to the machine's fingerprint (an
+opaque mapping: driver version and GPU UUIDs, from ``gpuenv.hardware``). A prefix on a
+shared file system is used by many nodes, so each machine has its own file, written
+atomically (a temporary file in the same directory, then ``os.replace``): concurrent
+verifications on several nodes never see or leave a half-written record, and node A's
+pass never counts for node B.
+
+The reading path (``find_passing_record``) runs on every ``gpuenv run``: standard
+library only, one small file, no validation beyond what deciding needs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gpuenv import __version__
+from gpuenv.errors import FileFormatError
+from gpuenv.verify.model import ProbeResult
+
+if TYPE_CHECKING:
+    from datetime import datetime
+
+RECORD_SCHEMA = 1
+RECORD_DIR = Path("etc") / "gpuenv" / "verify"
+_HASH_CHARS = 24
+
+
+def _canonical(value: Mapping[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def fingerprint_hash(fingerprint: Mapping[str, Any]) -> str:
+    """A stable short hash of a machine fingerprint (key order does not matter; the
+    caller gives list fields such as GPU UUIDs in a stable order)."""
+    return hashlib.sha256(_canonical(fingerprint).encode()).hexdigest()[:_HASH_CHARS]
+
+
+def record_path(prefix: Path, fingerprint: Mapping[str, Any]) -> Path:
+    return prefix / RECORD_DIR / f"{fingerprint_hash(fingerprint)}.json"
+
+
+def _utc_text(moment: datetime) -> str:
+    from datetime import timezone  # only writers need it
+
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True, kw_only=True)
+class VerificationRecord:
+    """One verification of one prefix on one machine."""
+
+    lock_hash: str
+    fingerprint: Mapping[str, Any]
+    probe: ProbeResult
+    passed: bool
+    started_at: str
+    finished_at: str
+    gpuenv_version: str = __version__
+    target: str | None = None
+    schema: int = RECORD_SCHEMA
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def fingerprint_hash(self) -> str:
+        return fingerprint_hash(self.fingerprint)
+
+    def matches(self, lock_hash: str, fingerprint: Mapping[str, Any]) -> bool:
+        """For this lock on this machine (and nothing else)."""
+        return (
+            self.schema == RECORD_SCHEMA
+            and self.lock_hash == lock_hash
+            and _canonical(self.fingerprint) == _canonical(fingerprint)
+        )
+
+    @property
+    def usable(self) -> bool:
+        """Passed, and the probe result agrees (a record can't pass a failed probe)."""
+        return self.passed and self.probe.passed
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": self.schema,
+            "lock_hash": self.lock_hash,
+            "fingerprint": dict(self.fingerprint),
+            "fingerprint_hash": self.fingerprint_hash,
+            "passed": self.passed,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "gpuenv_version": self.gpuenv_version,
+            "target": self.target,
+            "extra": dict(self.extra),
+            "probe": self.probe.to_json(),
+        }
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_json(cls, raw: Any) -> VerificationRecord:
+        """Raises ``FileFormatError`` for anything that is not a record of this schema."""
+        if not isinstance(raw, Mapping):
+            raise FileFormatError("a verification record is a JSON object")
+        schema = raw.get("schema")
+        if schema != RECORD_SCHEMA:
+            raise FileFormatError(
+                f"verification record schema {schema!r} (this gpuenv reads {RECORD_SCHEMA})"
+            )
+        fields = ("lock_hash", "started_at", "finished_at", "gpuenv_version")
+        if not all(isinstance(raw.get(k), str) for k in fields):
+            raise FileFormatError("verification record lacks " + ", ".join(fields))
+        fingerprint = raw.get("fingerprint")
+        if not isinstance(fingerprint, Mapping) or not isinstance(raw.get("passed"), bool):
+            raise FileFormatError("verification record lacks fingerprint or passed")
+        target = raw.get("target")
+        extra = raw.get("extra")
+        return cls(
+            lock_hash=raw["lock_hash"],
+            fingerprint=dict(fingerprint),
+            probe=ProbeResult.from_json(raw.get("probe")),
+            passed=raw["passed"],
+            started_at=raw["started_at"],
+            finished_at=raw["finished_at"],
+            gpuenv_version=raw["gpuenv_version"],
+            target=target if isinstance(target, str) else None,
+            extra=dict(extra) if isinstance(extra, Mapping) else {},
+        )
+
+
+def make_record(
+    *,
+    lock_hash: str,
+    fingerprint: Mapping[str, Any],
+    result: ProbeResult,
+    started_at: datetime,
+    finished_at: datetime,
+    target: str | None = None,
+) -> VerificationRecord:
+    """A record of ``result``; it passes only if the probe result passed."""
+    return VerificationRecord(
+        lock_hash=lock_hash,
+        fingerprint=dict(fingerprint),
+        probe=result,
+        passed=result.passed,
+        started_at=_utc_text(started_at),
+        finished_at=_utc_text(finished_at),
+        target=target,
+    )
+
+
+def write_record(prefix: Path, record: VerificationRecord) -> Path:
+    """Store ``record`` as this machine's record in ``prefix``, replacing any earlier
+    one atomically. Returns the path."""
+    from gpuenv._fs import atomic_write_text  # tempfile: not needed on the read path
+
+    path = record_path(prefix, record.fingerprint)
+    atomic_write_text(path, record.dumps())
+    return path
+
+
+def read_record(prefix: Path, fingerprint: Mapping[str, Any]) -> VerificationRecord | None:
+    """This machine's record in ``prefix``, passing or not; None when there is none or
+    it cannot be read (a damaged record counts as no record)."""
+    try:
+        text = record_path(prefix, fingerprint).read_text(encoding="utf-8")
+        return VerificationRecord.from_json(json.loads(text))
+    except (OSError, ValueError, FileFormatError):
+        return None
+
+
+def find_passing_record(
+    prefix: Path, lock_hash: str, fingerprint: Mapping[str, Any]
+) -> VerificationRecord | None:
+    """The passing record for this lock on this machine, or None. Records for another
+    machine or another lock hash never count."""
+    record = read_record(prefix, fingerprint)
+    if record is None or not record.matches(lock_hash, fingerprint) or not record.usable:
+        return None
+    return record
