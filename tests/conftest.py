@@ -60,4 +60,4 @@ def _isolated_home(
     monkeypatch.delenv("GPUENV_NO_CACHE", raising=False)
 
 
-pytest_plugins = ["tests.fixtures.pkgindex.plugin"]
+pytest_plugins = ["tests.fixtures.pkgindex.plugin", "tests.fixtures.condachannel.plugin"]
