@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import socket
 from pathlib import Path
@@ -377,3 +378,50 @@ def test_resolves_a_small_real_requirement_against_the_default_index(
     assert idna.filename == "idna-3.8-py3-none-any.whl"
     assert re.fullmatch(r"[0-9a-f]{64}", idna.sha256)
     assert idna.index and idna.index.startswith("https://")
+
+
+# -- relocking ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def uv_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    from gpuenv import _proc
+    from gpuenv.lock import uv as uv_module
+
+    calls: list[tuple[str, ...]] = []
+    real = _proc.run
+
+    def spy(argv, **kwargs):
+        calls.append(tuple(str(a) for a in argv))
+        return real(argv, **kwargs)
+
+    monkeypatch.setattr(uv_module._proc, "run", spy)
+    return calls
+
+
+def test_relock_with_the_previous_pins_is_identical_and_takes_one_attempt(
+    resolver: UvResolver, pkgindex: PkgIndex, uv_cache: Path, uv_calls: list[tuple[str, ...]]
+) -> None:
+    request = PipRequest(
+        requirements=("torch==2.4.1", "transformers"),
+        python="3.11",
+        default_index=pkgindex.default_index,
+        torch_index=pkgindex.torch_index("cu124"),
+        cache_dir=uv_cache,
+    )
+    first = resolver.resolve(request)
+    assert len(uv_calls) == 4  # triton found transitively: a second attempt promotes it
+    uv_calls.clear()
+
+    again = resolver.resolve(dataclasses.replace(request, preferences=first))
+    assert again == first
+    assert len(uv_calls) == 2  # triton promoted from the start
+
+
+def test_stale_family_pin_is_dropped_when_nothing_needs_it(resolve) -> None:
+    cuda = tuple(resolve("torch==2.4.1", tag="cu124").values())
+    assert any(p.name == "triton" for p in cuda)
+    # The same request relocked for the CPU build: torch+cpu needs no triton.
+    got = resolve("torch==2.4.1", tag="cpu", preferences=cuda)
+    assert got["torch"].version == "2.4.1+cpu"
+    assert "triton" not in got

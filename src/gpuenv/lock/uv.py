@@ -1,23 +1,27 @@
 """The pip half of a lock: resolve with the real ``uv`` binary, for the TARGET.
 
-How one resolution runs (all in a temporary folder, uv isolated from the user's
-configuration with ``--no-config`` and a cleaned environment):
+How one resolution runs (in a temporary folder; uv isolated from the user's
+configuration by ``--no-config`` and an environment without ``UV_*``/``PIP_*``):
 
 1. A throw-away ``pyproject.toml`` lists the requirements as its dependencies. When the
    request names a torch index, that index is declared ``explicit`` and every torch-family
-   requirement is pinned to it through ``[tool.uv.sources]``: uv then takes those packages
-   from that index only, and never takes anything else from it.
+   name among the dependencies is pinned to it in ``[tool.uv.sources]``: uv then takes
+   those packages from that index only, and nothing else from it. Index credentials go
+   to uv through ``UV_INDEX_<NAME>_USERNAME/_PASSWORD``, never on the command line.
 2. ``uv pip compile`` resolves it for the target (``--python-version`` and
-   ``--python-platform``, e.g. ``x86_64-manylinux_2_28``), never for this machine, with
-   ``--emit-index-annotation``: its annotated output gives each package's version, the
-   index it came from and who required it (the dependency edges). Preferences are seeded
-   as the existing output file, which uv keeps where they still fit.
+   ``--python-platform``, e.g. ``x86_64-manylinux_2_28``), never for this machine. The
+   same resolution is read twice, by two uv runs side by side: the annotated
+   requirements format (``--emit-index-annotation``) gives each package's version, its
+   index and who required it (the dependency edges); ``--format pylock.toml`` gives the
+   target-compatible wheel URLs with their sha256. Preferences (existing pins) are seeded
+   in both output files, which uv reads back and keeps where they still fit. Should the
+   two reads ever disagree, the artifacts are read again with every version pinned.
 3. uv applies sources to direct dependencies only, so a torch-family package pulled in
-   transitively (triton, required by torch) may come from the default index. When that
-   happens it is added as a direct dependency, pinned to the torch index, and step 2 runs
-   again (adding a package the resolution already holds changes nothing else).
-4. ``uv pip compile --format pylock.toml`` with every version pinned gives the exact
-   artifact: the target-compatible wheel URLs and their sha256.
+   transitively (triton, by torch) can come from another index. Such a package is added
+   as a direct dependency pinned to the torch index and the resolution runs again;
+   adding a package the resolution already holds changes nothing else. Family packages
+   the previous lock held are added from the start, and dropped again (another attempt)
+   if nothing requires them any more.
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -45,7 +50,7 @@ PROJECT_NAME = "gpuenv-lock-request"
 TORCH_INDEX_NAME = "gpuenv-torch"
 DEFAULT_INDEX_NAME = "gpuenv-default"
 DEFAULT_TIMEOUT = 600.0
-_MAX_PASSES = 3
+_MAX_PASSES = 4
 _ARCHES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
 # The manylinux levels uv's --python-platform accepts, newest first.
 _UV_GLIBC_LEVELS = (40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 28, 17)
@@ -101,9 +106,9 @@ class _Resolved:
     parents: tuple[str, ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Run:
-    """The pieces of one resolution: folder, indexes and the requirements sent to uv."""
+    """What every uv call of one resolution shares: the target, the indexes, a folder."""
 
     request: PipRequest
     workdir: Path
@@ -111,7 +116,14 @@ class _Run:
     default: _Index | None
     extras: tuple[_Index, ...]
     torch: _Index | None
-    requirements: list[str] = field(default_factory=list)
+
+    @property
+    def direct(self) -> frozenset[str]:
+        return frozenset(_req_name(r) for r in self.request.requirements)
+
+    @property
+    def family(self) -> frozenset[str]:
+        return frozenset(normalize_name(n) for n in self.request.torch_family)
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not _is_uv_setting(k)}
@@ -207,60 +219,76 @@ class UvResolver:
                 torch=_Index.parse(TORCH_INDEX_NAME, request.torch_index)
                 if request.torch_index
                 else None,
-                requirements=list(request.requirements),
             )
-            resolved = self._resolve_with_family(run)
-            artifacts = self._artifacts(run, resolved)
-        return _packages(resolved, artifacts)
+            return self._resolve(run)
 
-    # -- step 2 and 3: versions, indexes, edges ---------------------------------------
+    def _resolve(self, run: _Run) -> tuple[PipPackage, ...]:
+        """Steps 2-4: attempts until the torch family all comes from its index."""
+        guessed = promoted = _first_promotion(run)
+        for attempt in range(_MAX_PASSES):
+            folder = run.workdir / f"attempt-{attempt}"
+            try:
+                resolved, locked = self._attempt(run, folder, promoted)
+            except NoCompatiblePlan:
+                if not promoted & guessed:
+                    raise
+                promoted, guessed = promoted - guessed, frozenset()  # a wrong guess
+                continue
+            strays = set(_family_strays(run, resolved))
+            unneeded = promoted - _reachable(run.direct, resolved)
+            if not strays and not unneeded:
+                if not _agree(resolved, locked):
+                    locked = self._pinned_artifacts(run, folder, promoted, resolved)
+                return _packages(resolved, locked)
+            if strays & promoted:
+                where = ", ".join(f"{n} from {resolved[n].index}" for n in sorted(strays))
+                raise ExternalToolError(f"uv took torch-family packages elsewhere: {where}")
+            promoted = (promoted - unneeded) | strays
+        raise ExternalToolError("uv's resolution of the torch family did not settle")
 
-    def _resolve_with_family(self, run: _Run) -> dict[str, _Resolved]:
-        for _ in range(_MAX_PASSES):
-            resolved = self._compile_annotated(run)
-            strays = _family_strays(run, resolved)
-            if not strays:
-                return resolved
-            direct = {_req_name(r) for r in run.requirements}
-            missing = [name for name in strays if name not in direct]
-            if not missing:
-                where = ", ".join(f"{n} from {resolved[n].index}" for n in strays)
-                torch_url = run.torch.url if run.torch else ""
-                raise ExternalToolError(
-                    f"uv took torch-family packages from outside {torch_url}: {where}"
-                )
-            run.requirements.extend(missing)
-        raise ExternalToolError("uv kept taking torch-family packages from another index")
-
-    def _compile_annotated(self, run: _Run) -> dict[str, _Resolved]:
-        project = _write_project(run.workdir / "project", run)
-        output = run.workdir / "resolved.txt"
-        output.write_text(
-            "".join(f"{p.name}=={p.version}\n" for p in run.request.preferences),
-            encoding="utf-8",
+    def _attempt(
+        self, run: _Run, folder: Path, promoted: frozenset[str]
+    ) -> tuple[dict[str, _Resolved], dict[str, tuple[str, str, str]]]:
+        """One resolution, read twice at once: annotated (versions, indexes, edges) and
+        pylock.toml (URLs, hashes). Same inputs and preferences give the same answer."""
+        folder.mkdir()
+        project = _write_project(folder, run, promoted)
+        annotated, pylock = folder / "resolved.txt", folder / "pylock.toml"
+        _seed_preferences(annotated, pylock, run.request.preferences)
+        base = self._base_argv(run, project)
+        argvs = (
+            [*base, "--emit-index-annotation", "-o", annotated],
+            [*base, "--format", "pylock.toml", "-o", pylock],
         )
-        argv = [*self._base_argv(run, project), "--emit-index-annotation", "-o", output]
-        self._run_uv(run, argv)
-        return parse_annotated(output.read_text(encoding="utf-8"))
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = [pool.submit(self._run_uv, run, argv) for argv in argvs]
+            for future in futures:
+                future.result()  # the annotated run's error first: it is the clearer one
+        return (
+            parse_annotated(annotated.read_text(encoding="utf-8")),
+            parse_pylock(pylock.read_text(encoding="utf-8"), target_tags(run.request)),
+        )
 
-    # -- step 4: exact artifacts --------------------------------------------------------
-
-    def _artifacts(
-        self, run: _Run, resolved: Mapping[str, _Resolved]
+    def _pinned_artifacts(
+        self,
+        run: _Run,
+        folder: Path,
+        promoted: frozenset[str],
+        resolved: Mapping[str, _Resolved],
     ) -> dict[str, tuple[str, str, str]]:
-        project = _write_project(run.workdir / "project", run)
-        pins = run.workdir / "pins.txt"
+        """The artifacts of exactly ``resolved``, when the two reads disagreed."""
+        project = _write_project(folder, run, promoted)
+        pins = folder / "pins.txt"
         pins.write_text(
             "".join(f"{name}=={r.version}\n" for name, r in sorted(resolved.items())),
             encoding="utf-8",
         )
-        output = run.workdir / "pylock.toml"
+        output = folder / "pinned" / "pylock.toml"
+        output.parent.mkdir()
         argv = [*self._base_argv(run, project), "-c", pins, "--format", "pylock.toml"]
         self._run_uv(run, [*argv, "-o", output])
         locked = parse_pylock(output.read_text(encoding="utf-8"), target_tags(run.request))
-        if set(locked) != set(resolved) or any(
-            locked[n][0] != resolved[n].version for n in resolved
-        ):
+        if not _agree(resolved, locked):
             raise ExternalToolError(
                 "uv gave different results for the same pinned request: "
                 f"{sorted(set(locked) ^ set(resolved))}"
@@ -283,9 +311,10 @@ class UvResolver:
             run.platform,
             "--no-header",
             "--quiet",
+            # uv needs an interpreter only to build sdists; naming one skips a slow search.
+            "--python",
+            sys.executable,
         ]
-        # uv needs an interpreter only to build sdists; naming one skips a slow search.
-        argv += ["--python", sys.executable]
         if request.cache_dir is not None:
             argv += ["--cache-dir", request.cache_dir]
         if run.default is not None:
@@ -325,20 +354,20 @@ class UvResolver:
 # -- files uv reads ---------------------------------------------------------------------
 
 
-def _write_project(folder: Path, run: _Run) -> Path:
-    """The throw-away project: requirements as dependencies, the torch family pinned."""
-    folder.mkdir(exist_ok=True)
+def _write_project(folder: Path, run: _Run, promoted: frozenset[str]) -> Path:
+    """The throw-away project: the requirements (and the promoted torch-family names) as
+    its dependencies, every torch-family name among them pinned to the torch index."""
+    requirements = [*run.request.requirements, *sorted(promoted)]
     lines = [
         "[project]",
         f'name = "{PROJECT_NAME}"',
         'version = "0"',
         "dependencies = [",
-        *(f"    {json.dumps(req)}," for req in run.requirements),
+        *(f"    {json.dumps(req)}," for req in requirements),
         "]",
     ]
     if run.torch is not None:
-        family = set(run.request.torch_family)
-        pinned = sorted({n for n in map(_req_name, run.requirements) if n in family})
+        pinned = sorted((run.direct | promoted) & run.family)
         lines += [
             "",
             "[[tool.uv.index]]",
@@ -354,6 +383,57 @@ def _write_project(folder: Path, run: _Run) -> Path:
     return path
 
 
+def _seed_preferences(annotated: Path, pylock: Path, preferences: Iterable[PipPackage]) -> None:
+    """uv prefers the versions already in its output file: seed both formats alike."""
+    pins = sorted({(normalize_name(p.name), p.version) for p in preferences})
+    if not pins:
+        return  # pylock.toml without packages is not valid
+    annotated.write_text("".join(f"{n}=={v}\n" for n, v in pins), encoding="utf-8")
+    lines = ['lock-version = "1.0"', 'created-by = "gpuenv"']
+    for name, version in pins:
+        lines += [
+            "",
+            "[[packages]]",
+            f"name = {json.dumps(name)}",
+            f"version = {json.dumps(version)}",
+        ]
+    pylock.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _first_promotion(run: _Run) -> frozenset[str]:
+    """Torch-family packages the previous lock held without their being requested
+    directly (triton, pulled in by torch): promoting them at once usually saves an
+    attempt. It is a guess: when it makes the request unresolvable (the build's index
+    has no triton) or nothing requires the package any more, the attempt is redone."""
+    if run.torch is None:
+        return frozenset()
+    return frozenset(normalize_name(p.name) for p in run.request.preferences) & (
+        run.family - run.direct
+    )
+
+
+def _reachable(roots: Iterable[str], resolved: Mapping[str, _Resolved]) -> set[str]:
+    """Packages some requirement needs, following the edges of this resolution."""
+    children: dict[str, set[str]] = {}
+    for name, r in resolved.items():
+        for parent in r.parents:
+            children.setdefault(parent, set()).add(name)
+    seen: set[str] = set()
+    todo = [name for name in roots if name in resolved]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(children.get(name, ()))
+    return seen
+
+
+def _agree(resolved: Mapping[str, _Resolved], locked: Mapping[str, tuple[str, str, str]]) -> bool:
+    return set(resolved) == set(locked) and all(
+        locked[n][0] == r.version for n, r in resolved.items()
+    )
+
+
 def _req_name(requirement: str) -> str:
     try:
         return normalize_name(Requirement(requirement).name)
@@ -365,12 +445,11 @@ def _family_strays(run: _Run, resolved: Mapping[str, _Resolved]) -> list[str]:
     """Torch-family packages that did not come from the torch index."""
     if run.torch is None:
         return []
-    family = {normalize_name(n) for n in run.request.torch_family}
     want = _same_index_key(run.torch.url)
     return sorted(
         name
         for name, r in resolved.items()
-        if name in family and (r.index is None or _same_index_key(r.index) != want)
+        if name in run.family and (r.index is None or _same_index_key(r.index) != want)
     )
 
 
@@ -419,6 +498,10 @@ def parse_annotated(text: str) -> dict[str, _Resolved]:
             parents.extend(_parent(rest))
         elif in_via and line.startswith("#   "):
             parents.extend(_parent(line[1:].strip()))
+        elif " @ " in line:
+            raise ExternalToolError(
+                f"direct URL requirements cannot be locked yet: {strip_credentials_in_text(line)}"
+            )
         elif not line.startswith("#"):
             raise ExternalToolError(f"unexpected line in uv's output: {line!r}")
     flush()
@@ -517,6 +600,7 @@ def explain_unsatisfiable(text: str) -> tuple[str, str | None]:
     message = message.replace(f"{PROJECT_NAME} depends on", "the request requires")
     message = message.replace("your project", "the request")
     message = message.replace("you require", "the request requires")
+    message = message.replace("your requirements", "the requirements")
     message = strip_credentials_in_text(message) or "uv found no solution"
     hint = strip_credentials_in_text(" ".join(" ".join(hints).split())) or None
     return message, hint
