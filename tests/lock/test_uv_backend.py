@@ -425,3 +425,38 @@ def test_stale_family_pin_is_dropped_when_nothing_needs_it(resolve) -> None:
     got = resolve("torch==2.4.1", tag="cpu", preferences=cuda)
     assert got["torch"].version == "2.4.1+cpu"
     assert "triton" not in got
+
+
+def test_without_a_default_index_uv_chooses_and_nothing_names_one(tmp_path: Path) -> None:
+    from gpuenv.lock.uv import _Index, _Run, _write_project
+
+    request = PipRequest(requirements=("idna",), python="3.11")
+    run = _Run(request, tmp_path, "x86_64-manylinux_2_28", None, (), None)
+    argv = [str(a) for a in UvResolver(uv_bin="uv")._base_argv(run, tmp_path / "p.toml")]
+    assert "--default-index" not in argv and "--index" not in argv
+    assert "--no-config" in argv
+    env = run.env()
+    assert env["UV_NO_CONFIG"] == "1" and env["UV_PYTHON_DOWNLOADS"] == "never"
+
+    with_creds = _Index.parse("gpuenv-torch", "https://me:tok%40en@mirror.invalid/whl/cu124")
+    assert with_creds.url == "https://mirror.invalid/whl/cu124"
+    assert with_creds.env() == {
+        "UV_INDEX_GPUENV_TORCH_USERNAME": "me",
+        "UV_INDEX_GPUENV_TORCH_PASSWORD": "tok@en",
+    }
+    run = _Run(request, tmp_path, "x86_64-manylinux_2_28", None, (), with_creds)
+    text = _write_project(tmp_path, run, frozenset({"triton"})).read_text()
+    assert "me:" not in text and "tok" not in text and "@" not in text
+    assert 'triton = { index = "gpuenv-torch" }' in text
+
+
+def test_user_uv_settings_in_the_environment_are_ignored(
+    resolve, pkgindex: PkgIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("UV_INDEX_URL", "http://127.0.0.1:9/simple")
+    monkeypatch.setenv("UV_EXTRA_INDEX_URL", "http://127.0.0.1:9/extra")
+    monkeypatch.setenv("UV_CONSTRAINT", "/nonexistent/constraints.txt")
+    monkeypatch.setenv("UV_INDEX_STRATEGY", "unsafe-best-match")
+    got = resolve("torch==2.4.1")
+    assert got["torch"].version == "2.4.1+cu124"
+    assert got["filelock"].index == pkgindex.default_index

@@ -57,7 +57,7 @@ class RattlerSolver:
     def resolve(self, request: CondaRequest) -> tuple[CondaPackage, ...]:
         try:
             records = asyncio.run(asyncio.wait_for(self._solve(request), self.timeout))
-        except TimeoutError as exc:
+        except (asyncio.TimeoutError, TimeoutError) as exc:  # distinct types before 3.11
             raise ExternalToolError(
                 f"the conda solve did not finish within {self.timeout:g} s"
             ) from exc
