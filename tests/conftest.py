@@ -58,3 +58,6 @@ def _isolated_home(
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
     monkeypatch.delenv("GPUENV_CACHE_DIR", raising=False)
     monkeypatch.delenv("GPUENV_NO_CACHE", raising=False)
+
+
+pytest_plugins = ["tests.fixtures.pkgindex.plugin", "tests.fixtures.condachannel.plugin"]

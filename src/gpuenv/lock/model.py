@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 
 def normalize_name(name: str) -> str:
@@ -45,7 +45,7 @@ class PipPackage:
 
     @property
     def filename(self) -> str:
-        return urlsplit(self.url).path.rsplit("/", 1)[-1]
+        return unquote(urlsplit(self.url).path.rsplit("/", 1)[-1])  # "%2B" -> "+"
 
 
 @dataclass(frozen=True)

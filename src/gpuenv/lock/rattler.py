@@ -1,0 +1,219 @@
+"""The conda half of a lock: solve with py-rattler for the TARGET's virtual packages.
+
+rattler never inspects the host when it is given ``virtual_packages`` explicitly, and
+this backend always gives the request's complete list (``__cuda``, ``__cuda_arch``,
+``__glibc``, ``__linux``, ``__unix``); a name missing from that list is absent on the
+target (a CPU target has no ``__cuda``). Repodata comes from the request's channels for
+its platform and ``noarch``. Locked records that are still in the channels are passed to
+the solver as preferences, so existing pins stay while they fit.
+
+rattler is imported inside the functions that use it: importing it is slow, and
+``gpuenv --help`` and ``gpuenv run`` must not pay for it. Its API is async; each solve
+runs in its own ``asyncio.run``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+from gpuenv.errors import ExternalToolError, NoCompatiblePlan, UsageError
+from gpuenv.lock.model import CondaPackage, CondaRequest, strip_credentials
+
+DEFAULT_TIMEOUT = 600.0
+_VIRTUAL = re.compile(r"__[a-z0-9_]+")
+_TREE = re.compile("^[\\s\u2502\u251c\u2514\u2500]+")  # │ ├ └ ─
+_CONDA_TOKEN = re.compile(r"/t/[^/]+/")
+
+
+def strip_conda_credentials(url: str) -> str:
+    """Drop ``user:password@`` and a ``/t/<token>/`` path segment from a channel URL."""
+    return _CONDA_TOKEN.sub("/", strip_credentials(url), count=1)
+
+
+def _split_virtual(value: str) -> tuple[str, str]:
+    """``"12.4"`` -> ``("12.4", "0")``; ``"2.28=0"`` -> ``("2.28", "0")``."""
+    version, _, build = value.partition("=")
+    return (version.strip() or "0"), (build.strip() or "0")
+
+
+class RattlerSolver:
+    """``CondaSolver`` backed by py-rattler."""
+
+    def __init__(self, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.timeout = timeout
+
+    def describe(self) -> str:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"py-rattler {version('py-rattler')}"
+        except PackageNotFoundError:  # pragma: no cover - a dependency
+            return "py-rattler"
+
+    def resolve(self, request: CondaRequest) -> tuple[CondaPackage, ...]:
+        try:
+            records = asyncio.run(asyncio.wait_for(self._solve(request), self.timeout))
+        except (asyncio.TimeoutError, TimeoutError) as exc:  # distinct types before 3.11
+            raise ExternalToolError(
+                f"the conda solve did not finish within {self.timeout:g} s"
+            ) from exc
+        return tuple(sorted((_package(r) for r in records), key=lambda p: (p.name, p.subdir)))
+
+    async def _solve(self, request: CondaRequest) -> list[Any]:
+        import rattler
+        from rattler import exceptions as rx
+
+        channels = [_channel(c) for c in request.channels]
+        specs = _match_specs(request.specs)
+        virtual = _virtual_packages(request.virtual_packages)
+        platforms = [_subdir(request.platform), rattler.Subdir("noarch")]
+        gateway = rattler.Gateway(
+            cache_dir=request.cache_dir / "rattler" if request.cache_dir else None
+        )
+        try:
+            locked = await _locked_records(gateway, channels, platforms, request.preferences)
+            solved: list[Any] = await rattler.solve(
+                channels,
+                specs,
+                gateway=gateway,
+                platforms=platforms,
+                locked_packages=locked,
+                virtual_packages=virtual,
+                timeout=timedelta(seconds=self.timeout),
+            )
+        except rx.SolverError as exc:
+            raise NoCompatiblePlan(
+                explain_unsolvable(str(exc), request.virtual_packages, request.platform)
+            ) from exc
+        except Exception as exc:  # rattler's fetch/gateway/IO errors have no common base
+            text = strip_conda_credentials_in_text(str(exc).strip())
+            raise ExternalToolError(
+                f"conda solve failed ({type(exc).__name__}): {text}",
+                stderr_tail=text,
+            ) from exc
+        return solved
+
+
+def _channel(name_or_url: str) -> Any:
+    from rattler import Channel
+    from rattler import exceptions as rx
+
+    try:
+        return Channel(name_or_url)
+    except (rx.InvalidChannelError, rx.InvalidUrlError) as exc:
+        raise UsageError(
+            f"not a conda channel: {strip_conda_credentials(name_or_url)!r} ({exc})"
+        ) from exc
+
+
+def _subdir(platform: str) -> Any:
+    from rattler import Subdir
+    from rattler import exceptions as rx
+
+    try:
+        return Subdir(platform)
+    except rx.ParseSubdirError as exc:
+        raise UsageError(f"not a conda platform: {platform!r} ({exc})") from exc
+
+
+def _match_specs(specs: Sequence[str]) -> list[Any]:
+    """Parse leniently, as conda does (``"cuda-nvcc 12.4"`` means ``==12.4``)."""
+    from rattler import MatchSpec
+    from rattler import exceptions as rx
+
+    out = []
+    for spec in specs:
+        try:
+            out.append(MatchSpec(spec, strict=False))
+        except rx.InvalidMatchSpecError as exc:
+            raise UsageError(f"not a conda match spec: {spec!r} ({exc})") from exc
+    return out
+
+
+def _virtual_packages(virtual: Mapping[str, str]) -> list[Any]:
+    from rattler import BuildString, GenericVirtualPackage, PackageName, Version
+    from rattler import exceptions as rx
+
+    out = []
+    for name, value in sorted(virtual.items()):
+        version, build = _split_virtual(value)
+        try:
+            out.append(
+                GenericVirtualPackage(PackageName(name), Version(version), BuildString(build))
+            )
+        except (rx.InvalidPackageNameError, rx.InvalidVersionError) as exc:
+            raise UsageError(f"not a virtual package: {name}={value!r} ({exc})") from exc
+    return out
+
+
+async def _locked_records(
+    gateway: Any, channels: list[Any], platforms: list[Any], preferences: Sequence[CondaPackage]
+) -> list[Any]:
+    """The channel's own records for the locked packages that are still there."""
+    if not preferences:
+        return []
+    wanted = {strip_conda_credentials(p.url) for p in preferences}
+    names = sorted({p.name for p in preferences})
+    found = await gateway.query(channels, platforms, names, recursive=False)
+    return [
+        record
+        for per_channel in found
+        for record in per_channel
+        if strip_conda_credentials(str(record.url)) in wanted
+    ]
+
+
+def _hex(value: bytes | None, what: str, record: Any) -> str:
+    if not value:
+        raise ExternalToolError(
+            f"the channel gives no {what} for {record.name.normalized} {record.version} "
+            f"({record.file_name}): a lock needs it"
+        )
+    return value.hex()
+
+
+def _package(record: Any) -> CondaPackage:
+    return CondaPackage(
+        name=record.name.normalized,
+        version=str(record.version),
+        build=str(record.build),
+        build_number=int(record.build_number),
+        channel=strip_conda_credentials(str(record.channel)),
+        subdir=str(record.subdir),
+        url=strip_conda_credentials(str(record.url)),
+        sha256=_hex(record.sha256, "sha256", record),
+        md5=_hex(record.md5, "md5", record),
+        depends=tuple(record.depends),
+        constrains=tuple(record.constrains),
+        size=record.size,
+    )
+
+
+def explain_unsolvable(text: str, virtual: Mapping[str, str], platform: str) -> str:
+    """rattler's tree of reasons as one paragraph, plus what the target provides for
+    each virtual package the reasons name."""
+    lines = [_TREE.sub("", line).strip() for line in text.strip().splitlines()]
+    body = " ".join(line for line in lines if line)
+    body = body.replace("Cannot solve the request because of: ", "", 1)
+    body = " ".join(body.split()) or "the solver found no solution"
+    notes = []
+    for name in sorted(set(_VIRTUAL.findall(body))):
+        if name in virtual:
+            notes.append(f"the target has {name} {_split_virtual(virtual[name])[0]}")
+        else:
+            notes.append(f"the target has no {name}")
+    message = f"no set of conda packages fits the target ({platform}): {body}"
+    if notes:
+        message += " (" + "; ".join(notes) + ")"
+    return strip_conda_credentials_in_text(message)
+
+
+_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"]+")
+
+
+def strip_conda_credentials_in_text(text: str) -> str:
+    return _URL.sub(lambda m: strip_conda_credentials(m.group(0)), text)

@@ -1,0 +1,614 @@
+"""The pip half of a lock: resolve with the real ``uv`` binary, for the TARGET.
+
+How one resolution runs (in a temporary folder; uv isolated from the user's
+configuration by ``--no-config`` and an environment without ``UV_*``/``PIP_*``):
+
+1. A throw-away ``pyproject.toml`` lists the requirements as its dependencies. When the
+   request names a torch index, that index is declared ``explicit`` and every torch-family
+   name among the dependencies is pinned to it in ``[tool.uv.sources]``: uv then takes
+   those packages from that index only, and nothing else from it. Index credentials go
+   to uv through ``UV_INDEX_<NAME>_USERNAME/_PASSWORD``, never on the command line.
+2. ``uv pip compile`` resolves it for the target (``--python-version`` and
+   ``--python-platform``, e.g. ``x86_64-manylinux_2_28``), never for this machine. The
+   same resolution is read twice, by two uv runs side by side: the annotated
+   requirements format (``--emit-index-annotation``) gives each package's version, its
+   index and who required it (the dependency edges); ``--format pylock.toml`` gives the
+   target-compatible wheel URLs with their sha256. Preferences (existing pins) are seeded
+   in both output files, which uv reads back and keeps where they still fit. Should the
+   two reads ever disagree, the artifacts are read again with every version pinned.
+3. uv applies sources to direct dependencies only, so a torch-family package pulled in
+   transitively (triton, by torch) can come from another index. Such a package is added
+   as a direct dependency pinned to the torch index and the resolution runs again;
+   adding a package the resolution already holds changes nothing else. Family packages
+   the previous lock held are added from the start, and dropped again (another attempt)
+   if nothing requires them any more.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.tags import Tag, compatible_tags, cpython_tags
+from packaging.utils import parse_wheel_filename
+
+from gpuenv import _proc
+from gpuenv.errors import ExternalToolError, NoCompatiblePlan
+from gpuenv.lock.model import PipPackage, PipRequest, normalize_name, strip_credentials
+
+PROJECT_NAME = "gpuenv-lock-request"
+TORCH_INDEX_NAME = "gpuenv-torch"
+DEFAULT_INDEX_NAME = "gpuenv-default"
+DEFAULT_TIMEOUT = 600.0
+_MAX_PASSES = 4
+_ARCHES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
+# The manylinux levels uv's --python-platform accepts, newest first.
+_UV_GLIBC_LEVELS = (40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 28, 17)
+# Environment variables of uv's own that are kept: TLS and timeouts, not resolution.
+_KEPT_UV_ENV = frozenset({"UV_NATIVE_TLS", "UV_HTTP_TIMEOUT", "UV_HTTP_RETRIES"})
+
+
+def find_uv() -> str:
+    """The uv binary shipped by the ``uv`` package."""
+    try:
+        import uv as uv_package
+    except ImportError as exc:  # pragma: no cover - uv is a dependency
+        raise ExternalToolError("the 'uv' package is not installed") from exc
+    return str(uv_package.find_uv_bin())
+
+
+@dataclass(frozen=True)
+class _Index:
+    """One index as uv sees it: a name, a URL without credentials, credentials aside."""
+
+    name: str
+    url: str
+    username: str | None = None
+    password: str | None = None
+
+    @classmethod
+    def parse(cls, name: str, url: str) -> _Index:
+        parts = urlsplit(url)
+        return cls(
+            name,
+            strip_credentials(url),
+            unquote(parts.username) if parts.username else None,
+            unquote(parts.password) if parts.password else None,
+        )
+
+    def env(self) -> dict[str, str]:
+        """uv reads an index's credentials from ``UV_INDEX_<NAME>_USERNAME/_PASSWORD``."""
+        key = re.sub(r"[^A-Z0-9]", "_", self.name.upper())
+        out = {}
+        if self.username is not None:
+            out[f"UV_INDEX_{key}_USERNAME"] = self.username
+        if self.password is not None:
+            out[f"UV_INDEX_{key}_PASSWORD"] = self.password
+        return out
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    """One line of uv's annotated output."""
+
+    version: str
+    index: str | None
+    parents: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every uv call of one resolution shares: the target, the indexes, a folder."""
+
+    request: PipRequest
+    workdir: Path
+    platform: str
+    default: _Index | None
+    extras: tuple[_Index, ...]
+    torch: _Index | None
+
+    @property
+    def direct(self) -> frozenset[str]:
+        return frozenset(_req_name(r) for r in self.request.requirements)
+
+    @property
+    def family(self) -> frozenset[str]:
+        return frozenset(normalize_name(n) for n in self.request.torch_family)
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not _is_uv_setting(k)}
+        env.update(
+            UV_NO_CONFIG="1",
+            UV_PYTHON_DOWNLOADS="never",
+            UV_NO_PROGRESS="1",
+            NO_COLOR="1",
+        )
+        for index in (self.default, self.torch, *self.extras):
+            if index is not None:
+                env.update(index.env())
+        return env
+
+
+def _is_uv_setting(name: str) -> bool:
+    if name in _KEPT_UV_ENV:
+        return False
+    return name.startswith(("UV_", "PIP_")) or name == "VIRTUAL_ENV"
+
+
+def target_platform(request: PipRequest) -> str:
+    """uv's ``--python-platform`` for the target: the arch and the newest manylinux
+    level not above the target's glibc."""
+    arch = _ARCHES.get(request.platform)
+    if arch is None:
+        raise NoCompatiblePlan(
+            f"pip resolution supports platforms {', '.join(sorted(_ARCHES))}, "
+            f"not {request.platform!r}"
+        )
+    major, _, minor = request.glibc.partition(".")
+    level = int(minor) if major == "2" and minor.isdigit() else -1
+    for candidate in _UV_GLIBC_LEVELS:
+        if candidate <= level:
+            return f"{arch}-manylinux_2_{candidate}"
+    raise NoCompatiblePlan(
+        f"glibc {request.glibc} is older than manylinux2014 (glibc 2.17), "
+        "the oldest platform wheels are resolved for"
+    )
+
+
+def target_tags(request: PipRequest) -> list[Tag]:
+    """The target's wheel tags, most preferred first (what an installer would rank)."""
+    arch = _ARCHES[request.platform]
+    level = int(target_platform(request).rsplit("_", 1)[-1])
+    legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
+    platforms: list[str] = []
+    for minor in range(level, 4, -1):
+        platforms.append(f"manylinux_2_{minor}_{arch}")
+        if minor in legacy:
+            platforms.append(f"{legacy[minor]}_{arch}")
+    platforms.append(f"linux_{arch}")
+    version = tuple(int(p) for p in request.python.split(".")[:2])
+    tags = list(cpython_tags(version, platforms=platforms))
+    tags += list(compatible_tags(version, f"cp{version[0]}{version[1]}", platforms))
+    return tags
+
+
+class UvResolver:
+    """``PipResolver`` backed by uv."""
+
+    def __init__(self, uv_bin: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self._uv = uv_bin
+        self.timeout = timeout
+        self._version: str | None = None
+
+    @property
+    def uv_bin(self) -> str:
+        if self._uv is None:
+            self._uv = find_uv()
+        return self._uv
+
+    def describe(self) -> str:
+        if self._version is None:
+            result = _proc.run([self.uv_bin, "--version"], timeout=30, what="uv --version")
+            self._version = result.stdout.strip() or "uv"
+        return self._version
+
+    def resolve(self, request: PipRequest) -> tuple[PipPackage, ...]:
+        platform = target_platform(request)
+        with tempfile.TemporaryDirectory(prefix="gpuenv-uv-") as tmp:
+            run = _Run(
+                request=request,
+                workdir=Path(tmp),
+                platform=platform,
+                default=_Index.parse(DEFAULT_INDEX_NAME, request.default_index)
+                if request.default_index
+                else None,
+                extras=tuple(
+                    _Index.parse(f"gpuenv-extra-{i}", url)
+                    for i, url in enumerate(request.extra_indexes, 1)
+                ),
+                torch=_Index.parse(TORCH_INDEX_NAME, request.torch_index)
+                if request.torch_index
+                else None,
+            )
+            return self._resolve(run)
+
+    def _resolve(self, run: _Run) -> tuple[PipPackage, ...]:
+        """Steps 2-4: attempts until the torch family all comes from its index."""
+        guessed = promoted = _first_promotion(run)
+        for attempt in range(_MAX_PASSES):
+            folder = run.workdir / f"attempt-{attempt}"
+            try:
+                resolved, locked = self._attempt(run, folder, promoted)
+            except NoCompatiblePlan:
+                if not promoted & guessed:
+                    raise
+                promoted, guessed = promoted - guessed, frozenset()  # a wrong guess
+                continue
+            strays = set(_family_strays(run, resolved))
+            unneeded = promoted - _reachable(run.direct, resolved)
+            if not strays and not unneeded:
+                if not _agree(resolved, locked):
+                    locked = self._pinned_artifacts(run, folder, promoted, resolved)
+                return _packages(resolved, locked)
+            if strays & promoted:
+                where = ", ".join(f"{n} from {resolved[n].index}" for n in sorted(strays))
+                raise ExternalToolError(f"uv took torch-family packages elsewhere: {where}")
+            promoted = (promoted - unneeded) | strays
+        raise ExternalToolError("uv's resolution of the torch family did not settle")
+
+    def _attempt(
+        self, run: _Run, folder: Path, promoted: frozenset[str]
+    ) -> tuple[dict[str, _Resolved], dict[str, tuple[str, str, str]]]:
+        """One resolution, read twice at once: annotated (versions, indexes, edges) and
+        pylock.toml (URLs, hashes). Same inputs and preferences give the same answer."""
+        folder.mkdir()
+        project = _write_project(folder, run, promoted)
+        annotated, pylock = folder / "resolved.txt", folder / "pylock.toml"
+        _seed_preferences(annotated, pylock, run.request.preferences)
+        base = self._base_argv(run, project)
+        argvs = (
+            [*base, "--emit-index-annotation", "-o", annotated],
+            [*base, "--format", "pylock.toml", "-o", pylock],
+        )
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            futures = [pool.submit(self._run_uv, run, argv) for argv in argvs]
+            for future in futures:
+                future.result()  # the annotated run's error first: it is the clearer one
+        return (
+            parse_annotated(annotated.read_text(encoding="utf-8")),
+            parse_pylock(pylock.read_text(encoding="utf-8"), target_tags(run.request)),
+        )
+
+    def _pinned_artifacts(
+        self,
+        run: _Run,
+        folder: Path,
+        promoted: frozenset[str],
+        resolved: Mapping[str, _Resolved],
+    ) -> dict[str, tuple[str, str, str]]:
+        """The artifacts of exactly ``resolved``, when the two reads disagreed."""
+        project = _write_project(folder, run, promoted)
+        pins = folder / "pins.txt"
+        pins.write_text(
+            "".join(f"{name}=={r.version}\n" for name, r in sorted(resolved.items())),
+            encoding="utf-8",
+        )
+        output = folder / "pinned" / "pylock.toml"
+        output.parent.mkdir()
+        argv = [*self._base_argv(run, project), "-c", pins, "--format", "pylock.toml"]
+        self._run_uv(run, [*argv, "-o", output])
+        locked = parse_pylock(output.read_text(encoding="utf-8"), target_tags(run.request))
+        if not _agree(resolved, locked):
+            raise ExternalToolError(
+                "uv gave different results for the same pinned request: "
+                f"{sorted(set(locked) ^ set(resolved))}"
+            )
+        return locked
+
+    # -- running uv ---------------------------------------------------------------------
+
+    def _base_argv(self, run: _Run, project: Path) -> list[str | os.PathLike[str]]:
+        request = run.request
+        argv: list[str | os.PathLike[str]] = [
+            self.uv_bin,
+            "--no-config",
+            "pip",
+            "compile",
+            project,
+            "--python-version",
+            request.python,
+            "--python-platform",
+            run.platform,
+            "--no-header",
+            "--quiet",
+            # uv needs an interpreter only to build sdists; naming one skips a slow search.
+            "--python",
+            sys.executable,
+        ]
+        if request.cache_dir is not None:
+            argv += ["--cache-dir", request.cache_dir]
+        if run.default is not None:
+            argv += ["--default-index", f"{run.default.name}={run.default.url}"]
+        for extra in run.extras:
+            argv += ["--index", f"{extra.name}={extra.url}"]
+        return argv
+
+    def _run_uv(self, run: _Run, argv: list[str | os.PathLike[str]]) -> None:
+        result = _proc.run(
+            argv,
+            timeout=self.timeout,
+            env=run.env(),
+            cwd=run.workdir,
+            check=False,
+            what="uv pip compile",
+        )
+        if result.returncode == 0:
+            return
+        text = (result.stderr or result.stdout).strip()
+        if "No solution found" in text:
+            message, hint = explain_unsatisfiable(text)
+            raise NoCompatiblePlan(
+                f"no set of pip packages fits Python {run.request.python} on "
+                f"{run.platform}: {message}",
+                hint=hint,
+            )
+        tail = "\n".join(strip_credentials_in_text(text).splitlines()[-20:])
+        raise ExternalToolError(
+            f"uv pip compile failed (exit {result.returncode})" + (f":\n{tail}" if tail else ""),
+            argv=[strip_credentials_in_text(str(a)) for a in argv],
+            returncode=result.returncode,
+            stderr_tail=tail,
+        )
+
+
+# -- files uv reads ---------------------------------------------------------------------
+
+
+def _write_project(folder: Path, run: _Run, promoted: frozenset[str]) -> Path:
+    """The throw-away project: the requirements (and the promoted torch-family names) as
+    its dependencies, every torch-family name among them pinned to the torch index."""
+    requirements = [*run.request.requirements, *sorted(promoted)]
+    lines = [
+        "[project]",
+        f'name = "{PROJECT_NAME}"',
+        'version = "0"',
+        "dependencies = [",
+        *(f"    {json.dumps(req)}," for req in requirements),
+        "]",
+    ]
+    if run.torch is not None:
+        pinned = sorted((run.direct | promoted) & run.family)
+        lines += [
+            "",
+            "[[tool.uv.index]]",
+            f'name = "{run.torch.name}"',
+            f"url = {json.dumps(run.torch.url)}",
+            "explicit = true",
+            "",
+            "[tool.uv.sources]",
+            *(f'{name} = {{ index = "{run.torch.name}" }}' for name in pinned),
+        ]
+    path = folder / "pyproject.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _seed_preferences(annotated: Path, pylock: Path, preferences: Iterable[PipPackage]) -> None:
+    """uv prefers the versions already in its output file: seed both formats alike."""
+    pins = sorted({(normalize_name(p.name), p.version) for p in preferences})
+    if not pins:
+        return  # pylock.toml without packages is not valid
+    annotated.write_text("".join(f"{n}=={v}\n" for n, v in pins), encoding="utf-8")
+    lines = ['lock-version = "1.0"', 'created-by = "gpuenv"']
+    for name, version in pins:
+        lines += [
+            "",
+            "[[packages]]",
+            f"name = {json.dumps(name)}",
+            f"version = {json.dumps(version)}",
+        ]
+    pylock.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _first_promotion(run: _Run) -> frozenset[str]:
+    """Torch-family packages the previous lock held without their being requested
+    directly (triton, pulled in by torch): promoting them at once usually saves an
+    attempt. It is a guess: when it makes the request unresolvable (the build's index
+    has no triton) or nothing requires the package any more, the attempt is redone."""
+    if run.torch is None:
+        return frozenset()
+    return frozenset(normalize_name(p.name) for p in run.request.preferences) & (
+        run.family - run.direct
+    )
+
+
+def _reachable(roots: Iterable[str], resolved: Mapping[str, _Resolved]) -> set[str]:
+    """Packages some requirement needs, following the edges of this resolution."""
+    children: dict[str, set[str]] = {}
+    for name, r in resolved.items():
+        for parent in r.parents:
+            children.setdefault(parent, set()).add(name)
+    seen: set[str] = set()
+    todo = [name for name in roots if name in resolved]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(children.get(name, ()))
+    return seen
+
+
+def _agree(resolved: Mapping[str, _Resolved], locked: Mapping[str, tuple[str, str, str]]) -> bool:
+    return set(resolved) == set(locked) and all(
+        locked[n][0] == r.version for n, r in resolved.items()
+    )
+
+
+def _req_name(requirement: str) -> str:
+    try:
+        return normalize_name(Requirement(requirement).name)
+    except InvalidRequirement as exc:
+        raise NoCompatiblePlan(f"not a valid requirement: {requirement!r} ({exc})") from exc
+
+
+def _family_strays(run: _Run, resolved: Mapping[str, _Resolved]) -> list[str]:
+    """Torch-family packages that did not come from the torch index."""
+    if run.torch is None:
+        return []
+    want = _same_index_key(run.torch.url)
+    return sorted(
+        name
+        for name, r in resolved.items()
+        if name in run.family and (r.index is None or _same_index_key(r.index) != want)
+    )
+
+
+def _same_index_key(url: str) -> str:
+    parts = urlsplit(strip_credentials(url))
+    return urlunsplit((parts.scheme, parts.netloc.lower(), parts.path.rstrip("/"), "", ""))
+
+
+# -- parsing uv's output ------------------------------------------------------------------
+
+_PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>\S+)\s*$")
+
+
+def parse_annotated(text: str) -> dict[str, _Resolved]:
+    """Read ``uv pip compile --emit-index-annotation`` output (annotation style split).
+
+    ``name==version`` lines, each followed by ``# via`` (one parent inline, or one per
+    line below) and ``# from INDEX``. Parents that are input files or our throw-away
+    project are not packages and are left out.
+    """
+    out: dict[str, _Resolved] = {}
+    current: str | None = None
+    version = ""
+    parents: list[str] = []
+    index: str | None = None
+
+    def flush() -> None:
+        if current is not None:
+            out[current] = _Resolved(version, index, tuple(sorted(set(parents))))
+
+    in_via = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        match = _PIN.match(line)
+        if match:
+            flush()
+            current, version = normalize_name(match["name"]), match["version"]
+            parents, index, in_via = [], None, False
+        elif line.startswith("# from "):
+            index, in_via = strip_credentials(line[len("# from ") :].strip()), False
+        elif line.startswith("# via"):
+            rest = line[len("# via") :].strip()
+            in_via = not rest
+            parents.extend(_parent(rest))
+        elif in_via and line.startswith("#   "):
+            parents.extend(_parent(line[1:].strip()))
+        elif " @ " in line:
+            raise ExternalToolError(
+                f"direct URL requirements cannot be locked yet: {strip_credentials_in_text(line)}"
+            )
+        elif not line.startswith("#"):
+            raise ExternalToolError(f"unexpected line in uv's output: {line!r}")
+    flush()
+    return out
+
+
+def _parent(text: str) -> list[str]:
+    text = text.strip()
+    if not text or text.startswith("-") or "(" in text:
+        return []  # "-r file", "-c file", "gpuenv-lock-request (pyproject.toml)"
+    name = normalize_name(text.split("[", 1)[0].strip())
+    return [] if name == PROJECT_NAME else [name]
+
+
+def _load_toml(text: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    data: dict[str, Any] = tomllib.loads(text)
+    return data
+
+
+def parse_pylock(text: str, tags: Iterable[Tag]) -> dict[str, tuple[str, str, str]]:
+    """``name -> (version, url, sha256)`` from uv's ``pylock.toml``: per package, the
+    wheel whose tags rank best for the target, or the sdist when it has no wheel."""
+    rank: dict[Tag, int] = {}
+    for i, tag in enumerate(tags):
+        rank.setdefault(tag, i)
+    out: dict[str, tuple[str, str, str]] = {}
+    for package in _load_toml(text).get("packages", []):
+        name = normalize_name(package["name"])
+        version = str(package.get("version", ""))
+        best: tuple[int, str, str] | None = None
+        for wheel in package.get("wheels", []):
+            url = wheel["url"]
+            filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+            wheel_rank = min((rank.get(t, len(rank)) for t in _wheel_tags(filename)), default=0)
+            candidate = (wheel_rank, url, wheel["hashes"]["sha256"])
+            if best is None or candidate < best:
+                best = candidate
+        if best is None and "sdist" in package:
+            best = (0, package["sdist"]["url"], package["sdist"]["hashes"]["sha256"])
+        if best is None:
+            raise ExternalToolError(f"uv returned no artifact for {name} {version}")
+        out[name] = (version, strip_credentials(best[1]), best[2])
+    return out
+
+
+def _wheel_tags(filename: str) -> frozenset[Tag]:
+    try:
+        return parse_wheel_filename(filename)[3]
+    except ValueError:
+        return frozenset()
+
+
+def _packages(
+    resolved: Mapping[str, _Resolved], artifacts: Mapping[str, tuple[str, str, str]]
+) -> tuple[PipPackage, ...]:
+    children: dict[str, set[str]] = {name: set() for name in resolved}
+    for name, r in resolved.items():
+        for parent in r.parents:
+            if parent in children:
+                children[parent].add(name)
+    return tuple(
+        PipPackage(
+            name=name,
+            version=r.version,
+            url=artifacts[name][1],
+            sha256=artifacts[name][2],
+            index=r.index,
+            requires=tuple(sorted(children[name])),
+        )
+        for name, r in sorted(resolved.items())
+    )
+
+
+# -- errors in plain words ------------------------------------------------------------------
+
+
+def explain_unsatisfiable(text: str) -> tuple[str, str | None]:
+    """uv's explanation as one plain paragraph, and its hint if it gave one."""
+    body: list[str] = []
+    hints: list[str] = []
+    target = body
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("error: No solution found"):
+            continue
+        if line.startswith("hint:"):
+            target = hints
+            line = line[len("hint:") :].strip()
+        line = re.sub("^(cause:|[\u00d7\u2570\u2500\u25b6\u2502]+)\\s*", "", line)
+        target.append(line)
+    message = " ".join(" ".join(body).split())
+    message = message.replace(f"{PROJECT_NAME} depends on", "the request requires")
+    message = message.replace("your project", "the request")
+    message = message.replace("you require", "the request requires")
+    message = message.replace("your requirements", "the requirements")
+    message = strip_credentials_in_text(message) or "uv found no solution"
+    hint = strip_credentials_in_text(" ".join(" ".join(hints).split())) or None
+    return message, hint
+
+
+_URL_WITH_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
+
+
+def strip_credentials_in_text(text: str) -> str:
+    """Remove ``user:password@`` from every URL inside ``text``."""
+    return _URL_WITH_USERINFO.sub(r"\g<scheme>", text)
