@@ -79,6 +79,10 @@ def execute(run: FastRun) -> int:
 
     spec = runtime.find_spec(run.file, os.getcwd())
     selected = runtime.select(runtime.project_of(spec), run.target)
+    from gpuenv.verify.gate import check_gate
+
+    for warning in check_gate(selected, unverified=run.unverified):
+        sys.stderr.write(f"gpuenv: warning: {warning}\n")
     env, notes = runtime.child_environment(selected, os.environ)
     for note in notes:
         sys.stderr.write(note + "\n")
@@ -91,7 +95,6 @@ def execute(run: FastRun) -> int:
     except PermissionError:
         sys.stderr.write(f"gpuenv: {run.command[0]}: permission denied\n")
         return 126
-    return 0  # not reached: exec replaced this process
 
 
 def main(run: FastRun) -> int:

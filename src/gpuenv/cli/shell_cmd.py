@@ -32,7 +32,6 @@ def run(args: argparse.Namespace) -> int:
     name = args.shell or Path(os.environ.get("SHELL", "bash")).name
     argv, env = shell_command(name, Path(selected.prefix), os.environ)
     os.execvpe(argv[0], argv, env)  # noqa: S606 - replacing gpuenv with the shell is the point
-    return 0  # not reached
 
 
 def _output_warning(text: str) -> None:

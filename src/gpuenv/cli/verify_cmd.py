@@ -19,6 +19,9 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _common.add_target_flag(
+        parser, what="verify this installed target and record the result (default: the only one)"
+    )
     parser.add_argument(
         "--python",
         metavar="PATH",
@@ -48,18 +51,51 @@ def _verify(args: argparse.Namespace) -> tuple[str, ProbeResult]:
     """Dispatch on the form: (what was verified, the result)."""
     from gpuenv import verify
 
-    timeout = args.timeout if args.timeout is not None else verify.DEFAULT_TIMEOUT
-    if timeout <= 0:
+    timeout = args.timeout if args.timeout is not None else None
+    if timeout is not None and timeout <= 0:
         raise UsageError("--timeout must be positive")
-    if args.python is None:
-        raise UsageError(
-            "nothing to verify: give --python PATH",
-            hint="'gpuenv verify --python \"$(command -v python3)\"' verifies an interpreter",
+    if args.python is not None:
+        if args.target:
+            raise UsageError("give --python or --target, not both")
+        problem = verify.interpreter_problem(args.python)
+        if problem:
+            raise UsageError(problem)
+        return str(args.python), verify.verify_python(
+            args.python, timeout=timeout or verify.DEFAULT_TIMEOUT
         )
-    problem = verify.interpreter_problem(args.python)
-    if problem:
-        raise UsageError(problem)
-    return str(args.python), verify.verify_python(args.python, timeout=timeout)
+    return verify_installed_target(args, timeout)
+
+
+def verify_installed_target(
+    args: argparse.Namespace, timeout: float | None
+) -> tuple[str, ProbeResult]:
+    """``--target`` (or the only installed target): probe the prefix, record the result."""
+    from gpuenv import runtime
+    from gpuenv.compat import knowledge_base
+    from gpuenv.errors import NotInstalled
+    from gpuenv.lock.format import LOCK_FILENAME, read_lock
+    from gpuenv.spec import load_spec
+    from gpuenv.verify.target import verify_target
+
+    kb = knowledge_base()
+    spec_file = _common.spec_path(args)
+    loaded = load_spec(spec_file, kb=kb, cache_dir=_common.cache_dir())
+    selected = runtime.select(runtime.project_of(str(spec_file)), args.target)
+    lock = read_lock(spec_file.parent / LOCK_FILENAME)
+    locked = lock.target(selected.target) if lock else None
+    if locked is None or locked.content_hash != selected.marker.lock_hash:
+        raise NotInstalled(
+            f"target {selected.target}: the installed prefix does not match gpuenv.lock",
+            hint=f"run 'gpuenv install --target {selected.target}' first",
+        )
+    verification = verify_target(
+        selected,
+        locked,
+        kb,
+        extra=loaded.spec.verify.extra,
+        timeout=timeout or float(loaded.spec.verify.timeout),
+    )
+    return f"{selected.target} ({selected.prefix})", verification.result
 
 
 def to_json(subject: str, result: ProbeResult) -> dict[str, Any]:

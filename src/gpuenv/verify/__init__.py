@@ -10,20 +10,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from gpuenv.verify.model import CheckResult, Expectations, ProbeResult
-from gpuenv.verify.record import (
-    VerificationRecord,
-    find_passing_record,
-    fingerprint_hash,
-    make_record,
-    read_record,
-    record_path,
-    write_record,
-)
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from gpuenv.verify._run import (
         DEFAULT_TIMEOUT,
         expectations_for_installed,
@@ -33,25 +23,49 @@ if TYPE_CHECKING:
         run_probe,
         verify_python,
     )
+    from gpuenv.verify.model import CheckResult, Expectations, ProbeResult
+    from gpuenv.verify.record import (
+        VerificationRecord,
+        find_passing_record,
+        fingerprint_hash,
+        make_record,
+        read_record,
+        record_path,
+        write_record,
+    )
 
-# Running the probe needs _proc (logging, subprocess) and importlib.resources; the
-# record check on every `gpuenv run` does not, so those names load on first use.
-_LAZY = {
-    "DEFAULT_TIMEOUT",
-    "expectations_for_installed",
-    "inspect_python",
-    "interpreter_problem",
-    "parse_probe_output",
-    "run_probe",
-    "verify_python",
+# Every name loads on first use: `gpuenv run` imports gpuenv.verify.gate, and this
+# package's __init__ runs first, so it must not pull in dataclasses, pathlib or
+# the probe runner (_proc, logging, subprocess, importlib.resources).
+_HOMES = {
+    "gpuenv.verify._run": (
+        "DEFAULT_TIMEOUT",
+        "expectations_for_installed",
+        "inspect_python",
+        "interpreter_problem",
+        "parse_probe_output",
+        "run_probe",
+        "verify_python",
+    ),
+    "gpuenv.verify.model": ("CheckResult", "Expectations", "ProbeResult"),
+    "gpuenv.verify.record": (
+        "VerificationRecord",
+        "find_passing_record",
+        "fingerprint_hash",
+        "make_record",
+        "read_record",
+        "record_path",
+        "write_record",
+    ),
 }
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from gpuenv.verify import _run
+    import importlib
 
-        return getattr(_run, name)
+    for module, names in _HOMES.items():
+        if name in names:
+            return getattr(importlib.import_module(module), name)
     raise AttributeError(f"module 'gpuenv.verify' has no attribute {name!r}")
 
 

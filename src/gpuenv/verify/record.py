@@ -15,7 +15,6 @@ library only, one small file, no validation beyond what deciding needs.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,28 +23,20 @@ from typing import TYPE_CHECKING, Any
 
 from gpuenv import __version__
 from gpuenv.errors import FileFormatError
+from gpuenv.verify import _recordcheck
+from gpuenv.verify._recordcheck import RECORD_SCHEMA
 from gpuenv.verify.model import ProbeResult
 
 if TYPE_CHECKING:
     from datetime import datetime
 
-RECORD_SCHEMA = 1
-RECORD_DIR = Path("etc") / "gpuenv" / "verify"
-_HASH_CHARS = 24
-
-
-def _canonical(value: Mapping[str, Any]) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def fingerprint_hash(fingerprint: Mapping[str, Any]) -> str:
-    """A stable short hash of a machine fingerprint (key order does not matter; the
-    caller gives list fields such as GPU UUIDs in a stable order)."""
-    return hashlib.sha256(_canonical(fingerprint).encode()).hexdigest()[:_HASH_CHARS]
+RECORD_DIR = Path(_recordcheck.RECORD_DIR)
+_canonical = _recordcheck.canonical
+fingerprint_hash = _recordcheck.fingerprint_hash
 
 
 def record_path(prefix: Path, fingerprint: Mapping[str, Any]) -> Path:
-    return prefix / RECORD_DIR / f"{fingerprint_hash(fingerprint)}.json"
+    return Path(_recordcheck.record_file(prefix, fingerprint))
 
 
 def _utc_text(moment: datetime) -> str:

@@ -1,0 +1,82 @@
+"""Verifying an installed target: the probe run by the prefix's own interpreter
+(``python -I``) under the prefix's activation environment, against what the lock
+says, and the result recorded in the prefix for this machine."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from gpuenv.compat import KnowledgeBase
+from gpuenv.lock.model import LockedTarget
+from gpuenv.runtime import Selected, child_environment
+from gpuenv.verify._run import run_probe
+from gpuenv.verify.gate import machine_fingerprint
+from gpuenv.verify.model import Expectations, ProbeResult
+from gpuenv.verify.record import VerificationRecord, make_record, write_record
+
+
+@dataclass(frozen=True)
+class TargetVerification:
+    result: ProbeResult
+    record: VerificationRecord
+    record_path: Path
+
+
+def expectations_for(
+    target: LockedTarget, prefix: Path, kb: KnowledgeBase, extra: tuple[str, ...]
+) -> Expectations:
+    """What the prefix must show: the locked versions and build, loaded from itself."""
+    stack = target.stack
+
+    def version(name: str) -> str | None:
+        package = target.pip_package(name)
+        return package.version if package else None
+
+    release = kb.torch_release(stack.torch)
+    builds = {b.tag: tuple(str(a) for a in b.arch) for b in release.cuda_builds} if release else {}
+    return Expectations(
+        torch=version("torch") or stack.torch,
+        torchvision=version("torchvision") if stack.torchvision else None,
+        torchaudio=version("torchaudio") if stack.torchaudio else None,
+        cuda=stack.cuda,
+        cudnn=stack.cudnn,
+        nccl=stack.nccl,
+        arch_list=stack.arch_list,
+        cpu=stack.cuda is None,
+        prefix=prefix,
+        extra=extra,
+        builds=builds,
+    )
+
+
+def verify_target(
+    selected: Selected,
+    target: LockedTarget,
+    kb: KnowledgeBase,
+    *,
+    extra: tuple[str, ...] = (),
+    timeout: float,
+) -> TargetVerification:
+    """Run the probe in the prefix and record the outcome for this machine. A failed,
+    crashed or timed-out probe is recorded as failed: it replaces an earlier pass."""
+    prefix = Path(selected.prefix)
+    env, _notes = child_environment(selected, os.environ)
+    started = datetime.now(timezone.utc)
+    result = run_probe(
+        prefix / "bin" / "python",
+        expectations_for(target, prefix, kb, extra),
+        env=env,
+        timeout=timeout,
+    )
+    record = make_record(
+        lock_hash=selected.marker.lock_hash,
+        fingerprint=machine_fingerprint(),
+        result=result,
+        started_at=started,
+        finished_at=datetime.now(timezone.utc),
+        target=target.name,
+    )
+    return TargetVerification(result, record, write_record(prefix, record))
