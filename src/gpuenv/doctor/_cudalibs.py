@@ -1,0 +1,265 @@
+"""Every copy of the CUDA runtime, cuBLAS, cuDNN and NCCL the environment's Python can
+reach, and a model of the loader's search for torch's own ``libtorch_cuda.so``.
+
+The model follows ld.so(8): an object's ``DT_RPATH`` (only when it has no
+``DT_RUNPATH``), then ``LD_LIBRARY_PATH``, then its ``DT_RUNPATH``, then the
+``/etc/ld.so.conf`` directories (what ``ld.so.cache`` holds), then the system
+directories. A directory is searched for the exact ``DT_NEEDED`` name
+(``libcudart.so.12``), so the first directory holding that name wins.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpuenv.doctor._elf import read_dynamic
+
+if TYPE_CHECKING:
+    from gpuenv.doctor._context import Context
+
+FAMILIES = ("cudart", "cublas", "cudnn", "nccl")
+LIB_RE = re.compile(r"^lib(cudart|cublas|cudnn|nccl)\.so(?:\.(\d+(?:\.\d+)*))?$")
+LOADING_OBJECTS = ("libtorch_cuda.so", "libtorch.so")
+_MAX_CONF_DEPTH = 4
+
+
+@dataclass(frozen=True)
+class SearchDir:
+    path: Path
+    via: str  # how the directory is reachable, in words
+
+
+@dataclass(frozen=True)
+class LibCopy:
+    family: str
+    path: Path  # the real file, links resolved
+    name: str  # the name it was found under first
+    soname: str | None
+    version: str | None
+    version_from: str | None
+    where: SearchDir
+
+    def to_json(self) -> dict[str, str | None]:
+        return {
+            "path": str(self.path),
+            "found_as": str(self.where.path / self.name),
+            "soname": self.soname,
+            "version": self.version,
+            "version_from": self.version_from,
+            "via": self.where.via,
+        }
+
+
+@dataclass(frozen=True)
+class Loader:
+    path: Path
+    needed: tuple[str, ...]
+    search: tuple[SearchDir, ...]
+
+
+@dataclass
+class LibraryIndex:
+    loader: Loader | None
+    default_search: tuple[SearchDir, ...]
+    copies: dict[str, list[LibCopy]] = field(default_factory=dict)
+    # resolved directory -> {file name -> copy}
+    listing: dict[Path, dict[str, LibCopy]] = field(default_factory=dict)
+
+    @property
+    def search(self) -> tuple[SearchDir, ...]:
+        return self.loader.search if self.loader else self.default_search
+
+    def pick(self, name: str) -> LibCopy | None:
+        """The copy the loader finds for ``name`` (a DT_NEEDED name)."""
+        for where in self.search:
+            found = self.listing.get(_resolved(where.path), {}).get(name)
+            if found is not None:
+                return found
+        return None
+
+    def searched(self, copy: LibCopy) -> bool:
+        """Whether the loader's search visits the directory holding ``copy``."""
+        wanted = _resolved(copy.where.path)
+        return any(_resolved(d.path) == wanted for d in self.search)
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path
+
+
+# --- where the loader and the environment look -----------------------------------------
+
+
+def _expand(entries: Iterable[str], origin: Path, ctx: Context, via: str) -> list[SearchDir]:
+    out = []
+    for entry in entries:
+        text = entry.replace("${ORIGIN}", str(origin)).replace("$ORIGIN", str(origin))
+        out.append(SearchDir(ctx.resolve_entry(text), via))
+    return out
+
+
+def ld_so_conf_dirs(ctx: Context) -> list[SearchDir]:
+    host = ctx.request.host
+    dirs: list[SearchDir] = []
+
+    def read(path: Path, depth: int) -> None:
+        try:
+            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            return
+        for raw in lines:
+            line = raw.split("#", 1)[0].strip()
+            if line.startswith("include") and depth < _MAX_CONF_DEPTH:
+                pattern = line.split(None, 1)[1] if " " in line else ""
+                base = host.root if pattern.startswith("/") else path.parent
+                for match in sorted(base.glob(pattern.lstrip("/"))):
+                    read(match, depth + 1)
+            elif line.startswith("/"):
+                dirs.append(SearchDir(host.path(line), f"ld.so.conf ({path.name})"))
+
+    read(host.path("/etc/ld.so.conf"), 0)
+    return dirs
+
+
+def _system(ctx: Context) -> list[SearchDir]:
+    host = ctx.request.host
+    return [SearchDir(host.path(d), "system library directory") for d in host.system_lib_dirs]
+
+
+def _ld_library_path(ctx: Context) -> list[SearchDir]:
+    return [SearchDir(ctx.resolve_entry(e), "LD_LIBRARY_PATH") for e in ctx.ld_library_path]
+
+
+def _loader(ctx: Context) -> Loader | None:
+    torch = ctx.env.torch
+    if torch is None:
+        return None
+    for name in LOADING_OBJECTS:
+        path = torch.lib_dir / name
+        dynamic = read_dynamic(path) if path.is_file() else None
+        if dynamic is None:
+            continue
+        rpath = _expand(dynamic.rpath, path.parent, ctx, f"RPATH of {name}")
+        runpath = _expand(dynamic.runpath, path.parent, ctx, f"RUNPATH of {name}")
+        search = [] if dynamic.runpath else rpath
+        search += _ld_library_path(ctx) + runpath + ld_so_conf_dirs(ctx) + _system(ctx)
+        return Loader(path, dynamic.needed, tuple(search))
+    return None
+
+
+def _environment_dirs(ctx: Context) -> Iterator[SearchDir]:
+    """Directories the environment holds libraries in, searched or not."""
+    yield SearchDir(ctx.env.prefix / "lib", "environment lib directory")
+    for site in ctx.env.site_packages:
+        try:
+            entries = sorted(os.scandir(site / "nvidia"), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_dir():
+                yield SearchDir(Path(entry.path) / "lib", f"nvidia wheel ({entry.name})")
+    cuda_home = ctx.request.environ.get("CUDA_HOME") or ctx.request.environ.get("CUDA_PATH")
+    toolkits = [Path(cuda_home)] if cuda_home else []
+    toolkits.append(ctx.request.host.path("/usr/local/cuda"))
+    for toolkit in toolkits:
+        yield SearchDir(toolkit / "lib64", f"toolkit ({toolkit})")
+        yield SearchDir(toolkit / "targets" / "x86_64-linux" / "lib", f"toolkit ({toolkit})")
+
+
+# --- versions -------------------------------------------------------------------------
+
+
+def _wheel_version(ctx: Context, directory: Path) -> tuple[str, str] | None:
+    """The nvidia-*-cuXX distribution owning site-packages/nvidia/<pkg>/lib."""
+    if directory.name != "lib" or directory.parent.parent.name != "nvidia":
+        return None
+    stem = "nvidia-" + directory.parent.name.replace("_", "-") + "-cu"
+    for dist in ctx.env.dists:
+        if dist.name.startswith(stem) and dist.path.parent == directory.parent.parent.parent:
+            return dist.version.split("+", 1)[0], str(dist.path)
+    return None
+
+
+def _conda_owners(ctx: Context) -> dict[str, tuple[str, str]]:
+    owners: dict[str, tuple[str, str]] = {}
+    for package in ctx.env.conda_packages:
+        for rel in package.files:
+            if rel.startswith("lib/lib") and LIB_RE.match(rel[4:]):
+                owners[rel] = (package.version, str(package.meta))
+    return owners
+
+
+def _version(
+    ctx: Context, path: Path, found_in: Path, owners: dict[str, tuple[str, str]]
+) -> tuple[str | None, str | None]:
+    owned = _wheel_version(ctx, found_in)
+    if owned is None:
+        try:
+            rel = path.relative_to(_resolved(ctx.env.prefix)).as_posix()
+        except ValueError:
+            rel = ""
+        owned = owners.get(rel)
+    if owned is not None:
+        return owned
+    match = LIB_RE.match(path.name)
+    if match and match[2] and "." in match[2]:
+        return match[2], "file name"
+    return None, None
+
+
+# --- the index ------------------------------------------------------------------------
+
+
+def _scan(directory: Path) -> list[tuple[str, str, Path]]:
+    """(family, name, real path) of every CUDA library file in ``directory``."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        match = LIB_RE.match(entry.name)
+        if match:
+            real = _resolved(Path(entry.path))
+            if real.is_file():
+                found.append((match[1], entry.name, real))
+    return sorted(found)
+
+
+def build_index(ctx: Context) -> LibraryIndex:
+    loader = _loader(ctx)
+    default = tuple(_ld_library_path(ctx) + ld_so_conf_dirs(ctx) + _system(ctx))
+    index = LibraryIndex(loader=loader, default_search=default)
+    owners = _conda_owners(ctx) if ctx.env.conda_packages else {}
+    seen: dict[Path, LibCopy] = {}
+    for where in [*index.search, *_environment_dirs(ctx)]:
+        key = _resolved(where.path)
+        if key in index.listing:
+            continue
+        listing = index.listing.setdefault(key, {})
+        for family, name, real in _scan(where.path):
+            copy = seen.get(real)
+            if copy is None:
+                dynamic = read_dynamic(real)
+                version, version_from = _version(ctx, real, where.path, owners)
+                copy = LibCopy(
+                    family=family,
+                    path=real,
+                    name=name,
+                    soname=dynamic.soname if dynamic else None,
+                    version=version,
+                    version_from=version_from,
+                    where=where,
+                )
+                seen[real] = copy
+                index.copies.setdefault(family, []).append(copy)
+            listing[name] = copy
+    return index
