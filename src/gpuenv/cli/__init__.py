@@ -23,6 +23,7 @@ from gpuenv.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, GpuenvError, UsageErr
 COMMANDS: dict[str, tuple[str, str]] = {
     "init": ("gpuenv.cli.init_cmd", "write a starter gpuenv.toml"),
     "plan": ("gpuenv.cli.plan_cmd", "show the stack chosen for each target, with reasons"),
+    "doctor": ("gpuenv.cli.doctor_cmd", "diagnose an environment: what is broken, and the fix"),
 }
 
 
