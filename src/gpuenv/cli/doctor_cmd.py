@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from gpuenv.hardware import HardwareFacts
 
 _HEADINGS = {"error": "errors", "warning": "warnings", "info": "notes"}
-_WIDTH = 160
+_WIDTH = 300
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _value(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    text = value if isinstance(value, str) else json.dumps(value)
     return text if len(text) <= _WIDTH else text[: _WIDTH - 3] + "..."
 
 
@@ -91,7 +91,7 @@ def _evidence_lines(evidence: dict[str, Any]) -> list[str]:
     for key, value in evidence.items():
         if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             lines.append(f"      {key}:")
-            lines.extend(f"        - {_value(item)}" for item in value)
+            lines.extend(f"        - {json.dumps(item)}" for item in value)
         else:
             lines.append(f"      {key}: {_value(value)}")
     return lines
@@ -122,6 +122,6 @@ def render(report: Report) -> str:
             lines.append(f"    fix: {finding['fix']}")
     if not data["findings"]:
         lines.append("no problems found")
-    summary = ", ".join(f"{counts[s]} {_HEADINGS[s]}" for s in _HEADINGS)
+    summary = ", ".join(f"{_HEADINGS[s]}: {counts[s]}" for s in _HEADINGS)
     lines.append(f"\n{summary}")
     return "\n".join(lines)

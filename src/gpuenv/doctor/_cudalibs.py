@@ -47,11 +47,11 @@ class LibCopy:
     def to_json(self) -> dict[str, str | None]:
         return {
             "path": str(self.path),
+            "version": self.version,
+            "via": self.where.via,
             "found_as": str(self.where.path / self.name),
             "soname": self.soname,
-            "version": self.version,
             "version_from": self.version_from,
-            "via": self.where.via,
         }
 
 

@@ -102,14 +102,18 @@ def _cuda_version(ctx: Context) -> Finding | None:
         return None
     listing = ctx.libraries.listing
     hits = []
+    seen: set[Path] = set()
     for i, entry in _absolute(ctx):
         path = Path(entry)
         if not path.is_dir():
             continue
-        for name, copy in sorted(listing.get(path.resolve(), {}).items()):
+        for copy in listing.get(path.resolve(), {}).values():
             other = matches(copy.version, str(torch.cuda)) is False
-            if copy.family in ("cudart", "cublas") and other:
-                hits.append({"position": i, "entry": entry, "file": name, "version": copy.version})
+            if copy.family in ("cudart", "cublas") and other and copy.path not in seen:
+                seen.add(copy.path)
+                hits.append(
+                    {"position": i, "entry": entry, "file": copy.name, "version": copy.version}
+                )
     if not hits:
         return None
     found = sorted({f"{h['file']} {h['version']} in {h['entry']}" for h in hits})
