@@ -68,6 +68,7 @@ class _Ownership:
 
     def __init__(self, ctx: Context) -> None:
         self.prefix = ctx.env.prefix
+        self._prefix_text = str(ctx.env.prefix).rstrip("/") + "/"
         self.owner: dict[str, str] = {}
         for package in ctx.env.conda_packages:
             for rel in package.files:
@@ -80,14 +81,20 @@ class _Ownership:
         return {rel.split(marker, 1)[1].split("/", 1)[0] for rel in self.owner if marker in rel}
 
     def rel(self, path: Path) -> str:
+        text = str(path)
+        if text.startswith(self._prefix_text):  # the usual case, without relpath's cost
+            return text[len(self._prefix_text) :]
         return Path(os.path.relpath(path, self.prefix)).as_posix()
+
+    def listed(self, dist: Dist) -> bool:
+        """Whether a conda package lists this distribution's metadata."""
+        return self.rel(dist.path / "METADATA") in self.owner
 
     def pip_installer(self, dist: Dist) -> str | None:
         """The installer's name when not conda ("pip", "uv"), else None."""
         if dist.path not in self._pip:
             installer = dist.installer()
-            listed = self.rel(dist.path / "METADATA") in self.owner
-            if installer == "conda" or (installer is None and listed):
+            if installer == "conda" or (installer is None and self.listed(dist)):
                 self._pip[dist.path] = None
             else:
                 self._pip[dist.path] = installer or "unknown"
@@ -181,6 +188,10 @@ def _overwritten(ctx: Context, own: _Ownership, reported: set[tuple[str, str]]) 
     conda_tops = own.site_packages_tops()
     findings = []
     for dist in ctx.env.dists:
+        if own.listed(dist):
+            # conda's own metadata (a pip reinstall of the same version over it is a
+            # same-name pair, reported by mixed-managers): no file read needed
+            continue
         tops = _top_levels(dist)
         if tops is not None and not tops & conda_tops:
             continue
