@@ -7,7 +7,11 @@ Usage: .venv/bin/python bench/doctor.py [--runs N] [--files N] [--torch-python P
 The environment is generated once under bench/out/ (reused while its marker matches):
 a conda prefix with conda-meta records, many dist-info directories and package files,
 torch 2.4.1+cu124 with nvidia-* wheels, and these planted problems, passed to both tools
-through the same variables:
+through the same variables (the list is PLANTED below). collect_env has no way to point
+it at a prefix: it reports on the interpreter that runs it, so it runs with the planted
+variables in an interpreter that imports torch (--torch-python, $GPUENV_BENCH_TORCH_PYTHON,
+or the first python here that can), and the table says which planted problems its output
+names at all.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -230,6 +235,7 @@ def main() -> int:
     if torch_py is None:
         print("collect_env: skipped (no interpreter here can import torch)")
     else:
+        started = time.perf_counter()
         run = subprocess.run(
             [torch_py, "-m", "torch.utils.collect_env"],
             env={**os.environ, **env},
@@ -237,8 +243,9 @@ def main() -> int:
             text=True,
             check=False,
         )
+        seconds = time.perf_counter() - started
         collect = run.stdout + run.stderr
-        print(f"collect_env: ran with {torch_py} (exit {run.returncode})")
+        print(f"collect_env: {torch_py} (exit {run.returncode}, one run {seconds * 1000:.0f} ms)")
     compare(found, collect)
     return 0
 

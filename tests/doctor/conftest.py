@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -266,8 +266,24 @@ def only(report: Report, code: str) -> Finding:
     """The one finding with ``code``; fails listing every finding otherwise."""
     found = [f for f in report.findings if f.code == code]
     assert len(found) == 1, [(f.code, f.message) for f in report.findings]
-    assert found[0].evidence, f"{code} has no evidence"
-    return found[0]
+    finding = found[0]
+    assert finding.evidence, f"{code} has no evidence"
+    values = list(_scalars(finding.evidence))
+    assert any(v in finding.message for v in values), (finding.message, values)
+    assert finding.fix
+    return finding
+
+
+def _scalars(value: object) -> Iterator[str]:
+    """Every path or version in the evidence (strings of 3+ characters)."""
+    if isinstance(value, str) and len(value) >= 3:
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _scalars(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _scalars(item)
 
 
 def codes(report: Report) -> set[str]:

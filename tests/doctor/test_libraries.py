@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from gpuenv.doctor import Severity
-from tests.doctor.conftest import FakeEnv, Run, codes, make_toolkit, only
+from tests.doctor.conftest import NO_GPU, FakeEnv, Run, codes, make_toolkit, only
 
 
 def test_ld_library_path_copy_shadows_torchs_runpath(
@@ -106,3 +106,39 @@ def test_versions_from_conda_meta(tmp_path: Path, elf, run: Run) -> None:
     assert by_version["2.18.1.1"]["version_from"].endswith("nccl-2.18.1.1-0.json")
     assert finding.evidence["picked"]["version"] == "2.18.1.1"
     assert finding.severity is Severity.ERROR  # older than the build's NCCL 2.20.5
+
+
+def test_cuda13_wheel_layout_versions_from_record(tmp_path: Path, elf, run: Run) -> None:
+    """CUDA 13 wheels share site-packages/nvidia/cu13/lib; RECORD names the owner."""
+    env = FakeEnv(tmp_path / "venv", elf)
+    (tmp_path / "venv").mkdir()
+    (env.prefix / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    env.site.mkdir(parents=True)
+    lib = env.site / "nvidia" / "cu13" / "lib"
+    env.lib(lib, "libcudart.so.13", "libcudart.so.13")
+    env.lib(lib, "libcublas.so.13", "libcublas.so.13")
+    env.dist("nvidia-cuda-runtime", "13.0.96", files=["nvidia/cu13/lib/libcudart.so.13"])
+    env.dist("nvidia-cublas", "13.1.1.3", files=["nvidia/cu13/lib/libcublas.so.13"])
+    env.torch(
+        version="2.14.1+cu130",
+        cuda="13.0",
+        rpath=["$ORIGIN/../../nvidia/cu13/lib"],
+        needed=["libcudart.so.13", "libcublas.so.13"],
+    )
+    env.dist("torchvision", "0.29.1+cu130")
+    stray = tmp_path / "cuda-13.0" / "lib64"  # a toolkit known only by its directory name
+    env.lib(stray, "libcudart.so.13", "libcudart.so.13")
+    report = run(env, environ={"LD_LIBRARY_PATH": str(stray)}, facts=NO_GPU)
+    # the toolkit's "13.0" is the wheel's "13.0.96" as far as both are known
+    assert report.findings == (), [(f.code, f.message) for f in report.findings]
+
+    old = tmp_path / "cuda-12.8" / "lib64"
+    env.lib(old, "libcudart.so.12", "libcudart.so.12")
+    report = run(env, environ={"LD_LIBRARY_PATH": f"{stray}:{old}"}, facts=NO_GPU)
+    finding = only(report, "duplicate-cuda-library")
+    by_version = {c["version"]: c for c in finding.evidence["copies"]}
+    assert by_version["13.0.96"]["version_from"].endswith("nvidia_cuda_runtime-13.0.96.dist-info")
+    assert by_version["12.8"]["version_from"] == f"directory name {tmp_path / 'cuda-12.8'}"
+    assert finding.evidence["picked"]["via"] == "RPATH of libtorch_cuda.so"
+    assert finding.severity is Severity.WARNING
+    assert only(report, "ld-library-path-cuda-version").evidence["entries"][0]["version"] == "12.8"

@@ -90,3 +90,13 @@ def test_top_level_skips_unrelated_records(tmp_path: Path, elf, run: Run) -> Non
     info = env.dist("other", "1.0", files=["other/__init__.py"], top_level=["other"])
     (info / "RECORD").write_text("fastjson/__init__.py,,\n")  # would clash if read
     assert "pip-overwrote-conda-files" not in codes(run(env))
+
+
+def test_cuda13_wheel_names_pair_with_conda(tmp_path: Path, elf, run: Run) -> None:
+    env = conda_env(tmp_path, elf)
+    env.conda("cuda-cudart", "13.0.96")
+    env.dist("nvidia-cuda-runtime", "13.0.96")  # CUDA 13 wheels have no -cu13 suffix
+    assert (
+        only(run(env), "mixed-managers").evidence["pairs"][0]["pip"]
+        == "nvidia-cuda-runtime 13.0.96"
+    )

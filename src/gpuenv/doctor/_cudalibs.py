@@ -10,6 +10,7 @@ directories. A directory is searched for the exact ``DT_NEEDED`` name
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -26,6 +27,7 @@ FAMILIES = ("cudart", "cublas", "cudnn", "nccl")
 LIB_RE = re.compile(r"^lib(cudart|cublas|cudnn|nccl)\.so(?:\.(\d+(?:\.\d+)*))?$")
 LOADING_OBJECTS = ("libtorch_cuda.so", "libtorch.so")
 _MAX_CONF_DEPTH = 4
+_MAX_TOOLKIT_DEPTH = 4
 
 
 @dataclass(frozen=True)
@@ -177,89 +179,124 @@ def _environment_dirs(ctx: Context) -> Iterator[SearchDir]:
 # --- versions -------------------------------------------------------------------------
 
 
-def _wheel_version(ctx: Context, directory: Path) -> tuple[str, str] | None:
-    """The nvidia-*-cuXX distribution owning site-packages/nvidia/<pkg>/lib."""
-    if directory.name != "lib" or directory.parent.parent.name != "nvidia":
+class _Owners:
+    """Versions of library files from the packages that installed them: conda-meta
+    records and the RECORD files of the ``nvidia-*`` wheels (read only for those)."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.by_path: dict[Path, tuple[str, str]] = {}
+        for package in ctx.env.conda_packages:
+            for rel in package.files:
+                if rel.startswith("lib/lib") and LIB_RE.match(rel[4:]):
+                    self.by_path[_resolved(ctx.env.prefix / rel)] = (
+                        package.version,
+                        str(package.meta),
+                    )
+        for dist in ctx.env.dists:
+            if dist.name.startswith("nvidia-"):
+                self._record(dist.path, dist.version.split("+", 1)[0])
+
+    def _record(self, info: Path, version: str) -> None:
+        try:
+            lines = (info / "RECORD").read_text(encoding="utf-8").splitlines()
+        except OSError:
+            return
+        for line in lines:
+            rel = line.split(",", 1)[0]
+            if LIB_RE.match(rel.rsplit("/", 1)[-1]):
+                self.by_path[_resolved(info.parent / rel)] = (version, str(info))
+
+
+_TOOLKIT_DIR = re.compile(r"^cuda-(\d+\.\d+)$")
+_TOOLKIT_FAMILIES = ("cudart", "cublas")  # versioned like the toolkit (cuDNN, NCCL are not)
+
+
+def toolkit_files_version(root: Path) -> tuple[str, str] | None:
+    """A toolkit's CUDA version from its ``version.json`` or ``version.txt``."""
+    try:
+        data = json.loads((root / "version.json").read_text(encoding="utf-8"))
+        return str(data["cuda"]["version"]), str(root / "version.json")
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        text = (root / "version.txt").read_text(encoding="utf-8")
+    except OSError:
         return None
-    stem = "nvidia-" + directory.parent.name.replace("_", "-") + "-cu"
-    for dist in ctx.env.dists:
-        if dist.name.startswith(stem) and dist.path.parent == directory.parent.parent.parent:
-            return dist.version.split("+", 1)[0], str(dist.path)
+    match = re.search(r"CUDA Version (\d+\.\d+(?:\.\d+)?)", text)
+    return (match[1], str(root / "version.txt")) if match else None
+
+
+def _toolkit_version(path: Path) -> tuple[str, str] | None:
+    for parent in list(path.parents)[:_MAX_TOOLKIT_DEPTH]:
+        found = toolkit_files_version(parent)
+        if found:
+            return found
+        match = _TOOLKIT_DIR.match(parent.name)
+        if match:
+            return match[1], f"directory name {parent}"
     return None
 
 
-def _conda_owners(ctx: Context) -> dict[str, tuple[str, str]]:
-    owners: dict[str, tuple[str, str]] = {}
-    for package in ctx.env.conda_packages:
-        for rel in package.files:
-            if rel.startswith("lib/lib") and LIB_RE.match(rel[4:]):
-                owners[rel] = (package.version, str(package.meta))
-    return owners
-
-
-def _version(
-    ctx: Context, path: Path, found_in: Path, owners: dict[str, tuple[str, str]]
-) -> tuple[str | None, str | None]:
-    owned = _wheel_version(ctx, found_in)
-    if owned is None:
-        try:
-            rel = path.relative_to(_resolved(ctx.env.prefix)).as_posix()
-        except ValueError:
-            rel = ""
-        owned = owners.get(rel)
+def _version(owners: _Owners, family: str, path: Path) -> tuple[str | None, str | None]:
+    owned = owners.by_path.get(path)
     if owned is not None:
         return owned
     match = LIB_RE.match(path.name)
     if match and match[2] and "." in match[2]:
         return match[2], "file name"
-    return None, None
+    found = _toolkit_version(path) if family in _TOOLKIT_FAMILIES else None
+    return found if found else (None, None)
 
 
 # --- the index ------------------------------------------------------------------------
 
 
-def _scan(directory: Path) -> list[tuple[str, str, Path]]:
-    """(family, name, real path) of every CUDA library file in ``directory``."""
+def _scan(directory: Path) -> dict[Path, tuple[str, list[str]]]:
+    """Every CUDA library file in ``directory``: real path -> (family, names)."""
     try:
         entries = list(os.scandir(directory))
     except OSError:
-        return []
-    found = []
-    for entry in entries:
+        return {}
+    found: dict[Path, tuple[str, list[str]]] = {}
+    for entry in sorted(entries, key=lambda e: e.name):
         match = LIB_RE.match(entry.name)
         if match:
             real = _resolved(Path(entry.path))
             if real.is_file():
-                found.append((match[1], entry.name, real))
-    return sorted(found)
+                found.setdefault(real, (match[1], []))[1].append(entry.name)
+    return found
+
+
+def _copy(owners: _Owners, where: SearchDir, real: Path, family: str, names: list[str]) -> LibCopy:
+    dynamic = read_dynamic(real)
+    soname = dynamic.soname if dynamic else None
+    version, version_from = _version(owners, family, real)
+    return LibCopy(
+        family=family,
+        path=real,
+        name=soname if soname in names else names[0],
+        soname=soname,
+        version=version,
+        version_from=version_from,
+        where=where,
+    )
 
 
 def build_index(ctx: Context) -> LibraryIndex:
     loader = _loader(ctx)
     default = tuple(_ld_library_path(ctx) + ld_so_conf_dirs(ctx) + _system(ctx))
     index = LibraryIndex(loader=loader, default_search=default)
-    owners = _conda_owners(ctx) if ctx.env.conda_packages else {}
+    owners = _Owners(ctx)
     seen: dict[Path, LibCopy] = {}
     for where in [*index.search, *_environment_dirs(ctx)]:
         key = _resolved(where.path)
         if key in index.listing:
             continue
         listing = index.listing.setdefault(key, {})
-        for family, name, real in _scan(where.path):
+        for real, (family, names) in _scan(where.path).items():
             copy = seen.get(real)
             if copy is None:
-                dynamic = read_dynamic(real)
-                version, version_from = _version(ctx, real, where.path, owners)
-                copy = LibCopy(
-                    family=family,
-                    path=real,
-                    name=name,
-                    soname=dynamic.soname if dynamic else None,
-                    version=version,
-                    version_from=version_from,
-                    where=where,
-                )
-                seen[real] = copy
+                copy = seen[real] = _copy(owners, where, real, family, names)
                 index.copies.setdefault(family, []).append(copy)
-            listing[name] = copy
+            listing.update(dict.fromkeys(names, copy))
     return index

@@ -36,7 +36,7 @@ def _unavailable(reason: str, **evidence: Any) -> Finding:
     return Finding(
         code="deep-checks-unavailable",
         severity=Severity.INFO,
-        message=f"deep checks did not run: {reason}",
+        message=f"deep checks did not run: {reason} ({PROBE_MODULE}.run_probe)",
         evidence={"module": f"{PROBE_MODULE}.run_probe", "reason": reason, **evidence},
         fix="run the static checks' fixes first; deep checks need gpuenv's verification "
         "probe and the environment's interpreter",

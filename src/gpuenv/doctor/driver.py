@@ -57,8 +57,8 @@ def check(ctx: Context) -> list[Finding]:
         Finding(
             code="driver-too-old",
             severity=Severity.ERROR,
-            message=f"driver {driver or ''} runs CUDA up to {ceiling}, older than the "
-            f"environment's CUDA {env_cuda}: CUDA will not initialise".replace("  ", " "),
+            message=f"the driver ({driver or 'version unknown'}) runs CUDA up to {ceiling}, "
+            f"older than the environment's CUDA {env_cuda}: CUDA will not initialise",
             evidence=evidence,
             fix=f"install a torch build for CUDA {ceiling} or older (gpuenv plan picks one), "
             f"or upgrade the driver to one for CUDA {env_cuda}",

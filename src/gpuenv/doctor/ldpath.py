@@ -37,7 +37,8 @@ def _relative(ctx: Context) -> Finding | None:
         code="ld-library-path-relative",
         severity=Severity.ERROR,
         message=(
-            f"LD_LIBRARY_PATH has empty or relative entries ({shown}): the current "
+            f"LD_LIBRARY_PATH={ctx.request.environ.get('LD_LIBRARY_PATH', '')!r} has empty or "
+            f"relative entries ({shown}): the current "
             "directory becomes a library search path, so any directory can inject a library"
         ),
         evidence={**_value(ctx), "entries": bad},

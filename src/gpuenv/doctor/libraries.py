@@ -73,8 +73,22 @@ def _evidence(ctx: Context, family: str, copies: list[LibCopy]) -> dict[str, Any
     }
 
 
+def same_version(a: str | None, b: str | None) -> bool:
+    """Equal as far as both are known: a toolkit's "13.0" is the same as a wheel's
+    "13.0.96"; an unknown version equals nothing."""
+    if a is None or b is None:
+        return False
+    left, right = a.split("."), b.split(".")
+    width = min(len(left), len(right))
+    return left[:width] == right[:width]
+
+
 def _distinct(copies: list[LibCopy]) -> int:
-    return len({c.version or str(c.path) for c in copies})
+    kinds: list[str | None] = []
+    for copy in copies:
+        if not any(same_version(copy.version, k) for k in kinds):
+            kinds.append(copy.version)
+    return len(kinds)
 
 
 def _duplicate(ctx: Context, family: str, copies: list[LibCopy]) -> Finding:
@@ -91,7 +105,11 @@ def _duplicate(ctx: Context, family: str, copies: list[LibCopy]) -> Finding:
     else:
         # Copies the loader never visits (a toolkit not on the path) are only worth a note.
         picked_version = picked["version"] if picked else None
-        others = [c for c in copies if ctx.libraries.searched(c) and c.version != picked_version]
+        others = [
+            c
+            for c in copies
+            if ctx.libraries.searched(c) and not same_version(c.version, picked_version)
+        ]
         severity = Severity.WARNING if others or picked is None else Severity.INFO
         tail = f"the loader picks {picked['path']}" if picked else "no copy is on the search path"
     return Finding(

@@ -34,7 +34,7 @@ _MAX_LISTED = 20
 
 @dataclass(frozen=True)
 class Pair:
-    pip: str
+    pip: tuple[str, ...]
     conda: tuple[str, ...]
     severity: Severity
 
@@ -46,7 +46,7 @@ def pairs() -> tuple[Pair, ...]:
     )
     data = tomllib.loads(text)
     return tuple(
-        Pair(p["pip"], tuple(p["conda"]), Severity(p.get("severity", "warning")))
+        Pair(tuple(p["pip"]), tuple(p["conda"]), Severity(p.get("severity", "warning")))
         for p in data["pair"]
     )
 
@@ -56,7 +56,7 @@ def counterparts(pip_name: str) -> tuple[set[str], Severity]:
     names = {pip_name}
     severity = Severity.WARNING
     for pair in pairs():
-        if fnmatch.fnmatchcase(pip_name, pair.pip):
+        if any(fnmatch.fnmatchcase(pip_name, glob) for glob in pair.pip):
             names.update(pair.conda)
             if pair.severity is Severity.ERROR:
                 severity = Severity.ERROR

@@ -10,7 +10,6 @@ A toolkit's version is read from its ``version.json`` (or ``version.txt``); ``nv
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -18,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv.doctor._context import Context
+from gpuenv.doctor._cudalibs import toolkit_files_version
 from gpuenv.doctor.model import Finding, Severity
 from gpuenv.errors import ExternalToolError
 from gpuenv.versions import CudaVersion, VersionFormatError
 
 _NVCC_RELEASE = re.compile(r"release (\d+\.\d+)")
-_VERSION_TXT = re.compile(r"CUDA Version (\d+\.\d+)")
 _NVCC_TIMEOUT = 20.0
 
 
@@ -67,19 +66,10 @@ def _parse(text: str) -> CudaVersion | None:
 
 
 def toolkit_version(root: Path) -> tuple[CudaVersion | None, str | None]:
-    try:
-        data = json.loads((root / "version.json").read_text(encoding="utf-8"))
-        found = _parse(str(data["cuda"]["version"]))
-        if found:
-            return found, str(root / "version.json")
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    try:
-        match = _VERSION_TXT.search((root / "version.txt").read_text(encoding="utf-8"))
-        if match:
-            return CudaVersion.parse(match[1]), str(root / "version.txt")
-    except OSError:
-        pass
+    from_files = toolkit_files_version(root)
+    found = _parse(from_files[0]) if from_files else None
+    if found and from_files:
+        return found, from_files[1]
     nvcc = root / "bin" / "nvcc"
     if os.access(nvcc, os.X_OK):
         found = nvcc_version(nvcc)
