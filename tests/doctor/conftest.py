@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -111,7 +111,6 @@ class FakeEnv:
     prefix: Path
     elf: ElfFactory
     python_dir: str = "python3.11"
-    created: list[Path] = field(default_factory=list)
 
     @property
     def site(self) -> Path:

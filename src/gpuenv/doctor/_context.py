@@ -22,10 +22,6 @@ class Context:
         self.request = request
         self.env = env
 
-    @property
-    def environ(self) -> dict[str, str]:
-        return dict(self.request.environ)
-
     @cached_property
     def kb(self) -> KnowledgeBase:
         from gpuenv.compat import knowledge_base
