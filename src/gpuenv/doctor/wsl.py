@@ -1,0 +1,88 @@
+"""Inside WSL2 the driver lives on the Windows host and reaches Linux through
+``/usr/lib/wsl/lib``. A Linux NVIDIA driver (its kernel module, or a ``libcuda``/
+``libnvidia-ml`` outside that directory, in the system or the environment) shadows the
+host's and breaks CUDA."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from gpuenv.doctor._context import Context
+from gpuenv.doctor._cudalibs import ld_so_conf_dirs
+from gpuenv.doctor.model import Finding, Severity
+
+_DRIVER_LIB = re.compile(r"^lib(cuda|nvidia-ml)\.so(\.\d+)*$")
+WSL_LIB = "/usr/lib/wsl/lib"
+
+
+def wsl_release(ctx: Context) -> str | None:
+    """The kernel release when it is a WSL kernel."""
+    host = ctx.request.host
+    for name in ("/proc/sys/kernel/osrelease", "/proc/version"):
+        try:
+            text = host.path(name).read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        return text if "microsoft" in text.lower() else None
+    return None
+
+
+def _driver_files(directory: Path, wsl_lib: Path) -> list[str]:
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        if _DRIVER_LIB.match(entry.name):
+            real = Path(entry.path).resolve()
+            if not real.is_relative_to(wsl_lib):
+                found.append(entry.path)
+    return found
+
+
+def _candidate_dirs(ctx: Context) -> list[Path]:
+    host = ctx.request.host
+    dirs = [host.path(d) for d in host.system_lib_dirs]
+    dirs += [d.path for d in ld_so_conf_dirs(ctx)]
+    dirs.append(ctx.env.prefix / "lib")
+    dirs += [ctx.resolve_entry(e) for e in ctx.ld_library_path]
+    unique: dict[Path, Path] = {}
+    for directory in dirs:
+        key = directory.resolve()
+        if key != ctx.request.host.path(WSL_LIB).resolve():
+            unique.setdefault(key, directory)
+    return list(unique.values())
+
+
+def check(ctx: Context) -> list[Finding]:
+    release = wsl_release(ctx)
+    if release is None:
+        return []
+    host = ctx.request.host
+    wsl_lib = host.path(WSL_LIB).resolve()
+    files = [f for d in _candidate_dirs(ctx) for f in _driver_files(d, wsl_lib)]
+    proc_driver = host.path("/proc/driver/nvidia/version")
+    if proc_driver.is_file():
+        files.insert(0, str(proc_driver))
+    if not files:
+        return []
+    return [
+        Finding(
+            code="wsl-linux-driver",
+            severity=Severity.ERROR,
+            message=f"WSL ({release}) has a Linux NVIDIA driver or libcuda outside "
+            f"{WSL_LIB}: {', '.join(files)}; it shadows the Windows host's driver",
+            evidence={
+                "kernel_release": release,
+                "wsl_lib_dir": str(wsl_lib),
+                "wsl_lib_dir_exists": wsl_lib.is_dir(),
+                "files": files,
+            },
+            fix="remove the Linux driver inside WSL (sudo apt remove --purge 'nvidia-*' "
+            "'libnvidia-*'; install only a CUDA toolkit package without the driver) and "
+            "delete stray libcuda copies; the Windows driver provides libcuda",
+        )
+    ]

@@ -1,0 +1,144 @@
+"""Duplicate, mismatched and missing CUDA libraries, and the loader's pick."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from gpuenv.doctor import Severity
+from tests.doctor.conftest import NO_GPU, FakeEnv, Run, codes, make_toolkit, only
+
+
+def test_ld_library_path_copy_shadows_torchs_runpath(
+    clean_env: FakeEnv, run: Run, tmp_path: Path
+) -> None:
+    stray = tmp_path / "old-cuda" / "lib64"
+    planted = clean_env.lib(stray, "libcudart.so.12.1.105", "libcudart.so.12", ["libcudart.so.12"])
+    report = run(clean_env, environ={"LD_LIBRARY_PATH": str(stray)})
+    finding = only(report, "duplicate-cuda-library")
+    assert finding.severity is Severity.ERROR
+    ev = finding.evidence
+    assert ev["library"] == "libcudart"
+    assert ev["picked"]["path"] == str(planted.resolve())
+    assert ev["picked"]["via"] == "LD_LIBRARY_PATH"
+    assert ev["picked"]["version"] == "12.1.105"
+    assert ev["torch_built_with"] == "12.4"
+    assert ev["picked_matches_torch"] is False
+    assert ev["loaded_by"].endswith("torch/lib/libtorch_cuda.so")
+    versions = {c["version"] for c in ev["copies"]}
+    assert versions == {"12.1.105", "12.4.127"}
+    assert "12.1.105" in finding.message and str(planted.resolve()) in finding.message
+    assert report.has_errors
+
+
+def test_newer_copy_first_is_a_warning(clean_env: FakeEnv, run: Run, tmp_path: Path) -> None:
+    stray = tmp_path / "newer"
+    clean_env.lib(stray, "libcudart.so.12.6.77", "libcudart.so.12", ["libcudart.so.12"])
+    finding = only(
+        run(clean_env, environ={"LD_LIBRARY_PATH": str(stray)}), "duplicate-cuda-library"
+    )
+    assert finding.severity is Severity.WARNING
+    assert finding.evidence["picked_matches_torch"] is True
+
+
+def test_copy_off_the_search_path_is_a_note(clean_env: FakeEnv, run: Run, tmp_path: Path) -> None:
+    toolkit = make_toolkit(tmp_path / "cuda-12.4", "12.4")
+    clean_env.lib(toolkit / "lib64", "libcudart.so.12.4.99", "libcudart.so.12", ["libcudart.so.12"])
+    report = run(clean_env, environ={"CUDA_HOME": str(toolkit)})
+    finding = only(report, "duplicate-cuda-library")
+    assert finding.severity is Severity.INFO
+    assert finding.evidence["picked"]["via"].startswith("RUNPATH of libtorch_cuda.so")
+    assert any("toolkit" in c["via"] for c in finding.evidence["copies"])
+
+
+def test_rpath_beats_ld_library_path(tmp_path: Path, elf, run: Run) -> None:
+    """A conda-style torch: DT_RPATH into the prefix's lib, searched before
+    LD_LIBRARY_PATH."""
+    env = FakeEnv(tmp_path / "conda", elf)
+    (env.prefix / "conda-meta").mkdir(parents=True)
+    own = env.lib(
+        env.prefix / "lib", "libcudart.so.12.4.127", "libcudart.so.12", ["libcudart.so.12"]
+    )
+    env.conda("cuda-cudart", "12.4.127", files=["lib/libcudart.so.12.4.127"])
+    env.torch(rpath=["$ORIGIN/../../../.."], needed=["libcudart.so.12"])
+    stray = tmp_path / "stray"
+    env.lib(stray, "libcudart.so.12.1.105", "libcudart.so.12", ["libcudart.so.12"])
+    finding = only(run(env, environ={"LD_LIBRARY_PATH": str(stray)}), "duplicate-cuda-library")
+    assert finding.evidence["picked"]["path"] == str(own.resolve())
+    assert finding.evidence["picked"]["via"] == "RPATH of libtorch_cuda.so"
+    assert finding.evidence["picked_matches_torch"] is True
+    assert finding.severity is Severity.WARNING
+
+
+def test_single_wrong_copy_is_a_mismatch(clean_env: FakeEnv, run: Run, tmp_path: Path) -> None:
+    shutil.rmtree(clean_env.site / "nvidia" / "cudnn")
+    stray = tmp_path / "cudnn8"
+    planted = clean_env.lib(stray, "libcudnn.so.9.0.0", "libcudnn.so.9", ["libcudnn.so.9"])
+    report = run(clean_env, environ={"LD_LIBRARY_PATH": str(stray)})
+    finding = only(report, "cuda-library-mismatch")
+    assert finding.severity is Severity.ERROR
+    assert finding.evidence["picked"]["path"] == str(planted.resolve())
+    assert finding.evidence["torch_built_with"] == "9.1.0.70"
+    assert "duplicate-cuda-library" not in codes(report)
+
+
+def test_missing_library(clean_env: FakeEnv, run: Run) -> None:
+    shutil.rmtree(clean_env.site / "nvidia" / "nccl")
+    finding = only(run(clean_env), "cuda-library-missing")
+    assert finding.severity is Severity.ERROR
+    assert finding.evidence["needed_name"] == "libnccl.so.2"
+    assert finding.evidence["loaded_by"].endswith("libtorch_cuda.so")
+    assert any("nvidia/nccl/lib" in d for d in finding.evidence["search_order"])
+
+
+def test_versions_from_conda_meta(tmp_path: Path, elf, run: Run) -> None:
+    """Two conda-style copies named only by SONAME: versions come from conda-meta."""
+    env = FakeEnv(tmp_path / "conda", elf)
+    env.site.mkdir(parents=True)
+    env.lib(env.prefix / "lib", "libnccl.so.2", "libnccl.so.2")
+    env.conda("nccl", "2.18.1.1", files=["lib/libnccl.so.2"])
+    env.torch(rpath=["$ORIGIN/../../../.."], needed=["libnccl.so.2"])
+    env.lib(env.site / "nvidia" / "nccl" / "lib", "libnccl.so.2", "libnccl.so.2")
+    env.dist("nvidia-nccl-cu12", "2.20.5", files=["nvidia/nccl/lib/libnccl.so.2"])
+    finding = only(run(env), "duplicate-cuda-library")
+    by_version = {c["version"]: c for c in finding.evidence["copies"]}
+    assert set(by_version) == {"2.18.1.1", "2.20.5"}
+    assert by_version["2.18.1.1"]["version_from"].endswith("nccl-2.18.1.1-0.json")
+    assert finding.evidence["picked"]["version"] == "2.18.1.1"
+    assert finding.severity is Severity.ERROR  # older than the build's NCCL 2.20.5
+
+
+def test_cuda13_wheel_layout_versions_from_record(tmp_path: Path, elf, run: Run) -> None:
+    """CUDA 13 wheels share site-packages/nvidia/cu13/lib; RECORD names the owner."""
+    env = FakeEnv(tmp_path / "venv", elf)
+    (tmp_path / "venv").mkdir()
+    (env.prefix / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    env.site.mkdir(parents=True)
+    lib = env.site / "nvidia" / "cu13" / "lib"
+    env.lib(lib, "libcudart.so.13", "libcudart.so.13")
+    env.lib(lib, "libcublas.so.13", "libcublas.so.13")
+    env.dist("nvidia-cuda-runtime", "13.0.96", files=["nvidia/cu13/lib/libcudart.so.13"])
+    env.dist("nvidia-cublas", "13.1.1.3", files=["nvidia/cu13/lib/libcublas.so.13"])
+    env.torch(
+        version="2.14.1+cu130",
+        cuda="13.0",
+        rpath=["$ORIGIN/../../nvidia/cu13/lib"],
+        needed=["libcudart.so.13", "libcublas.so.13"],
+    )
+    env.dist("torchvision", "0.29.1+cu130")
+    stray = tmp_path / "cuda-13.0" / "lib64"  # a toolkit known only by its directory name
+    env.lib(stray, "libcudart.so.13", "libcudart.so.13")
+    report = run(env, environ={"LD_LIBRARY_PATH": str(stray)}, facts=NO_GPU)
+    # the toolkit's "13.0" is the wheel's "13.0.96" as far as both are known
+    assert report.findings == (), [(f.code, f.message) for f in report.findings]
+
+    old = tmp_path / "cuda-12.8" / "lib64"
+    env.lib(old, "libcudart.so.12", "libcudart.so.12")
+    report = run(env, environ={"LD_LIBRARY_PATH": f"{stray}:{old}"}, facts=NO_GPU)
+    finding = only(report, "duplicate-cuda-library")
+    by_version = {c["version"]: c for c in finding.evidence["copies"]}
+    assert by_version["13.0.96"]["version_from"].endswith("nvidia_cuda_runtime-13.0.96.dist-info")
+    assert by_version["12.8"]["version_from"] == f"directory name {tmp_path / 'cuda-12.8'}"
+    assert finding.evidence["picked"]["via"] == "RPATH of libtorch_cuda.so"
+    assert finding.severity is Severity.WARNING
+    assert only(report, "ld-library-path-cuda-version").evidence["entries"][0]["version"] == "12.8"
