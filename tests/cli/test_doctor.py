@@ -116,19 +116,10 @@ def test_python_and_prefix_exclusive(cli: Cli, tmp_path: Path) -> None:
     assert result.code == 2
 
 
-def test_hardware_facts_without_detection(monkeypatch: pytest.MonkeyPatch) -> None:
-    import gpuenv.hardware
-
-    monkeypatch.delattr(gpuenv.hardware, "detect", raising=False)
-    facts = DETECT()
-    assert facts.gpus == () and facts.driver_version is None
-    assert "not available" in facts.notes[0]
-
-
 def test_hardware_facts_when_detection_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     import gpuenv.hardware
 
-    def detect() -> None:
+    def detect(**_kwargs: object) -> None:
         raise HardwareDetectionError("NVML lost the GPU")
 
     monkeypatch.setattr(gpuenv.hardware, "detect", detect, raising=False)

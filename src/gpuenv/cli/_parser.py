@@ -23,7 +23,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "shell": ("gpuenv.cli.shell_cmd", "start your shell with a target's prefix activated"),
     "run": ("gpuenv.cli.run_cmd", "run a command with a target's prefix activated"),
     "activate": ("gpuenv.cli.activate_cmd", "print a target's activation script (for eval)"),
-    "doctor": ("gpuenv.cli.doctor_cmd", "diagnose any environment: mixed installs, libraries, toolkit"),
+    "doctor": (
+        "gpuenv.cli.doctor_cmd",
+        "diagnose any environment: mixed installs, libraries, toolkit",
+    ),
     "list": ("gpuenv.cli.list_cmd", "list the store's prefixes: size, target, lock, verification"),
     "gc": ("gpuenv.cli.gc_cmd", "remove prefixes no project points at"),
     "rollback": ("gpuenv.cli.rollback_cmd", "point a target back at its previous generation"),

@@ -38,18 +38,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def hardware_facts() -> HardwareFacts:
-    """This machine's facts when gpuenv can detect them, else none (no GPU known)."""
+    """This machine's facts (overrides applied); when detection itself fails, no GPU is
+    known and the doctor says so instead of stopping."""
     from gpuenv import hardware
 
-    detect = getattr(hardware, "detect", None)
-    if callable(detect):
-        try:
-            facts: HardwareFacts = detect()
-            return facts
-        except GpuenvError as exc:
-            notes: tuple[str, ...] = (f"hardware detection failed: {exc.message}",)
-    else:
-        notes = ("hardware detection is not available in this gpuenv",)
+    try:
+        return hardware.detect(overrides=_common.hardware_overrides())
+    except GpuenvError as exc:
+        notes: tuple[str, ...] = (f"hardware detection failed: {exc.message}",)
     return hardware.HardwareFacts(
         gpus=(), driver_version=None, cuda_driver_version=None, notes=notes
     )
