@@ -33,6 +33,7 @@ from gpuenv._fs import atomic_write_text
 from gpuenv.activation import ActivationInputs, write_activation_files
 from gpuenv.errors import ExternalToolError, InstallError
 from gpuenv.lock.model import CondaPackage, LockedTarget
+from gpuenv.shells import write_shell_entrypoints
 from gpuenv.store import Store, point_project
 
 Progress = Callable[[str], None]
@@ -150,13 +151,16 @@ def install_conda(prefix: Path, packages: tuple[CondaPackage, ...], cache: Path)
 # --- python and pip -------------------------------------------------------------------------
 
 
-def make_venv(prefix: Path, python: str, uv: Path, env: Mapping[str, str]) -> None:
+def make_venv(
+    prefix: Path, python: str, uv: Path, env: Mapping[str, str], *, allow_existing: bool = False
+) -> None:
     """A virtual environment at ``prefix`` from an interpreter of the locked Python
     (found on this machine, or uv-managed where uv can provide one)."""
     minor = ".".join(python.split(".")[:2])
     try:
+        extra = ["--allow-existing"] if allow_existing else []
         _proc.run(
-            [uv, "venv", "--no-config", "--quiet", "--python", minor, prefix],
+            [uv, "venv", "--no-config", "--quiet", *extra, "--python", minor, prefix],
             timeout=600,
             env=env,
             what="uv venv",
@@ -285,6 +289,7 @@ def write_activation(
         cuda_version=request.target.stack.cuda,
     )
     write_activation_files(prefix, inputs)
+    write_shell_entrypoints(prefix)
 
 
 # --- the whole install ------------------------------------------------------------------------
@@ -298,8 +303,11 @@ def _build(prefix: Path, store: Store, request: InstallRequest, progress: Progre
     if target.conda:
         progress(f"{target.name}: linking {len(target.conda)} conda packages")
         install_conda(prefix, target.conda, store.cache("rattler"))
-        if not (prefix / "bin" / "python").exists():
-            make_venv(prefix, target.stack.python, uv, env)
+        if any(c.name == "python" for c in target.conda):
+            if not (prefix / "bin" / "python").exists():
+                raise InstallError(f"conda's python package left no bin/python in {prefix}")
+        else:  # conda tools beside a virtual environment ([conda] python = false)
+            make_venv(prefix, target.stack.python, uv, env, allow_existing=True)
     else:
         progress(f"{target.name}: creating the Python {target.stack.python} environment")
         make_venv(prefix, target.stack.python, uv, env)

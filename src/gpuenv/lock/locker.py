@@ -97,6 +97,7 @@ def input_hash(spec: Spec, target: str, kb_digest: str) -> str:
             {
                 "channels": list(spec.conda.channels),
                 "dependencies": _jsonable(spec.conda.dependencies),
+                "python": spec.conda.python,
             }
             if spec.conda
             else None

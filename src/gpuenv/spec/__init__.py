@@ -118,6 +118,7 @@ class Pip:
 class Conda:
     channels: tuple[str, ...] = ("conda-forge",)
     dependencies: Mapping[str, str] | tuple[str, ...] = field(default_factory=dict)
+    python: bool = True  # conda supplies the Python
 
     def dependency_names(self) -> list[str]:
         if isinstance(self.dependencies, Mapping):
@@ -182,6 +183,7 @@ class Spec:
                 Conda(
                     channels=tuple(conda["channels"]),
                     dependencies=dict(deps) if isinstance(deps, dict) else tuple(deps or ()),
+                    python=conda["python"],
                 )
                 if conda
                 else None

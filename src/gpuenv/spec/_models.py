@@ -196,6 +196,11 @@ class Pip(_Model):
 class Conda(_Model):
     channels: list[str] = Field(default_factory=lambda: ["conda-forge"])
     dependencies: dict[str, str] | list[str] = Field(default_factory=dict)
+    python: bool = Field(
+        default=True,
+        description="true: conda supplies the Python (stack.python); false: conda packages "
+        "(a toolkit, say) beside a virtual environment made from a Python on the machine.",
+    )
 
     def dependency_names(self) -> list[str]:
         if isinstance(self.dependencies, dict):
