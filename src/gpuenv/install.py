@@ -23,6 +23,7 @@ import asyncio
 import os
 import platform
 import re
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -154,13 +155,20 @@ def install_conda(prefix: Path, packages: tuple[CondaPackage, ...], cache: Path)
 def make_venv(
     prefix: Path, python: str, uv: Path, env: Mapping[str, str], *, allow_existing: bool = False
 ) -> None:
-    """A virtual environment at ``prefix`` from an interpreter of the locked Python
-    (found on this machine, or uv-managed where uv can provide one)."""
+    """A virtual environment at ``prefix`` from an interpreter of the locked Python:
+    the one running gpuenv when it is that version, else one uv finds on this machine
+    or (where it can) downloads into the store."""
     minor = ".".join(python.split(".")[:2])
+    own = Path(sys.base_prefix) / "bin" / f"python{minor}"
+    interpreter = (
+        str(own)
+        if f"{sys.version_info[0]}.{sys.version_info[1]}" == minor and own.exists()
+        else minor
+    )
     try:
         extra = ["--allow-existing"] if allow_existing else []
         _proc.run(
-            [uv, "venv", "--no-config", "--quiet", *extra, "--python", minor, prefix],
+            [uv, "venv", "--no-config", "--quiet", *extra, "--python", interpreter, prefix],
             timeout=600,
             env=env,
             what="uv venv",

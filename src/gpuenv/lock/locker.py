@@ -20,7 +20,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from gpuenv.compat import KnowledgeBase
-from gpuenv.errors import ExternalToolError
+from gpuenv.errors import Alternative, ExternalToolError, NoCompatiblePlan
 from gpuenv.hardware import HardwareFacts
 from gpuenv.lock.format import LATEST
 from gpuenv.lock.model import (
@@ -172,7 +172,7 @@ def _conda_specs(spec: Spec, plan: TargetPlan) -> tuple[str, ...]:
         if isinstance(deps, Mapping)
         else list(deps)
     )
-    if "python" not in spec.conda.dependency_names():
+    if spec.conda.python and "python" not in spec.conda.dependency_names():
         specs.append(f"python {plan.python}.*")
     return tuple(specs)
 
@@ -294,6 +294,19 @@ def _lock_target(
             )
         )
         conda_python = next((c for c in conda if c.name == "python"), None)
+        if conda_python is not None and not spec.conda.python:
+            needing = sorted(
+                c.name for c in conda if any(d.split()[0] == "python" for d in c.depends)
+            )
+            raise NoCompatiblePlan(
+                f"target {name}: [conda] python = false, but these conda packages need conda's "
+                f"Python: {', '.join(needing) or 'python'}",
+                target=name,
+                alternatives=[
+                    Alternative("let conda supply the Python", {"conda.python": "true"}),
+                    Alternative("install those packages from [pip] instead", {}),
+                ],
+            )
         if conda_python is not None:
             python = conda_python.version
     progress(f"{name}: resolving pip packages ({backends.pip.describe()})")

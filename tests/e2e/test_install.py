@@ -1,0 +1,276 @@
+"""`gpuenv install`, `run`, `activate`, `list`, `gc`, `rollback` with real uv, from the
+lock only, into a store under the test's temp dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpuenv.lock.format import read_lock, write_lock
+from tests.e2e.conftest import Project, spec_text
+from tests.fixtures.condachannel.plugin import LocalChannel
+from tests.fixtures.pkgindex.plugin import PkgIndex
+
+
+def installed_prefix(project: Project, target: str = "cpu") -> Path:
+    return Path(os.readlink(project.dir / ".gpuenv" / target))
+
+
+def python_of(prefix: Path, code: str) -> str:
+    out = subprocess.run(
+        [str(prefix / "bin" / "python"), "-I", "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def test_install_materialises_the_lock_and_its_python_imports_the_packages(
+    make_project: Callable[..., Project],
+) -> None:
+    project = make_project()
+    result = project.gpuenv("install", "--target", "cpu", "--json", check=True)
+    summary = json.loads(result.stdout)["targets"]["cpu"]
+    assert summary["built"] is True
+    prefix = Path(summary["prefix"])
+    assert prefix == installed_prefix(project)
+    assert prefix.is_relative_to(project.home)
+    versions = python_of(
+        prefix,
+        "import torch, torchvision, transformers; print(torch.__version__, torchvision.__version__, transformers.__version__)",
+    )
+    assert versions.split()[:2] == ["2.4.1+cpu", "0.19.1+cpu"]
+    assert (prefix / "etc/gpuenv/installed.json").is_file()
+    assert (prefix / "etc/gpuenv/activate.sh").is_file()
+    again = json.loads(project.gpuenv("install", "--target", "cpu", "--json", check=True).stdout)
+    assert again["targets"]["cpu"]["built"] is False, "a second install reuses the prefix"
+
+
+def test_frozen_refuses_a_stale_lock_and_a_plain_install_relocks(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    project = make_project()
+    project.gpuenv("lock", check=True)
+    project.spec.write_text(spec_text(pkgindex, deps='"transformers==4.44.2"'))
+    frozen = project.gpuenv("install", "--target", "cpu", "--frozen")
+    assert frozen.returncode == 1, frozen.stderr
+    assert "out of date" in frozen.stderr
+    assert not (project.dir / ".gpuenv").exists()
+    project.gpuenv("install", "--target", "cpu", check=True)
+    lock = read_lock(project.lock)
+    assert lock is not None and lock.targets["cpu"].pip_package("transformers").version == "4.44.2"
+
+
+def test_several_targets_need_a_choice(make_project: Callable[..., Project]) -> None:
+    result = make_project().gpuenv("install")
+    assert result.returncode == 2
+    assert "--target" in result.stderr
+
+
+def test_run_is_gated_on_verification_and_passes_exit_codes(
+    make_project: Callable[..., Project],
+) -> None:
+    project = make_project()
+    project.gpuenv("install", "--target", "cpu", check=True)
+    refused = project.gpuenv("run", "--", "python", "-c", "pass")
+    assert refused.returncode == 4
+    assert "gpuenv verify" in refused.stderr
+    ran = project.gpuenv(
+        "run",
+        "--unverified",
+        "--",
+        "python",
+        "-c",
+        "import sys, torch; print(sys.prefix); sys.exit(7)",
+    )
+    assert ran.returncode == 7
+    assert ran.stdout.strip() == str(installed_prefix(project))
+    assert "--unverified" in ran.stderr
+
+
+def test_a_failed_verification_never_unlocks_run(make_project: Callable[..., Project]) -> None:
+    project = make_project()
+    project.gpuenv("install", "--target", "cpu", check=True)
+    # The fixture's torch is a stub with no tensors: the probe must fail, and say so.
+    verify = project.gpuenv("verify", "--target", "cpu", "--json", "--timeout", "60")
+    assert verify.returncode == 1, verify.stderr
+    assert json.loads(verify.stdout)["passed"] is False
+    records = list((installed_prefix(project) / "etc/gpuenv/verify").glob("*.json"))
+    assert len(records) == 1 and json.loads(records[0].read_text())["passed"] is False
+    assert project.gpuenv("run", "--", "true").returncode == 4
+
+
+def test_run_environment_is_activated(make_project: Callable[..., Project]) -> None:
+    project = make_project()
+    project.gpuenv("install", "--target", "cpu", check=True)
+    prefix = installed_prefix(project)
+    project.env.update(CUDA_HOME="/usr/local/cuda-11.8", LD_LIBRARY_PATH="relative/lib:/usr/lib")
+    ran = project.gpuenv(
+        "run",
+        "--unverified",
+        "--",
+        "python",
+        "-c",
+        "import os, json; print(json.dumps({k: os.environ.get(k) for k in ('PATH', 'CUDA_HOME', 'LD_LIBRARY_PATH')}))",
+    )
+    env = json.loads(ran.stdout)
+    assert env["PATH"].startswith(str(prefix / "bin") + ":")
+    assert env["CUDA_HOME"] is None, "a prefix without a toolkit unsets CUDA_HOME"
+    assert "relative/lib" not in (env["LD_LIBRARY_PATH"] or "")
+    assert 'dropped LD_LIBRARY_PATH entry "relative/lib"' in ran.stderr
+
+
+def test_activate_prints_a_script_that_real_bash_can_source(
+    make_project: Callable[..., Project],
+) -> None:
+    project = make_project()
+    project.gpuenv("install", "--target", "cpu", check=True)
+    script = project.gpuenv("activate", "--shell", "bash", check=True).stdout
+    probe = subprocess.run(
+        [
+            "bash",
+            "-c",
+            f"{script}\ncommand -v python; gpuenv_deactivate; command -v python || true",
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(project.dir)},
+        check=True,
+    )
+    first, *rest = probe.stdout.split()
+    assert first == str(installed_prefix(project) / "bin" / "python")
+    assert all(str(project.home) not in line for line in rest)
+
+
+def test_a_tampered_artifact_is_refused_and_nothing_is_marked_installed(
+    make_project: Callable[..., Project],
+) -> None:
+    project = make_project()
+    project.gpuenv("lock", check=True)
+    lock = read_lock(project.lock)
+    assert lock is not None
+    from dataclasses import replace
+
+    cpu = lock.targets["cpu"]
+    bad = tuple(replace(p, sha256="0" * 64) if p.name == "transformers" else p for p in cpu.pip)
+    write_lock(project.lock, replace(lock, targets={**lock.targets, "cpu": replace(cpu, pip=bad)}))
+    result = project.gpuenv("install", "--target", "cpu", "--frozen")
+    assert result.returncode == 5, result.stderr
+    assert "does not match the sha256" in result.stderr
+    assert not (project.dir / ".gpuenv" / "cpu").exists()
+    prefixes = list((project.home / "prefixes").glob("*"))
+    assert all(not (p / "etc/gpuenv/installed.json").exists() for p in prefixes)
+    assert prefixes == [], "the half-built prefix was removed"
+
+
+def test_conda_tools_beside_a_venv(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, local_channel: LocalChannel
+) -> None:
+    text = spec_text(pkgindex) + (
+        f'\n[conda]\nchannels = ["{local_channel.url}"]\n'
+        'dependencies = { "cuda-nvcc" = "12.4.*" }\npython = false\n'
+    )
+    project = make_project(text)
+    result = project.gpuenv("install", "--target", "h100")
+    assert result.returncode == 0, result.stderr
+    prefix = installed_prefix(project, "h100")
+    assert (prefix / "conda-meta").is_dir() and any(
+        (prefix / "conda-meta").glob("cuda-nvcc-*.json")
+    )
+    assert python_of(prefix, "import torch; print(torch.__version__)") == "2.4.1+cu124"
+
+
+def test_reinstall_after_a_lock_change_keeps_a_generation_and_rolls_back(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    project = make_project()
+    project.gpuenv("install", "--target", "cpu", check=True)
+    first = installed_prefix(project)
+    project.spec.write_text(spec_text(pkgindex, deps='"transformers==4.44.2"'))
+    project.gpuenv("install", "--target", "cpu", check=True)
+    second = installed_prefix(project)
+    assert second != first and first.exists()
+    listing = json.loads(project.gpuenv("list", "--json", check=True).stdout)
+    assert {p["path"] for p in listing["prefixes"]} == {str(first), str(second)}
+    back = json.loads(project.gpuenv("rollback", "--target", "cpu", "--json", check=True).stdout)
+    assert back["to"] == str(first) and installed_prefix(project) == first
+    gc = json.loads(project.gpuenv("gc", "--json", check=True).stdout)
+    assert gc["removed"] == [], "both generations are still referenced"
+    for link in (project.dir / ".gpuenv").glob("cpu*"):
+        link.unlink()
+    gc = json.loads(project.gpuenv("gc", "--json", check=True).stdout)
+    assert set(gc["removed"]) == {str(first), str(second)} and gc["freed_bytes"] > 0
+
+
+def _snapshot(root: Path) -> dict[str, int]:
+    out = {}
+    for path in sorted(root.rglob("*")) if root.exists() else []:
+        if path.is_file() or path.is_symlink():
+            out[str(path.relative_to(root))] = path.lstat().st_size
+    return out
+
+
+def test_install_writes_nothing_outside_the_store_project_and_caches(
+    make_project: Callable[..., Project],
+) -> None:
+    project = make_project()
+    home = Path(project.env["HOME"])
+    (home / ".bashrc").write_text("# user's own\n")
+    (home / ".config" / "pip").mkdir(parents=True, exist_ok=True)
+    usr_local = _snapshot(Path("/usr/local"))
+    before = _snapshot(home)
+    project.gpuenv("install", "--target", "cpu", check=True)
+    after = _snapshot(home)
+    changed = {k for k in set(before) | set(after) if before.get(k) != after.get(k)}
+    assert all(k.startswith(".cache/gpuenv/") for k in changed), changed
+    assert _snapshot(Path("/usr/local")) == usr_local
+    outside = {p.name for p in project.dir.iterdir()}
+    assert outside == {"gpuenv.toml", "gpuenv.lock", ".gpuenv"}
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_an_install_killed_at_any_point_is_never_reported_installed_and_is_completed_later(
+    make_project: Callable[..., Project], tmp_path: Path, seed: int
+) -> None:
+    import random
+    import signal
+    import time
+
+    project = make_project(home=tmp_path / f"store{seed}")
+    project.gpuenv("lock", check=True)
+    rng = random.Random(seed)
+    process = project.popen("install", "--target", "cpu", "--frozen")
+    time.sleep(rng.uniform(0.05, 1.5))
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    pointer = project.dir / ".gpuenv" / "cpu"
+    for prefix in (project.home / "prefixes").glob("*"):
+        if (prefix / "etc/gpuenv/installed.json").exists():
+            # Reported installed: then it must be complete.
+            assert (
+                python_of(prefix, "import torch, transformers; print(torch.__version__)")
+                == "2.4.1+cpu"
+            )
+    if not pointer.exists():
+        assert project.gpuenv("run", "--unverified", "--", "true").returncode == 4
+    project.gpuenv("install", "--target", "cpu", "--frozen", check=True)
+    assert python_of(installed_prefix(project), "import transformers; print('ok')") == "ok"
+
+
+def test_eight_concurrent_installs_build_once(make_project: Callable[..., Project]) -> None:
+    project = make_project()
+    project.gpuenv("lock", check=True)
+    processes = [
+        project.popen("install", "--target", "cpu", "--frozen", "--json") for _ in range(8)
+    ]
+    outputs = [p.communicate(timeout=300) for p in processes]
+    assert all(p.returncode == 0 for p in processes), [err for _, err in outputs]
+    built = [json.loads(out)["targets"]["cpu"]["built"] for out, _ in outputs]
+    assert built.count(True) == 1
+    assert len(list((project.home / "prefixes").glob("*"))) == 1
