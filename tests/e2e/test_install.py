@@ -274,3 +274,42 @@ def test_eight_concurrent_installs_build_once(make_project: Callable[..., Projec
     built = [json.loads(out)["targets"]["cpu"]["built"] for out, _ in outputs]
     assert built.count(True) == 1
     assert len(list((project.home / "prefixes").glob("*"))) == 1
+
+
+def test_install_verify_records_a_failed_probe_and_exits_1(
+    make_project: Callable[..., Project],
+) -> None:
+    project = make_project()
+    result = project.gpuenv("install", "--target", "cpu", "--verify", "--json", timeout=300)
+    assert result.returncode == 1, result.stderr
+    summary = json.loads(result.stdout)["targets"]["cpu"]
+    assert summary["built"] is True and summary["verified"] is False
+    assert project.gpuenv("run", "--", "true").returncode == 4
+
+
+def test_a_passing_verification_unlocks_run_on_this_machine_only_for_this_lock(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    import shutil
+
+    project = make_project()
+    project.gpuenv("install", "--target", "cpu", check=True)
+    prefix = installed_prefix(project)
+    # Give the prefix a torch the probe can exercise (the test stand-in, as a CPU build).
+    site = next(prefix.glob("lib/python3*/site-packages"))
+    fake = Path(__file__).resolve().parents[1] / "fixtures" / "fake_torch"
+    for name in ("torch", "torchvision", "torchaudio"):
+        shutil.rmtree(site / name)
+        shutil.copytree(fake / name, site / name)
+    project.env["GPUENV_FAKE_TORCH"] = json.dumps(
+        {"version": "2.4.1+cpu", "cuda": None, "devices": [], "torchvision": "0.19.1+cpu", "torchaudio": "2.4.1+cpu"}
+    )
+    verify = project.gpuenv("verify", "--target", "cpu", "--json", timeout=300)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert project.gpuenv("run", "--", "true").returncode == 0
+    listing = json.loads(project.gpuenv("list", "--json", check=True).stdout)
+    assert listing["prefixes"][0]["verified_machines"] == 1
+    # A new lock is a new prefix: it is not verified by the old record.
+    project.spec.write_text(spec_text(pkgindex, deps='"transformers==4.44.2"'))
+    project.gpuenv("install", "--target", "cpu", check=True)
+    assert project.gpuenv("run", "--", "true").returncode == 4

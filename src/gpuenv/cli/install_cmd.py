@@ -7,10 +7,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _hardware, _output
-from gpuenv.errors import UsageError
+from gpuenv.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
+    from gpuenv.compat import KnowledgeBase
     from gpuenv.install import InstallResult
+    from gpuenv.lock.model import Lock
     from gpuenv.spec import Spec
 
 
@@ -21,6 +23,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--all", action="store_true", help="install every target")
     parser.add_argument(
         "--frozen", action="store_true", help="refuse (exit 1) when the lock is out of date"
+    )
+    parser.add_argument(
+        "--verify",
+        action="store_true",
+        help="then verify each installed target on this machine (exit 1 if one fails)",
     )
     _common.add_json_flag(parser)
 
@@ -82,11 +89,33 @@ def run(args: argparse.Namespace) -> int:
                 toolkit=loaded.spec.stack.toolkit,
             )
             results.append(install_target(store, request, progress))
-    _render(results, as_json=args.json)
-    return 0
+    verified = _verify(results, lock, loaded.spec, kb) if args.verify else {}
+    _render(results, verified, as_json=args.json)
+    return 0 if all(verified.values()) else CheckFailed.exit_code
 
 
-def _render(results: list[InstallResult], *, as_json: bool) -> None:
+def _verify(
+    results: list[InstallResult], lock: Lock, spec: Spec, kb: KnowledgeBase
+) -> dict[str, bool]:
+    """Run the probe in each installed prefix and record the outcome (gpuenv verify)."""
+    from gpuenv import runtime
+    from gpuenv.verify.target import verify_target
+
+    outcome = {}
+    for result in results:
+        selected = runtime.Selected(
+            result.target, str(result.prefix), runtime.read_marker_of(str(result.prefix))
+        )
+        locked = lock.target(result.target)
+        assert locked is not None
+        verification = verify_target(
+            selected, locked, kb, extra=spec.verify.extra, timeout=float(spec.verify.timeout)
+        )
+        outcome[result.target] = verification.result.passed
+    return outcome
+
+
+def _render(results: list[InstallResult], verified: dict[str, bool], *, as_json: bool) -> None:
     if as_json:
         _output.emit_json(
             {
@@ -96,6 +125,7 @@ def _render(results: list[InstallResult], *, as_json: bool) -> None:
                         "built": r.built,
                         "previous": str(r.previous) if r.previous else None,
                         "seconds": round(r.seconds, 3),
+                        "verified": verified.get(r.target),
                     }
                     for r in results
                 }
@@ -107,3 +137,6 @@ def _render(results: list[InstallResult], *, as_json: bool) -> None:
         _output.out(f"{r.target}: {state}: {r.prefix}")
         if r.previous:
             _output.out(f"  previous generation kept: {r.previous} (gpuenv rollback)")
+        if r.target in verified:
+            verdict = "verified on this machine" if verified[r.target] else "NOT verified"
+            _output.out(f"  {verdict} (details: gpuenv verify --target {r.target})")
