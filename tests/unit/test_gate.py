@@ -57,8 +57,9 @@ def test_a_passing_record_for_this_machine_and_lock_opens_the_gate(selected: Sel
 def test_anything_else_keeps_it_shut(selected: Selected, record: dict[str, object]) -> None:
     fingerprint = record.pop("fingerprint")
     write(Path(selected.prefix), fingerprint, **record)  # type: ignore[arg-type]
-    with pytest.raises(NotVerified, match="gpuenv verify --target h100"):
+    with pytest.raises(NotVerified, match="has not passed verification on this machine") as caught:
         gate.check_gate(selected, unverified=False)
+    assert caught.value.hint is not None and "gpuenv verify --target h100" in caught.value.hint
 
 
 @pytest.mark.usefixtures("on_node_a")
