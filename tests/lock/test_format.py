@@ -181,3 +181,15 @@ def test_changing_one_target_leaves_the_other_bytes_alone() -> None:
     before = render_lock(lock).split("[targets.h100]")[1]
     after = render_lock(changed).split("[targets.h100]")[1]
     assert before == after
+
+
+def test_awkward_strings_survive_the_emitter() -> None:
+    import tomllib
+
+    odd = 'quote " backslash \\ newline \n tab \t unicode é 日本 control \x01'
+    conda = (replace(CONDA[0], depends=(odd,), channel="https://c.invalid/odd\"channel"),)
+    lock = Lock("sha256:" + "9" * 64, {"a.b": _target("a.b", PIP, conda)})
+    text = render_lock(lock)
+    parsed = tomllib.loads(text)
+    assert parsed["targets"]["a.b"]["conda"][0]["depends"] == [odd]
+    assert parse_lock_text(text).targets["a.b"].conda[0].depends == (odd,)

@@ -44,6 +44,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _full_main(args_list)
 
 
+def _configure_caches() -> None:
+    """Point the library's caches at gpuenv's cache dir (environment read here, once)."""
+    from gpuenv import _settings
+    from gpuenv.cli._common import cache_dir
+
+    _settings.cache_dir = cache_dir()
+
+
 def _full_main(argv: list[str]) -> int:
     from gpuenv.cli import _output, _parser
 
@@ -58,7 +66,9 @@ def _full_main(argv: list[str]) -> int:
         if args.command is None:
             parser.print_help()
             return 0
-        return _parser.load(args.command).run(args)
+        command = _parser.load(args.command)
+        _configure_caches()
+        return command.run(args)
     except GpuenvError as err:
         _output.render_error(err, as_json=as_json, verbose=verbose)
         return err.exit_code

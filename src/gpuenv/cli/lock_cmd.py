@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     for name in args.target or ():
         _common.check_target(name, list(loaded.spec.targets))
     lock_path = spec_file.parent / LOCK_FILENAME
-    existing = read_lock(lock_path)
+    existing = read_lock(lock_path, cache_dir=_common.cache_dir())
     options = LockOptions(
         targets=tuple(args.target) if args.target else None,
         upgrade=args.upgrade,
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
             kb_digest=digest,
             progress=progress,
         )
-    written = write_lock(lock_path, result.lock)
+    written = write_lock(lock_path, result.lock, cache_dir=_common.cache_dir())
     _render(result, lock_path=str(lock_path), written=written, as_json=args.json)
     return 0
 

@@ -37,6 +37,9 @@ __all__ = [
 
 @lru_cache(maxsize=1)
 def knowledge_base() -> KnowledgeBase:
+    """The knowledge base, loaded once per process (its parsed data files kept in
+    gpuenv's cache when the CLI configured one: ``gpuenv._settings``)."""
+    from gpuenv import _settings
     from gpuenv.compat._load import load_knowledge_base
 
-    return load_knowledge_base()
+    return load_knowledge_base(_settings.cache_dir)

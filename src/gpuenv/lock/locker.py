@@ -282,7 +282,7 @@ def _lock_target(
     conda: tuple[CondaPackage, ...] = ()
     python = plan.python
     if spec.conda is not None:
-        progress(f"{name}: solving conda packages ({backends.conda.describe()})")
+        progress(f"{name}: solving conda packages")
         conda = backends.conda.resolve(
             CondaRequest(
                 specs=_conda_specs(spec, plan),
@@ -309,7 +309,7 @@ def _lock_target(
             )
         if conda_python is not None:
             python = conda_python.version
-    progress(f"{name}: resolving pip packages ({backends.pip.describe()})")
+    progress(f"{name}: resolving pip packages")
     use_default_for_torch = plan.pypi_default and not (options.torch_index or spec.pip.torch_index)
     pip = backends.pip.resolve(
         PipRequest(
@@ -424,7 +424,7 @@ def ensure_lock(
     from gpuenv.errors import CheckFailed
     from gpuenv.lock.format import read_lock, write_lock
 
-    existing = read_lock(lock_path)
+    existing = read_lock(lock_path, cache_dir=options.cache_dir)
     stale = stale_reasons(loaded, kb, existing, kb_digest=kb_digest, options=options)
     wanted = options.targets or tuple(loaded.spec.targets)
     relevant = {name: why for name, why in stale.items() if name in wanted}
@@ -449,5 +449,5 @@ def ensure_lock(
         kb_digest=kb_digest,
         progress=progress,
     )
-    write_lock(lock_path, result.lock)
+    write_lock(lock_path, result.lock, cache_dir=options.cache_dir)
     return result.lock

@@ -14,7 +14,6 @@ runs in its own ``asyncio.run``.
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
@@ -55,6 +54,8 @@ class RattlerSolver:
             return "py-rattler"
 
     def resolve(self, request: CondaRequest) -> tuple[CondaPackage, ...]:
+        import asyncio  # here, not at import: it costs ~20 ms and only solves need it
+
         try:
             records = asyncio.run(asyncio.wait_for(self._solve(request), self.timeout))
         except (asyncio.TimeoutError, TimeoutError) as exc:  # distinct types before 3.11

@@ -1,0 +1,57 @@
+"""A benchmark project on the tests' local index (real wheels, served on loopback), so
+every tool resolves and installs the same inputs with no network."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from _timing import REPO
+
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "src"))
+
+from tests.fixtures.pkgindex.index import serve  # noqa: E402
+from tests.fixtures.pkgindex.plugin import build_tree  # noqa: E402
+
+REQUIREMENTS = ["torch==2.4.1", "torchvision==0.19.1", "torchaudio==2.4.1", "transformers>=4.44"]
+
+
+@dataclass(frozen=True)
+class Bench:
+    root: Path
+    default_index: str
+    torch_base: str
+    env: dict[str, str]
+
+    def spec(self, target: str) -> str:
+        gpu = 'gpu = "H100"\ndriver = "550.54.15"' if target == "h100" else 'gpu = "none"'
+        deps = ", ".join(f'"{r}"' for r in REQUIREMENTS[3:])
+        return (
+            f'[project]\nname = "bench"\n[stack]\npython = "3.11"\ntorch = "2.4.1"\n'
+            f'torchvision = "*"\ntorchaudio = "*"\n[targets.{target}]\n{gpu}\n'
+            f'[pip]\nindex-url = "{self.default_index}"\ntorch-index = "{self.torch_base}"\n'
+            f"dependencies = [{deps}]\n"
+        )
+
+
+@contextlib.contextmanager
+def bench_index(root: Path) -> Iterator[Bench]:
+    tree = root / "index"
+    build_tree(tree)
+    home = root / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_", "GPUENV_"))}
+    env.update(
+        HOME=str(home),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        GPUENV_HOME=str(root / "store"),
+        PIP_CONFIG_FILE=os.devnull,  # the machine's pip mirror config would skew pip
+        UV_CACHE_DIR=str(home / ".cache" / "uv"),
+    )
+    with serve(tree) as url:
+        yield Bench(root, f"{url}/simple", f"{url}/whl", env)

@@ -1,0 +1,99 @@
+"""The pydantic models of gpuenv.lock: the validator run on a lock gpuenv has not seen
+before (a cache miss in ``lock.format``), and the source of the JSON Schema."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from gpuenv.errors import FileFormatError
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class HardwareModel(_Model):
+    cpu: bool
+    gpu: str | None = None
+    compute_capabilities: list[str] = Field(default_factory=list, alias="compute-capabilities")
+    driver: str | None = None
+    driver_cuda: str | None = Field(default=None, alias="driver-cuda")
+    source: str
+
+
+class StackModel(_Model):
+    python: str
+    cuda: str | None = None
+    cu_tag: str = Field(alias="cu-tag")
+    torch: str
+    torchvision: str | None = None
+    torchaudio: str | None = None
+    cudnn: str | None = None
+    nccl: str | None = None
+    arch_list: list[str] = Field(default_factory=list, alias="arch-list")
+    index: str
+
+
+class CondaModel(_Model):
+    name: str
+    version: str
+    build: str
+    build_number: int = Field(alias="build-number")
+    channel: str
+    subdir: str
+    url: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    md5: str = Field(pattern=r"^[0-9a-f]{32}$")
+    depends: list[str] = Field(default_factory=list)
+    constrains: list[str] = Field(default_factory=list)
+    size: int | None = None
+    noarch: str | None = Field(default=None, pattern=r"^(python|generic)$")
+
+
+class PipModel(_Model):
+    name: str
+    version: str
+    url: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    index: str | None = None
+    requires: list[str] = Field(default_factory=list)
+
+
+class TargetModel(_Model):
+    input_hash: str = Field(alias="input-hash")
+    platform: str
+    hardware: HardwareModel
+    stack: StackModel
+    virtual_packages: dict[str, str] = Field(default_factory=dict, alias="virtual-packages")
+    conda: list[CondaModel] = Field(default_factory=list)
+    pip: list[PipModel] = Field(default_factory=list)
+
+
+class LockFileModel(_Model):
+    """gpuenv.lock"""
+
+    lock_version: int = Field(alias="lock-version")
+    spec_hash: str = Field(alias="spec-hash")
+    targets: dict[str, TargetModel] = Field(default_factory=dict)
+
+
+def validate(raw: dict[str, Any], *, file: str) -> None:
+    """Raise ``FileFormatError`` naming the first problem (and how many there are)."""
+    try:
+        LockFileModel.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise FileFormatError(
+            f"{file}: {where}: {first['msg']} ({exc.error_count()} problem(s))",
+            hint="the lock is damaged: run 'gpuenv lock' to rewrite it",
+        ) from None
+
+
+def json_schema() -> dict[str, Any]:
+    schema = LockFileModel.model_json_schema(by_alias=True)
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "gpuenv.lock"
+    return schema
