@@ -39,18 +39,38 @@ def main() -> int:
         lock = project / "gpuenv.lock"
         gpuenv = wall(
             ["sh", "-c", f"rm -f {lock} && {python} -m gpuenv lock"],
-            runs=args.runs, env=bench.env, cwd=project,
+            runs=args.runs,
+            env=bench.env,
+            cwd=project,
         )
-        relock = wall([str(python), "-m", "gpuenv", "lock"], runs=args.runs, env=bench.env, cwd=project)
+        relock = wall(
+            [str(python), "-m", "gpuenv", "lock"], runs=args.runs, env=bench.env, cwd=project
+        )
         uv_compile = wall(
             [
-                str(uv), "pip", "compile", "--no-config", "--quiet", "requirements.in",
-                "--generate-hashes", "--index-url", bench.default_index,
-                "--extra-index-url", cu124, "--index-strategy", "unsafe-best-match",
-                "--python-version", "3.11", "--python-platform", "x86_64-manylinux_2_28",
-                "-o", str(project / "uv.txt"),
+                str(uv),
+                "pip",
+                "compile",
+                "--no-config",
+                "--quiet",
+                "requirements.in",
+                "--generate-hashes",
+                "--index-url",
+                bench.default_index,
+                "--extra-index-url",
+                cu124,
+                "--index-strategy",
+                "unsafe-best-match",
+                "--python-version",
+                "3.11",
+                "--python-platform",
+                "x86_64-manylinux_2_28",
+                "-o",
+                str(project / "uv.txt"),
             ],
-            runs=args.runs, env=bench.env, cwd=project,
+            runs=args.runs,
+            env=bench.env,
+            cwd=project,
         )
         report("uv pip compile --generate-hashes", uv_compile)
         report("gpuenv lock (no lock file)", gpuenv, baseline=uv_compile)
@@ -59,11 +79,20 @@ def main() -> int:
         if pip_compile:
             pip_tools = wall(
                 [
-                    pip_compile, "--quiet", "--generate-hashes", "--index-url", bench.default_index,
-                    "--extra-index-url", cu124, "--output-file", str(project / "pip.txt"),
+                    pip_compile,
+                    "--quiet",
+                    "--generate-hashes",
+                    "--index-url",
+                    bench.default_index,
+                    "--extra-index-url",
+                    cu124,
+                    "--output-file",
+                    str(project / "pip.txt"),
                     "requirements.in",
                 ],
-                runs=max(3, args.runs // 3), env=bench.env, cwd=project,
+                runs=max(3, args.runs // 3),
+                env=bench.env,
+                cwd=project,
             )
             report("pip-compile --generate-hashes", pip_tools, baseline=uv_compile)
             faster = statistics.median(gpuenv) < statistics.median(pip_tools)
@@ -71,7 +100,9 @@ def main() -> int:
         else:
             print("pip-compile: not installed (pip install pip-tools) - skipped")
         ratio = statistics.median(gpuenv) / statistics.median(uv_compile)
-        print(f"gpuenv/uv ratio {ratio:.2f} ({'within' if ratio <= 1.3 else 'OVER'} the 1.3x budget)")
+        print(
+            f"gpuenv/uv ratio {ratio:.2f} ({'within' if ratio <= 1.3 else 'OVER'} the 1.3x budget)"
+        )
     return 0
 
 

@@ -8,16 +8,22 @@ import tempfile
 from pathlib import Path
 
 
-def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
+def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, durable: bool = True) -> None:
     """Write ``text`` to ``path`` so readers see the old file or the new one, never
-    a half-written one: a temporary file in the same directory, fsynced, renamed."""
+    a half-written one: a temporary file in the same directory, renamed over it.
+
+    ``durable`` also fsyncs the data before the rename, so the file survives a power
+    loss, not only a killed process: for files whose presence is a promise (the
+    lock, a prefix's completion marker). Files written before such a marker can skip
+    it (each fsync costs milliseconds)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         Path(tmp).chmod(mode)
         Path(tmp).replace(path)
     except BaseException:

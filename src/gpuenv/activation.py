@@ -879,6 +879,6 @@ def write_activation_files(prefix: Path, inputs: ActivationInputs) -> list[Path]
     written = []
     for rel, text in activation_files(inputs).items():
         path = prefix / rel
-        atomic_write_text(path, text)
+        atomic_write_text(path, text, durable=False)  # the marker, written last, is durable
         written.append(path)
     return written

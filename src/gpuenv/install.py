@@ -19,7 +19,6 @@ Nothing outside the store, the caches in it and the project's ``.gpuenv/`` is wr
 
 from __future__ import annotations
 
-import asyncio
 import os
 import platform
 import re
@@ -122,6 +121,8 @@ def _conda_records(packages: tuple[CondaPackage, ...]) -> list[object]:
 
 
 def install_conda(prefix: Path, packages: tuple[CondaPackage, ...], cache: Path) -> None:
+    import asyncio  # here: ~40 ms to import, and only conda installs need it
+
     import rattler
     from rattler import exceptions as rattler_errors
 
@@ -190,7 +191,7 @@ def install_pip(prefix: Path, target: LockedTarget, uv: Path, env: Mapping[str, 
     if not target.pip:
         return
     requirements = prefix / "etc" / "gpuenv" / "requirements.txt"
-    atomic_write_text(requirements, requirements_text(target))
+    atomic_write_text(requirements, requirements_text(target), durable=False)
     argv: list[str | Path] = ["pip", "install", "--no-config", "--quiet"]
     argv += ["--python", prefix / "bin" / "python", "--no-deps", "--require-hashes"]
     argv += ["--link-mode", "hardlink", "-r", requirements]
@@ -207,6 +208,14 @@ def install_pip(prefix: Path, target: LockedTarget, uv: Path, env: Mapping[str, 
 
 
 def python_version(prefix: Path) -> str:
+    """The prefix's Python version: from pyvenv.cfg (a venv) or conda-meta (conda's
+    python), else by asking the interpreter."""
+    for line in _read_lines(prefix / "pyvenv.cfg"):
+        key, _, value = line.partition("=")
+        if key.strip() in ("version_info", "version"):
+            return ".".join(value.strip().split(".")[:3])
+    for record in sorted((prefix / "conda-meta").glob("python-3*.json")):
+        return record.name.split("-")[1]
     result = _proc.run(
         [
             prefix / "bin" / "python",
@@ -218,6 +227,13 @@ def python_version(prefix: Path) -> str:
         what="the prefix's python",
     )
     return result.stdout.strip()
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
 
 
 # --- toolkit and activation -------------------------------------------------------------------

@@ -53,6 +53,7 @@ def write_shell_entrypoints(prefix: Path) -> None:
         "# gpuenv shell: your own ~/.bashrc, then this prefix's activation\n"
         'if [ -f "$HOME/.bashrc" ]; then . "$HOME/.bashrc"; fi\n'
         f". {activate_sh}\n",
+        durable=False,
     )
     activate_zsh = sh_quote(str(_etc(prefix) / "activate.zsh"))
     atomic_write_text(
@@ -63,6 +64,7 @@ def write_shell_entrypoints(prefix: Path) -> None:
         f"unset {SAVED_ZDOTDIR}\n"
         'if [ -f "${ZDOTDIR:-$HOME}/.zshrc" ]; then . "${ZDOTDIR:-$HOME}/.zshrc"; fi\n'
         f". {activate_zsh}\n",
+        durable=False,
     )
 
 

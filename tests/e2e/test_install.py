@@ -302,7 +302,13 @@ def test_a_passing_verification_unlocks_run_on_this_machine_only_for_this_lock(
         shutil.rmtree(site / name)
         shutil.copytree(fake / name, site / name)
     project.env["GPUENV_FAKE_TORCH"] = json.dumps(
-        {"version": "2.4.1+cpu", "cuda": None, "devices": [], "torchvision": "0.19.1+cpu", "torchaudio": "2.4.1+cpu"}
+        {
+            "version": "2.4.1+cpu",
+            "cuda": None,
+            "devices": [],
+            "torchvision": "0.19.1+cpu",
+            "torchaudio": "2.4.1+cpu",
+        }
     )
     verify = project.gpuenv("verify", "--target", "cpu", "--json", timeout=300)
     assert verify.returncode == 0, verify.stdout + verify.stderr

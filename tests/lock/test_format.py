@@ -187,7 +187,7 @@ def test_awkward_strings_survive_the_emitter() -> None:
     import tomllib
 
     odd = 'quote " backslash \\ newline \n tab \t unicode é 日本 control \x01'
-    conda = (replace(CONDA[0], depends=(odd,), channel="https://c.invalid/odd\"channel"),)
+    conda = (replace(CONDA[0], depends=(odd,), channel='https://c.invalid/odd"channel'),)
     lock = Lock("sha256:" + "9" * 64, {"a.b": _target("a.b", PIP, conda)})
     text = render_lock(lock)
     parsed = tomllib.loads(text)

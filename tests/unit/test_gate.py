@@ -17,12 +17,25 @@ NODE_A = {"driver": "550.54.15", "gpus": ["GPU-a"]}
 NODE_B = {"driver": "550.54.15", "gpus": ["GPU-b"]}
 
 
-def write(prefix: Path, fingerprint: dict[str, object], *, lock: str = LOCK, passed: bool = True, probe: bool = True) -> None:
+def write(
+    prefix: Path,
+    fingerprint: dict[str, object],
+    *,
+    lock: str = LOCK,
+    passed: bool = True,
+    probe: bool = True,
+) -> None:
     path = Path(_recordcheck.record_file(prefix, fingerprint))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
         json.dumps(
-            {"schema": 1, "lock_hash": lock, "fingerprint": fingerprint, "passed": passed, "probe": {"passed": probe}}
+            {
+                "schema": 1,
+                "lock_hash": lock,
+                "fingerprint": fingerprint,
+                "passed": passed,
+                "probe": {"passed": probe},
+            }
         )
     )
 
@@ -80,7 +93,15 @@ def test_damaged_records_are_no_records(selected: Selected) -> None:
 def test_machines_keep_separate_records_and_are_counted(tmp_path: Path) -> None:
     (tmp_path / "etc/gpuenv").mkdir(parents=True)
     (tmp_path / "etc/gpuenv/installed.json").write_text(
-        json.dumps({"lock_hash": LOCK, "target": "h100", "python": "3.11", "gpuenv": "0", "installed_at": 0})
+        json.dumps(
+            {
+                "lock_hash": LOCK,
+                "target": "h100",
+                "python": "3.11",
+                "gpuenv": "0",
+                "installed_at": 0,
+            }
+        )
     )
     write(tmp_path, NODE_A)
     write(tmp_path, NODE_B)

@@ -49,15 +49,16 @@ def _targets(args: argparse.Namespace, spec: Spec) -> tuple[str, ...]:
 def run(args: argparse.Namespace) -> int:
     from gpuenv.cli.lock_cmd import backends, progress_display
     from gpuenv.compat import knowledge_base
-    from gpuenv.compat._load import data_digest
+    from gpuenv.compat._data import data_digest
     from gpuenv.install import InstallRequest, install_target
     from gpuenv.lock.format import LOCK_FILENAME
     from gpuenv.lock.locker import LockOptions, ensure_lock
     from gpuenv.spec import load_spec
 
-    kb = knowledge_base()
     spec_file = _common.spec_path(args)
-    loaded = load_spec(spec_file, kb=kb, cache_dir=_common.cache_dir())
+    # The knowledge base is loaded only if something needs it (a spec cache miss, a
+    # relock, a "detect" target, --verify): a fresh lock installs without it.
+    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
     targets = _targets(args, loaded.spec)
     options = LockOptions(
         targets=targets,
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     with progress_display(not args.json and sys.stderr.isatty()) as progress:
         lock = ensure_lock(
             loaded,
-            kb,
+            knowledge_base,
             lock_path=spec_file.parent / LOCK_FILENAME,
             options=options,
             frozen=args.frozen,
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
                 toolkit=loaded.spec.stack.toolkit,
             )
             results.append(install_target(store, request, progress))
-    verified = _verify(results, lock, loaded.spec, kb) if args.verify else {}
+    verified = _verify(results, lock, loaded.spec, knowledge_base()) if args.verify else {}
     _render(results, verified, as_json=args.json)
     return 0 if all(verified.values()) else CheckFailed.exit_code
 

@@ -56,7 +56,7 @@ def progress_display(enabled: bool) -> Iterator[Callable[[str], None]]:
 
 def run(args: argparse.Namespace) -> int:
     from gpuenv.compat import knowledge_base
-    from gpuenv.compat._load import data_digest
+    from gpuenv.compat._data import data_digest
     from gpuenv.lock.format import LOCK_FILENAME, read_lock, write_lock
     from gpuenv.lock.locker import LockOptions, lock_project, stale_reasons
     from gpuenv.spec import load_spec
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     )
     digest = data_digest()
     if args.check:
-        stale = stale_reasons(loaded, kb, existing, kb_digest=digest, options=options)
+        stale = stale_reasons(loaded, lambda: kb, existing, kb_digest=digest, options=options)
         if stale:
             lines = [f"{name}: {'; '.join(why)}" for name, why in sorted(stale.items())]
             raise CheckFailed(

@@ -9,17 +9,21 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from gpuenv.compat.model import (
-    Architecture,
-    CudaFamily,
-    CudaRelease,
-    DriverCompat,
-    GpuModel,
-    KnowledgeBase,
-    TorchBuild,
-    TorchRelease,
-    gpu_tokens,
-)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from gpuenv.compat.model import (
+        Architecture,
+        CudaFamily,
+        CudaRelease,
+        DriverCompat,
+        GpuModel,
+        KnowledgeBase,
+        TorchBuild,
+        TorchRelease,
+        gpu_tokens,
+    )
 
 __all__ = [
     "Architecture",
@@ -33,6 +37,16 @@ __all__ = [
     "gpu_tokens",
     "knowledge_base",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The model loads on first use: importing gpuenv.compat (for the data digest, say)
+    # must not cost the model's imports.
+    if name in __all__:
+        from gpuenv.compat import model
+
+        return getattr(model, name)
+    raise AttributeError(f"module 'gpuenv.compat' has no attribute {name!r}")
 
 
 @lru_cache(maxsize=1)

@@ -16,13 +16,13 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Mapping
-from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from gpuenv.compat._data import DATA_FILES, data_digest, read_data
 from gpuenv.compat.model import (
     Architecture,
     CudaFamily,
@@ -42,38 +42,9 @@ from gpuenv.versions import (
 )
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
-DATA_FILES = ("cuda.toml", "gpus.toml", "torch.toml")
-
-
-SCHEMA_VERSION = 1
-
-
-def _data_bytes(name: str) -> bytes:
-    return resources.files("gpuenv.compat").joinpath("data").joinpath(name).read_bytes()
-
-
-def data_digest() -> str:
-    """A digest of the shipped data files: caches of derived results key on it."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    for name in DATA_FILES:
-        digest.update(name.encode() + b"\0" + _data_bytes(name))
-    return digest.hexdigest()
-
-
-def read_data(name: str) -> dict[str, Any]:
-    """The raw TOML of one data file (also used by the schema test)."""
-    data: dict[str, Any] = tomllib.loads(_data_bytes(name).decode("utf-8"))
-    if data.get("schema") != SCHEMA_VERSION:
-        raise FileFormatError(
-            f"compat/data/{name}: schema {data.get('schema')!r}, expected {SCHEMA_VERSION}"
-        )
-    return data
+    pass
 
 
 T = TypeVar("T")

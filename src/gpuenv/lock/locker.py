@@ -15,13 +15,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from gpuenv.compat import KnowledgeBase
 from gpuenv.errors import Alternative, ExternalToolError, NoCompatiblePlan
-from gpuenv.hardware import HardwareFacts
 from gpuenv.lock.format import LATEST
 from gpuenv.lock.model import (
     CondaPackage,
@@ -36,8 +34,14 @@ from gpuenv.lock.model import (
     StackSummary,
     strip_credentials,
 )
-from gpuenv.plan import TargetPlan, plan_target
 from gpuenv.spec import LoadedSpec, Spec
+
+# The planner (and the knowledge base behind it) loads only when something is
+# planned: `install` from a fresh lock never needs it (see stale_reasons).
+if TYPE_CHECKING:
+    from gpuenv.compat import KnowledgeBase
+    from gpuenv.hardware import HardwareFacts
+    from gpuenv.plan import TargetPlan
 
 Progress = Callable[[str], None]
 
@@ -128,13 +132,18 @@ def _summary(plan: TargetPlan) -> StackSummary:
 
 def stale_reasons(
     loaded: LoadedSpec,
-    kb: KnowledgeBase,
+    knowledge: Callable[[], KnowledgeBase],
     lock: Lock | None,
     *,
     kb_digest: str,
     options: LockOptions,
 ) -> dict[str, list[str]]:
-    """Why each target's lock is out of date (empty when the lock is fresh). No network."""
+    """Why each target's lock is out of date (empty when the lock is fresh). No network.
+
+    A target's input hash covers the spec parts it depends on and the knowledge base's
+    digest, and planning is a pure function of those, so an unchanged hash means an
+    unchanged plan. Only "detect" targets, whose hardware is this machine's, are
+    planned again to compare (``knowledge`` is called only then)."""
     spec = loaded.spec
     if lock is None:
         return {name: ["no lock file"] for name in spec.targets}
@@ -149,9 +158,11 @@ def stale_reasons(
         found = []
         if locked.input_hash != input_hash(spec, name, kb_digest):
             found.append("the spec (or gpuenv's knowledge base) changed since it was locked")
-        else:
+        elif spec.targets[name].uses_detect:
+            from gpuenv.plan import plan_target
+
             plan = plan_target(
-                name, spec, kb, detected=options.detected, torch_index=options.torch_index
+                name, spec, knowledge(), detected=options.detected, torch_index=options.torch_index
             )
             # The index is where a build comes from (mirrors differ), not which build it is.
             if replace(_summary(plan), index="") != replace(locked.stack, index=""):
@@ -276,6 +287,8 @@ def _lock_target(
     progress: Progress,
     kb_digest: str,
 ) -> LockedTarget:
+    from gpuenv.plan import plan_target
+
     spec = loaded.spec
     plan = plan_target(name, spec, kb, detected=options.detected, torch_index=options.torch_index)
     keep = previous if previous is not None and not options.upgrade else None
@@ -410,7 +423,7 @@ def lock_project(
 
 def ensure_lock(
     loaded: LoadedSpec,
-    kb: KnowledgeBase,
+    knowledge: Callable[[], KnowledgeBase],
     *,
     lock_path: Path,
     options: LockOptions,
@@ -425,7 +438,7 @@ def ensure_lock(
     from gpuenv.lock.format import read_lock, write_lock
 
     existing = read_lock(lock_path, cache_dir=options.cache_dir)
-    stale = stale_reasons(loaded, kb, existing, kb_digest=kb_digest, options=options)
+    stale = stale_reasons(loaded, knowledge, existing, kb_digest=kb_digest, options=options)
     wanted = options.targets or tuple(loaded.spec.targets)
     relevant = {name: why for name, why in stale.items() if name in wanted}
     if not relevant and existing is not None:
@@ -441,7 +454,7 @@ def ensure_lock(
     relock = replace(options, targets=tuple(relevant))
     result = lock_project(
         loaded,
-        kb,
+        knowledge(),
         existing=existing,
         options=relock,
         pip=pip,

@@ -232,7 +232,8 @@ def parse_spec_text(
 ) -> LoadedSpec:
     """Parse and validate spec text; raise ``SpecError`` listing every problem.
 
-    ``kb`` (a ``KnowledgeBase``) adds the checks against known GPUs and CUDA releases.
+    ``kb`` (a ``KnowledgeBase``, or a function returning one, called only when the
+    checks run) adds the checks against known GPUs and CUDA releases.
     ``cache_dir`` consults and fills the validated-spec cache there (see the module doc).
     """
     from gpuenv.spec import _cache
@@ -253,7 +254,8 @@ def parse_spec_text(
     if kb is not None:
         from gpuenv.spec._checks import check_against_knowledge
 
-        problems = check_against_knowledge(spec, kb, file, lines)
+        knowledge = kb() if callable(kb) else kb
+        problems = check_against_knowledge(spec, knowledge, file, lines)
         if problems:
             raise SpecError(problems)
     if cache_dir and key:

@@ -15,7 +15,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from gpuenv.compat._load import DATA_FILES, read_data
+from gpuenv.compat._data import DATA_FILES, read_data
 from gpuenv.versions import (
     ArchTarget,
     ComputeCapability,

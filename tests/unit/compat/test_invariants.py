@@ -17,7 +17,7 @@ import pytest
 from packaging.version import Version
 
 from gpuenv.compat import KnowledgeBase, gpu_tokens, knowledge_base
-from gpuenv.compat._load import DATA_FILES, read_data
+from gpuenv.compat._data import DATA_FILES, read_data
 from gpuenv.versions import ComputeCapability, CudaVersion
 
 
