@@ -15,8 +15,8 @@ from _timing import REPO
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
-from tests.fixtures.pkgindex.index import serve  # noqa: E402
-from tests.fixtures.pkgindex.plugin import build_tree  # noqa: E402
+from tests.fixtures.pkgindex.index import serve
+from tests.fixtures.pkgindex.plugin import build_tree
 
 REQUIREMENTS = ["torch==2.4.1", "torchvision==0.19.1", "torchaudio==2.4.1", "transformers>=4.44"]
 
