@@ -188,7 +188,8 @@ def main() -> int:
         report("python -m venv + pip install --require-hashes", pip, baseline=uv_sync)
         ratio = statistics.median(gpuenv) / statistics.median(uv_sync)
         print(
-            f"gpuenv/uv ratio {ratio:.2f} ({'within' if ratio <= 1.3 else 'OVER'} the 1.3x budget); "
+            f"gpuenv/uv ratio {ratio:.2f} "
+            f"({'within' if ratio <= 1.3 else 'OVER'} the 1.3x budget); "
             f"gpuenv/pip ratio {statistics.median(gpuenv) / statistics.median(pip):.2f}"
         )
     return 0
