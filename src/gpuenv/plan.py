@@ -598,13 +598,26 @@ def _alternatives(problem: _Problem) -> list[Alternative]:
 # --- entry point -----------------------------------------------------------------------------
 
 
+def _requested_cuda(spec: Spec) -> CudaVersion | None:
+    """``cuda``, or else a toolkit pinned to a CUDA version: the wheels must be built for
+    the toolkit's CUDA, or extensions compiled with it break (spec checks refuse a
+    toolkit and a cuda that disagree)."""
+    stack = spec.stack
+    if stack.cuda != "auto":
+        return CudaVersion.parse(stack.cuda)
+    toolkit = stack.toolkit
+    if toolkit and toolkit != "auto" and not toolkit.startswith("system:"):
+        return CudaVersion.parse(toolkit)
+    return None
+
+
 def constraints(spec: Spec) -> Constraints:
     stack = spec.stack
     return Constraints(
         torch=parse_version_spec(stack.torch),
         torch_text=stack.torch,
         python=stack.python,
-        cuda=None if stack.cuda == "auto" else CudaVersion.parse(stack.cuda),
+        cuda=_requested_cuda(spec),
         mode=DriverCompat(stack.driver_compat),
         torchvision=stack.torchvision,
         torchaudio=stack.torchaudio,

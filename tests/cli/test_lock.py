@@ -201,3 +201,19 @@ def test_credentials_never_reach_the_lock(
     text = (project.parent / "gpuenv.lock").read_text()
     assert "secret" not in text
     assert "https://mirror.invalid/whl/cu124" in text
+
+
+def test_a_toolkit_is_locked_with_the_wheels_cuda(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(TWO_TARGETS.replace('torchvision = "*"', 'torchvision = "*"\ntoolkit = "auto"'))
+    assert cli("-f", str(spec), "lock").code == 0
+    by_index = {r.torch_index: r.requirements for r in fakes[0].requests}
+    assert "nvidia-cuda-nvcc-cu12==12.4.*" in by_index["https://download.pytorch.org/whl/cu124"]
+    assert not any("nvcc" in r for r in by_index["https://download.pytorch.org/whl/cpu"])
+    conda = tmp_path / "conda" / "gpuenv.toml"
+    conda.parent.mkdir()
+    conda.write_text(spec.read_text() + '\n[conda]\nchannels = ["file:///channel"]\n')
+    assert cli("-f", str(conda), "lock", "--target", "h100").code == 0
+    assert {"cuda-nvcc 12.4.*", "cuda-cudart-dev 12.4.*"} <= set(fakes[1].requests[-1].specs)

@@ -134,3 +134,10 @@ def test_every_example_plans(example: Path) -> None:
     assert {t.target for t in plan.targets} == set(loaded.spec.targets)
     for target in plan.targets:
         assert target.reasons
+
+
+def test_a_pinned_toolkit_decides_the_wheels_cuda() -> None:
+    spec = spec_of('torch = "2.4.*"\ntoolkit = "12.1"', 'gpu = "H100"\ndriver = "550.54.15"')
+    assert make_plan(spec, knowledge_base()).target("t").cu_tag == "cu121"
+    auto = spec_of('torch = "2.4.*"\ntoolkit = "auto"', 'gpu = "H100"\ndriver = "550.54.15"')
+    assert make_plan(auto, knowledge_base()).target("t").cu_tag == "cu124"

@@ -185,7 +185,15 @@ def _conda_specs(spec: Spec, plan: TargetPlan) -> tuple[str, ...]:
     )
     if spec.conda.python and "python" not in spec.conda.dependency_names():
         specs.append(f"python {plan.python}.*")
+    if _wants_toolkit(spec, plan):
+        # The prefix's own toolkit: nvcc and the runtime headers of the wheels' CUDA.
+        specs += [f"cuda-nvcc {plan.cuda}.*", f"cuda-cudart-dev {plan.cuda}.*"]
     return tuple(specs)
+
+
+def _wants_toolkit(spec: Spec, plan: TargetPlan) -> bool:
+    toolkit = spec.stack.toolkit
+    return toolkit is not None and not toolkit.startswith("system:") and plan.cuda is not None
 
 
 def _pip_requirements(spec: Spec, plan: TargetPlan) -> tuple[str, ...]:
@@ -194,7 +202,12 @@ def _pip_requirements(spec: Spec, plan: TargetPlan) -> tuple[str, ...]:
         family.append(f"torchvision=={plan.torchvision}")
     if plan.torchaudio:
         family.append(f"torchaudio=={plan.torchaudio}")
-    return (*family, *spec.pip.dependencies)
+    toolkit: list[str] = []
+    if spec.conda is None and _wants_toolkit(spec, plan):
+        # Without conda, NVIDIA's toolkit wheels (install gathers them under <prefix>/cuda).
+        major = (plan.cuda or "").split(".")[0]
+        toolkit.append(f"nvidia-cuda-nvcc-cu{major}=={plan.cuda}.*")
+    return (*family, *spec.pip.dependencies, *toolkit)
 
 
 def _local_label(version: str) -> str | None:
