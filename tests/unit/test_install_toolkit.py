@@ -42,7 +42,7 @@ def test_a_system_toolkit_is_checked_against_the_locked_cuda(tmp_path: Path) -> 
     fake_nvcc(bad, "11.8")
     assert cuda_home(tmp_path / "prefix", target(), f"system:{good}") == good
     with pytest.raises(
-        InstallError, match="has CUDA 11.8; the lock's torch is built for CUDA 12.4"
+        InstallError, match=r"has CUDA 11\.8; the lock's torch is built for CUDA 12\.4"
     ):
         cuda_home(tmp_path / "prefix", target(), f"system:{bad}")
     with pytest.raises(InstallError, match="no nvcc"):
