@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -319,3 +320,36 @@ def test_a_passing_verification_unlocks_run_on_this_machine_only_for_this_lock(
     project.spec.write_text(spec_text(pkgindex, deps='"transformers==4.44.2"'))
     project.gpuenv("install", "--target", "cpu", check=True)
     assert project.gpuenv("run", "--", "true").returncode == 4
+
+
+def test_shell_starts_bash_activated_and_passes_its_exit_code(
+    make_project: Callable[..., Project],
+) -> None:
+    project = make_project()
+    project.gpuenv("install", "--target", "cpu", check=True)
+    (Path(project.env["HOME"]) / ".bashrc").write_text("export FROM_USER_RC=yes\n")
+    shell = subprocess.run(
+        [sys.executable, "-m", "gpuenv", "shell", "--unverified", "--shell", "bash"],
+        cwd=project.dir,
+        env=project.env,
+        input='command -v python; echo "rc=$FROM_USER_RC"; exit 3\n',
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert shell.returncode == 3, shell.stderr
+    lines = shell.stdout.split()
+    assert lines[0] == str(installed_prefix(project) / "bin" / "python")
+    assert "rc=yes" in lines, "the user's own bashrc ran first"
+    refused = subprocess.run(
+        [sys.executable, "-m", "gpuenv", "shell", "--shell", "bash"],
+        cwd=project.dir,
+        env=project.env,
+        input="exit 0\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert refused.returncode == 4
