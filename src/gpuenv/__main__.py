@@ -1,5 +1,5 @@
 import sys
 
-from gpuenv.cli import main
+from gpuenv.cli import entry
 
-sys.exit(main())
+sys.exit(entry())

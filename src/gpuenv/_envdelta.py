@@ -120,7 +120,8 @@ def _restore(env: dict[str, str], names: Sequence[str]) -> None:
     env.pop(UNSET_LIST_VAR, None)
 
 
-def _checked_ops(delta: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]]:
+def checked_ops(delta: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]]:
+    """The delta's active prefix and ops, after the format and name checks."""
     try:
         if delta["format"] != DELTA_FORMAT:
             raise FileFormatError(
@@ -143,7 +144,7 @@ def apply(delta: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[dict[st
     """``environ`` with the delta applied exactly as the activation script would apply
     it, and the stderr lines the script would print (dropped entries, a deactivated
     other prefix) for the caller to show."""
-    active, ops = _checked_ops(delta)
+    active, ops = checked_ops(delta)
     env = dict(environ)
     messages: list[str] = []
     if env.get(ACTIVE_VAR) == active:

@@ -356,14 +356,9 @@ def _op_from_json(item: Mapping[str, Any]) -> Op:
 
 def ops_from_delta(delta: Mapping[str, Any]) -> tuple[Op, ...]:
     """Rebuild (and re-validate) the ops a delta was made from, minus the prompt."""
+    active, items = _envdelta.checked_ops(delta)
     try:
-        if delta["format"] != DELTA_FORMAT:
-            raise FileFormatError(
-                f"environment delta format {delta['format']!r} is not supported "
-                f"(this gpuenv reads format {DELTA_FORMAT})",
-                hint="reinstall the environment with this gpuenv",
-            )
-        return (Guard(delta["active"]), *(_op_from_json(item) for item in delta["ops"]))
+        return (Guard(active), *(_op_from_json(item) for item in items))
     except (KeyError, TypeError, AttributeError) as exc:
         raise FileFormatError(f"malformed environment delta ({exc!r})") from exc
 

@@ -286,8 +286,15 @@ def test_a_malformed_delta_is_a_file_format_error(delta) -> None:
 
 def test_a_tampered_delta_is_revalidated() -> None:
     delta = {"format": 1, "active": "/p", "ops": [{"op": "set", "name": "A=B", "value": "x"}]}
-    with pytest.raises(ActivationError):
+    with pytest.raises(FileFormatError, match="malformed environment delta op"):
         apply_delta(delta, {})
+    relative = {
+        "format": 1,
+        "active": "/p",
+        "ops": [{"op": "prepend", "name": "PATH", "entries": ["bin"]}],
+    }
+    with pytest.raises(ActivationError):
+        apply_delta(relative, {})
 
 
 def test_a_newer_delta_format_is_refused_with_a_hint() -> None:

@@ -44,6 +44,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _full_main(args_list)
 
 
+def entry() -> int:
+    """The console script: ``main`` and then the exit.
+
+    A process that used py-rattler ends with ``os._exit``: rattler's native runtime
+    keeps worker threads that, torn down during interpreter finalization (after a
+    failed solve especially), now and then crash the process with SIGSEGV after
+    gpuenv has already said everything, turning exit 3 into -11. Everything is
+    flushed first, and nothing of gpuenv's runs after this point anyway.
+    """
+    code = main()
+    if "rattler" in sys.modules:
+        import os
+
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
 def _configure_caches() -> None:
     """Point the library's caches at gpuenv's cache dir (environment read here, once)."""
     from gpuenv import _settings

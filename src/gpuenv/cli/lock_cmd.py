@@ -57,8 +57,8 @@ def progress_display(enabled: bool) -> Iterator[Callable[[str], None]]:
 def run(args: argparse.Namespace) -> int:
     from gpuenv.compat import knowledge_base
     from gpuenv.compat._data import data_digest
-    from gpuenv.lock.format import LOCK_FILENAME, read_lock, write_lock
-    from gpuenv.lock.locker import LockOptions, lock_project, stale_reasons
+    from gpuenv.lock.format import LOCK_FILENAME, read_lock
+    from gpuenv.lock.locker import LockOptions, lock_and_write, stale_reasons
     from gpuenv.spec import load_spec
 
     kb = knowledge_base()
@@ -91,19 +91,17 @@ def run(args: argparse.Namespace) -> int:
         else:
             _output.err(f"{lock_path} is up to date")
         return 0
-    pip, conda = backends()
     with progress_display(not args.json and sys.stderr.isatty()) as progress:
-        result = lock_project(
+        result, written = lock_and_write(
             loaded,
             kb,
-            existing=existing,
+            existing,
+            lock_path=lock_path,
             options=options,
-            pip=pip,
-            conda=conda,
+            backends=backends,
             kb_digest=digest,
             progress=progress,
         )
-    written = write_lock(lock_path, result.lock, cache_dir=_common.cache_dir())
     _render(result, lock_path=str(lock_path), written=written, as_json=args.json)
     return 0
 

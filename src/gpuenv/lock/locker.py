@@ -448,7 +448,7 @@ def ensure_lock(
     """The lock for ``options.targets``, relocking the stale ones first (like ``uv
     sync``); with ``frozen`` a stale lock is refused instead (exit 1)."""
     from gpuenv.errors import CheckFailed
-    from gpuenv.lock.format import read_lock, write_lock
+    from gpuenv.lock.format import read_lock
 
     existing = read_lock(lock_path, cache_dir=options.cache_dir)
     stale = stale_reasons(loaded, knowledge, existing, kb_digest=kb_digest, options=options)
@@ -463,17 +463,43 @@ def ensure_lock(
             hint="run 'gpuenv lock' (and commit gpuenv.lock)",
             details={"stale": relevant},
         )
-    pip, conda = backends()
     relock = replace(options, targets=tuple(relevant))
-    result = lock_project(
+    result, _written = lock_and_write(
         loaded,
         knowledge(),
-        existing=existing,
+        existing,
+        lock_path=lock_path,
         options=relock,
+        backends=backends,
+        kb_digest=kb_digest,
+        progress=progress,
+    )
+    return result.lock
+
+
+def lock_and_write(
+    loaded: LoadedSpec,
+    kb: KnowledgeBase,
+    existing: Lock | None,
+    *,
+    lock_path: Path,
+    options: LockOptions,
+    backends: Callable[[], tuple[PipResolver, CondaSolver]],
+    kb_digest: str,
+    progress: Progress | None = None,
+) -> tuple[LockResult, bool]:
+    """Lock with the real resolvers and write the file; True when its bytes changed."""
+    from gpuenv.lock.format import write_lock
+
+    pip, conda = backends()
+    result = lock_project(
+        loaded,
+        kb,
+        existing=existing,
+        options=options,
         pip=pip,
         conda=conda,
         kb_digest=kb_digest,
         progress=progress,
     )
-    write_lock(lock_path, result.lock, cache_dir=options.cache_dir)
-    return result.lock
+    return result, write_lock(lock_path, result.lock, cache_dir=options.cache_dir)
