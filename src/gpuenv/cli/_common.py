@@ -9,8 +9,6 @@ from typing import Any
 
 from gpuenv.errors import UsageError
 
-SPEC_DEFAULT = "gpuenv.toml"
-
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")

@@ -50,7 +50,6 @@ __all__ = [
     "parse_version_spec",
 ]
 
-SPEC_FILENAME = "gpuenv.toml"
 TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio", "pytorch-triton", "triton"})
 CONDA_TORCH_NAMES = frozenset({"pytorch", "torch", "torchvision", "torchaudio", "pytorch-cuda"})
 
