@@ -84,6 +84,11 @@ def main() -> int:
         action="store_true",
         help="add 25 wheels of 1,200 files each (30k files: the size of a torch prefix)",
     )
+    parser.add_argument(
+        "--torch-wheel",
+        type=Path,
+        help="install this real torch wheel in place of the fixture's small one",
+    )
     args = parser.parse_args()
     python = REPO / ".venv" / "bin" / "python"
     uv = str(REPO / ".venv" / "bin" / "uv")
@@ -106,6 +111,22 @@ def main() -> int:
 
         lock = read_lock(project / "gpuenv.lock")
         assert lock is not None
+        if args.torch_wheel:
+            import hashlib
+            from dataclasses import replace
+
+            from gpuenv.lock.format import write_lock
+
+            digest = hashlib.sha256(args.torch_wheel.read_bytes()).hexdigest()
+            cpu = lock.targets["cpu"]
+            pip = tuple(
+                replace(p, url=args.torch_wheel.resolve().as_uri(), sha256=digest)
+                if p.name == "torch"
+                else p
+                for p in cpu.pip
+            )
+            lock = replace(lock, targets={"cpu": replace(cpu, pip=pip)})
+            write_lock(project / "gpuenv.lock", lock)
         if args.heavy:
             from dataclasses import replace
 

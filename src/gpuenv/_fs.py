@@ -12,10 +12,9 @@ def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, durable: bool
     """Write ``text`` to ``path`` so readers see the old file or the new one, never
     a half-written one: a temporary file in the same directory, renamed over it.
 
-    ``durable`` also fsyncs the data before the rename, so the file survives a power
-    loss, not only a killed process: for files whose presence is a promise (the
-    lock, a prefix's completion marker). Files written before such a marker can skip
-    it (each fsync costs milliseconds)."""
+    ``durable`` also fsyncs the data before the rename, so the file itself survives a
+    power loss, not only a killed process: for files users keep (the lock, the spec).
+    Files inside a prefix skip it (see ``Store.mark_installed``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

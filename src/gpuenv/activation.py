@@ -874,6 +874,6 @@ def write_activation_files(prefix: Path, inputs: ActivationInputs) -> list[Path]
     written = []
     for rel, text in activation_files(inputs).items():
         path = prefix / rel
-        atomic_write_text(path, text, durable=False)  # the marker, written last, is durable
+        atomic_write_text(path, text, durable=False)  # see Store.mark_installed
         written.append(path)
     return written

@@ -111,9 +111,16 @@ class Store:
         return marker is not None and marker.lock_hash == lock_hash
 
     def mark_installed(self, prefix: Path, *, lock_hash: str, target: str, python: str) -> None:
-        """The last step of an install: after this the prefix counts as installed."""
+        """The last step of an install: after this the prefix counts as installed.
+
+        Written atomically (a rename), not fsynced: an fsync here forces the file
+        system to commit the metadata of every file just installed (a second or more
+        for a torch prefix), and buys little: journaling file systems commit a rename
+        after the changes made before it, so a marker that survives a crash implies
+        the files it vouches for did too. A killed process never leaves a marker."""
         marker = Marker(lock_hash, target, python, __version__, time.time())
-        atomic_write_text(prefix / MARKER, json.dumps(marker.to_json(), indent=2) + "\n")
+        text = json.dumps(marker.to_json(), indent=2) + "\n"
+        atomic_write_text(prefix / MARKER, text, durable=False)
 
     def discard(self, prefix: Path) -> None:
         """Remove a prefix (an interrupted build, or gc): renamed into trash/ first, in
