@@ -401,15 +401,23 @@ def _seed_preferences(annotated: Path, pylock: Path, preferences: Iterable[PipPa
 
 
 def _first_promotion(run: _Run) -> frozenset[str]:
-    """Torch-family packages the previous lock held without their being requested
-    directly (triton, pulled in by torch): promoting them at once usually saves an
-    attempt. It is a guess: when it makes the request unresolvable (the build's index
-    has no triton) or nothing requires the package any more, the attempt is redone."""
+    """Torch-family packages to pin to the torch index from the first attempt, though
+    not requested directly: those the previous lock held (triton, pulled in by torch),
+    or with no previous lock, triton for a CUDA build on Linux x86_64 (every CUDA torch
+    since 2.0 needs it there). Promoting at once saves a whole second resolution. It is
+    a guess: when it makes the request unresolvable (the build's index has no triton)
+    or nothing requires the package, the attempt is redone without it."""
     if run.torch is None:
         return frozenset()
-    return frozenset(normalize_name(p.name) for p in run.request.preferences) & (
-        run.family - run.direct
-    )
+    held = frozenset(normalize_name(p.name) for p in run.request.preferences)
+    if not run.request.preferences and _cuda_build_on_x86(run.request):
+        held = frozenset({"triton"})
+    return held & (run.family - run.direct)
+
+
+def _cuda_build_on_x86(request: PipRequest) -> bool:
+    index = (request.torch_index or "").rstrip("/").rsplit("/", 1)[-1]
+    return request.platform == "linux-64" and index.startswith("cu") and index[2:].isdigit()
 
 
 def _reachable(roots: Iterable[str], resolved: Mapping[str, _Resolved]) -> set[str]:
