@@ -7,7 +7,11 @@ Python 3.11 on x86_64. uv and pip-compile get the cu124 index as an extra index
 gpuenv pins the torch family to that index. Issue budget: gpuenv within 1.3x of uv
 and faster than pip-compile.
 
-Usage: .venv/bin/python bench/lock.py [--runs N]   (pip-compile: pip install pip-tools)
+With --pypi (needs network) the same comparison runs against the default package
+index instead: an H100 target on driver 535, where the chosen build (cu121) is PyPI's
+own torch 2.4.1, so every tool takes everything from the default index.
+
+Usage: .venv/bin/python bench/lock.py [--runs N] [--pypi]   (pip-compile: pip install pip-tools)
 """
 
 from __future__ import annotations
@@ -25,17 +29,34 @@ from _timing import REPO, report, wall
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--pypi", action="store_true", help="lock against the default index")
     args = parser.parse_args()
     python = REPO / ".venv" / "bin" / "python"
     uv = REPO / ".venv" / "bin" / "uv"
     with tempfile.TemporaryDirectory() as tmp, bench_index(Path(tmp)) as bench:
         project = Path(tmp) / "project"
         project.mkdir()
-        (project / "gpuenv.toml").write_text(bench.spec("h100"))
-        (project / "requirements.in").write_text(
-            "\n".join(REQUIREMENTS).replace("torch==2.4.1", "torch==2.4.1+cu124") + "\n"
-        )
-        cu124 = f"{bench.torch_base}/cu124"
+        if args.pypi:
+            spec = bench.spec("h100").replace("550.54.15", "535.104.05")
+            spec = "\n".join(
+                line
+                for line in spec.splitlines()
+                if not line.startswith(("index-url", "torch-index"))
+            )
+            (project / "gpuenv.toml").write_text(spec + "\n")
+            (project / "requirements.in").write_text("\n".join(REQUIREMENTS) + "\n")
+            indexes: list[str] = []
+        else:
+            (project / "gpuenv.toml").write_text(bench.spec("h100"))
+            (project / "requirements.in").write_text(
+                "\n".join(REQUIREMENTS).replace("torch==2.4.1", "torch==2.4.1+cu124") + "\n"
+            )
+            indexes = [
+                "--index-url",
+                bench.default_index,
+                "--extra-index-url",
+                f"{bench.torch_base}/cu124",
+            ]
         lock = project / "gpuenv.lock"
         gpuenv = wall(
             ["sh", "-c", f"rm -f {lock} && {python} -m gpuenv lock"],
@@ -55,10 +76,7 @@ def main() -> int:
                 "--quiet",
                 "requirements.in",
                 "--generate-hashes",
-                "--index-url",
-                bench.default_index,
-                "--extra-index-url",
-                cu124,
+                *indexes,
                 "--index-strategy",
                 "unsafe-best-match",
                 "--python-version",
@@ -82,10 +100,7 @@ def main() -> int:
                     pip_compile,
                     "--quiet",
                     "--generate-hashes",
-                    "--index-url",
-                    bench.default_index,
-                    "--extra-index-url",
-                    cu124,
+                    *indexes,
                     "--output-file",
                     str(project / "pip.txt"),
                     "requirements.in",
