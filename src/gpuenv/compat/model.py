@@ -208,10 +208,6 @@ class KnowledgeBase:
                 return release
         return None
 
-    def all_cuda_tags(self) -> list[str]:
-        tags = {b.tag for r in self.torch_releases for b in r.cuda_builds}
-        return sorted(tags, key=CudaVersion.from_tag)
-
 
 def sorted_releases(releases: Iterable[TorchRelease]) -> tuple[TorchRelease, ...]:
     return tuple(sorted(releases, key=lambda r: r.version, reverse=True))

@@ -65,24 +65,3 @@ def passing_machines(prefix: object) -> int:
     path = os.fspath(prefix)  # type: ignore[call-overload]
     marker = read_marker(path)
     return count(path, marker.lock_hash) if marker else 0
-
-
-def record_pass_for_bench(prefix: object, lock_hash: str) -> None:
-    """Write a passing record for this machine (benchmarks of the run path only)."""
-    import json
-    import os
-
-    from gpuenv._fs import atomic_write_text
-    from gpuenv.verify._recordcheck import RECORD_SCHEMA, record_file
-
-    fingerprint = machine_fingerprint()
-    raw = {
-        "schema": RECORD_SCHEMA,
-        "lock_hash": lock_hash,
-        "fingerprint": fingerprint,
-        "passed": True,
-        "probe": {"passed": True},
-    }
-    from pathlib import Path
-
-    atomic_write_text(Path(record_file(os.fspath(prefix), fingerprint)), json.dumps(raw))  # type: ignore[call-overload]

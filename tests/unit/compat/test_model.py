@@ -376,13 +376,6 @@ def test_release_for_companion(kb: KnowledgeBase) -> None:
     assert torch_for("torchvision", "0.99.0") is None
 
 
-def test_all_cuda_tags_are_sorted_by_cuda_version(kb: KnowledgeBase) -> None:
-    tags = kb.all_cuda_tags()
-    assert tags[0] == "cu102"
-    assert {"cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130", "cu132"} <= set(tags)
-    assert [CudaVersion.from_tag(t) for t in tags] == sorted(CudaVersion.from_tag(t) for t in tags)
-
-
 # --- arch coverage ------------------------------------------------------------------------
 
 
