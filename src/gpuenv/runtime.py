@@ -98,14 +98,6 @@ def select(project: str, target: str | None) -> Selected:
     return Selected(target, prefix, marker)
 
 
-def read_marker_of(prefix: str) -> Marker:
-    """The marker of a prefix that was just installed (so it must have one)."""
-    marker = read_marker(prefix)
-    if marker is None:
-        raise NotInstalled(f"{prefix} is not installed (no completion marker)")
-    return marker
-
-
 def child_environment(
     selected: Selected, environ: Mapping[str, str]
 ) -> tuple[dict[str, str], list[str]]:

@@ -90,13 +90,14 @@ def run(args: argparse.Namespace) -> int:
                 toolkit=loaded.spec.stack.toolkit,
             )
             results.append(install_target(store, request, progress))
-    verified = _verify(results, lock, loaded.spec, knowledge_base()) if args.verify else {}
+    project = str(spec_file.parent.absolute())
+    verified = _verify(project, results, lock, loaded.spec, knowledge_base()) if args.verify else {}
     _render(results, verified, as_json=args.json)
     return 0 if all(verified.values()) else CheckFailed.exit_code
 
 
 def _verify(
-    results: list[InstallResult], lock: Lock, spec: Spec, kb: KnowledgeBase
+    project: str, results: list[InstallResult], lock: Lock, spec: Spec, kb: KnowledgeBase
 ) -> dict[str, bool]:
     """Run the probe in each installed prefix and record the outcome (gpuenv verify)."""
     from gpuenv import runtime
@@ -104,9 +105,7 @@ def _verify(
 
     outcome = {}
     for result in results:
-        selected = runtime.Selected(
-            result.target, str(result.prefix), runtime.read_marker_of(str(result.prefix))
-        )
+        selected = runtime.select(project, result.target)  # the pointer install just set
         locked = lock.target(result.target)
         assert locked is not None
         verification = verify_target(
