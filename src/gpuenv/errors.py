@@ -254,3 +254,16 @@ class HardwareDetectionError(GpuenvError):
 
     exit_code = EXIT_EXTERNAL
     kind = "hardware"
+
+
+class ArchiveError(FileFormatError):
+    """An offline archive (``gpuenv pack``) is damaged, truncated, tampered with or
+    hostile (a member outside the archive's folder, a link, a device, a duplicate)."""
+
+    kind = "archive"
+
+
+class DownloadError(ExternalToolError):
+    """An artifact could not be downloaded (``gpuenv pack``): the URL is redacted."""
+
+    kind = "download"

@@ -20,6 +20,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lock": ("gpuenv.cli.lock_cmd", "write or check gpuenv.lock: exact artifacts per target"),
     "verify": ("gpuenv.cli.verify_cmd", "run real kernels on the GPU and check the libraries"),
     "install": ("gpuenv.cli.install_cmd", "materialise targets from the lock into store prefixes"),
+    "export": ("gpuenv.cli.export_cmd", "write the lock for other tools: conda-lock, pylock, ..."),
+    "pack": (
+        "gpuenv.cli.pack_cmd",
+        "one archive of the lock and its artifacts, for offline installs",
+    ),
     "shell": ("gpuenv.cli.shell_cmd", "start your shell with a target's prefix activated"),
     "run": ("gpuenv.cli.run_cmd", "run a command with a target's prefix activated"),
     "activate": ("gpuenv.cli.activate_cmd", "print a target's activation script (for eval)"),

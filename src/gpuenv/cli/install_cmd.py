@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _hardware, _output
@@ -29,11 +30,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="then verify each installed target on this machine (exit 1 if one fails)",
     )
+    parser.add_argument(
+        "--from",
+        dest="archive",
+        metavar="FILE",
+        type=Path,
+        help="install from an archive of gpuenv pack, without network (hash-checked)",
+    )
     _common.add_json_flag(parser)
 
 
-def _targets(args: argparse.Namespace, spec: Spec) -> tuple[str, ...]:
-    names = list(spec.targets)
+def _targets(
+    args: argparse.Namespace, spec: Spec, names: list[str] | None = None
+) -> tuple[str, ...]:
+    names = names if names is not None else list(spec.targets)
     for name in args.target or ():
         _common.check_target(name, names)
     if args.target:
@@ -47,6 +57,8 @@ def _targets(args: argparse.Namespace, spec: Spec) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.archive is not None:
+        return _install_from(args)
     from gpuenv.cli.lock_cmd import backends, progress_display
     from gpuenv.compat import knowledge_base
     from gpuenv.compat._data import data_digest
@@ -92,6 +104,46 @@ def run(args: argparse.Namespace) -> int:
             results.append(install_target(store, request, progress))
     project = str(spec_file.parent.absolute())
     verified = _verify(project, results, lock, loaded.spec, knowledge_base()) if args.verify else {}
+    _render(results, verified, as_json=args.json)
+    return 0 if all(verified.values()) else CheckFailed.exit_code
+
+
+def _install_from(args: argparse.Namespace) -> int:
+    """``--from FILE``: unpack the archive (checked) into the store's artifact cache, make
+    this directory its project if it is none, and install from those files only."""
+    from gpuenv import pack
+    from gpuenv.cli.pack_cmd import progress_display
+    from gpuenv.compat import knowledge_base
+    from gpuenv.install import InstallRequest, install_target
+    from gpuenv.spec import load_spec
+
+    if args.frozen:
+        raise UsageError("--from always installs the archive's lock as it is: drop --frozen")
+    spec_file = _common.spec_path(args)
+    store = _common.store()
+    results = []
+    bar = not args.json and sys.stderr.isatty()
+    with progress_display(bar=bar, lines=False) as report:
+        unpacked = pack.unpack(args.archive, store, report)
+    written = pack.place_project(unpacked, spec_file)
+    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
+    for name in _targets(args, loaded.spec, list(unpacked.targets)):
+        locked = unpacked.lock.target(name)
+        assert locked is not None  # unpack checked every packed target against the lock
+        request = InstallRequest(
+            target=locked,
+            project=spec_file.parent.absolute(),
+            env_name=loaded.spec.project.name,
+            toolkit=loaded.spec.stack.toolkit,
+            sources=unpacked.sources(),
+            offline=True,
+        )
+        results.append(install_target(store, request))
+    if written and not args.json:
+        _output.err("wrote " + ", ".join(str(p) for p in written) + f" from {args.archive}")
+    project = str(spec_file.parent.absolute())
+    kb = knowledge_base() if args.verify else None
+    verified = _verify(project, results, unpacked.lock, loaded.spec, kb) if kb else {}
     _render(results, verified, as_json=args.json)
     return 0 if all(verified.values()) else CheckFailed.exit_code
 

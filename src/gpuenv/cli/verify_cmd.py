@@ -16,6 +16,7 @@ from gpuenv.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
     from gpuenv.verify import ProbeResult
+    from gpuenv.verify.target import TargetVerification
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,10 +36,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="give up after S seconds (default: 300); a timed-out probe fails",
     )
+    parser.add_argument(
+        "--slurm",
+        action="store_true",
+        help="verify on every node through srun (one task per node; records per node); "
+        "srun's own arguments follow '--'",
+    )
+    parser.add_argument("--node-report", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("srun_args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     _common.add_json_flag(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    srun_args = list(args.srun_args)
+    if srun_args and srun_args[0] == "--":
+        srun_args = srun_args[1:]
+    if args.slurm or args.node_report:
+        from gpuenv.cli import _slurm as slurm_verify
+
+        if args.python is not None:
+            raise UsageError("--slurm verifies an installed target: drop --python")
+        if args.node_report:
+            return slurm_verify.node(args)
+        return slurm_verify.cluster(args, tuple(srun_args))
+    if srun_args:
+        raise UsageError(
+            f"unexpected arguments: {' '.join(srun_args)}",
+            hint="arguments after '--' are srun's, with --slurm",
+        )
     subject, result = _verify(args)
     if args.json:
         _output.emit_json(to_json(subject, result))
@@ -70,6 +95,14 @@ def verify_installed_target(
     args: argparse.Namespace, timeout: float | None
 ) -> tuple[str, ProbeResult]:
     """``--target`` (or the only installed target): probe the prefix, record the result."""
+    subject, verification = verify_and_record(args, timeout)
+    return subject, verification.result
+
+
+def verify_and_record(
+    args: argparse.Namespace, timeout: float | None
+) -> tuple[str, TargetVerification]:
+    """What ``verify_installed_target`` does, with the record it wrote."""
     from gpuenv import runtime
     from gpuenv.compat import knowledge_base
     from gpuenv.errors import NotInstalled
@@ -95,7 +128,7 @@ def verify_installed_target(
         extra=loaded.spec.verify.extra,
         timeout=timeout or float(loaded.spec.verify.timeout),
     )
-    return f"{selected.target} ({selected.prefix})", verification.result
+    return f"{selected.target} ({selected.prefix})", verification
 
 
 def to_json(subject: str, result: ProbeResult) -> dict[str, Any]:

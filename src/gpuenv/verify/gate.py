@@ -49,10 +49,16 @@ def check_gate(selected: Selected, *, unverified: bool) -> list[str]:
     )
     if unverified:
         return [f"{message}; running anyway (--unverified)"]
-    raise NotVerified(
-        message,
-        hint=f"run 'gpuenv verify --target {selected.target}' (or pass --unverified)",
-    )
+    raise NotVerified(message, hint=_verify_hint(selected.target))
+
+
+def _verify_hint(target: str) -> str:
+    """The command that verifies this machine: on a Slurm node, the one for every node."""
+    import os
+
+    if os.environ.get("SLURM_JOB_ID"):
+        return f"run 'gpuenv verify --target {target} --slurm' (on the login node; or --unverified)"
+    return f"run 'gpuenv verify --target {target}' (or pass --unverified)"
 
 
 def passing_machines(prefix: object) -> int:

@@ -136,8 +136,10 @@ def make_record(
     started_at: datetime,
     finished_at: datetime,
     target: str | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> VerificationRecord:
-    """A record of ``result``; it passes only if the probe result passed."""
+    """A record of ``result``; it passes only if the probe result passed. ``extra``
+    says where it ran (the host, the Slurm node): shown, never used to decide."""
     return VerificationRecord(
         lock_hash=lock_hash,
         fingerprint=dict(fingerprint),
@@ -146,6 +148,7 @@ def make_record(
         started_at=_utc_text(started_at),
         finished_at=_utc_text(finished_at),
         target=target,
+        extra=dict(extra or {}),
     )
 
 
@@ -178,3 +181,15 @@ def find_passing_record(
     if record is None or not record.matches(lock_hash, fingerprint) or not record.usable:
         return None
     return record
+
+
+def list_records(prefix: Path) -> list[VerificationRecord]:
+    """Every readable record in ``prefix`` (one per machine), newest first; damaged or
+    foreign files are skipped, as ``read_record`` does."""
+    found = []
+    for path in sorted((prefix / RECORD_DIR).glob("*.json")):
+        try:
+            found.append(VerificationRecord.from_json(json.loads(path.read_text("utf-8"))))
+        except (OSError, ValueError, FileFormatError):
+            continue
+    return sorted(found, key=lambda r: (r.finished_at, r.fingerprint_hash), reverse=True)

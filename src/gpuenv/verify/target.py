@@ -5,6 +5,7 @@ says, and the result recorded in the prefix for this machine."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,16 +27,17 @@ class TargetVerification:
 
 
 def expectations_for(
-    target: LockedTarget, prefix: Path, kb: KnowledgeBase, extra: tuple[str, ...]
+    target: LockedTarget, prefix: Path, kb: KnowledgeBase | None, extra: tuple[str, ...]
 ) -> Expectations:
-    """What the prefix must show: the locked versions and build, loaded from itself."""
+    """What the prefix must show: the locked versions and build, loaded from itself.
+    Without ``kb``, a failed arch check cannot name the builds that would fit."""
     stack = target.stack
 
     def version(name: str) -> str | None:
         package = target.pip_package(name)
         return package.version if package else None
 
-    release = kb.torch_release(stack.torch)
+    release = kb.torch_release(stack.torch) if kb is not None else None
     builds = {b.tag: tuple(str(a) for a in b.arch) for b in release.cuda_builds} if release else {}
     return Expectations(
         torch=version("torch") or stack.torch,
@@ -50,6 +52,17 @@ def expectations_for(
         extra=extra,
         builds=builds,
     )
+
+
+def where_it_ran(environ: Mapping[str, str]) -> dict[str, str]:
+    """The host (and the Slurm node and job) a verification ran on, for its record."""
+    import socket
+
+    found = {"host": socket.gethostname()}
+    for key, variable in (("slurm_node", "SLURMD_NODENAME"), ("slurm_job", "SLURM_JOB_ID")):
+        if environ.get(variable):
+            found[key] = environ[variable]
+    return found
 
 
 def verify_target(
@@ -78,5 +91,6 @@ def verify_target(
         started_at=started,
         finished_at=datetime.now(timezone.utc),
         target=target.name,
+        extra=where_it_ran(os.environ),
     )
     return TargetVerification(result, record, write_record(prefix, record))

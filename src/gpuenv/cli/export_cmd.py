@@ -1,0 +1,82 @@
+"""`gpuenv export FORMAT`: one locked target written for other tools (conda-lock,
+pylock, requirements, environment-yml, dockerfile), as notes, or as a Slurm batch
+script. From the lock alone: no network, nothing resolved again."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gpuenv.cli import _common, _output
+
+# Kept here (not imported from gpuenv.export) so that --help imports nothing heavy.
+FORMATS = (
+    "conda-lock",
+    "pylock",
+    "requirements",
+    "environment-yml",
+    "dockerfile",
+    "notes",
+    "slurm",
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("format", choices=FORMATS, metavar="FORMAT", help=" | ".join(FORMATS))
+    _common.add_target_flag(parser, what="the target to export (default: the only one)")
+    parser.add_argument(
+        "-o", "--output", metavar="PATH", type=Path, help="write here (default: stdout)"
+    )
+
+
+def _target(args: argparse.Namespace, names: list[str]) -> str:
+    from gpuenv.errors import UsageError
+
+    if args.target:
+        _common.check_target(args.target, names)
+        return str(args.target)
+    if len(names) == 1:
+        return names[0]
+    raise UsageError(
+        f"the lock has several targets ({', '.join(names)}): say which to export",
+        hint=f"gpuenv export {args.format} --target {names[0]}",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuenv import export
+    from gpuenv._fs import atomic_write_text
+    from gpuenv.compat import knowledge_base
+    from gpuenv.errors import UsageError
+    from gpuenv.lock.format import LOCK_FILENAME, read_lock
+    from gpuenv.spec import load_spec
+    from gpuenv.verify.record import list_records
+
+    spec_file = _common.spec_path(args)
+    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
+    lock = read_lock(spec_file.parent / LOCK_FILENAME, cache_dir=_common.cache_dir())
+    if lock is None:
+        raise UsageError(f"no {LOCK_FILENAME} beside {spec_file}", hint="run 'gpuenv lock' first")
+    target = lock.targets[_target(args, sorted(lock.targets))]
+    store = _common.store()
+    prefix = store.prefix_for(target.name, target.content_hash)
+    context = export.ExportContext(
+        lock=lock,
+        target=target,
+        project=loaded.spec.project.name,
+        records=tuple(list_records(prefix)) if args.format == "notes" else (),
+        prefix=prefix,
+        project_dir=spec_file.parent.absolute(),
+        store_root=store.root.absolute(),
+        gpuenv_argv=(sys.executable, "-m", "gpuenv"),
+    )
+    exported = export.export(args.format, context)
+    for note in exported.notes:
+        _output.err(f"note: {note}")
+    if args.output is None:
+        sys.stdout.write(exported.text)
+        return 0
+    atomic_write_text(args.output, exported.text, mode=0o755 if args.format == "slurm" else 0o644)
+    _output.err(f"wrote {args.output} ({args.format}, target {target.name})")
+    return 0

@@ -1,0 +1,44 @@
+"""``gpuenv export FORMAT``: one locked target written for tools other than gpuenv.
+
+One module per format, each with ``render(context) -> Exported``, reading only the lock
+model (and, for ``notes``, the verification records the caller read from the prefix).
+Nothing here touches the network or re-resolves: the lock is the single source. Every
+URL written goes through ``clean_url`` and every output through ``clean_text``, so no
+credential reaches an export even from a lock edited by hand.
+
+| format          | writes            | installed by                                   |
+| --------------- | ----------------- | ---------------------------------------------- |
+| conda-lock      | conda-lock.yml    | conda-lock install, micromamba                 |
+| pylock          | pylock.toml       | uv pip install -r / uv pip sync (PEP 751)      |
+| requirements    | requirements.txt  | pip install --require-hashes -r                |
+| environment-yml | environment.yml   | conda env create / micromamba create -f        |
+| dockerfile      | Dockerfile        | docker build (BuildKit)                        |
+| notes           | ENVIRONMENT.md    | a reader: hardware, stack, packages, results   |
+| slurm           | job.sh            | sbatch job.sh COMMAND...                       |
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from gpuenv.export._common import ExportContext, Exported, clean_text
+
+__all__ = ["FORMATS", "ExportContext", "Exported", "export"]
+
+# format -> (module, the file name it is usually saved as)
+FORMATS: dict[str, tuple[str, str]] = {
+    "conda-lock": ("gpuenv.export.conda_lock", "conda-lock.yml"),
+    "pylock": ("gpuenv.export.pylock", "pylock.toml"),
+    "requirements": ("gpuenv.export.requirements", "requirements.txt"),
+    "environment-yml": ("gpuenv.export.environment_yml", "environment.yml"),
+    "dockerfile": ("gpuenv.export.dockerfile", "Dockerfile"),
+    "notes": ("gpuenv.export.notes", "ENVIRONMENT.md"),
+    "slurm": ("gpuenv.export.slurm", "job.sh"),
+}
+
+
+def export(fmt: str, context: ExportContext) -> Exported:
+    """``context.target`` written as ``fmt`` (one of ``FORMATS``)."""
+    module = importlib.import_module(FORMATS[fmt][0])
+    exported: Exported = module.render(context)
+    return Exported(clean_text(exported.text), exported.notes)
