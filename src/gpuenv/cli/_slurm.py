@@ -82,7 +82,7 @@ def cluster(args: argparse.Namespace, srun_args: tuple[str, ...]) -> int:
 def _render(target: str, outcome: SlurmVerification) -> None:
     rows = []
     for r in outcome.rows:
-        gpus = f"{len(r.gpus)} x {r.gpus[0]}" if r.gpus else "0"
+        gpus = f"{len(r.gpus)} x {r.gpus[0]}" if r.gpus else str(r.gpu_count)
         if r.passed:
             rate = f"{r.tflops:g}" if r.tflops is not None else "-"
             detail = rate if r.dtype in (None, "bfloat16") else f"{rate} ({r.dtype})"

@@ -33,9 +33,10 @@ NO_REPORT = "no result: the task did not report (see srun's output above)"
 @dataclass(frozen=True)
 class NodeRow:
     host: str
-    gpus: tuple[str, ...]
+    gpus: tuple[str, ...]  # the names the probe saw (a CPU build sees none)
     driver: str | None
     passed: bool
+    gpu_count: int = 0  # the GPUs of the node (its fingerprint), whatever the build uses
     tflops: float | None = None
     dtype: str | None = None
     failed: str | None = None  # the first failing check, or why the node did not verify
@@ -45,6 +46,7 @@ class NodeRow:
         return {
             "host": self.host,
             "gpus": list(self.gpus),
+            "gpu_count": self.gpu_count,
             "driver": self.driver,
             "passed": self.passed,
             "tflops": self.tflops,
@@ -94,11 +96,13 @@ def row_of(
 ) -> NodeRow:
     summary = summarize(result)
     driver = fingerprint.get("driver")
+    uuids = fingerprint.get("gpus")
     return NodeRow(
         host=host,
         gpus=summary.gpus,
         driver=str(driver) if driver else None,
         passed=result.passed,
+        gpu_count=max(len(summary.gpus), len(uuids) if isinstance(uuids, list) else 0),
         tflops=summary.tflops,
         dtype=summary.dtype,
         failed=summary.failed,
@@ -128,11 +132,13 @@ def _row(raw: Any) -> NodeRow | None:
         return None
     gpus = raw.get("gpus")
     tflops = raw.get("tflops")
+    count = raw.get("gpu_count")
     return NodeRow(
         host=raw["host"],
         gpus=tuple(str(g) for g in gpus) if isinstance(gpus, list) else (),
         driver=raw["driver"] if isinstance(raw.get("driver"), str) else None,
         passed=raw.get("passed") is True,
+        gpu_count=count if isinstance(count, int) and not isinstance(count, bool) else 0,
         tflops=float(tflops) if isinstance(tflops, int | float) else None,
         dtype=raw["dtype"] if isinstance(raw.get("dtype"), str) else None,
         failed=raw["failed"] if isinstance(raw.get("failed"), str) else None,

@@ -1,7 +1,7 @@
 """``environment-yml``: a conda ``environment.yml`` for people who only have conda: every
-conda record pinned to its exact build from its channel, the pip artifacts pinned with
-their sha256 in the ``pip:`` section (conda hands those lines to pip as a requirements
-file, so the hashes are checked)."""
+conda record pinned to its exact build from its channel, and in the ``pip:`` section each
+pip artifact by its exact URL with a ``#sha256=`` fragment (pip checks it; plain PEP 508,
+so conda-lock's parser reads the file too, and no index option is needed)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,8 @@ from gpuenv.export._common import (
     clean_url,
     conda_python,
     describe,
-    index_lines,
     origin,
     python_minor,
-    requirement_lines,
 )
 
 
@@ -51,6 +49,6 @@ def render(context: ExportContext) -> Exported:
             lines.append('  - "pip"')
             notes.append("pip itself is not locked: conda chooses its version")
         lines.append("  - pip:")
-        pip_lines = index_lines(target) + requirement_lines(target)
-        lines += [f"      - {_quoted(line)}" for line in pip_lines]
+        pins = [f"{p.name} @ {clean_url(p.url)}#sha256={p.sha256}" for p in target.pip]
+        lines += [f"      - {_quoted(pin)}" for pin in sorted(pins)]
     return Exported("\n".join(lines) + "\n", tuple(notes))
