@@ -270,6 +270,24 @@ def _text(tar: tarfile.TarFile, member: tarfile.TarInfo, expected: Member, archi
         raise _tar.hostile(f"{member.name} is not UTF-8 text", archive) from None
 
 
+class _Discard:
+    """A sink for member data that only needs hashing."""
+
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+
+def _check_member(
+    wanted: Wanted, member: tarfile.TarInfo, sha256: str, md5: str, archive: Path
+) -> None:
+    if not _fetch.matches(wanted, sha256, md5):
+        raise _tar.hostile(
+            f"{member.name} has sha256 {sha256}; the lock and the manifest say "
+            f"{wanted.sha256}: the archive was altered or damaged",
+            archive,
+        )
+
+
 def _extract(
     tar: tarfile.TarFile,
     member: tarfile.TarInfo,
@@ -284,8 +302,9 @@ def _extract(
         )
     wanted = Wanted(artifact.urls, artifact.filename, artifact.sha256, artifact.kind, artifact.md5)
     found = _fetch.cached(cache, wanted)
-    if found is not None:
-        advance(member.size)
+    if found is not None:  # the archive's copy is still checked: an altered archive is refused
+        sha256, md5 = _tar.copy_member(tar, member, _Discard(), archive, advance)
+        _check_member(wanted, member, sha256, md5, archive)
         return found
     path = _fetch.cache_path(cache, artifact.sha256, artifact.filename)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -294,12 +313,7 @@ def _extract(
     try:
         with os.fdopen(fd, "wb") as out:
             sha256, md5 = _tar.copy_member(tar, member, out, archive, advance)
-        if not _fetch.matches(wanted, sha256, md5):
-            raise _tar.hostile(
-                f"{member.name} has sha256 {sha256}; the lock and the manifest say "
-                f"{artifact.sha256}: the archive was altered or damaged",
-                archive,
-            )
+        _check_member(wanted, member, sha256, md5, archive)
         temporary.replace(path)
     except OSError as exc:
         raise InstallError(f"cannot write {path}: {exc.strerror or exc}") from None

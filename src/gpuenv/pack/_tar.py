@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, Protocol
 
 from gpuenv.errors import ArchiveError, InstallError
 
@@ -215,8 +215,12 @@ def read_bytes(tar: tarfile.TarFile, member: tarfile.TarInfo, archive: Path) -> 
     return data
 
 
+class Sink(Protocol):
+    def write(self, data: bytes, /) -> int: ...
+
+
 def copy_member(
-    tar: tarfile.TarFile, member: tarfile.TarInfo, out: IO[bytes], archive: Path, advance: Advance
+    tar: tarfile.TarFile, member: tarfile.TarInfo, out: Sink, archive: Path, advance: Advance
 ) -> tuple[str, str]:
     """Stream the member into ``out``; returns its (sha256, md5) in hex."""
     handle = tar.extractfile(member)
