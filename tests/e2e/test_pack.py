@@ -146,3 +146,28 @@ def test_pack_and_install_from_carry_conda_records_too(
     assert installed.returncode == 0, installed.stderr
     prefix = Path(json.loads(installed.stdout)["targets"]["h100"]["prefix"])
     assert any((prefix / "conda-meta").glob("cuda-nvcc-*.json"))
+
+
+def test_pack_downloads_from_an_authenticated_index_and_keeps_the_credentials_out(
+    make_project: Callable[..., Project], pkgindex_auth: PkgIndex, tmp_path: Path
+) -> None:
+    from tests.fixtures.pkgindex.plugin import AUTH_PASSWORD, AUTH_USER
+
+    project = make_project(spec_text(pkgindex_auth))
+    project.gpuenv("lock", "--target", "cpu", check=True, timeout=300)
+    archive = tmp_path / "auth.tar"
+    packed = project.gpuenv("pack", "--target", "cpu", "-o", str(archive), timeout=300)
+    assert packed.returncode == 0, packed.stderr
+    data = archive.read_bytes()
+    assert AUTH_PASSWORD.encode() not in data and f"{AUTH_USER}:".encode() not in data
+    assert AUTH_PASSWORD not in packed.stdout + packed.stderr
+    # Without the credentials (another spec, same lock, empty store): 401, named, no secret.
+    bare = make_project(
+        spec_text(pkgindex_auth).replace(f"{AUTH_USER}:{AUTH_PASSWORD}@", ""),
+        home=tmp_path / "other-store",
+    )
+    bare.lock.write_text(project.lock.read_text())
+    refused = bare.gpuenv("pack", "--target", "cpu", "-o", str(tmp_path / "no.tar"), timeout=300)
+    assert refused.returncode == 5, refused.stderr
+    assert "HTTP 401" in refused.stderr and "credentials" in refused.stderr
+    assert AUTH_PASSWORD not in refused.stderr

@@ -329,3 +329,63 @@ def test_an_altered_archive_is_refused_even_when_its_artifacts_are_already_cache
     altered = _rewrite(tmp_path / "altered.tar", _flip(members, _artifact_index(members)))
     with pytest.raises(ArchiveError, match="altered or damaged"):
         unpack(altered, store)
+
+
+CHILD = """
+import sys, hashlib
+from pathlib import Path
+from dataclasses import replace
+from tests.unit.test_pack_archive import make_lock
+from gpuenv.lock.model import PipPackage
+from gpuenv.pack import PackRequest, prepare, write
+from gpuenv.store import Store
+root = Path(sys.argv[1])
+lock = make_lock(root / "origin")
+big = root / "origin" / "big-1.0-py3-none-any.whl"
+with open(big, "wb") as out:
+    for i in range(256):
+        out.write(hashlib.sha256(str(i).encode()).digest() * 8192)  # 64 MiB
+sha = hashlib.sha256(big.read_bytes()).hexdigest()
+target = lock.targets["cpu"]
+target = replace(target, pip=(*target.pip, PipPackage("big", "1.0", big.as_uri(), sha)))
+request = PackRequest(replace(lock, targets={"cpu": target}), ("cpu",), "x", None, Store(root / "s"))
+def report(event):
+    if event.phase == sys.argv[2] and event.done > (1 << 24):
+        print("ready", flush=True)
+        import time; time.sleep(60)
+write(prepare(request, report), root / "out.tar", report)
+"""
+
+
+@pytest.mark.parametrize(
+    ("phase", "how"), [("download", "SIGKILL"), ("write", "SIGKILL"), ("write", "SIGINT")]
+)
+def test_a_pack_killed_midway_leaves_no_archive_and_nothing_unchecked_in_the_cache(
+    tmp_path: Path, phase: str, how: str
+) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": f"{repo}:{repo / 'src'}"}
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(tmp_path), phase],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=repo,
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    child.send_signal(getattr(signal, how))
+    child.wait(timeout=30)
+    assert child.returncode != 0
+    assert not (tmp_path / "out.tar").exists(), "no half-written archive at the real path"
+    if how == "SIGINT":
+        assert not list(tmp_path.glob(".out.tar.*")), "an interrupted write cleans up"
+    for path in (
+        p for p in (tmp_path / "s").rglob("*") if p.is_file() and not p.name.startswith(".")
+    ):
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == path.parent.name

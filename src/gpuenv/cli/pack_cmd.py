@@ -35,14 +35,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common.add_json_flag(parser)
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
-
-
 def _request(args: argparse.Namespace) -> PackRequest:
     from gpuenv import pack
     from gpuenv.compat import knowledge_base
@@ -81,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
         count = len(plan.manifest.artifacts)
         if not args.json:
             fetched = f", {plan.downloaded} downloaded now" if plan.downloaded else ""
-            _output.err(f"writing {output}: {_size(plan.size)} ({count} artifacts{fetched})")
+            size_text = pack.human_size(plan.size)
+            _output.err(f"writing {output}: {size_text} ({count} artifacts{fetched})")
         size = pack.write(plan, output, report)
     if args.json:
         _output.emit_json(
@@ -94,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
             }
         )
     else:
-        _output.out(f"wrote {output} ({_size(size)}): targets {', '.join(request.targets)}")
+        targets = ", ".join(request.targets)
+        _output.out(f"wrote {output} ({pack.human_size(size)}): targets {targets}")
         _output.out(f"  where there is no network: gpuenv install --from {output.name}")
     return 0
 

@@ -21,6 +21,7 @@ cache. Its result maps each locked URL to its checked local copy, for
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tarfile
 import tempfile
@@ -103,6 +104,16 @@ class PackPlan:
     downloaded: int  # artifacts fetched for this pack (the others came from the cache)
 
 
+def human_size(n: float) -> str:
+    """``2048`` -> ``2.0 KiB``."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    step = 0
+    while n >= 1024 and step < len(units) - 1:
+        n /= 1024
+        step += 1
+    return f"{n:.0f} B" if step == 0 else f"{n:.1f} {units[step]}"
+
+
 def default_name(project: str, targets: tuple[str, ...]) -> str:
     return f"{project}-{'-'.join(targets)}{SUFFIX}"
 
@@ -154,15 +165,19 @@ def _gather(request: PackRequest, report: Progress) -> tuple[list[PackedArtifact
     return artifacts, paths, downloaded
 
 
+_USERINFO = re.compile(r"(?<=://)[^/?#\s@'\"<>`]*@")
+
+
 def _read_spec(path: Path | None) -> bytes | None:
+    """The spec as packed: credentials in its index URLs are removed (an archive never
+    carries a secret, and where it is installed there is no index to log in to)."""
     if path is None:
         return None
     try:
-        data = path.read_bytes()
-        data.decode("utf-8")
+        text = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read it ({exc})") from None
-    return data
+    return _USERINFO.sub("", text).encode("utf-8")
 
 
 def prepare(request: PackRequest, progress: Progress | None = None) -> PackPlan:
@@ -248,8 +263,7 @@ def _space(manifest: Manifest, cache: Path, archive: Path) -> None:
     free = shutil.disk_usage(probe).free
     if needed > free:
         raise InstallError(
-            f"{archive} needs {needed / 2**30:.2f} GiB free under {cache}; "
-            f"{free / 2**30:.2f} GiB are",
+            f"{archive} needs {human_size(needed)} free under {cache}; {human_size(free)} are",
             hint="free some space (gpuenv gc), or point GPUENV_HOME at a larger disk",
         )
 
@@ -307,8 +321,11 @@ def _extract(
         _check_member(wanted, member, sha256, md5, archive)
         return found
     path = _fetch.cache_path(cache, artifact.sha256, artifact.filename)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=".unpack.")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=".unpack.")
+    except OSError as exc:
+        raise InstallError(f"cannot write {path}: {exc.strerror or exc}") from None
     temporary = Path(name)
     try:
         with os.fdopen(fd, "wb") as out:

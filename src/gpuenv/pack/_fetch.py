@@ -151,10 +151,18 @@ def download(
 ) -> Path:
     """Fetch ``url`` into the cache as ``wanted``; refused unless its hashes match."""
     path = cache_path(cache, wanted.sha256, wanted.filename)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    response, total = _open(url, credentials)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".download.", dir=path.parent)
+    except OSError as exc:
+        raise _unwritable(path, exc) from None
+    try:
+        response, total = _open(url, credentials)
+    except BaseException:
+        os.close(fd)
+        Path(tmp).unlink()
+        raise
     sha256, md5 = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
-    fd, tmp = tempfile.mkstemp(prefix=".download.", dir=path.parent)
     done = 0
     try:
         with response, os.fdopen(fd, "wb") as out:
@@ -178,11 +186,20 @@ def download(
                 hint="nothing was cached; check the index or mirror serving it",
             )
         Path(tmp).replace(path)
-    except BaseException:
+    except BaseException as exc:
         with suppress(FileNotFoundError):
             Path(tmp).unlink()
+        if isinstance(exc, OSError):
+            raise _unwritable(path, exc) from None
         raise
     return path
+
+
+def _unwritable(path: Path, exc: OSError) -> InstallError:
+    return InstallError(
+        f"cannot write {path}: {exc.strerror or exc}",
+        hint="free some space in the store (gpuenv gc), or point GPUENV_HOME elsewhere",
+    )
 
 
 def ensure(

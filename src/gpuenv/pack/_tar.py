@@ -75,13 +75,17 @@ def archive_size(entries: list[Entry]) -> int:
 class _Hashing:
     """A file object that hashes what is read from it and reports the bytes."""
 
-    def __init__(self, handle: IO[bytes], advance: Advance) -> None:
+    def __init__(self, handle: IO[bytes], source: Path, advance: Advance) -> None:
         self._handle = handle
+        self._source = source
         self._advance = advance
         self.digest = hashlib.sha256()
 
     def read(self, size: int = -1) -> bytes:
-        data = self._handle.read(size)
+        try:
+            data = self._handle.read(size)
+        except OSError as exc:
+            raise InstallError(f"cannot read {self._source}: {exc.strerror or exc}") from None
         self.digest.update(data)
         self._advance(len(data))
         return data
@@ -90,16 +94,17 @@ class _Hashing:
 def _add_file(tar: tarfile.TarFile, entry: Entry, advance: Advance) -> None:
     assert entry.source is not None
     try:
-        with open(entry.source, "rb") as handle:
-            if os.fstat(handle.fileno()).st_size != entry.size:
-                raise InstallError(
-                    f"{entry.source} changed size since it was checked",
-                    hint="run gpuenv pack again: the cached copy will be fetched again",
-                )
-            reader = _Hashing(handle, advance)
-            tar.addfile(_info(entry.name, entry.size), reader)
+        handle = open(entry.source, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
-        raise InstallError(f"cannot read {entry.source}: {exc}") from None
+        raise InstallError(f"cannot read {entry.source}: {exc.strerror or exc}") from None
+    with handle:
+        if os.fstat(handle.fileno()).st_size != entry.size:
+            raise InstallError(
+                f"{entry.source} changed size since it was checked",
+                hint="run gpuenv pack again: the cached copy will be fetched again",
+            )
+        reader = _Hashing(handle, entry.source, advance)
+        tar.addfile(_info(entry.name, entry.size), reader)
     if entry.sha256 and reader.digest.hexdigest() != entry.sha256:
         with suppress(OSError):
             entry.source.unlink()  # a damaged cache entry is never used again
@@ -115,8 +120,11 @@ def write_archive(path: Path, entries: list[Entry], advance: Advance) -> None:
     import io
     import tempfile
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise InstallError(f"cannot write {path}: {exc.strerror or exc}") from None
     try:
         with (
             os.fdopen(fd, "wb") as raw,
@@ -130,9 +138,14 @@ def write_archive(path: Path, entries: list[Entry], advance: Advance) -> None:
                     _add_file(tar, entry, advance)
         Path(tmp).chmod(MODE)
         Path(tmp).replace(path)
-    except BaseException:
+    except BaseException as exc:
         with suppress(FileNotFoundError):
             Path(tmp).unlink()
+        if isinstance(exc, OSError):  # a full or read-only disk: nothing was left behind
+            raise InstallError(
+                f"cannot write {path}: {exc.strerror or exc}",
+                hint="free some space there, or write the archive elsewhere (-o)",
+            ) from None
         raise
 
 
