@@ -171,3 +171,22 @@ def test_pack_downloads_from_an_authenticated_index_and_keeps_the_credentials_ou
     assert refused.returncode == 5, refused.stderr
     assert "HTTP 401" in refused.stderr and "credentials" in refused.stderr
     assert AUTH_PASSWORD not in refused.stderr
+
+
+def test_install_from_refuses_a_project_locked_otherwise_and_an_unpacked_target(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
+) -> None:
+    packed = make_project()
+    packed.gpuenv("lock", "--target", "cpu", check=True, timeout=300)
+    archive = tmp_path / "cpu.tar"
+    packed.gpuenv("pack", "--target", "cpu", "-o", str(archive), check=True, timeout=300)
+    other = make_project(spec_text(pkgindex, deps='"transformers==4.44.2"'))
+    other.gpuenv("lock", "--target", "cpu", check=True, timeout=300)
+    refused = other.gpuenv("install", "--from", str(archive))
+    assert refused.returncode == 2 and "differently from the archive" in refused.stderr
+    assert not (other.dir / ".gpuenv").exists()
+    fresh = make_project()
+    fresh.spec.unlink()
+    missing = fresh.gpuenv("install", "--from", str(archive), "--target", "h100")
+    assert missing.returncode == 2 and "h100" in missing.stderr
+    assert not (fresh.dir / ".gpuenv").exists() and not fresh.spec.exists()

@@ -125,6 +125,8 @@ def _install_from(args: argparse.Namespace) -> int:
     bar = not args.json and sys.stderr.isatty()
     with progress_display(bar=bar, lines=False) as report:
         unpacked = pack.unpack(args.archive, store, report)
+    for name in args.target or ():  # before anything is written into the project
+        _common.check_target(name, list(unpacked.targets))
     written = pack.place_project(unpacked, spec_file)
     loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
     for name in _targets(args, loaded.spec, list(unpacked.targets)):
