@@ -340,3 +340,19 @@ def test_a_conda_target_exported_to_a_pip_format_says_what_is_left_out(
 def test_export_needs_a_target_when_there_are_several(pip_project: Project) -> None:
     result = pip_project.gpuenv("export", "requirements")
     assert result.returncode == 2 and "--target" in result.stderr
+
+
+def test_the_slurm_script_refuses_to_start_another_lock_than_its_own(
+    pip_project: Project, tmp_path: Path
+) -> None:
+    script = tmp_path / "job.sh"
+    _export(pip_project, "slurm", "cpu", script)
+    assert os.access(script, os.X_OK)
+    bare = subprocess.run(["bash", script], capture_output=True, text=True, check=False)
+    assert bare.returncode == 2 and "usage" in bare.stderr
+    # Not installed (the project points at no prefix): refused before srun is asked.
+    env = {**pip_project.env, "PATH": "/usr/bin:/bin"}
+    refused = subprocess.run(
+        ["bash", script, "true"], capture_output=True, text=True, env=env, check=False
+    )
+    assert refused.returncode == 4 and "not the lock this script was exported for" in refused.stderr
