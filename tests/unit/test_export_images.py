@@ -66,3 +66,10 @@ def test_every_image_entry_says_where_it_came_from() -> None:
         assert data[table]["source"] and data[table]["checked"]
     for cuda, release in data["cuda-images"]["releases"].items():
         assert release["version"].startswith(cuda + ".")
+
+
+def test_the_cli_offers_exactly_the_formats_the_library_writes() -> None:
+    from gpuenv import export
+    from gpuenv.cli import export_cmd
+
+    assert tuple(export.FORMATS) == export_cmd.FORMATS
