@@ -267,3 +267,11 @@ class DownloadError(ExternalToolError):
     """An artifact could not be downloaded (``gpuenv pack``): the URL is redacted."""
 
     kind = "download"
+
+
+class ForeignFileError(SpecError):
+    """A file given to ``gpuenv import`` cannot be believed: not text, malformed, too
+    large or too deep, an unknown format, or files that contradict each other. Like
+    ``SpecError`` it lists every problem, each with the file, the line and the entry."""
+
+    kind = "import"

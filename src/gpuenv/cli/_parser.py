@@ -16,6 +16,10 @@ from gpuenv.errors import UsageError
 COMMANDS: dict[str, tuple[str, str]] = {
     "detect": ("gpuenv.cli.detect_cmd", "this machine's GPUs, driver and CUDA version"),
     "init": ("gpuenv.cli.init_cmd", "write a starter gpuenv.toml"),
+    "import": (
+        "gpuenv.cli.import_cmd",
+        "reproduce a paper's environment files on this hardware: write gpuenv.toml",
+    ),
     "plan": ("gpuenv.cli.plan_cmd", "show the stack chosen for each target, with reasons"),
     "lock": ("gpuenv.cli.lock_cmd", "write or check gpuenv.lock: exact artifacts per target"),
     "verify": ("gpuenv.cli.verify_cmd", "run real kernels on the GPU and check the libraries"),

@@ -1,0 +1,94 @@
+"""`gpuenv import PATH...`: reproduce a published environment on this hardware."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpuenv.cli import _common, _hardware, _output
+from gpuenv.errors import UsageError
+
+if TYPE_CHECKING:
+    from gpuenv.importers import TargetRequest
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="environment files (environment.yml, requirements.txt, pyproject.toml, setup.py, "
+        "Dockerfile, conda-lock.yml, pip freeze / conda env export / collect_env output, "
+        "cog.yaml) or a repository folder to search",
+    )
+    parser.add_argument("--gpu", help='the GPU to reproduce on ("H100", "RTX 4090"), or "none"')
+    parser.add_argument("--driver", help="the NVIDIA driver on that machine, e.g. 550.54.15")
+    parser.add_argument(
+        "--detect", action="store_true", help="reproduce on this machine's GPU and driver"
+    )
+    parser.add_argument("--target", dest="target_name", metavar="NAME", help="the target's name")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        default=None,
+        help="where to write (default: ./gpuenv.toml)",
+    )
+    parser.add_argument("--force", action="store_true", help="replace an existing file")
+    _common.add_json_flag(parser)
+
+
+def _target(args: argparse.Namespace) -> TargetRequest:
+    from gpuenv.importers import TargetRequest
+
+    if args.detect:
+        if args.gpu or args.driver:
+            raise UsageError("--detect reads the GPU and driver: do not also give --gpu/--driver")
+        from gpuenv.starter import StarterOptions, options_for_machine
+
+        options = options_for_machine(StarterOptions(name="import"), _hardware.machine_facts())
+        return TargetRequest(
+            args.target_name, options.gpu, options.driver, options.compute_capability
+        )
+    if args.gpu is None:
+        raise UsageError(
+            "say which machine to reproduce on",
+            hint="pass --gpu NAME --driver VERSION, --detect, or --gpu none",
+        )
+    if args.gpu.lower() == "none":
+        if args.driver:
+            raise UsageError("--gpu none plans a CPU build: do not also give --driver")
+        return TargetRequest(args.target_name, "none", None)
+    if not args.driver:
+        raise UsageError(f"--gpu {args.gpu} needs --driver VERSION (nvidia-smi's first line)")
+    return TargetRequest(args.target_name, args.gpu, args.driver)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuenv.compat import knowledge_base
+    from gpuenv.compat.foreign import foreign_knowledge
+    from gpuenv.importers import ImportRequest, reproduce
+    from gpuenv.importers.report import render_markdown
+    from gpuenv.importers.write import write_spec
+
+    target = _target(args)
+    output = Path(args.output) if args.output else Path.cwd() / "gpuenv.toml"
+    if output.exists() and not args.force:
+        raise UsageError(f"{output} already exists", hint="pass --force to replace it, or -o FILE")
+    kb = knowledge_base()
+    request = ImportRequest(
+        tuple(Path(p) for p in args.paths),
+        target,
+        kb,
+        foreign_knowledge(),
+    )
+    result = reproduce(request)
+    write_spec(result.spec_text, output, kb, force=args.force)
+    if args.json:
+        _output.emit_json({"written": str(output), **result.report.to_json()})
+    else:
+        _output.out(render_markdown(result.report))
+        _output.out(f"wrote {output}")
+        _output.out("next: gpuenv -f " + str(output) + " plan")
+    return 0

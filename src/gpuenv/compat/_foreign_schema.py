@@ -1,0 +1,209 @@
+"""The schema of the data files about things outside a gpuenv spec: container images,
+conda's CUDA packages and names, and the companion packages tied to torch.
+
+These files are read only by ``gpuenv import`` (never on ``plan``'s or ``run``'s path),
+so they are validated on every load: unknown keys, a missing ``source`` or ``checked``
+date, an unparsable version or specifier all fail loudly, naming the file and entry.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from typing import Annotated, Literal
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from gpuenv.versions import ComputeCapability, VersionFormatError
+
+
+def _pep440(text: str) -> str:
+    try:
+        Version(text)
+    except InvalidVersion as exc:
+        raise ValueError(str(exc)) from None
+    return text
+
+
+def _specifier(text: str) -> str:
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier as exc:
+        raise ValueError(str(exc)) from None
+    return text
+
+
+def _cc(text: str) -> str:
+    try:
+        ComputeCapability.parse(text)
+    except VersionFormatError as exc:
+        raise ValueError(str(exc)) from None
+    return text
+
+
+def _regex(text: str) -> str:
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise ValueError(f"not a regular expression: {exc}") from None
+    return text
+
+
+Pep440 = Annotated[str, AfterValidator(_pep440)]
+Specifier = Annotated[str, AfterValidator(_specifier)]
+CC = Annotated[str, AfterValidator(_cc)]
+Regex = Annotated[str, AfterValidator(_regex)]
+Python = Annotated[str, Field(pattern=r"^3\.\d{1,2}$")]
+CudaFull = Annotated[str, Field(pattern=r"^\d{1,2}\.\d{1,2}(\.\d{1,3})?$")]
+Url = Annotated[str, Field(pattern=r"^https://\S+$")]
+Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._-]*\*?$|^_\*$")]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Sourced(_Strict):
+    source: Url
+    checked: date
+    unverified: bool = False
+
+
+# --- images.toml ------------------------------------------------------------------------
+
+
+class RawPytorchImage(_Sourced):
+    series: Annotated[str, Field(pattern=r"^\d+\.\d+$")]
+    python: Python
+
+
+class RawOsPython(_Sourced):
+    os: Annotated[str, Field(pattern=r"^[a-z]+\d+(\.\d+)?$")]
+    python: Python
+
+
+class RawNgc(_Sourced):
+    release: Annotated[str, Field(pattern=r"^\d{2}\.\d{2}$")]
+    torch: Pep440
+    upstream: Pep440
+    cuda: CudaFull
+    cudnn: str | None = None
+    python: Python
+    os: str
+
+
+class RawImagesFile(_Strict):
+    schema_version: int = Field(alias="schema")
+    pytorch_image: list[RawPytorchImage]
+    os_python: list[RawOsPython]
+    ngc_pytorch: list[RawNgc]
+
+
+# --- conda_cuda.toml, conda_names.toml --------------------------------------------------
+
+
+class RawCondaCudaPackage(_Sourced):
+    name: Name
+    means: Literal["build", "cpu", "toolkit", "runtime"]
+    note: str
+
+
+class RawBuildString(_Sourced):
+    pattern: Regex
+
+
+class RawCondaCudaFile(_Strict):
+    schema_version: int = Field(alias="schema")
+    package: list[RawCondaCudaPackage]
+    build_string: list[RawBuildString]
+
+
+class RawRename(_Sourced):
+    conda: Name
+    pypi: Name
+
+
+class RawNamed(_Sourced):
+    name: Name
+
+
+class RawCondaNamesFile(_Strict):
+    schema_version: int = Field(alias="schema")
+    rename: list[RawRename]
+    conda_only: list[RawNamed]
+    runtime: list[RawNamed]
+
+
+# --- companions.toml --------------------------------------------------------------------
+
+
+class RawCompanionRelease(_Sourced):
+    version: Pep440
+    latest: Pep440 | None = None
+    torch: Specifier
+    nvcc: Specifier | None = None
+    gpu_min: CC | None = None
+    gpu_max: CC | None = None
+
+
+class RawCompanionArch(_Sourced):
+    cc: CC
+    since: Pep440
+
+
+class RawCompanion(_Sourced):
+    name: Name
+    moves: Literal[
+        "paired",
+        "wheel-page",
+        "source",
+        "jit",
+        "cuda-binaries",
+        "torch-pinned",
+        "cuda-suffix",
+        "unmanaged",
+    ]
+    build: Literal["always", "when-no-wheel", "jit", "never"]
+    compiled_against_torch: bool
+    cpu: Literal["works", "degraded", "none"]
+    note: str | None = None
+    successor: Name | None = None
+    wheel_page: Url | None = None
+    release: list[RawCompanionRelease] = Field(default_factory=list)
+    arch: list[RawCompanionArch] = Field(default_factory=list)
+
+
+class RawPythonFloor(_Sourced):
+    package: Name
+    python: Python
+    version: Pep440
+
+
+class RawTorchConstraint(_Sourced):
+    torch: Specifier
+    package: Name
+    requires: Specifier
+    why: str
+
+
+class RawTorchChange(_Sourced):
+    since: Pep440
+    what: str
+
+
+class RawCompanionsFile(_Strict):
+    schema_version: int = Field(alias="schema")
+    companion: list[RawCompanion]
+    python_floor: list[RawPythonFloor]
+    torch_constraint: list[RawTorchConstraint]
+    torch_change: list[RawTorchChange]
+
+
+SCHEMAS: dict[str, type[BaseModel]] = {
+    "images.toml": RawImagesFile,
+    "conda_cuda.toml": RawCondaCudaFile,
+    "conda_names.toml": RawCondaNamesFile,
+    "companions.toml": RawCompanionsFile,
+}

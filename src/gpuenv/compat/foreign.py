@@ -1,0 +1,387 @@
+"""Facts about what other tools and images put into an environment, as frozen values:
+container images (``images.toml``), conda's CUDA packages and names (``conda_cuda.toml``,
+``conda_names.toml``) and the companion packages tied to torch (``companions.toml``).
+
+Only ``gpuenv import`` loads them (``foreign_knowledge()``, once per process): the
+files are validated against ``_foreign_schema`` on every load, and any problem is a
+``FileFormatError`` naming the file and the entry. The builds work (#13) reads
+``Companion.build`` and ``Companion.compiled_against_torch``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from gpuenv.versions import ComputeCapability
+
+FOREIGN_FILES = ("images.toml", "conda_cuda.toml", "conda_names.toml", "companions.toml")
+
+
+@dataclass(frozen=True)
+class Sourced:
+    source: str
+    unverified: bool
+
+
+@dataclass(frozen=True)
+class NgcRelease:
+    """One ``nvcr.io/nvidia/pytorch:<release>-py3`` container."""
+
+    release: str
+    torch: str  # NVIDIA's build of an upstream commit: "1.13.0a0+d0d6b1f"
+    upstream: Version  # the published release that commit preceded
+    cuda: str  # "11.8.0"
+    cudnn: str | None
+    python: str
+    os: str
+    fact: Sourced
+
+
+@dataclass(frozen=True)
+class CondaCudaPackage:
+    name: str
+    means: str  # "build", "cpu", "toolkit" or "runtime"
+    note: str
+    fact: Sourced
+
+
+@dataclass(frozen=True)
+class CompanionRelease:
+    """The releases of a companion from ``version`` up to the next entry."""
+
+    version: Version
+    latest: Version | None
+    torch: SpecifierSet
+    nvcc: SpecifierSet | None
+    gpu_min: ComputeCapability | None
+    gpu_max: ComputeCapability | None
+    fact: Sourced
+
+    @property
+    def landing(self) -> Version:
+        """The version a move to this entry installs: its newest known release."""
+        return self.latest or self.version
+
+
+@dataclass(frozen=True)
+class CompanionArch:
+    cc: ComputeCapability
+    since: Version
+    fact: Sourced
+
+
+@dataclass(frozen=True)
+class Companion:
+    """A package whose build is tied to torch and CUDA (see companions.toml)."""
+
+    name: str
+    moves: str
+    build: str  # "always", "when-no-wheel", "jit", "never": when a source build is needed
+    compiled_against_torch: bool
+    cpu: str  # "works", "degraded", "none"
+    note: str | None
+    successor: str | None
+    wheel_page: str | None
+    releases: tuple[CompanionRelease, ...]  # ascending
+    archs: tuple[CompanionArch, ...]
+    fact: Sourced
+
+    def release_of(self, version: Version) -> CompanionRelease | None:
+        """The entry describing ``version`` (the last one that starts at or below it)."""
+        found = None
+        for release in self.releases:
+            if release.version <= version:
+                found = release
+        return found
+
+    def releases_for(self, torch: Version) -> list[CompanionRelease]:
+        return [r for r in self.releases if r.torch.contains(torch, prereleases=True)]
+
+    def wheels_lack(self, version: Version, cc: ComputeCapability) -> CompanionArch | None:
+        """The arch fact that ``version``'s prebuilt wheels predate, for this GPU."""
+        for arch in self.archs:
+            if arch.cc.major == cc.major and cc >= arch.cc and version < arch.since:
+                return arch
+        return None
+
+    def page_for(self, torch: Version, build: str) -> str | None:
+        if self.wheel_page is None:
+            return None
+        series = f"{torch.major}.{torch.minor}"
+        return self.wheel_page.format(series=series, build=build)
+
+
+@dataclass(frozen=True)
+class PythonFloor:
+    package: str
+    python: str
+    version: Version
+    fact: Sourced
+
+
+@dataclass(frozen=True)
+class TorchConstraint:
+    torch: SpecifierSet
+    package: str
+    requires: SpecifierSet
+    why: str
+    fact: Sourced
+
+
+@dataclass(frozen=True)
+class TorchChange:
+    since: Version
+    what: str
+    fact: Sourced
+
+
+@dataclass(frozen=True)
+class ForeignKnowledge:
+    pytorch_image_python: dict[str, tuple[str, Sourced]]  # torch series -> Python
+    os_python: dict[str, tuple[str, Sourced]]  # "ubuntu20.04" -> Python
+    ngc: dict[str, NgcRelease]
+    conda_cuda: dict[str, CondaCudaPackage]
+    build_patterns: tuple[re.Pattern[str], ...]
+    renames: dict[str, str]  # conda name -> PyPI name
+    conda_only: frozenset[str]
+    runtime_patterns: tuple[str, ...]
+    companions: dict[str, Companion]
+    python_floors: tuple[PythonFloor, ...]
+    torch_constraints: tuple[TorchConstraint, ...]
+    torch_changes: tuple[TorchChange, ...]
+
+    # --- conda -------------------------------------------------------------------------
+
+    def pypi_name(self, conda_name: str) -> str:
+        return self.renames.get(conda_name, conda_name)
+
+    def is_conda_runtime(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.runtime_patterns)
+
+    def build_cuda(self, build: str) -> str | None:
+        """The torch build a conda build string names: "cu113", "cpu", or None."""
+        for pattern in self.build_patterns:
+            match = pattern.search(build)
+            if match is None:
+                continue
+            groups = match.groupdict()
+            if "major" in groups:
+                return f"cu{int(groups['major'])}{groups['minor']}"
+            return "cpu"
+        return None
+
+    # --- packages -------------------------------------------------------------------------
+
+    def companion(self, name: str) -> Companion | None:
+        return self.companions.get(name)
+
+    def python_floor(self, package: str, python: str) -> PythonFloor | None:
+        return next(
+            (f for f in self.python_floors if f.package == package and f.python == python), None
+        )
+
+    def constraints_for(self, torch: Version) -> list[TorchConstraint]:
+        return [c for c in self.torch_constraints if c.torch.contains(torch, prereleases=True)]
+
+    def changes_between(self, old: Version, new: Version) -> list[TorchChange]:
+        """API changes crossed moving torch from ``old`` up to ``new``."""
+        return [c for c in self.torch_changes if old < c.since <= new]
+
+
+# --- loading ------------------------------------------------------------------------------
+#
+# Converters take the validated files as plain dicts (``model_dump(mode="json")``), so the
+# same code builds the values from a fresh validation and from the cache.
+
+Raw = dict[str, Any]
+
+
+def _sourced(raw: Raw) -> Sourced:
+    return Sourced(raw["source"], bool(raw.get("unverified")))
+
+
+def _cc(text: str | None) -> ComputeCapability | None:
+    return ComputeCapability.parse(text) if text else None
+
+
+def _release(raw: Raw) -> CompanionRelease:
+    return CompanionRelease(
+        version=Version(raw["version"]),
+        latest=Version(raw["latest"]) if raw.get("latest") else None,
+        torch=SpecifierSet(raw["torch"]),
+        nvcc=SpecifierSet(raw["nvcc"]) if raw.get("nvcc") else None,
+        gpu_min=_cc(raw.get("gpu_min")),
+        gpu_max=_cc(raw.get("gpu_max")),
+        fact=_sourced(raw),
+    )
+
+
+def _companion(raw: Raw) -> Companion:
+    archs = tuple(
+        CompanionArch(ComputeCapability.parse(a["cc"]), Version(a["since"]), _sourced(a))
+        for a in raw.get("arch", [])
+    )
+    return Companion(
+        name=raw["name"],
+        moves=raw["moves"],
+        build=raw["build"],
+        compiled_against_torch=raw["compiled_against_torch"],
+        cpu=raw["cpu"],
+        note=raw.get("note"),
+        successor=raw.get("successor"),
+        wheel_page=raw.get("wheel_page"),
+        releases=tuple(
+            sorted((_release(r) for r in raw.get("release", [])), key=lambda r: r.version)
+        ),
+        archs=archs,
+        fact=_sourced(raw),
+    )
+
+
+def _ngc(raw: Raw) -> NgcRelease:
+    return NgcRelease(
+        release=raw["release"],
+        torch=raw["torch"],
+        upstream=Version(raw["upstream"]),
+        cuda=raw["cuda"],
+        cudnn=raw.get("cudnn"),
+        python=raw["python"],
+        os=raw["os"],
+        fact=_sourced(raw),
+    )
+
+
+def _images(raw: Raw) -> dict[str, Any]:
+    return {
+        "pytorch_image_python": {
+            i["series"]: (i["python"], _sourced(i)) for i in raw["pytorch_image"]
+        },
+        "os_python": {o["os"]: (o["python"], _sourced(o)) for o in raw["os_python"]},
+        "ngc": {n["release"]: _ngc(n) for n in raw["ngc_pytorch"]},
+    }
+
+
+def _conda(cuda: Raw, names: Raw) -> dict[str, Any]:
+    return {
+        "conda_cuda": {
+            p["name"]: CondaCudaPackage(p["name"], p["means"], p["note"], _sourced(p))
+            for p in cuda["package"]
+        },
+        "build_patterns": tuple(re.compile(b["pattern"]) for b in cuda["build_string"]),
+        "renames": {r["conda"]: r["pypi"] for r in names["rename"]},
+        "conda_only": frozenset(c["name"] for c in names["conda_only"]),
+        "runtime_patterns": tuple(r["name"] for r in names["runtime"]),
+    }
+
+
+def _packages(raw: Raw) -> dict[str, Any]:
+    changes = (
+        TorchChange(Version(c["since"]), c["what"], _sourced(c)) for c in raw["torch_change"]
+    )
+    return {
+        "companions": {c["name"]: _companion(c) for c in raw["companion"]},
+        "python_floors": tuple(
+            PythonFloor(f["package"], f["python"], Version(f["version"]), _sourced(f))
+            for f in raw["python_floor"]
+        ),
+        "torch_constraints": tuple(
+            TorchConstraint(
+                SpecifierSet(c["torch"]),
+                c["package"],
+                SpecifierSet(c["requires"]),
+                c["why"],
+                _sourced(c),
+            )
+            for c in raw["torch_constraint"]
+        ),
+        "torch_changes": tuple(sorted(changes, key=lambda c: c.since)),
+    }
+
+
+def _validated(name: str) -> Raw:
+    """One data file, checked against its schema (unknown keys, sources, versions)."""
+    from pydantic import ValidationError
+
+    from gpuenv.compat._data import read_data
+    from gpuenv.compat._foreign_schema import SCHEMAS
+    from gpuenv.errors import FileFormatError
+
+    try:
+        model = SCHEMAS[name].model_validate(read_data(name))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise FileFormatError(
+            f"compat/data/{name}: {where}: {first['msg']}",
+            hint="the knowledge base shipped with gpuenv is damaged; reinstall gpuenv",
+        ) from None
+    dumped: Raw = model.model_dump(mode="json", by_alias=True)
+    return dumped
+
+
+def _digest() -> str:
+    import hashlib
+    from importlib import resources
+
+    digest = hashlib.sha256()
+    for name in FOREIGN_FILES:
+        data = resources.files("gpuenv.compat").joinpath("data").joinpath(name).read_bytes()
+        digest.update(name.encode() + b"\0" + data)
+    return digest.hexdigest()
+
+
+def _raw_files(cache_dir: Path | None) -> dict[str, Raw]:
+    """The validated files. Building the schema costs ~0.15 s, so what validated is kept
+    in gpuenv's cache as JSON, keyed by the files' digest (edited data is a miss)."""
+    if cache_dir is None:
+        return {name: _validated(name) for name in FOREIGN_FILES}
+    cached = cache_dir / "foreign" / f"{_digest()}.json"
+    try:
+        data: dict[str, Raw] = json.loads(cached.read_text(encoding="utf-8"))
+        if set(data) == set(FOREIGN_FILES):
+            return data
+    except (OSError, ValueError):
+        pass
+    data = {name: _validated(name) for name in FOREIGN_FILES}
+    try:
+        from gpuenv._fs import atomic_write_text
+
+        atomic_write_text(cached, json.dumps(data, separators=(",", ":")), durable=False)
+    except OSError:
+        pass  # the cache is a courtesy
+    return data
+
+
+def load_foreign_knowledge(cache_dir: Path | None = None) -> ForeignKnowledge:
+    raw = _raw_files(cache_dir)
+    try:
+        return ForeignKnowledge(
+            **_images(raw["images.toml"]),
+            **_conda(raw["conda_cuda.toml"], raw["conda_names.toml"]),
+            **_packages(raw["companions.toml"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:  # a damaged cache entry
+        from gpuenv.errors import FileFormatError
+
+        raise FileFormatError(
+            f"compat/data: the foreign-format facts do not load: {type(exc).__name__}: {exc}",
+            hint="remove gpuenv's cache directory, or reinstall gpuenv",
+        ) from exc
+
+
+@lru_cache(maxsize=1)
+def foreign_knowledge() -> ForeignKnowledge:
+    """The foreign-format facts, loaded once per process (validated, then cached in
+    gpuenv's cache directory when the CLI configured one: ``gpuenv._settings``)."""
+    from gpuenv import _settings
+
+    return load_foreign_knowledge(_settings.cache_dir)

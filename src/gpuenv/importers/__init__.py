@@ -1,0 +1,163 @@
+"""``gpuenv import``: reproduce a published environment on the hardware you have.
+
+The package is shaped like ``doctor/``: one module per foreign format (each turns its
+file into one shared model, ``model.Reading``: what the environment asked for and from
+which file and line), then ``merge`` (one environment, which file won each disagreement
+and why), ``decide`` (per target, through gpuenv's own planner: ``torch_choice`` and the
+companion data), ``report`` (kept / changed / needs_build / unreproducible / unmanaged /
+assumptions, ordered by risk) and ``write`` (a commented, validated ``gpuenv.toml``).
+
+``reproduce(request)`` runs all of it and writes nothing; ``write.write_spec`` writes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuenv.compat import KnowledgeBase
+from gpuenv.compat.foreign import ForeignKnowledge
+from gpuenv.importers._context import Context
+from gpuenv.importers._text import fail
+from gpuenv.importers.decide import Decision, TargetRequest, decide
+from gpuenv.importers.discover import discover
+from gpuenv.importers.formats import READERS, detect
+from gpuenv.importers.merge import Merged, merge
+from gpuenv.importers.model import NAME, Reading
+from gpuenv.importers.report import ASSUMPTION, Entry, Report
+from gpuenv.importers.torch_choice import Planning
+
+__all__ = ["ImportRequest", "Reproduction", "TargetRequest", "read_inputs", "reproduce"]
+
+
+@dataclass(frozen=True)
+class ImportRequest:
+    paths: tuple[Path, ...]
+    target: TargetRequest
+    kb: KnowledgeBase
+    knowledge: ForeignKnowledge
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    readings: tuple[Reading, ...]
+    merged: Merged
+    decision: Decision
+    report: Report
+    spec_text: str
+
+
+def _read_one(ctx: Context, path: Path, fmt: str | None) -> None:
+    display = ctx.display(path)
+    text = ctx.text(path)
+    kind = fmt or detect(path, text, display)
+    READERS[kind](ctx, path, text, kind)
+
+
+def read_inputs(
+    paths: tuple[Path, ...], knowledge: ForeignKnowledge
+) -> tuple[list[Reading], list[Entry]]:
+    """Every file named (folders searched), read; entries note what discovery skipped."""
+    if not paths:
+        raise ValueError("no paths")
+    first = paths[0]
+    root = first if first.is_dir() else first.parent
+    ctx = Context(root=root, knowledge=knowledge, reader=_read_one)
+    skipped: list[Entry] = []
+    for path in paths:
+        if path.is_dir():
+            found = discover(path)
+            for where, why in found.skipped:
+                skipped.append(Entry(ASSUMPTION, None, f"{ctx.display(where)} not imported: {why}"))
+            if not found.files:
+                fail(
+                    ctx.display(path),
+                    None,
+                    "no environment files found in this folder",
+                    "pass the files themselves",
+                )
+            for file in found.files:
+                if ctx.claim(file):
+                    _read_one(ctx, file, None)
+        elif ctx.claim(path):
+            _read_one(ctx, path, None)
+    return ctx.readings, skipped
+
+
+_NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _project_name(merged: Merged, paths: tuple[Path, ...]) -> tuple[str, str]:
+    fact = merged.fact(NAME)
+    raw = (
+        fact.value
+        if fact
+        else (paths[0].resolve().name if paths[0].is_dir() else paths[0].resolve().parent.name)
+    )
+    name = _NAME_CHARS.sub("-", raw).strip("-._")[:64] or "imported"
+    if not name[0].isalnum():
+        name = f"p{name}"[:64]
+    return name, fact.origin.cite() if fact else "the folder's name"
+
+
+def _target_name(request: TargetRequest, kb: KnowledgeBase) -> str:
+    if request.name:
+        return request.name
+    if request.cpu:
+        return "cpu"
+    model = kb.find_gpu(request.gpu) if request.gpu else None
+    raw = model.name if model else (request.gpu or "gpu")
+    return re.sub(r"[^a-z0-9]+", "-", raw.lower()).strip("-") or "gpu"
+
+
+def _summary(decision: Decision) -> str:
+    torch = next(
+        e for e in decision.entries if e.package == "torch" and e.kind in ("kept", "changed")
+    )
+    python = next(
+        (e for e in decision.entries if e.package == "python" and e.kind != ASSUMPTION), None
+    )
+    moved = (
+        f"torch {torch.was} → {torch.now}"
+        if torch.kind == "changed"
+        else f"torch {torch.now} (kept)"
+    )
+    py = decision.plan.python
+    py_text = (
+        f"Python {python.was} → {py}" if python and python.kind == "changed" else f"Python {py}"
+    )
+    builds = sum(e.kind == "needs_build" for e in decision.entries)
+    lost = sum(e.kind == "unreproducible" for e in decision.entries)
+    tail = []
+    if builds:
+        tail.append(f"{builds} to build for this GPU")
+    if lost:
+        tail.append(f"{lost} cannot be reproduced")
+    return f"{moved}, {py_text}" + (f"; {', '.join(tail)}" if tail else "") + "."
+
+
+def reproduce(request: ImportRequest) -> Reproduction:
+    """Read, merge, decide and report; nothing is written."""
+    from gpuenv.importers import write
+
+    readings, skipped = read_inputs(request.paths, request.knowledge)
+    merged = merge(readings)
+    target = _target_name(request.target, request.kb)
+    planning = Planning(
+        _project_name(merged, request.paths)[0], target, request.target.target(), request.kb
+    )
+    decision = decide(merged, planning, request.knowledge, _project_name(merged, request.paths))
+    decision.entries.extend(skipped)
+    hardware = decision.plan.hardware.describe()
+    report = Report(
+        target=target,
+        hardware=hardware,
+        summary=_summary(decision),
+        inputs=tuple((r.file, r.format) for r in readings),
+        entries=tuple(decision.entries),
+        disagreements=tuple(d.to_json() for d in merged.disagreements),
+        plan_reasons=decision.plan.reasons,
+    )
+    text = write.spec_text(decision, report)
+    return Reproduction(tuple(readings), merged, decision, report, text)

@@ -1,0 +1,64 @@
+"""What readers share while one import runs: display paths, the foreign knowledge, and
+the files already read (so ``-r`` includes are read once, cycles end, depth is bounded)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuenv.compat.foreign import ForeignKnowledge
+from gpuenv.importers._text import fail, read_text
+from gpuenv.importers.model import Reading
+
+MAX_INCLUDE_DEPTH = 8
+MAX_FILES = 64  # files read in one import, includes counted
+
+
+@dataclass
+class Context:
+    root: Path  # what display paths are relative to
+    knowledge: ForeignKnowledge
+    readings: list[Reading] = field(default_factory=list)
+    seen: set[Path] = field(default_factory=set)
+    depth: int = 0
+    reader: Callable[[Context, Path, str | None], None] | None = None
+
+    def display(self, path: Path) -> str:
+        try:
+            return str(path.resolve().relative_to(self.root.resolve()))
+        except (ValueError, OSError):
+            return str(path)
+
+    def claim(self, path: Path) -> bool:
+        """True the first time ``path`` is read in this import (False: already read)."""
+        try:
+            key = path.resolve(strict=False)
+        except (OSError, RuntimeError):  # RuntimeError: a symlink loop on older Pythons
+            key = path.absolute()
+        if key in self.seen:
+            return False
+        if len(self.seen) >= MAX_FILES:
+            fail(self.display(path), None, f"more than {MAX_FILES} files in one import")
+        self.seen.add(key)
+        return True
+
+    def text(self, path: Path) -> str:
+        return read_text(path, self.display(path))
+
+    def include(self, path: Path, fmt: str | None, *, by: str, line: int | None) -> bool:
+        """Read another file that one being read pulls in (``-r``, ``python_requirements``).
+        Returns False when it was already read."""
+        if self.depth >= MAX_INCLUDE_DEPTH:
+            fail(by, line, f"includes nested more than {MAX_INCLUDE_DEPTH} deep")
+        if not path.is_file():
+            fail(by, line, f"includes {self.display(path)}, which is not there")
+        if not self.claim(path):
+            return False
+        assert self.reader is not None
+        self.depth += 1
+        try:
+            self.reader(self, path, fmt)
+        finally:
+            self.depth -= 1
+        return True

@@ -1,0 +1,89 @@
+"""Reading a foreign file before believing it: a regular file, bounded in size, text
+(no NUL bytes), UTF-8 (the first bad byte named by line). Every refusal is a
+``ForeignFileError`` (exit 2) naming the file and, where it has one, the line."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path
+from typing import NoReturn
+
+from gpuenv.errors import ForeignFileError, SpecProblem
+
+MAX_BYTES = 8 * 1024 * 1024  # the largest environment file imported (conda-lock files of
+# big multi-platform environments reach a few MiB; nothing legitimate comes near this)
+
+
+def problem(file: str, line: int | None, message: str, hint: str | None = None) -> SpecProblem:
+    return SpecProblem(file, line, "", message, hint)
+
+
+def fail(file: str, line: int | None, message: str, hint: str | None = None) -> NoReturn:
+    raise ForeignFileError([problem(file, line, message, hint)])
+
+
+def _open_error(display: str, exc: OSError) -> NoReturn:
+    if exc.errno == errno.ELOOP:
+        fail(display, None, "a symbolic link loop, not a file")
+    if exc.errno == errno.ENOENT:
+        fail(display, None, "no such file (or a dangling symbolic link)")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        fail(display, None, "cannot be read: permission denied")
+    fail(display, None, f"cannot be read: {exc.strerror or exc}")
+
+
+def read_bytes(path: Path, display: str) -> bytes:
+    """The file's bytes, refusing anything but a regular file of at most MAX_BYTES.
+
+    The type is checked on the opened descriptor, so a FIFO or device swapped in after a
+    check is never read (opening is non-blocking for the same reason)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        _open_error(display, exc)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            fail(display, None, "is a directory", "pass a file, or the folder itself to search it")
+        if not stat.S_ISREG(info.st_mode):
+            fail(display, None, "not a regular file (a device, socket or pipe)")
+        if info.st_size > MAX_BYTES:
+            fail(display, None, f"too large for an environment file ({info.st_size} bytes)")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        _open_error(display, exc)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_BYTES:
+        fail(display, None, f"too large for an environment file (over {MAX_BYTES} bytes)")
+    return data
+
+
+def decode(data: bytes, display: str) -> str:
+    """``data`` as text: no NUL bytes, valid UTF-8 (a byte-order mark is dropped)."""
+    nul = data.find(b"\0")
+    if nul >= 0:
+        fail(
+            display,
+            data.count(b"\n", 0, nul) + 1,
+            "a binary file, not text (NUL byte)",
+            "pass an environment file: environment.yml, requirements.txt, pyproject.toml, ...",
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        byte = data[exc.start : exc.start + 1].hex()
+        fail(display, line, f"not UTF-8 text (byte 0x{byte})", "save the file as UTF-8")
+    return text.removeprefix("\ufeff")
+
+
+def read_text(path: Path, display: str) -> str:
+    return decode(read_bytes(path, display), display)
+
+
+def line_at(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1

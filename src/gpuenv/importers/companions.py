@@ -1,0 +1,455 @@
+"""How each companion package (``compat/data/companions.toml``) follows the torch the
+reproduction chose: kept, moved to its release paired with the new torch, built from
+source for the target's GPU (with the nvcc it needs), or not reproducible."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.version import Version
+
+from gpuenv.compat.foreign import Companion, CompanionRelease
+from gpuenv.importers.merge import Resolved
+from gpuenv.importers.report import (
+    CHANGED,
+    HIGH,
+    KEPT,
+    LOW,
+    MEDIUM,
+    NEEDS_BUILD,
+    NONE,
+    UNMANAGED,
+    UNREPRODUCIBLE,
+    Entry,
+)
+from gpuenv.versions import ComputeCapability
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the companions must fit: the chosen torch and the target's GPU."""
+
+    torch: Version
+    build: str  # "cu118" or "cpu"
+    cuda: str | None  # "11.8"
+    cc: ComputeCapability | None  # the target's lowest compute capability; None: CPU
+
+    @property
+    def label(self) -> str:
+        return f"{self.torch}+{self.build}"
+
+
+@dataclass(frozen=True)
+class Move:
+    """A companion's outcome: the entry to report and what (if anything) to install."""
+
+    entry: Entry
+    requirement: str | None  # the pip requirement to write; None: left out of the spec
+    needs_toolkit: bool = False
+
+
+def _gpu_fits(release: CompanionRelease, cc: ComputeCapability | None) -> bool:
+    if cc is None:
+        return True
+    if release.gpu_min is not None and cc < release.gpu_min:
+        return False
+    return not (release.gpu_max is not None and cc > release.gpu_max)
+
+
+def _fits(release: CompanionRelease, target: Target) -> bool:
+    if not release.torch.contains(target.torch, prereleases=True):
+        return False
+    if (
+        release.nvcc is not None
+        and target.cuda is not None
+        and not release.nvcc.contains(target.cuda, prereleases=True)
+    ):
+        return False
+    return _gpu_fits(release, target.cc)
+
+
+def nearest(
+    companion: Companion, version: Version | None, target: Target
+) -> CompanionRelease | None:
+    """The release entry that fits ``target`` nearest to ``version``: the oldest at or
+    above it, else the newest below it (unpinned: the newest that fits)."""
+    fitting = [r for r in companion.releases if _fits(r, target)]
+    if not fitting:
+        return None
+    if version is None:
+        return fitting[-1]
+    above = [r for r in fitting if r.landing >= version]
+    return above[0] if above else fitting[-1]
+
+
+def _nvcc(target: Target) -> str | None:
+    return target.cuda
+
+
+def _requirement(resolved: Resolved, version: Version | str | None, name: str | None = None) -> str:
+    ask = resolved.ask
+    extras = f"[{','.join(ask.extras)}]" if ask.extras else ""
+    spec = f"=={version}" if version is not None else resolved.specifier
+    return f"{name or resolved.name}{extras}{spec}"
+
+
+def _entry(kind: str, resolved: Resolved, why: str, **fields: Any) -> Entry:
+    return Entry(kind, resolved.name, why, origin=resolved.ask.origin, **fields)
+
+
+def _build_entry(
+    resolved: Resolved, version: Version | None, target: Target, why: str, companion: Companion
+) -> Entry:
+    nvcc = _nvcc(target) if target.cc is not None else None
+    arch = f" for {target.cc.sm}" if target.cc is not None else " (CPU-only)"
+    return _entry(
+        NEEDS_BUILD,
+        resolved,
+        f"{why}: compiled against torch {target.label}{arch}"
+        + (", with no build isolation" if companion.compiled_against_torch else ""),
+        was=resolved.specifier or "any",
+        now=str(version) if version else resolved.specifier or "any",
+        nvcc=nvcc,
+        risk=MEDIUM,
+        risk_text="a source build; it takes a while and needs a host compiler nvcc accepts",
+        unverified=companion.fact.unverified,
+    )
+
+
+def _cpu(companion: Companion, resolved: Resolved, target: Target) -> Move | None:
+    if target.cc is not None or companion.cpu == "works":
+        return None
+    if companion.cpu == "none":
+        entry = _entry(
+            UNREPRODUCIBLE,
+            resolved,
+            f"{companion.name} has no CPU implementation: the target has no GPU",
+            was=resolved.specifier or "any",
+            risk=HIGH,
+        )
+        return Move(entry, None)
+    return None  # "degraded": handled by the caller's risk
+
+
+def paired(companion: Companion, resolved: Resolved, target: Target) -> Move:
+    """xformers, vllm: each release built against one torch release."""
+    version = resolved.exact
+    current = companion.release_of(version) if version else None
+    if current is not None and _fits(current, target) and version is not None:
+        lacking = companion.wheels_lack(version, target.cc) if target.cc else None
+        if lacking is not None:
+            why = (
+                f"{companion.name} {version}'s wheels carry no {target.cc.sm if target.cc else ''}"
+                f" kernels (they arrived in {lacking.since})"
+            )
+            return Move(
+                _build_entry(resolved, version, target, why, companion),
+                _requirement(resolved, version),
+                True,
+            )
+        entry = _entry(
+            KEPT, resolved, f"built for torch {target.torch}", was=str(version), now=str(version)
+        )
+        return Move(entry, _requirement(resolved, version))
+    found = nearest(companion, version, target)
+    if found is None:
+        why = f"no {companion.name} release is built for torch {target.torch}"
+        if version is None:
+            entry = _entry(UNREPRODUCIBLE, resolved, why, was="any", risk=HIGH)
+            return Move(entry, None)
+        return Move(
+            _build_entry(resolved, version, target, why, companion),
+            _requirement(resolved, version),
+            True,
+        )
+    landing = found.landing
+    pinned = f"{version}" if version else "unpinned"
+    entry = _entry(
+        CHANGED,
+        resolved,
+        f"{pinned} is not built for torch {target.torch}; {landing} is",
+        was=str(version) if version else "any",
+        now=str(landing),
+        risk=MEDIUM if version else LOW,
+        risk_text="another release of the package: behaviour and numerics may differ",
+        unverified=found.fact.unverified,
+    )
+    return Move(entry, _requirement(resolved, landing))
+
+
+def wheel_page(
+    companion: Companion, resolved: Resolved, target: Target, successor: Companion | None
+) -> Move:
+    """mmcv, PyG: wheels per (torch, CUDA) on a find-links page."""
+    version = resolved.exact
+    current = companion.release_of(version) if version else None
+    name, chosen = companion.name, version
+    why = f"built for torch {target.torch}"
+    moved_from = None
+    if current is None or not _fits(current, target) or version is None:
+        found = nearest(companion, version, target)
+        if found is None and successor is not None:
+            found = nearest(successor, None, target)
+            name = successor.name
+        if found is None:
+            why = f"no {companion.name} release is known to support torch {target.torch}"
+        else:
+            chosen = found.landing
+            moved_from = str(version) if version else "any"
+            why = f"{chosen} is the {name} release with wheels for torch {target.torch}"
+    page = companion.page_for(target.torch, target.build)
+    build_why = f"{why}; gpuenv's lock cannot read its wheel page yet" + (
+        f" ({page})" if page else ""
+    )
+    entry = _build_entry(resolved, chosen, target, build_why, companion)
+    if moved_from is not None:
+        risk = HIGH if name != companion.name else MEDIUM
+        text = companion.note if name != companion.name else "another release: its ops may differ"
+        entry = Entry(
+            NEEDS_BUILD,
+            companion.name,
+            entry.why,
+            origin=entry.origin,
+            was=moved_from,
+            now=f"{name} {chosen}",
+            nvcc=entry.nvcc,
+            risk=risk,
+            risk_text=text,
+            unverified=entry.unverified,
+        )
+    return Move(entry, _requirement(resolved, chosen, name), True)
+
+
+def source(companion: Companion, resolved: Resolved, target: Target) -> Move:
+    """flash-attn, apex, detectron2, pytorch3d: always compiled against torch."""
+    version = resolved.exact
+    current = companion.release_of(version) if version else None
+    if version is None:
+        found = nearest(companion, None, target)
+        if companion.releases and found is None:
+            return _no_source_release(companion, resolved, target, "any")
+        if found is not None and found is not companion.releases[-1]:
+            version, current = found.landing, found
+        else:
+            why = f"{companion.name} has no prebuilt wheels gpuenv can use"
+            return Move(
+                _build_entry(resolved, None, target, why, companion),
+                resolved.ask.requirement_text(),
+                True,
+            )
+    if current is None or _fits(current, target):
+        why = f"{companion.name} has no prebuilt wheels gpuenv can use"
+        return Move(
+            _build_entry(resolved, version, target, why, companion),
+            _requirement(resolved, version),
+            True,
+        )
+    found = nearest(companion, version, target)
+    if found is None:
+        return _no_source_release(companion, resolved, target, str(version))
+    why = f"{version} {_source_reason(current, target)}; {found.landing} builds with it"
+    entry = _build_entry(resolved, found.landing, target, why, companion)
+    entry = Entry(
+        NEEDS_BUILD,
+        entry.package,
+        entry.why,
+        origin=entry.origin,
+        was=str(version),
+        now=str(found.landing),
+        nvcc=entry.nvcc,
+        risk=HIGH,
+        risk_text="another release, compiled from source",
+        unverified=found.fact.unverified,
+    )
+    return Move(entry, _requirement(resolved, found.landing), True)
+
+
+def _no_source_release(companion: Companion, resolved: Resolved, target: Target, was: str) -> Move:
+    why = (
+        f"no {companion.name} release builds with torch {target.torch}"
+        + (f", CUDA {target.cuda}" if target.cuda else "")
+        + (f" for {target.cc.sm}" if target.cc else "")
+    )
+    return Move(_entry(UNREPRODUCIBLE, resolved, why, was=was, risk=HIGH), None)
+
+
+def _source_reason(release: CompanionRelease, target: Target) -> str:
+    if not release.torch.contains(target.torch, prereleases=True):
+        return f"needs torch {release.torch}"
+    if release.nvcc is not None and target.cuda and not release.nvcc.contains(target.cuda):
+        return f"needs nvcc {release.nvcc}"
+    if target.cc is not None and release.gpu_min is not None and target.cc < release.gpu_min:
+        return f"needs compute capability >= {release.gpu_min}"
+    return "does not fit this target"
+
+
+def jit(companion: Companion, resolved: Resolved, target: Target) -> Move:
+    """deepspeed: ops compiled at first use."""
+    version = resolved.exact
+    requirement = _requirement(resolved, version) if version else resolved.ask.requirement_text()
+    if target.cc is None:
+        entry = _entry(
+            KEPT,
+            resolved,
+            "CPU: its CUDA ops are not used",
+            was=resolved.specifier,
+            now=resolved.specifier or "any",
+        )
+        return Move(entry, requirement)
+    entry = _entry(
+        NEEDS_BUILD,
+        resolved,
+        f"its ops are compiled at first use (JIT) for {target.cc.sm} against torch {target.label}",
+        was=resolved.specifier or "any",
+        now=resolved.specifier or "any",
+        nvcc=target.cuda,
+        risk=LOW,
+        risk_text="the first run compiles; nvcc must be the toolkit gpuenv adds",
+    )
+    return Move(entry, requirement, True)
+
+
+def cuda_binaries(companion: Companion, resolved: Resolved, target: Target) -> Move:
+    """bitsandbytes: its own CUDA binaries; moves for a GPU or a torch floor."""
+    version = resolved.exact
+    if version is None:
+        entry = _entry(KEPT, resolved, "unpinned", was=resolved.specifier, now=resolved.specifier)
+        return Move(entry, resolved.ask.requirement_text())
+    lacking = companion.wheels_lack(version, target.cc) if target.cc else None
+    current = companion.release_of(version)
+    if lacking is None and (current is None or _fits(current, target)):
+        entry = _entry(
+            KEPT, resolved, "its binaries cover this target", was=str(version), now=str(version)
+        )
+        return Move(entry, _requirement(resolved, version))
+    if lacking is not None:
+        landing = lacking.since
+        why = f"{version} has no binaries for {lacking.cc.sm}; {landing} is the first that has"
+    else:
+        found = nearest(companion, version, target)
+        landing = found.landing if found else version
+        why = f"{version} does not support torch {target.torch}; {landing} does"
+    entry = _entry(
+        CHANGED,
+        resolved,
+        why,
+        was=str(version),
+        now=str(landing),
+        risk=MEDIUM,
+        risk_text="another release: quantisation kernels may differ",
+    )
+    return Move(entry, _requirement(resolved, landing))
+
+
+def cuda_suffix(companion: Companion, resolved: Resolved, target: Target) -> Move:
+    """cupy-cudaXXx: one project per CUDA major."""
+    if target.cuda is None:
+        entry = _entry(
+            UNREPRODUCIBLE,
+            resolved,
+            "cupy needs CUDA: the target has no GPU",
+            was=resolved.name,
+            risk=HIGH,
+        )
+        return Move(entry, None)
+    major = target.cuda.split(".")[0]
+    wanted = f"cupy-cuda{major}x"
+    if resolved.name == wanted:
+        entry = _entry(
+            KEPT,
+            resolved,
+            "matches torch's CUDA major",
+            was=resolved.specifier,
+            now=resolved.specifier or "any",
+        )
+        return Move(entry, resolved.ask.requirement_text())
+    entry = _entry(
+        CHANGED,
+        resolved,
+        f"torch's CUDA is {target.cuda}: cupy's CUDA {major} project",
+        was=resolved.name,
+        now=wanted,
+        risk=LOW,
+    )
+    return Move(entry, f"{wanted}{resolved.specifier}")
+
+
+def unmanaged(companion: Companion, resolved: Resolved, target: Target) -> Move:
+    """TensorFlow, JAX, ...: reported, left out of the spec."""
+    version = resolved.exact
+    current = companion.release_of(version) if version else None
+    if current is not None and target.cc is not None and not _gpu_fits(current, target.cc):
+        why = (
+            f"{companion.name} {version} was built for GPUs up to compute capability "
+            f"{current.gpu_max}: no kernels for {target.cc.sm}"
+        )
+        return Move(_entry(UNREPRODUCIBLE, resolved, why, was=str(version), risk=HIGH), None)
+    why = f"left out of the spec: {companion.note}" if companion.note else "left out of the spec"
+    entry = _entry(UNMANAGED, resolved, why, was=resolved.specifier or "any", risk=MEDIUM)
+    return Move(entry, None)
+
+
+def torch_pinned(companion: Companion, resolved: Resolved, target: Target) -> Move:
+    entry = _entry(
+        CHANGED,
+        resolved,
+        f"torch {target.torch}'s wheels require their own exact {companion.name}",
+        was=resolved.specifier or "any",
+        now=f"torch {target.torch}'s",
+        risk=NONE if not resolved.specifier else LOW,
+    )
+    return Move(entry, None)
+
+
+def move(
+    companion: Companion, resolved: Resolved, target: Target, successor: Companion | None
+) -> Move:
+    """Dispatch on ``companion.moves``."""
+    cpu = _cpu(companion, resolved, target)
+    if cpu is not None and companion.moves not in ("unmanaged", "torch-pinned"):
+        return cpu
+    handlers = {
+        "paired": paired,
+        "source": source,
+        "jit": jit,
+        "cuda-binaries": cuda_binaries,
+        "cuda-suffix": cuda_suffix,
+        "unmanaged": unmanaged,
+        "torch-pinned": torch_pinned,
+    }
+    if companion.moves == "wheel-page":
+        result = wheel_page(companion, resolved, target, successor)
+    else:
+        result = handlers[companion.moves](companion, resolved, target)
+    if target.cc is None and companion.cpu == "degraded" and result.entry.kind == KEPT:
+        entry = result.entry
+        result = Move(
+            Entry(
+                CHANGED,
+                entry.package,
+                "the target has no GPU: it imports, but its CUDA kernels cannot run",
+                origin=entry.origin,
+                was=entry.was,
+                now=entry.now,
+                risk=HIGH,
+                risk_text="GPU-only code paths fail on CPU",
+            ),
+            result.requirement,
+        )
+    return result
+
+
+CUPY = re.compile(r"^cupy-cuda\d+x?$")
+NVIDIA_WHEEL = re.compile(r"^nvidia-[a-z0-9-]+-cu\d+$")
+
+
+def companion_name(name: str) -> str:
+    """The companions.toml entry a PyPI name belongs to (cupy-cuda11x -> cupy,
+    nvidia-cublas-cu12 -> nvidia-cuda-wheels)."""
+    if CUPY.match(name):
+        return "cupy"
+    if NVIDIA_WHEEL.match(name):
+        return "nvidia-cuda-wheels"
+    return name

@@ -1,0 +1,199 @@
+"""conda ``environment.yml`` files and ``conda env export`` output.
+
+Match specs (``pytorch=1.12.1=py3.8_cuda11.3_cudnn8.3.2_0``, ``pytorch::pytorch>=2``,
+``numpy 1.21.*``) are parsed by rattler's ``MatchSpec``. Each conda package becomes
+what it means for a pip-based environment (``compat/data/conda_cuda.toml`` and
+``conda_names.toml``): the Python, the CUDA build of torch (cudatoolkit, pytorch-cuda,
+cuda-version, a build string), a toolkit, a pip requirement under its PyPI name, a
+conda-only tool, or one of conda's runtime libraries (not carried over). The ``pip:``
+subsection is read like a requirements file, with its YAML lines.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from gpuenv.importers import requirements
+from gpuenv.importers._context import Context
+from gpuenv.importers._text import fail
+from gpuenv.importers._yaml import YNode, load
+from gpuenv.importers.model import (
+    CHANNELS,
+    DROPPED,
+    NAME,
+    PYTHON,
+    TOOLKIT,
+    TORCH_BUILD,
+    UNREADABLE,
+    Ask,
+    Authority,
+    Origin,
+    ReadingBuilder,
+)
+
+
+def conda_version_to_pep440(version: str | None) -> str | None:
+    """A conda version spec as a PEP 440 specifier ("" for any; None: not expressible).
+
+    ``1.12.1.*`` (conda's ``=1.12.1``) means that release: ``==1.12.1``; ``1.12.*``
+    (``=1.12``) stays a wildcard; ranges are kept; ``|`` alternatives are not PEP 440."""
+    if not version or version == "*":
+        return ""
+    text = version.strip()
+    if "|" in text:
+        return None
+    if re.fullmatch(r"[0-9][0-9a-zA-Z.]*\.\*", text):
+        stem = text[:-2]
+        text = f"=={stem}" if stem.count(".") >= 2 else f"=={text}"
+    elif re.fullmatch(r"[0-9][0-9a-zA-Z.]*", text):
+        text = f"=={text}"
+    try:
+        SpecifierSet(text)
+    except InvalidSpecifier:
+        return None
+    return text
+
+
+def release_of(specifier: str) -> str | None:
+    """``==11.3`` / ``==11.3.*`` / ``==11.3.1`` -> "11.3" (a CUDA or Python major.minor)."""
+    match = re.fullmatch(r"==\s*(\d+)\.(\d+)(\.[\d*]+)*(\.\*)?", specifier.strip())
+    return f"{match.group(1)}.{match.group(2)}" if match else None
+
+
+@dataclass
+class CondaSink:
+    """Turns conda packages into asks and facts of one reading."""
+
+    ctx: Context
+    builder: ReadingBuilder
+    runtime: list[str] = field(default_factory=list)
+    runtime_origin: Origin | None = None
+
+    def package(self, name: str, version: str | None, build: str | None, origin: Origin) -> None:
+        knowledge = self.ctx.knowledge
+        specifier = conda_version_to_pep440(version)
+        if specifier is None:
+            self.builder.note(
+                UNREADABLE, f"{origin.text}: version {version!r} has no PEP 440 form", origin
+            )
+            specifier = ""
+        if name == "python":
+            self.builder.fact(PYTHON, specifier.removeprefix("==").removesuffix(".*"), origin)
+            return
+        cuda = knowledge.conda_cuda.get(name)
+        if cuda is not None:
+            self._cuda_package(cuda.means, specifier, origin)
+            return
+        if knowledge.is_conda_runtime(name):
+            self.runtime.append(name)
+            self.runtime_origin = self.runtime_origin or origin
+            return
+        manager = "conda" if name in knowledge.conda_only else "pip"
+        torch_build = knowledge.build_cuda(build) if build else None
+        pip_name = knowledge.pypi_name(name)
+        self.builder.asks.append(
+            Ask(
+                name=pip_name,
+                specifier=specifier,
+                origin=origin,
+                manager=manager,
+                build=torch_build if pip_name == "torch" else None,
+            )
+        )
+
+    def _cuda_package(self, means: str, specifier: str, origin: Origin) -> None:
+        cuda = release_of(specifier)
+        if means == "build":
+            if cuda is None:
+                self.builder.note(UNREADABLE, f"{origin.text}: no CUDA version pinned", origin)
+                return
+            major, minor = cuda.split(".")
+            self.builder.fact(TORCH_BUILD, f"cu{major}{minor}", origin, "conda CUDA package")
+        elif means == "cpu":
+            self.builder.fact(TORCH_BUILD, "cpu", origin, "conda cpuonly")
+        elif means == "toolkit":
+            self.builder.fact(TOOLKIT, cuda or "", origin)
+        else:
+            self.builder.note(
+                DROPPED, f"{origin.text}: CUDA libraries come with torch's wheels", origin
+            )
+
+    def spec(self, text: str, origin: Origin) -> None:
+        import rattler
+
+        try:
+            match = rattler.MatchSpec(text)
+        except Exception as exc:  # noqa: BLE001 - rattler raises its own exception types
+            fail(origin.file, origin.line, f"not a conda package spec: {text!r} ({exc})")
+        if match.name is None:
+            fail(origin.file, origin.line, f"not a conda package spec: {text!r}")
+        version = str(match.version) if match.version else None
+        self.package(match.name.normalized, version, match.build, origin)
+
+    def finish(self) -> None:
+        if self.runtime and self.runtime_origin is not None:
+            shown = ", ".join(sorted(self.runtime)[:6]) + (", ..." if len(self.runtime) > 6 else "")
+            self.builder.note(
+                DROPPED,
+                f"{len(self.runtime)} conda runtime and packaging package"
+                f"{'s' if len(self.runtime) > 1 else ''} not carried over ({shown}): "
+                "the Python gpuenv installs and the pip wheels bring their own",
+                self.runtime_origin,
+            )
+
+
+def _is_export(root: YNode, deps: list[YNode]) -> bool:
+    """``conda env export`` writes ``prefix:`` and a build string on every package."""
+    if root.get("prefix") is not None:
+        return True
+    specs = [d.text() or "" for d in deps if d.kind == "scalar"]
+    with_build = [s for s in specs if s.count("=") >= 2 and "==" not in s]
+    return bool(specs) and len(with_build) >= 0.8 * len(specs)
+
+
+def _pip_section(ctx: Context, builder: ReadingBuilder, node: YNode, base: Path) -> None:
+    feeder = requirements.PipLines(ctx, builder, base)
+    for item in node.children():
+        line = item.text()
+        if line is None:
+            fail(builder.file, item.line, "a pip: entry must be a requirement string")
+        feeder.line(item.line, line.strip())
+
+
+def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
+    display = ctx.display(path)
+    root = load(text, display)
+    if root.kind != "map":
+        fail(display, root.line, "an environment file is a mapping (name, channels, dependencies)")
+    deps_node = root.get("dependencies")
+    if deps_node is None or deps_node.kind != "seq":
+        fail(display, root.line, "no 'dependencies:' list: not a conda environment file")
+    deps = deps_node.children()
+    export = _is_export(root, deps)
+    builder = ReadingBuilder(
+        display,
+        "conda-export" if export else "conda-env",
+        Authority.RECORD if export else Authority.DEFINITION,
+    )
+    name = root.get("name")
+    if name is not None and name.text():
+        builder.fact(NAME, str(name.text()), Origin(display, name.line, f"name: {name.text()}"))
+    channels = root.get("channels")
+    if channels is not None:
+        names = [c.text() or "" for c in channels.children()]
+        builder.fact(CHANNELS, ",".join(names), Origin(display, channels.line, "channels"))
+    sink = CondaSink(ctx, builder)
+    for item in deps:
+        if item.kind == "map" and item.get("pip") is not None:
+            _pip_section(ctx, builder, item.value["pip"], path.parent)
+            continue
+        spec = item.text()
+        if spec is None:
+            fail(display, item.line, "a dependency must be a conda package spec or 'pip:'")
+        sink.spec(spec.strip(), Origin(display, item.line, spec.strip()))
+    sink.finish()
+    ctx.readings.append(builder.build())

@@ -1,0 +1,706 @@
+"""The decision for one target: what to keep, move, build or report, from the merged
+environment, with the planner choosing torch (``torch_choice``) and the companion data
+moving what is tied to it (``companions``). Everything else stays as the paper pinned
+it, unless the new Python or torch rules the pin out (``compat/data/companions.toml``:
+Python floors, torch constraints), and then it moves to the nearest version that can.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from gpuenv.compat import KnowledgeBase
+from gpuenv.compat.foreign import ForeignKnowledge
+from gpuenv.importers import companions as moves
+from gpuenv.importers.merge import Merged, Resolved
+from gpuenv.importers.model import (
+    CUDA_EXTENSION,
+    DRIVER,
+    DROPPED,
+    GPU,
+    IMAGE,
+    INCLUDED,
+    INDEX,
+    PRE,
+    PYTHON,
+    TOOLKIT,
+    TORCH_BUILD,
+    UNMANAGED,
+    UNREADABLE,
+    Fact,
+    Origin,
+)
+from gpuenv.importers.report import (
+    ASSUMPTION,
+    CHANGED,
+    HIGH,
+    KEPT,
+    LOW,
+    MEDIUM,
+    NEEDS_BUILD,
+    NONE,
+    UNREPRODUCIBLE,
+    Entry,
+)
+from gpuenv.importers.report import UNMANAGED as UNMANAGED_ENTRY
+from gpuenv.importers.torch_choice import Choice, PaperTorch, Planning, choose
+from gpuenv.plan import TargetPlan, spec_text
+from gpuenv.spec import Target
+
+TRIO = ("torch", "torchvision", "torchaudio")
+
+
+@dataclass(frozen=True)
+class TargetRequest:
+    """The machine to reproduce on: a GPU name and driver, a compute capability and
+    driver, or no GPU (``gpu = "none"``)."""
+
+    name: str | None
+    gpu: str | None
+    driver: str | None
+    compute_capability: str | None = None
+
+    @property
+    def cpu(self) -> bool:
+        return (self.gpu or "").lower() == "none"
+
+    def target(self) -> Target:
+        if self.cpu:
+            return Target(gpu="none")
+        return Target(gpu=self.gpu, compute_capability=self.compute_capability, driver=self.driver)
+
+
+@dataclass(frozen=True)
+class Line:
+    """One entry of the written spec, with its comment."""
+
+    text: str
+    comment: str
+
+
+@dataclass
+class Decision:
+    project: str
+    project_comment: str
+    target: str
+    target_spec: Target
+    plan: TargetPlan
+    stack: dict[str, str | bool] = field(default_factory=dict)
+    stack_comments: dict[str, str] = field(default_factory=dict)
+    pip: list[Line] = field(default_factory=list)
+    left_out: list[Line] = field(default_factory=list)
+    conda: list[Line] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
+    needs_toolkit: list[str] = field(default_factory=list)
+
+    def add(self, entry: Entry) -> None:
+        self.entries.append(entry)
+
+
+# --- what the paper asked of torch ---------------------------------------------------------
+
+
+def _python_wanted(merged: Merged) -> tuple[str | None, Fact | None]:
+    fact = merged.fact(PYTHON)
+    if fact is None or not fact.value:
+        return None, None
+    value = fact.value
+    if value[:1].isdigit():
+        return ".".join(value.split(".")[:2]), fact
+    return value, fact
+
+
+def _torch_build(merged: Merged, resolved: Resolved | None) -> tuple[str | None, Origin | None]:
+    """The build the paper's torch was: its own label, else the files' CUDA statements."""
+    if resolved is not None and resolved.build:
+        owner = next((a for a in resolved.asks if a.build == resolved.build), resolved.ask)
+        return resolved.build, owner.origin
+    fact = merged.fact(TORCH_BUILD)
+    return (fact.value, fact.origin) if fact else (None, None)
+
+
+def paper_torch(merged: Merged, kb: KnowledgeBase) -> tuple[PaperTorch, Resolved | None]:
+    resolved = merged.packages.get("torch")
+    specifier = resolved.specifier if resolved else ""
+    version = resolved.exact if resolved else None
+    if resolved is None:
+        for package in ("torchvision", "torchaudio"):
+            companion = merged.packages.get(package)
+            if companion is not None and companion.exact is not None:
+                release = kb.release_for_companion(package, Version(companion.exact.public))
+                if release is not None:
+                    version, specifier = release.version, f"=={release.version}"
+                    break
+    build, _ = _torch_build(merged, resolved)
+    python, _ = _python_wanted(merged)
+    paper = PaperTorch(
+        specifier=specifier,
+        version=Version(version.public) if version is not None else None,
+        build=build,
+        python=python,
+        torchvision="torchvision" in merged.packages,
+        torchaudio="torchaudio" in merged.packages,
+    )
+    return paper, resolved
+
+
+# --- torch, Python, the trio ------------------------------------------------------------
+
+
+def _moved_torch_why(paper: PaperTorch, choice: Choice, kb: KnowledgeBase) -> str:
+    plan = choice.plan
+    version = paper.version
+    obstacle = f" ({choice.rejected[0]})" if choice.rejected else ""
+    if version is None:
+        return f"no release in {paper.specifier!r} fits this target{obstacle}; {plan.torch} does"
+    if version.is_prerelease:
+        return f"{version} is a pre-release; {plan.torch} is the release it led to that fits"
+    if kb.torch_release(version) is None:
+        oldest = kb.torch_releases[-1].version
+        newest = kb.torch_releases[0].version
+        edge = (
+            f"predates gpuenv's knowledge (it starts at {oldest})"
+            if version < oldest
+            else (f"is newer than gpuenv's knowledge (it ends at {newest})")
+        )
+        return f"torch {version} {edge}; {plan.torch} is the nearest known release that fits"
+    if choice.step == "older":
+        return (
+            f"no build of {version} or any later release fits this target{obstacle}; "
+            f"{plan.torch} does"
+        )
+    return (
+        f"no torch {version} build fits this target{obstacle}; {plan.torch} is the oldest "
+        "release after it whose builds do"
+    )
+
+
+def _torch_risk(old: Version | None, new: Version, fk: ForeignKnowledge) -> tuple[int, str]:
+    notes = ["numerics may differ"]
+    if old is None:
+        return MEDIUM, "; ".join(notes)
+    base = Version(old.base_version)
+    changes = fk.changes_between(base, new) if new > base else []
+    notes.extend(f"API change in {c.since}: {c.what}" for c in changes)
+    risk = HIGH if new.major != base.major or changes else MEDIUM
+    return risk, "; ".join(notes)
+
+
+def _torch_entries(
+    d: Decision,
+    merged: Merged,
+    paper: PaperTorch,
+    choice: Choice,
+    ctx: tuple[KnowledgeBase, ForeignKnowledge],
+) -> None:
+    kb, fk = ctx
+    plan = choice.plan
+    resolved = merged.packages.get("torch")
+    build, build_origin = _torch_build(merged, resolved)
+    origin = resolved.ask.origin if resolved else build_origin
+    release = kb.torch_release(paper.version) if paper.version else None
+    if build is None and release is not None and release.pypi_default and not resolved_is_cpu(plan):
+        build = release.pypi_default
+        d.add(
+            Entry(
+                ASSUMPTION,
+                "torch",
+                f"no CUDA build named for torch {paper.version}: assumed "
+                f"PyPI's default build of that release ({build})",
+                origin=origin,
+            )
+        )
+    was = (
+        f"{paper.version}+{build}"
+        if paper.version and build
+        else (str(paper.version) if paper.version else (paper.specifier or "any"))
+    )
+    now = f"{plan.torch}+{plan.cu_tag}"
+    same_release = paper.version is not None and paper.version == Version(plan.torch)
+    if same_release and (build is None or build == plan.cu_tag):
+        d.add(Entry(KEPT, "torch", "runs on this target as built", origin=origin, was=was, now=now))
+    elif same_release:
+        if plan.cu_tag == "cpu":
+            why, risk, text = (
+                "the target has no GPU: torch's CPU build",
+                MEDIUM,
+                ("CUDA-only code (.cuda(), custom kernels) fails on CPU"),
+            )
+        else:
+            obstacle = choice.rejected[0] if choice.rejected else f"{build} does not fit"
+            why = f"the {build} build cannot run here ({obstacle}); {plan.cu_tag} can"
+            risk, text = LOW, "numerics may differ slightly (other CUDA and cuDNN kernels)"
+        d.add(
+            Entry(
+                CHANGED,
+                "torch",
+                why,
+                origin=build_origin or origin,
+                was=was,
+                now=now,
+                risk=risk,
+                risk_text=text,
+            )
+        )
+    elif (
+        paper.version is None
+        and paper.specifier
+        and SpecifierSet(paper.specifier).contains(plan.torch)
+    ):
+        d.add(
+            Entry(
+                KEPT,
+                "torch",
+                f"the newest release in {paper.specifier!r} that fits",
+                origin=origin,
+                was=paper.specifier,
+                now=now,
+            )
+        )
+    else:
+        risk, text = _torch_risk(paper.version, Version(plan.torch), fk)
+        d.add(
+            Entry(
+                CHANGED,
+                "torch",
+                _moved_torch_why(paper, choice, kb),
+                origin=origin,
+                was=was,
+                now=now,
+                risk=risk,
+                risk_text=text,
+            )
+        )
+    if _nightly(paper, merged):
+        pre = merged.fact(PRE)
+        d.add(
+            Entry(
+                UNREPRODUCIBLE,
+                "torch",
+                "nightly and pre-release builds are removed from "
+                "PyTorch's indexes after a while: this build cannot be had again",
+                origin=origin or (pre.origin if pre else None),
+                was=str(paper.version) if paper.version else "a nightly",
+                risk=HIGH,
+            )
+        )
+
+
+def _nightly(paper: PaperTorch, merged: Merged) -> bool:
+    """The paper's torch was a nightly (or another pre-release build)."""
+    if paper.version is not None:
+        return paper.version.is_prerelease
+    pre = merged.facts.get(PRE, ())
+    return any(f.value == "nightly" for f in pre) or bool(pre and "torch" in merged.packages)
+
+
+def resolved_is_cpu(plan: TargetPlan) -> bool:
+    return plan.cu_tag == "cpu"
+
+
+def _python_entry(d: Decision, merged: Merged, plan: TargetPlan, kb: KnowledgeBase) -> None:
+    wanted, fact = _python_wanted(merged)
+    origin = fact.origin if fact else None
+    release = kb.torch_release(plan.torch)
+    supports = spec_text(release.python) if release else "?"
+    unverified = bool(fact and fact.note and "unverified" in fact.note)
+    if wanted is None:
+        d.add(
+            Entry(
+                ASSUMPTION,
+                "python",
+                f"no Python named in the files: Python {plan.python}, "
+                f"the newest torch {plan.torch} supports",
+            )
+        )
+        d.stack_comments["python"] = f"no Python named: the newest torch {plan.torch} supports"
+        return
+    inside = wanted == plan.python
+    if not wanted[:1].isdigit():
+        try:
+            inside = SpecifierSet(wanted).contains(plan.python)
+        except InvalidSpecifier:
+            inside = False
+    if inside:
+        entry = Entry(
+            KEPT,
+            "python",
+            f"torch {plan.torch} supports it",
+            origin=origin,
+            was=wanted,
+            now=plan.python,
+            unverified=unverified,
+        )
+    else:
+        entry = Entry(
+            CHANGED,
+            "python",
+            f"torch {plan.torch} supports Python {supports}; {plan.python} is the nearest",
+            origin=origin,
+            was=wanted,
+            now=plan.python,
+            risk=MEDIUM,
+            risk_text="other packages' pins may not install on it",
+            unverified=unverified,
+        )
+    d.add(entry)
+    d.stack_comments["python"] = entry.comment()
+
+
+def _trio_entries(d: Decision, merged: Merged, plan: TargetPlan) -> None:
+    for package in ("torchvision", "torchaudio"):
+        resolved = merged.packages.get(package)
+        now = getattr(plan, package)
+        if resolved is None:
+            d.stack[package] = False
+            d.stack_comments[package] = "not in the paper's environment"
+            continue
+        d.stack[package] = now or False
+        exact = resolved.exact
+        was = str(Version(exact.public)) if exact else (resolved.specifier or "any")
+        if exact is not None and now is not None and Version(exact.public) == Version(now):
+            entry = Entry(
+                KEPT,
+                package,
+                f"released with torch {plan.torch}",
+                origin=resolved.ask.origin,
+                was=was,
+                now=now,
+            )
+        else:
+            entry = Entry(
+                CHANGED,
+                package,
+                f"the release paired with torch {plan.torch} "
+                "(torch, torchvision and torchaudio move in lock step)",
+                origin=resolved.ask.origin,
+                was=was,
+                now=now or "none",
+                risk=LOW if exact is None else MEDIUM,
+            )
+        d.add(entry)
+        d.stack_comments[package] = entry.comment()
+
+
+# --- everything else --------------------------------------------------------------------
+
+
+def _git(d: Decision, resolved: Resolved) -> None:
+    url = resolved.ask.url or ""
+    reference = re.search(r"@([^#@/]+)(#|$)", url.split("+", 1)[-1].split("://", 1)[-1])
+    ref = reference.group(1) if reference else None
+    line = Line(f"{resolved.name} @ {url}", "")
+    if ref and re.fullmatch(r"[0-9a-f]{7,40}", ref):
+        entry = Entry(
+            NEEDS_BUILD,
+            resolved.name,
+            f"a git checkout at commit {ref}: gpuenv's "
+            "lock cannot pin git sources yet; install it into the prefix after "
+            f"`gpuenv install` (gpuenv run -- pip install '{url}')",
+            origin=resolved.ask.origin,
+            was=url,
+            now=ref,
+            nvcc=d.plan.cuda,
+            risk=MEDIUM,
+        )
+    elif ref and re.fullmatch(r"v?\d+(\.\d+)*", ref):
+        entry = Entry(
+            NEEDS_BUILD,
+            resolved.name,
+            f"a git checkout at tag {ref}: gpuenv's lock "
+            "cannot pin git sources yet; install it into the prefix afterwards",
+            origin=resolved.ask.origin,
+            was=url,
+            now=ref,
+            risk=MEDIUM,
+        )
+    else:
+        where = f"branch {ref}" if ref else "the default branch"
+        entry = Entry(
+            UNREPRODUCIBLE,
+            resolved.name,
+            f"{where} of the repository has moved since the paper: no commit is recorded",
+            origin=resolved.ask.origin,
+            was=url,
+            risk=HIGH,
+        )
+    d.add(entry)
+    d.left_out.append(Line(line.text, f"{resolved.ask.origin.where()}: {entry.why}"))
+
+
+def _requirement_of(resolved: Resolved, specifier: str | None = None) -> str:
+    ask = resolved.ask
+    extras = f"[{','.join(ask.extras)}]" if ask.extras else ""
+    marker = f"; {ask.marker}" if ask.marker else ""
+    return (
+        f"{resolved.name}{extras}{resolved.specifier if specifier is None else specifier}{marker}"
+    )
+
+
+def _python_floor(resolved: Resolved, python: str, fk: ForeignKnowledge) -> Entry | None:
+    floor = fk.python_floor(resolved.name, python)
+    exact = resolved.exact
+    if floor is None or exact is None or exact >= floor.version:
+        return None
+    return Entry(
+        CHANGED,
+        resolved.name,
+        f"{exact} has no wheels for Python {python}; {floor.version} is the oldest that has",
+        origin=resolved.ask.origin,
+        was=str(exact),
+        now=str(floor.version),
+        risk=MEDIUM,
+        risk_text="another release: behaviour may differ",
+        unverified=floor.fact.unverified,
+    )
+
+
+def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
+    ask = resolved.ask
+    if ask.url and ask.url.startswith(("git+", "hg+", "svn+", "bzr+")):
+        _git(d, resolved)
+        return
+    if ask.manager == "conda":
+        spec = resolved.specifier.removeprefix("==") or "*"
+        d.conda.append(
+            Line(f"{resolved.name}={spec}" if spec != "*" else resolved.name, ask.origin.cite())
+        )
+        d.add(
+            Entry(
+                KEPT, resolved.name, "a conda-only package", origin=ask.origin, was=spec, now=spec
+            )
+        )
+        return
+    floor = _python_floor(resolved, d.plan.python, fk)
+    if floor is not None:
+        d.add(floor)
+        d.pip.append(Line(_requirement_of(resolved, f"=={floor.now}"), floor.comment()))
+        return
+    if ask.url:
+        entry = Entry(
+            CHANGED,
+            resolved.name,
+            "a direct URL: the same version from the index",
+            origin=ask.origin,
+            was=ask.url,
+            now=resolved.specifier,
+            risk=LOW,
+        )
+    else:
+        risk = LOW if ask.pre else NONE
+        entry = Entry(
+            KEPT,
+            resolved.name,
+            "a pre-release pin" if ask.pre else "as pinned",
+            origin=ask.origin,
+            was=resolved.specifier or "any",
+            now=resolved.specifier or "any",
+            risk=risk,
+        )
+    d.add(entry)
+    d.pip.append(Line(_requirement_of(resolved), entry.comment()))
+
+
+def _constraints(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
+    """Constraints the chosen torch puts on other packages (numpy < 2 before torch 2.3)."""
+    for constraint in fk.constraints_for(Version(d.plan.torch)):
+        resolved = merged.packages.get(constraint.package)
+        if resolved is not None and resolved.exact is not None:
+            continue  # an exact pin: kept or moved on its own
+        index = next(
+            (i for i, line in enumerate(d.pip) if re.match(rf"{constraint.package}\b", line.text)),
+            None,
+        )
+        was = resolved.specifier or "any" if resolved else "not asked"
+        now = str(SpecifierSet(f"{resolved.specifier if resolved else ''}") & constraint.requires)
+        entry = Entry(
+            CHANGED,
+            constraint.package,
+            constraint.why,
+            origin=resolved.ask.origin if resolved else None,
+            was=was,
+            now=now,
+            risk=LOW,
+            unverified=constraint.fact.unverified,
+        )
+        d.entries = [
+            e for e in d.entries if not (e.kind == KEPT and e.package == constraint.package)
+        ]
+        d.add(entry)
+        line = Line(f"{constraint.package}{now}", entry.comment())
+        if index is None:
+            d.pip.append(line)
+        else:
+            d.pip[index] = line
+
+
+def _companion_target(plan: TargetPlan) -> moves.Target:
+    cc = plan.hardware.min_cc
+    return moves.Target(
+        Version(plan.torch), plan.cu_tag, plan.cuda, None if plan.hardware.cpu else cc
+    )
+
+
+def _packages(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
+    target = _companion_target(d.plan)
+    for name, resolved in merged.packages.items():
+        if name in TRIO:
+            continue
+        companion = fk.companion(moves.companion_name(name))
+        if companion is None:
+            _plain(d, resolved, fk)
+            continue
+        successor = fk.companion(companion.successor) if companion.successor else None
+        result = moves.move(companion, resolved, target, successor)
+        d.add(result.entry)
+        comment = result.entry.comment()
+        if result.requirement is not None:
+            d.pip.append(Line(result.requirement, comment))
+        elif companion.moves != "torch-pinned":
+            d.left_out.append(Line(resolved.ask.requirement_text(), comment))
+        if result.needs_toolkit and target.cc is not None:
+            d.needs_toolkit.append(f"{name} is compiled against torch")
+    _constraints(d, merged, fk)
+
+
+# --- notes, facts, the project itself --------------------------------------------------
+
+
+def _notes(d: Decision, merged: Merged) -> None:
+    for note in merged.notes:
+        if note.kind == INCLUDED:
+            continue
+        if note.kind == UNMANAGED and "system packages" in note.message:
+            d.add(
+                Entry(
+                    UNMANAGED_ENTRY, "system packages", note.message, origin=note.origin, risk=LOW
+                )
+            )
+            continue
+        risk = {UNREADABLE: MEDIUM, DROPPED: NONE}.get(note.kind, LOW)
+        message = note.message
+        if note.kind == UNMANAGED and "local path" in message:
+            message += (
+                ": not installed by gpuenv; after `gpuenv install`, "
+                "`gpuenv run -- pip install --no-deps -e .` installs the project itself"
+            )
+        d.add(Entry(ASSUMPTION, None, message, origin=note.origin, risk=risk))
+
+
+def _facts(d: Decision, merged: Merged) -> None:
+    gpu, driver = merged.fact(GPU), merged.fact(DRIVER)
+    if gpu is not None:
+        text = f"the paper ran on {gpu.value}" + (f", driver {driver.value}" if driver else "")
+        d.add(Entry(ASSUMPTION, None, text, origin=gpu.origin))
+    for fact in merged.facts.get(IMAGE, ()):
+        if fact.note:
+            d.add(Entry(ASSUMPTION, None, fact.note, origin=fact.origin, risk=LOW))
+    for fact in merged.facts.get(INDEX, ()):
+        if re.search(r"download\.pytorch\.org", fact.value):
+            why = "PyTorch's index: gpuenv chooses the torch index for the target's build"
+        else:
+            why = (
+                f"{fact.note or 'index'} not carried over: add it to [pip] extra-index-urls "
+                "if the paper's packages need it"
+            )
+        d.add(
+            Entry(
+                ASSUMPTION,
+                None,
+                f"{fact.value}: {why}",
+                origin=fact.origin,
+                risk=NONE if "pytorch" in why else LOW,
+            )
+        )
+    for disagreement in merged.disagreements:
+        losers = ", ".join(o.cite() for o in disagreement.losers)
+        d.add(
+            Entry(
+                ASSUMPTION,
+                disagreement.subject,
+                f"{disagreement.winner.cite()} was used over {losers}: {disagreement.why}",
+                origin=disagreement.winner,
+                risk=LOW,
+            )
+        )
+
+
+def _extension(d: Decision, merged: Merged) -> None:
+    facts = merged.facts.get(CUDA_EXTENSION, ())
+    if not facts:
+        return
+    cuda = [f for f in facts if f.value in ("cuda", "build-system")]
+    fact = (cuda or list(facts))[0]
+    cpu = d.plan.hardware.cpu
+    kind = "CUDA" if cuda else "C++"
+    why = (
+        f"the project compiles {kind} code against torch ({fact.origin.text}): build it in "
+        "the prefix after `gpuenv install` (gpuenv run -- pip install --no-build-isolation -e .)"
+    )
+    risk = HIGH if cpu and cuda else MEDIUM
+    d.add(
+        Entry(
+            NEEDS_BUILD,
+            d.project,
+            why + (": without a GPU only its CPU parts build" if cpu and cuda else ""),
+            origin=fact.origin,
+            now=f"for torch {d.plan.torch}+{d.plan.cu_tag}",
+            nvcc=None if cpu else d.plan.cuda,
+            risk=risk,
+        )
+    )
+    if cuda and not cpu:
+        d.needs_toolkit.append(f"the project's {kind} extension")
+
+
+def _toolkit(d: Decision, merged: Merged) -> None:
+    if d.plan.hardware.cpu:
+        return
+    paper = merged.fact(TOOLKIT)
+    if paper is not None and not d.needs_toolkit:
+        d.needs_toolkit.append(f"the paper had nvcc ({paper.origin.cite()})")
+    if d.needs_toolkit:
+        d.stack["toolkit"] = "auto"
+        reasons = "; ".join(dict.fromkeys(d.needs_toolkit))
+        d.stack_comments["toolkit"] = f"nvcc {d.plan.cuda} (torch's CUDA): {reasons}"
+
+
+def _cuda_comment(merged: Merged, plan: TargetPlan, d: Decision) -> str:
+    torch = next(e for e in d.entries if e.package == "torch" and e.kind in (KEPT, CHANGED))
+    _, origin = _torch_build(merged, merged.packages.get("torch"))
+    if plan.cuda is None:
+        return "the target has no GPU: torch's CPU build"
+    where = f"{origin.cite()} → {plan.cuda}" if origin else f"{plan.cu_tag}"
+    if torch.kind == KEPT:
+        return f"{origin.cite()}: kept" if origin else "the build that fits"
+    return f"{where}: {torch.why}"
+
+
+def decide(
+    merged: Merged, planning: Planning, fk: ForeignKnowledge, project: tuple[str, str]
+) -> Decision:
+    """The reproduction for ``planning``'s target: ``NoCompatiblePlan`` when nothing fits."""
+    paper, _ = paper_torch(merged, planning.kb)
+    choice = choose(planning, paper)
+    plan = choice.plan
+    d = Decision(project[0], project[1], planning.target, planning.target_spec, plan)
+    _torch_entries(d, merged, paper, choice, (planning.kb, fk))
+    d.stack["python"] = plan.python
+    d.stack["torch"] = plan.torch
+    d.stack_comments["torch"] = next(
+        e.comment() for e in d.entries if e.package == "torch" and e.kind in (KEPT, CHANGED)
+    )
+    _python_entry(d, merged, plan, planning.kb)
+    _trio_entries(d, merged, plan)
+    d.stack["cuda"] = plan.cuda or "auto"
+    d.stack_comments["cuda"] = _cuda_comment(merged, plan, d)
+    _packages(d, merged, fk)
+    _extension(d, merged)
+    _toolkit(d, merged)
+    _notes(d, merged)
+    _facts(d, merged)
+    return d

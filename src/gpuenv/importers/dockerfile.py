@@ -1,0 +1,285 @@
+"""Dockerfiles: the ``FROM`` image (``ARG`` defaults substituted, stage names followed
+to the final stage's base) and the ``pip install`` / ``conda install`` commands of
+``RUN`` lines (shell form split at ``&&``, ``||``, ``;`` and ``|``; exec form as JSON).
+
+A Dockerfile with no ``FROM`` is not one (exit 2). ``RUN`` heredocs, commands that use
+unset variables, and ``apt-get install`` lines are reported, not read. A ``pip install
+-r FILE`` reads FILE when it is beside the Dockerfile or at the root of what is imported.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gpuenv.importers import images, requirements
+from gpuenv.importers._context import Context
+from gpuenv.importers._text import fail
+from gpuenv.importers.conda_env import CondaSink
+from gpuenv.importers.model import (
+    INCLUDED,
+    UNMANAGED,
+    UNREADABLE,
+    Authority,
+    Origin,
+    ReadingBuilder,
+)
+
+_INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)\s*(.*)$", re.DOTALL)
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+_SEPARATORS = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
+_PIP = ("pip", "pip3", "pip3.8", "pip3.9", "pip3.10", "pip3.11", "pip3.12")
+_CONDA = ("conda", "mamba", "micromamba")
+_CONDA_VALUE_OPTIONS = {"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file"}
+
+
+def instructions(text: str, display: str) -> list[tuple[int, str, str]]:
+    """(line, INSTRUCTION, arguments) with continuations joined and comments dropped."""
+    lines = text.splitlines()
+    escape = "\\"
+    for line in lines[:5]:
+        directive = re.match(r"^\s*#\s*escape\s*=\s*(\S)\s*$", line)
+        if directive:
+            escape = directive.group(1)
+    out: list[tuple[int, str, str]] = []
+    pending: list[str] = []
+    start = 0
+    for number, raw in enumerate(lines, 1):
+        if not pending and (not raw.strip() or raw.lstrip().startswith("#")):
+            continue
+        if pending and raw.lstrip().startswith("#"):
+            continue  # comment lines inside a continued instruction
+        if not pending:
+            start = number
+        if raw.rstrip().endswith(escape):
+            pending.append(raw.rstrip()[:-1])
+            continue
+        pending.append(raw)
+        _append(out, start, " ".join(pending), display)
+        pending = []
+    if pending:
+        _append(out, start, " ".join(pending), display)
+    return out
+
+
+def _append(out: list[tuple[int, str, str]], line: int, text: str, display: str) -> None:
+    match = _INSTRUCTION.match(text)
+    if match is None:
+        fail(display, line, f"not a Dockerfile instruction: {text.strip()[:60]!r}")
+    out.append((line, match.group(1).upper(), match.group(2).strip()))
+
+
+@dataclass
+class _State:
+    ctx: Context
+    path: Path
+    builder: ReadingBuilder
+    args: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    stages: dict[str, str] = field(default_factory=dict)  # stage name -> its base image
+    base: tuple[str, Origin] | None = None
+    torch_by_run: bool = False
+
+    def expand(self, text: str) -> tuple[str, bool]:
+        """``text`` with known ARG/ENV values substituted; False when one is unknown."""
+        known = {**self.args, **self.env}
+        complete = True
+
+        def value(match: re.Match[str]) -> str:
+            nonlocal complete
+            name = match.group(1) or match.group(3)
+            if name in known:
+                return known[name]
+            if match.group(2) is not None:
+                return match.group(2)
+            complete = False
+            return match.group(0)
+
+        return _VARIABLE.sub(value, text), complete
+
+
+def _assignments(text: str) -> dict[str, str]:
+    """``A=1 B="two"`` or the legacy ``A 1`` form of ARG and ENV."""
+    if "=" not in text.split(" ", 1)[0]:
+        name, _, value = text.partition(" ")
+        return {name: value.strip().strip("\"'")}
+    found = {}
+    for part in re.findall(r'([A-Za-z_][A-Za-z0-9_]*)=("[^"]*"|\'[^\']*\'|\S*)', text):
+        found[part[0]] = part[1].strip("\"'")
+    return found
+
+
+def _from(state: _State, line: int, args: str) -> None:
+    words = [w for w in args.split() if not w.startswith("--")]
+    if not words:
+        fail(state.builder.file, line, "FROM names no image")
+    image, complete = state.expand(words[0])
+    if not complete:
+        state.builder.note(
+            UNREADABLE,
+            f"FROM {words[0]}: a variable with no default",
+            Origin(state.builder.file, line, f"FROM {args}"),
+        )
+    while image in state.stages:  # FROM an earlier stage: its base
+        image = state.stages[image]
+    if len(words) >= 3 and words[1].lower() == "as":
+        state.stages[words[2]] = image
+    state.base = (image, Origin(state.builder.file, line, f"FROM {args}"))
+
+
+def _command_words(tokens: list[str]) -> list[str]:
+    """Drop leading ``VAR=value`` assignments, ``sudo`` and ``env``."""
+    while tokens and (
+        re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tokens[0]) or tokens[0] in ("sudo", "env", "exec")
+    ):
+        tokens = tokens[1:]
+    return tokens
+
+
+def _pip_tokens(tokens: list[str]) -> list[str] | None:
+    """The arguments after ``pip install`` (``python -m pip install`` too), or None."""
+    words = _command_words(tokens)
+    if not words:
+        return None
+    head = words[0].rsplit("/", 1)[-1]
+    if head.startswith("python") and words[1:3] == ["-m", "pip"]:
+        words = ["pip", *words[3:]]
+        head = "pip"
+    if head in _PIP and len(words) >= 2 and words[1] == "install":
+        return words[2:]
+    return None
+
+
+def _conda_tokens(tokens: list[str]) -> list[str] | None:
+    words = _command_words(tokens)
+    if len(words) >= 2 and words[0].rsplit("/", 1)[-1] in _CONDA and words[1] == "install":
+        return words[2:]
+    return None
+
+
+def _pip_install(state: _State, tokens: list[str], origin: Origin) -> None:
+    for i, token in enumerate(tokens):
+        if token in ("-r", "--requirement") and i + 1 < len(tokens):
+            _requirements_file(state, tokens[i + 1], origin)
+    rest: list[str] = []
+    skip = False
+    for token in tokens:
+        if skip:
+            skip = False
+        elif token in ("-r", "--requirement"):
+            skip = True
+        else:
+            rest.append(token)
+    before = len(state.builder.asks)
+    requirements.PipLines(state.ctx, state.builder, state.path.parent).args(rest, origin)
+    if any(a.name == "torch" for a in state.builder.asks[before:]):
+        state.torch_by_run = True
+
+
+def _requirements_file(state: _State, name: str, origin: Origin) -> None:
+    """``pip install -r FILE``: read FILE when it is here (the build context is unknown)."""
+    for base in (state.path.parent, state.ctx.root):
+        candidate = (base / name).resolve()
+        if candidate.is_file():
+            state.ctx.include(candidate, "requirements", by=origin.file, line=origin.line)
+            state.builder.note(INCLUDED, f"reads {state.ctx.display(candidate)}", origin)
+            return
+    state.builder.note(UNREADABLE, f"pip install -r {name}: that file is not here", origin)
+
+
+def _conda_install(state: _State, tokens: list[str], origin: Origin) -> None:
+    sink = CondaSink(state.ctx, state.builder)
+    skip = False
+    for token in tokens:
+        if skip:
+            skip = False
+        elif token in _CONDA_VALUE_OPTIONS:
+            skip = True
+        elif not token.startswith("-"):
+            sink.spec(token, origin)
+    sink.finish()
+    if any(a.name == "torch" and a.origin is origin for a in state.builder.asks):
+        state.torch_by_run = True
+
+
+def _run(state: _State, line: int, args: str) -> None:
+    origin = Origin(state.builder.file, line, f"RUN {args}"[:200])
+    if "<<" in args and re.search(r"<<-?\s*['\"]?[A-Za-z]", args):
+        state.builder.note(UNREADABLE, "RUN with a heredoc: not read", origin)
+        return
+    if args.startswith("["):
+        try:
+            commands = [json.loads(args)]
+        except ValueError:
+            fail(state.builder.file, line, "RUN [...]: not a JSON array")
+    else:
+        commands = [
+            requirements.shell_tokens(part, origin)
+            for part in _SEPARATORS.split(args)
+            if part.strip()
+        ]
+    for tokens in commands:
+        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+            fail(state.builder.file, line, "RUN [...]: not an array of strings")
+        _command(state, tokens, origin)
+
+
+def _command(state: _State, tokens: list[str], origin: Origin) -> None:
+    expanded = []
+    for token in tokens:
+        value, complete = state.expand(token)
+        if not complete:
+            state.builder.note(UNREADABLE, f"{token}: a variable gpuenv cannot know", origin)
+            return
+        expanded.append(value)
+    pip = _pip_tokens(expanded)
+    if pip is not None:
+        _pip_install(state, pip, origin)
+        return
+    conda = _conda_tokens(expanded)
+    if conda is not None:
+        _conda_install(state, conda, origin)
+        return
+    words = _command_words(expanded)
+    if (
+        len(words) >= 2
+        and words[0] in ("apt-get", "apt", "yum", "dnf", "apk")
+        and "install" in words
+    ):
+        packages = [w for w in words[2:] if not w.startswith("-") and w != "install"]
+        state.builder.note(
+            UNMANAGED,
+            f"system packages ({', '.join(packages[:8])}): install them on the machine",
+            origin,
+        )
+
+
+def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
+    display = ctx.display(path)
+    parsed = instructions(text, display)
+    if not any(name == "FROM" for _, name, _ in parsed):
+        fail(display, 1, "no FROM instruction: not a Dockerfile")
+    state = _State(ctx, path, ReadingBuilder(display, "dockerfile", Authority.DEFINITION))
+    for line, name, args in parsed:
+        if name == "ARG" and state.base is None:
+            state.args.update(_assignments(args))
+        elif name == "ARG":
+            state.args.update({k: v for k, v in _assignments(args).items() if v})
+        elif name == "ENV":
+            state.env.update(_assignments(args))
+        elif name == "FROM":
+            _from(state, line, args)
+        elif name == "RUN":
+            _run(state, line, args)
+    assert state.base is not None
+    image, origin = state.base
+    image_builder = ReadingBuilder(display, "dockerfile", Authority.DEFINITION)
+    images.image_facts(image, origin, image_builder, ctx.knowledge)
+    if state.torch_by_run:
+        image_builder.asks = [a for a in image_builder.asks if a.name != "torch"]
+    state.builder.asks[:0] = image_builder.asks
+    state.builder.facts[:0] = image_builder.facts
+    state.builder.notes[:0] = image_builder.notes
+    ctx.readings.append(state.builder.build())

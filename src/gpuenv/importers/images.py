@@ -1,0 +1,149 @@
+"""What a container image a Dockerfile starts ``FROM`` gave the paper: its torch (with
+the CUDA build), Python and toolkit, from the tag and ``compat/data/images.toml``.
+
+- ``pytorch/pytorch:<torch>-cuda<X.Y>-cudnn<N>-<runtime|devel>``: torch and its build;
+  Python per torch series; devel images have nvcc.
+- ``nvidia/cuda:<X.Y.Z>-[cudnn<N>-]<base|runtime|devel>-<os>``: the CUDA (a hint at the
+  build pip then installed) and the OS's Python.
+- ``nvcr.io/nvidia/pytorch:<YY.MM>-py3``: NVIDIA's own torch build, recorded as the
+  published release it preceded, with the container's CUDA and Python.
+- ``python:<X.Y>...``: the Python.
+
+Facts an image implies carry the note ``IMPLIED`` so that anything the files state
+outright wins over them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from packaging.version import Version
+
+from gpuenv.compat.foreign import ForeignKnowledge
+from gpuenv.importers.model import (
+    IMAGE,
+    PYTHON,
+    TOOLKIT,
+    TORCH_BUILD,
+    UNREADABLE,
+    Ask,
+    Origin,
+    ReadingBuilder,
+)
+
+IMPLIED = "implied by the base image"
+
+_PYTORCH_TAG = re.compile(
+    r"^(?P<torch>\d+\.\d+\.\d+)-cuda(?P<cuda>\d+\.\d+)-cudnn(?P<cudnn>\d+)-(?P<flavor>runtime|devel)$"
+)
+_CUDA_TAG = re.compile(
+    r"^(?P<cuda>\d+\.\d+)(\.\d+)?-(cudnn(?P<cudnn>\d*)-)?(?P<flavor>base|runtime|devel)"
+    r"-(?P<os>[a-z]+\d+(\.\d+)?)$"
+)
+_NGC_TAG = re.compile(r"^(?P<release>\d{2}\.\d{2})-py3$")
+_PYTHON_TAG = re.compile(r"^(?P<python>3\.\d{1,2})")
+
+
+def split_image(reference: str) -> tuple[str, str | None]:
+    """``docker.io/library/python:3.8-slim@sha256:...`` -> ("python", "3.8-slim")."""
+    ref = reference.split("@", 1)[0]
+    name, tag = ref, None
+    last = ref.rsplit("/", 1)[-1]
+    if ":" in last:
+        name, tag = ref.rsplit(":", 1)
+    for prefix in ("docker.io/", "index.docker.io/", "registry.hub.docker.com/"):
+        name = name.removeprefix(prefix)
+    return name.removeprefix("library/"), tag
+
+
+def _cu(cuda: str) -> str:
+    major, minor = cuda.split(".")[:2]
+    return f"cu{major}{minor}"
+
+
+def _pytorch(tag: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowledge) -> bool:
+    match = _PYTORCH_TAG.match(tag)
+    if match is None:
+        return False
+    torch = match.group("torch")
+    builder.asks.append(
+        Ask("torch", f"=={torch}", origin, manager="image", build=_cu(match.group("cuda")))
+    )
+    version = Version(torch)
+    found = kb.pytorch_image_python.get(f"{version.major}.{version.minor}")
+    if found is not None:
+        note = IMPLIED + (" (unverified fact)" if found[1].unverified else "")
+        builder.fact(PYTHON, found[0], origin, note)
+    if match.group("flavor") == "devel":
+        builder.fact(TOOLKIT, match.group("cuda"), origin, IMPLIED)
+    return True
+
+
+def _cuda(tag: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowledge) -> bool:
+    match = _CUDA_TAG.match(tag)
+    if match is None:
+        return False
+    builder.fact(TORCH_BUILD, _cu(match.group("cuda")), origin, IMPLIED)
+    found = kb.os_python.get(match.group("os"))
+    if found is not None:
+        builder.fact(PYTHON, found[0], origin, f"{IMPLIED}: the OS's python3")
+    if match.group("flavor") == "devel":
+        builder.fact(TOOLKIT, match.group("cuda"), origin, IMPLIED)
+    return True
+
+
+def _ngc(tag: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowledge) -> bool:
+    match = _NGC_TAG.match(tag)
+    if match is None:
+        return False
+    release = kb.ngc.get(match.group("release"))
+    if release is None:
+        known = ", ".join(sorted(kb.ngc)[-3:])
+        builder.note(
+            UNREADABLE,
+            f"NGC PyTorch release {match.group('release')} is not in gpuenv's data "
+            f"(it knows up to {known}): its torch, CUDA and Python are unknown",
+            origin,
+        )
+        return True
+    note = (
+        f"NVIDIA's build {release.torch} in NGC {release.release} (CUDA {release.cuda}); "
+        f"the nearest published release is {release.upstream}"
+    )
+    builder.asks.append(
+        Ask("torch", f"=={release.upstream}", origin, manager="image", build=_cu(release.cuda))
+    )
+    builder.fact(IMAGE, f"ngc:{release.release}", origin, note)
+    builder.fact(PYTHON, release.python, origin, IMPLIED)
+    builder.fact(TOOLKIT, release.cuda, origin, IMPLIED)
+    return True
+
+
+def image_facts(
+    reference: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowledge
+) -> None:
+    """Record what the image ``reference`` implies."""
+    name, tag = split_image(reference)
+    builder.fact(IMAGE, reference, origin)
+    if tag is None or tag == "latest":
+        builder.note(
+            UNREADABLE,
+            f"{reference}: an untagged image is whatever was newest when it was pulled",
+            origin,
+        )
+        return
+    readers = {
+        "pytorch/pytorch": _pytorch,
+        "nvidia/cuda": _cuda,
+        "nvcr.io/nvidia/cuda": _cuda,
+        "nvcr.io/nvidia/pytorch": _ngc,
+    }
+    reader = readers.get(name)
+    if reader is not None:
+        if not reader(tag, origin, builder, kb):
+            builder.note(UNREADABLE, f"{reference}: a tag gpuenv cannot read", origin)
+        return
+    if name == "python":
+        match = _PYTHON_TAG.match(tag)
+        if match:
+            builder.fact(PYTHON, match.group("python"), origin, IMPLIED)

@@ -1,0 +1,157 @@
+"""The one shared model every reader produces: what an environment asked for, and from
+which file and line.
+
+A reader turns one foreign file into a ``Reading``: ``Ask``s (requirements, each with
+its ``Origin``), ``Fact``s (the Python, the CUDA build, an image, an index, ...) and
+``Note``s (what it read but gpuenv does not carry over, and what it could not read).
+Readers never decide anything: merging, deciding and reporting happen afterwards, on
+these values only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class Authority(IntEnum):
+    """How much a file's word counts when files disagree.
+
+    A record of an installed environment (pip freeze, conda env export, a conda-lock
+    file, collect_env output) says what actually ran; an environment definition
+    (environment.yml, requirements files, a Dockerfile, cog.yaml) says what the authors
+    installed; package metadata (pyproject.toml, setup.py, setup.cfg) says what a
+    library accepts, usually as ranges."""
+
+    METADATA = 1
+    DEFINITION = 2
+    RECORD = 3
+
+    def describe(self) -> str:
+        return {
+            Authority.METADATA: "package metadata (what the project accepts)",
+            Authority.DEFINITION: "an environment definition (what the authors installed)",
+            Authority.RECORD: "a record of an installed environment (what actually ran)",
+        }[self]
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where something was read: a display path (relative to what was imported), the
+    line (1-based, when known) and the entry as written there."""
+
+    file: str
+    line: int | None
+    text: str
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}" if self.line else self.file
+
+    def cite(self) -> str:
+        """``environment.yaml:7 pytorch=1.12.1``: where, and what it said."""
+        return f"{self.where()} {self.text}".strip()
+
+
+@dataclass(frozen=True)
+class Ask:
+    """One requirement an environment file states, normalised to PyPI's view.
+
+    ``name`` is the canonical PyPI project name (conda's ``pytorch`` is ``torch``),
+    ``specifier`` a PEP 440 specifier set in text ("==1.12.1", ">=1.10", "" for any).
+    ``build`` is the torch-style build a file named for it ("cu113", "cpu"), from a
+    ``+cu113`` local version, a conda build string or an image tag. ``url`` is a direct
+    reference (a wheel URL, ``git+https://...@ref``)."""
+
+    name: str
+    specifier: str
+    origin: Origin
+    manager: str = "pip"  # "pip", "conda" or "image"
+    build: str | None = None
+    url: str | None = None
+    extras: tuple[str, ...] = ()
+    marker: str | None = None
+    group: str | None = None  # an optional-dependency group or conda-lock category
+    editable: bool = False
+    pre: bool = False  # asked for a pre-release or nightly
+
+    def requirement_text(self) -> str:
+        """The requirement as a pip line (without any URL)."""
+        extras = f"[{','.join(self.extras)}]" if self.extras else ""
+        marker = f"; {self.marker}" if self.marker else ""
+        return f"{self.name}{extras}{self.specifier}{marker}"
+
+
+# Keys of ``Fact``: what a file says about the environment as a whole.
+PYTHON = "python"  # "3.8.5", ">=3.8"
+TORCH_BUILD = "torch-build"  # "cu113", "cpu": the CUDA build torch was installed for
+TOOLKIT = "toolkit"  # nvcc was there: "11.3" (version when known) or ""
+IMAGE = "image"  # a container image the environment was built on
+INDEX = "index"  # an index or find-links URL the files install from
+PRE = "pre"  # pip --pre: pre-releases (nightlies) allowed
+GPU = "gpu"  # the GPU the paper ran on (collect_env)
+DRIVER = "driver"  # the driver the paper ran on (collect_env)
+CUDA_EXTENSION = "cuda-extension"  # the project compiles CUDA code against torch
+CHANNELS = "channels"  # conda channels, comma-separated
+NAME = "name"  # the environment's or project's name
+
+
+@dataclass(frozen=True)
+class Fact:
+    key: str
+    value: str
+    origin: Origin
+    note: str | None = None
+
+
+# Kinds of ``Note``.
+UNREADABLE = "unreadable"  # could not be read statically (a computed install_requires)
+DROPPED = "dropped"  # read, not carried over (conda runtime libraries, apt packages)
+UNMANAGED = "unmanaged"  # something gpuenv does not install (apt packages, system tools)
+INCLUDED = "included"  # another file this one pulls in (-r, python_requirements)
+
+
+@dataclass(frozen=True)
+class Note:
+    kind: str
+    message: str
+    origin: Origin
+
+
+@dataclass(frozen=True)
+class Reading:
+    """Everything one file says."""
+
+    file: str
+    format: str  # "conda-env", "conda-export", "requirements", "pip-freeze", ...
+    authority: Authority
+    asks: tuple[Ask, ...] = ()
+    facts: tuple[Fact, ...] = ()
+    notes: tuple[Note, ...] = ()
+
+
+@dataclass
+class ReadingBuilder:
+    """Collects a reading while a reader walks its file."""
+
+    file: str
+    format: str
+    authority: Authority
+    asks: list[Ask] = field(default_factory=list)
+    facts: list[Fact] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+
+    def note(self, kind: str, message: str, origin: Origin) -> None:
+        self.notes.append(Note(kind, message, origin))
+
+    def fact(self, key: str, value: str, origin: Origin, note: str | None = None) -> None:
+        self.facts.append(Fact(key, value, origin, note))
+
+    def build(self) -> Reading:
+        return Reading(
+            self.file,
+            self.format,
+            self.authority,
+            tuple(self.asks),
+            tuple(self.facts),
+            tuple(self.notes),
+        )

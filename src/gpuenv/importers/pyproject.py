@@ -1,0 +1,209 @@
+"""``pyproject.toml``: PEP 621's ``[project]`` (dependencies, optional-dependencies,
+requires-python), Poetry's ``[tool.poetry]`` (dependencies, groups, constraints such as
+``^1.13``), uv's ``[[tool.uv.index]]``/``[[tool.poetry.source]]`` (a PyTorch index names
+the torch build) and ``[build-system] requires`` (torch there means the project compiles
+against it). Parsed by the standard library; lines come from ``gpuenv._tomlpos``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from gpuenv._tomlpos import Path as KeyPath
+from gpuenv._tomlpos import key_lines, line_of
+from gpuenv.importers import requirements
+from gpuenv.importers._context import Context
+from gpuenv.importers._text import fail
+from gpuenv.importers.model import (
+    CUDA_EXTENSION,
+    DROPPED,
+    NAME,
+    PYTHON,
+    UNMANAGED,
+    Authority,
+    Origin,
+    ReadingBuilder,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 only
+    import tomli as tomllib
+
+# Optional groups a person reproducing a paper leaves out: tooling, not the environment.
+DEV_GROUPS = frozenset(
+    {"dev", "develop", "development", "test", "tests", "testing", "doc", "docs", "lint",
+     "linting", "typing", "type", "types", "style", "quality", "bench", "benchmark", "ci"}
+)  # fmt: skip
+
+
+def is_dev_group(name: str) -> bool:
+    return name.lower().replace("_", "-").split("-")[0] in DEV_GROUPS
+
+
+def _caret(version: str) -> str:
+    parts = [int(p) for p in re.findall(r"\d+", version)[:3]] or [0]
+    for index, part in enumerate(parts):
+        if part != 0 or index == len(parts) - 1:
+            upper = [*parts[:index], part + 1]
+            break
+    return f">={version},<{'.'.join(str(p) for p in upper)}"
+
+
+def _tilde(version: str) -> str:
+    parts = [int(p) for p in re.findall(r"\d+", version)[:3]]
+    upper = [parts[0] + 1] if len(parts) == 1 else [parts[0], parts[1] + 1]
+    return f">={version},<{'.'.join(str(p) for p in upper)}"
+
+
+def poetry_to_pep440(constraint: str) -> str:
+    """Poetry's constraint syntax as a PEP 440 specifier ("" for any)."""
+    parts = []
+    for piece in re.split(r"\s*,\s*|\s+(?=[<>=!~^])", constraint.strip()):
+        if piece in ("", "*"):
+            continue
+        if piece.startswith("^"):
+            parts.append(_caret(piece[1:].strip()))
+        elif piece.startswith("~") and not piece.startswith("~="):
+            parts.append(_tilde(piece[1:].strip()))
+        elif piece[0].isdigit():
+            parts.append(f"=={piece}")
+        else:
+            parts.append(piece)
+    return ",".join(parts)
+
+
+class _Reader:
+    def __init__(self, ctx: Context, path: Path, text: str) -> None:
+        self.ctx = ctx
+        self.path = path
+        self.display = ctx.display(path)
+        try:
+            self.data: dict[str, Any] = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            match = re.search(r"\(at line (\d+)", str(exc))
+            fail(self.display, int(match.group(1)) if match else None, f"not valid TOML: {exc}")
+        except RecursionError:
+            fail(self.display, None, "not valid TOML: nested too deeply")
+        self.lines = key_lines(text)
+        self.builder = ReadingBuilder(self.display, "pyproject", Authority.METADATA)
+        self.feeder = requirements.PipLines(ctx, self.builder, path.parent)
+
+    def origin(self, path: KeyPath, text: str) -> Origin:
+        return Origin(self.display, line_of(self.lines, path), text)
+
+    def requirement_list(self, key: KeyPath, items: Any, group: str | None) -> None:
+        if not isinstance(items, list):
+            fail(self.display, line_of(self.lines, key), f"{'.'.join(map(str, key))}: not a list")
+        for index, item in enumerate(items):
+            if not isinstance(item, str):
+                fail(self.display, line_of(self.lines, (*key, index)), "a requirement must be text")
+            before = len(self.builder.asks)
+            self.feeder.requirement(item, self.origin((*key, index), item))
+            if group is not None:
+                for i in range(before, len(self.builder.asks)):
+                    self.builder.asks[i] = replace(self.builder.asks[i], group=group)
+
+    def project(self, table: dict[str, Any]) -> None:
+        if isinstance(table.get("name"), str):
+            self.builder.fact(NAME, table["name"], self.origin(("project", "name"), table["name"]))
+        python = table.get("requires-python")
+        if isinstance(python, str):
+            origin = self.origin(("project", "requires-python"), f"requires-python = {python!r}")
+            self.builder.fact(PYTHON, python, origin)
+        self.requirement_list(("project", "dependencies"), table.get("dependencies", []), None)
+        self.groups(("project", "optional-dependencies"), table.get("optional-dependencies", {}))
+
+    def groups(self, key: KeyPath, groups: Any) -> None:
+        if not isinstance(groups, dict):
+            return
+        for name, items in groups.items():
+            if is_dev_group(name):
+                origin = self.origin((*key, name), f"[{name}]")
+                self.builder.note(
+                    DROPPED, f"optional group {name!r} left out (development tools)", origin
+                )
+                continue
+            self.requirement_list((*key, name), items, name)
+
+    def poetry_dependency(self, key: KeyPath, name: str, value: Any, group: str | None) -> None:
+        origin = self.origin(key, f"{name} = {value!r}")
+        if name.lower() == "python":
+            if isinstance(value, str):
+                self.builder.fact(PYTHON, poetry_to_pep440(value), origin)
+            return
+        if isinstance(value, dict):
+            if "git" in value:
+                ref = value.get("rev") or value.get("tag") or value.get("branch") or ""
+                url = f"git+{value['git']}" + (f"@{ref}" if ref else "")
+                self.feeder.requirement(f"{name} @ {url}", origin)
+                return
+            if "path" in value or "url" in value:
+                self.builder.note(UNMANAGED, f"{name}: a local path or URL source", origin)
+                return
+            extras = ",".join(value.get("extras", []))
+            value = value.get("version", "*")
+            name = f"{name}[{extras}]" if extras else name
+        if not isinstance(value, str):
+            fail(self.display, origin.line, f"{name}: not a Poetry version constraint")
+        before = len(self.builder.asks)
+        self.feeder.requirement(f"{name}{poetry_to_pep440(value)}", origin)
+        if group and len(self.builder.asks) > before:
+            self.builder.asks[-1] = replace(self.builder.asks[-1], group=group)
+
+    def poetry(self, table: dict[str, Any]) -> None:
+        base: KeyPath = ("tool", "poetry")
+        deps = table.get("dependencies", {})
+        for name, value in deps.items() if isinstance(deps, dict) else []:
+            self.poetry_dependency((*base, "dependencies", name), name, value, None)
+        groups = table.get("group", {})
+        for group, body in groups.items() if isinstance(groups, dict) else []:
+            where: KeyPath = (*base, "group", group, "dependencies")
+            if is_dev_group(group):
+                self.builder.note(
+                    DROPPED, f"Poetry group {group!r} left out", self.origin(where, group)
+                )
+                continue
+            for name, value in (body.get("dependencies") or {}).items():
+                self.poetry_dependency((*where, name), name, value, group)
+        for index, source in enumerate(table.get("source", []) or []):
+            if isinstance(source, dict) and isinstance(source.get("url"), str):
+                where = (*base, "source", index)
+                requirements.index_facts(self.builder, source["url"], self.origin(where, "source"))
+
+    def tools(self) -> None:
+        tool = self.data.get("tool", {})
+        for index, entry in enumerate(tool.get("uv", {}).get("index", []) or []):
+            if isinstance(entry, dict) and isinstance(entry.get("url"), str):
+                where: KeyPath = ("tool", "uv", "index", index)
+                requirements.index_facts(self.builder, entry["url"], self.origin(where, "index"))
+        build = self.data.get("build-system", {}).get("requires", [])
+        for index, item in enumerate(build if isinstance(build, list) else []):
+            if isinstance(item, str) and re.match(r"^\s*torch\b", item):
+                where = ("build-system", "requires", index)
+                self.builder.fact(
+                    CUDA_EXTENSION,
+                    "build-system",
+                    self.origin(where, item),
+                    "the build needs torch: the project compiles against it",
+                )
+
+    def read(self) -> None:
+        if isinstance(self.data.get("project"), dict):
+            self.project(self.data["project"])
+        poetry = self.data.get("tool", {}).get("poetry")
+        if isinstance(poetry, dict):
+            if isinstance(poetry.get("name"), str) and "project" not in self.data:
+                where: KeyPath = ("tool", "poetry", "name")
+                self.builder.fact(NAME, poetry["name"], self.origin(where, poetry["name"]))
+            self.poetry(poetry)
+        self.tools()
+        self.ctx.readings.append(self.builder.build())
+
+
+def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
+    _Reader(ctx, path, text).read()

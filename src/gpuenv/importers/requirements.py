@@ -1,0 +1,335 @@
+"""pip requirement files and ``pip freeze`` output, and the requirement parsing every
+other reader shares (conda's ``pip:`` sections, Dockerfile ``pip install`` lines, cog's
+``python_packages``).
+
+Requirements are parsed by ``packaging``; pip's own file syntax around them is handled
+here: ``-r``/``-c`` includes (read once, relative to the including file), ``-f``,
+``--index-url``, ``--extra-index-url`` (a PyTorch index names the torch build),
+``--pre``, ``-e``, ``--hash`` (dropped: the lock pins its own), comments, line
+continuations, markers, direct URLs and ``git+...@ref`` references.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from gpuenv.importers._context import Context
+from gpuenv.importers._text import fail
+from gpuenv.importers.model import (
+    DROPPED,
+    INDEX,
+    PRE,
+    TORCH_BUILD,
+    UNMANAGED,
+    UNREADABLE,
+    Ask,
+    Authority,
+    Origin,
+    ReadingBuilder,
+)
+
+_VCS = ("git+", "hg+", "svn+", "bzr+")
+_TORCH_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:(nightly)/)?(cu\d{3}|cpu|rocm[\d.]+)?")
+_WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
+_SDIST = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*)\.(tar\.gz|zip|tar\.bz2)$")
+_EGG = re.compile(r"[#&]egg=([A-Za-z0-9._-]+)")
+_FREEZE_LINE = re.compile(
+    r"^([A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?==\S+|[A-Za-z0-9][A-Za-z0-9._-]* @ \S+|-e \S+)$"
+)
+_VALUE_OPTIONS = {
+    "-r": "requirement",
+    "--requirement": "requirement",
+    "-c": "constraint",
+    "--constraint": "constraint",
+    "-f": "find-links",
+    "--find-links": "find-links",
+    "-i": "index-url",
+    "--index-url": "index-url",
+    "--extra-index-url": "extra-index-url",
+    "-e": "editable",
+    "--editable": "editable",
+}
+_IGNORED_OPTIONS = (
+    "--trusted-host",
+    "--no-binary",
+    "--only-binary",
+    "--prefer-binary",
+    "--use-feature",
+    "--no-index",
+    "--require-hashes",
+    "--config-settings",
+    "--global-option",
+)
+
+
+def build_of(version: str) -> str | None:
+    """The torch-style build a local version label names: ``1.10.0+cu111`` -> cu111."""
+    try:
+        local = Version(version).local
+    except InvalidVersion:
+        return None
+    if local and re.fullmatch(r"cu\d{2,3}|cpu|rocm[\d.]+", local):
+        return local
+    return None
+
+
+def _split_local(specifier: str) -> tuple[str, str | None]:
+    """``==1.10.0+cu111`` -> (``==1.10.0``, ``cu111``)."""
+    match = re.fullmatch(r"(===?)\s*([^,;\s]+)", specifier.strip())
+    if not match or "+" not in match.group(2):
+        return specifier, None
+    build = build_of(match.group(2))
+    if build is None:
+        return specifier, None
+    return f"{match.group(1)}{match.group(2).split('+', 1)[0]}", build
+
+
+def _is_pre(specifier: str) -> bool:
+    for part in re.findall(r"[<>=!~]=?\s*([^,\s]+)", specifier):
+        try:
+            if Version(part.rstrip(".*")).is_prerelease:
+                return True
+        except InvalidVersion:
+            continue
+    return False
+
+
+def _vcs_ask(text: str, origin: Origin, *, editable: bool) -> Ask:
+    egg = _EGG.search(text)
+    path = urlsplit(text.split("+", 1)[1]).path
+    name = egg.group(1) if egg else path.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    return Ask(canonicalize_name(name), "", origin, url=text, editable=editable)
+
+
+def _file_ask(text: str, origin: Origin) -> Ask | None:
+    """A wheel or sdist URL whose file name shows its project and version."""
+    filename = unquote(urlsplit(text).path.rsplit("/", 1)[-1])
+    match = _WHEEL.match(filename) or _SDIST.match(filename)
+    if not match:
+        return None
+    version = match.group("version")
+    try:
+        Version(version)
+    except InvalidVersion:
+        return None
+    spec, build = _split_local(f"=={version}")
+    return Ask(canonicalize_name(match.group("name")), spec, origin, build=build, url=text)
+
+
+def _reference_ask(text: str, origin: Origin, *, editable: bool) -> Ask | str:
+    """A bare VCS reference or file URL on a requirement line."""
+    if text.startswith(_VCS):
+        return _vcs_ask(text, origin, editable=editable)
+    found = _file_ask(text, origin)
+    return found if found is not None else f"{text}: a URL that names no package version"
+
+
+def ask_from(text: str, origin: Origin, *, editable: bool = False) -> Ask | str:
+    """One requirement as an ``Ask``; a str says why it is not one (a local path: the
+    project itself, or another checkout). Malformed text is a ``ForeignFileError``."""
+    text = text.strip()
+    if text.startswith(_VCS) or re.match(r"^(https?|file)://", text):
+        return _reference_ask(text, origin, editable=editable)
+    if text in (".", "..") or text.startswith(("./", "../", "/", "~")) or editable:
+        return f"{text}: a local path (the project itself, or a checkout beside it)"
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement as exc:
+        fail(origin.file, origin.line, f"not a requirement: {text!r} ({exc})")
+    specifier, build = _split_local(str(requirement.specifier))
+    if requirement.url:
+        found = _file_ask(requirement.url, origin)
+        if found is not None:
+            return replace(found, name=canonicalize_name(requirement.name))
+        if requirement.url.startswith(_VCS):
+            ask = _vcs_ask(requirement.url, origin, editable=editable)
+            return replace(ask, name=canonicalize_name(requirement.name))
+    return Ask(
+        name=canonicalize_name(requirement.name),
+        specifier=specifier,
+        origin=origin,
+        build=build,
+        url=requirement.url,
+        extras=tuple(sorted(requirement.extras)),
+        marker=str(requirement.marker) if requirement.marker else None,
+        pre=_is_pre(specifier),
+    )
+
+
+def index_facts(builder: ReadingBuilder, url: str, origin: Origin, option: str = "index") -> None:
+    """An index or find-links URL (``option`` says which); PyTorch's per-build indexes
+    name the torch build."""
+    builder.fact(INDEX, url, origin, option)
+    match = _TORCH_INDEX.search(url)
+    if match is None:
+        return
+    if match.group(1):
+        builder.fact(PRE, "nightly", origin, "PyTorch's nightly index")
+    if match.group(2):
+        builder.fact(TORCH_BUILD, match.group(2), origin, "PyTorch's per-build index")
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """Lines with continuations joined and comments removed, each with its first line."""
+    out: list[tuple[int, str]] = []
+    pending: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        if not pending:
+            start = number
+        if raw.endswith("\\"):
+            pending.append(raw[:-1])
+            continue
+        pending.append(raw)
+        line = " ".join(pending)
+        pending = []
+        line = re.sub(r"(^|\s)#.*$", "", line).strip()
+        if line:
+            out.append((start, line))
+    if pending:
+        line = re.sub(r"(^|\s)#.*$", "", " ".join(pending)).strip()
+        if line:
+            out.append((start, line))
+    return out
+
+
+def _split_option(line: str) -> tuple[str, str] | None:
+    """``-r file`` / ``--index-url=URL`` -> (option, value) for options taking a value."""
+    for option in sorted(_VALUE_OPTIONS, key=len, reverse=True):
+        for separator in ("=", " "):
+            if line.startswith(option + separator):
+                return option, line[len(option) + 1 :].strip()
+        if option.startswith("-") and not option.startswith("--") and line.startswith(option):
+            rest = line[len(option) :].strip()
+            if rest and not rest.startswith("-"):
+                return option, rest
+    return None
+
+
+class PipLines:
+    """Feeds pip lines (a file's, or a ``pip:`` section's) into a reading."""
+
+    def __init__(self, ctx: Context, builder: ReadingBuilder, base: Path) -> None:
+        self.ctx = ctx
+        self.builder = builder
+        self.base = base
+        self.hash_noted = False
+
+    def option(self, option: str, value: str, origin: Origin) -> None:
+        kind = _VALUE_OPTIONS[option]
+        if kind in ("requirement", "constraint"):
+            path = (self.base / value).resolve()
+            group = "constraints" if kind == "constraint" else None
+            self.ctx.include(
+                path, "constraints" if group else "requirements", by=origin.file, line=origin.line
+            )
+        elif kind == "editable":
+            self.requirement(value, origin, editable=True)
+        else:
+            index_facts(self.builder, value, origin, kind)
+
+    def requirement(self, text: str, origin: Origin, *, editable: bool = False) -> None:
+        if "--hash" in text:
+            text = re.sub(r"\s--hash[=\s]\S+", "", text).strip()
+            if not self.hash_noted:
+                self.builder.note(DROPPED, "--hash pins dropped: the lock records its own", origin)
+                self.hash_noted = True
+        if "$" in text:
+            self.builder.note(UNREADABLE, f"{text}: environment variables are not expanded", origin)
+            return
+        found = ask_from(text, origin, editable=editable)
+        if isinstance(found, str):
+            self.builder.note(UNMANAGED, found, origin)
+        else:
+            self.builder.asks.append(found)
+
+    def line(self, number: int | None, line: str) -> None:
+        origin = Origin(self.builder.file, number, line)
+        if line.startswith("-"):
+            if line == "--pre":
+                self.builder.fact(PRE, "pre", origin, "pip --pre")
+                return
+            split = _split_option(line)
+            if split is not None:
+                self.option(split[0], split[1], origin)
+                return
+            if line.startswith(_IGNORED_OPTIONS):
+                self.builder.note(DROPPED, f"option not carried over: {line}", origin)
+                return
+            fail(origin.file, number, f"unknown pip option: {line}")
+        self.requirement(line, origin)
+
+    def args(self, tokens: list[str], origin: Origin) -> None:
+        """The arguments of a ``pip install`` command line (a Dockerfile's RUN)."""
+        i = 0
+        while i < len(tokens):
+            word = tokens[i]
+            if word in _VALUE_OPTIONS and i + 1 < len(tokens):
+                self.option(word, tokens[i + 1], origin)
+                i += 2
+                continue
+            if word in ("--pre",):
+                self.builder.fact(PRE, "pre", origin, "pip --pre")
+            elif "=" in word and word.split("=", 1)[0] in _VALUE_OPTIONS:
+                option, value = word.split("=", 1)
+                self.option(option, value, origin)
+            elif word.startswith("-"):
+                i += _skip_option(word, tokens, i)
+                continue
+            else:
+                self.requirement(word, origin)
+            i += 1
+
+
+_OPTIONS_WITH_VALUE = {
+    "-t", "--target", "--prefix", "--root", "--src", "--upgrade-strategy", "--config-settings",
+    "--global-option", "--install-option", "--platform", "--python-version", "--only-binary",
+    "--no-binary", "--cache-dir", "--progress-bar", "--timeout", "--retries", "--trusted-host",
+    "--implementation", "--abi", "--log", "--proxy", "--root-user-action",
+}  # fmt: skip
+
+
+def _skip_option(token: str, tokens: list[str], i: int) -> int:
+    """How many tokens an option we do not need takes (itself, and maybe a value)."""
+    if token in _OPTIONS_WITH_VALUE and "=" not in token and i + 1 < len(tokens):
+        return 2
+    return 1
+
+
+def looks_like_freeze(text: str) -> bool:
+    """Every line a pinned requirement as ``pip freeze`` writes them (comments aside)."""
+    lines = [line.strip() for line in text.splitlines()]
+    entries = [line for line in lines if line and not line.startswith("#")]
+    return (
+        bool(entries)
+        and all(_FREEZE_LINE.match(line) for line in entries)
+        and any("==" in line for line in entries)
+    )
+
+
+def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
+    """A requirements file (``fmt`` "requirements", "constraints") or ``pip freeze``."""
+    display = ctx.display(path)
+    authority = Authority.RECORD if fmt == "pip-freeze" else Authority.DEFINITION
+    builder = ReadingBuilder(display, fmt, authority)
+    feeder = PipLines(ctx, builder, path.parent)
+    for number, line in _logical_lines(text):
+        feeder.line(number, line)
+    if fmt == "constraints":
+        builder.asks = [replace(a, group="constraints") for a in builder.asks]
+    ctx.readings.append(builder.build())
+
+
+def shell_tokens(text: str, origin: Origin) -> list[str]:
+    try:
+        return shlex.split(text, comments=False, posix=True)
+    except ValueError as exc:
+        fail(origin.file, origin.line, f"cannot split the command line: {exc}")

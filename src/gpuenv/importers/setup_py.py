@@ -1,0 +1,190 @@
+"""``setup.py`` read statically: its syntax tree, never executed.
+
+``install_requires``, ``extras_require``, ``python_requires`` and ``name`` are read
+when they are literals, module-level names bound to literals, or sums of those; anything
+computed (``open("requirements.txt").read().splitlines()``, a function call) is reported
+as not read. ``CUDAExtension``/``CppExtension`` calls and imports of
+``torch.utils.cpp_extension`` anywhere in the file mean the project compiles against
+torch, which the reproduction must build for the target's GPU.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from gpuenv.importers import requirements
+from gpuenv.importers._context import Context
+from gpuenv.importers._text import fail
+from gpuenv.importers.model import (
+    CUDA_EXTENSION,
+    NAME,
+    PYTHON,
+    UNREADABLE,
+    Authority,
+    Origin,
+    ReadingBuilder,
+)
+from gpuenv.importers.pyproject import is_dev_group
+
+_KEYWORDS = ("install_requires", "extras_require", "python_requires", "name")
+
+
+def _parse(text: str, display: str) -> ast.Module:
+    try:
+        return ast.parse(text, filename=display)
+    except SyntaxError as exc:
+        fail(display, exc.lineno, f"not valid Python: {exc.msg}")
+    except (RecursionError, MemoryError):
+        fail(display, None, "not valid Python: nested too deeply")
+    except ValueError as exc:  # source with NUL bytes
+        fail(display, None, f"not valid Python: {exc}")
+
+
+class _Reader(ast.NodeVisitor):
+    def __init__(self, ctx: Context, path: Path, tree: ast.Module) -> None:
+        self.ctx = ctx
+        self.display = ctx.display(path)
+        self.tree = tree
+        self.builder = ReadingBuilder(self.display, "setup.py", Authority.METADATA)
+        self.feeder = requirements.PipLines(ctx, self.builder, path.parent)
+        self.names: dict[str, ast.expr] = {}
+        self.setup_calls: list[ast.Call] = []
+        for statement in tree.body:
+            if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+                target = statement.targets[0]
+                if isinstance(target, ast.Name):
+                    self.names[target.id] = statement.value
+
+    def origin(self, node: ast.AST, text: str) -> Origin:
+        return Origin(self.display, getattr(node, "lineno", None), text)
+
+    # --- the tree -----------------------------------------------------------------------
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+        if name == "setup":
+            self.setup_calls.append(node)
+        elif name in ("CUDAExtension", "CppExtension"):
+            label = "CUDA" if name == "CUDAExtension" else "C++"
+            first = node.args[0] if node.args else None
+            ext = first.value if isinstance(first, ast.Constant) else "an extension"
+            text = f"{name}({ext!r})" if isinstance(ext, str) else f"{name}(...)"
+            self.builder.fact(
+                CUDA_EXTENSION,
+                "cuda" if label == "CUDA" else "cpp",
+                self.origin(node, text),
+                f"a {label} extension compiled against torch",
+            )
+        self.generic_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.module == "torch.utils.cpp_extension":
+            names = ", ".join(a.name for a in node.names)
+            if any(a.name == "CUDAExtension" for a in node.names):
+                self.builder.fact(
+                    CUDA_EXTENSION,
+                    "cuda",
+                    self.origin(node, f"from torch.utils.cpp_extension import {names}"),
+                    "builds CUDA code against torch",
+                )
+
+    # --- values ---------------------------------------------------------------------------
+
+    def literal(self, node: ast.expr, depth: int = 0) -> Any:
+        """A literal value (following names and ``+``), or raise ValueError."""
+        if depth > 20:
+            raise ValueError("too indirect")
+        if isinstance(node, ast.Name) and node.id in self.names:
+            return self.literal(self.names[node.id], depth + 1)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            return self.literal(node.left, depth + 1) + self.literal(node.right, depth + 1)
+        return ast.literal_eval(node)
+
+    def requirement_values(self, node: ast.expr, keyword: str, group: str | None) -> None:
+        try:
+            value = self.literal(node)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            text = ast.unparse(node)[:80]
+            self.builder.note(
+                UNREADABLE,
+                f"{keyword}={text} is computed when setup.py runs: not read "
+                "(setup.py is never executed); import the file it reads instead",
+                self.origin(node, f"{keyword}=..."),
+            )
+            return
+        items = [value] if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)):
+            fail(self.display, getattr(node, "lineno", None), f"{keyword}: not a list of strings")
+        elements = node.elts if isinstance(node, (ast.List, ast.Tuple)) else []
+        for index, item in enumerate(items):
+            if not isinstance(item, str):
+                fail(self.display, getattr(node, "lineno", None), f"{keyword}: not text: {item!r}")
+            where = elements[index] if index < len(elements) else node
+            before = len(self.builder.asks)
+            for line in item.splitlines():
+                if line.strip() and not line.strip().startswith("#"):
+                    self.feeder.requirement(line.strip(), self.origin(where, line.strip()))
+            if group is not None:
+                for i in range(before, len(self.builder.asks)):
+                    self.builder.asks[i] = replace(self.builder.asks[i], group=group)
+
+    def extras(self, node: ast.expr) -> None:
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    if is_dev_group(key.value):
+                        continue
+                    self.requirement_values(value, f"extras_require[{key.value!r}]", key.value)
+            return
+        try:
+            value = self.literal(node)
+        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+            self.builder.note(
+                UNREADABLE, "extras_require is computed: not read", self.origin(node, "extras")
+            )
+            return
+        for group, items in value.items() if isinstance(value, dict) else []:
+            if isinstance(group, str) and not is_dev_group(group):
+                self.requirement_values(ast.Constant(items, lineno=node.lineno), group, group)
+
+    def keyword(self, name: str, node: ast.expr) -> None:
+        if name == "install_requires":
+            self.requirement_values(node, name, None)
+        elif name == "extras_require":
+            self.extras(node)
+        elif name in ("python_requires", "name"):
+            try:
+                value = self.literal(node)
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                return
+            if isinstance(value, str):
+                key = PYTHON if name == "python_requires" else NAME
+                self.builder.fact(key, value, self.origin(node, f"{name}={value!r}"))
+
+    def read(self) -> None:
+        self.visit(self.tree)
+        if not self.setup_calls:
+            self.builder.note(
+                UNREADABLE, "no setup() call found: nothing read", Origin(self.display, 1, "")
+            )
+        for call in self.setup_calls:
+            for keyword in call.keywords:
+                if keyword.arg in _KEYWORDS:
+                    self.keyword(keyword.arg, keyword.value)
+                elif keyword.arg is None:
+                    self.builder.note(
+                        UNREADABLE, "setup(**...) arguments are not read", self.origin(call, "**")
+                    )
+        self.ctx.readings.append(self.builder.build())
+
+
+def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
+    display = ctx.display(path)
+    try:
+        _Reader(ctx, path, _parse(text, display)).read()
+    except RecursionError:
+        fail(display, None, "the syntax tree is nested too deeply to read")

@@ -1,0 +1,221 @@
+"""Choosing the nearest torch reproduction for one target, by asking gpuenv's planner.
+
+There is no second planner here: every candidate is a ``Spec`` handed to
+``gpuenv.plan.plan_target``, in the order a careful person would try them:
+
+1. the paper's torch release with the paper's CUDA build, exactly;
+2. the same release with another CUDA build (the planner picks the newest that fits);
+3. else the oldest torch series after it whose builds fit (within a series, its newest
+   patch release first: patch releases only fix bugs), torchvision/torchaudio paired by
+   the planner in lock step;
+4. else, nearest first, the series before it.
+
+The Python stays the paper's where the candidate release supports it, else the nearest
+one it does. What the planner said about each rejected candidate becomes the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from gpuenv.compat import KnowledgeBase, TorchRelease
+from gpuenv.errors import NoCompatiblePlan
+from gpuenv.plan import KNOWN_PYTHONS, TargetPlan, plan_target
+from gpuenv.spec import Project, Spec, Stack, Target
+
+
+@dataclass(frozen=True)
+class PaperTorch:
+    """What the files asked of torch."""
+
+    specifier: str  # "==1.12.1", ">=1.10", "" (any)
+    version: Version | None  # the exact release, when one is pinned
+    build: str | None  # "cu113", "cpu", None (not stated)
+    python: str | None  # the paper's Python as major.minor, or a range, or None
+    torchvision: bool  # the paper installs torchvision
+    torchaudio: bool
+
+
+@dataclass(frozen=True)
+class Choice:
+    plan: TargetPlan
+    step: str  # "exact", "other-build", "newer", "older", "range", "any"
+    rejected: tuple[str, ...]  # what the planner said about the paper's own release
+
+
+@dataclass(frozen=True)
+class Planning:
+    project: str
+    target: str
+    target_spec: Target
+    kb: KnowledgeBase
+    torch_index: str | None = None
+
+    def spec(self, torch: str, python: str, cuda: str | None, paper: PaperTorch) -> Spec:
+        stack = Stack(
+            python=python,
+            torch=torch,
+            torchvision="*" if paper.torchvision else False,
+            torchaudio="*" if paper.torchaudio else False,
+            cuda=cuda or "auto",
+        )
+        return Spec(Project(self.project), stack, {self.target: self.target_spec})
+
+    def attempt(
+        self, torch: str, python: str, cuda: str | None, paper: PaperTorch
+    ) -> TargetPlan | NoCompatiblePlan:
+        try:
+            return plan_target(
+                self.target,
+                self.spec(torch, python, cuda, paper),
+                self.kb,
+                torch_index=self.torch_index,
+            )
+        except NoCompatiblePlan as exc:
+            return exc
+
+
+def obstacles(error: NoCompatiblePlan) -> tuple[str, ...]:
+    """The planner's "- ..." lines: why nothing fits."""
+    lines = [line.removeprefix("- ").strip() for line in error.message.splitlines()[1:]]
+    return tuple(re.sub(r"torch ==(\S+)", r"torch \1", line) for line in lines if line)
+
+
+def python_for(release: TorchRelease, wanted: str | None) -> str:
+    """The paper's Python where ``release`` supports it, else the nearest it does."""
+    supported = [p for p in KNOWN_PYTHONS if release.python.contains(p)]
+    if not supported:
+        return KNOWN_PYTHONS[-1]
+    if wanted is None:
+        return supported[-1]
+    if wanted[:1].isdigit():
+        minor = int(wanted.split(".")[1]) if "." in wanted else 0
+        return min(supported, key=lambda p: (abs(int(p.split(".")[1]) - minor), -int(p[2:])))
+    try:
+        spec = SpecifierSet(wanted)
+    except InvalidSpecifier:
+        return supported[-1]
+    inside = [p for p in supported if spec.contains(p)]
+    return inside[-1] if inside else supported[-1]
+
+
+def _series(version: Version) -> tuple[int, int]:
+    return (version.major, version.minor)
+
+
+def _by_series(kb: KnowledgeBase) -> dict[tuple[int, int], list[TorchRelease]]:
+    """Releases grouped by series, each newest patch first."""
+    grouped: dict[tuple[int, int], list[TorchRelease]] = {}
+    for release in kb.torch_releases:  # newest first
+        grouped.setdefault(_series(release.version), []).append(release)
+    return grouped
+
+
+def _walk(kb: KnowledgeBase, start: Version) -> Iterator[tuple[str, TorchRelease]]:
+    """Candidates after the paper's series (ascending), then before it (descending)."""
+    grouped = _by_series(kb)
+    after = sorted(s for s in grouped if s > _series(start))
+    before = sorted((s for s in grouped if s < _series(start)), reverse=True)
+    same = [r for r in grouped.get(_series(start), []) if r.version > start]
+    for release in sorted(same, key=lambda r: r.version):
+        yield "newer", release
+    for series in after:
+        for release in grouped[series]:
+            yield "newer", release
+    for series in before:
+        for release in grouped[series]:
+            yield "older", release
+
+
+def _cuda_of(build: str | None) -> str | None:
+    if build is None or not build.startswith("cu") or not build[2:].isdigit():
+        return None
+    digits = build[2:]
+    return f"{digits[:-1]}.{digits[-1]}"
+
+
+def _pinned(
+    planning: Planning, paper: PaperTorch
+) -> tuple[TargetPlan | None, str, tuple[str, ...]]:
+    """Steps 1 and 2 for an exact release gpuenv knows."""
+    assert paper.version is not None
+    release = planning.kb.torch_release(paper.version)
+    if release is None:
+        return None, "", ()
+    python = python_for(release, paper.python)
+    torch = f"=={release.version}"
+    rejected: tuple[str, ...] = ()
+    cuda = _cuda_of(paper.build)
+    if cuda is not None and release.build(paper.build or "") is not None:
+        found = planning.attempt(torch, python, cuda, paper)
+        if not isinstance(found, NoCompatiblePlan):
+            return found, "exact", ()
+        rejected = obstacles(found)
+    found = planning.attempt(torch, python, None, paper)
+    if not isinstance(found, NoCompatiblePlan):
+        return found, "exact" if cuda is None else "other-build", rejected
+    return None, "", rejected or obstacles(found)
+
+
+def _start_of(paper: PaperTorch, kb: KnowledgeBase) -> Version:
+    if paper.version is not None:
+        return Version(paper.version.base_version)
+    try:
+        spec = SpecifierSet(paper.specifier)
+    except InvalidSpecifier:
+        spec = SpecifierSet()
+    matching = [r.version for r in kb.torch_releases if spec.contains(r.version)]
+    return max(matching) if matching else kb.torch_releases[-1].version
+
+
+def _unpinned(planning: Planning, paper: PaperTorch) -> TargetPlan | NoCompatiblePlan:
+    """A range or no torch at all: the planner's newest in range, the paper's build first."""
+    python = python_for(planning.kb.torch_releases[0], paper.python)
+    torch = paper.specifier or "*"
+    cuda = _cuda_of(paper.build)
+    attempt = planning.attempt(torch, python, cuda, paper) if cuda else None
+    if attempt is None or isinstance(attempt, NoCompatiblePlan):
+        attempt = planning.attempt(torch, python, None, paper)
+    return attempt
+
+
+def choose(planning: Planning, paper: PaperTorch) -> Choice:
+    """The nearest reproduction the planner accepts; ``NoCompatiblePlan`` when none."""
+    rejected: tuple[str, ...] = ()
+    last_error: NoCompatiblePlan | None = None
+    if paper.version is not None:
+        release = Version(paper.version.base_version)
+        found, step, rejected = _pinned(planning, _replace_version(paper, release))
+        if found is not None:
+            return Choice(found, "release" if paper.version.is_prerelease else step, rejected)
+    else:
+        attempt = _unpinned(planning, paper)
+        if not isinstance(attempt, NoCompatiblePlan):
+            return Choice(attempt, "range" if paper.specifier else "any", ())
+        rejected, last_error = obstacles(attempt), attempt
+    start = _start_of(paper, planning.kb)
+    for step, release_found in _walk(planning.kb, start):
+        python = python_for(release_found, paper.python)
+        plan = planning.attempt(f"=={release_found.version}", python, None, paper)
+        if not isinstance(plan, NoCompatiblePlan):
+            return Choice(plan, step, rejected)
+        last_error = plan
+    if last_error is not None:
+        raise last_error
+    raise NoCompatiblePlan(f"no torch release gpuenv knows fits target '{planning.target}'")
+
+
+def _replace_version(paper: PaperTorch, version: Version) -> PaperTorch:
+    return replace(paper, version=version, specifier=f"=={version}")
+
+
+def parse_version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
