@@ -131,7 +131,7 @@ def _summary(decision: Decision) -> str:
     lost = sum(e.kind == "unreproducible" for e in decision.entries)
     tail = []
     if builds:
-        tail.append(f"{builds} to build for this GPU")
+        tail.append(f"{builds} to build")
     if lost:
         tail.append(f"{lost} cannot be reproduced")
     return f"{moved}, {py_text}" + (f"; {', '.join(tail)}" if tail else "") + "."

@@ -49,7 +49,7 @@ def _library(
             builder.asks.append(found)
         return
     parts = rest.split()
-    if len(parts) >= 2:
+    if len(parts) >= 2 and not rest.startswith("Could not collect"):
         sink.package(parts[0], parts[1], parts[2] if len(parts) > 2 else None, origin)
 
 

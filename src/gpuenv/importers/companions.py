@@ -395,7 +395,7 @@ def torch_pinned(companion: Companion, resolved: Resolved, target: Target) -> Mo
     entry = _entry(
         CHANGED,
         resolved,
-        f"torch {target.torch}'s wheels require their own exact {companion.name}",
+        f"torch {target.torch}'s wheels require their own exact {resolved.name}",
         was=resolved.specifier or "any",
         now=f"torch {target.torch}'s",
         risk=NONE if not resolved.specifier else LOW,
@@ -427,7 +427,7 @@ def move(
         entry = result.entry
         result = Move(
             Entry(
-                CHANGED,
+                KEPT,
                 entry.package,
                 "the target has no GPU: it imports, but its CUDA kernels cannot run",
                 origin=entry.origin,

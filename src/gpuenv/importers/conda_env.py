@@ -92,7 +92,6 @@ class CondaSink:
             self.runtime.append(name)
             self.runtime_origin = self.runtime_origin or origin
             return
-        manager = "conda" if name in knowledge.conda_only else "pip"
         torch_build = knowledge.build_cuda(build) if build else None
         pip_name = knowledge.pypi_name(name)
         self.builder.asks.append(
@@ -100,8 +99,9 @@ class CondaSink:
                 name=pip_name,
                 specifier=specifier,
                 origin=origin,
-                manager=manager,
+                manager="conda",
                 build=torch_build if pip_name == "torch" else None,
+                conda_only=name in knowledge.conda_only,
             )
         )
 

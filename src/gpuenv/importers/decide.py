@@ -11,9 +11,9 @@ import re
 from dataclasses import dataclass, field
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
-from gpuenv.compat import KnowledgeBase
+from gpuenv.compat import DriverCompat, KnowledgeBase
 from gpuenv.compat.foreign import ForeignKnowledge
 from gpuenv.importers import companions as moves
 from gpuenv.importers.merge import Merged, Resolved
@@ -114,6 +114,45 @@ def _python_wanted(merged: Merged) -> tuple[str | None, Fact | None]:
     return value, fact
 
 
+def excludes(specifier: str, version: Version) -> bool:
+    """True when ``specifier``'s upper bound rules out ``version`` and every later one."""
+    try:
+        specs = SpecifierSet(specifier)
+    except InvalidSpecifier:
+        return False
+    for spec in specs:
+        text = spec.version.removesuffix(".*")
+        try:
+            bound = Version(text)
+        except InvalidVersion:
+            continue
+        if spec.operator == "<" and bound <= version:
+            return True
+        if spec.operator in ("<=", "===") and bound < version:
+            return True
+        if spec.operator == "==" and not spec.version.endswith(".*") and bound < version:
+            return True
+        if spec.operator == "==" and spec.version.endswith(".*") and bound < version:
+            return not str(version).startswith(text + ".")
+    return False
+
+
+def python_ceiling(merged: Merged, fk: ForeignKnowledge) -> tuple[str, str] | None:
+    """The newest Python every pinned package with known Python floors still installs
+    on, and the package that holds it back ("3.10", "numpy<1.22")."""
+    ceiling: tuple[str, str] | None = None
+    for floor in fk.python_floors:
+        resolved = merged.packages.get(floor.package)
+        if resolved is None or not resolved.specifier:
+            continue
+        if excludes(resolved.specifier, floor.version):
+            minor = int(floor.python.split(".")[1]) - 1
+            candidate = (f"3.{minor}", f"{floor.package}{resolved.specifier}")
+            if ceiling is None or minor < int(ceiling[0].split(".")[1]):
+                ceiling = candidate
+    return ceiling
+
+
 def _torch_build(merged: Merged, resolved: Resolved | None) -> tuple[str | None, Origin | None]:
     """The build the paper's torch was: its own label, else the files' CUDA statements."""
     if resolved is not None and resolved.build:
@@ -123,7 +162,9 @@ def _torch_build(merged: Merged, resolved: Resolved | None) -> tuple[str | None,
     return (fact.value, fact.origin) if fact else (None, None)
 
 
-def paper_torch(merged: Merged, kb: KnowledgeBase) -> tuple[PaperTorch, Resolved | None]:
+def paper_torch(
+    merged: Merged, kb: KnowledgeBase, fk: ForeignKnowledge
+) -> tuple[PaperTorch, Resolved | None]:
     resolved = merged.packages.get("torch")
     specifier = resolved.specifier if resolved else ""
     version = resolved.exact if resolved else None
@@ -137,6 +178,9 @@ def paper_torch(merged: Merged, kb: KnowledgeBase) -> tuple[PaperTorch, Resolved
                     break
     build, _ = _torch_build(merged, resolved)
     python, _ = _python_wanted(merged)
+    ceiling = python_ceiling(merged, fk)
+    if python is None and ceiling is not None:
+        python = f"<={ceiling[0]}"
     paper = PaperTorch(
         specifier=specifier,
         version=Version(version.public) if version is not None else None,
@@ -203,7 +247,7 @@ def _torch_entries(
     build, build_origin = _torch_build(merged, resolved)
     origin = resolved.ask.origin if resolved else build_origin
     release = kb.torch_release(paper.version) if paper.version else None
-    if build is None and release is not None and release.pypi_default and not resolved_is_cpu(plan):
+    if build is None and release is not None and release.pypi_default:
         build = release.pypi_default
         d.add(
             Entry(
@@ -231,7 +275,9 @@ def _torch_entries(
                 ("CUDA-only code (.cuda(), custom kernels) fails on CPU"),
             )
         else:
-            obstacle = choice.rejected[0] if choice.rejected else f"{build} does not fit"
+            obstacle = _build_obstacle(kb, paper.version, build or "", plan) or (
+                choice.rejected[0] if choice.rejected else f"{build} does not fit"
+            )
             why = f"the {build} build cannot run here ({obstacle}); {plan.cu_tag} can"
             risk, text = LOW, "numerics may differ slightly (other CUDA and cuDNN kernels)"
         d.add(
@@ -298,11 +344,28 @@ def _nightly(paper: PaperTorch, merged: Merged) -> bool:
     return any(f.value == "nightly" for f in pre) or bool(pre and "torch" in merged.packages)
 
 
-def resolved_is_cpu(plan: TargetPlan) -> bool:
-    return plan.cu_tag == "cpu"
+def _build_obstacle(
+    kb: KnowledgeBase, version: Version | None, tag: str, plan: TargetPlan
+) -> str | None:
+    """Why the paper's build of ``version`` cannot run on the plan's hardware."""
+    release = kb.torch_release(version) if version else None
+    build = release.build(tag) if release else None
+    if build is None:
+        return f"torch {version} has no {tag} build" if release else None
+    hw = plan.hardware
+    missing = [cc.sm for cc in sorted(set(hw.compute_capabilities)) if build.covering(cc) is None]
+    if missing:
+        return f"its arch list ({build.arch_text}) has no {', '.join(missing)} kernels"
+    floor = kb.driver_floor(build.cuda, DriverCompat.STRICT) if build.cuda else None
+    if floor is not None and hw.driver is not None and hw.driver < floor:
+        return f"it needs driver >= {floor}; the target has {hw.driver}"
+    return None
 
 
-def _python_entry(d: Decision, merged: Merged, plan: TargetPlan, kb: KnowledgeBase) -> None:
+def _python_entry(
+    d: Decision, merged: Merged, plan: TargetPlan, ctx: tuple[KnowledgeBase, ForeignKnowledge]
+) -> None:
+    kb, fk = ctx
     wanted, fact = _python_wanted(merged)
     origin = fact.origin if fact else None
     release = kb.torch_release(plan.torch)
@@ -372,11 +435,21 @@ def _trio_entries(d: Decision, merged: Merged, plan: TargetPlan) -> None:
                 now=now,
             )
         else:
+            torch_kept = any(
+                e.package == "torch"
+                and (e.kind == KEPT or (e.was or "").split("+")[0] == plan.torch)
+                for e in d.entries
+            )
+            why = (
+                f"torch {plan.torch} pairs with {package} {now}, not {was}"
+                if torch_kept
+                else f"the release paired with torch {plan.torch} "
+                "(torch, torchvision and torchaudio move in lock step)"
+            )
             entry = Entry(
                 CHANGED,
                 package,
-                f"the release paired with torch {plan.torch} "
-                "(torch, torchvision and torchaudio move in lock step)",
+                why,
                 origin=resolved.ask.origin,
                 was=was,
                 now=now or "none",
@@ -464,7 +537,7 @@ def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
     if ask.url and ask.url.startswith(("git+", "hg+", "svn+", "bzr+")):
         _git(d, resolved)
         return
-    if ask.manager == "conda":
+    if ask.conda_only:
         spec = resolved.specifier.removeprefix("==") or "*"
         d.conda.append(
             Line(f"{resolved.name}={spec}" if spec != "*" else resolved.name, ask.origin.cite())
@@ -479,6 +552,20 @@ def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
     if floor is not None:
         d.add(floor)
         d.pip.append(Line(_requirement_of(resolved, f"=={floor.now}"), floor.comment()))
+        return
+    if ask.url and not resolved.specifier:
+        entry = Entry(
+            UNREPRODUCIBLE,
+            resolved.name,
+            "a URL that names no version: what it serves has likely changed since the paper",
+            origin=ask.origin,
+            was=ask.url,
+            risk=HIGH,
+        )
+        d.add(entry)
+        d.left_out.append(
+            Line(f"{resolved.name} @ {ask.url}", f"{ask.origin.where()}: {entry.why}")
+        )
         return
     if ask.url:
         entry = Entry(
@@ -684,7 +771,7 @@ def decide(
     merged: Merged, planning: Planning, fk: ForeignKnowledge, project: tuple[str, str]
 ) -> Decision:
     """The reproduction for ``planning``'s target: ``NoCompatiblePlan`` when nothing fits."""
-    paper, _ = paper_torch(merged, planning.kb)
+    paper, _ = paper_torch(merged, planning.kb, fk)
     choice = choose(planning, paper)
     plan = choice.plan
     d = Decision(project[0], project[1], planning.target, planning.target_spec, plan)
@@ -694,7 +781,7 @@ def decide(
     d.stack_comments["torch"] = next(
         e.comment() for e in d.entries if e.package == "torch" and e.kind in (KEPT, CHANGED)
     )
-    _python_entry(d, merged, plan, planning.kb)
+    _python_entry(d, merged, plan, (planning.kb, fk))
     _trio_entries(d, merged, plan)
     d.stack["cuda"] = plan.cuda or "auto"
     d.stack_comments["cuda"] = _cuda_comment(merged, plan, d)

@@ -173,12 +173,12 @@ class _Merger:
         return Resolved(name, winner, specifier, build, tuple(ordered))
 
     def fact_rank(self, fact: Fact) -> tuple[int, int, int]:
-        implied = int(_implied(fact))
-        authority = (
-            int(self.by_file[fact.origin.file].authority) if fact.origin.file in self.by_file else 0
-        )
-        exact = int(not any(c in fact.value for c in "<>=!~^,"))
-        return (implied, -authority, -exact)
+        """Exact statements first (a range says what is accepted, not what ran), then
+        what the files state outright over what an image implies, then authority."""
+        reading = self.by_file.get(fact.origin.file)
+        authority = int(reading.authority) if reading else 0
+        ranged = int(any(c in fact.value for c in "<>=!~^,"))
+        return (ranged, int(_implied(fact)), -authority)
 
     def facts(self) -> dict[str, tuple[Fact, ...]]:
         grouped: dict[str, list[Fact]] = {}

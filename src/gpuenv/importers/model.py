@@ -65,7 +65,7 @@ class Ask:
     name: str
     specifier: str
     origin: Origin
-    manager: str = "pip"  # "pip", "conda" or "image"
+    manager: str = "pip"  # who installed it: "pip", "conda" or "image" (a base image)
     build: str | None = None
     url: str | None = None
     extras: tuple[str, ...] = ()
@@ -73,6 +73,7 @@ class Ask:
     group: str | None = None  # an optional-dependency group or conda-lock category
     editable: bool = False
     pre: bool = False  # asked for a pre-release or nightly
+    conda_only: bool = False  # a conda package with no pip form (ffmpeg): stays in [conda]
 
     def requirement_text(self) -> str:
         """The requirement as a pip line (without any URL)."""

@@ -330,6 +330,6 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
 
 def shell_tokens(text: str, origin: Origin) -> list[str]:
     try:
-        return shlex.split(text, comments=False, posix=True)
+        return shlex.split(text, comments=True, posix=True)
     except ValueError as exc:
         fail(origin.file, origin.line, f"cannot split the command line: {exc}")

@@ -104,6 +104,19 @@ def python_for(release: TorchRelease, wanted: str | None) -> str:
     return inside[-1] if inside else supported[-1]
 
 
+def planner_python(wanted: str | None) -> str:
+    """The paper's Python as the planner takes it: an exact version it knows (the
+    nearest one, for 3.7), or a range (any: ">=3.8")."""
+    if wanted is None:
+        return f">={KNOWN_PYTHONS[0]}"
+    if not wanted[:1].isdigit():
+        return wanted
+    if wanted in KNOWN_PYTHONS:
+        return wanted
+    minor = int(wanted.split(".")[1]) if "." in wanted else 0
+    return min(KNOWN_PYTHONS, key=lambda p: abs(int(p.split(".")[1]) - minor))
+
+
 def _series(version: Version) -> tuple[int, int]:
     return (version.major, version.minor)
 
@@ -175,7 +188,7 @@ def _start_of(paper: PaperTorch, kb: KnowledgeBase) -> Version:
 
 def _unpinned(planning: Planning, paper: PaperTorch) -> TargetPlan | NoCompatiblePlan:
     """A range or no torch at all: the planner's newest in range, the paper's build first."""
-    python = python_for(planning.kb.torch_releases[0], paper.python)
+    python = planner_python(paper.python)
     torch = paper.specifier or "*"
     cuda = _cuda_of(paper.build)
     attempt = planning.attempt(torch, python, cuda, paper) if cuda else None

@@ -94,7 +94,7 @@ def spec_text(decision: Decision, report: Report) -> str:
             _short(f" Reproduction on {report.target} ({report.hardware}): {report.summary}")
         )
     )
-    doc.add(tomlkit.comment(" The full reproduction report: `gpuenv import ... --json`."))
+    doc.add(tomlkit.comment("The full reproduction report: `gpuenv import ... --json`."))
     doc.add(tomlkit.nl())
     project = tomlkit.table()
     project.add("name", decision.project)
