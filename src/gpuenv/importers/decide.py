@@ -372,15 +372,14 @@ def _python_entry(
     supports = spec_text(release.python) if release else "?"
     unverified = bool(fact and fact.note and "unverified" in fact.note)
     if wanted is None:
-        d.add(
-            Entry(
-                ASSUMPTION,
-                "python",
-                f"no Python named in the files: Python {plan.python}, "
-                f"the newest torch {plan.torch} supports",
-            )
+        ceiling = python_ceiling(merged, fk)
+        held = f" and {ceiling[1]} installs on" if ceiling else ""
+        text = (
+            f"no Python named in the files: Python {plan.python}, "
+            f"the newest torch {plan.torch} supports{held}"
         )
-        d.stack_comments["python"] = f"no Python named: the newest torch {plan.torch} supports"
+        d.add(Entry(ASSUMPTION, "python", text))
+        d.stack_comments["python"] = text
         return
     inside = wanted == plan.python
     if not wanted[:1].isdigit():
