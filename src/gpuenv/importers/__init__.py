@@ -141,6 +141,7 @@ def reproduce(request: ImportRequest) -> Reproduction:
     """Read, merge, decide and report; nothing is written."""
     from gpuenv.importers import write
 
+    request.target.check(request.kb)
     readings, skipped = read_inputs(request.paths, request.knowledge)
     merged = merge(readings)
     target = _target_name(request.target, request.kb)

@@ -25,9 +25,13 @@ class Context:
     reader: Callable[[Context, Path, str | None], None] | None = None
 
     def display(self, path: Path) -> str:
+        try:  # as named (a link keeps its own name), then as resolved
+            return str(path.absolute().relative_to(self.root.absolute()))
+        except ValueError:
+            pass
         try:
             return str(path.resolve().relative_to(self.root.resolve()))
-        except (ValueError, OSError):
+        except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop
             return str(path)
 
     def claim(self, path: Path) -> bool:

@@ -30,9 +30,14 @@ PLATFORM = "linux-64"
 
 def _model(data: dict[str, Any], display: str, packages: YNode | None) -> Any:
     """The file as conda-lock's ``Lockfile`` (v2 in memory)."""
-    from conda_lock.lockfile.v1.models import Lockfile as LockfileV1
-    from conda_lock.lockfile.v2prelim.models import Lockfile, lockfile_v1_to_v2
+    import warnings
+
     from pydantic import ValidationError
+
+    with warnings.catch_warnings():  # conda-lock's vendored conda warns about itself
+        warnings.simplefilter("ignore")
+        from conda_lock.lockfile.v1.models import Lockfile as LockfileV1
+        from conda_lock.lockfile.v2prelim.models import Lockfile, lockfile_v1_to_v2
 
     version = data.pop("version", None)
     try:

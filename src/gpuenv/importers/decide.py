@@ -15,6 +15,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpuenv.compat import DriverCompat, KnowledgeBase
 from gpuenv.compat.foreign import ForeignKnowledge
+from gpuenv.errors import UsageError
 from gpuenv.importers import companions as moves
 from gpuenv.importers.merge import Merged, Resolved
 from gpuenv.importers.model import (
@@ -50,6 +51,7 @@ from gpuenv.importers.report import UNMANAGED as UNMANAGED_ENTRY
 from gpuenv.importers.torch_choice import Choice, PaperTorch, Planning, choose
 from gpuenv.plan import TargetPlan, spec_text
 from gpuenv.spec import Target
+from gpuenv.versions import DriverVersion, VersionFormatError
 
 TRIO = ("torch", "torchvision", "torchaudio")
 
@@ -67,6 +69,24 @@ class TargetRequest:
     @property
     def cpu(self) -> bool:
         return (self.gpu or "").lower() == "none"
+
+    def check(self, kb: KnowledgeBase) -> None:
+        """Refuse a GPU the knowledge base does not know, or a malformed driver (exit 2)."""
+        if self.cpu:
+            return
+        if self.driver is not None:
+            try:
+                DriverVersion.parse(self.driver)
+            except VersionFormatError:
+                raise UsageError(
+                    f"--driver {self.driver!r} is not a driver version (like 550.54.15)"
+                ) from None
+        if self.gpu and self.compute_capability is None and kb.find_gpu(self.gpu) is None:
+            close = kb.suggest_gpus(self.gpu)
+            raise UsageError(
+                f"--gpu {self.gpu!r} is not a GPU gpuenv knows",
+                hint=f"did you mean {' or '.join(repr(c) for c in close)}?" if close else None,
+            )
 
     def target(self) -> Target:
         if self.cpu:

@@ -1,0 +1,265 @@
+"""Bad and hostile inputs: each exits 2 naming the file (and the line where there is one),
+writes nothing, and never hangs, executes the input or follows a link loop."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.importers.conftest import IMPORTS, TARGETS
+
+BAD = IMPORTS / "bad"
+
+
+def _import(cli: Callable[..., CliResult], tmp_path: Path, *paths: Path) -> CliResult:
+    out = tmp_path / "out" / "gpuenv.toml"
+    out.parent.mkdir(exist_ok=True)
+    result = cli("import", *map(str, paths), *TARGETS["h100"], "-o", str(out), "--json")
+    assert not out.exists(), "nothing is written on error"
+    assert list(out.parent.iterdir()) == [], "not even a temporary file"
+    return result
+
+
+def _problems(result: CliResult) -> list[dict[str, object]]:
+    assert result.code == 2, (result.code, result.out, result.err)
+    error = json.loads(result.out)["error"]
+    assert error["kind"] == "import"
+    problems: list[dict[str, object]] = error["problems"]
+    return problems
+
+
+@pytest.mark.parametrize(
+    ("name", "line", "text"),
+    [
+        ("truncated.yml", 7, "not valid YAML"),
+        ("requirements.txt", 1, "binary file"),
+        ("Dockerfile", 1, "no FROM instruction"),
+        ("Makefile", None, "not an environment file gpuenv recognises"),
+        ("latin1.yml", 3, "not UTF-8"),
+    ],
+)
+def test_a_bad_file_exits_2_with_its_file_and_line(
+    cli: Callable[..., CliResult], tmp_path: Path, name: str, line: int | None, text: str
+) -> None:
+    (problem,) = _problems(_import(cli, tmp_path, BAD / name))
+    assert problem["file"] == name
+    assert problem["line"] == line
+    assert text in str(problem["message"])
+
+
+def test_conflicting_pins_across_files_name_both(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    result = _import(cli, tmp_path, BAD / "requirements-a.txt", BAD / "requirements-b.txt")
+    (problem,) = _problems(result)
+    assert problem["file"] == "requirements-b.txt" and problem["line"] == 2
+    assert "requirements-a.txt:1 torch==1.12.1" in str(problem["message"])
+    assert problem["path"] == "torch"
+
+
+def test_text_output_of_an_error_names_file_and_line(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    out = tmp_path / "gpuenv.toml"
+    result = cli("import", str(BAD / "truncated.yml"), "--gpu", "none", "-o", str(out))
+    assert result.code == 2
+    assert "gpuenv: error: truncated.yml:7: not valid YAML" in result.err
+    assert "Traceback" not in result.err
+
+
+def test_an_existing_spec_is_not_overwritten_without_force(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    out = tmp_path / "gpuenv.toml"
+    out.write_text("keep me")
+    env = IMPORTS / "sd2022" / "environment.yaml"
+    refused = cli("import", str(env), "--gpu", "none", "-o", str(out))
+    assert refused.code == 2 and "already exists" in refused.err
+    assert out.read_text() == "keep me"
+    assert cli("import", str(env), "--gpu", "none", "-o", str(out), "--force").code == 0
+    assert "[targets.cpu]" in out.read_text()
+
+
+def test_flags_are_checked(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    env = str(IMPORTS / "sd2022" / "environment.yaml")
+    out = ["-o", str(tmp_path / "x.toml")]
+    assert cli("import", env, *out).code == 2  # no machine named
+    assert "--driver" in cli("import", env, "--gpu", "H100", *out).err
+    assert cli("import", env, "--gpu", "none", "--driver", "550.54.15", *out).code == 2
+    assert cli("import", env, "--detect", "--gpu", "H100", *out).code == 2
+    unknown = cli("import", env, "--gpu", "H1000", "--driver", "550.54.15", *out)
+    assert unknown.code == 2 and "H100" in unknown.err
+    assert not (tmp_path / "x.toml").exists()
+
+
+def test_an_impossible_target_exits_3_and_writes_nothing(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    out = tmp_path / "gpuenv.toml"
+    env = IMPORTS / "sd2022" / "environment.yaml"
+    result = cli(
+        "import", str(env), "--gpu", "H100", "--driver", "450.80.02", "-o", str(out), "--json"
+    )
+    assert result.code == 3, result.out
+    assert json.loads(result.out)["error"]["alternatives"]
+    assert not out.exists()
+
+
+# --- hostile inputs -------------------------------------------------------------------
+
+
+def _hostile(tmp_path: Path, name: str, content: bytes | str) -> Path:
+    folder = tmp_path / "in"
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return path
+
+
+HOSTILE = {
+    "huge": ("requirements.txt", b"numpy==1.0\n" * 900_000, None, "too large"),
+    "deep-flow-yaml": ("environment.yml", "dependencies: " + "[" * 50_000 + "]" * 50_000, 1, "YAML"),
+    "deep-block-yaml": (
+        "environment.yml",
+        "dependencies:\n" + "".join("  " * i + "- a:\n" for i in range(1, 300)),
+        33,
+        "nested more than 64 deep",
+    ),
+    "alias-bomb": (
+        "environment.yml",
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(
+            f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n"
+            for i in range(8)
+        )
+        + "dependencies: [*i]\n",
+        6,
+        "alias bomb",
+    ),
+    "python-tag": (
+        "environment.yml",
+        "dependencies:\n  - !!python/object/apply:os.system ['touch PWNED']\n",
+        2,
+        "YAML tag",
+    ),
+    "deep-toml": ("pyproject.toml", "a = " + "[" * 100_000 + "]" * 100_000 + "\n", None, "TOML"),
+    "deep-python": ("setup.py", "x = " + "(" * 200_000 + ")" * 200_000 + "\n", 1, "Python"),
+    "nul-in-setup": ("setup.py", b"setup(name='x')\n\0\n", 2, "binary"),
+    "not-utf8-requirements": ("requirements.txt", b"numpy==1.0\ncaf\xe9==1\n", 2, "not UTF-8"),
+    "bad-requirement": ("requirements.txt", "numpy==1.0\nnumpy[==1\n", 2, "not a requirement"),
+    "unknown-pip-option": ("requirements.txt", "--evil-option x\n", 1, "unknown pip option"),
+    "bad-matchspec": ("environment.yml", "dependencies:\n  - '@@@'\n", 2, "not a conda package"),
+    "two-documents": ("environment.yml", "dependencies: [a]\n---\nb: 1\n", 2, "more than one"),
+    "json-run": ("Dockerfile", "FROM python:3.10\nRUN [\"pip\", \"install\", 3]\n", 2, "array of strings"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_hostile_files_are_refused_with_exit_2(
+    cli: Callable[..., CliResult], tmp_path: Path, case: str
+) -> None:
+    name, content, line, text = HOSTILE[case]
+    path = _hostile(tmp_path, name, content)
+    started = time.monotonic()
+    (problem,) = _problems(_import(cli, tmp_path, path))
+    assert time.monotonic() - started < 20, "bounded work"
+    assert problem["file"] == name and problem["line"] == line, problem
+    assert text in str(problem["message"]), problem
+    assert not (tmp_path / "PWNED").exists() and not Path("PWNED").exists()
+
+
+def test_shell_in_a_requirement_is_noted_not_run(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    path = _hostile(tmp_path, "requirements.txt", f"numpy==1.26.4\n$(touch {marker})\n")
+    result = cli("import", str(path), "--gpu", "none", "-o", str(tmp_path / "g.toml"), "--json")
+    assert result.code == 0, result.out
+    assert not marker.exists()
+    notes = [e["why"] for e in json.loads(result.out)["assumptions"]]
+    assert any("environment variables are not expanded" in n for n in notes)
+
+
+def test_setup_py_is_never_executed(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    marker = tmp_path / "executed"
+    code = (
+        "import pathlib\n"
+        f"pathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "from setuptools import setup\n"
+        "setup(name='x', install_requires=['numpy==1.26.4', 'torch==2.4.1'])\n"
+    )
+    path = _hostile(tmp_path, "setup.py", code)
+    result = cli("import", str(path), "--gpu", "none", "-o", str(tmp_path / "g.toml"), "--json")
+    assert result.code == 0, result.out
+    assert not marker.exists()
+    assert "numpy" in {e["package"] for e in json.loads(result.out)["kept"]}
+
+
+def test_a_fifo_is_refused_without_blocking(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    os.mkfifo(folder / "requirements.txt")
+    (problem,) = _problems(_import(cli, tmp_path, folder / "requirements.txt"))
+    assert "not a regular file" in str(problem["message"])
+
+
+def test_symlink_loops_in_a_folder_end(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    shutil.copytree(IMPORTS / "sd2022", repo)
+    (repo / "docker").symlink_to(repo)  # a folder linking to its parent
+    (repo / "env").symlink_to(repo / "env")  # a link to itself
+    (repo / "requirements-loop.txt").symlink_to(repo / "requirements-loop2.txt")
+    (repo / "requirements-loop2.txt").symlink_to(repo / "requirements-loop.txt")
+    (repo / "Dockerfile").symlink_to(repo / "missing")
+    started = time.monotonic()
+    result = cli("import", str(repo), "--gpu", "none", "-o", str(tmp_path / "g.toml"), "--json")
+    assert time.monotonic() - started < 20
+    assert result.code == 0, result.out
+    skipped = " ".join(e["why"] for e in json.loads(result.out)["assumptions"])
+    assert "requirements-loop.txt not imported" in skipped
+    assert "Dockerfile not imported" in skipped
+
+
+def test_a_symlink_loop_named_directly_is_refused(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    loop = tmp_path / "in" / "requirements.txt"
+    loop.parent.mkdir()
+    loop.symlink_to(loop)
+    (problem,) = _problems(_import(cli, tmp_path, loop))
+    assert "symbolic link loop" in str(problem["message"])
+
+
+def test_include_cycles_and_depth_are_bounded(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    (folder / "a.txt").write_text("-r b.txt\nnumpy==1.26.4\n")
+    (folder / "b.txt").write_text("-r a.txt\ntorch==2.4.1\n")
+    out = tmp_path / "g.toml"
+    cycle = cli("import", str(folder / "a.txt"), "--gpu", "none", "-o", str(out), "--json")
+    assert cycle.code == 0, cycle.out
+    for i in range(12):
+        (folder / f"r{i}.txt").write_text(f"-r r{i + 1}.txt\n")
+    (folder / "r12.txt").write_text("torch==2.4.1\n")
+    deep = _import(cli, tmp_path, folder / "r0.txt")
+    (problem,) = _problems(deep)
+    assert "nested more than 8 deep" in str(problem["message"])
+
+
+def test_windows_line_endings_and_a_byte_order_mark_are_read(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    path = _hostile(tmp_path, "requirements.txt", b"\xef\xbb\xbftorch==2.4.1\r\nnumpy==1.26.4\r\n")
+    result = cli("import", str(path), "--gpu", "none", "-o", str(tmp_path / "g.toml"), "--json")
+    assert result.code == 0, result.out
+    report = json.loads(result.out)
+    assert {"torch", "numpy"} <= {e["package"] for e in report["kept"] + report["changed"]}
