@@ -76,6 +76,16 @@ def _lines(packages: YNode | None) -> dict[tuple[str, str, str], int]:
     return out
 
 
+def _build_of(url: str) -> str | None:
+    """The build string in a conda package's file name (name-version-build.conda)."""
+    filename = url.rsplit("/", 1)[-1]
+    for suffix in (".tar.bz2", ".conda"):
+        if filename.endswith(suffix):
+            parts = filename.removesuffix(suffix).rsplit("-", 2)
+            return parts[2] if len(parts) == 3 else None
+    return None
+
+
 def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
     display = ctx.display(path)
     root = load(text, display)
@@ -107,6 +117,8 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
                 Ask(canonicalize_name(package.name), f"=={package.version}", origin, group=group)
             )
         else:
-            sink.package(package.name, package.version, package.build, origin)
+            sink.package(
+                package.name, package.version, package.build or _build_of(package.url), origin
+            )
     sink.finish()
     ctx.readings.append(builder.build())

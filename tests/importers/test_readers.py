@@ -1,0 +1,420 @@
+"""Each reader on the syntax of its format: what it asks for, from which line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from packaging.specifiers import SpecifierSet
+
+from gpuenv.compat.foreign import foreign_knowledge
+from gpuenv.errors import ForeignFileError
+from gpuenv.importers import read_inputs
+from gpuenv.importers.discover import discover
+from gpuenv.importers.merge import merge
+from gpuenv.importers.model import Ask, Authority, Reading
+from gpuenv.importers.pyproject import poetry_to_pep440
+from tests.importers.conftest import IMPORTS
+
+
+def read(tmp_path: Path, files: dict[str, str], *names: str) -> list[Reading]:
+    for name, text in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    targets = tuple(tmp_path / n for n in (names or (next(iter(files)),)))
+    readings, _ = read_inputs(targets, foreign_knowledge())
+    return readings
+
+
+def asks(readings: list[Reading]) -> dict[str, Ask]:
+    return {a.name: a for r in readings for a in r.asks}
+
+
+def facts(readings: list[Reading]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for reading in readings:
+        for fact in reading.facts:
+            out.setdefault(fact.key, []).append(fact.value)
+    return out
+
+
+def notes(readings: list[Reading]) -> str:
+    return "\n".join(n.message for r in readings for n in r.notes)
+
+
+# --- requirements --------------------------------------------------------------------
+
+
+def test_requirements_syntax(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path,
+        {
+            "requirements.txt": (
+                "# top comment\n"
+                "--extra-index-url https://download.pytorch.org/whl/cu121\n"
+                "-r base.txt\n"
+                "-c constraints.txt\n"
+                "torch==2.1.2+cu121  # the paper's build\n"
+                "numpy>=1.24 \\\n"
+                "    --hash=sha256:abc\n"
+                "Pillow[extra]==10.0.0 ; python_version >= '3.8'\n"
+                "https://example.invalid/whl/xformers-0.0.23-cp310-cp310-manylinux2014_x86_64.whl\n"
+                "-e git+https://github.com/a/b.git@v1.2#egg=b-pkg\n"
+                "-e .\n"
+            ),
+            "base.txt": "scipy==1.11.4\n",
+            "constraints.txt": "numpy<2\n",
+        },
+    )
+    by_file = {r.file: r for r in readings}
+    assert set(by_file) == {"requirements.txt", "base.txt", "constraints.txt"}
+    found = asks(readings)
+    torch = found["torch"]
+    assert (torch.specifier, torch.build, torch.origin.line) == ("==2.1.2", "cu121", 5)
+    assert found["numpy"].origin.line == 6 and found["numpy"].specifier == ">=1.24"
+    assert found["pillow"].extras == ("extra",) and "python_version" in (
+        found["pillow"].marker or ""
+    )
+    assert found["xformers"].specifier == "==0.0.23" and found["xformers"].url
+    assert found["b-pkg"].url and found["b-pkg"].editable
+    assert found["scipy"].origin.file == "base.txt" and found["scipy"].origin.line == 1
+    assert by_file["constraints.txt"].asks[0].group == "constraints"
+    assert facts(readings)["torch-build"] == ["cu121"]
+    assert "--hash pins dropped" in notes(readings) and "a local path" in notes(readings)
+    merged = merge(readings)
+    assert merged.packages["numpy"].specifier == "<2,>=1.24", "constraints narrow"
+
+
+def test_pip_freeze_is_a_record(tmp_path: Path) -> None:
+    (reading,) = read(tmp_path, {"frozen.txt": "numpy==1.26.4\ntorch==2.4.1\n"})
+    assert reading.format == "pip-freeze" and reading.authority is Authority.RECORD
+
+
+def test_equals_forms_of_pip_options(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path, {"requirements.txt": "--index-url=https://download.pytorch.org/whl/cpu\nnumpy\n"}
+    )
+    assert facts(readings)["torch-build"] == ["cpu"]
+
+
+# --- conda ----------------------------------------------------------------------------
+
+
+def test_conda_environment_meanings(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path,
+        {
+            "environment.yml": (
+                "name: x\n"
+                "channels: [pytorch, nvidia]\n"
+                "dependencies:\n"
+                "  - python=3.10\n"
+                "  - pytorch::pytorch=2.0.1=py3.10_cuda11.8_cudnn8.7.0_0\n"
+                "  - pytorch-cuda=11.8\n"
+                "  - numpy=1.24\n"
+                "  - scipy==1.10.1\n"
+                "  - py-opencv\n"
+                "  - ffmpeg\n"
+                "  - cuda-nvcc=11.8\n"
+                "  - libgcc-ng\n"
+                "  - pip:\n"
+                "    - einops==0.6.1\n"
+            )
+        },
+    )
+    found = asks(readings)
+    assert found["torch"].build == "cu118" and found["torch"].specifier == "==2.0.1"
+    assert found["torch"].origin.line == 5
+    assert found["numpy"].specifier == "==1.24.*"
+    assert found["scipy"].specifier == "==1.10.1"
+    assert "opencv-python" in found and found["ffmpeg"].conda_only
+    assert found["einops"].origin.line == 14 and found["einops"].manager == "pip"
+    got = facts(readings)
+    assert got["python"] == ["3.10"] and got["torch-build"] == ["cu118"]
+    assert got["toolkit"] == ["11.8"]
+    assert "1 conda runtime and packaging package not carried over" in notes(readings)
+
+
+def test_conda_export_is_a_record() -> None:
+    readings, _ = read_inputs((IMPORTS / "conda-export" / "environment.yml",), foreign_knowledge())
+    (reading,) = readings
+    assert reading.format == "conda-export" and reading.authority is Authority.RECORD
+
+
+def test_conda_lock_through_conda_locks_models() -> None:
+    readings, _ = read_inputs((IMPORTS / "conda-lock" / "conda-lock.yml",), foreign_knowledge())
+    found = asks(readings)
+    assert found["torch"].build == "cu116" and found["torch"].origin.line == 38
+    assert found["einops"].specifier == "==0.6.1"
+    assert facts(readings)["python"] == ["3.9.18"]
+
+
+def test_a_conda_lock_entry_conda_lock_refuses_names_its_line(tmp_path: Path) -> None:
+    text = (IMPORTS / "conda-lock" / "conda-lock.yml").read_text()
+    broken = text.replace("    md5: 7c3a9a55e7c1d1f0a5e2b8c9d0e1f2a3\n", "", 1)
+    with pytest.raises(ForeignFileError) as caught:
+        read(tmp_path, {"conda-lock.yml": broken})
+    (problem,) = caught.value.problems
+    assert problem.line == 38 and "conda package hashes must use MD5" in problem.message
+
+
+# --- pyproject, setup.py, setup.cfg ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("poetry", "pep440"),
+    [
+        ("^1.13", ">=1.13,<2"),
+        ("^0.4.2", ">=0.4.2,<0.5"),
+        ("~1.2.3", ">=1.2.3,<1.3"),
+        ("1.2.3", "==1.2.3"),
+        ("*", ""),
+        (">=1.0,<2.0", ">=1.0,<2.0"),
+    ],
+)
+def test_poetry_constraints(poetry: str, pep440: str) -> None:
+    assert poetry_to_pep440(poetry) == pep440
+
+
+def test_pyproject_pep621_poetry_and_uv(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path,
+        {
+            "pyproject.toml": (
+                "[build-system]\n"
+                'requires = ["setuptools", "torch>=2.0"]\n'
+                "[project]\n"
+                'name = "p"\n'
+                'requires-python = ">=3.10"\n'
+                'dependencies = [\n  "numpy>=1.24",\n  "einops",\n]\n'
+                "[project.optional-dependencies]\n"
+                'train = ["flash-attn>=2.5"]\n'
+                'test = ["pytest"]\n'
+                "[[tool.uv.index]]\n"
+                'url = "https://download.pytorch.org/whl/cu124"\n'
+                "[tool.poetry.dependencies]\n"
+                'timm = "^0.9"\n'
+                'mylib = { git = "https://github.com/x/mylib.git", rev = "abc1234" }\n'
+            )
+        },
+    )
+    found = asks(readings)
+    assert found["numpy"].origin.line == 7
+    assert found["flash-attn"].group == "train" and "pytest" not in found
+    assert SpecifierSet(found["timm"].specifier) == SpecifierSet(">=0.9,<0.10"), "0.x caret"
+    assert found["mylib"].url == "git+https://github.com/x/mylib.git@abc1234"
+    got = facts(readings)
+    assert got["python"] == [">=3.10"] and got["torch-build"] == ["cu124"]
+    assert got["cuda-extension"] == ["build-system"]
+    assert "optional group 'test' left out" in notes(readings)
+
+
+def test_setup_py_read_statically() -> None:
+    readings, _ = read_inputs((IMPORTS / "detectron2" / "setup.py",), foreign_knowledge())
+    found = asks(readings)
+    assert found["fvcore"].specifier == "<0.1.6,>=0.1.5" or found["fvcore"].origin.line == 69
+    assert found["timm"].group == "all" and "flake8" not in found
+    got = facts(readings)
+    assert "cuda" in got["cuda-extension"] and got["python"] == [">=3.7"]
+
+
+def test_setup_py_computed_values_are_reported(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path,
+        {
+            "setup.py": (
+                "from setuptools import setup\n"
+                "base = ['numpy==1.26.4']\n"
+                "setup(\n"
+                "    name='x',\n"
+                "    install_requires=base + ['einops'],\n"
+                "    extras_require={'gpu': open('req-gpu.txt').read().splitlines()},\n"
+                ")\n"
+            )
+        },
+    )
+    assert {"numpy", "einops"} <= set(asks(readings))
+    assert "is computed when setup.py runs: not read" in notes(readings)
+
+
+def test_setup_cfg(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path,
+        {
+            "setup.cfg": (
+                "[metadata]\nname = cfgpkg\n\n[options]\npython_requires = >=3.9\n"
+                "install_requires =\n    numpy>=1.24\n    torch==2.1.0\n\n"
+                "[options.extras_require]\nviz =\n    matplotlib\ndev =\n    pytest\n"
+            )
+        },
+    )
+    found = asks(readings)
+    assert found["torch"].origin.line == 8 and found["matplotlib"].group == "viz"
+    assert "pytest" not in found
+
+
+# --- Dockerfile, images, collect_env, cog ------------------------------------------------
+
+
+def test_dockerfile_stages_args_and_installs(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path,
+        {
+            "Dockerfile": (
+                "# escape=\\\n"
+                "ARG CUDA=11.8.0\n"
+                "FROM nvidia/cuda:${CUDA}-cudnn8-devel-ubuntu22.04 AS build\n"
+                "RUN apt-get update && apt-get install -y git \\\n"
+                "    # a comment inside the continuation\n"
+                "    python3-pip\n"
+                "RUN python3 -m pip install --no-cache-dir -r requirements.txt && \\\n"
+                "    pip3 install 'einops==0.7.0' --extra-index-url https://download.pytorch.org/whl/cu118\n"
+                'RUN ["pip", "install", "timm==0.9.12"]\n'
+                "RUN conda install -y -c conda-forge ffmpeg=6.0\n"
+                "RUN <<EOF\npip install secret\nEOF\n"
+                "FROM build\n"
+            ),
+            "requirements.txt": "numpy==1.26.4\n",
+        },
+    )
+    found = asks(readings)
+    assert found["einops"].origin.line == 7 and found["timm"].origin.line == 9
+    assert found["numpy"].origin.file == "requirements.txt"
+    assert found["ffmpeg"].conda_only
+    got = facts(readings)
+    assert got["image"][0] == "nvidia/cuda:11.8.0-cudnn8-devel-ubuntu22.04", (
+        "ARG and stage followed"
+    )
+    assert "python" in got and got["python"] == ["3.10"]
+    assert "cu118" in got["torch-build"] and got["toolkit"] == ["11.8"]
+    text = notes(readings)
+    assert "system packages (git, python3-pip)" in text and "heredoc" in text
+
+
+@pytest.mark.parametrize(
+    ("image", "torch", "build", "python"),
+    [
+        ("pytorch/pytorch:1.13.1-cuda11.6-cudnn8-runtime", "==1.13.1", "cu116", "3.10"),
+        ("docker.io/pytorch/pytorch:2.4.0-cuda12.4-cudnn9-devel", "==2.4.0", "cu124", "3.11"),
+        ("nvcr.io/nvidia/pytorch:23.10-py3", "==2.1.0", "cu122", "3.10"),
+    ],
+)
+def test_images_tell_torch_build_and_python(
+    tmp_path: Path, image: str, torch: str, build: str, python: str
+) -> None:
+    readings = read(tmp_path, {"Dockerfile": f"FROM {image}\n"})
+    ask = asks(readings)["torch"]
+    assert (ask.specifier, ask.build, ask.manager) == (torch, build, "image")
+    assert facts(readings)["python"] == [python]
+
+
+def test_unknown_and_untagged_images_are_reported(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path, {"Dockerfile": "FROM nvcr.io/nvidia/pytorch:99.01-py3\nFROM ubuntu\n"}
+    )
+    assert "untagged image" in notes(readings)
+    readings = read(tmp_path, {"Dockerfile": "FROM nvcr.io/nvidia/pytorch:99.01-py3\n"})
+    assert "NGC PyTorch release 99.01 is not in gpuenv's data" in notes(readings)
+
+
+def test_a_run_that_installs_torch_replaces_the_images(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path,
+        {
+            "Dockerfile": "FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-runtime\nRUN pip install torch==2.0.1\n"
+        },
+    )
+    torches = [a for r in readings for a in r.asks if a.name == "torch"]
+    assert [t.specifier for t in torches] == ["==2.0.1"]
+
+
+def test_collect_env_facts() -> None:
+    readings, _ = read_inputs((IMPORTS / "collect-env" / "collect_env.txt",), foreign_knowledge())
+    (reading,) = readings
+    assert reading.format == "collect-env"
+    got = facts(readings)
+    assert got["torch-build"] == ["cu117"] and got["python"] == ["3.10.9"]
+    assert got["gpu"] == ["GPU 0: NVIDIA A100-SXM4-40GB"] and got["driver"] == ["515.65.01"]
+    torch = asks(readings)["torch"]
+    assert (torch.specifier, torch.build, torch.origin.line) == ("==1.13.1", "cu117", 2)
+
+
+def test_cog_yaml(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path,
+        {
+            "cog.yaml": (
+                "build:\n  gpu: true\n  cuda: '11.8'\n  python_version: '3.10'\n"
+                "  system_packages:\n    - libgl1\n"
+                "  python_packages:\n    - torch==2.0.1\n    - diffusers==0.21.4\n"
+                "  python_requirements: extra.txt\n"
+                "predict: predict.py:Predictor\n"
+            ),
+            "extra.txt": "einops==0.7.0\n",
+        },
+    )
+    found = asks(readings)
+    assert found["diffusers"].origin.line == 9 and found["einops"].origin.file == "extra.txt"
+    got = facts(readings)
+    assert got["python"] == ["3.10"] and got["torch-build"] == ["cu118"]
+    assert "system packages (libgl1)" in notes(readings)
+
+
+# --- merging ----------------------------------------------------------------------------
+
+
+def test_a_record_beats_metadata_and_says_why(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path,
+        {
+            "pip-freeze.txt": "numpy==1.26.4\n",
+            "setup.cfg": "[options]\ninstall_requires =\n    numpy<1.25\n",
+        },
+        "pip-freeze.txt",
+        "setup.cfg",
+    )
+    merged = merge(readings)
+    assert merged.packages["numpy"].specifier == "==1.26.4"
+    (disagreement,) = merged.disagreements
+    assert disagreement.winner.file == "pip-freeze.txt"
+    assert "record of an installed environment" in disagreement.why
+
+
+def test_compatible_asks_narrow_each_other(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path,
+        {
+            "requirements.txt": "torch==2.1.0\n",
+            "setup.cfg": "[options]\ninstall_requires =\n    torch>=2.0\n",
+        },
+        "requirements.txt",
+        "setup.cfg",
+    )
+    merged = merge(readings)
+    assert merged.packages["torch"].specifier == "==2.1.0" and not merged.disagreements
+
+
+# --- discovery --------------------------------------------------------------------------
+
+
+def test_discovery_finds_what_a_person_would() -> None:
+    found = discover(IMPORTS / "repo")
+    names = sorted(p.relative_to(IMPORTS / "repo").as_posix() for p in found.files)
+    assert names == [
+        "docker/Dockerfile",
+        "environment.yaml",
+        "pyproject.toml",
+        "requirements.txt",
+        "setup.py",
+    ]
+    assert [(p.name, why) for p, why in found.skipped] == [
+        ("requirements-dev.txt", "development requirements")
+    ]
+
+
+def test_discovery_is_bounded(tmp_path: Path) -> None:
+    for i in range(6000):
+        (tmp_path / f"f{i:05d}.bin").touch()
+    found = discover(tmp_path)
+    assert any("search stopped" in why for _, why in found.skipped)
