@@ -165,6 +165,10 @@ class ForeignKnowledge:
         return self.renames.get(conda_name, conda_name)
 
     def is_conda_runtime(self, name: str) -> bool:
+        """One of conda's runtime libraries (a conda-only tool such as libsndfile is not,
+        though its name matches "lib*")."""
+        if name in self.conda_only or name in self.renames:
+            return False
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.runtime_patterns)
 
     def build_cuda(self, build: str) -> str | None:
