@@ -557,7 +557,7 @@ def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
         _git(d, resolved)
         return
     if ask.conda_only:
-        spec = resolved.specifier.removeprefix("==") or "*"
+        spec = resolved.specifier.removeprefix("==").removesuffix(".*") or "*"
         d.conda.append(
             Line(f"{resolved.name}={spec}" if spec != "*" else resolved.name, ask.origin.cite())
         )
