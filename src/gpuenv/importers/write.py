@@ -118,5 +118,9 @@ def write_spec(text: str, path: Path, kb: KnowledgeBase, *, force: bool) -> None
         raise UsageError(f"{path} already exists", hint="pass --force to replace it")
     if path.is_dir():
         raise UsageError(f"{path} is a directory", hint="pass -o FILE")
-    parse_spec_text(text, file=str(path), kb=kb)
+    from gpuenv import _settings
+
+    # Validated (and remembered in the spec cache, so the next `gpuenv plan` of these
+    # exact bytes skips validation) before one byte is written.
+    parse_spec_text(text, file=str(path), kb=kb, cache_dir=_settings.cache_dir)
     atomic_write_text(path, text)
