@@ -17,6 +17,7 @@ from gpuenv.compat import DriverCompat, KnowledgeBase
 from gpuenv.compat.foreign import ForeignKnowledge
 from gpuenv.errors import UsageError
 from gpuenv.importers import companions as moves
+from gpuenv.importers.images import IMPLIED
 from gpuenv.importers.merge import Merged, Resolved
 from gpuenv.importers.model import (
     CUDA_EXTENSION,
@@ -174,12 +175,20 @@ def python_ceiling(merged: Merged, fk: ForeignKnowledge) -> tuple[str, str] | No
 
 
 def _torch_build(merged: Merged, resolved: Resolved | None) -> tuple[str | None, Origin | None]:
-    """The build the paper's torch was: its own label, else the files' CUDA statements."""
-    if resolved is not None and resolved.build:
-        owner = next((a for a in resolved.asks if a.build == resolved.build), resolved.ask)
-        return resolved.build, owner.origin
-    fact = merged.fact(TORCH_BUILD)
-    return (fact.value, fact.origin) if fact else (None, None)
+    """The build the paper's torch was, and where that was said: a build named on torch
+    itself (``+cu113``, a conda build string), else the files' CUDA statements
+    (cudatoolkit=11.3, a PyTorch index), else what a base image implies."""
+    owners = [a for a in resolved.asks if a.build] if resolved is not None else []
+    stated = [a for a in owners if a.manager != "image"]
+    if stated:
+        return stated[0].build, stated[0].origin
+    facts = merged.facts.get(TORCH_BUILD, ())
+    explicit = [f for f in facts if not (f.note and f.note.startswith(IMPLIED))]
+    if explicit:
+        return explicit[0].value, explicit[0].origin
+    if owners:
+        return owners[0].build, owners[0].origin
+    return (facts[0].value, facts[0].origin) if facts else (None, None)
 
 
 def paper_torch(
@@ -237,10 +246,8 @@ def _moved_torch_why(paper: PaperTorch, choice: Choice, kb: KnowledgeBase) -> st
             f"no build of {version} or any later release fits this target{obstacle}; "
             f"{plan.torch} does"
         )
-    return (
-        f"no torch {version} build fits this target{obstacle}; {plan.torch} is the oldest "
-        "release after it whose builds do"
-    )
+    first = choice.rejected[0] if choice.rejected else f"no torch {version} build fits this target"
+    return f"{first}; {plan.torch} ({plan.cu_tag}) is the oldest release after it whose builds do"
 
 
 def _torch_risk(old: Version | None, new: Version, fk: ForeignKnowledge) -> tuple[int, str]:
@@ -720,17 +727,6 @@ def _facts(d: Decision, merged: Merged) -> None:
                 f"{fact.value}: {why}",
                 origin=fact.origin,
                 risk=NONE if "pytorch" in why else LOW,
-            )
-        )
-    for disagreement in merged.disagreements:
-        losers = ", ".join(o.cite() for o in disagreement.losers)
-        d.add(
-            Entry(
-                ASSUMPTION,
-                disagreement.subject,
-                f"{disagreement.winner.cite()} was used over {losers}: {disagreement.why}",
-                origin=disagreement.winner,
-                risk=LOW,
             )
         )
 

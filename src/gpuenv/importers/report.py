@@ -156,7 +156,7 @@ def render_markdown(report: Report) -> str:
     lines += _list(
         "Not managed by gpuenv",
         report.of(UNMANAGED),
-        lambda e: f"**{e.package}** {e.was or ''}: {e.why}{_where(e)}",
+        lambda e: f"**{e.package}**" + (f" {e.was}" if e.was else "") + f": {e.why}{_where(e)}",
     )
     lines += _list(
         "Kept as the paper had it",
