@@ -144,7 +144,7 @@ def render_markdown(report: Report) -> str:
         lambda e: f"**{e.package or 'environment'}** {e.was or ''}: {e.why}{_where(e)}",
     )
     lines += _list(
-        "Must be built for this GPU",
+        "Must be built for this target",
         report.of(NEEDS_BUILD),
         lambda e: (
             f"**{e.package}** {e.now or ''}: {e.why}"
