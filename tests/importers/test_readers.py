@@ -413,8 +413,11 @@ def test_discovery_finds_what_a_person_would() -> None:
     ]
 
 
-def test_discovery_is_bounded(tmp_path: Path) -> None:
-    for i in range(6000):
+def test_discovery_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuenv.importers import discover as module
+
+    monkeypatch.setattr(module, "MAX_ENTRIES", 50)
+    for i in range(60):
         (tmp_path / f"f{i:05d}.bin").touch()
     found = discover(tmp_path)
     assert any("search stopped" in why for _, why in found.skipped)
