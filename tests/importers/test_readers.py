@@ -414,9 +414,9 @@ def test_discovery_finds_what_a_person_would() -> None:
 
 
 def test_discovery_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from gpuenv.importers import discover as module
+    import importlib
 
-    monkeypatch.setattr(module, "MAX_ENTRIES", 50)
+    monkeypatch.setattr(importlib.import_module("gpuenv.importers.discover"), "MAX_ENTRIES", 50)
     for i in range(60):
         (tmp_path / f"f{i:05d}.bin").touch()
     found = discover(tmp_path)
