@@ -87,6 +87,17 @@ def test_an_existing_spec_is_not_overwritten_without_force(
     assert "[targets.cpu]" in out.read_text()
 
 
+def test_an_unwritable_output_is_exit_2_not_a_crash(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    env = str(IMPORTS / "sd2022" / "environment.yaml")
+    result = cli("import", env, "--gpu", "none", "-o", str(blocker / "gpuenv.toml"))
+    assert result.code == 2, result.err
+    assert "cannot write" in result.err and "Traceback" not in result.err
+
+
 def test_flags_are_checked(cli: Callable[..., CliResult], tmp_path: Path) -> None:
     env = str(IMPORTS / "sd2022" / "environment.yaml")
     out = ["-o", str(tmp_path / "x.toml")]
@@ -263,3 +274,65 @@ def test_windows_line_endings_and_a_byte_order_mark_are_read(
     assert result.code == 0, result.out
     report = json.loads(result.out)
     assert {"torch", "numpy"} <= {e["package"] for e in report["kept"] + report["changed"]}
+
+
+# --- regressions found by mutating the fixtures (bench-free fuzzing; see the report) ----
+
+
+def test_an_unparsable_python_requires_is_noted(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    path = _hostile(
+        tmp_path, "setup.py", "from setuptools import setup\nsetup(python_requires='>=3[.8')\n"
+    )
+    result = cli("import", str(path), "--gpu", "none", "-o", str(tmp_path / "g.toml"), "--json")
+    assert result.code == 0, result.out
+    assert any("is not a Python version" in e["why"] for e in json.loads(result.out)["assumptions"])
+
+
+def test_a_conda_lock_entry_without_a_manager_is_exit_2(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    text = (IMPORTS / "conda-lock" / "conda-lock.yml").read_text()
+    path = _hostile(tmp_path, "conda-lock.yml", text.replace("  manager: conda\n", "", 1))
+    (problem,) = _problems(_import(cli, tmp_path, path))
+    assert "not a valid conda-lock file" in str(problem["message"])
+
+
+def test_a_malformed_version_in_collect_env_is_exit_2(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    text = (IMPORTS / "collect-env" / "collect_env.txt").read_text()
+    path = _hostile(tmp_path, "collect_env.txt", text.replace("1.13.1+cu117", "1.13.1!cu117", 1))
+    (problem,) = _problems(_import(cli, tmp_path, path))
+    assert problem["line"] == 2 and "not a version" in str(problem["message"])
+
+
+def test_mutated_fixtures_never_crash(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    """A small, seeded version of the mutation run in the report: every outcome is a
+    decision (0), a located refusal (2) or an impossible target (3), never a bug (70)."""
+    import random
+
+    rng = random.Random(20261202)
+    sources = sorted(
+        p for p in IMPORTS.rglob("*") if p.is_file() and "bad" not in p.parts and p.suffix != ".py"
+    )
+    inserts = [b"[", b"{", b"&a ", b"*a", b"!!python/x ", b"\\\n", b"==", b"\xff", b"-r ", b"'"]
+    outcomes: dict[int, int] = {}
+    for i in range(40):
+        source = rng.choice(sources)
+        data = bytearray(source.read_bytes())
+        if rng.random() < 0.5:
+            data = data[: rng.randrange(len(data) or 1)]
+        else:
+            at = rng.randrange(len(data) + 1)
+            data[at:at] = rng.choice(inserts)
+        folder = tmp_path / f"m{i}"
+        folder.mkdir()
+        (folder / source.name).write_bytes(bytes(data))
+        out = folder / "g.toml"
+        result = cli("import", str(folder / source.name), "--gpu", "none", "-o", str(out))
+        outcomes[result.code] = outcomes.get(result.code, 0) + 1
+        assert result.code in (0, 2, 3), (source.name, result.err)
+        assert result.code == 0 or not out.exists()
+    assert outcomes.get(2, 0) > 0

@@ -59,6 +59,10 @@ def _model(data: dict[str, Any], display: str, packages: YNode | None) -> Any:
             line = items[loc[1]].line if loc[1] < len(items) else None
         where = ".".join(str(p) for p in loc)
         fail(display, line, f"not a valid conda-lock file: {where}: {first['msg']}")
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        # conda-lock's own validators raise plain exceptions on some malformed entries
+        # (a package without 'manager' is a KeyError inside its hash validator).
+        fail(display, None, f"not a valid conda-lock file: {type(exc).__name__}: {exc}")
     fail(display, 1, f"conda-lock file version {version!r} is not one conda-lock reads (1, 2)")
 
 

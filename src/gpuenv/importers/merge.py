@@ -247,6 +247,14 @@ def _applies(ask: Ask, environment: dict[str, str]) -> bool:
         return True
 
 
+def _valid_specifier(ask: Ask) -> bool:
+    try:
+        SpecifierSet(ask.specifier)
+    except InvalidSpecifier:
+        return False
+    return True
+
+
 def paper_python(readings: Iterable[Reading]) -> str:
     """The Python the files name (major.minor), for markers; 3.10 when none does."""
     for reading in sorted(readings, key=lambda r: -int(r.authority)):
@@ -266,6 +274,16 @@ def merge(readings: Iterable[Reading]) -> Merged:
     constraints: dict[str, list[Ask]] = {}
     for reading in merger.readings:
         for ask in reading.asks:
+            if not _valid_specifier(ask):
+                merger.problems.append(
+                    SpecProblem(
+                        ask.origin.file,
+                        ask.origin.line,
+                        ask.name,
+                        f"{ask.specifier!r} is not a version or PEP 440 specifier",
+                    )
+                )
+                continue
             if not _applies(ask, environment):
                 merger.notes.append(
                     Note(

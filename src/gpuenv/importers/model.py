@@ -118,6 +118,21 @@ class Note:
     origin: Origin
 
 
+def _python_text(value: str) -> bool:
+    """A Python version ("3.8.5") or a PEP 440 range (">=3.8"), or empty (no pin)."""
+    import re
+
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    if not value or re.fullmatch(r"3(\.\d{1,2}){1,2}", value):
+        return True
+    try:
+        SpecifierSet(value)
+    except InvalidSpecifier:
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class Reading:
     """Everything one file says."""
@@ -145,6 +160,9 @@ class ReadingBuilder:
         self.notes.append(Note(kind, message, origin))
 
     def fact(self, key: str, value: str, origin: Origin, note: str | None = None) -> None:
+        if key == PYTHON and not _python_text(value):
+            self.note(UNREADABLE, f"{origin.text}: {value!r} is not a Python version", origin)
+            return
         self.facts.append(Fact(key, value, origin, note))
 
     def build(self) -> Reading:

@@ -123,4 +123,9 @@ def write_spec(text: str, path: Path, kb: KnowledgeBase, *, force: bool) -> None
     # Validated (and remembered in the spec cache, so the next `gpuenv plan` of these
     # exact bytes skips validation) before one byte is written.
     parse_spec_text(text, file=str(path), kb=kb, cache_dir=_settings.cache_dir)
-    atomic_write_text(path, text)
+    try:
+        atomic_write_text(path, text)
+    except OSError as exc:
+        raise UsageError(
+            f"{path}: cannot write: {exc.strerror or exc}", hint="pass -o with a writable path"
+        ) from None
