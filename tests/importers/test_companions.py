@@ -1,0 +1,91 @@
+"""Companions and other frameworks move (or are reported) as companions.toml says."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.importers.conftest import Imported
+
+OLD = """torch==1.13.1+cu117
+mmcv-full==1.7.0
+torch-scatter==2.1.0
+bitsandbytes==0.38.0
+cupy-cuda11x==12.0.0
+tensorflow==1.15.5
+jax[cuda11_pip]==0.4.13
+triton==2.0.0
+vllm==0.2.1
+"""
+
+NEW = """torch==2.1.2
+mmcv-full==1.7.0
+cupy-cuda11x==12.0.0
+tensorflow==2.14.0
+flash-attn==2.8.0
+"""
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "requirements.txt"
+    path.write_text(text)
+    return path
+
+
+def test_companions_follow_torch_to_an_h100(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    imported = run_import(_write(tmp_path, OLD), target="h100")
+    assert imported.result.code == 0, imported.result.out
+    assert imported.torch() == "2.0.1+cu118"
+    changed, builds = imported.entries("changed"), imported.entries("needs_build")
+    lost, unmanaged = imported.entries("unreproducible"), imported.entries("unmanaged")
+    assert builds["torch-scatter"]["to"] == "torch-scatter 2.1.1"
+    assert "data.pyg.org/whl/torch-2.0.0+cu118.html" in builds["torch-scatter"]["why"]
+    assert builds["mmcv-full"]["to"] == "1.7.0", "1.7.0 still supports torch 2.0"
+    assert (changed["bitsandbytes"]["from"], changed["bitsandbytes"]["to"]) == ("0.38.0", "0.41.0")
+    assert "sm_90" in changed["bitsandbytes"]["why"]
+    assert "triton" in changed and "cupy-cuda11x" in imported.entries("kept")
+    assert "no kernels for sm_90" in lost["tensorflow"]["why"]
+    assert "jax" in unmanaged
+    assert imported.entries("kept")["vllm"]["to"] == "0.2.1", "0.2.1 is built for torch 2.0.1"
+    text = imported.spec.read_text()
+    assert (
+        "# left out: tensorflow==1.15.5" in text and "# left out: jax[cuda11-pip]==0.4.13" in text
+    )
+    assert (
+        '"bitsandbytes==0.41.0"' in text
+        and "triton" not in text.split("[pip]")[1].split("dependencies")[1]
+    )
+
+
+def test_cuda_12_torch_renames_cupy_and_retires_mmcv_full(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    imported = run_import(_write(tmp_path, NEW), target="h100")
+    assert imported.result.code == 0, imported.result.out
+    assert imported.torch() == "2.1.2+cu121"
+    changed, builds = imported.entries("changed"), imported.entries("needs_build")
+    assert (changed["cupy-cuda11x"]["to"]) == "cupy-cuda12x"
+    assert builds["mmcv-full"]["to"] == "mmcv 2.2.0" and builds["mmcv-full"]["risk"] == "high"
+    assert builds["flash-attn"]["nvcc"] == "12.1"
+    assert "tensorflow" in imported.entries("unmanaged")
+    assert '"mmcv==2.2.0"' in imported.spec.read_text()
+
+
+def test_a_gpu_too_old_for_flash_attn_2(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    path = _write(tmp_path, "torch==2.1.2\nflash-attn==2.3.6\n")
+    imported = run_import(path, target="h100")
+    assert imported.entries("needs_build")["flash-attn"]["to"] == "2.3.6"
+    from tests.importers.conftest import TARGETS
+
+    TARGETS["t4"] = ("--gpu", "T4", "--driver", "550.54.15")
+    try:
+        old_gpu = run_import(path, target="t4")
+    finally:
+        del TARGETS["t4"]
+    builds = old_gpu.entries("needs_build")
+    assert builds["flash-attn"]["to"] == "1.0.0" and builds["flash-attn"]["risk"] == "high"
+    assert "compute capability >= 8.0" in builds["flash-attn"]["why"]
