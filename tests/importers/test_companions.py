@@ -51,7 +51,7 @@ def test_companions_follow_torch_to_an_h100(
     assert imported.entries("kept")["vllm"]["to"] == "0.2.1", "0.2.1 is built for torch 2.0.1"
     text = imported.spec.read_text()
     assert (
-        "# left out: tensorflow==1.15.5" in text and "# left out: jax[cuda11-pip]==0.4.13" in text
+        "# left out: tensorflow==1.15.5" in text and "# left out: jax[cuda11_pip]==0.4.13" in text
     )
     assert (
         '"bitsandbytes==0.41.0"' in text
