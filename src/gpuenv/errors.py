@@ -267,3 +267,35 @@ class DownloadError(ExternalToolError):
     """An artifact could not be downloaded (``gpuenv pack``): the URL is redacted."""
 
     kind = "download"
+
+
+class BuildError(InstallError):
+    """A compiled extension could not be built, or its build cannot start (no host
+    compiler nvcc accepts, a source that does not match its hash). Carries the build
+    log's path, its last lines and the diagnosis of the known causes it matched."""
+
+    kind = "build"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        package: str | None = None,
+        log: str | None = None,
+        tail: str = "",
+        diagnosis: Sequence[Mapping[str, str]] = (),
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.package = package
+        self.log = log
+        self.tail = tail
+        self.diagnosis = tuple(dict(d) for d in diagnosis)
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "package": self.package,
+            "log": self.log,
+            "tail": self.tail,
+            "diagnosis": [dict(d) for d in self.diagnosis],
+        }
