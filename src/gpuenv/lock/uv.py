@@ -266,7 +266,11 @@ class UvResolver:
                 future.result()  # the annotated run's error first: it is the clearer one
         return (
             parse_annotated(annotated.read_text(encoding="utf-8")),
-            parse_pylock(pylock.read_text(encoding="utf-8"), target_tags(run.request)),
+            parse_pylock(
+                pylock.read_text(encoding="utf-8"),
+                target_tags(run.request),
+                sdists=frozenset(normalize_name(n) for n in run.request.no_binary),
+            ),
         )
 
     def _pinned_artifacts(
@@ -287,7 +291,11 @@ class UvResolver:
         output.parent.mkdir()
         argv = [*self._base_argv(run, project), "-c", pins, "--format", "pylock.toml"]
         self._run_uv(run, [*argv, "-o", output])
-        locked = parse_pylock(output.read_text(encoding="utf-8"), target_tags(run.request))
+        locked = parse_pylock(
+            output.read_text(encoding="utf-8"),
+            target_tags(run.request),
+            sdists=frozenset(normalize_name(n) for n in run.request.no_binary),
+        )
         if not _agree(resolved, locked):
             raise ExternalToolError(
                 "uv gave different results for the same pinned request: "
@@ -317,6 +325,10 @@ class UvResolver:
         ]
         if request.cache_dir is not None:
             argv += ["--cache-dir", request.cache_dir]
+        for name in request.no_binary:  # builds: their sdist, even where wheels exist
+            argv += ["--no-binary", name]
+        if request.dependency_metadata:
+            argv += ["--config-file", _write_dependency_metadata(run)]
         if run.default is not None:
             argv += ["--default-index", f"{run.default.name}={run.default.url}"]
         for extra in run.extras:
@@ -380,6 +392,22 @@ def _write_project(folder: Path, run: _Run, promoted: frozenset[str]) -> Path:
         ]
     path = folder / "pyproject.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _write_dependency_metadata(run: _Run) -> Path:
+    """uv's ``dependency-metadata``: the declared dependencies of packages whose metadata
+    cannot be read without building them (their setup.py imports torch)."""
+    lines = []
+    for name, requires in run.request.dependency_metadata:
+        lines += [
+            "[[dependency-metadata]]",
+            f"name = {json.dumps(name)}",
+            f"requires-dist = {json.dumps(list(requires))}",
+            "",
+        ]
+    path = run.workdir / "uv-dependency-metadata.toml"
+    path.write_text("\n".join(lines), encoding="utf-8")
     return path
 
 
@@ -533,9 +561,12 @@ def _load_toml(text: str) -> dict[str, Any]:
     return data
 
 
-def parse_pylock(text: str, tags: Iterable[Tag]) -> dict[str, tuple[str, str, str]]:
+def parse_pylock(
+    text: str, tags: Iterable[Tag], sdists: frozenset[str] = frozenset()
+) -> dict[str, tuple[str, str, str]]:
     """``name -> (version, url, sha256)`` from uv's ``pylock.toml``: per package, the
-    wheel whose tags rank best for the target, or the sdist when it has no wheel."""
+    wheel whose tags rank best for the target, or the sdist when it has no wheel (or is
+    named in ``sdists``: packages gpuenv builds from source)."""
     rank: dict[Tag, int] = {}
     for i, tag in enumerate(tags):
         rank.setdefault(tag, i)
@@ -544,7 +575,7 @@ def parse_pylock(text: str, tags: Iterable[Tag]) -> dict[str, tuple[str, str, st
         name = normalize_name(package["name"])
         version = str(package.get("version", ""))
         best: tuple[int, str, str] | None = None
-        for wheel in package.get("wheels", []):
+        for wheel in package.get("wheels", []) if name not in sdists else []:
             url = wheel["url"]
             filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
             wheel_rank = min((rank.get(t, len(rank)) for t in _wheel_tags(filename)), default=0)

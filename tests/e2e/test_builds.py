@@ -1,0 +1,254 @@
+"""Compiled extensions end to end: fixture sdists locked by real uv, built by `gpuenv
+install` against the prefix's torch, cached by build identity, reused, rebuilt when an
+input changes; failures that leave nothing installed; hostile options and SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpuenv.lock.format import read_lock
+from tests.build.conftest import fake_toolkit, needs_gcc
+from tests.e2e.conftest import Project
+from tests.fixtures.pkgindex.plugin import PkgIndex
+
+SPEC = """[project]
+name = "builds"
+
+[stack]
+python = "3.11"
+torch = "2.4.1"
+torchvision = false
+torchaudio = false
+toolkit = "system:{toolkit}"
+
+[targets.gpu]
+gpu = "{gpu}"
+driver = "550.54.15"
+
+[pip]
+index-url = "{default}"
+torch-index = "{torch}"
+dependencies = [{deps}]
+
+[pip.build.fixture-ext]
+no-build-isolation = true
+toolkit = true
+{extra}
+"""
+
+HOSTILE = "a\nb; $(touch {canary}) `touch {canary}` | & ' \" \\ $HOME"
+
+
+def spec(
+    index: PkgIndex,
+    toolkit: Path,
+    *,
+    gpu: str = "H100",
+    deps: str = '"fixture-ext", "fixture-pure"',
+    extra: str = "",
+) -> str:
+    return SPEC.format(
+        default=index.default_index,
+        torch=index.torch_base,
+        toolkit=toolkit,
+        gpu=gpu,
+        deps=deps,
+        extra=extra,
+    )
+
+
+def _journal(project: Project) -> list[dict[str, str]]:
+    path = Path(project.env["GPUENV_FIXTURE_JOURNAL"])
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _project(make_project: Callable[..., Project], text: str, journal: Path) -> Project:
+    project = make_project(text)
+    project.env["GPUENV_FIXTURE_JOURNAL"] = str(journal)
+    return project
+
+
+def _prefix(project: Project) -> Path:
+    return Path(os.readlink(project.dir / ".gpuenv" / "gpu"))
+
+
+def _python(prefix: Path, code: str) -> str:
+    result = subprocess.run(
+        [prefix / "bin" / "python", "-I", "-c", code], capture_output=True, text=True, check=True
+    )
+    return result.stdout.strip()
+
+
+def _install(project: Project) -> dict[str, object]:
+    result = project.gpuenv("install", "--json", timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout)["targets"]["gpu"]
+
+
+@needs_gcc
+def test_a_build_is_locked_built_against_the_prefix_torch_cached_and_rebuilt_for_another_gpu(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
+) -> None:
+    toolkit = fake_toolkit(tmp_path)
+    journal = tmp_path / "journal"
+    project = _project(make_project, spec(pkgindex, toolkit), journal)
+    first = _install(project)
+    lock = read_lock(project.lock)
+    assert lock is not None
+    locked = lock.targets["gpu"]
+    builds = {b.name: b for b in locked.builds}
+    assert set(builds) == {"fixture-ext", "fixture-pure"}, "declared, and an sdist with no wheel"
+    ext = builds["fixture-ext"]
+    assert ext.identity.startswith("sha256:") and ext.inputs.arch_list == "9.0+PTX"
+    assert ext.inputs.torch == "2.4.1+cu124"
+    assert ext.inputs.torch_sha256 == locked.pip_package("torch").sha256  # type: ignore[union-attr]
+    assert ext.source.sha256 == pkgindex.sdist_sha256("fixture_ext-1.0.0.tar.gz")
+    assert ext.inputs.toolkit == f"12.4 (system:{toolkit})"
+    assert locked.pip_package("fixture-ext") is None, "the sdist is in builds, not in pip"
+    pure = builds["fixture-pure"]
+    assert pure.inputs.no_build_isolation is False and pure.inputs.arch_list is None
+    text = project.lock.read_text()
+    assert "[[targets.gpu.builds]]" in text and "identity = " in text
+
+    prefix = _prefix(project)
+    assert [b["cached"] for b in first["builds"]] == [False, False]  # type: ignore[index]
+    recorded = json.loads(
+        _python(
+            prefix,
+            "import fixture_ext, pathlib; print(pathlib.Path(fixture_ext.__file__).with_name('build_env.json').read_text())",
+        )
+    )
+    assert recorded["torch_version"] == "2.4.1+cu124"
+    assert recorded["torch_file"].startswith(str(prefix)), "built against the prefix's own torch"
+    assert recorded["env"]["CUDA_HOME"] == str(toolkit)
+    assert recorded["env"]["TORCH_CUDA_ARCH_LIST"] == "9.0+PTX"
+    assert int(recorded["env"]["MAX_JOBS"]) >= 1
+    assert _python(prefix, "import fixture_ext._native as n; print(n.answer())") == "42"
+    assert len(_journal(project)) == 2
+    record = json.loads((prefix / "etc/gpuenv/builds.json").read_text())
+    assert {b["identity"] for b in record["builds"]} == {ext.identity, pure.identity}
+    ext_record = next(b for b in record["builds"] if b["name"] == "fixture-ext")
+    assert ext_record["modules"] == ["fixture_ext._native"]
+
+    # Another project (another prefix: one more dependency) with the same build inputs.
+    other = _project(
+        make_project,
+        spec(pkgindex, toolkit, deps='"fixture-ext", "fixture-pure", "packaging"'),
+        journal,
+    )
+    second = _install(other)
+    assert _prefix(other) != prefix
+    assert [b["cached"] for b in second["builds"]] == [True, True]  # type: ignore[index]
+    assert len(_journal(project)) == 2, "no build ran"
+    assert _python(_prefix(other), "import fixture_ext._native as n; print(n.answer())") == "42"
+
+    # The same project for an RTX 4090: a new identity, built with 8.9.
+    project.spec.write_text(spec(pkgindex, toolkit, gpu="RTX 4090"))
+    third = _install(project)
+    relocked = read_lock(project.lock)
+    assert relocked is not None
+    ada = next(b for b in relocked.targets["gpu"].builds if b.name == "fixture-ext")
+    assert ada.identity != ext.identity and ada.inputs.arch_list == "8.9+PTX"
+    cached = {b["name"]: b["cached"] for b in third["builds"]}  # type: ignore[union-attr]
+    assert cached == {"fixture-ext": False, "fixture-pure": True}, "pure does not depend on the GPU"
+    assert [j["arch"] for j in _journal(project)][-1] == "8.9+PTX"
+
+
+@needs_gcc
+def test_a_failing_build_leaves_no_prefix_marked_installed_and_shows_the_log_tail(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
+) -> None:
+    toolkit = fake_toolkit(tmp_path)
+    extra = "env = { FIXTURE_FAIL = \"nvcc fatal   : Unsupported gpu architecture 'compute_90'\" }"
+    project = _project(make_project, spec(pkgindex, toolkit, extra=extra), tmp_path / "journal")
+    result = project.gpuenv("install", timeout=300)
+    assert result.returncode == 5, result.stderr
+    assert "fixture-ext 1.0.0 failed to build" in result.stderr
+    assert "[40/48]" in result.stderr and "Unsupported gpu architecture" in result.stderr
+    assert "wrong-arch-list" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (project.dir / ".gpuenv" / "gpu").exists()
+    prefixes = list((project.home / "prefixes").glob("*"))
+    assert not any((p / "etc/gpuenv/installed.json").exists() for p in prefixes)
+    logs = list((project.home / "builds" / "logs").glob("*.log"))
+    assert logs and str(logs[0]) in result.stderr, "the full log stays in the store"
+    as_json = project.gpuenv("install", "--json", timeout=300)
+    error = json.loads(as_json.stdout)["error"]
+    assert error["kind"] == "build" and error["package"] == "fixture-ext"
+    assert error["diagnosis"][0]["code"] == "wrong-arch-list"
+
+
+@needs_gcc
+def test_hostile_env_values_reach_the_build_verbatim_and_run_nothing(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
+) -> None:
+    toolkit = fake_toolkit(tmp_path)
+    canary = tmp_path / "canary"
+    value = HOSTILE.format(canary=canary)
+    extra = f'env = {{ HOSTILE_VALUE = {json.dumps(value)}, {json.dumps("HOSTILE_$(x)")} = "1" }}'
+    project = _project(make_project, spec(pkgindex, toolkit, extra=extra), tmp_path / "journal")
+    bad = project.gpuenv("lock")
+    assert bad.returncode == 2 and "not an environment variable name" in bad.stderr
+    extra = f"env = {{ HOSTILE_VALUE = {json.dumps(value)} }}"
+    project.spec.write_text(spec(pkgindex, toolkit, extra=extra))
+    _install(project)
+    recorded = json.loads(
+        _python(
+            _prefix(project),
+            "import fixture_ext, pathlib; print(pathlib.Path(fixture_ext.__file__).with_name('build_env.json').read_text())",
+        )
+    )
+    assert recorded["env"]["HOSTILE_VALUE"] == value
+    assert not canary.exists(), "no shell ever saw the value"
+    lock = read_lock(project.lock)
+    assert lock is not None
+    ext = next(b for b in lock.targets["gpu"].builds if b.name == "fixture-ext")
+    assert dict(ext.inputs.env)["HOSTILE_VALUE"] == value, "the lock round-trips it"
+
+
+@needs_gcc
+@pytest.mark.slow
+def test_sigkill_during_a_build_then_install_again(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
+) -> None:
+    toolkit = fake_toolkit(tmp_path)
+    project = _project(make_project, spec(pkgindex, toolkit), tmp_path / "journal")
+    project.gpuenv("lock", check=True, timeout=300)
+    project.env["FIXTURE_SLEEP"] = "60"
+    victim = project.popen("install")
+    logs = project.home / "builds" / "logs"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if any("backend pid=" in log.read_text() for log in logs.glob("*.log")):
+            break
+        time.sleep(0.1)
+    text = "".join(log.read_text() for log in logs.glob("*.log"))
+    backend = int(text.split("backend pid=", 1)[1].split()[0])
+    victim.send_signal(signal.SIGKILL)
+    victim.communicate(timeout=30)
+    for _ in range(100):
+        try:
+            os.kill(backend, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError("the build outlived gpuenv")
+    assert not (project.dir / ".gpuenv" / "gpu").exists()
+    del project.env["FIXTURE_SLEEP"]
+    again = _install(project)
+    assert again["built"] is True
+    assert _python(_prefix(project), "import fixture_ext._native as n; print(n.answer())") == "42"
+    gc = json.loads(project.gpuenv("gc", "--json", check=True).stdout)
+    assert gc["removed"] == [], "the kept prefix's build entries stay"
+    assert not list((project.home / "builds" / ".incoming").glob("*")), (
+        "the killed build's folder went"
+    )
