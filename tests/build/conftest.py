@@ -116,3 +116,6 @@ def entry_for(
     name = spec.name
     identity = compute_identity(name, spec.version, source, inputs, {"torch": torch_sha or ""})
     return BuildEntry(name, spec.version, source, inputs, identity, spec.requires, max_jobs)
+
+
+from tests.e2e.conftest import make_project  # noqa: E402, F401 - the e2e projects, here too

@@ -252,3 +252,32 @@ def test_sigkill_during_a_build_then_install_again(
     assert not list((project.home / "builds" / ".incoming").glob("*")), (
         "the killed build's folder went"
     )
+
+
+ATTN = """
+[pip.build.fixture-attn]
+no-build-isolation = true
+{requires}
+"""
+
+
+def test_a_package_whose_metadata_needs_torch_is_locked_from_its_declared_dependencies(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
+) -> None:
+    toolkit = fake_toolkit(tmp_path)
+    undeclared = spec(pkgindex, toolkit, deps='"fixture-attn"', extra=ATTN.format(requires=""))
+    project = _project(make_project, undeclared, tmp_path / "journal")
+    failed = project.gpuenv("lock", timeout=300)
+    assert failed.returncode == 5, failed.stderr
+    assert "No module named 'torch'" in failed.stderr
+    assert "requires-dist" in failed.stderr, "gpuenv says how to declare them"
+    declared = ATTN.format(requires='requires-dist = ["torch", "packaging"]')
+    project.spec.write_text(spec(pkgindex, toolkit, deps='"fixture-attn"', extra=declared))
+    _install(project)
+    lock = read_lock(project.lock)
+    assert lock is not None
+    target = lock.targets["gpu"]
+    (build,) = [b for b in target.builds if b.name == "fixture-attn"]
+    assert set(build.requires) == {"packaging", "torch"}
+    assert target.pip_package("packaging") is not None
+    assert _python(_prefix(project), "import fixture_attn, packaging; print('ok')") == "ok"

@@ -34,6 +34,7 @@ from gpuenv.lock.model import (
     PipRequest,
     PipResolver,
     StackSummary,
+    normalize_name,
     strip_credentials,
 )
 from gpuenv.spec import LoadedSpec, Spec
@@ -423,6 +424,44 @@ def _resolve_pip(
     need: BuildNeeds,
 ) -> tuple[PipPackage, ...]:
     use_default_for_torch = plan.pypi_default and not (options.torch_index or spec.pip.torch_index)
+    try:
+        return _resolve(backends, spec, plan, keep, options, python, need, use_default_for_torch)
+    except ExternalToolError as exc:
+        raise _metadata_needs_torch(exc) from None
+
+
+_FAILED_BUILD = re.compile(r"Failed to build `([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _metadata_needs_torch(exc: ExternalToolError) -> ExternalToolError:
+    """uv had to build a package to read its dependencies, and the build imports torch
+    (flash-attn's setup.py does): say how to declare them instead of uv's own hint."""
+    text = exc.stderr_tail or exc.message
+    match = _FAILED_BUILD.search(text)
+    if match is None or "No module named 'torch'" not in text:
+        return exc
+    name = normalize_name(match.group(1))
+    return ExternalToolError(
+        f"{name}'s dependencies cannot be read without building it, and its build imports "
+        f"torch (No module named 'torch' in uv's isolated build):\n{text}",
+        argv=exc.argv,
+        returncode=exc.returncode,
+        stderr_tail=exc.stderr_tail,
+        hint=f"declare them in gpuenv.toml: [pip.build.{name}] no-build-isolation = true and "
+        'requires-dist = ["torch", ...] (its install_requires)',
+    )
+
+
+def _resolve(
+    backends: _Backends,
+    spec: Spec,
+    plan: TargetPlan,
+    keep: LockedTarget | None,
+    options: LockOptions,
+    python: str,
+    need: BuildNeeds,
+    use_default_for_torch: bool,
+) -> tuple[PipPackage, ...]:
     return backends.pip.resolve(
         PipRequest(
             requirements=_pip_requirements(spec, plan, need),
