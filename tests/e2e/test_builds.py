@@ -137,6 +137,23 @@ def test_a_build_is_locked_built_against_the_prefix_torch_cached_and_rebuilt_for
     assert {b["identity"] for b in record["builds"]} == {ext.identity, pure.identity}
     ext_record = next(b for b in record["builds"] if b["name"] == "fixture-ext")
     assert ext_record["modules"] == ["fixture_ext._native"]
+    # verify imports every built extension (the fixture torch fails its GPU checks).
+    verify = json.loads(project.gpuenv("verify", "--json", "--timeout", "60").stdout)
+    extensions = next(c for c in verify["checks"] if c["name"] == "extensions")
+    assert extensions["passed"], extensions
+    assert "fixture-ext 1.0.0" in extensions["detail"]
+    # JIT builds in this prefix: the target's archs, its own extensions folder, its toolkit.
+    jit = project.gpuenv(
+        "run",
+        "--unverified",
+        "--",
+        "python",
+        "-c",
+        "import os; print(os.environ['TORCH_CUDA_ARCH_LIST'], os.environ['TORCH_EXTENSIONS_DIR'], os.environ['CUDA_HOME'])",
+    )
+    arch, extensions_dir, home = jit.stdout.split()
+    assert arch == "9.0+PTX" and home == str(toolkit)
+    assert extensions_dir == str(project.home / "cache" / "torch-extensions" / prefix.name)
 
     # Another project (another prefix: one more dependency) with the same build inputs.
     other = _project(

@@ -126,3 +126,40 @@ def install_builds(
 
 def _report(progress: Callable[[str], None], report: BuildProgress) -> None:
     progress(report.render())
+
+
+def read_record(prefix: Path) -> list[dict[str, Any]]:
+    """The builds a prefix records (``etc/gpuenv/builds.json``); [] when it has none.
+    A record that is there but damaged is an error: verification must not skip them."""
+    path = prefix / BUILDS_RECORD
+    try:
+        if path.stat().st_size > 1 << 22:
+            raise InstallError(f"{path}: too large to be gpuenv's build record")
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        raise InstallError(f"{path}: unreadable ({exc})", hint="reinstall the prefix") from None
+    builds = data.get("builds") if isinstance(data, dict) else None
+    if not isinstance(builds, list) or not all(isinstance(b, dict) for b in builds):
+        raise InstallError(f"{path}: not gpuenv's build record", hint="reinstall the prefix")
+    return builds
+
+
+def extensions_of(prefix: Path) -> tuple[dict[str, Any], ...]:
+    """What verification checks of each build: its modules, and its shared objects."""
+    out = []
+    for build in read_record(prefix):
+        files = [str(prefix / f) for f in build.get("extensions", []) if isinstance(f, str)]
+        if ".." in "".join(build.get("extensions", [])):
+            raise InstallError(f"{prefix / BUILDS_RECORD}: a path leaves the prefix")
+        modules = [m for m in build.get("modules", []) if isinstance(m, str)]
+        out.append(
+            {
+                "name": build.get("name"),
+                "version": build.get("version"),
+                "modules": modules,
+                "files": files,
+            }
+        )
+    return tuple(out)
