@@ -39,6 +39,7 @@ def shared_object(
     ptx: Sequence[int] = (),
     module: str | None = None,
     undefined: Sequence[str] = (),
+    defined: Sequence[str] = (),
 ) -> Path:
     """Compile ``path`` (a .so): a fat binary of ``sass``/``ptx`` archs, a Python module
     named ``module`` (its file name must then be ``<module><EXT_SUFFIX>``), and calls to
@@ -48,6 +49,7 @@ def shared_object(
         pytest.skip("needs gcc")
     blob = fatbin(sass, ptx) if (sass or ptx) else b""
     lines = [f"extern void {s}(void);" for s in undefined]
+    lines += [f"void {s}(void) {{}}" for s in defined]
     if blob:
         data = ", ".join(str(b) for b in blob)
         lines.append(
