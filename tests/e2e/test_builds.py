@@ -298,3 +298,26 @@ def test_a_package_whose_metadata_needs_torch_is_locked_from_its_declared_depend
     assert set(build.requires) == {"packaging", "torch"}
     assert target.pip_package("packaging") is not None
     assert _python(_prefix(project), "import fixture_attn, packaging; print('ok')") == "ok"
+
+
+@needs_gcc
+def test_two_concurrent_installs_needing_the_same_build_build_it_once(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
+) -> None:
+    toolkit = fake_toolkit(tmp_path)
+    journal = tmp_path / "journal"
+    one = _project(make_project, spec(pkgindex, toolkit, deps='"fixture-ext"'), journal)
+    two = _project(
+        make_project, spec(pkgindex, toolkit, deps='"fixture-ext", "packaging"'), journal
+    )
+    for project in (one, two):
+        project.gpuenv("lock", check=True, timeout=300)
+        project.env["FIXTURE_SLEEP"] = "1"
+    processes = [one.popen("install", "--json"), two.popen("install", "--json")]
+    outputs = []
+    for process in processes:
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        outputs.append(json.loads(out)["targets"]["gpu"])
+    assert sorted(o["builds"][0]["cached"] for o in outputs) == [False, True]
+    assert len(_journal(one)) == 1, "built once"
