@@ -150,9 +150,10 @@ def extensions_of(prefix: Path) -> tuple[dict[str, Any], ...]:
     """What verification checks of each build: its modules, and its shared objects."""
     out = []
     for build in read_record(prefix):
-        files = [str(prefix / f) for f in build.get("extensions", []) if isinstance(f, str)]
-        if ".." in "".join(build.get("extensions", [])):
+        paths = [f for f in build.get("extensions", []) if isinstance(f, str)]
+        if any(Path(f).is_absolute() or ".." in Path(f).parts for f in paths):
             raise InstallError(f"{prefix / BUILDS_RECORD}: a path leaves the prefix")
+        files = [str(prefix / f) for f in paths]
         modules = [m for m in build.get("modules", []) if isinstance(m, str)]
         out.append(
             {
