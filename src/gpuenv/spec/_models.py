@@ -19,7 +19,15 @@ from typing import Annotated, Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+)
 
 from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import line_of
@@ -240,19 +248,19 @@ class Build(_Model):
     base has defaults for the well-known extension packages (flash-attn, xformers, apex,
     ...), and a package with no wheel for the target is built with build isolation."""
 
-    no_build_isolation: bool | None = Field(
+    no_build_isolation: StrictBool | None = Field(
         default=None,
         alias="no-build-isolation",
         description="Build in the prefix, against its torch, instead of an isolated "
         "environment (needed by packages whose setup.py imports torch).",
     )
-    against_torch: bool | None = Field(
+    against_torch: StrictBool | None = Field(
         default=None,
         alias="against-torch",
         description="The build compiles against torch: torch's wheel is a build input. "
         "Default: the knowledge base's, else the same as no-build-isolation.",
     )
-    toolkit: bool | None = Field(
+    toolkit: StrictBool | None = Field(
         default=None,
         description="The build needs nvcc: a CUDA toolkit matched to torch's CUDA is added.",
     )
@@ -262,7 +270,7 @@ class Build(_Model):
         "through a shell). gpuenv's own (TORCH_CUDA_ARCH_LIST, CUDA_HOME, MAX_JOBS, CC, "
         "CXX) cannot be set here.",
     )
-    max_jobs: int | None = Field(
+    max_jobs: StrictInt | None = Field(
         default=None,
         ge=1,
         le=1024,
