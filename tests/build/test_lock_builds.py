@@ -92,19 +92,19 @@ def test_the_lock_with_builds_round_trips_and_refuses_an_edited_identity(
         cli,
         tmp_path,
         '"flash-attn==2.6.3"',
-        '[pip.build.flash-attn]\nenv = { A = "x\\ny = \\"1\\"" }\nmax-jobs = 3\nextra-archs = ["8.0"]',
+        '[pip.build.flash-attn]\nenv = { A = "x; y = \\"1\\" $(id)" }\nmax-jobs = 3\nextra-archs = ["8.0"]',
     )
     text = path.read_text()
     lock = parse_lock_text(text)
     assert render_lock(lock) == text, "reading and writing gives the same bytes"
     (build,) = lock.targets["h100"].builds
-    assert dict(build.inputs.env)["A"] == 'x\ny = "1"' and build.max_jobs == 3
+    assert dict(build.inputs.env)["A"] == 'x; y = "1" $(id)' and build.max_jobs == 3
     assert build.inputs.arch_list == "8.0;9.0+PTX"
     again = _lock(
         cli,
         tmp_path,
         '"flash-attn==2.6.3"',
-        '[pip.build.flash-attn]\nenv = { A = "x\\ny = \\"1\\"" }\nmax-jobs = 3\nextra-archs = ["8.0"]',
+        '[pip.build.flash-attn]\nenv = { A = "x; y = \\"1\\" $(id)" }\nmax-jobs = 3\nextra-archs = ["8.0"]',
     )
     assert again.read_text() == text, "relocking is byte-identical"
     tampered = text.replace('arch-list = "8.0;9.0+PTX"', 'arch-list = "9.0+PTX"', 1)

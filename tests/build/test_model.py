@@ -100,7 +100,8 @@ def test_a_lock_entry_whose_identity_does_not_match_its_inputs_is_refused(tmp_pa
 
 
 def test_env_values_may_hold_anything_but_nul() -> None:
-    assert env_problems("HOSTILE_A", "$(rm -rf /); `x`\n'\"\\ | & ;") == []
+    assert env_problems("HOSTILE_A", "$(rm -rf /); `x` '\"\\ | & ; > <") == []
+    assert env_problems("A", "x\ny") == ["the value of A contains a control character"]
     assert env_problems("A", "x\0y") == ["the value of A contains a NUL byte"]
     assert env_problems("1A", "x") == ["'1A' is not an environment variable name"]
     assert env_problems("A B", "x") and env_problems("A=B", "x")

@@ -44,7 +44,7 @@ toolkit = true
 {extra}
 """
 
-HOSTILE = "a\nb; $(touch {canary}) `touch {canary}` | & ' \" \\ $HOME"
+HOSTILE = "b; $(touch {canary}) `touch {canary}` | & ' \" \\ $HOME > {canary}.2"
 
 
 def spec(
@@ -214,6 +214,10 @@ def test_hostile_env_values_reach_the_build_verbatim_and_run_nothing(
     project = _project(make_project, spec(pkgindex, toolkit, extra=extra), tmp_path / "journal")
     bad = project.gpuenv("lock")
     assert bad.returncode == 2 and "not an environment variable name" in bad.stderr
+    newline = f"env = {{ HOSTILE_VALUE = {json.dumps('a' + chr(10) + 'b')} }}"
+    project.spec.write_text(spec(pkgindex, toolkit, extra=newline))
+    refused = project.gpuenv("lock")
+    assert refused.returncode == 2 and "control character (U+000A)" in refused.stderr
     extra = f"env = {{ HOSTILE_VALUE = {json.dumps(value)} }}"
     project.spec.write_text(spec(pkgindex, toolkit, extra=extra))
     _install(project)
@@ -224,7 +228,7 @@ def test_hostile_env_values_reach_the_build_verbatim_and_run_nothing(
         )
     )
     assert recorded["env"]["HOSTILE_VALUE"] == value
-    assert not canary.exists(), "no shell ever saw the value"
+    assert not canary.exists() and not Path(f"{canary}.2").exists(), "no shell saw the value"
     lock = read_lock(project.lock)
     assert lock is not None
     ext = next(b for b in lock.targets["gpu"].builds if b.name == "fixture-ext")

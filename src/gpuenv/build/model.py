@@ -179,7 +179,8 @@ def check_entry(entry: BuildEntry, pip_hashes: Mapping[str, str], *, where: str)
 
 def env_problems(name: str, value: str) -> list[str]:
     """Why ``name=value`` cannot be passed to a build (empty when it can). Values are
-    passed as they are, never through a shell: anything but NUL is allowed."""
+    passed as they are, never through a shell: any printable text is allowed (control
+    characters are refused: the lock holds printable text only)."""
     problems = []
     if not ENV_NAME.match(name):
         problems.append(f"{name!r} is not an environment variable name")
@@ -187,6 +188,8 @@ def env_problems(name: str, value: str) -> list[str]:
         problems.append(f"{name} is set by gpuenv from the lock")
     if "\0" in value:
         problems.append(f"the value of {name} contains a NUL byte")
+    elif not value.isprintable():
+        problems.append(f"the value of {name} contains a control character")
     return problems
 
 

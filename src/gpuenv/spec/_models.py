@@ -158,6 +158,12 @@ def _env_name(text: str) -> str:
 def _env_value(text: str) -> str:
     if "\0" in text:
         raise ValueError("a NUL byte cannot be passed in the environment")
+    if not text.isprintable():
+        bad = next(c for c in text if not c.isprintable())
+        raise ValueError(
+            f"a control character (U+{ord(bad):04X}) in a build variable: the lock holds "
+            "printable text only (shell metacharacters are fine: no shell ever sees the value)"
+        )
     return text
 
 
