@@ -305,6 +305,7 @@ def test_a_package_whose_metadata_needs_torch_is_locked_from_its_declared_depend
 
 
 @needs_gcc
+@pytest.mark.slow
 def test_two_concurrent_installs_needing_the_same_build_build_it_once(
     make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
 ) -> None:

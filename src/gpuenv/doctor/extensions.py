@@ -12,8 +12,9 @@ fit the environment they are installed in:
   machine and no PTX the driver could compile for it ("no kernel image is available").
 
 An extension is a shared object listed in a distribution's ``RECORD`` that links torch's
-libraries or needs torch symbols, or belongs to a distribution gpuenv built; torch's own and NVIDIA's wheels are not examined.
-Files only: ELF headers, dynamic sections and symbol tables, never an import.
+libraries or needs torch symbols, or belongs to a distribution gpuenv built; torch's own
+and NVIDIA's wheels are not examined. Files only: ELF headers, dynamic sections and
+symbol tables, never an import.
 """
 
 from __future__ import annotations
