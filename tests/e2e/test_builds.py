@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -326,3 +327,39 @@ def test_two_concurrent_installs_needing_the_same_build_build_it_once(
         outputs.append(json.loads(out)["targets"]["gpu"])
     assert sorted(o["builds"][0]["cached"] for o in outputs) == [False, True]
     assert len(_journal(one)) == 1, "built once"
+
+
+def _git_repo(directory: Path) -> tuple[Path, str]:
+    from tests.fixtures.sdists import SdistSpec
+
+    spec = SdistSpec("fixture-git", "0.5.0", "fixture_git", ("idna",), needs_torch=False)
+    for name, data in spec.files().items():
+        path = directory / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    git = ["git", "-C", str(directory), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(["git", "init", "-q", str(directory)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "fixture"], check=True)
+    subprocess.run([*git, "tag", "v0.5.0"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+    return directory, head.stdout.strip()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_git_requirement_is_locked_at_its_commit_and_built(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
+) -> None:
+    toolkit = fake_toolkit(tmp_path)
+    repo, commit = _git_repo(tmp_path / "repo")
+    deps = f'"fixture-git @ git+{repo.as_uri()}@v0.5.0"'
+    project = _project(make_project, spec(pkgindex, toolkit, deps=deps), tmp_path / "journal")
+    _install(project)
+    lock = read_lock(project.lock)
+    assert lock is not None
+    target = lock.targets["gpu"]
+    (build,) = [b for b in target.builds if b.name == "fixture-git"]
+    assert build.source.kind == "git" and build.source.commit == commit
+    assert build.source.url == f"git+{repo.as_uri()}" and build.version == "0.5.0"
+    assert target.pip_package("idna") is not None and target.pip_package("fixture-git") is None
+    assert _python(_prefix(project), "import fixture_git, idna; print('ok')") == "ok"

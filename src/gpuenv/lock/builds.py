@@ -8,7 +8,9 @@ A package is a build when
   knowledge base says is compiled against torch (flash-attn, xformers, ...): it is
   locked from its sdist even where wheels exist (a prebuilt wheel is compiled against
   some other torch), with the knowledge base's options unless the spec says otherwise;
-- or the resolution found no wheel for the target (only an sdist).
+- or the resolution found no wheel for the target (only an sdist), or the requirement is
+  a git repository (``name @ git+https://...@<ref>``: locked at the commit the ref
+  resolves to when the lock is written).
 
 Before the resolution, the declared builds add what they need: their build requirements
 (installed in the prefix first, when the build runs there), the declared dependencies of
@@ -137,7 +139,7 @@ def needs(builds: Mapping[str, Wanted], *, cuda: str | None) -> BuildNeeds:
 
 
 def _is_wheel(package: PipPackage) -> bool:
-    return package.filename.endswith(".whl")
+    return package.filename.endswith(".whl") and not package.url.startswith("git+")
 
 
 def found(
@@ -260,7 +262,14 @@ def _entry(
         env=w.env,
         build_requires=tuple(sorted(normalize_name(Requirement(r).name) for r in w.build_requires)),
     )
-    source = BuildSource("sdist", package.url, package.sha256)
     return BuildEntry(
-        package.name, package.version, source, inputs, "", package.requires, w.max_jobs
+        package.name, package.version, source_of(package), inputs, "", package.requires, w.max_jobs
     )
+
+
+def source_of(package: PipPackage) -> BuildSource:
+    """An sdist (URL and sha256), or a git repository at the commit the ref resolved to."""
+    if package.url.startswith("git+"):
+        url, _, commit = package.url.rpartition("@")
+        return BuildSource("git", url, commit=commit)
+    return BuildSource("sdist", package.url, package.sha256)

@@ -466,7 +466,8 @@ def _reachable(roots: Iterable[str], resolved: Mapping[str, _Resolved]) -> set[s
 
 def _agree(resolved: Mapping[str, _Resolved], locked: Mapping[str, tuple[str, str, str]]) -> bool:
     return set(resolved) == set(locked) and all(
-        locked[n][0] == r.version for n, r in resolved.items()
+        not r.version or locked[n][0] == r.version
+        for n, r in resolved.items()  # "": git
     )
 
 
@@ -534,9 +535,15 @@ def parse_annotated(text: str) -> dict[str, _Resolved]:
             parents.extend(_parent(rest))
         elif in_via and line.startswith("#   "):
             parents.extend(_parent(line[1:].strip()))
+        elif " @ " in line and line.split(" @ ", 1)[1].startswith("git+"):
+            # A git requirement (a build): its version and commit come from pylock.toml.
+            flush()
+            current, version = normalize_name(line.split(" @ ", 1)[0].strip()), ""
+            parents, index, in_via = [], None, False
         elif " @ " in line:
             raise ExternalToolError(
-                f"direct URL requirements cannot be locked yet: {strip_credentials_in_text(line)}"
+                "direct URL requirements other than git+ ones cannot be locked yet: "
+                f"{strip_credentials_in_text(line)}"
             )
         elif not line.startswith("#"):
             raise ExternalToolError(f"unexpected line in uv's output: {line!r}")
@@ -584,6 +591,10 @@ def parse_pylock(
                 best = candidate
         if best is None and "sdist" in package:
             best = (0, package["sdist"]["url"], package["sdist"]["hashes"]["sha256"])
+        vcs = package.get("vcs")
+        if best is None and isinstance(vcs, dict) and vcs.get("type") == "git":
+            # A git source, at the commit uv resolved its ref to: built, never downloaded.
+            best = (0, f"git+{vcs['url']}@{vcs['commit-id']}", "")
         if best is None:
             raise ExternalToolError(f"uv returned no artifact for {name} {version}")
         out[name] = (version, strip_credentials(best[1]), best[2])
@@ -608,7 +619,7 @@ def _packages(
     return tuple(
         PipPackage(
             name=name,
-            version=r.version,
+            version=r.version or artifacts[name][0],
             url=artifacts[name][1],
             sha256=artifacts[name][2],
             index=r.index,
