@@ -120,3 +120,42 @@ def test_a_failing_build_shows_the_log_tail_and_leaves_no_entry(
     assert "max-jobs" in text
     assert not list((tmp_path / "store" / "builds").glob("[0-9a-f]*"))
     assert not list((tmp_path / "store" / "builds" / ".incoming").iterdir())
+
+
+def test_the_build_environment_keeps_index_settings_and_drops_the_rest(tmp_path: Path) -> None:
+    from gpuenv.build.jobs import Jobs
+    from gpuenv.build.runner import build_env
+
+    spec = SdistSpec("fixture-pure", "0.3.0", "fixture_pure", needs_torch=False)
+    entry = entry_for(tmp_path / "x.tar.gz", "a" * 64, spec, env=(("HOSTILE", "$(id)"),))
+    environ = {
+        "PATH": "/usr/bin",
+        "UV_DEFAULT_INDEX": "https://mirror.invalid/simple",
+        "UV_INDEX_MIRROR_PASSWORD": "secret",
+        "UV_CACHE_DIR": "/elsewhere",
+        "UV_PYTHON": "3.8",
+        "PIP_INDEX_URL": "https://x.invalid",
+        "TORCH_CUDA_ARCH_LIST": "7.0",
+        "MAX_JOBS": "64",
+        "CUDA_HOME": "/usr/local/cuda-11.8",
+        "PYTHONPATH": "/somewhere",
+    }
+    ctx = BuildContext(
+        prefix=tmp_path / "p",
+        uv=Path("uv"),
+        cuda_home=tmp_path / "cuda",
+        environ=environ,
+        cache_env={"UV_CACHE_DIR": "/store/cache/uv"},
+    )
+    env = build_env(entry, ctx, None, Jobs(3, "test"))
+    assert env["UV_DEFAULT_INDEX"] == "https://mirror.invalid/simple"
+    assert env["UV_INDEX_MIRROR_PASSWORD"] == "secret"
+    assert env["UV_CACHE_DIR"] == "/store/cache/uv" and "UV_PYTHON" not in env
+    assert "PIP_INDEX_URL" not in env and "PYTHONPATH" not in env
+    assert env["TORCH_CUDA_ARCH_LIST"] == "9.0+PTX" and env["MAX_JOBS"] == "3"
+    assert env["CUDA_HOME"] == str(tmp_path / "cuda")
+    assert env["PATH"].split(":")[:2] == [
+        str(tmp_path / "p" / "bin"),
+        str(tmp_path / "cuda" / "bin"),
+    ]
+    assert env["HOSTILE"] == "$(id)"

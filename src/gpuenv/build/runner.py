@@ -49,6 +49,12 @@ DEFAULT_TIMEOUT = 6 * 3600.0
 SUPERVISOR = Path(__file__).with_name("_supervise.py")
 # The build sees the prefix, not the caller's Python setup or another toolkit.
 _DROPPED = frozenset({"PYTHONHOME", "PYTHONSTARTUP", "TORCH_EXTENSIONS_DIR", "CUDA_ROOT"})
+# The caller's uv settings that only say how to reach an index (an isolated build fetches
+# its build-system requirements): kept. Every other UV_* (caches, config, Python) is not.
+_UV_NETWORK = re.compile(
+    r"^UV_(INDEX(_.*)?|DEFAULT_INDEX|INDEX_URL|EXTRA_INDEX_URL|FIND_LINKS|NATIVE_TLS"
+    r"|SYSTEM_CERTS|HTTP_TIMEOUT|HTTP_RETRIES|OFFLINE|KEYRING_PROVIDER|INSECURE_HOST)$"
+)
 _REPRODUCIBLE_EPOCH = "315532800"  # 1980-01-01: zip's earliest date, for stable wheels
 
 
@@ -168,7 +174,10 @@ def build_env(
     env = {
         k: v
         for k, v in ctx.environ.items()
-        if k not in MANAGED_ENV and k not in _DROPPED and not k.startswith(("UV_", "PIP_"))
+        if k not in MANAGED_ENV
+        and k not in _DROPPED
+        and not k.startswith("PIP_")
+        and (not k.startswith("UV_") or _UV_NETWORK.match(k))
     }
     path = [str(ctx.prefix / "bin")]
     if ctx.cuda_home is not None:
