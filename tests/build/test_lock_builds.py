@@ -168,3 +168,23 @@ def test_builds_change_the_prefix_but_a_lock_without_builds_keeps_its_hashes(
     from dataclasses import replace
 
     assert replace(plain, builds=()).content_hash == payload_hash
+
+
+def test_new_build_knowledge_makes_a_lock_with_builds_stale_and_no_other(
+    cli: Callable[..., CliResult],
+    tmp_path: Path,
+    fakes: tuple[FakePip, FakeConda],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gpuenv.build import knowledge
+
+    with_builds = tmp_path / "a"
+    plain = tmp_path / "b"
+    with_builds.mkdir()
+    plain.mkdir()
+    _lock(cli, with_builds, '"flash-attn==2.6.3"')
+    _lock(cli, plain, '"transformers==4.44.2"')
+    assert cli("-f", str(with_builds / "gpuenv.toml"), "lock", "--check").code == 0
+    monkeypatch.setattr(knowledge, "digest", lambda: "0" * 64)
+    assert cli("-f", str(with_builds / "gpuenv.toml"), "lock", "--check").code == 1
+    assert cli("-f", str(plain / "gpuenv.toml"), "lock", "--check").code == 0

@@ -62,6 +62,21 @@ class Cause:
     source: str
 
 
+DATA_FILES = ("packages.toml", "host_compilers.toml", "diagnoses.toml")
+
+
+@functools.cache
+def digest() -> str:
+    """sha256 of the data files: a lock whose builds used other knowledge is stale."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for name in DATA_FILES:
+        h.update(name.encode() + b"\0")
+        h.update(resources.files("gpuenv.build").joinpath("data").joinpath(name).read_bytes())
+    return h.hexdigest()
+
+
 def _read(name: str) -> dict[str, Any]:
     try:
         text = (

@@ -110,6 +110,10 @@ def input_hash(spec: Spec, target: str, kb_digest: str) -> str:
             else None
         ),
     }
+    if build_lock.declared(spec):  # only then: other specs keep the hashes they had
+        from gpuenv.build import knowledge
+
+        payload["build-knowledge"] = knowledge.digest()
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
