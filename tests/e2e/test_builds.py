@@ -17,6 +17,7 @@ import pytest
 
 from gpuenv.lock.format import read_lock
 from tests.build.conftest import fake_toolkit, needs_gcc
+from tests.conftest import CliResult
 from tests.e2e.conftest import Project
 from tests.fixtures.pkgindex.plugin import PkgIndex
 
@@ -363,3 +364,37 @@ def test_a_git_requirement_is_locked_at_its_commit_and_built(
     assert build.source.url == f"git+{repo.as_uri()}" and build.version == "0.5.0"
     assert target.pip_package("idna") is not None and target.pip_package("fixture-git") is None
     assert _python(_prefix(project), "import fixture_git, idna; print('ok')") == "ok"
+
+
+def test_a_known_package_found_only_as_an_sdist_gets_its_declared_dependencies(
+    cli: Callable[..., CliResult],
+    pkgindex: PkgIndex,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Like xformers without a wheel for the locked torch: the knowledge base says how it
+    is built and what it depends on; nothing is in the spec. In-process, real uv."""
+    from gpuenv.build import knowledge
+
+    known = knowledge.PackageDefaults(
+        "fixture-attn",
+        against_torch=True,
+        no_build_isolation=True,
+        requires_dist=("torch", "packaging"),
+        source="https://example.invalid/fixture",
+    )
+    monkeypatch.setattr(
+        knowledge, "defaults_for", lambda name: known if name == "fixture-attn" else None
+    )
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    project = tmp_path / "p"
+    project.mkdir()
+    text = spec(pkgindex, fake_toolkit(tmp_path), deps='"fixture-attn"').split("[pip.build.")[0]
+    (project / "gpuenv.toml").write_text(text)
+    result = cli("-f", str(project / "gpuenv.toml"), "lock")
+    assert result.code == 0, result.err
+    lock = read_lock(project / "gpuenv.lock")
+    assert lock is not None
+    (build,) = lock.targets["gpu"].builds
+    assert build.name == "fixture-attn" and build.inputs.no_build_isolation
+    assert set(build.requires) == {"packaging", "torch"}

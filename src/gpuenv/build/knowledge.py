@@ -34,6 +34,7 @@ class PackageDefaults:
     """How one package is built when the spec says nothing else."""
 
     name: str
+    build: str = "when-no-wheel"  # or "always": its sdist even where wheels exist
     against_torch: bool = False
     no_build_isolation: bool = False
     toolkit: bool = False
@@ -97,8 +98,12 @@ def _bad(name: str, entry: str, exc: Exception) -> FileFormatError:
 
 def _package(name: str, raw: dict[str, Any]) -> PackageDefaults:
     requires = raw.get("requires_dist")
+    build = str(raw.get("build", "when-no-wheel"))
+    if build not in ("always", "when-no-wheel"):
+        raise ValueError(f"build = {build!r}: 'always' or 'when-no-wheel'")
     return PackageDefaults(
         name=name,
+        build=build,
         against_torch=bool(raw.get("against_torch", False)),
         no_build_isolation=bool(raw.get("no_build_isolation", False)),
         toolkit=bool(raw.get("toolkit", False)),

@@ -5,9 +5,10 @@ inputs of each (``gpuenv.build.model``), recorded in the target's ``builds`` lis
 A package is a build when
 
 - the spec declares it (``[pip.build.<name>]``), or it is a direct dependency that the
-  knowledge base says is compiled against torch (flash-attn, xformers, ...): it is
-  locked from its sdist even where wheels exist (a prebuilt wheel is compiled against
-  some other torch), with the knowledge base's options unless the spec says otherwise;
+  knowledge base says is always compiled against the prefix's torch (flash-attn,
+  mamba-ssm, ...): it is locked from its sdist even where wheels exist (a prebuilt wheel
+  is compiled against some other torch), with the knowledge base's options unless the
+  spec says otherwise;
 - or the resolution found no wheel for the target (only an sdist), or the requirement is
   a git repository (``name @ git+https://...@<ref>``: locked at the commit the ref
   resolves to when the lock is written).
@@ -96,9 +97,15 @@ def declared(spec: Spec) -> dict[str, Wanted]:
     for line in spec.pip.dependencies:
         name = normalize_name(Requirement(line).name)
         known = knowledge.defaults_for(name)
-        if known is not None and known.against_torch:
+        if known is not None and known.against_torch and known.build == "always":
             names.add(name)
     return {name: wanted(name, spec, forced=True) for name in sorted(names)}
+
+
+def metadata_for(name: str, spec: Spec) -> tuple[str, ...] | None:
+    """The declared dependencies of ``name`` (the spec's, else the knowledge base's), for a
+    package uv found only as an sdist whose metadata needs torch to be read."""
+    return wanted(name, spec, forced=False).requires_dist
 
 
 @dataclass(frozen=True)

@@ -337,13 +337,12 @@ def _lock_target(
     progress(f"{name}: resolving pip packages")
     declared = build_lock.declared(spec)
     need = build_lock.needs(declared, cuda=plan.cuda)
-    pip = _resolve_pip(backends, spec, plan, keep, options, python, need)
+    pip, need = _resolve_pip(backends, spec, plan, keep, options, python, need)
     found = build_lock.found(spec, pip, declared)
     more = build_lock.needs(found, cuda=plan.cuda)
     if not need.covers(more):  # a build found only now needs a toolkit or build requirements
         _check_conda_toolkit(spec, plan, need, more)
-        need = need.union(more)
-        pip = _resolve_pip(backends, spec, plan, keep, options, python, need)
+        pip, need = _resolve_pip(backends, spec, plan, keep, options, python, need.union(more))
         found = build_lock.found(spec, pip, declared)
     check_against_plan(plan, pip)
     # Whatever a backend returns, credentials in index URLs never reach the lock.
@@ -426,25 +425,42 @@ def _resolve_pip(
     options: LockOptions,
     python: str,
     need: BuildNeeds,
-) -> tuple[PipPackage, ...]:
+) -> tuple[tuple[PipPackage, ...], BuildNeeds]:
+    """The pip resolution, and the build needs it ended with: a package that uv could only
+    read by building it, whose build imports torch, is given the dependencies the spec or
+    the knowledge base declares for it, and resolved again (once per package)."""
     use_default_for_torch = plan.pypi_default and not (options.torch_index or spec.pip.torch_index)
-    try:
-        return _resolve(backends, spec, plan, keep, options, python, need, use_default_for_torch)
-    except ExternalToolError as exc:
-        raise _metadata_needs_torch(exc) from None
+    while True:
+        try:
+            pip = _resolve(backends, spec, plan, keep, options, python, need, use_default_for_torch)
+            return pip, need
+        except ExternalToolError as exc:
+            name = _needs_torch_for_metadata(exc)
+            declared = {n for n, _ in need.dependency_metadata}
+            requires = build_lock.metadata_for(name, spec) if name else None
+            if name is None or name in declared or requires is None:
+                raise _metadata_needs_torch(exc, name) from None
+            need = need.union(BuildNeeds(dependency_metadata=((name, requires),)))
 
 
 _FAILED_BUILD = re.compile(r"Failed to build `([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
-def _metadata_needs_torch(exc: ExternalToolError) -> ExternalToolError:
-    """uv had to build a package to read its dependencies, and the build imports torch
-    (flash-attn's setup.py does): say how to declare them instead of uv's own hint."""
+def _needs_torch_for_metadata(exc: ExternalToolError) -> str | None:
+    """The package uv had to build to read its dependencies, when that build imports torch."""
     text = exc.stderr_tail or exc.message
     match = _FAILED_BUILD.search(text)
     if match is None or "No module named 'torch'" not in text:
+        return None
+    return normalize_name(match.group(1))
+
+
+def _metadata_needs_torch(exc: ExternalToolError, name: str | None) -> ExternalToolError:
+    """uv had to build a package to read its dependencies, and the build imports torch
+    (flash-attn's setup.py does): say how to declare them instead of uv's own hint."""
+    if name is None:
         return exc
-    name = normalize_name(match.group(1))
+    text = exc.stderr_tail or exc.message
     return ExternalToolError(
         f"{name}'s dependencies cannot be read without building it, and its build imports "
         f"torch (No module named 'torch' in uv's isolated build):\n{text}",
