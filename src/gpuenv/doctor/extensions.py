@@ -69,8 +69,11 @@ def _shared_objects(dist: Dist) -> list[Path]:
 
 
 def _record(dist: Dist) -> dict[str, Any] | None:
+    path = dist.path / RECORD_NAME
     try:
-        data = json.loads((dist.path / RECORD_NAME).read_text(encoding="utf-8"))
+        if path.stat().st_size > 1 << 20:  # gpuenv writes a few hundred bytes
+            return None
+        data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
