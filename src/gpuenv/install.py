@@ -386,7 +386,7 @@ def _build(
     home = cuda_home(prefix, target, _toolkit_of(request))
     outcomes: tuple[BuildOutcome, ...] = ()
     if target.builds:
-        from gpuenv.build.install import install_builds
+        from gpuenv.build.install import Tools, install_builds
 
         hashes = {p.name: p.sha256 for p in target.pip}
         outcomes = install_builds(
@@ -394,10 +394,8 @@ def _build(
             store,
             target.builds,
             hashes,
-            uv=uv,
-            cuda_home=home,
-            uv_env=env,
-            progress=lambda message: progress(f"{target.name}: {message}"),
+            Tools(uv, env, home, request.sources),
+            lambda message: progress(f"{target.name}: {message}"),
         )
     write_activation(prefix, store, request, home)
     return python, outcomes

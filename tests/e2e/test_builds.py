@@ -9,6 +9,7 @@ import os
 import shutil
 import signal
 import subprocess
+import tarfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -18,8 +19,11 @@ import pytest
 from gpuenv.lock.format import read_lock
 from tests.build.conftest import fake_toolkit, needs_gcc
 from tests.conftest import CliResult
+from tests.e2e import test_pack
 from tests.e2e.conftest import Project
 from tests.fixtures.pkgindex.plugin import PkgIndex
+
+private_index = test_pack.private_index  # the fixture: an index server the test can stop
 
 SPEC = """[project]
 name = "builds"
@@ -398,3 +402,33 @@ def test_a_known_package_found_only_as_an_sdist_gets_its_declared_dependencies(
     (build,) = lock.targets["gpu"].builds
     assert build.name == "fixture-attn" and build.inputs.no_build_isolation
     assert set(build.requires) == {"packaging", "torch"}
+
+
+@needs_gcc
+def test_pack_carries_the_builds_sdists_and_install_from_builds_them_offline(
+    make_project: Callable[..., Project],
+    private_index: tuple[PkgIndex, Callable[[], None]],
+    tmp_path: Path,
+) -> None:
+    index, stop = private_index
+    toolkit = fake_toolkit(tmp_path)
+    project = _project(make_project, spec(index, toolkit), tmp_path / "journal")
+    project.gpuenv("lock", check=True, timeout=300)
+    archive = tmp_path / "gpu.tar"
+    project.gpuenv("pack", "--target", "gpu", "-o", str(archive), check=True, timeout=300)
+    with tarfile.open(archive) as tar:
+        names = [m.name.rsplit("/", 1)[-1] for m in tar.getmembers()]
+    assert {"fixture_ext-1.0.0.tar.gz", "fixture_pure-0.3.0.tar.gz"} <= set(names)
+    stop()
+    offline = _project(make_project, None, tmp_path / "journal")
+    offline.env["GPUENV_HOME"] = str(tmp_path / "air-store")
+    (offline.dir / "gpuenv.toml").unlink()
+    installed = offline.gpuenv("install", "--from", str(archive), "--json", timeout=300)
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    summary = json.loads(installed.stdout)["targets"]["gpu"]
+    assert {b["name"]: b["cached"] for b in summary["builds"]} == {
+        "fixture-ext": False,
+        "fixture-pure": False,
+    }, "built from the archive's sdists, in a fresh store, with the index down"
+    prefix = Path(summary["prefix"])
+    assert _python(prefix, "import fixture_ext._native as n; print(n.answer())") == "42"

@@ -66,15 +66,16 @@ def _hash_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def sdist(source: BuildSource, sources_dir: Path) -> Path:
-    """The sdist of ``source``, from the store when it is there and still matches."""
+def sdist(source: BuildSource, sources_dir: Path, fetch_url: str | None = None) -> Path:
+    """The sdist of ``source``, from the store when it is there and still matches; else
+    downloaded from ``fetch_url`` (the locked URL, or a local copy of it: install --from)."""
     assert source.sha256 is not None
     path = sources_dir / source.sha256 / _filename(source.url)
     if path.is_file():
         if _hash_file(path) == source.sha256:
             return path
         path.unlink()  # damaged: fetch it again
-    _download(source.url, source.sha256, path)
+    _download(fetch_url or source.url, source.sha256, path)
     return path
 
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gpuenv import _proc
+from gpuenv._artifacts import ArtifactSources
 from gpuenv._fs import atomic_write_text
 from gpuenv.build import wheelfile
 from gpuenv.build.cache import BuildCache, CachedWheel
@@ -28,7 +30,7 @@ from gpuenv.store import BUILDS_RECORD, Store
 
 RECORD_FORMAT = 1
 INSTALL_TIMEOUT = 3600.0
-_UV_CACHE_KEYS = ("UV_CACHE_DIR", "UV_PYTHON_INSTALL_DIR", "UV_LINK_MODE")
+_UV_CACHE_KEYS = ("UV_CACHE_DIR", "UV_PYTHON_INSTALL_DIR", "UV_LINK_MODE", "UV_OFFLINE")
 
 
 def ordered(builds: tuple[BuildEntry, ...]) -> list[BuildEntry]:
@@ -86,26 +88,36 @@ def _described(
     }
 
 
+@dataclass(frozen=True)
+class Tools:
+    """What the install step hands its builds: uv and its environment, the prefix's
+    toolkit, and where locked URLs are fetched from."""
+
+    uv: Path
+    uv_env: Mapping[str, str]
+    cuda_home: Path | None
+    sources: ArtifactSources = field(default_factory=ArtifactSources)
+
+
 def install_builds(
     prefix: Path,
     store: Store,
     builds: tuple[BuildEntry, ...],
     pip_hashes: Mapping[str, str],
-    *,
-    uv: Path,
-    cuda_home: Path | None,
-    uv_env: Mapping[str, str],
+    tools: Tools,
     progress: Callable[[str], None],
 ) -> tuple[BuildOutcome, ...]:
     """Build (or reuse) and install every build of a target; write the prefix's record."""
     cache = BuildCache(store)
+    uv, uv_env = tools.uv, tools.uv_env
     ctx = BuildContext(
         prefix=prefix,
         uv=uv,
-        cuda_home=cuda_home,
+        cuda_home=tools.cuda_home,
         environ=dict(os.environ),
         progress=lambda p: _report(progress, p),
         cache_env={k: uv_env[k] for k in _UV_CACHE_KEYS if k in uv_env},
+        sources=tools.sources,
     )
     outcomes = []
     described = []

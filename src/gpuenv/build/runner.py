@@ -29,7 +29,7 @@ import shutil
 import sys
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import Version
 
 from gpuenv import __version__, _proc
+from gpuenv._artifacts import ArtifactSources
 from gpuenv.build import diagnose, fetch, knowledge, wheelfile
 from gpuenv.build.cache import BuildCache, CachedWheel
 from gpuenv.build.compiler import HostCompiler, select
@@ -67,6 +68,7 @@ class BuildContext:
     progress: ProgressCallback | None = None
     timeout: float = DEFAULT_TIMEOUT
     cache_env: Mapping[str, str] | None = None  # uv's cache settings (the store's)
+    sources: ArtifactSources = field(default_factory=ArtifactSources)  # install --from
 
     @property
     def python(self) -> Path:
@@ -219,10 +221,10 @@ def _argv(entry: BuildEntry, ctx: BuildContext, source: Path, out: Path) -> list
     return [*argv, source]
 
 
-def _source(cache: BuildCache, entry: BuildEntry, workdir: Path) -> Path:
+def _source(cache: BuildCache, entry: BuildEntry, ctx: BuildContext, workdir: Path) -> Path:
     if entry.source.kind == "git":
         return fetch.git_checkout(entry.source, workdir)
-    return fetch.sdist(entry.source, cache.sources)
+    return fetch.sdist(entry.source, cache.sources, ctx.sources.url_for(entry.source.url))
 
 
 def _run(
@@ -288,7 +290,7 @@ def build(cache: BuildCache, entry: BuildEntry, ctx: BuildContext) -> CachedWhee
     jobs = _jobs(entry)
     incoming = cache.incoming(entry.identity)
     try:
-        source = _source(cache, entry, incoming)
+        source = _source(cache, entry, ctx, incoming)
         out = incoming / "out"
         env = build_env(entry, ctx, compiler, jobs)
         log = cache.log_path(entry.identity)
