@@ -188,3 +188,16 @@ def test_new_build_knowledge_makes_a_lock_with_builds_stale_and_no_other(
     monkeypatch.setattr(knowledge, "digest", lambda: "0" * 64)
     assert cli("-f", str(with_builds / "gpuenv.toml"), "lock", "--check").code == 1
     assert cli("-f", str(plain / "gpuenv.toml"), "lock", "--check").code == 0
+
+
+def test_exports_say_that_they_leave_the_builds_out(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    _lock(cli, tmp_path, '"flash-attn==2.6.3"')
+    spec = str(tmp_path / "gpuenv.toml")
+    result = cli("-f", spec, "export", "requirements", "--target", "h100")
+    assert result.code == 0, result.err
+    assert "flash-attn" not in result.out
+    assert "compiles flash-attn 2.6.3 at install" in result.err
+    dockerfile = cli("-f", spec, "export", "dockerfile", "--target", "h100")
+    assert "compiles flash-attn 2.6.3 at install" in dockerfile.err
