@@ -249,6 +249,12 @@ class ActivationInputs:
     unsets ``CUDA_HOME`` and ``CUDA_PATH``. ``cuda_version`` is the locked CUDA
     (``"12.4"``), ``None`` for a CPU environment. ``name`` is only used for the prompt
     marker, with characters a prompt could expand replaced by ``_``.
+
+    JIT extensions (``torch.utils.cpp_extension.load``): with ``torch_extensions_dir``,
+    activation sets ``TORCH_EXTENSIONS_DIR`` to it (a folder of this prefix's own, so a
+    JIT build never reuses one made for another torch) and sets ``TORCH_CUDA_ARCH_LIST``
+    to ``torch_arch_list`` (the target's GPUs), or unsets it for a CPU environment.
+    Without ``torch_extensions_dir`` neither variable is touched.
     """
 
     prefix: Path
@@ -258,6 +264,8 @@ class ActivationInputs:
     lib_dirs: tuple[Path, ...]
     cuda_home: Path | None
     cuda_version: str | None
+    torch_arch_list: str | None = None  # "8.9;9.0+PTX"
+    torch_extensions_dir: Path | None = None
 
 
 def prompt_marker(name: str) -> str:
@@ -277,6 +285,12 @@ def activation_ops(inputs: ActivationInputs) -> tuple[Op, ...]:
             ops.append(UnsetVar(name))
         else:
             ops.append(SetVar(name, str(inputs.cuda_home)))
+    if inputs.torch_extensions_dir is not None:
+        ops.append(SetVar("TORCH_EXTENSIONS_DIR", str(inputs.torch_extensions_dir)))
+        if inputs.torch_arch_list is None:
+            ops.append(UnsetVar("TORCH_CUDA_ARCH_LIST"))
+        else:
+            ops.append(SetVar("TORCH_CUDA_ARCH_LIST", inputs.torch_arch_list))
     ops.append(Prompt(prompt_marker(inputs.name)))
     return tuple(ops)
 

@@ -275,3 +275,35 @@ class ForeignFileError(SpecError):
     ``SpecError`` it lists every problem, each with the file, the line and the entry."""
 
     kind = "import"
+
+
+class BuildError(InstallError):
+    """A compiled extension could not be built, or its build cannot start (no host
+    compiler nvcc accepts, a source that does not match its hash). Carries the build
+    log's path, its last lines and the diagnosis of the known causes it matched."""
+
+    kind = "build"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        package: str | None = None,
+        log: str | None = None,
+        tail: str = "",
+        diagnosis: Sequence[Mapping[str, str]] = (),
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.package = package
+        self.log = log
+        self.tail = tail
+        self.diagnosis = tuple(dict(d) for d in diagnosis)
+
+    def details(self) -> dict[str, Any]:
+        return {
+            "package": self.package,
+            "log": self.log,
+            "tail": self.tail,
+            "diagnosis": [dict(d) for d in self.diagnosis],
+        }

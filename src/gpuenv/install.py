@@ -9,10 +9,14 @@ Order of a build, under the prefix's file lock:
    virtual environment is made by uv from an interpreter of the locked Python;
 3. pip artifacts are installed by uv from their exact URLs with ``--require-hashes``
    and ``--no-deps`` (the lock is complete), through uv's shared cache (hard links);
-4. the CUDA toolkit, when the spec asks for one, is located (the prefix's own, or a
-   pinned system toolkit whose ``nvcc --version`` must match the locked CUDA);
-5. activation scripts and the run-time environment delta are written;
-6. the completion marker is written, last; then the project's pointer moves.
+4. the CUDA toolkit, when the spec asks for one (or a build needs one), is located (the
+   prefix's own, or a pinned system toolkit whose ``nvcc --version`` must match the
+   locked CUDA);
+5. the lock's builds (``gpuenv.build``): each wheel from the build cache, or built now
+   against the prefix's torch and cached by its identity, then installed by uv; a
+   failing build fails the install (nothing is marked installed);
+6. activation scripts and the run-time environment delta are written;
+7. the completion marker is written, last; then the project's pointer moves.
 
 Nothing outside the store, the caches in it and the project's ``.gpuenv/`` is written.
 """
@@ -32,6 +36,7 @@ from gpuenv import _proc
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._fs import atomic_write_text
 from gpuenv.activation import ActivationInputs, write_activation_files
+from gpuenv.build.model import BuildOutcome, arch_list
 from gpuenv.errors import ExternalToolError, InstallError
 from gpuenv.lock.model import CondaPackage, LockedTarget
 from gpuenv.shells import write_shell_entrypoints
@@ -62,6 +67,7 @@ class InstallResult:
     built: bool  # False: it was already installed (maybe by a concurrent gpuenv)
     previous: Path | None  # the generation this install replaced, if any
     seconds: float
+    builds: tuple[BuildOutcome, ...] = ()  # the compiled extensions, built or from the cache
 
 
 def _uv_binary(request: InstallRequest) -> Path:
@@ -324,14 +330,20 @@ def library_dirs(prefix: Path) -> tuple[Path, ...]:
 def write_activation(
     prefix: Path, store: Store, request: InstallRequest, home: Path | None
 ) -> None:
+    target = request.target
+    jit_archs = (
+        arch_list(target.hardware.compute_capabilities) if target.stack.cuda is not None else None
+    )
     inputs = ActivationInputs(
         prefix=prefix,
-        name=f"{request.env_name}:{request.target.name}",
+        name=f"{request.env_name}:{target.name}",
         store_root=store.prefixes,
         bin_dirs=(prefix / "bin",),
         lib_dirs=library_dirs(prefix),
         cuda_home=home,
-        cuda_version=request.target.stack.cuda,
+        cuda_version=target.stack.cuda,
+        torch_arch_list=jit_archs,
+        torch_extensions_dir=store.torch_extensions_dir(prefix),
     )
     write_activation_files(prefix, inputs)
     write_shell_entrypoints(prefix)
@@ -340,7 +352,16 @@ def write_activation(
 # --- the whole install ------------------------------------------------------------------------
 
 
-def _build(prefix: Path, store: Store, request: InstallRequest, progress: Progress) -> str:
+def _toolkit_of(request: InstallRequest) -> str | None:
+    """The spec's toolkit; "auto" when a build needs nvcc and the spec names none."""
+    if request.toolkit is None and any(b.needs_toolkit for b in request.target.builds):
+        return "auto"
+    return request.toolkit
+
+
+def _build(
+    prefix: Path, store: Store, request: InstallRequest, progress: Progress
+) -> tuple[str, tuple[BuildOutcome, ...]]:
     target = request.target
     uv = _uv_binary(request)
     env = _uv_env(store, offline=request.offline)
@@ -362,9 +383,22 @@ def _build(prefix: Path, store: Store, request: InstallRequest, progress: Progre
     locked = target.stack.python
     if not (python == locked or python.startswith(locked + ".")):
         raise InstallError(f"the prefix's Python is {python}, the lock says {locked}")
-    home = cuda_home(prefix, target, request.toolkit)
+    home = cuda_home(prefix, target, _toolkit_of(request))
+    outcomes: tuple[BuildOutcome, ...] = ()
+    if target.builds:
+        from gpuenv.build.install import Tools, install_builds
+
+        hashes = {p.name: p.sha256 for p in target.pip}
+        outcomes = install_builds(
+            prefix,
+            store,
+            target.builds,
+            hashes,
+            Tools(uv, env, home, request.sources),
+            lambda message: progress(f"{target.name}: {message}"),
+        )
     write_activation(prefix, store, request, home)
-    return python
+    return python, outcomes
 
 
 def install_target(
@@ -380,13 +414,15 @@ def install_target(
     prefix = store.prefix_for(target.name, lock_hash)
     with store.locked(prefix):
         built = not store.is_installed(prefix, lock_hash)
+        outcomes: tuple[BuildOutcome, ...] = ()
         if built:
             store.discard(prefix)  # an interrupted build, if anything is there
             try:
-                python = _build(prefix, store, request, report)
+                python, outcomes = _build(prefix, store, request, report)
             except BaseException:
                 store.discard(prefix)  # never leave a half-built prefix behind on failure
                 raise
             store.mark_installed(prefix, lock_hash=lock_hash, target=target.name, python=python)
         previous = point_project(store, request.project, target.name, prefix)
-    return InstallResult(target.name, prefix, built, previous, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    return InstallResult(target.name, prefix, built, previous, seconds, outcomes)

@@ -8,7 +8,13 @@ Layout under the store root (``$GPUENV_HOME``, default ``$XDG_DATA_HOME/gpuenv``
     locks/<prefix name>.lock       one file lock per prefix (concurrent installs)
     roots/<digest>                 symlinks to project pointers: the gc roots
     cache/uv, cache/rattler        package caches shared by every prefix
+    cache/torch-extensions/<name>  the prefix's TORCH_EXTENSIONS_DIR (JIT-built extensions)
+    builds/<identity>/             built wheels by build identity (gpuenv.build.cache)
     trash/                         prefixes being deleted (renamed first, then removed)
+
+A prefix that installed builds lists their identities in ``etc/gpuenv/builds.json``: gc
+keeps the build entries that a kept prefix lists, and removes the others (with their
+logs, and the sources no kept entry was built from).
 
 A project points at its prefixes with symlinks ``<project>/.gpuenv/<target>`` (and
 ``<target>.previous``, the generation before the last install). Like Nix's indirect
@@ -31,7 +37,7 @@ import os
 import shutil
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,6 +50,8 @@ __all__ = ["PREVIOUS_SUFFIX", "PROJECT_DIR", "Marker", "Store", "read_marker"]
 from gpuenv.errors import InstallError
 
 MARKER = Path(_marker.MARKER)
+BUILDS_RECORD = Path("etc") / "gpuenv" / "builds.json"
+_MAX_RECORD_BYTES = 1 << 22
 
 
 def default_root(environ: Mapping[str, str]) -> Path:
@@ -71,6 +79,7 @@ class GcResult:
     removed: tuple[Path, ...]
     freed_bytes: int
     kept: int
+    removed_builds: tuple[Path, ...] = ()  # build cache entries no kept prefix lists
 
 
 def _tree_size(path: Path) -> int:
@@ -99,6 +108,10 @@ class Store:
 
     def cache(self, kind: str) -> Path:
         return self.root / "cache" / kind
+
+    def torch_extensions_dir(self, prefix: Path) -> Path:
+        """The prefix's own TORCH_EXTENSIONS_DIR: JIT builds never reuse another torch's."""
+        return self.cache("torch-extensions") / prefix.name
 
     def prefix_for(self, target: str, lock_hash: str) -> Path:
         digest = lock_hash.removeprefix("sha256:")[:16]
@@ -209,9 +222,11 @@ class Store:
         self.empty_trash()
         references = self.live_references()
         removed, freed, kept = [], 0, 0
+        live: list[Path] = []
         for prefix in sorted(self.prefixes.glob("*")) if self.prefixes.exists() else []:
             if prefix in references:
                 kept += 1
+                live.append(prefix)
                 continue
             try:
                 with self.locked(prefix, timeout=0.5):
@@ -220,10 +235,74 @@ class Store:
                         self.discard(prefix)
             except InstallError:  # an install is building it right now: not garbage
                 kept += 1
+                live.append(prefix)
                 continue
             removed.append(prefix)
             freed += size
-        return GcResult(tuple(removed), freed, kept)
+        builds, build_bytes = self._gc_builds(live, dry_run=dry_run)
+        return GcResult(tuple(removed), freed + build_bytes, kept, builds)
+
+    # --- the build cache (gpuenv.build.cache writes it; gc reads what prefixes list) -----
+
+    def build_identities(self, prefix: Path) -> set[str]:
+        """The build identities a prefix's ``builds.json`` lists (empty when unreadable)."""
+        try:
+            path = prefix / BUILDS_RECORD
+            if path.stat().st_size > _MAX_RECORD_BYTES:
+                return set()
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return {
+                b["identity"].removeprefix("sha256:")
+                for b in data["builds"]
+                if isinstance(b, dict) and isinstance(b.get("identity"), str)
+            }
+        except (OSError, ValueError, KeyError, TypeError):
+            return set()
+
+    def _gc_builds(self, live: Sequence[Path], *, dry_run: bool) -> tuple[tuple[Path, ...], int]:
+        """Remove build entries no live prefix lists, unfinished ones nobody is building,
+        logs without an entry, sources no kept entry names, and torch-extensions folders
+        of prefixes that are gone."""
+        root = self.root / "builds"
+        keep = set().union(*(self.build_identities(p) for p in live)) if live else set()
+        removed: list[Path] = []
+        freed = 0
+        candidates = [e for e in sorted(root.glob("*")) if e.name not in ("logs", "sources")]
+        candidates += sorted((root / ".incoming").glob("*"))
+        for entry in candidates:
+            digest = entry.name.split(".", 1)[0]
+            if entry.name == ".incoming" or (entry.parent == root and digest in keep):
+                continue
+            try:
+                with self.locked(Path(f"build-{digest}"), timeout=0.5):
+                    size = _tree_size(entry)
+                    if not dry_run:
+                        self.discard(entry)
+            except InstallError:  # being built or installed right now
+                continue
+            removed.append(entry)
+            freed += size
+        if not dry_run:
+            self._gc_build_leftovers(root, keep, live)
+        return tuple(removed), freed
+
+    def _gc_build_leftovers(self, root: Path, keep: set[str], live: Sequence[Path]) -> None:
+        sources = set()
+        for digest in keep:
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+                entry = json.loads((root / digest / "entry.json").read_text(encoding="utf-8"))
+                sources.add(entry["source"].get("sha256"))
+        for log in (root / "logs").glob("*.log"):
+            if log.stem not in keep:
+                with contextlib.suppress(OSError):
+                    log.unlink()
+        for source in (root / "sources").glob("*"):
+            if source.name not in sources:
+                shutil.rmtree(source, ignore_errors=True)
+        names = {p.name for p in live}
+        for folder in self.cache("torch-extensions").glob("*"):
+            if folder.name not in names:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 # --- project pointers ------------------------------------------------------------------------

@@ -32,6 +32,7 @@ class FakePip:
     newest: str = "2.0.0"
     mislabel: str | None = None  # serve this tag instead of the index's own
     requests: list[PipRequest] = field(default_factory=list)
+    sdist_only: frozenset[str] = frozenset()  # packages the index has no wheel of
 
     def describe(self) -> str:
         return "fake-pip"
@@ -65,6 +66,8 @@ class FakePip:
             if family and tag:
                 version = f"{version}+{self.mislabel or tag}"
             url = f"{index}/{name}/{name}-{version}-py3-none-any.whl"
+            if name in request.no_binary or name in self.sdist_only:  # builds: the sdist
+                url = f"{index}/{name}/{name}-{version}.tar.gz"
             out.append(PipPackage(name, version, url, sha(url), index))
         torch = next((p for p in out if p.name == "torch"), None)
         if torch is not None and tag is None:  # the default index's torch: a CUDA build

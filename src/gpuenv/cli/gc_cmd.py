@@ -19,6 +19,7 @@ def run(args: argparse.Namespace) -> int:
         _output.emit_json(
             {
                 "removed": [str(p) for p in result.removed],
+                "removed_builds": [str(p) for p in result.removed_builds],
                 "freed_bytes": result.freed_bytes,
                 "kept": result.kept,
                 "dry_run": args.dry_run,
@@ -26,11 +27,12 @@ def run(args: argparse.Namespace) -> int:
         )
         return 0
     verb = "would remove" if args.dry_run else "removed"
-    for path in result.removed:
+    for path in (*result.removed, *result.removed_builds):
         _output.out(f"{verb} {path}")
     mib = result.freed_bytes / 2**20
     _output.out(
-        f"{verb} {len(result.removed)} prefix(es), {'would free' if args.dry_run else 'freed'} "
+        f"{verb} {len(result.removed)} prefix(es) and {len(result.removed_builds)} cached "
+        f"build(s), {'would free' if args.dry_run else 'freed'} "
         f"{mib:.1f} MiB; kept {result.kept}"
     )
     return 0

@@ -180,6 +180,7 @@ def _render(results: list[InstallResult], verified: dict[str, bool], *, as_json:
                         "previous": str(r.previous) if r.previous else None,
                         "seconds": round(r.seconds, 3),
                         "verified": verified.get(r.target),
+                        "builds": [b.to_json() for b in r.builds],
                     }
                     for r in results
                 }
@@ -191,6 +192,9 @@ def _render(results: list[InstallResult], verified: dict[str, bool], *, as_json:
         _output.out(f"{r.target}: {state}: {r.prefix}")
         if r.previous:
             _output.out(f"  previous generation kept: {r.previous} (gpuenv rollback)")
+        for b in r.builds:
+            how = "from the build cache" if b.cached else f"built in {b.seconds:.1f} s"
+            _output.out(f"  {b.name} {b.version}: {how} ({b.identity[:19]}...)")
         if r.target in verified:
             verdict = "verified on this machine" if verified[r.target] else "NOT verified"
             _output.out(f"  {verdict} (details: gpuenv verify --target {r.target})")

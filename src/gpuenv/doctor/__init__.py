@@ -17,6 +17,7 @@ from gpuenv.doctor import (
     base_env,
     deep,
     driver,
+    extensions,
     ldpath,
     libraries,
     managers,
@@ -42,6 +43,7 @@ CHECKS: tuple[Callable[[Context], list[Finding]], ...] = (
     source.check,
     wsl.check,
     base_env.check,
+    extensions.check,
     deep.check,
 )
 

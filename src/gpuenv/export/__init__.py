@@ -41,4 +41,21 @@ def export(fmt: str, context: ExportContext) -> Exported:
     """``context.target`` written as ``fmt`` (one of ``FORMATS``)."""
     module = importlib.import_module(FORMATS[fmt][0])
     exported: Exported = module.render(context)
-    return Exported(clean_text(exported.text), exported.notes)
+    return Exported(clean_text(exported.text), (*exported.notes, *_builds_left_out(context, fmt)))
+
+
+# Formats that use the installed prefix (its builds are in it).
+_RUN_GPUENV = frozenset({"slurm"})
+
+
+def _builds_left_out(context: ExportContext, fmt: str) -> tuple[str, ...]:
+    """Packages gpuenv compiles at install (the target's ``builds``) are in no exported
+    file: say so rather than leave them out silently."""
+    builds = context.target.builds
+    if not builds or fmt in _RUN_GPUENV:
+        return ()
+    names = ", ".join(f"{b.name} {b.version}" for b in builds)
+    return (
+        f"target {context.target.name} compiles {names} at install (gpuenv.lock's builds): "
+        f"the {fmt} export leaves them out; 'gpuenv install' builds them for the target's GPUs",
+    )

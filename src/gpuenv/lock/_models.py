@@ -61,6 +61,33 @@ class PipModel(_Model):
     requires: list[str] = Field(default_factory=list)
 
 
+class BuildModel(_Model):
+    """A package compiled at install: its source and build inputs; ``identity`` is their
+    hash (gpuenv.build.model.compute_identity) and names its entry in the build cache."""
+
+    name: str
+    version: str
+    identity: str = Field(pattern=r"^sha256:[0-9a-f]{64}$")
+    source: str = Field(pattern=r"^(sdist|git)$")
+    url: str
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    commit: str | None = Field(default=None, pattern=r"^[0-9a-f]{40}$")
+    requires: list[str] = Field(default_factory=list)
+    max_jobs: int | None = Field(default=None, ge=1, alias="max-jobs")
+    against_torch: bool = Field(alias="against-torch")
+    no_build_isolation: bool = Field(alias="no-build-isolation")
+    torch: str | None = None
+    torch_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$", alias="torch-sha256")
+    cuda: str | None = None
+    toolkit: str | None = None
+    arch_list: str | None = Field(default=None, alias="arch-list")
+    python: str
+    platform: str
+    host_compiler: str | None = Field(default=None, alias="host-compiler")
+    build_requires: list[str] = Field(default_factory=list, alias="build-requires")
+    env: dict[str, str] = Field(default_factory=dict)
+
+
 class TargetModel(_Model):
     input_hash: str = Field(alias="input-hash")
     platform: str
@@ -69,6 +96,7 @@ class TargetModel(_Model):
     virtual_packages: dict[str, str] = Field(default_factory=dict, alias="virtual-packages")
     conda: list[CondaModel] = Field(default_factory=list)
     pip: list[PipModel] = Field(default_factory=list)
+    builds: list[BuildModel] = Field(default_factory=list)
 
 
 class LockFileModel(_Model):

@@ -6,6 +6,9 @@ Format versions (``lock-version``); writing always uses ``LATEST``:
 | ------- | -------------- |
 | 1       | first format   |
 
+``[[targets.<name>.builds]]`` (packages compiled at install, ``gpuenv.build``) came later
+within version 1: a lock without builds is byte for byte what it was before.
+
 Reading checks ``lock-version`` before anything else: a newer file is refused with
 "written by a newer gpuenv", an older one goes to that version's reader. The lock is
 never edited as text: it is parsed into ``lock.model`` values, changed, and written
@@ -19,10 +22,12 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from gpuenv._fs import atomic_write_text
+from gpuenv.build.model import BuildEntry, BuildInputs, BuildSource, check_entry
 from gpuenv.errors import FileFormatError
 from gpuenv.lock.model import (
     CondaPackage,
@@ -105,8 +110,47 @@ def _target(name: str, t: dict[str, Any]) -> LockedTarget:
     )
 
 
-def _to_lock(raw: dict[str, Any]) -> Lock:
-    targets = {name: _target(name, t) for name, t in raw.get("targets", {}).items()}
+def _build(b: dict[str, Any]) -> BuildEntry:
+    return BuildEntry(
+        name=b["name"],
+        version=b["version"],
+        source=BuildSource(b["source"], b["url"], b.get("sha256"), b.get("commit")),
+        inputs=BuildInputs(
+            python=b["python"],
+            platform=b["platform"],
+            against_torch=b["against-torch"],
+            no_build_isolation=b["no-build-isolation"],
+            torch=b.get("torch"),
+            torch_sha256=b.get("torch-sha256"),
+            cuda=b.get("cuda"),
+            toolkit=b.get("toolkit"),
+            arch_list=b.get("arch-list"),
+            host_compiler=b.get("host-compiler"),
+            env=tuple(sorted(dict(b.get("env", {})).items())),
+            build_requires=tuple(b.get("build-requires", ())),
+        ),
+        identity=b["identity"],
+        requires=tuple(b.get("requires", ())),
+        max_jobs=b.get("max-jobs"),
+    )
+
+
+def _with_builds(target: LockedTarget, raw: dict[str, Any], file: str) -> LockedTarget:
+    """The target's builds, each checked against the pip list beside it (its torch and
+    build requirements) and its recorded identity against the one its inputs give."""
+    builds = tuple(_build(b) for b in raw.get("builds", ()))
+    if not builds:
+        return target
+    hashes = {p.name: p.sha256 for p in target.pip}
+    for entry in builds:
+        check_entry(entry, hashes, where=f"{file}: targets.{target.name}")
+    return replace(target, builds=builds)
+
+
+def _to_lock(raw: dict[str, Any], file: str = LOCK_FILENAME) -> Lock:
+    targets = {
+        name: _with_builds(_target(name, t), t, file) for name, t in raw.get("targets", {}).items()
+    }
     return Lock(spec_hash=raw["spec-hash"], targets=targets)
 
 
@@ -155,7 +199,7 @@ def parse_lock_text(text: str, *, file: str = LOCK_FILENAME, cache_dir: Path | N
         _models.validate(raw, file=file)
         _remember(cache_dir, text)
     try:
-        return _to_lock(raw)
+        return _to_lock(raw, file)
     except (KeyError, TypeError, AttributeError) as exc:  # only a stale cache entry gets here
         raise FileFormatError(
             f"{file}: malformed lock ({exc!r})", hint="run 'gpuenv lock'"
@@ -244,7 +288,37 @@ def _target_table(t: LockedTarget) -> dict[str, Any]:
             )
             for p in sorted(t.pip, key=lambda p: (p.name, p.version, p.url))
         ],
+        "builds": [_build_table(b) for b in sorted(t.builds, key=lambda b: b.name)],
     }
+
+
+def _build_table(b: BuildEntry) -> dict[str, Any]:
+    i = b.inputs
+    return _drop_none(
+        {
+            "name": b.name,
+            "version": b.version,
+            "identity": b.identity,
+            "source": b.source.kind,
+            "url": b.source.url,
+            "sha256": b.source.sha256,
+            "commit": b.source.commit,
+            "requires": sorted(b.requires),
+            "max-jobs": b.max_jobs,
+            "against-torch": i.against_torch,
+            "no-build-isolation": i.no_build_isolation,
+            "torch": i.torch,
+            "torch-sha256": i.torch_sha256,
+            "cuda": i.cuda,
+            "toolkit": i.toolkit,
+            "arch-list": i.arch_list,
+            "python": i.python,
+            "platform": i.platform,
+            "host-compiler": i.host_compiler,
+            "build-requires": list(i.build_requires),
+            "env": dict(i.env),
+        }
+    )
 
 
 def _value(value: Any) -> str:
@@ -258,6 +332,8 @@ def _value(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list):
         return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):  # an inline table (a build's env)
+        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + "}"
     raise TypeError(f"no TOML form for {type(value).__name__}")
 
 
@@ -292,7 +368,7 @@ def render_lock(lock: Lock) -> str:
         lines += ["", f"[{here}]", *_pairs({k: table[k] for k in ("input-hash", "platform")})]
         for key in ("hardware", "stack", "virtual-packages"):
             lines += ["", f"[{here}.{key}]", *_pairs(table[key])]
-        for key in ("conda", "pip"):
+        for key in ("conda", "pip", "builds"):
             for entry in table[key]:
                 lines += ["", f"[[{here}.{key}]]", *_pairs(entry)]
     return "\n".join(lines) + "\n"

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import InvalidVersion, Version
 
 from gpuenv.errors import Alternative, ExternalToolError, NoCompatiblePlan
+from gpuenv.lock import builds as build_lock
+from gpuenv.lock.builds import BuildNeeds
 from gpuenv.lock.format import LATEST
 from gpuenv.lock.model import (
     CondaPackage,
@@ -32,6 +34,7 @@ from gpuenv.lock.model import (
     PipRequest,
     PipResolver,
     StackSummary,
+    normalize_name,
     strip_credentials,
 )
 from gpuenv.spec import LoadedSpec, Spec
@@ -96,7 +99,7 @@ def input_hash(spec: Spec, target: str, kb_digest: str) -> str:
         "knowledge": kb_digest,
         "stack": spec.stack.__dict__,
         "target": t.__dict__,
-        "pip": {k: list(v) if isinstance(v, tuple) else v for k, v in spec.pip.__dict__.items()},
+        "pip": _pip_inputs(spec),
         "conda": (
             {
                 "channels": list(spec.conda.channels),
@@ -107,8 +110,25 @@ def input_hash(spec: Spec, target: str, kb_digest: str) -> str:
             else None
         ),
     }
+    if build_lock.declared(spec):  # only then: other specs keep the hashes they had
+        from gpuenv.build import knowledge
+
+        payload["build-knowledge"] = knowledge.digest()
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def _pip_inputs(spec: Spec) -> dict[str, object]:
+    """[pip] as hashed: ``build`` only when it has entries, so that specs without one keep
+    the input hashes they had before builds existed."""
+    out: dict[str, object] = {
+        k: list(v) if isinstance(v, tuple) else v
+        for k, v in spec.pip.__dict__.items()
+        if k != "build"
+    }
+    if spec.pip.build:
+        out["build"] = {name: o.__dict__ for name, o in sorted(spec.pip.build.items())}
+    return out
 
 
 def _jsonable(value: object) -> object:
@@ -175,7 +195,7 @@ def stale_reasons(
 # --- locking one target ------------------------------------------------------------------------
 
 
-def _conda_specs(spec: Spec, plan: TargetPlan) -> tuple[str, ...]:
+def _conda_specs(spec: Spec, plan: TargetPlan, *, toolkit: bool = False) -> tuple[str, ...]:
     assert spec.conda is not None
     deps = spec.conda.dependencies
     specs = (
@@ -185,7 +205,7 @@ def _conda_specs(spec: Spec, plan: TargetPlan) -> tuple[str, ...]:
     )
     if spec.conda.python and "python" not in spec.conda.dependency_names():
         specs.append(f"python {plan.python}.*")
-    if _wants_toolkit(spec, plan):
+    if _wants_toolkit(spec, plan) or (toolkit and spec.stack.toolkit is None and plan.cuda):
         # The prefix's own toolkit: nvcc and the runtime headers of the wheels' CUDA.
         specs += [f"cuda-nvcc {plan.cuda}.*", f"cuda-cudart-dev {plan.cuda}.*"]
     return tuple(specs)
@@ -196,18 +216,26 @@ def _wants_toolkit(spec: Spec, plan: TargetPlan) -> bool:
     return toolkit is not None and not toolkit.startswith("system:") and plan.cuda is not None
 
 
-def _pip_requirements(spec: Spec, plan: TargetPlan) -> tuple[str, ...]:
+def _builds_toolkit(spec: Spec, plan: TargetPlan, need: BuildNeeds | None) -> bool:
+    """A build needs nvcc and the spec names no toolkit: one of torch's CUDA is added."""
+    return need is not None and need.toolkit and spec.stack.toolkit is None and bool(plan.cuda)
+
+
+def _pip_requirements(
+    spec: Spec, plan: TargetPlan, need: BuildNeeds | None = None
+) -> tuple[str, ...]:
     family = [f"torch=={plan.torch}"]
     if plan.torchvision:
         family.append(f"torchvision=={plan.torchvision}")
     if plan.torchaudio:
         family.append(f"torchaudio=={plan.torchaudio}")
     toolkit: list[str] = []
-    if spec.conda is None and _wants_toolkit(spec, plan):
+    if spec.conda is None and (_wants_toolkit(spec, plan) or _builds_toolkit(spec, plan, need)):
         # Without conda, NVIDIA's toolkit wheels (install gathers them under <prefix>/cuda).
         major = (plan.cuda or "").split(".")[0]
         toolkit.append(f"nvidia-cuda-nvcc-cu{major}=={plan.cuda}.*")
-    return (*family, *spec.pip.dependencies, *toolkit)
+    extra = [r for r in (need.requirements if need else ()) if r not in spec.pip.dependencies]
+    return (*family, *spec.pip.dependencies, *toolkit, *extra)
 
 
 def _local_label(version: str) -> str | None:
@@ -305,51 +333,17 @@ def _lock_target(
     spec = loaded.spec
     plan = plan_target(name, spec, kb, detected=options.detected, torch_index=options.torch_index)
     keep = previous if previous is not None and not options.upgrade else None
-    conda: tuple[CondaPackage, ...] = ()
-    python = plan.python
-    if spec.conda is not None:
-        progress(f"{name}: solving conda packages")
-        conda = backends.conda.resolve(
-            CondaRequest(
-                specs=_conda_specs(spec, plan),
-                channels=spec.conda.channels,
-                platform=plan.hardware.platform,
-                virtual_packages=plan.virtual_packages,
-                preferences=keep.conda if keep else (),
-                cache_dir=options.cache_dir,
-            )
-        )
-        conda_python = next((c for c in conda if c.name == "python"), None)
-        if conda_python is not None and not spec.conda.python:
-            needing = sorted(
-                c.name for c in conda if any(d.split()[0] == "python" for d in c.depends)
-            )
-            raise NoCompatiblePlan(
-                f"target {name}: [conda] python = false, but these conda packages need conda's "
-                f"Python: {', '.join(needing) or 'python'}",
-                target=name,
-                alternatives=[
-                    Alternative("let conda supply the Python", {"conda.python": "true"}),
-                    Alternative("install those packages from [pip] instead", {}),
-                ],
-            )
-        if conda_python is not None:
-            python = conda_python.version
+    conda, python = _solve_conda(backends, spec, plan, keep, options, progress)
     progress(f"{name}: resolving pip packages")
-    use_default_for_torch = plan.pypi_default and not (options.torch_index or spec.pip.torch_index)
-    pip = backends.pip.resolve(
-        PipRequest(
-            requirements=_pip_requirements(spec, plan),
-            python=python,
-            platform=plan.hardware.platform,
-            glibc=plan.hardware.glibc,
-            default_index=options.index_url or spec.pip.index_url,
-            extra_indexes=spec.pip.extra_index_urls,
-            torch_index=None if use_default_for_torch else plan.index_url,
-            preferences=keep.pip if keep else (),
-            cache_dir=options.cache_dir,
-        )
-    )
+    declared = build_lock.declared(spec)
+    need = build_lock.needs(declared, cuda=plan.cuda)
+    pip, need = _resolve_pip(backends, spec, plan, keep, options, python, need)
+    found = build_lock.found(spec, pip, declared)
+    more = build_lock.needs(found, cuda=plan.cuda)
+    if not need.covers(more):  # a build found only now needs a toolkit or build requirements
+        _check_conda_toolkit(spec, plan, need, more)
+        pip, need = _resolve_pip(backends, spec, plan, keep, options, python, need.union(more))
+        found = build_lock.found(spec, pip, declared)
     check_against_plan(plan, pip)
     # Whatever a backend returns, credentials in index URLs never reach the lock.
     pip = tuple(
@@ -360,6 +354,9 @@ def _lock_target(
         replace(c, url=strip_credentials(c.url), channel=strip_credentials(c.channel))
         for c in conda
     )
+    toolkit = build_lock.toolkit_version(spec, plan, pip, conda)
+    locked_builds = build_lock.lock_builds(plan, pip, found, toolkit, previous)
+    pip = locked_builds.pip
     hw = plan.hardware
     return LockedTarget(
         name=name,
@@ -377,6 +374,148 @@ def _lock_target(
         virtual_packages=dict(plan.virtual_packages),
         conda=tuple(sorted(conda, key=lambda c: c.name)),
         pip=tuple(sorted(pip, key=lambda p: p.name)),
+        builds=locked_builds.builds,
+    )
+
+
+def _solve_conda(
+    backends: _Backends,
+    spec: Spec,
+    plan: TargetPlan,
+    keep: LockedTarget | None,
+    options: LockOptions,
+    progress: Progress,
+) -> tuple[tuple[CondaPackage, ...], str]:
+    """The target's conda records (none without [conda]), and the Python pip resolves for."""
+    if spec.conda is None:
+        return (), plan.python
+    name = plan.target
+    progress(f"{name}: solving conda packages")
+    builds_toolkit = build_lock.needs(build_lock.declared(spec), cuda=plan.cuda).toolkit
+    conda = backends.conda.resolve(
+        CondaRequest(
+            specs=_conda_specs(spec, plan, toolkit=builds_toolkit),
+            channels=spec.conda.channels,
+            platform=plan.hardware.platform,
+            virtual_packages=plan.virtual_packages,
+            preferences=keep.conda if keep else (),
+            cache_dir=options.cache_dir,
+        )
+    )
+    conda_python = next((c for c in conda if c.name == "python"), None)
+    if conda_python is not None and not spec.conda.python:
+        needing = sorted(c.name for c in conda if any(d.split()[0] == "python" for d in c.depends))
+        raise NoCompatiblePlan(
+            f"target {name}: [conda] python = false, but these conda packages need conda's "
+            f"Python: {', '.join(needing) or 'python'}",
+            target=name,
+            alternatives=[
+                Alternative("let conda supply the Python", {"conda.python": "true"}),
+                Alternative("install those packages from [pip] instead", {}),
+            ],
+        )
+    return conda, conda_python.version if conda_python is not None else plan.python
+
+
+def _resolve_pip(
+    backends: _Backends,
+    spec: Spec,
+    plan: TargetPlan,
+    keep: LockedTarget | None,
+    options: LockOptions,
+    python: str,
+    need: BuildNeeds,
+) -> tuple[tuple[PipPackage, ...], BuildNeeds]:
+    """The pip resolution, and the build needs it ended with: a package that uv could only
+    read by building it, whose build imports torch, is given the dependencies the spec or
+    the knowledge base declares for it, and resolved again (once per package)."""
+    use_default_for_torch = plan.pypi_default and not (options.torch_index or spec.pip.torch_index)
+    while True:
+        try:
+            pip = _resolve(backends, spec, plan, keep, options, python, need, use_default_for_torch)
+            return pip, need
+        except ExternalToolError as exc:
+            name = _needs_torch_for_metadata(exc)
+            declared = {n for n, _ in need.dependency_metadata}
+            requires = build_lock.metadata_for(name, spec) if name else None
+            if name is None or name in declared or requires is None:
+                raise _metadata_needs_torch(exc, name) from None
+            need = need.union(BuildNeeds(dependency_metadata=((name, requires),)))
+
+
+_FAILED_BUILD = re.compile(r"Failed to build `([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _needs_torch_for_metadata(exc: ExternalToolError) -> str | None:
+    """The package uv had to build to read its dependencies, when that build imports torch."""
+    text = exc.stderr_tail or exc.message
+    match = _FAILED_BUILD.search(text)
+    if match is None or "No module named 'torch'" not in text:
+        return None
+    return normalize_name(match.group(1))
+
+
+def _metadata_needs_torch(exc: ExternalToolError, name: str | None) -> ExternalToolError:
+    """uv had to build a package to read its dependencies, and the build imports torch
+    (flash-attn's setup.py does): say how to declare them instead of uv's own hint."""
+    if name is None:
+        return exc
+    text = exc.stderr_tail or exc.message
+    return ExternalToolError(
+        f"{name}'s dependencies cannot be read without building it, and its build imports "
+        f"torch (No module named 'torch' in uv's isolated build):\n{text}",
+        argv=exc.argv,
+        returncode=exc.returncode,
+        stderr_tail=exc.stderr_tail,
+        hint=f"declare them in gpuenv.toml: [pip.build.{name}] no-build-isolation = true and "
+        'requires-dist = ["torch", ...] (its install_requires)',
+    )
+
+
+def _resolve(
+    backends: _Backends,
+    spec: Spec,
+    plan: TargetPlan,
+    keep: LockedTarget | None,
+    options: LockOptions,
+    python: str,
+    need: BuildNeeds,
+    use_default_for_torch: bool,
+) -> tuple[PipPackage, ...]:
+    return backends.pip.resolve(
+        PipRequest(
+            requirements=_pip_requirements(spec, plan, need),
+            python=python,
+            platform=plan.hardware.platform,
+            glibc=plan.hardware.glibc,
+            default_index=options.index_url or spec.pip.index_url,
+            extra_indexes=spec.pip.extra_index_urls,
+            torch_index=None if use_default_for_torch else plan.index_url,
+            preferences=(*keep.pip, *_build_pins(keep)) if keep else (),
+            cache_dir=options.cache_dir,
+            no_binary=need.no_binary,
+            dependency_metadata=need.dependency_metadata,
+        )
+    )
+
+
+def _build_pins(locked: LockedTarget) -> tuple[PipPackage, ...]:
+    """The builds' versions, kept like any other pin (their sdists are not in ``pip``)."""
+    return tuple(
+        PipPackage(b.name, b.version, b.source.url, b.source.sha256 or "") for b in locked.builds
+    )
+
+
+def _check_conda_toolkit(spec: Spec, plan: TargetPlan, need: BuildNeeds, more: BuildNeeds) -> None:
+    """A toolkit from conda is solved before pip: a build found only in the pip resolution
+    cannot add one any more."""
+    if spec.conda is None or need.toolkit or not more.toolkit or _wants_toolkit(spec, plan):
+        return
+    raise NoCompatiblePlan(
+        f"target {plan.target}: a package that must be compiled with nvcc came as an sdist, "
+        "and conda's toolkit is solved before pip",
+        target=plan.target,
+        alternatives=[Alternative("add a CUDA toolkit", {"stack.toolkit": "auto"})],
     )
 
 

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from gpuenv.build.model import BuildEntry
+
 
 def normalize_name(name: str) -> str:
     """PEP 503 normalisation: ``Torch_Vision`` -> ``torch-vision``."""
@@ -89,6 +91,11 @@ class PipRequest:
     )
     preferences: tuple[PipPackage, ...] = ()  # existing pins to keep while they still fit
     cache_dir: Path | None = None
+    # Packages to build from source: their sdist is locked even where wheels exist.
+    no_binary: tuple[str, ...] = ()
+    # (name, requirements): a package's dependencies, for packages whose metadata cannot be
+    # read without building them (a setup.py that imports torch); uv's dependency-metadata.
+    dependency_metadata: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,6 +160,7 @@ class LockedTarget:
     virtual_packages: Mapping[str, str]
     conda: tuple[CondaPackage, ...] = ()
     pip: tuple[PipPackage, ...] = ()
+    builds: tuple[BuildEntry, ...] = ()  # packages compiled at install (gpuenv.build)
 
     def pip_package(self, name: str) -> PipPackage | None:
         wanted = normalize_name(name)
@@ -164,12 +172,14 @@ class LockedTarget:
         import hashlib
         import json
 
-        payload = {
+        payload: dict[str, object] = {
             "platform": self.platform,
             "conda": [(c.url, c.sha256) for c in self.conda],
             "pip": [(p.url, p.sha256) for p in self.pip],
             "python": self.stack.python,
         }
+        if self.builds:  # only then: prefixes of build-free locks keep their names
+            payload["builds"] = [b.identity for b in self.builds]
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 

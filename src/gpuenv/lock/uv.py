@@ -266,7 +266,11 @@ class UvResolver:
                 future.result()  # the annotated run's error first: it is the clearer one
         return (
             parse_annotated(annotated.read_text(encoding="utf-8")),
-            parse_pylock(pylock.read_text(encoding="utf-8"), target_tags(run.request)),
+            parse_pylock(
+                pylock.read_text(encoding="utf-8"),
+                target_tags(run.request),
+                sdists=frozenset(normalize_name(n) for n in run.request.no_binary),
+            ),
         )
 
     def _pinned_artifacts(
@@ -287,7 +291,11 @@ class UvResolver:
         output.parent.mkdir()
         argv = [*self._base_argv(run, project), "-c", pins, "--format", "pylock.toml"]
         self._run_uv(run, [*argv, "-o", output])
-        locked = parse_pylock(output.read_text(encoding="utf-8"), target_tags(run.request))
+        locked = parse_pylock(
+            output.read_text(encoding="utf-8"),
+            target_tags(run.request),
+            sdists=frozenset(normalize_name(n) for n in run.request.no_binary),
+        )
         if not _agree(resolved, locked):
             raise ExternalToolError(
                 "uv gave different results for the same pinned request: "
@@ -317,6 +325,10 @@ class UvResolver:
         ]
         if request.cache_dir is not None:
             argv += ["--cache-dir", request.cache_dir]
+        for name in request.no_binary:  # builds: their sdist, even where wheels exist
+            argv += ["--no-binary", name]
+        if request.dependency_metadata:
+            argv += ["--config-file", _write_dependency_metadata(run)]
         if run.default is not None:
             argv += ["--default-index", f"{run.default.name}={run.default.url}"]
         for extra in run.extras:
@@ -383,6 +395,22 @@ def _write_project(folder: Path, run: _Run, promoted: frozenset[str]) -> Path:
     return path
 
 
+def _write_dependency_metadata(run: _Run) -> Path:
+    """uv's ``dependency-metadata``: the declared dependencies of packages whose metadata
+    cannot be read without building them (their setup.py imports torch)."""
+    lines = []
+    for name, requires in run.request.dependency_metadata:
+        lines += [
+            "[[dependency-metadata]]",
+            f"name = {json.dumps(name)}",
+            f"requires-dist = {json.dumps(list(requires))}",
+            "",
+        ]
+    path = run.workdir / "uv-dependency-metadata.toml"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    return path
+
+
 def _seed_preferences(annotated: Path, pylock: Path, preferences: Iterable[PipPackage]) -> None:
     """uv prefers the versions already in its output file: seed both formats alike."""
     pins = sorted({(normalize_name(p.name), p.version) for p in preferences})
@@ -438,7 +466,8 @@ def _reachable(roots: Iterable[str], resolved: Mapping[str, _Resolved]) -> set[s
 
 def _agree(resolved: Mapping[str, _Resolved], locked: Mapping[str, tuple[str, str, str]]) -> bool:
     return set(resolved) == set(locked) and all(
-        locked[n][0] == r.version for n, r in resolved.items()
+        not r.version or locked[n][0] == r.version
+        for n, r in resolved.items()  # "": git
     )
 
 
@@ -506,9 +535,15 @@ def parse_annotated(text: str) -> dict[str, _Resolved]:
             parents.extend(_parent(rest))
         elif in_via and line.startswith("#   "):
             parents.extend(_parent(line[1:].strip()))
+        elif " @ " in line and line.split(" @ ", 1)[1].startswith("git+"):
+            # A git requirement (a build): its version and commit come from pylock.toml.
+            flush()
+            current, version = normalize_name(line.split(" @ ", 1)[0].strip()), ""
+            parents, index, in_via = [], None, False
         elif " @ " in line:
             raise ExternalToolError(
-                f"direct URL requirements cannot be locked yet: {strip_credentials_in_text(line)}"
+                "direct URL requirements other than git+ ones cannot be locked yet: "
+                f"{strip_credentials_in_text(line)}"
             )
         elif not line.startswith("#"):
             raise ExternalToolError(f"unexpected line in uv's output: {line!r}")
@@ -533,9 +568,12 @@ def _load_toml(text: str) -> dict[str, Any]:
     return data
 
 
-def parse_pylock(text: str, tags: Iterable[Tag]) -> dict[str, tuple[str, str, str]]:
+def parse_pylock(
+    text: str, tags: Iterable[Tag], sdists: frozenset[str] = frozenset()
+) -> dict[str, tuple[str, str, str]]:
     """``name -> (version, url, sha256)`` from uv's ``pylock.toml``: per package, the
-    wheel whose tags rank best for the target, or the sdist when it has no wheel."""
+    wheel whose tags rank best for the target, or the sdist when it has no wheel (or is
+    named in ``sdists``: packages gpuenv builds from source)."""
     rank: dict[Tag, int] = {}
     for i, tag in enumerate(tags):
         rank.setdefault(tag, i)
@@ -544,7 +582,7 @@ def parse_pylock(text: str, tags: Iterable[Tag]) -> dict[str, tuple[str, str, st
         name = normalize_name(package["name"])
         version = str(package.get("version", ""))
         best: tuple[int, str, str] | None = None
-        for wheel in package.get("wheels", []):
+        for wheel in package.get("wheels", []) if name not in sdists else []:
             url = wheel["url"]
             filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
             wheel_rank = min((rank.get(t, len(rank)) for t in _wheel_tags(filename)), default=0)
@@ -553,6 +591,10 @@ def parse_pylock(text: str, tags: Iterable[Tag]) -> dict[str, tuple[str, str, st
                 best = candidate
         if best is None and "sdist" in package:
             best = (0, package["sdist"]["url"], package["sdist"]["hashes"]["sha256"])
+        vcs = package.get("vcs")
+        if best is None and isinstance(vcs, dict) and vcs.get("type") == "git":
+            # A git source, at the commit uv resolved its ref to: built, never downloaded.
+            best = (0, f"git+{vcs['url']}@{vcs['commit-id']}", "")
         if best is None:
             raise ExternalToolError(f"uv returned no artifact for {name} {version}")
         out[name] = (version, strip_credentials(best[1]), best[2])
@@ -577,7 +619,7 @@ def _packages(
     return tuple(
         PipPackage(
             name=name,
-            version=r.version,
+            version=r.version or artifacts[name][0],
             url=artifacts[name][1],
             sha256=artifacts[name][2],
             index=r.index,

@@ -35,7 +35,7 @@ from gpuenv._artifacts import ArtifactSources
 from gpuenv._fs import atomic_write_text
 from gpuenv.errors import InstallError, UsageError
 from gpuenv.lock.format import LOCK_FILENAME, parse_lock_text, read_lock, render_lock
-from gpuenv.lock.model import Lock
+from gpuenv.lock.model import Lock, LockedTarget
 from gpuenv.pack import _fetch, _tar
 from gpuenv.pack._fetch import Credentials, Wanted
 from gpuenv.pack.manifest import (
@@ -122,6 +122,20 @@ def _filename(url: str) -> str:
     return unquote(urlsplit(url).path.rsplit("/", 1)[-1])
 
 
+def _build_sources(target: LockedTarget) -> list[tuple[str, str]]:
+    """The sdists the target's builds compile (gpuenv.build): packed like wheels."""
+    out = []
+    for build in target.builds:
+        if build.source.kind != "sdist" or build.source.sha256 is None:
+            raise UsageError(
+                f"target {target.name} builds {build.name} from {build.source.url}: an archive "
+                "cannot hold a git checkout yet",
+                hint=f"depend on an sdist of {build.name} (a version on the index) to pack it",
+            )
+        out.append((build.source.url, build.source.sha256))
+    return out
+
+
 def wanted_artifacts(lock: Lock, targets: tuple[str, ...]) -> list[Wanted]:
     """Every artifact the targets name, once per (sha256, file name), sorted."""
     merged: dict[tuple[str, str], Wanted] = {}
@@ -130,6 +144,7 @@ def wanted_artifacts(lock: Lock, targets: tuple[str, ...]) -> list[Wanted]:
         if target is None:
             raise UsageError(f"gpuenv.lock has no target {name!r}", hint="run 'gpuenv lock' first")
         found = [Wanted((p.url,), p.filename, p.sha256, "pip") for p in target.pip]
+        found += [Wanted((url,), _filename(url), sha, "pip") for url, sha in _build_sources(target)]
         found += [
             Wanted((c.url,), _filename(c.url), c.sha256, "conda", c.md5) for c in target.conda
         ]
@@ -351,6 +366,7 @@ def _cross_check(manifest: Manifest, lock: Lock, archive: Path) -> None:
                 f"its lock does not hold target {name} as the manifest says", archive
             )
         locked: list[tuple[str, str, str | None]] = [(p.url, p.sha256, None) for p in target.pip]
+        locked += [(url, sha, None) for url, sha in _build_sources(target)]
         locked += [(c.url, c.sha256, c.md5) for c in target.conda]
         for url, sha256, md5 in locked:
             packed = by_url.get(url)

@@ -37,6 +37,7 @@ else:  # pragma: no cover - Python 3.10 only
     import tomli as tomllib
 
 __all__ = [
+    "BuildOptions",
     "Conda",
     "LoadedSpec",
     "Pip",
@@ -106,11 +107,51 @@ class Target:
 
 
 @dataclass(frozen=True)
+class BuildOptions:
+    """``[pip.build.<name>]``: how one package is built from source (None: the
+    knowledge base's default, see ``gpuenv.build.knowledge``)."""
+
+    no_build_isolation: bool | None = None
+    against_torch: bool | None = None
+    toolkit: bool | None = None
+    env: tuple[tuple[str, str], ...] = ()  # sorted by name
+    max_jobs: int | None = None
+    extra_archs: tuple[str, ...] = ()
+    build_requires: tuple[str, ...] | None = None
+    requires_dist: tuple[str, ...] | None = None
+    host_compiler: str | None = None
+
+    @classmethod
+    def from_normalised(cls, data: Mapping[str, Any]) -> BuildOptions:
+        def optional(key: str) -> tuple[str, ...] | None:
+            value = data.get(key)
+            return tuple(value) if value is not None else None
+
+        return cls(
+            no_build_isolation=data.get("no-build-isolation"),
+            against_torch=data.get("against-torch"),
+            toolkit=data.get("toolkit"),
+            env=tuple(sorted(dict(data.get("env") or {}).items())),
+            max_jobs=data.get("max-jobs"),
+            extra_archs=tuple(data.get("extra-archs") or ()),
+            build_requires=optional("build-requires"),
+            requires_dist=optional("requires-dist"),
+            host_compiler=data.get("host-compiler"),
+        )
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503: ``Flash_Attn`` -> ``flash-attn``."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass(frozen=True)
 class Pip:
     dependencies: tuple[str, ...] = ()
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
     torch_index: str | None = None
+    build: Mapping[str, BuildOptions] = field(default_factory=dict)  # by normalised name
 
 
 @dataclass(frozen=True)
@@ -177,6 +218,10 @@ class Spec:
                 index_url=pip["index-url"],
                 extra_index_urls=tuple(pip["extra-index-urls"]),
                 torch_index=pip["torch-index"],
+                build={
+                    normalize_name(name): BuildOptions.from_normalised(options)
+                    for name, options in sorted((pip.get("build") or {}).items())
+                },
             ),
             conda=(
                 Conda(

@@ -19,7 +19,15 @@ from typing import Annotated, Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+)
 
 from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import line_of
@@ -111,6 +119,60 @@ def _url(text: str) -> str:
     return text
 
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Set by gpuenv for every build, from the lock (gpuenv.build.model.MANAGED_ENV).
+_MANAGED_ENV = frozenset(
+    {
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "TORCH_CUDA_ARCH_LIST",
+        "MAX_JOBS",
+        "CC",
+        "CXX",
+        "NVCC_CCBIN",
+        "PATH",
+        "PYTHONPATH",
+        "VIRTUAL_ENV",
+    }
+)
+_MANAGED_HINTS = {
+    "TORCH_CUDA_ARCH_LIST": "it comes from the target's GPUs: add entries with extra-archs",
+    "MAX_JOBS": "use max-jobs",
+    "CUDA_HOME": "use [stack] toolkit",
+    "CUDA_PATH": "use [stack] toolkit",
+    "CC": "use host-compiler",
+    "CXX": "use host-compiler",
+    "NVCC_CCBIN": "use host-compiler",
+}
+
+
+def _env_name(text: str) -> str:
+    if not _ENV_NAME.match(text):
+        raise ValueError(f'"{text}" is not an environment variable name (letters, digits, _)')
+    if text in _MANAGED_ENV:
+        why = _MANAGED_HINTS.get(text, "gpuenv sets it")
+        raise ValueError(f"{text} is set by gpuenv for every build: {why}")
+    return text
+
+
+def _env_value(text: str) -> str:
+    if "\0" in text:
+        raise ValueError("a NUL byte cannot be passed in the environment")
+    if not text.isprintable():
+        bad = next(c for c in text if not c.isprintable())
+        raise ValueError(
+            f"a control character (U+{ord(bad):04X}) in a build variable: the lock holds "
+            "printable text only (shell metacharacters are fine: no shell ever sees the value)"
+        )
+    return text
+
+
+def _arch_entry(text: str) -> str:
+    if not re.fullmatch(r"\d{1,2}\.\d(\+PTX)?", text.strip()):
+        raise ValueError(f'"{text}" is not an arch entry like "8.0" or "9.0+PTX"')
+    return text
+
+
 VersionSpec = Annotated[str, AfterValidator(_version_spec)]
 PythonSpec = Annotated[str, AfterValidator(_python)]
 CudaSpec = Annotated[str, AfterValidator(_cuda)]
@@ -182,6 +244,71 @@ class Target(_Model):
     )
 
 
+EnvName = Annotated[str, AfterValidator(_env_name)]
+EnvValue = Annotated[str, AfterValidator(_env_value)]
+ArchEntry = Annotated[str, AfterValidator(_arch_entry)]
+
+
+class Build(_Model):
+    """How one package is built from source. Every key is optional: gpuenv's knowledge
+    base has defaults for the well-known extension packages (flash-attn, xformers, apex,
+    ...), and a package with no wheel for the target is built with build isolation."""
+
+    no_build_isolation: StrictBool | None = Field(
+        default=None,
+        alias="no-build-isolation",
+        description="Build in the prefix, against its torch, instead of an isolated "
+        "environment (needed by packages whose setup.py imports torch).",
+    )
+    against_torch: StrictBool | None = Field(
+        default=None,
+        alias="against-torch",
+        description="The build compiles against torch: torch's wheel is a build input. "
+        "Default: the knowledge base's, else the same as no-build-isolation.",
+    )
+    toolkit: StrictBool | None = Field(
+        default=None,
+        description="The build needs nvcc: a CUDA toolkit matched to torch's CUDA is added.",
+    )
+    env: dict[EnvName, EnvValue] = Field(
+        default_factory=dict,
+        description="Environment variables for the build, passed as they are (never "
+        "through a shell). gpuenv's own (TORCH_CUDA_ARCH_LIST, CUDA_HOME, MAX_JOBS, CC, "
+        "CXX) cannot be set here.",
+    )
+    max_jobs: StrictInt | None = Field(
+        default=None,
+        ge=1,
+        le=1024,
+        alias="max-jobs",
+        description="At most this many parallel compile jobs (default: cores, or fewer "
+        "where free memory is short).",
+    )
+    extra_archs: list[ArchEntry] = Field(
+        default_factory=list,
+        alias="extra-archs",
+        description='Arch entries compiled besides the target\'s GPUs, e.g. ["8.0", "9.0+PTX"].',
+    )
+    build_requires: list[RequirementSpec] | None = Field(
+        default=None,
+        alias="build-requires",
+        description="What a build in the prefix needs installed first (locked like any "
+        "other pip package).",
+    )
+    requires_dist: list[RequirementSpec] | None = Field(
+        default=None,
+        alias="requires-dist",
+        description="The package's own dependencies, for packages whose metadata cannot be "
+        "read without importing torch.",
+    )
+    host_compiler: Annotated[str, Field(pattern=r"^gcc-[0-9]{1,2}$")] | None = Field(
+        default=None,
+        alias="host-compiler",
+        description='The host compiler, "gcc-12" (default: one this machine has that nvcc '
+        "accepts, recorded in the lock).",
+    )
+
+
 class Pip(_Model):
     dependencies: list[RequirementSpec] = Field(default_factory=list)
     index_url: UrlSpec | None = Field(default=None, alias="index-url")
@@ -190,6 +317,11 @@ class Pip(_Model):
         default=None,
         alias="torch-index",
         description="Base of the per-build torch indexes (<base>/cu124/); PyTorch's by default.",
+    )
+    build: dict[Name, Build] = Field(
+        default_factory=dict,
+        description="Packages built from source, by name: "
+        '[pip.build.flash-attn] max-jobs = 4, env = { FOO = "1" }.',
     )
 
 

@@ -53,6 +53,9 @@ class Expectations:
     library_roots: tuple[Path, ...] = ()
     extra: tuple[str, ...] = ()
     builds: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Compiled extensions gpuenv built into the prefix: {"name", "version", "modules"
+    # (to import), "files" (absolute paths of their shared objects, whose GPU code is read)}.
+    extensions: tuple[Mapping[str, Any], ...] = ()
     time_budget: float | None = None
     check_budget: float | None = None
     matmul_size: int | None = None
@@ -74,6 +77,7 @@ class Expectations:
             "library_roots": [str(p) for p in self.library_roots],
             "extra": list(self.extra),
             "builds": {tag: list(arch) for tag, arch in self.builds.items()},
+            "extensions": [dict(e) for e in self.extensions],
             "time_budget": self.time_budget,
             "check_budget": self.check_budget,
             "matmul_size": self.matmul_size,
@@ -86,6 +90,8 @@ class Expectations:
             names.append("torchvision")
         if self.torchaudio:
             names.append("torchaudio")
+        if self.extensions:
+            names.append("extensions")
         names.extend(f"extra:{i}" for i in range(len(self.extra)))
         return tuple(names)
 

@@ -44,7 +44,7 @@ import tempfile
 import threading
 import time
 import traceback
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 PROBE_VERSION = 1
 EXIT_PASSED = 0
@@ -182,6 +182,93 @@ def builds_covering(cc: Sequence[int], builds: Dict[str, Sequence[str]]) -> List
     """The build tags (cu121, cu128, ...) whose arch list covers ``cc``, oldest first."""
     tags = [tag for tag, arch in builds.items() if arch_covered(cc, arch)]
     return sorted(tags, key=_tag_key)
+
+
+# ---- compiled extensions: the GPU code in a shared object's fat binary -------------------
+#
+# The layout gpuenv.build.elfscan reads (the tests hold the two readers together): the
+# ``.nv_fatbin`` section holds fatbins (magic 0xBA55ED50; u16 version, u16 header size,
+# u64 size), each a list of entries (u16 kind: 1 PTX, 2 cubin; u32 header size at 4; u64
+# payload size at 8; u32 arch at 28).
+
+FATBIN_MAGIC = 0xBA55ED50
+
+
+def _elf_sections(data: bytes) -> List[Tuple[str, int, int]]:
+    """(name, offset, size) of each section of an ELF image, [] when it is not one."""
+    import struct
+
+    if len(data) < 64 or data[:4] != b"\x7fELF" or data[4] not in (1, 2) or data[5] not in (1, 2):
+        return []
+    end = "<" if data[5] == 1 else ">"
+    if data[4] == 2:
+        shoff = struct.unpack_from(end + "Q", data, 40)[0]
+        entsize, count, names_at = struct.unpack_from(end + "HHH", data, 58)
+        layout, offset_at, size_at = end + "IIQQQQIIQQ", 4, 5
+    else:
+        shoff = struct.unpack_from(end + "I", data, 32)[0]
+        entsize, count, names_at = struct.unpack_from(end + "HHH", data, 46)
+        layout, offset_at, size_at = end + "IIIIIIIIII", 4, 5
+    if not shoff or shoff + entsize * count > len(data) or names_at >= count:
+        return []
+    headers = [struct.unpack_from(layout, data, shoff + i * entsize) for i in range(count)]
+    names = headers[names_at]
+    table = data[names[offset_at] : names[offset_at] + names[size_at]]
+    out = []
+    for h in headers:
+        stop = table.find(b"\0", h[0])
+        name = table[h[0] : stop].decode("ascii", "replace") if stop >= 0 else ""
+        out.append((name, h[offset_at], h[size_at]))
+    return out
+
+
+def fatbin_entries(path: str) -> Optional[List[str]]:
+    """The GPU code ``path`` carries, in torch's spelling (``sm_90``, ``compute_90``);
+    [] for a shared object without GPU code; None when it cannot be read as ELF."""
+    import struct
+
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    sections = _elf_sections(data)
+    if not sections:
+        return None
+    end = "<" if data[5] == 1 else ">"
+    sass: Set[int] = set()
+    ptx: Set[int] = set()
+    for name, offset, size in sections:
+        if name != ".nv_fatbin":
+            continue
+        blob, pos = data[offset : offset + size], 0
+        while pos + 16 <= len(blob):
+            magic, _v, header, fat = struct.unpack_from(end + "IHHQ", blob, pos)
+            if magic != FATBIN_MAGIC:
+                pos += 8
+                continue
+            entry, stop = pos + header, min(len(blob), pos + header + fat)
+            while entry + 32 <= stop:
+                kind, _f, entry_header, payload = struct.unpack_from(end + "HHIQ", blob, entry)
+                arch = struct.unpack_from(end + "I", blob, entry + 28)[0]
+                (sass if kind == 2 else ptx if kind == 1 else set()).add(arch)
+                if not entry_header:
+                    break
+                entry += entry_header + payload
+            pos = max(stop, pos + 16)
+    return ["sm_%d" % a for a in sorted(sass)] + ["compute_%d" % a for a in sorted(ptx)]
+
+
+def extension_fix(message: str) -> str:
+    """What to do when importing a built extension failed."""
+    if re.search(r"undefined symbol: _ZN(K)?(3c10|2at|5torch)", message):
+        return (
+            "the extension was compiled against another torch: reinstall the prefix "
+            "(gpuenv install), which rebuilds it against this torch"
+        )
+    if "cannot open shared object file" in message:
+        return "import torch first (the extension links torch's libraries), or reinstall it"
+    return "see the build log of this extension (gpuenv install prints where it is)"
 
 
 def _tag_key(tag: str) -> Tuple[int, str]:
@@ -691,6 +778,8 @@ class Probe:
         if self.expect.get("torchaudio"):
             self.run("torchaudio", self.check_torchaudio)
         self.run("linkage", self.check_linkage)
+        if self.expect.get("extensions"):
+            self.run("extensions", self.check_extensions)
         if not self.cpu and self.state.get("device_count"):
             self.run("nccl", self.check_nccl, NCCL_CHECK_BUDGET)
         for i, statement in enumerate(self.expect.get("extra") or []):
@@ -1084,6 +1173,49 @@ class Probe:
             raise Skip("one GPU: no all-reduce to run")
         world = min(count, 8)
         return _all_reduce(world, NCCL_CHECK_BUDGET - 5)
+
+    def check_extensions(self) -> Outcome:
+        """Every extension gpuenv built: each module imports, and each shared object
+        carries machine code for every GPU here, or PTX the driver can JIT for it."""
+        import importlib
+
+        lines, bad, fixes = [], [], []
+        data: Dict[str, Any] = {}
+        devices = [] if self.cpu else self.state.get("devices", [])
+        for ext in self.expect.get("extensions") or []:
+            label = "%s %s" % (ext.get("name"), ext.get("version"))
+            for module in ext.get("modules") or []:
+                try:
+                    importlib.import_module(module)
+                except Exception as exc:  # ImportError, OSError from the loader
+                    message = "%s: %s" % (type(exc).__name__, _first_line(str(exc)))
+                    bad.append("%s: import %s failed: %s" % (label, module, message))
+                    fixes.append(extension_fix(message))
+            for path in ext.get("files") or []:
+                entries = fatbin_entries(path)
+                data[path] = entries
+                if not entries:
+                    continue  # no GPU code (a CPU extension) or unreadable: the import says
+                for dev in devices:
+                    if not arch_covered(_cc(dev), entries):
+                        bad.append(
+                            "%s: %s has %s, no code for GPU %d (%s)"
+                            % (
+                                label,
+                                os.path.basename(path),
+                                " ".join(entries),
+                                dev["index"],
+                                sm_name(_cc(dev)),
+                            )
+                        )
+                        fixes.append(
+                            "rebuild it for this GPU: the target's GPU in gpuenv.toml must "
+                            "be this one (or add extra-archs), then gpuenv install"
+                        )
+            lines.append(label)
+        if bad:
+            return False, "; ".join(bad), "; ".join(sorted(set(fixes))), data
+        return True, "built extensions load: " + ", ".join(lines), None, data
 
     def check_extra(self, statement: str) -> Outcome:
         namespace: Dict[str, Any] = {"__name__": "__gpuenv_extra__"}

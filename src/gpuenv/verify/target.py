@@ -37,6 +37,8 @@ def expectations_for(
         package = target.pip_package(name)
         return package.version if package else None
 
+    from gpuenv.build.install import extensions_of
+
     release = kb.torch_release(stack.torch) if kb is not None else None
     builds = {b.tag: tuple(str(a) for a in b.arch) for b in release.cuda_builds} if release else {}
     return Expectations(
@@ -51,6 +53,7 @@ def expectations_for(
         prefix=prefix,
         extra=extra,
         builds=builds,
+        extensions=extensions_of(prefix),
     )
 
 

@@ -1,0 +1,175 @@
+"""The build cache: built wheels in the store, content-addressed by build identity.
+
+Layout under ``<store>/builds/`` (see also ``gpuenv.store``, whose ``gc`` knows it)::
+
+    <digest>/                   one entry: the identity's 64 hex digits
+        entry.json              what was built, from what, the wheel's sha256: written last
+        <name>-<version>-....whl
+        build.log               the build's full output
+    .incoming/<digest>.<rand>/  an entry being built; renamed to <digest>/ when complete
+    logs/<digest>.log           the log of the latest build of that identity (kept on failure)
+    sources/<sha256>/<file>     sdists, by their sha256
+
+The discipline is the prefixes': an entry is complete only when its ``entry.json`` (the
+completion marker) is there, names its identity, and the wheel beside it still has the
+sha256 it records. An entry is built in ``.incoming/`` and renamed into place in one step,
+so a killed build never leaves a half-written entry at its real path; a damaged entry is
+moved to the trash and built again. One file lock per identity: concurrent installs that
+need the same build build it once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpuenv import __version__
+from gpuenv._fs import atomic_write_text
+from gpuenv.build.model import BuildEntry
+from gpuenv.store import Store
+
+ENTRY_FILE = "entry.json"
+LOG_FILE = "build.log"
+ENTRY_FORMAT = 1
+MAX_ENTRY_BYTES = 1 << 20
+_WHEEL_NAME = re.compile(r"[A-Za-z0-9_.+!-]+\.whl\Z")
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class CachedWheel:
+    identity: str
+    wheel: Path
+    sha256: str
+    entry_dir: Path
+    record: dict[str, Any]
+
+    @property
+    def log(self) -> Path:
+        return self.entry_dir / LOG_FILE
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class BuildCache:
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.root = store.root / "builds"
+        self.notes: list[str] = []  # what lookups found wrong (shown by install)
+
+    # --- places -------------------------------------------------------------------------
+
+    def entry_dir(self, identity: str) -> Path:
+        return self.root / identity.removeprefix("sha256:")
+
+    def log_path(self, identity: str) -> Path:
+        return self.root / "logs" / f"{identity.removeprefix('sha256:')}.log"
+
+    @property
+    def sources(self) -> Path:
+        return self.root / "sources"
+
+    @contextlib.contextmanager
+    def locked(self, identity: str, *, timeout: float = 6 * 3600) -> Iterator[None]:
+        """Hold the identity's file lock (the store's lock directory, ``build-<digest>``)."""
+        with self.store.locked(Path(f"build-{identity.removeprefix('sha256:')}"), timeout=timeout):
+            yield
+
+    # --- reading ------------------------------------------------------------------------
+
+    def lookup(self, entry: BuildEntry) -> CachedWheel | None:
+        """The complete, undamaged entry for ``entry.identity``; a damaged one is moved to
+        the trash (and noted) so that it is built again."""
+        directory = self.entry_dir(entry.identity)
+        if not directory.exists():
+            return None
+        problem, found = self._check(directory, entry.identity)
+        if found is not None:
+            return found
+        self.notes.append(f"{entry.label()}: cached build discarded ({problem}); rebuilding")
+        self.store.discard(directory)
+        return None
+
+    def _check(self, directory: Path, identity: str) -> tuple[str, CachedWheel | None]:
+        problem, record = _read_entry(directory / ENTRY_FILE, identity)
+        if record is None:
+            return problem, None
+        wheel = directory / record["wheel"]
+        try:
+            actual = file_sha256(wheel)
+        except OSError as exc:
+            return f"the wheel is unreadable ({exc.strerror})", None
+        if actual != record["sha256"]:
+            said = record["sha256"]
+            return f"the wheel's sha256 is {actual[:12]}..., the entry says {said[:12]}...", None
+        return "", CachedWheel(identity, wheel, actual, directory, record)
+
+    # --- writing ------------------------------------------------------------------------
+
+    def incoming(self, identity: str) -> Path:
+        """A fresh folder to build ``identity``'s entry in."""
+        digest = identity.removeprefix("sha256:")
+        folder = self.root / ".incoming" / f"{digest}.{uuid.uuid4().hex[:8]}"
+        folder.mkdir(parents=True)
+        return folder
+
+    def commit(
+        self, incoming: Path, entry: BuildEntry, wheel: Path, record: dict[str, Any]
+    ) -> CachedWheel:
+        """Complete an entry built in ``incoming``: the marker written last, then the
+        folder renamed to its real path in one step."""
+        sha = file_sha256(wheel)
+        body = {
+            "format": ENTRY_FORMAT,
+            "identity": entry.identity,
+            "name": entry.name,
+            "version": entry.version,
+            "wheel": wheel.name,
+            "sha256": sha,
+            "source": entry.source.to_json(),
+            "created_at": time.time(),
+            "gpuenv": __version__,
+            **record,
+        }
+        atomic_write_text(incoming / ENTRY_FILE, json.dumps(body, indent=2) + "\n", durable=False)
+        target = self.entry_dir(entry.identity)
+        if target.exists():
+            self.store.discard(target)
+        incoming.rename(target)
+        return CachedWheel(entry.identity, target / wheel.name, sha, target, body)
+
+    def abandon(self, incoming: Path) -> None:
+        shutil.rmtree(incoming, ignore_errors=True)
+
+
+def _read_entry(marker: Path, identity: str) -> tuple[str, dict[str, Any] | None]:
+    """An entry's record, checked; or why it cannot be believed."""
+    try:
+        if marker.stat().st_size > MAX_ENTRY_BYTES:
+            return f"{ENTRY_FILE} is too large", None
+        record = json.loads(marker.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"no {ENTRY_FILE}: an interrupted build", None
+    except (OSError, ValueError) as exc:
+        return f"{ENTRY_FILE} is unreadable ({exc})", None
+    if not isinstance(record, dict) or record.get("identity") != identity:
+        return f"{ENTRY_FILE} names another identity", None
+    name, sha = record.get("wheel"), record.get("sha256")
+    if not isinstance(name, str) or not _WHEEL_NAME.match(name) or not isinstance(sha, str):
+        return f"{ENTRY_FILE} has no valid wheel name and sha256", None
+    return "", record

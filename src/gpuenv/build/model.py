@@ -1,0 +1,257 @@
+"""A build as the lock records it: its source, its build inputs, and the identity
+that names it, computed from both.
+
+A *build* is a package gpuenv compiles instead of downloading: a requirement with no
+wheel for the target (an sdist), or one the knowledge base says must be compiled against
+torch. Like a Nix derivation, it is named by a hash of everything that goes into it:
+
+- the source: the sdist's URL and sha256 (or a git URL and the resolved commit);
+- the torch wheel it is compiled against (its sha256), when it is;
+- the toolkit (nvcc's version) and the torch CUDA it must agree with;
+- ``TORCH_CUDA_ARCH_LIST``, from the target's compute capabilities (+PTX on the highest);
+- the Python (major.minor) and platform;
+- the host compiler (family and major, ``gcc-12``), for builds that compile against torch
+  or with nvcc;
+- the options that change the result: build isolation, the environment variables, the
+  build requirements installed in the prefix first (each by its locked sha256).
+
+``MAX_JOBS`` is not an input: it changes how long a build takes, not what it produces.
+
+This module is pure: no files, no processes. Standard library only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gpuenv.errors import FileFormatError
+
+IDENTITY_FORMAT = 1
+SOURCE_KINDS = ("sdist", "git")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Variables gpuenv sets for every build from the lock; a spec may not set them itself.
+MANAGED_ENV = frozenset(
+    {
+        "CUDA_HOME",
+        "CUDA_PATH",
+        "TORCH_CUDA_ARCH_LIST",
+        "MAX_JOBS",
+        "CC",
+        "CXX",
+        "NVCC_CCBIN",
+        "PATH",
+        "PYTHONPATH",
+        "VIRTUAL_ENV",
+    }
+)
+_ARCH = re.compile(r"(\d{1,2})\.(\d)(\+PTX)?\Z", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class BuildSource:
+    """Where a build's source comes from, exactly."""
+
+    kind: str  # "sdist" or "git"
+    url: str  # credentials stripped
+    sha256: str | None = None  # an sdist's
+    commit: str | None = None  # a git source's resolved commit (40 hex digits)
+
+    def to_json(self) -> dict[str, str]:
+        out = {"kind": self.kind, "url": self.url}
+        if self.sha256 is not None:
+            out["sha256"] = self.sha256
+        if self.commit is not None:
+            out["commit"] = self.commit
+        return out
+
+
+@dataclass(frozen=True)
+class BuildInputs:
+    """Everything besides the source that goes into a build (see the module doc)."""
+
+    python: str  # "3.11"
+    platform: str  # "linux-64"
+    against_torch: bool
+    no_build_isolation: bool
+    torch: str | None = None  # "2.4.1+cu124"
+    torch_sha256: str | None = None
+    cuda: str | None = None  # torch's CUDA, "12.4"
+    toolkit: str | None = None  # nvcc's version, "12.4.131"; None: no toolkit
+    arch_list: str | None = None  # TORCH_CUDA_ARCH_LIST, "8.0;9.0+PTX"
+    host_compiler: str | None = None  # "gcc-12"
+    env: tuple[tuple[str, str], ...] = ()  # sorted by name
+    build_requires: tuple[str, ...] = ()  # normalised names, locked in the target's pip list
+
+    def to_json(self, hashes: Mapping[str, str]) -> dict[str, object]:
+        return {
+            "python": self.python,
+            "platform": self.platform,
+            "against_torch": self.against_torch,
+            "no_build_isolation": self.no_build_isolation,
+            "torch": self.torch,
+            "torch_sha256": self.torch_sha256,
+            "cuda": self.cuda,
+            "toolkit": self.toolkit,
+            "arch_list": self.arch_list,
+            "host_compiler": self.host_compiler,
+            "env": [list(pair) for pair in self.env],
+            "build_requires": [[name, hashes.get(name)] for name in self.build_requires],
+        }
+
+
+@dataclass(frozen=True)
+class BuildEntry:
+    """One build of one target, as locked."""
+
+    name: str  # PEP 503-normalised
+    version: str
+    source: BuildSource
+    inputs: BuildInputs
+    identity: str  # "sha256:<64 hex>", as recorded in the lock
+    requires: tuple[str, ...] = ()  # normalised names of its runtime dependencies
+    max_jobs: int | None = None  # the spec's limit; None: from cores and memory
+
+    @property
+    def digest(self) -> str:
+        """The identity's hex digits: the cache entry's name."""
+        return self.identity.removeprefix("sha256:")
+
+    @property
+    def needs_toolkit(self) -> bool:
+        return self.inputs.toolkit is not None
+
+    def label(self) -> str:
+        return f"{self.name} {self.version}"
+
+
+def compute_identity(
+    name: str,
+    version: str,
+    source: BuildSource,
+    inputs: BuildInputs,
+    hashes: Mapping[str, str],
+) -> str:
+    """The identity of a build: sha256 of its inputs in canonical JSON. ``hashes`` maps
+    each build requirement's name to its locked sha256."""
+    payload = {
+        "format": IDENTITY_FORMAT,
+        "name": name,
+        "version": version,
+        "source": source.to_json(),
+        "inputs": inputs.to_json(hashes),
+    }
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_entry(entry: BuildEntry, pip_hashes: Mapping[str, str], *, where: str) -> None:
+    """Raise ``FileFormatError`` unless ``entry`` is consistent: a known source kind, its
+    build requirements and torch locked beside it, and the recorded identity equal to the
+    one its inputs give (a lock edited by hand, or damaged, fails here)."""
+    problems = []
+    if entry.source.kind not in SOURCE_KINDS:
+        problems.append(f"source kind {entry.source.kind!r} (known: {', '.join(SOURCE_KINDS)})")
+    if entry.source.kind == "sdist" and not entry.source.sha256:
+        problems.append("an sdist source without its sha256")
+    if entry.source.kind == "git" and not re.fullmatch(r"[0-9a-f]{40}", entry.source.commit or ""):
+        problems.append("a git source without a resolved commit")
+    missing = [n for n in entry.inputs.build_requires if n not in pip_hashes]
+    if missing:
+        problems.append(f"build requirements not in the lock's pip list: {', '.join(missing)}")
+    torch_hash = pip_hashes.get("torch")
+    if entry.inputs.against_torch and entry.inputs.torch_sha256 != torch_hash:
+        problems.append("torch-sha256 differs from the locked torch wheel's")
+    for key, value in entry.inputs.env:
+        problems.extend(env_problems(key, value))
+    expected = compute_identity(entry.name, entry.version, entry.source, entry.inputs, pip_hashes)
+    if not problems and expected != entry.identity:
+        problems.append("its identity does not match its inputs (edited by hand?)")
+    if problems:
+        raise FileFormatError(
+            f"{where}: build {entry.name}: " + "; ".join(problems),
+            hint="run 'gpuenv lock' to rewrite the lock",
+        )
+
+
+def env_problems(name: str, value: str) -> list[str]:
+    """Why ``name=value`` cannot be passed to a build (empty when it can). Values are
+    passed as they are, never through a shell: any printable text is allowed (control
+    characters are refused: the lock holds printable text only)."""
+    problems = []
+    if not ENV_NAME.match(name):
+        problems.append(f"{name!r} is not an environment variable name")
+    elif name in MANAGED_ENV:
+        problems.append(f"{name} is set by gpuenv from the lock")
+    if "\0" in value:
+        problems.append(f"the value of {name} contains a NUL byte")
+    elif not value.isprintable():
+        problems.append(f"the value of {name} contains a control character")
+    return problems
+
+
+# --- TORCH_CUDA_ARCH_LIST ------------------------------------------------------------
+
+
+def _arch_key(entry: str) -> tuple[int, int]:
+    match = _ARCH.match(entry)
+    if match is None:
+        raise ValueError(f"{entry!r} is not an arch entry like '9.0' or '9.0+PTX'")
+    return int(match.group(1)), int(match.group(2))
+
+
+def arch_list(compute_capabilities: Sequence[str], extra: Sequence[str] = ()) -> str | None:
+    """``TORCH_CUDA_ARCH_LIST`` for GPUs of these compute capabilities, plus ``extra``
+    entries: machine code for each, sorted, and PTX of the highest so that newer GPUs
+    still run (the driver JIT-compiles it). None for a CPU target."""
+    wanted: dict[tuple[int, int], bool] = {}
+    for entry in (*compute_capabilities, *extra):
+        key = _arch_key(entry.strip())
+        wanted[key] = wanted.get(key, False) or entry.strip().upper().endswith("+PTX")
+    if not wanted:
+        return None
+    keys = sorted(wanted)
+    parts = [
+        f"{major}.{minor}" + ("+PTX" if wanted[(major, minor)] else "") for major, minor in keys
+    ]
+    if not parts[-1].endswith("+PTX"):
+        parts[-1] += "+PTX"
+    return ";".join(parts)
+
+
+def arch_problem(entry: str) -> str | None:
+    """Why ``entry`` is not an arch entry (None when it is)."""
+    try:
+        _arch_key(entry.strip())
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    """What installing one build did: built it now, or reused the cache."""
+
+    name: str
+    version: str
+    identity: str
+    cached: bool
+    seconds: float
+    wheel: str
+    log: str | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "version": self.version,
+            "identity": self.identity,
+            "cached": self.cached,
+            "seconds": round(self.seconds, 3),
+            "wheel": self.wheel,
+            "log": self.log,
+            "notes": list(self.notes),
+        }

@@ -1,0 +1,203 @@
+"""Locking builds with in-memory resolvers: which packages are builds, what the
+resolution is asked for on their behalf, and what each lock entry records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpuenv.cli import lock_cmd
+from gpuenv.lock.format import parse_lock_text, read_lock, render_lock
+from tests.conftest import CliResult
+from tests.lock.fakes import FakeConda, FakePip
+
+SPEC = """[project]
+name = "attn"
+
+[stack]
+python = "3.11"
+torch = "2.4.1"
+torchvision = false
+torchaudio = false
+
+[targets.h100]
+gpu = "H100"
+driver = "550.54.15"
+
+[targets.cpu]
+gpu = "none"
+
+[pip]
+dependencies = [{deps}]
+{extra}
+"""
+
+
+@pytest.fixture
+def fakes(monkeypatch: pytest.MonkeyPatch) -> tuple[FakePip, FakeConda]:
+    pip, conda = FakePip(), FakeConda()
+    monkeypatch.setattr(lock_cmd, "backends", lambda: (pip, conda))
+    monkeypatch.setenv(
+        "PATH", "/nonexistent"
+    )  # no gcc here: the lock names the newest nvcc accepts
+    return pip, conda
+
+
+def _lock(cli: Callable[..., CliResult], tmp_path: Path, deps: str, extra: str = "") -> Path:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(SPEC.format(deps=deps, extra=extra))
+    result = cli("-f", str(spec), "lock")
+    assert result.code == 0, result.err
+    return tmp_path / "gpuenv.lock"
+
+
+def test_flash_attn_needs_nothing_in_the_spec(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    lock = read_lock(_lock(cli, tmp_path, '"flash-attn==2.6.3"'))
+    assert lock is not None
+    request = next(
+        r for r in fakes[0].requests if r.torch_index and r.torch_index.endswith("cu124")
+    )
+    assert request.no_binary == ("flash-attn",)
+    assert ("flash-attn", ("torch", "einops")) in request.dependency_metadata
+    assert "nvidia-cuda-nvcc-cu12==12.4.*" in request.requirements, "a toolkit of torch's CUDA"
+    assert {"ninja", "packaging", "psutil", "setuptools", "wheel"} <= set(request.requirements)
+    h100 = lock.targets["h100"]
+    (build,) = h100.builds
+    assert build.name == "flash-attn" and build.version == "2.6.3"
+    assert build.source.kind == "sdist" and build.source.url.endswith("flash-attn-2.6.3.tar.gz")
+    assert h100.pip_package("flash-attn") is None
+    inputs = build.inputs
+    assert inputs.against_torch and inputs.no_build_isolation
+    assert inputs.torch == "2.4.1+cu124" and inputs.cuda == "12.4"
+    nvcc = h100.pip_package("nvidia-cuda-nvcc-cu12")
+    assert nvcc is not None and inputs.toolkit == nvcc.version, "the locked nvcc wheel's version"
+    assert inputs.arch_list == "9.0+PTX"
+    assert inputs.host_compiler == "gcc-13", "nvcc 12.4's newest, when this machine has none"
+    assert ("FLASH_ATTENTION_FORCE_BUILD", "TRUE") in inputs.env
+    assert inputs.build_requires == ("ninja", "packaging", "psutil", "setuptools", "wheel")
+    # The CPU target: built against the CPU torch, no toolkit, no arch list.
+    (cpu,) = lock.targets["cpu"].builds
+    assert cpu.inputs.toolkit is None and cpu.inputs.arch_list is None
+    assert cpu.identity != build.identity
+
+
+def test_the_lock_with_builds_round_trips_and_refuses_an_edited_identity(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    path = _lock(
+        cli,
+        tmp_path,
+        '"flash-attn==2.6.3"',
+        '[pip.build.flash-attn]\nenv = { A = "x; y = \\"1\\" $(id)" }\nmax-jobs = 3\nextra-archs = ["8.0"]',
+    )
+    text = path.read_text()
+    lock = parse_lock_text(text)
+    assert render_lock(lock) == text, "reading and writing gives the same bytes"
+    (build,) = lock.targets["h100"].builds
+    assert dict(build.inputs.env)["A"] == 'x; y = "1" $(id)' and build.max_jobs == 3
+    assert build.inputs.arch_list == "8.0;9.0+PTX"
+    again = _lock(
+        cli,
+        tmp_path,
+        '"flash-attn==2.6.3"',
+        '[pip.build.flash-attn]\nenv = { A = "x; y = \\"1\\" $(id)" }\nmax-jobs = 3\nextra-archs = ["8.0"]',
+    )
+    assert again.read_text() == text, "relocking is byte-identical"
+    tampered = text.replace('arch-list = "8.0;9.0+PTX"', 'arch-list = "9.0+PTX"', 1)
+    with pytest.raises(Exception, match="identity does not match its inputs"):
+        parse_lock_text(tampered)
+
+
+def test_max_jobs_is_not_a_build_input_but_env_is(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    def identity(extra: str) -> str:
+        lock = read_lock(_lock(cli, tmp_path, '"flash-attn==2.6.3"', extra))
+        assert lock is not None
+        return lock.targets["h100"].builds[0].identity
+
+    base = identity("")
+    assert identity("[pip.build.flash-attn]\nmax-jobs = 2") == base
+    assert identity('[pip.build.flash-attn]\nenv = { NVCC_THREADS = "2" }') != base
+
+
+def test_an_sdist_without_wheels_is_an_isolated_build_and_wheels_are_not(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    fakes[0].sdist_only = frozenset({"oldpkg"})
+    lock = read_lock(_lock(cli, tmp_path, '"oldpkg==1.0", "transformers==4.44.2"'))
+    assert lock is not None
+    (build,) = lock.targets["h100"].builds
+    assert build.name == "oldpkg"
+    assert not build.inputs.against_torch and not build.inputs.no_build_isolation
+    assert build.inputs.toolkit is None and build.inputs.host_compiler is None
+    assert lock.targets["h100"].pip_package("transformers") is not None
+    assert not any("nvcc" in r for req in fakes[0].requests for r in req.requirements)
+
+
+def test_a_declared_build_whose_index_has_no_sdist_is_refused(
+    cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class WheelsOnly(FakePip):
+        def resolve(self, request):  # type: ignore[no-untyped-def]
+            return super().resolve(type(request)(**{**request.__dict__, "no_binary": ()}))
+
+    pip = WheelsOnly()
+    monkeypatch.setattr(lock_cmd, "backends", lambda: (pip, FakeConda()))
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(
+        SPEC.format(deps='"mypkg==1.0"', extra="[pip.build.mypkg]\nno-build-isolation = true")
+    )
+    result = cli("-f", str(spec), "lock")
+    assert result.code == 3
+    assert "no sdist" in result.err and "remove [pip.build.mypkg]" in result.err
+
+
+def test_builds_change_the_prefix_but_a_lock_without_builds_keeps_its_hashes(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    lock = read_lock(_lock(cli, tmp_path, '"transformers==4.44.2"'))
+    assert lock is not None
+    plain = lock.targets["h100"]
+    assert "builds" not in (tmp_path / "gpuenv.lock").read_text()
+    payload_hash = plain.content_hash
+    from dataclasses import replace
+
+    assert replace(plain, builds=()).content_hash == payload_hash
+
+
+def test_new_build_knowledge_makes_a_lock_with_builds_stale_and_no_other(
+    cli: Callable[..., CliResult],
+    tmp_path: Path,
+    fakes: tuple[FakePip, FakeConda],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gpuenv.build import knowledge
+
+    with_builds = tmp_path / "a"
+    plain = tmp_path / "b"
+    with_builds.mkdir()
+    plain.mkdir()
+    _lock(cli, with_builds, '"flash-attn==2.6.3"')
+    _lock(cli, plain, '"transformers==4.44.2"')
+    assert cli("-f", str(with_builds / "gpuenv.toml"), "lock", "--check").code == 0
+    monkeypatch.setattr(knowledge, "digest", lambda: "0" * 64)
+    assert cli("-f", str(with_builds / "gpuenv.toml"), "lock", "--check").code == 1
+    assert cli("-f", str(plain / "gpuenv.toml"), "lock", "--check").code == 0
+
+
+def test_exports_say_that_they_leave_the_builds_out(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    _lock(cli, tmp_path, '"flash-attn==2.6.3"')
+    spec = str(tmp_path / "gpuenv.toml")
+    result = cli("-f", spec, "export", "requirements", "--target", "h100")
+    assert result.code == 0, result.err
+    assert "flash-attn" not in result.out
+    assert "compiles flash-attn 2.6.3 at install" in result.err
+    dockerfile = cli("-f", spec, "export", "dockerfile", "--target", "h100")
+    assert "compiles flash-attn 2.6.3 at install" in dockerfile.err
