@@ -1,31 +1,153 @@
-"""File-system helpers shared by every module that writes: atomic replacement."""
+"""File-system helpers shared by every module that writes: atomic replacement, and the
+one place where a failed write becomes a typed error.
+
+A write can fail for reasons that are the machine's, not gpuenv's: a full disk or
+quota, a read-only mount, a permission, an I/O error. ``writing(path, what)`` wraps
+any block that writes and turns an ``OSError`` raised in it into ``StorageError``
+(exit 5, ``"kind": "storage"``) naming the file, what it is, and what to do.
+``atomic_write_text`` writes through it; other write sites (directories, links,
+renames, file locks) use it directly.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
+from gpuenv.errors import StorageError
 
-def atomic_write_text(path: Path, text: str, *, mode: int = 0o644, durable: bool = True) -> None:
+# A file system that refuses writes to this user: a read-only mount, or one whose
+# permissions say no. Callers with somewhere else to go (verification records, file
+# locks of a shared store) fall back on these; every other errno is just an error.
+READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+
+_REASONS = {
+    errno.ENOSPC: "no space left on the device",
+    errno.EDQUOT: "the disk quota is exhausted",
+    errno.EROFS: "it is on a read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "operation not permitted",
+    errno.EIO: "an I/O error (the disk or network file system failed)",
+    errno.ENOTDIR: "a part of the path is a file, not a directory",
+    errno.EISDIR: "a directory is in the way",
+    errno.ENAMETOOLONG: "the path is too long",
+    errno.EMLINK: "too many links in the directory",
+    errno.ELOOP: "too many symbolic links in the path",
+}
+
+
+def _advice(code: int | None, directory: str) -> str:
+    if code == errno.ENOSPC:
+        return (
+            f"free space on the file system of {directory} "
+            "(gpuenv gc removes prefixes no project uses), then retry"
+        )
+    if code == errno.EDQUOT:
+        return f"free space within your quota on {directory}, or ask for a larger one, then retry"
+    if code == errno.EROFS:
+        return (
+            f"{directory} is mounted read-only: write it from a machine that mounts it "
+            "read-write, or point gpuenv elsewhere (GPUENV_HOME for the store, "
+            "GPUENV_CACHE_DIR for the cache)"
+        )
+    if code in (errno.EACCES, errno.EPERM):
+        return f"check the owner and permissions of {directory} (ls -ld {directory})"
+    if code == errno.EIO:
+        return "check the disk or the network file system (dmesg), then retry"
+    return f"check {directory}, then retry"
+
+
+def storage_error(
+    exc: OSError, path: str | os.PathLike[str], what: str, *, hint: str | None = None
+) -> StorageError:
+    """``exc``, raised while writing ``what`` at ``path``, as a ``StorageError``."""
+    if isinstance(exc, StorageError):
+        return exc
+    where = os.fspath(path)
+    directory = str(Path(where).parent)
+    code = exc.errno
+    reason = _REASONS.get(code) if code is not None else None
+    if reason is None:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+    return StorageError(
+        f"cannot write {what} ({where}): {reason}",
+        path=where,
+        errno_name=errno.errorcode.get(code) if code is not None else None,
+        hint=hint or _advice(code, directory),
+    )
+
+
+@contextlib.contextmanager
+def writing(path: str | os.PathLike[str], what: str, *, hint: str | None = None) -> Iterator[None]:
+    """Turn an ``OSError`` raised by the block (which writes ``what`` at ``path``)
+    into a ``StorageError``. A ``StorageError`` from a nested block passes unchanged."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except OSError as exc:
+        raise storage_error(exc, path, what, hint=hint) from exc
+
+
+def is_read_only(exc: BaseException) -> bool:
+    """Whether ``exc`` (an ``OSError`` or the ``StorageError`` made from one) says the
+    file system refuses this user's writes there (read-only, or no permission)."""
+    if isinstance(exc, StorageError):
+        return exc.errno_name in {errno.errorcode[c] for c in READ_ONLY_ERRNOS}
+    return isinstance(exc, OSError) and exc.errno in READ_ONLY_ERRNOS
+
+
+def atomic_write_text(
+    path: Path,
+    text: str,
+    *,
+    mode: int = 0o644,
+    durable: bool = True,
+    what: str = "a file",
+    hint: str | None = None,
+) -> None:
     """Write ``text`` to ``path`` so readers see the old file or the new one, never
     a half-written one: a temporary file in the same directory, renamed over it.
 
     ``durable`` also fsyncs the data before the rename, so the file itself survives a
     power loss, not only a killed process: for files users keep (the lock, the spec).
-    Files inside a prefix skip it (see ``Store.mark_installed``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            if durable:
-                handle.flush()
-                os.fsync(handle.fileno())
-        Path(tmp).chmod(mode)
-        Path(tmp).replace(path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            Path(tmp).unlink()
-        raise
+    Files inside a prefix skip it (see ``Store.mark_installed``). A failure is a
+    ``StorageError`` about ``what`` (see ``writing``); no temporary file is left."""
+    with writing(path, what, hint=hint):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+                handle.write(text)
+                if durable:
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            Path(tmp).chmod(mode)
+            Path(tmp).replace(path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                Path(tmp).unlink()
+            raise
+
+
+# The errnos a tool's failure is translated for (its own wording otherwise stands).
+TOOL_STORAGE_ERRNOS = frozenset(
+    {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+)
+
+
+def os_error_in(text: str) -> OSError | None:
+    """The storage error a Rust tool (uv, rattler) reports in ``text`` as
+    ``... (os error 28)``, or None: the first one among ``TOOL_STORAGE_ERRNOS``."""
+    at = text.find("(os error ")
+    while at >= 0:
+        digits = text[at + 10 : text.find(")", at)]
+        if digits.isdigit() and int(digits) in TOOL_STORAGE_ERRNOS:
+            code = int(digits)
+            return OSError(code, os.strerror(code))
+        at = text.find("(os error ", at + 1)
+    return None

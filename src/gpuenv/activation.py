@@ -888,6 +888,7 @@ def write_activation_files(prefix: Path, inputs: ActivationInputs) -> list[Path]
     written = []
     for rel, text in activation_files(inputs).items():
         path = prefix / rel
-        atomic_write_text(path, text, durable=False)  # see Store.mark_installed
+        # not fsynced: see Store.mark_installed
+        atomic_write_text(path, text, durable=False, what="an activation file")
         written.append(path)
     return written

@@ -13,7 +13,8 @@ turns these into output and an exit status; the library raises and never prints.
 | 4    | environment not installed, or not verified on this machine |
 | 5    | an external step (uv, rattler, a download) or install fail |
 | 70   | unexpected internal error                                  |
-| 130  | interrupted                                                |
+| 130  | interrupted (SIGINT)                                       |
+| 143  | terminated (SIGTERM)                                       |
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ EXIT_NOT_READY = 4
 EXIT_EXTERNAL = 5
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 
 class GpuenvError(Exception):
@@ -307,3 +309,44 @@ class BuildError(InstallError):
             "tail": self.tail,
             "diagnosis": [dict(d) for d in self.diagnosis],
         }
+
+
+class StorageError(GpuenvError, OSError):
+    """Writing (or creating, renaming, locking) a file failed for a reason of the
+    machine's, not gpuenv's: a full disk or quota, a read-only file system, a
+    permission, an I/O error. Names the path and what to do.
+
+    Also an ``OSError``, so code that treats a write as a courtesy (the caches) and
+    suppresses ``OSError`` keeps doing so."""
+
+    exit_code = EXIT_EXTERNAL
+    kind = "storage"
+
+    def __init__(
+        self, message: str, *, path: str, errno_name: str | None, hint: str | None = None
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.filename = path
+        self.errno_name = errno_name
+
+    def __str__(self) -> str:
+        return self.message
+
+    def details(self) -> dict[str, Any]:
+        return {"path": self.filename, "errno": self.errno_name}
+
+
+class Interrupted(KeyboardInterrupt):
+    """A signal asked gpuenv to stop (SIGINT, SIGTERM, SIGHUP): raised from the signal
+    handler the console script installs, so every ``finally`` and ``except
+    BaseException`` clean-up runs (a half-built prefix is removed, children are killed)
+    and the exit status is 128 + the signal number."""
+
+    def __init__(self, signum: int, name: str) -> None:
+        super().__init__(name)
+        self.signum = signum
+        self.name = name
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum

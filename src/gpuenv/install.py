@@ -19,6 +19,11 @@ Order of a build, under the prefix's file lock:
 7. the completion marker is written, last; then the project's pointer moves.
 
 Nothing outside the store, the caches in it and the project's ``.gpuenv/`` is written.
+A write that fails for the machine's reasons (a full disk, a read-only store) is a
+``StorageError`` naming the path, uv's and rattler's included: a full disk is never
+reported as "no Python 3.11". Whatever stops a build (an error, Ctrl-C, SIGTERM)
+removes the unmarked prefix before gpuenv exits; a SIGKILL leaves it for the next
+install to remove.
 """
 
 from __future__ import annotations
@@ -34,10 +39,10 @@ from pathlib import Path
 
 from gpuenv import _proc
 from gpuenv._artifacts import ArtifactSources
-from gpuenv._fs import atomic_write_text
+from gpuenv._fs import atomic_write_text, is_read_only, os_error_in, storage_error, writing
 from gpuenv.activation import ActivationInputs, write_activation_files
 from gpuenv.build.model import BuildOutcome, arch_list
-from gpuenv.errors import ExternalToolError, InstallError
+from gpuenv.errors import ExternalToolError, InstallError, StorageError
 from gpuenv.lock.model import CondaPackage, LockedTarget
 from gpuenv.shells import write_shell_entrypoints
 from gpuenv.store import Store, point_project
@@ -91,6 +96,13 @@ def _uv_env(store: Store, *, offline: bool = False) -> dict[str, str]:
     if offline:
         env["UV_OFFLINE"] = "1"
     return env
+
+
+def _storage_failure(text: str, path: Path, what: str) -> StorageError | None:
+    """A tool's failure that was a full disk, a read-only store, a permission: the
+    typed error naming ``path``, instead of the tool's own (misleading) summary."""
+    found = os_error_in(text)
+    return storage_error(found, path, what) if found is not None else None
 
 
 def check_platform(target: LockedTarget) -> None:
@@ -167,7 +179,19 @@ def install_conda(
             )
         )
     except failures as exc:
+        storage = _storage_failure(str(exc), prefix, f"target prefix {prefix.name} (conda)")
+        if storage is not None:
+            raise storage from None
         raise InstallError(f"conda packages could not be installed: {exc}") from None
+    except BaseException as exc:
+        # A Rust panic inside rattler (a malformed URL in a hand-edited lock, say) is
+        # pyo3's PanicException, a BaseException: a typed error, not a crash.
+        if type(exc).__name__ != "PanicException":
+            raise
+        raise InstallError(
+            f"rattler could not install the locked conda packages: {str(exc).strip()}",
+            hint="the lock's conda records are malformed: run 'gpuenv lock' to rewrite it",
+        ) from None
 
 
 # --- python and pip -------------------------------------------------------------------------
@@ -195,8 +219,14 @@ def make_venv(
             what="uv venv",
         )
     except ExternalToolError as exc:
+        text = exc.stderr_tail or exc.message
+        storage = _storage_failure(text, prefix, f"target prefix {prefix.name} (uv venv)")
+        if storage is not None:
+            raise storage from None
+        if isinstance(exc.__cause__, FileNotFoundError) or exc.returncode is None:
+            raise
         raise InstallError(
-            f"no Python {minor} for target prefix {prefix.name}: {exc.stderr_tail or exc.message}",
+            f"no Python {minor} for target prefix {prefix.name}: {text}",
             hint=f"install Python {minor} here, or let uv manage one: uv python install {minor}",
         ) from None
 
@@ -218,13 +248,23 @@ def install_pip(
     if not target.pip:
         return
     requirements = prefix / "etc" / "gpuenv" / "requirements.txt"
-    atomic_write_text(requirements, requirements_text(target, sources), durable=False)
+    atomic_write_text(
+        requirements,
+        requirements_text(target, sources),
+        durable=False,
+        what="the prefix's requirements.txt",
+    )
     argv: list[str | Path] = ["pip", "install", "--no-config", "--quiet"]
     argv += ["--python", prefix / "bin" / "python", "--no-deps", "--require-hashes"]
     argv += ["--link-mode", "hardlink", "-r", requirements]
     try:
         _proc.run([uv, *argv], timeout=INSTALL_TIMEOUT, env=env, what="uv pip install")
     except ExternalToolError as exc:
+        storage = _storage_failure(
+            exc.stderr_tail, prefix, f"target prefix {prefix.name} (uv pip install)"
+        )
+        if storage is not None:
+            raise storage from None
         if "Hash mismatch" in exc.stderr_tail:
             raise InstallError(
                 "refused: a downloaded artifact does not match the sha256 in gpuenv.lock "
@@ -311,13 +351,14 @@ def _assemble_wheel_toolkit(prefix: Path) -> Path | None:
     if nvcc is None:
         return None
     home = prefix / "cuda"
-    for part, alias in (("bin", "bin"), ("include", "include"), ("lib", "lib64")):
-        (home / alias).mkdir(parents=True, exist_ok=True)
-        for source in _nvidia_dirs(prefix):
-            for entry in sorted((source / part).glob("*")) if (source / part).is_dir() else []:
-                link = home / alias / entry.name
-                if not link.exists():
-                    link.symlink_to(entry)
+    with writing(home, "the prefix's CUDA toolkit links"):
+        for part, alias in (("bin", "bin"), ("include", "include"), ("lib", "lib64")):
+            (home / alias).mkdir(parents=True, exist_ok=True)
+            for source in _nvidia_dirs(prefix):
+                for entry in sorted((source / part).glob("*")) if (source / part).is_dir() else []:
+                    link = home / alias / entry.name
+                    if not link.exists():
+                        link.symlink_to(entry)
     return home
 
 
@@ -365,7 +406,7 @@ def _build(
     target = request.target
     uv = _uv_binary(request)
     env = _uv_env(store, offline=request.offline)
-    prefix.parent.mkdir(parents=True, exist_ok=True)
+    _make_prefixes_dir(store, prefix)
     if target.conda:
         progress(f"{target.name}: linking {len(target.conda)} conda packages")
         install_conda(prefix, target.conda, store.cache("rattler"), request.sources)
@@ -401,6 +442,26 @@ def _build(
     return python, outcomes
 
 
+def _make_prefixes_dir(store: Store, prefix: Path) -> None:
+    try:
+        with writing(prefix.parent, "the store's prefixes directory"):
+            prefix.parent.mkdir(parents=True, exist_ok=True)
+            probe = prefix.parent / f".{prefix.name}.write-test"
+            probe.mkdir(exist_ok=True)
+            probe.rmdir()
+    except StorageError as exc:
+        if not is_read_only(exc):
+            raise
+        raise StorageError(
+            f"the store {store.root} is read-only here: target {prefix.name} cannot be "
+            "built on this machine",
+            path=str(prefix.parent),
+            errno_name=exc.errno_name,
+            hint="install it where the store is mounted read-write; this machine can then "
+            "attach and verify it (gpuenv install, gpuenv verify)",
+        ) from None
+
+
 def install_target(
     store: Store, request: InstallRequest, progress: Progress | None = None
 ) -> InstallResult:
@@ -420,9 +481,13 @@ def install_target(
             try:
                 python, outcomes = _build(prefix, store, request, report)
             except BaseException:
-                store.discard(prefix)  # never leave a half-built prefix behind on failure
+                store.discard_quietly(prefix)  # never leave a half-built prefix behind
                 raise
-            store.mark_installed(prefix, lock_hash=lock_hash, target=target.name, python=python)
+            try:
+                store.mark_installed(prefix, lock_hash=lock_hash, target=target.name, python=python)
+            except BaseException:
+                store.discard_quietly(prefix)
+                raise
         previous = point_project(store, request.project, target.name, prefix)
     seconds = time.perf_counter() - started
     return InstallResult(target.name, prefix, built, previous, seconds, outcomes)

@@ -54,6 +54,7 @@ def write_shell_entrypoints(prefix: Path) -> None:
         'if [ -f "$HOME/.bashrc" ]; then . "$HOME/.bashrc"; fi\n'
         f". {activate_sh}\n",
         durable=False,
+        what="the bash start-up file of gpuenv shell",
     )
     activate_zsh = sh_quote(str(_etc(prefix) / "activate.zsh"))
     atomic_write_text(
@@ -65,6 +66,7 @@ def write_shell_entrypoints(prefix: Path) -> None:
         'if [ -f "${ZDOTDIR:-$HOME}/.zshrc" ]; then . "${ZDOTDIR:-$HOME}/.zshrc"; fi\n'
         f". {activate_zsh}\n",
         durable=False,
+        what="the zsh start-up file of gpuenv shell",
     )
 
 

@@ -135,5 +135,5 @@ def write_starter(path: Path, options: StarterOptions, *, overwrite: bool) -> li
         raise UsageError(f"{path} already exists", hint="pass --force to replace it")
     text, names = starter_text(options)
     parse_spec_text(text, file=str(path), kb=knowledge_base())
-    atomic_write_text(path, text)
+    atomic_write_text(path, text, what="the new spec")
     return names

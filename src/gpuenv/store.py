@@ -26,6 +26,13 @@ A prefix is built in place (venvs and conda prefixes embed their own path) and i
 Anything else found at that path is an interrupted build: it is renamed into
 ``trash/`` and rebuilt. This module imports only the standard library at module
 level: ``gpuenv run`` reads pointers and markers on every call.
+
+A store may be read-only here (a cluster mounts it read-only on compute nodes): its
+installed prefixes can still be attached by a project and verified. The file lock of
+a prefix then lives in the per-user state directory (``state_dir``, under
+``$XDG_STATE_HOME/gpuenv``), and no gc root is registered (gc runs where the store is
+writable, and cannot see projects that attached a prefix read-only). Every write
+failure is a ``StorageError`` naming the path (``gpuenv._fs.writing``).
 """
 
 from __future__ import annotations
@@ -43,11 +50,11 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv import __version__, _marker
-from gpuenv._fs import atomic_write_text
+from gpuenv._fs import atomic_write_text, is_read_only, storage_error, writing
 from gpuenv._marker import PREVIOUS_SUFFIX, PROJECT_DIR, Marker
 
 __all__ = ["PREVIOUS_SUFFIX", "PROJECT_DIR", "Marker", "Store", "read_marker"]
-from gpuenv.errors import InstallError
+from gpuenv.errors import InstallError, StorageError
 
 MARKER = Path(_marker.MARKER)
 BUILDS_RECORD = Path("etc") / "gpuenv" / "builds.json"
@@ -96,9 +103,16 @@ def _tree_size(path: Path) -> int:
     return total
 
 
+def _key(path: Path) -> str:
+    """A short stable name for an absolute path (per-user state of a store prefix)."""
+    return hashlib.sha256(os.fsencode(path.absolute())).hexdigest()[:24]
+
+
 @dataclass(frozen=True)
 class Store:
     root: Path
+    # Per-user state ($XDG_STATE_HOME/gpuenv): file locks when the store is read-only.
+    state_dir: Path | None = None
 
     # --- places ---------------------------------------------------------------------------
 
@@ -133,7 +147,7 @@ class Store:
         the files it vouches for did too. A killed process never leaves a marker."""
         marker = Marker(lock_hash, target, python, __version__, time.time())
         text = json.dumps(marker.to_json(), indent=2) + "\n"
-        atomic_write_text(prefix / MARKER, text, durable=False)
+        atomic_write_text(prefix / MARKER, text, durable=False, what="the completion marker")
 
     def discard(self, prefix: Path) -> None:
         """Remove a prefix (an interrupted build, or gc): renamed into trash/ first, in
@@ -141,13 +155,20 @@ class Store:
         if not prefix.exists() and not prefix.is_symlink():
             return
         trash = self.root / "trash"
-        trash.mkdir(parents=True, exist_ok=True)
+        with writing(trash, "the store's trash"):
+            trash.mkdir(parents=True, exist_ok=True)
         doomed = trash / f"{prefix.name}.{uuid.uuid4().hex[:8]}"
         try:
             prefix.rename(doomed)
         except OSError as exc:
-            raise InstallError(f"cannot remove {prefix}: {exc.strerror}") from None
+            raise storage_error(exc, prefix, "the store (removing an unfinished prefix)") from None
         shutil.rmtree(doomed, ignore_errors=True)
+
+    def discard_quietly(self, prefix: Path) -> None:
+        """``discard`` on a failure path: a second failure (the disk that just filled
+        up, a read-only store) must not hide the first; the next install retries."""
+        with contextlib.suppress(OSError):
+            self.discard(prefix)
 
     def empty_trash(self) -> None:
         """Finish deletions an earlier process was killed in the middle of."""
@@ -156,32 +177,50 @@ class Store:
 
     @contextlib.contextmanager
     def locked(self, prefix: Path, *, timeout: float = 3600) -> Iterator[None]:
-        """Hold the prefix's file lock: concurrent installs of one prefix build it once."""
-        from filelock import FileLock, Timeout
+        """Hold the prefix's file lock: concurrent installs of one prefix build it once.
+        In a read-only store the lock is this user's (see the module doc)."""
+        from filelock import Timeout
 
-        locks = self.root / "locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(locks / f"{prefix.name}.lock"))
         try:
-            with lock.acquire(timeout=timeout):
-                yield
-        except Timeout:
+            lock = self._acquire_lock(prefix, timeout)
+        except Timeout as exc:
             raise InstallError(
                 f"another gpuenv has held {prefix.name} for over {timeout:.0f} s",
-                hint=f"if no install is running, delete {locks / (prefix.name + '.lock')}",
+                hint=f"if no install is running, delete {exc.lock_file}",
             ) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _acquire_lock(self, prefix: Path, timeout: float) -> Any:
+        from filelock import FileLock
+
+        try:
+            return _acquire(FileLock, self.root / "locks" / f"{prefix.name}.lock", timeout)
+        except StorageError as exc:
+            if not is_read_only(exc) or self.state_dir is None:
+                raise
+        fallback = self.state_dir / "locks" / f"{prefix.name}-{_key(prefix)}.lock"
+        return _acquire(FileLock, fallback, timeout)
 
     # --- roots and gc ---------------------------------------------------------------------------
 
-    def register_root(self, pointer: Path) -> None:
-        """Remember a project pointer as a gc root (a symlink to the pointer itself)."""
+    def register_root(self, pointer: Path) -> bool:
+        """Remember a project pointer as a gc root (a symlink to the pointer itself).
+        False when the store is read-only here: gc cannot run here either."""
         roots = self.root / "roots"
-        roots.mkdir(parents=True, exist_ok=True)
         absolute = pointer.absolute()
         link = roots / hashlib.sha256(str(absolute).encode()).hexdigest()[:32]
         if link.is_symlink() and link.readlink() == absolute:
-            return
-        _replace_symlink(link, absolute)
+            return True
+        try:
+            _replace_symlink(link, absolute, what="a gc root of the store")
+        except StorageError as exc:
+            if is_read_only(exc):
+                return False
+            raise
+        return True
 
     def live_references(self) -> dict[Path, list[Path]]:
         """Prefix -> the project pointers that reach it; dead roots are forgotten."""
@@ -308,16 +347,18 @@ class Store:
 # --- project pointers ------------------------------------------------------------------------
 
 
-def _replace_symlink(link: Path, target: Path) -> None:
+def _replace_symlink(link: Path, target: Path, *, what: str = "a link") -> None:
     """Point ``link`` at ``target`` in one atomic step (a new link renamed over the old)."""
-    link.parent.mkdir(parents=True, exist_ok=True)
-    temporary = link.with_name(f".{link.name}.{uuid.uuid4().hex[:8]}")
-    temporary.symlink_to(target)
-    try:
-        temporary.replace(link)
-    except OSError:
-        temporary.unlink()
-        raise
+    with writing(link, what):
+        link.parent.mkdir(parents=True, exist_ok=True)
+        temporary = link.with_name(f".{link.name}.{uuid.uuid4().hex[:8]}")
+        temporary.symlink_to(target)
+        try:
+            temporary.replace(link)
+        except OSError:
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+            raise
 
 
 def _resolve_pointer(pointer: Path) -> Path | None:
@@ -338,21 +379,46 @@ def current_prefix(project: Path, target: str) -> Path | None:
     return _resolve_pointer(pointer_path(project, target))
 
 
+def _acquire(factory: Any, path: Path, timeout: float) -> Any:
+    """A held ``filelock`` lock on ``path`` (its directory made first). filelock's
+    ``Timeout`` is an ``OSError`` too: it passes through as itself."""
+    from filelock import Timeout
+
+    what = "the store's file lock"
+    with writing(path, what):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    lock = factory(str(path))
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout:
+        raise
+    except OSError as exc:
+        raise storage_error(exc, path, what) from exc
+    return lock
+
+
 def point_project(store: Store, project: Path, target: str, prefix: Path) -> Path | None:
     """Make ``prefix`` the project's current generation for ``target``; the one it
-    replaces becomes ``.previous``. Returns that previous prefix, if any."""
+    replaces becomes ``.previous``. Returns that previous prefix, if any.
+
+    Every other write comes first (the ``.gitignore``, the gc roots, ``.previous``):
+    a failure there leaves the project on its old generation. The root of a pointer
+    that did not exist yet can be forgotten by a concurrent gc before the link
+    appears, so it is registered again once the link is there."""
     current = pointer_path(project, target)
     old = _resolve_pointer(current)
     if old == prefix:
         store.register_root(current)
         return None
-    if old is not None:
-        previous = pointer_path(project, target, previous=True)
-        _replace_symlink(previous, old)
-        store.register_root(previous)
-    _replace_symlink(current, prefix)
-    store.register_root(current)
     _ignore_project_dir(project)
+    previous = pointer_path(project, target, previous=True)
+    if old is not None:
+        store.register_root(previous)
+    store.register_root(current)
+    if old is not None:
+        _replace_symlink(previous, old, what="the project's previous-generation pointer")
+    _replace_symlink(current, prefix, what="the project's pointer")
+    store.register_root(current)
     return old
 
 
@@ -369,8 +435,8 @@ def rollback(store: Store, project: Path, target: str) -> tuple[Path, Path]:
         )
     if now is None:
         raise InstallError(f"target {target} is not installed in this project")
-    _replace_symlink(current, before)
-    _replace_symlink(previous, now)
+    _replace_symlink(current, before, what="the project's pointer")
+    _replace_symlink(previous, now, what="the project's previous-generation pointer")
     store.register_root(current)
     store.register_root(previous)
     return now, before
@@ -380,4 +446,10 @@ def _ignore_project_dir(project: Path) -> None:
     """.gpuenv/ holds machine-specific links: keep it out of version control."""
     ignore = project / PROJECT_DIR / ".gitignore"
     if not ignore.exists():
-        atomic_write_text(ignore, "# machine-specific links into the gpuenv store\n*\n")
+        atomic_write_text(
+            ignore,
+            "# machine-specific links into the gpuenv store\n*\n",
+            what="the project's .gpuenv/.gitignore",
+            hint=f"gpuenv keeps links to its prefixes in {project / PROJECT_DIR}: "
+            "make the project directory writable",
+        )

@@ -383,7 +383,12 @@ def write_lock(path: Path, lock: Lock, *, cache_dir: Path | None = None) -> bool
             return False
     except OSError:
         pass
-    atomic_write_text(path, text)
+    atomic_write_text(
+        path,
+        text,
+        what="the lock",
+        hint=f"gpuenv writes {path.name} beside the spec: make {path.parent} writable",
+    )
     return True
 
 

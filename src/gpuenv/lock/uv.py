@@ -43,6 +43,7 @@ from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import parse_wheel_filename
 
 from gpuenv import _proc
+from gpuenv._fs import writing
 from gpuenv.errors import ExternalToolError, NoCompatiblePlan
 from gpuenv.lock.model import PipPackage, PipRequest, normalize_name, strip_credentials
 
@@ -204,7 +205,12 @@ class UvResolver:
 
     def resolve(self, request: PipRequest) -> tuple[PipPackage, ...]:
         platform = target_platform(request)
-        with tempfile.TemporaryDirectory(prefix="gpuenv-uv-") as tmp:
+        scratch = tempfile.gettempdir()
+        hint = "free space there, or point TMPDIR at a file system with room"
+        with (
+            writing(scratch, "uv's scratch files", hint=hint),
+            tempfile.TemporaryDirectory(prefix="gpuenv-uv-") as tmp,
+        ):
             run = _Run(
                 request=request,
                 workdir=Path(tmp),
