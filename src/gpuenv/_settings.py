@@ -9,8 +9,25 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from pathlib import Path
 
 # gpuenv's cache directory (None: no caching), for caches of derived data such as the
 # parsed knowledge base.
 cache_dir: Path | None = None
+
+# This user's state directory ($GPUENV_STATE_DIR, else $XDG_STATE_HOME/gpuenv): where
+# verification records and file locks go when a store prefix is read-only here. None:
+# only what the prefix itself holds counts.
+state_dir: str | None = None
+
+
+def default_state_dir(environ: Mapping[str, str]) -> str:
+    """$GPUENV_STATE_DIR, else $XDG_STATE_HOME/gpuenv, else ~/.local/state/gpuenv, from
+    the environment the CLI passes in (``gpuenv run`` computes it too: plain strings)."""
+    explicit = environ.get("GPUENV_STATE_DIR", "").strip()
+    if explicit:
+        return explicit
+    xdg = environ.get("XDG_STATE_HOME", "").strip()
+    base = xdg or (environ.get("HOME") or "/").rstrip("/") + "/.local/state"
+    return base.rstrip("/") + "/gpuenv"

@@ -29,7 +29,14 @@ def store() -> Any:
     """The store under $GPUENV_HOME (default $XDG_DATA_HOME/gpuenv)."""
     from gpuenv.store import Store, default_root
 
-    return Store(default_root(os.environ))
+    return Store(default_root(os.environ), state_dir=Path(state_dir()))
+
+
+def state_dir() -> str:
+    """This user's state directory (records and locks of read-only stores)."""
+    from gpuenv._settings import default_state_dir
+
+    return default_state_dir(os.environ)
 
 
 def check_target(name: str | None, known: list[str]) -> None:

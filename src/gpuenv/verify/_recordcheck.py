@@ -2,6 +2,15 @@
 ``gpuenv run`` and ``shell`` make on every start, so plain ``os``/``json``/``hashlib``
 on dicts. ``gpuenv.verify.record`` builds and writes records through these same
 functions, so there is one definition of the path and of "passing".
+
+A record lives in the prefix (``<prefix>/etc/gpuenv/verify/<fingerprint>.json``), or,
+when the prefix is read-only here (a shared store mounted read-only on a cluster's
+nodes), in this user's state directory (``_settings.state_dir``)::
+
+    <state>/verify/<prefix key>/<fingerprint>.json     prefix key: hash of its path
+
+``record_for`` is the one lookup: of the two, the more recently written decides, so
+a newer failed verification always replaces an older pass wherever each was kept.
 """
 
 from __future__ import annotations
@@ -9,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+
+from gpuenv import _settings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -31,7 +42,50 @@ def fingerprint_hash(fingerprint: Mapping[str, Any]) -> str:
 
 
 def record_file(prefix: str | os.PathLike[str], fingerprint: Mapping[str, Any]) -> str:
+    """The record's place inside the prefix."""
     return os.path.join(prefix, RECORD_DIR, fingerprint_hash(fingerprint) + ".json")
+
+
+def prefix_key(prefix: str | os.PathLike[str]) -> str:
+    """A short stable name for a prefix's absolute path."""
+    return hashlib.sha256(os.fsencode(os.path.abspath(prefix))).hexdigest()[:HASH_CHARS]
+
+
+def user_record_dir(prefix: str | os.PathLike[str]) -> str | None:
+    """This user's record directory for ``prefix`` (None without a state directory)."""
+    state = _settings.state_dir
+    return os.path.join(state, "verify", prefix_key(prefix)) if state else None
+
+
+def user_record_file(prefix: str | os.PathLike[str], fingerprint: Mapping[str, Any]) -> str | None:
+    """The record's place in this user's state directory (read-only prefixes)."""
+    directory = user_record_dir(prefix)
+    return os.path.join(directory, fingerprint_hash(fingerprint) + ".json") if directory else None
+
+
+def _newest(paths: list[str | None]) -> str | None:
+    best, best_time = None, -1.0
+    for path in paths:
+        if path is None:
+            continue
+        try:
+            mtime = os.stat(path).st_mtime
+        except OSError:
+            continue
+        if mtime > best_time:
+            best, best_time = path, mtime
+    return best
+
+
+def record_for(prefix: str | os.PathLike[str], fingerprint: Mapping[str, Any]) -> str | None:
+    """The file holding this machine's record for ``prefix``, wherever it was kept
+    (see the module doc); None when there is none."""
+    return _newest([record_file(prefix, fingerprint), user_record_file(prefix, fingerprint)])
+
+
+def _load(path: str) -> Any:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
 
 
 def is_passing(raw: Any, lock_hash: str, fingerprint: Mapping[str, Any] | None) -> bool:
@@ -53,26 +107,35 @@ def is_passing(raw: Any, lock_hash: str, fingerprint: Mapping[str, Any] | None) 
 def has_passing_record(
     prefix: str | os.PathLike[str], lock_hash: str, fingerprint: Mapping[str, Any]
 ) -> bool:
+    path = record_for(prefix, fingerprint)
+    if path is None:
+        return False
     try:
-        with open(record_file(prefix, fingerprint), encoding="utf-8") as handle:
-            raw = json.load(handle)
-    except (OSError, ValueError):
+        raw = _load(path)
+    except (OSError, ValueError, RecursionError):
         return False
     return is_passing(raw, lock_hash, fingerprint)
 
 
-def passing_machines(prefix: str | os.PathLike[str], lock_hash: str) -> int:
-    """How many machines hold a passing record for ``lock_hash`` in ``prefix``."""
-    directory = os.path.join(prefix, RECORD_DIR)
-    count = 0
+def _record_names(directory: str | None) -> dict[str, str]:
+    if directory is None:
+        return {}
     try:
-        entries = [e.path for e in os.scandir(directory) if e.name.endswith(".json")]
+        return {e.name: e.path for e in os.scandir(directory) if e.name.endswith(".json")}
     except OSError:
-        return 0
-    for path in entries:
+        return {}
+
+
+def passing_machines(prefix: str | os.PathLike[str], lock_hash: str) -> int:
+    """How many machines hold a passing record for ``lock_hash`` in ``prefix`` (for
+    each machine, its newest record, wherever it was kept)."""
+    own = _record_names(os.path.join(prefix, RECORD_DIR))
+    mine = _record_names(user_record_dir(prefix))
+    count = 0
+    for name in set(own) | set(mine):
+        path = _newest([own.get(name), mine.get(name)])
         try:
-            with open(path, encoding="utf-8") as handle:
-                count += is_passing(json.load(handle), lock_hash, None)
-        except (OSError, ValueError):
+            count += is_passing(_load(path), lock_hash, None) if path else 0
+        except (OSError, ValueError, RecursionError):
             continue
     return count

@@ -7,7 +7,8 @@ opaque mapping: driver version and GPU UUIDs, from ``gpuenv.hardware``). A prefi
 shared file system is used by many nodes, so each machine has its own file, written
 atomically (a temporary file in the same directory, then ``os.replace``): concurrent
 verifications on several nodes never see or leave a half-written record, and node A's
-pass never counts for node B.
+pass never counts for node B. When the prefix is read-only here, the record goes to
+this user's state directory instead (``_recordcheck``; the gate finds it there).
 
 The reading path (``find_passing_record``) runs on every ``gpuenv run``: standard
 library only, one small file, no validation beyond what deciding needs.
@@ -153,22 +154,42 @@ def make_record(
 
 
 def write_record(prefix: Path, record: VerificationRecord) -> Path:
-    """Store ``record`` as this machine's record in ``prefix``, replacing any earlier
-    one atomically. Returns the path."""
-    from gpuenv._fs import atomic_write_text  # tempfile: not needed on the read path
+    """Store ``record`` as this machine's record for ``prefix``, replacing any earlier
+    one atomically: in the prefix, or, when the prefix is read-only here, in this
+    user's state directory. Returns the path."""
+    import contextlib
+
+    # tempfile: not needed on the read path
+    from gpuenv._fs import atomic_write_text, is_read_only
+    from gpuenv.errors import StorageError
 
     path = record_path(prefix, record.fingerprint)
-    atomic_write_text(path, record.dumps())
+    mine = _recordcheck.user_record_file(prefix, record.fingerprint)
+    try:
+        atomic_write_text(path, record.dumps(), what="the verification record")
+    except StorageError as exc:
+        if mine is None or not is_read_only(exc):
+            raise
+        atomic_write_text(
+            Path(mine), record.dumps(), what="the verification record (the prefix is read-only)"
+        )
+        return Path(mine)
+    if mine is not None:
+        with contextlib.suppress(OSError):
+            Path(mine).unlink()  # superseded by the one in the prefix
     return path
 
 
 def read_record(prefix: Path, fingerprint: Mapping[str, Any]) -> VerificationRecord | None:
-    """This machine's record in ``prefix``, passing or not; None when there is none or
-    it cannot be read (a damaged record counts as no record)."""
+    """This machine's record for ``prefix`` (wherever it was kept), passing or not;
+    None when there is none or it cannot be read (a damaged record counts as none)."""
+    found = _recordcheck.record_for(prefix, fingerprint)
+    if found is None:
+        return None
     try:
-        text = record_path(prefix, fingerprint).read_text(encoding="utf-8")
+        text = Path(found).read_text(encoding="utf-8")
         return VerificationRecord.from_json(json.loads(text))
-    except (OSError, ValueError, FileFormatError):
+    except (OSError, ValueError, FileFormatError, RecursionError):
         return None
 
 
