@@ -2,13 +2,29 @@
 
 Always an argument list (never a shell string), always a timeout, output captured,
 and failures raised as ``ExternalToolError`` with the command and the tail of stderr.
+
+Children die with gpuenv. Each child runs in its own session and process group
+(``start_new_session``), so its whole tree (the probe's NCCL ranks, uv's workers) can
+be killed at once; and the group is killed with SIGKILL on every way out of ``run``:
+the child finished (stragglers it left behind), a timeout, an exception, Ctrl-C or
+SIGTERM (which the console script turns into an exception, ``errors.Interrupted``).
+On Linux the child also asks the kernel for SIGKILL when gpuenv dies
+(``PR_SET_PDEATHSIG``), which covers a SIGKILL of gpuenv itself. That signal fires
+when the *thread* that started the child ends; ``run`` waits for its child in the
+thread that started it, so the child is always gone before that thread can end.
+
+The child's stdin is ``/dev/null`` unless ``input_text`` is given: in its own session
+it has no terminal to read, and nothing gpuenv runs should wait on one.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,6 +35,8 @@ from gpuenv.errors import ExternalToolError
 log = logging.getLogger(__name__)
 
 STDERR_TAIL_LINES = 20
+PR_SET_PDEATHSIG = 1
+DRAIN_SECONDS = 5.0  # reading what a killed child left in its pipes
 
 
 @dataclass(frozen=True)
@@ -32,6 +50,96 @@ class ProcResult:
 
 def _tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
+
+
+_prctl: Callable[..., int] | None = None
+
+
+def _death_signal() -> Callable[[], None] | None:
+    """The function a child runs between fork and exec (Linux): SIGKILL me when my
+    parent dies; and if the parent already died in between, exit at once."""
+    global _prctl  # noqa: PLW0603 - loaded once, before any fork
+    if not sys.platform.startswith("linux"):
+        return None
+    if _prctl is None:
+        try:
+            import ctypes
+
+            _prctl = ctypes.CDLL(None, use_errno=True).prctl
+        except (OSError, AttributeError):  # pragma: no cover - a libc without prctl
+            return None
+    prctl, parent = _prctl, os.getpid()
+
+    def child() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return child
+
+
+def kill_group(process: subprocess.Popen[str]) -> None:
+    """SIGKILL ``process`` and everything still in its process group."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        process.kill()
+
+
+def _drain(process: subprocess.Popen[str]) -> tuple[str, str]:
+    """What a killed child left in its pipes. A grandchild that escaped the group may
+    hold them open: then give up reading after ``DRAIN_SECONDS``."""
+    try:
+        stdout, stderr = process.communicate(timeout=DRAIN_SECONDS)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            with contextlib.suppress(OSError):
+                if pipe is not None:
+                    pipe.close()
+        process.wait()
+        return "", ""
+    return stdout or "", stderr or ""
+
+
+def _spawn(
+    args: tuple[str, ...],
+    env: Mapping[str, str] | None,
+    cwd: str | Path | None,
+    with_input: bool,
+) -> subprocess.Popen[str]:
+    return subprocess.Popen(  # an argument list, never a shell (S603 is off project-wide)
+        args,
+        stdin=subprocess.PIPE if with_input else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+        start_new_session=True,  # its own process group: killed as one
+        preexec_fn=_death_signal(),  # noqa: PLW1509 - a prctl call only; see module doc
+    )
+
+
+def _communicate(
+    process: subprocess.Popen[str], input_text: str | None, timeout: float, label: str
+) -> tuple[str, str]:
+    """The child's output; on any way out its process group is killed."""
+    try:
+        stdout, stderr = process.communicate(input_text, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(process)
+        _, stderr = _drain(process)
+        raise ExternalToolError(
+            f"{label} did not finish within {timeout:g} s",
+            argv=tuple(str(a) for a in process.args),  # type: ignore[union-attr]
+            stderr_tail=_tail(stderr),
+        ) from None
+    except BaseException:
+        kill_group(process)
+        _drain(process)
+        raise
+    kill_group(process)  # stragglers the child left in its group
+    return stdout or "", stderr or ""
 
 
 def run(
@@ -54,34 +162,20 @@ def run(
     label = what or Path(args[0]).name
     started = time.perf_counter()
     try:
-        completed = subprocess.run(  # an argument list, never a shell (S603 is off project-wide)
-            args,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=dict(env) if env is not None else None,
-            cwd=cwd,
-            input=input_text,
-            check=False,
-        )
+        process = _spawn(args, env, cwd, input_text is not None)
     except FileNotFoundError as exc:
         raise ExternalToolError(f"{label}: program not found: {args[0]}", argv=args) from exc
-    except subprocess.TimeoutExpired as exc:
-        stderr = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else ""
-        raise ExternalToolError(
-            f"{label} did not finish within {timeout:g} s",
-            argv=args,
-            stderr_tail=_tail(stderr or ""),
-        ) from exc
+    stdout, stderr = _communicate(process, input_text, timeout, label)
     seconds = time.perf_counter() - started
-    log.debug("ran %s in %.3f s (exit %d)", args, seconds, completed.returncode)
-    result = ProcResult(args, completed.returncode, completed.stdout, completed.stderr, seconds)
-    if check and completed.returncode != 0:
-        tail = _tail(completed.stderr or completed.stdout)
+    returncode = process.returncode
+    log.debug("ran %s in %.3f s (exit %d)", args, seconds, returncode)
+    result = ProcResult(args, returncode, stdout, stderr, seconds)
+    if check and returncode != 0:
+        tail = _tail(stderr or stdout)
         raise ExternalToolError(
-            f"{label} failed (exit {completed.returncode})" + (f":\n{tail}" if tail else ""),
+            f"{label} failed (exit {returncode})" + (f":\n{tail}" if tail else ""),
             argv=args,
-            returncode=completed.returncode,
+            returncode=returncode,
             stderr_tail=tail,
         )
     return result
