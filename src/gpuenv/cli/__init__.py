@@ -6,13 +6,19 @@ modules are imported inside ``run``. ``gpuenv run`` goes further: ``main`` recog
 it before argparse is even imported (``_fastrun``), because its whole cost is added
 to the user's command. ``main`` is the only place that turns a ``GpuenvError`` into
 output and an exit status.
+
+Signals. The console script (``entry``) turns SIGTERM and SIGHUP into
+``errors.Interrupted`` (a ``KeyboardInterrupt``, as Ctrl-C is), raised wherever gpuenv
+is: every clean-up on the way out runs (children killed, a half-built prefix
+removed), then one line and exit 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
+Before the CLI is imported, ``gpuenv.__init__`` guards the start-up the same way.
 """
 
 from __future__ import annotations
 
 import sys
 
-from gpuenv.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, GpuenvError
+from gpuenv.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, GpuenvError, Interrupted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,31 +50,61 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _full_main(args_list)
 
 
+def _raise_interrupted(signum: int, _frame: object) -> None:
+    import signal
+
+    raise Interrupted(signum, signal.Signals(signum).name)
+
+
+def install_signal_handlers() -> None:
+    """Ctrl-C raises ``KeyboardInterrupt``; SIGTERM and SIGHUP raise ``Interrupted``."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for number in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(number, _raise_interrupted)
+
+
+def interrupt_code(interrupt: KeyboardInterrupt) -> int:
+    return interrupt.exit_code if isinstance(interrupt, Interrupted) else EXIT_INTERRUPTED
+
+
 def entry() -> int:
-    """The console script: ``main`` and then the exit.
-
-    A process that used py-rattler ends with ``os._exit``: rattler's native runtime
-    keeps worker threads that, torn down during interpreter finalization (after a
-    failed solve especially), now and then crash the process with SIGSEGV after
-    gpuenv has already said everything, turning exit 3 into -11. Everything is
-    flushed first, and nothing of gpuenv's runs after this point anyway.
+    """The console script: ``main``, then the exit, with ``os._exit`` once stdout and
+    stderr are flushed: nothing of gpuenv's runs after ``main`` and the interpreter's
+    teardown buys nothing but two hazards. py-rattler's native runtime keeps worker
+    threads that, torn down during finalization (after a failed solve especially),
+    now and then crash the process with SIGSEGV after gpuenv has said everything,
+    turning exit 3 into -11; and a Ctrl-C during teardown, once Python has put back
+    the default handlers, would kill the process silently instead of the one line.
     """
-    code = main()
-    if "rattler" in sys.modules:
-        import os
+    install_signal_handlers()
+    try:
+        code = main()
+    except KeyboardInterrupt as interrupt:  # one arriving outside main's own handler
+        from gpuenv.cli import _output
 
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    return code
+        _output.render_interrupt(interrupt, as_json=False)
+        code = interrupt_code(interrupt)
+    import contextlib
+    import os
+
+    import gpuenv
+
+    gpuenv._guard_start_up(force=True)  # from here on a signal just ends the process
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to say
+            stream.flush()
+    os._exit(code)
 
 
 def _configure_caches() -> None:
     """Point the library's caches at gpuenv's cache dir (environment read here, once)."""
     from gpuenv import _settings
-    from gpuenv.cli._common import cache_dir
+    from gpuenv.cli._common import cache_dir, state_dir
 
     _settings.cache_dir = cache_dir()
+    _settings.state_dir = state_dir()
 
 
 def _full_main(argv: list[str]) -> int:
@@ -91,9 +127,9 @@ def _full_main(argv: list[str]) -> int:
     except GpuenvError as err:
         _output.render_error(err, as_json=as_json, verbose=verbose)
         return err.exit_code
-    except KeyboardInterrupt:
-        _output.render_interrupt(as_json=as_json)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as interrupt:
+        _output.render_interrupt(interrupt, as_json=as_json)
+        return interrupt_code(interrupt)
     except SystemExit as exit_:  # --help / --version inside argparse
         return exit_.code if isinstance(exit_.code, int) else 0
     except Exception as exc:  # noqa: BLE001 - the one place unexpected errors are caught

@@ -73,27 +73,34 @@ def parse(argv: Sequence[str]) -> FastRun | None:
     return FastRun(spec, target, unverified, command) if command else None
 
 
+def _say(line: str) -> None:
+    from gpuenv.cli._printable import printable
+
+    sys.stderr.write(printable(line) + "\n")
+
+
 def execute(run: FastRun) -> int:
     """Activate and exec; returns only when something prevents running the command."""
-    from gpuenv import runtime
+    from gpuenv import _settings, runtime
 
+    _settings.state_dir = _settings.default_state_dir(os.environ)
     spec = runtime.find_spec(run.file, os.getcwd())
     selected = runtime.select(runtime.project_of(spec), run.target)
     from gpuenv.verify.gate import check_gate
 
     for warning in check_gate(selected, unverified=run.unverified):
-        sys.stderr.write(f"gpuenv: warning: {warning}\n")
+        _say(f"gpuenv: warning: {warning}")
     env, notes = runtime.child_environment(selected, os.environ)
     for note in notes:
-        sys.stderr.write(note + "\n")
+        _say(note)
     sys.stderr.flush()
     try:
         os.execvpe(run.command[0], run.command, env)  # noqa: S606 - exec is the point
     except FileNotFoundError:
-        sys.stderr.write(f"gpuenv: {run.command[0]}: command not found\n")
+        _say(f"gpuenv: {run.command[0]}: command not found")
         return 127
     except PermissionError:
-        sys.stderr.write(f"gpuenv: {run.command[0]}: permission denied\n")
+        _say(f"gpuenv: {run.command[0]}: permission denied")
         return 126
 
 
@@ -105,5 +112,8 @@ def main(run: FastRun) -> int:
 
         _output.render_error(error, as_json=False, verbose=0)
         return error.exit_code
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt as interrupt:
+        from gpuenv.cli import _output, interrupt_code
+
+        _output.render_interrupt(interrupt, as_json=False)
+        return interrupt_code(interrupt)
