@@ -2,21 +2,31 @@
 
 Only CLI modules import this. rich is imported lazily, the first time a table or a
 progress bar is drawn, so commands that print plain lines never pay for it.
+
+Every line gpuenv prints goes through ``printable``: control characters that came
+from the outside (a spec value, an ``LD_LIBRARY_PATH`` entry, a file name) are shown
+as escapes (``\x1b``) instead of reaching the terminal, where they could move the
+cursor, retitle the window or hide text. JSON output is escaped by ``json`` itself;
+``gpuenv activate`` prints its script as it is (``raw``), for ``eval``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from gpuenv.cli._printable import printable
 from gpuenv.errors import GpuenvError
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 BUG_HINT = "this is a bug in gpuenv: please report it with the output of 'gpuenv -v ...'"
+
+__all__ = ["printable"]
 
 
 def emit_json(payload: Any) -> None:
@@ -25,12 +35,12 @@ def emit_json(payload: Any) -> None:
     sys.stdout.flush()
 
 
-def out(text: str = "") -> None:
-    sys.stdout.write(text + "\n")
+def out(text: str = "", *, raw: bool = False) -> None:
+    sys.stdout.write((text if raw else printable(text)) + "\n")
 
 
 def err(text: str) -> None:
-    sys.stderr.write(text + "\n")
+    sys.stderr.write(printable(text) + "\n")
 
 
 def console(*, stderr: bool = False) -> Console:
@@ -59,11 +69,15 @@ def render_error(error: GpuenvError, *, as_json: bool, verbose: int) -> None:
         traceback.print_exception(error, file=sys.stderr)
 
 
-def render_interrupt(*, as_json: bool) -> None:
-    if as_json:
-        emit_json({"error": {"kind": "interrupted", "message": "interrupted"}})
-    else:
-        err("gpuenv: interrupted")
+def render_interrupt(interrupt: BaseException, *, as_json: bool) -> None:
+    """One line: Ctrl-C is "interrupted", a signal such as SIGTERM is named."""
+    name = getattr(interrupt, "name", None)
+    message = f"terminated by {name}" if name else "interrupted"
+    with contextlib.suppress(OSError):  # the terminal or pipe is gone (SIGHUP)
+        if as_json:
+            emit_json({"error": {"kind": "interrupted", "message": message}})
+        else:
+            err(f"gpuenv: {message}")
 
 
 def render_internal(exc: BaseException, *, as_json: bool, verbose: int) -> None:

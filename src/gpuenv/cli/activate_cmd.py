@@ -24,5 +24,6 @@ def run(args: argparse.Namespace) -> int:
 
     spec = runtime.find_spec(getattr(args, "file", None), str(Path.cwd()))
     selected = runtime.select(runtime.project_of(spec), args.target)
-    _output.out(activation_script(Path(selected.prefix), args.shell).rstrip("\n"))
+    # As it is: a shell evaluates it (every value in it is quoted for that shell).
+    _output.out(activation_script(Path(selected.prefix), args.shell).rstrip("\n"), raw=True)
     return 0

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         _output.emit_json(to_json(subject, result))
     else:
-        _output.out(render(subject, result))
+        _output.out(render(subject, result), raw=True)  # escaped cell by cell: keeps colours
     return 0 if result.passed else CheckFailed.exit_code
 
 
@@ -161,15 +161,16 @@ def render(subject: str, result: ProbeResult) -> str:
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"gpuenv verify {subject}", title_justify="left", expand=False)
+    title = escape(_output.printable(f"gpuenv verify {subject}"))
+    table = Table(title=title, title_justify="left", expand=False)
     for header in ("check", "result", "detail", "fix"):
         table.add_column(header, overflow="fold")
     for check in result.report_checks():
         table.add_row(
-            escape(check.name),
+            escape(_output.printable(check.name)),
             _MARK.get(check.status, check.status),
-            escape(check.detail),
-            escape(check.fix or ""),
+            escape(_output.printable(check.detail)),
+            escape(_output.printable(check.fix or "")),
         )
     console = _output.console()
     with console.capture() as captured:
