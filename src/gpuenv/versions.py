@@ -8,9 +8,11 @@ import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-_DRIVER_RE = re.compile(r"^\d{2,4}(\.\d{1,3}){1,2}$")
-_CUDA_RE = re.compile(r"^(\d{1,2})\.(\d{1,2})$")
-_CC_RE = re.compile(r"^(?:sm_|compute_)?(\d{1,2})\.?(\d)$")
+# ASCII digits only (``\d`` would take fullwidth and other scripts' digits), and ``\Z``
+# (``$`` would accept a trailing newline).
+_DRIVER_RE = re.compile(r"[0-9]{2,4}(\.[0-9]{1,3}){1,2}\Z")
+_CUDA_RE = re.compile(r"([0-9]{1,2})\.([0-9]{1,2})\Z")
+_CC_RE = re.compile(r"(?:sm_|compute_)?([0-9]{1,2})\.?([0-9])\Z")
 
 
 class VersionFormatError(ValueError):

@@ -257,14 +257,42 @@ def content_hash(normalised: Mapping[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
+# Arrays and inline tables nested deeper than this are refused before parsing: the
+# parsers and validators recurse once per level, and a spec needs a handful.
+MAX_NESTING = 100
+
+
+def _too_deep(text: str) -> int | None:
+    """The line where ``[``/``{`` nesting inside a value first passes ``MAX_NESTING``
+    (a rough count that ignores strings: a spec anywhere near it is not a real one)."""
+    depth, line = 0, 1
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+            if depth > MAX_NESTING:
+                return line
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        elif ch == "\n":
+            line += 1
+    return None
+
+
 def _toml(text: str, file: str) -> dict[str, Any]:
+    deep = _too_deep(text)
+    if deep is not None:
+        message = f"values are nested more than {MAX_NESTING} levels deep"
+        raise SpecError([SpecProblem(file, deep, "", message)])
     try:
         data: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         match = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        message = message.replace(" (at end of document)", "")
         line = int(match.group(1)) if match else None
         column = f" (column {match.group(2)})" if match else ""
+        if match is None and "end of document" in str(exc):
+            line, column = max(1, text.count("\n") + (not text.endswith("\n"))), " (at the end)"
         raise SpecError(
             [SpecProblem(file, line, "", f"not valid TOML: {message}{column}")]
         ) from None

@@ -39,19 +39,39 @@ from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion, Versi
 # --- value checks (raise ValueError with the message a user sees) --------------------
 
 
+def _show(value: Any) -> str:
+    """A value as the user wrote it, quoted like JSON: a newline shows as ``\\n``."""
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _plain(text: str, what: str) -> None:
+    """Refuse what no version or name can be: empty, blank around, control characters."""
+    if not text.strip():
+        raise ValueError(f"{_show(text)}: {what} cannot be empty")
+    if any(ch < " " or "\x7f" <= ch < "\xa0" for ch in text):
+        raise ValueError(f"{_show(text)}: {what} cannot contain control characters (a newline?)")
+    if text != text.strip():
+        raise ValueError(f"{_show(text)}: {what} cannot start or end with spaces")
+
+
 def _version_spec(text: str) -> str:
+    if not text.strip():
+        raise ValueError(f'{_show(text)} is empty: use "*" for any version')
     parse_version_spec(text)
     return text
 
 
 def _python(text: str) -> str:
-    if re.fullmatch(r"3\.\d{1,2}", text.strip()):
+    _plain(text, "a Python version")
+    if re.fullmatch(r"3\.[0-9]{1,2}", text):
         return text
     try:
+        if not text.isascii():
+            raise InvalidSpecifier(text)
         SpecifierSet(text)
     except InvalidSpecifier:
         raise ValueError(
-            f'"{text}" is not a Python version ("3.11") or range (">=3.10,<3.13")'
+            f'{_show(text)} is not a Python version ("3.11") or range (">=3.10,<3.13")'
         ) from None
     return text
 
@@ -60,31 +80,42 @@ def _cuda(text: str) -> str:
     if text == "auto":
         return text
     try:
+        _plain(text, "a CUDA version")
         CudaVersion.parse(text)
-    except VersionFormatError:
-        raise ValueError(f'"{text}" is not a CUDA version: use "auto" or one like "12.4"') from None
+    except (VersionFormatError, ValueError):
+        raise ValueError(
+            f'{_show(text)} is not a CUDA version: use "auto" or one like "12.4"'
+        ) from None
     return text
 
 
 def _driver(text: str) -> str:
     if text == "detect":
         return text
+    _plain(text, "a driver version")
     try:
         DriverVersion.parse(text)
     except VersionFormatError:
+        ascii_only = "" if text.isascii() else " (ASCII digits only)"
         raise ValueError(
-            f'"{text}" is not a driver version (like "550.54.15") or "detect"'
+            f'{_show(text)} is not a driver version (like "550.54.15") or "detect"{ascii_only}'
         ) from None
     return text
 
 
+def _gpu(text: str) -> str:
+    _plain(text, "a GPU name")
+    return text
+
+
 def _compute_capability(text: str) -> str:
+    _plain(text, "a compute capability")
     try:
         cc = ComputeCapability.parse(text)
     except VersionFormatError as exc:
         raise ValueError(str(exc)) from None
     if not 1 <= cc.major <= 15:
-        raise ValueError(f'"{text}" is not a plausible compute capability')
+        raise ValueError(f"{_show(text)} is not a plausible compute capability")
     return text
 
 
@@ -100,8 +131,8 @@ def _toolkit(text: str) -> str:
 
 
 def _glibc(text: str) -> str:
-    if not re.fullmatch(r"2\.\d{1,2}", text):
-        raise ValueError(f'"{text}" is not a glibc version (like "2.28")')
+    if not re.fullmatch(r"2\.[0-9]{1,2}", text):
+        raise ValueError(f'{_show(text)} is not a glibc version (like "2.28")')
     return text
 
 
@@ -109,13 +140,13 @@ def _requirement(text: str) -> str:
     try:
         Requirement(text)
     except InvalidRequirement as exc:
-        raise ValueError(f'"{text}" is not a valid requirement: {exc}') from None
+        raise ValueError(f"{_show(text)} is not a valid requirement: {exc}") from None
     return text
 
 
 def _url(text: str) -> str:
-    if not re.match(r"^(https?|file)://\S+$", text):
-        raise ValueError(f'"{text}" is not an http(s):// or file:// URL')
+    if not re.match(r"(https?|file)://\S+\Z", text):
+        raise ValueError(f"{_show(text)} is not an http(s):// or file:// URL")
     return text
 
 
@@ -178,6 +209,7 @@ PythonSpec = Annotated[str, AfterValidator(_python)]
 CudaSpec = Annotated[str, AfterValidator(_cuda)]
 DriverSpec = Annotated[str, AfterValidator(_driver)]
 CCSpec = Annotated[str, AfterValidator(_compute_capability)]
+GpuSpec = Annotated[str, AfterValidator(_gpu)]
 ToolkitSpec = Annotated[str, AfterValidator(_toolkit)]
 RequirementSpec = Annotated[str, AfterValidator(_requirement)]
 UrlSpec = Annotated[str, AfterValidator(_url)]
@@ -188,7 +220,8 @@ Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False)
+    # strict: a TOML string is never coerced into a number or a boolean ("300", "yes")
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False, strict=True)
 
 
 class Project(_Model):
@@ -228,7 +261,7 @@ class Stack(_Model):
 
 
 class Target(_Model):
-    gpu: str | None = Field(
+    gpu: GpuSpec | None = Field(
         default=None,
         description='A GPU name ("H100", "RTX 4060 Ti"), "none" for a CPU build, or "detect".',
     )
@@ -355,6 +388,7 @@ class SpecModel(_Model):
     model_config = ConfigDict(
         extra="forbid",
         frozen=True,
+        strict=True,
         title="gpuenv.toml",
     )
 
@@ -439,10 +473,6 @@ _TYPE_ERRORS = {
 # Priority settles unions: when a value fails every member, the specific message
 # (priority 1) beats "expected a string" (priority 0).
 Explained = tuple[str, str | None, int]
-
-
-def _show(value: Any) -> str:
-    return json.dumps(value, default=str)
 
 
 def _unknown_key(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
