@@ -203,7 +203,9 @@ def _python_for(release: TorchRelease, wanted: str) -> str | None:
     """The Python to use with ``release``: the exact one asked for, or the newest in range."""
     if wanted in KNOWN_PYTHONS:
         return wanted if release.python.contains(wanted) else None
-    spec = SpecifierSet(wanted)
+    # A bare version gpuenv has no release data for ("3.99") matches nothing: that
+    # is an unsatisfiable plan, not an invalid specifier.
+    spec = SpecifierSet(f"=={wanted}.*" if wanted[:1].isdigit() else wanted)
     fits = [p for p in KNOWN_PYTHONS if spec.contains(p) and release.python.contains(p)]
     return fits[-1] if fits else None
 
