@@ -4,15 +4,27 @@ does instead of sourcing an activation script.
 This is the one implementation of the replay; ``gpuenv.activation`` builds deltas and
 delegates here, and its tests compare the result with real shells sourcing the
 scripts. It runs on every ``gpuenv run``, so it uses plain dicts and strings and
-imports nothing beyond ``gpuenv.errors``: no ``re``, ``dataclasses`` or ``typing``.
+imports nothing beyond ``gpuenv.errors`` and ``hashlib``: no ``re``, ``dataclasses``
+or ``typing``.
 
 A delta is ``{"format": 1, "active": PREFIX, "ops": [...]}`` where each op is
 ``{"op": "set", "name", "value"}``, ``{"op": "unset", "name"}`` or
 ``{"op": "prepend", "name", "entries", "clean": {"prefix", "store_root",
 "cuda_version"} | null}``.
+
+Records. Activating prefix P stacks on whatever is active: for every variable it
+touches, and for ``_GPUENV_ACTIVE`` itself, it keeps the old value in
+``_GPUENV_<tag>_OLD_<NAME>`` or lists the name in ``_GPUENV_<tag>_UNSET`` (it was
+unset), where ``<tag>`` is a short hash of P's path (``prefix_tag``). The names are
+P's own, so deactivating P restores exactly the state it was activated in, another
+prefix's activation included, and nothing another activation (or a forged variable)
+wrote is read. A prefix already active is left alone; one active further down the
+stack is not activated again (its records are in use): the caller is told.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from gpuenv.errors import FileFormatError
 
@@ -22,9 +34,9 @@ if TYPE_CHECKING:
     from typing import Any
 
 ACTIVE_VAR = "_GPUENV_ACTIVE"
-UNSET_LIST_VAR = "_GPUENV_UNSET"
-BACKUP_PREFIX = "_GPUENV_OLD_"
+RESERVED_PREFIX = "_GPUENV_"
 DELTA_FORMAT = 1
+TAG_CHARS = 12
 
 REASON_EMPTY = "empty entry (it means the current directory)"
 REASON_RELATIVE = "relative path"
@@ -32,17 +44,42 @@ REASON_OTHER_PREFIX = "inside another gpuenv prefix"
 OWN = "own"  # one of the prefix's own dirs: dropped silently, it is prepended again
 
 
+def prefix_tag(prefix: str) -> str:
+    """The short hash of a prefix's path that names its records."""
+    digest = hashlib.sha256(prefix.encode("utf-8", "surrogateescape")).hexdigest()
+    return digest[:TAG_CHARS]
+
+
+def backup_var(tag: str, name: str) -> str:
+    return f"{RESERVED_PREFIX}{tag}_OLD_{name}"
+
+
+def unset_var(tag: str) -> str:
+    """The space-separated names that were unset; also marks "this prefix is active"."""
+    return f"{RESERVED_PREFIX}{tag}_UNSET"
+
+
 def reason_other_cuda(version: str) -> str:
     return f"CUDA directory of another version (this environment uses CUDA {version})"
 
 
+def shown(entry: str) -> str:
+    """An entry as announced: C0 control characters and DEL become ``?`` (the shells
+    do the same), so an announcement never carries a terminal escape."""
+    return "".join("?" if ch < " " or ch == "\x7f" else ch for ch in entry)
+
+
 def removal_message(name: str, entry: str, reason: str) -> str:
     """The line (without newline) a script prints on stderr for one dropped entry."""
-    return f'gpuenv: dropped {name} entry "{entry}": {reason}'
+    return f'gpuenv: dropped {name} entry "{shown(entry)}": {reason}'
 
 
-def deactivating_message(active: str) -> str:
-    return f"gpuenv: deactivating {active} first"
+def beneath_message(prefix: str) -> str:
+    """Why sourcing ``prefix`` changed nothing: it is active beneath another one."""
+    return (
+        f"gpuenv: {shown(prefix)} is already active beneath another environment: "
+        "gpuenv_deactivate that one first"
+    )
 
 
 def valid_name(name: object) -> bool:
@@ -108,18 +145,6 @@ def _prepend(op: Mapping[str, Any], env: dict[str, str], messages: list[str]) ->
     env[name] = ":".join([head, *kept]) if head else ":".join(kept)
 
 
-def _restore(env: dict[str, str], names: Sequence[str]) -> None:
-    unset = env.get(UNSET_LIST_VAR, "").split(" ")
-    for name in names:
-        backup = BACKUP_PREFIX + name
-        if backup in env:
-            env[name] = env.pop(backup)
-        elif name in unset:
-            env.pop(name, None)
-    env.pop(ACTIVE_VAR, None)
-    env.pop(UNSET_LIST_VAR, None)
-
-
 def checked_ops(delta: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]]:
     """The delta's active prefix and ops, after the format and name checks."""
     try:
@@ -133,6 +158,8 @@ def checked_ops(delta: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]]
         for op in ops:
             if op["op"] not in ("set", "unset", "prepend") or not valid_name(op["name"]):
                 raise FileFormatError(f"malformed environment delta op {op!r}")
+            if op["name"].startswith(RESERVED_PREFIX):
+                raise FileFormatError(f"environment delta op on gpuenv's own {op['name']}")
     except (KeyError, TypeError) as exc:
         raise FileFormatError(f"malformed environment delta ({exc!r})") from None
     if not isinstance(active, str):
@@ -140,25 +167,30 @@ def checked_ops(delta: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]]
     return active, ops
 
 
+def managed_names(ops: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What an activation records: the variables its ops touch, then ``ACTIVE_VAR``."""
+    return [*dict.fromkeys(op["name"] for op in ops), ACTIVE_VAR]
+
+
 def apply(delta: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     """``environ`` with the delta applied exactly as the activation script would apply
-    it, and the stderr lines the script would print (dropped entries, a deactivated
-    other prefix) for the caller to show."""
+    it, and the stderr lines the script would print (dropped entries, a refusal) for
+    the caller to show."""
     active, ops = checked_ops(delta)
     env = dict(environ)
-    messages: list[str] = []
     if env.get(ACTIVE_VAR) == active:
-        return env, messages
-    names = list(dict.fromkeys(op["name"] for op in ops))
-    if ACTIVE_VAR in env:
-        messages.append(deactivating_message(env[ACTIVE_VAR]))
-        _restore(env, names)
+        return env, []
+    tag = prefix_tag(active)
+    if unset_var(tag) in env:
+        return env, [beneath_message(active)]
     unset: list[str] = []
-    for name in names:
+    for name in managed_names(ops):
         if name in env:
-            env[BACKUP_PREFIX + name] = env[name]
+            env[backup_var(tag, name)] = env[name]
         else:
+            env.pop(backup_var(tag, name), None)
             unset.append(name)
+    messages: list[str] = []
     for op in ops:
         if op["op"] == "set":
             env[op["name"]] = op["value"]
@@ -166,6 +198,6 @@ def apply(delta: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[dict[st
             env.pop(op["name"], None)
         else:
             _prepend(op, env, messages)
-    env[UNSET_LIST_VAR] = " ".join(unset)
+    env[unset_var(tag)] = " ".join(unset)
     env[ACTIVE_VAR] = active
     return env, messages

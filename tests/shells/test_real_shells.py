@@ -246,7 +246,8 @@ def test_round_trip(shell: Shell, case: str, workdir: Path) -> None:
     if case == "empty-vs-unset":
         assert after["CUDA_HOME"] == "" and after["LD_LIBRARY_PATH"] == ""
         assert "CUDA_PATH" not in after
-        assert during["_GPUENV_UNSET"] == "CUDA_PATH"
+        tag = act.prefix_tag(prefix)
+        assert during[act.unset_var(tag)] == "CUDA_PATH _GPUENV_ACTIVE"
 
 
 @pytest.mark.parametrize("shell", ALL)
@@ -306,7 +307,7 @@ def test_injection_nothing_executes_and_values_round_trip(shell: Shell, workdir:
 
 
 @pytest.mark.parametrize("shell", ALL)
-def test_activating_another_prefix_deactivates_the_first(shell: Shell, workdir: Path) -> None:
+def test_nested_activation_returns_exactly_to_the_outer_one(shell: Shell, workdir: Path) -> None:
     store = workdir / "store"
     first = make_prefix(store, "p-aaa")
     second = make_prefix(store, "p-bbb", toolkit="none")
@@ -318,15 +319,111 @@ def test_activating_another_prefix_deactivates_the_first(shell: Shell, workdir: 
         ("dump",),
         ("deactivate",),
         ("dump",),
+        ("deactivate",),  # the outer activation's gpuenv_deactivate is back
+        ("dump",),
     ]
     env = base_env(workdir, CUDA_HOME="", LD_LIBRARY_PATH="/opt/x")
     scripts = [script(shell, first), script(shell, second)]
     result = run_shell(shell, scripts, steps, env, workdir / "cwd")
-    before, in_first, in_second, after = result.dumps
+    before, in_first, in_second, back, after = result.dumps
     assert in_first == expected(first, before)[0]
-    assert in_second == expected(second, before)[0]  # as if the first was never active
+    assert in_second == expected(second, in_first)[0]  # stacked on the first
+    assert back == in_first, "deactivating the inner one restores the outer one exactly"
     assert after == before
-    assert result.stderr == [act.deactivating_message(str(first.prefix))]
+    inner_lib = f"{first.prefix}/lib"
+    assert result.stderr == [
+        act.removal_message("LD_LIBRARY_PATH", inner_lib, act.REASON_OTHER_PREFIX),
+        act.removal_message(
+            "LD_LIBRARY_PATH",
+            f"{first.prefix}/lib/python3.11/site-packages/nvidia/cudnn/lib",
+            act.REASON_OTHER_PREFIX,
+        ),
+    ]
+
+
+@pytest.mark.parametrize("shell", ALL)
+def test_a_shell_that_inherited_an_activation_sources_another_and_returns_to_it(
+    shell: Shell, workdir: Path
+) -> None:
+    store = workdir / "store"
+    first = make_prefix(store, "p-aaa")
+    second = make_prefix(store, "p-bbb", toolkit="none")
+    inherited, _ = expected(first, base_env(workdir, CUDA_HOME="", LD_LIBRARY_PATH="/opt/x"))
+    steps: list[Step] = [("dump",), ("source", "0"), ("dump",), ("deactivate",), ("dump",)]
+    result = run_shell(shell, [script(shell, second)], steps, inherited, workdir / "cwd")
+    start, during, after = result.dumps
+    assert during == expected(second, start)[0]
+    assert after == start, "back to exactly the inherited activation"
+
+
+@pytest.mark.parametrize("shell", ALL)
+def test_a_prefix_active_beneath_another_is_not_activated_again(
+    shell: Shell, workdir: Path
+) -> None:
+    store = workdir / "store"
+    first = make_prefix(store, "p-aaa")
+    second = make_prefix(store, "p-bbb")
+    steps: list[Step] = [("source", "0"), ("source", "1"), ("dump",), ("source", "0"), ("dump",)]
+    env = base_env(workdir)
+    scripts = [script(shell, first), script(shell, second)]
+    result = run_shell(shell, scripts, steps, env, workdir / "cwd")
+    stacked, again = result.dumps
+    assert again == stacked
+    assert result.stderr[-1] == act.beneath_message(str(first.prefix))
+    assert expected(first, stacked) == (stacked, [act.beneath_message(str(first.prefix))])
+
+
+@pytest.mark.parametrize("shell", ALL)
+def test_forged_records_cannot_make_deactivate_unset_path(shell: Shell, workdir: Path) -> None:
+    inputs = make_prefix(workdir / "store")
+    tag = act.prefix_tag(str(inputs.prefix))
+    forged = base_env(
+        workdir,
+        _GPUENV_ACTIVE=str(inputs.prefix),
+        _GPUENV_UNSET="PATH",
+        **{act.unset_var(tag): "PATH LD_LIBRARY_PATH CUDA_HOME _GPUENV_ACTIVE"},
+    )
+    steps: list[Step] = [("dump",), ("source", "0"), ("deactivate",), ("dump",)]
+    result = run_shell(shell, [script(shell, inputs)], steps, forged, workdir / "cwd")
+    start, after = result.dumps
+    assert after["PATH"] == start["PATH"], "PATH does not hold what activation set: kept"
+    assert "_GPUENV_ACTIVE" not in after
+    # forged records for another prefix are never read: activation overwrites its own
+    other = base_env(
+        workdir, **{act.backup_var(tag, "PATH"): "/evil", act.backup_var(tag, "CUDA_HOME"): "x"}
+    )
+    steps = [("dump",), ("source", "0"), ("deactivate",), ("dump",)]
+    result = run_shell(shell, [script(shell, inputs)], steps, other, workdir / "cwd")
+    start, after = result.dumps
+    forged_names = {act.backup_var(tag, "PATH"), act.backup_var(tag, "CUDA_HOME")}
+    assert {k: v for k, v in after.items() if k not in forged_names} == {
+        k: v for k, v in start.items() if k not in forged_names
+    }
+    assert "CUDA_HOME" not in after and after["PATH"] == start["PATH"]
+
+
+@pytest.mark.parametrize("shell", ALL)
+def test_helper_names_never_touch_the_users_variables(shell: Shell, workdir: Path) -> None:
+    inputs = make_prefix(workdir / "store")
+    mine = {
+        n: f"mine {n}"
+        for n in (
+            "_gpuenv_keep",
+            "_gpuenv_e",
+            "_gpuenv_rest",
+            "_gpuenv_said",
+            "_gpuenv_why",
+            "_gpuenv_shown",
+            "_gpuenv_r",
+            "_gpuenv_last",
+        )
+    }
+    dirty = DIRTY.replace("/STORE", str(workdir / "store"))
+    env = base_env(workdir, LD_LIBRARY_PATH=dirty, **mine)
+    result = check_round_trip(shell, inputs, env, workdir)
+    for dump in result.dumps:
+        for name, value in mine.items():
+            assert dump[name] == value
 
 
 @pytest.mark.parametrize("shell", ALL)
@@ -439,8 +536,11 @@ def test_fish_prompt_is_wrapped_and_restored(workdir: Path) -> None:
         ("raw", "", show),
         ("deactivate",),
         ("raw", "", show),
-        ("raw", "", "functions -q _gpuenv_old_fish_prompt; and echo leak >&2"),
-        ("raw", "", "functions -q _gpuenv_status; and echo leak >&2"),
+        (
+            "raw",
+            "",
+            "for f in (functions -a); string match -q '*gpuenv*' $f; and echo leak $f >&2; end",
+        ),
     ]
     env = base_env(workdir)
     result = run_shell(shell, [script(shell, inputs)], steps, env, workdir / "cwd", ["-i"])
@@ -480,6 +580,9 @@ POOL = [
     "/STORE/p-abcd/lib",
     "/STORE/p-other/lib",
     "/STOREx/lib",
+    "rel\x1b[31m",
+    "/STORE/p-other/\x07lib",
+    "/opt/tab\there",
 ]
 CASES = 25
 

@@ -37,6 +37,11 @@ STORE = Path("/store")
 PREFIX = STORE / "p-abc"
 OTHER = STORE / "p-def"
 REASON_CUDA = act.reason_other_cuda("12.4")
+TAG = act.prefix_tag(str(PREFIX))
+
+
+def old(name: str) -> str:
+    return act.backup_var(TAG, name)
 
 
 def inputs(
@@ -69,7 +74,7 @@ def activate(environ: dict[str, str], inp: ActivationInputs | None = None):
 def test_ops_for_a_prefix_with_its_own_toolkit() -> None:
     ops = activation_ops(inputs())
     assert ops == (
-        Guard("/store/p-abc"),
+        Guard("/store/p-abc", "/store"),
         PrependPath("PATH", ("/store/p-abc/bin",)),
         PrependPath(
             "LD_LIBRARY_PATH",
@@ -189,9 +194,12 @@ def test_values_are_single_quoted(value: str, sh: str, fish: str) -> None:
 
 
 EVIL = PREFIX.parent / "a b'c\"d$(touch pwned)e`touch pwned2`f\\g;h*i[j]%k\nl"
+# ... or the command substitution the POSIX emitter runs the LD_LIBRARY_PATH loop in
+# (``LD_LIBRARY_PATH=$(`` at the end of its line: its body is the emitter's own text).
 ALLOWED_REFS = re.compile(
-    r"\$\{?(?:(?:PATH|LD_LIBRARY_PATH|CUDA_HOME|CUDA_PATH|PS1|_GPUENV_[A-Z0-9_]+|_gpuenv_[a-z_]+"
-    r"|status|argv)\b|-)"
+    r"\$\{?(?:(?:PATH|LD_LIBRARY_PATH|CUDA_HOME|CUDA_PATH|PS1|_GPUENV_[A-Za-z0-9_]+|_gpuenv_[a-z_]+"
+    r"|status|argv)\b|-)|(?<=^        LD_LIBRARY_PATH=)\$\($",
+    re.MULTILINE,
 )
 
 
@@ -219,10 +227,10 @@ def test_the_only_dollars_are_references_to_managed_variables(shell: str) -> Non
 
 
 def test_pcre_literal_escapes_everything_but_word_characters() -> None:
-    assert act._pcre_literal("/a b*.[x]") == "\\/a\\ b\\*\\.\\[x\\]"
-    assert act._pcre_literal("é_1") == "é_1"
+    assert act.pcre_literal("/a b*.[x]") == "\\/a\\ b\\*\\.\\[x\\]"
+    assert act.pcre_literal("é_1") == "é_1"
     for text in ["/a b*.[x]", "/tmp/(x)|y+?{2}$^", "a\\b"]:
-        assert re.fullmatch(act._pcre_literal(text), text)
+        assert re.fullmatch(act.pcre_literal(text), text)
 
 
 def test_emitter_for_knows_the_shells() -> None:
@@ -242,7 +250,9 @@ def test_delta_is_json_and_round_trips_to_the_same_ops_minus_the_prompt() -> Non
     assert json.loads(json.dumps(delta)) == delta
     assert delta["format"] == act.DELTA_FORMAT
     assert delta["active"] == str(EVIL)
-    assert ops_from_delta(delta) == tuple(op for op in ops if not isinstance(op, Prompt))
+    rebuilt = ops_from_delta(delta)
+    assert rebuilt[0] == Guard(str(EVIL))  # the store root only matters to the scripts
+    assert rebuilt[1:] == tuple(op for op in ops[1:] if not isinstance(op, Prompt))
 
 
 def test_delta_documented_shape() -> None:
@@ -330,17 +340,17 @@ def test_apply_on_a_plain_environment() -> None:
         "LD_LIBRARY_PATH": "/store/p-abc/lib",
         "CUDA_HOME": "/store/p-abc",
         "CUDA_PATH": "/store/p-abc",
-        "_GPUENV_OLD_PATH": "/usr/bin:/bin",
-        "_GPUENV_UNSET": "LD_LIBRARY_PATH CUDA_HOME CUDA_PATH",
+        old("PATH"): "/usr/bin:/bin",
+        act.unset_var(TAG): "LD_LIBRARY_PATH CUDA_HOME CUDA_PATH _GPUENV_ACTIVE",
         "_GPUENV_ACTIVE": "/store/p-abc",
     }
 
 
 def test_empty_and_unset_are_backed_up_differently() -> None:
     env, _ = activate({**BASE, "CUDA_HOME": "", "LD_LIBRARY_PATH": ""})
-    assert env["_GPUENV_OLD_CUDA_HOME"] == ""
-    assert env["_GPUENV_OLD_LD_LIBRARY_PATH"] == ""
-    assert env["_GPUENV_UNSET"] == "CUDA_PATH"
+    assert env[old("CUDA_HOME")] == ""
+    assert env[old("LD_LIBRARY_PATH")] == ""
+    assert env[act.unset_var(TAG)] == "CUDA_PATH _GPUENV_ACTIVE"
     assert env["LD_LIBRARY_PATH"] == "/store/p-abc/lib"
 
 
@@ -353,7 +363,7 @@ def test_unset_cuda_home_without_toolkit() -> None:
     env, _ = activate({**BASE, "CUDA_HOME": "/usr/local/cuda"}, inputs(cuda_home=None))
     assert "CUDA_HOME" not in env
     assert "CUDA_PATH" not in env
-    assert env["_GPUENV_OLD_CUDA_HOME"] == "/usr/local/cuda"
+    assert env[old("CUDA_HOME")] == "/usr/local/cuda"
 
 
 def test_ld_library_path_cleaning_and_each_removal_announced_once() -> None:
@@ -397,7 +407,7 @@ def test_ld_library_path_cleaning_and_each_removal_announced_once() -> None:
     assert messages[0] == (
         'gpuenv: dropped LD_LIBRARY_PATH entry "/store/p-def/lib": inside another gpuenv prefix'
     )
-    assert env["_GPUENV_OLD_LD_LIBRARY_PATH"] == old
+    assert env[act.backup_var(TAG, "LD_LIBRARY_PATH")] == old
 
 
 def test_a_cpu_environment_keeps_every_cuda_directory() -> None:
@@ -419,13 +429,47 @@ def test_activating_the_same_prefix_twice_changes_nothing() -> None:
     assert messages == []
 
 
-def test_activating_another_prefix_deactivates_the_first() -> None:
+def test_activating_another_prefix_stacks_on_the_first() -> None:
     start = {**BASE, "CUDA_HOME": "", "LD_LIBRARY_PATH": "/opt/x"}
     in_a, _ = activate(start, inputs(OTHER))
     in_b, messages = activate(in_a)
-    direct, _ = activate(start)
-    assert in_b == direct
-    assert messages == [act.deactivating_message(str(OTHER))]
+    assert in_b["_GPUENV_ACTIVE"] == str(PREFIX)
+    assert in_b[old("_GPUENV_ACTIVE")] == str(OTHER)
+    assert in_b[old("PATH")] == in_a["PATH"]
+    assert in_b[old("LD_LIBRARY_PATH")] == in_a["LD_LIBRARY_PATH"]
+    assert all(
+        in_b[k] == v for k, v in in_a.items() if k.startswith("_GPUENV_") and k != "_GPUENV_ACTIVE"
+    )
+    assert in_b["PATH"] == f"{PREFIX}/bin:{OTHER}/bin:/usr/bin:/bin"
+    assert in_b["LD_LIBRARY_PATH"] == f"{PREFIX}/lib:/opt/x"  # the other prefix's lib dropped
+    assert messages == [
+        act.removal_message("LD_LIBRARY_PATH", f"{OTHER}/lib", act.REASON_OTHER_PREFIX)
+    ]
+
+
+def test_a_prefix_active_beneath_another_is_not_activated_again() -> None:
+    in_a, _ = activate(dict(BASE))
+    in_b, _ = activate(in_a, inputs(OTHER))
+    again, messages = activate(in_b)
+    assert again == in_b
+    assert messages == [act.beneath_message(str(PREFIX))]
+
+
+def test_forged_records_of_this_prefix_are_overwritten_when_it_activates() -> None:
+    forged = {**BASE, old("CUDA_HOME"): "/evil", old("PATH"): "/evil"}
+    env, _ = activate(forged)
+    assert env[old("PATH")] == BASE["PATH"]
+    assert old("CUDA_HOME") not in env
+    assert "CUDA_HOME" in env[act.unset_var(TAG)].split()
+
+
+def test_announced_entries_never_carry_control_characters() -> None:
+    env, messages = activate({**BASE, "LD_LIBRARY_PATH": "rel\x1b[2J\x07:/ok"})
+    assert messages == [
+        act.removal_message("LD_LIBRARY_PATH", "rel\x1b[2J\x07", act.REASON_RELATIVE)
+    ]
+    assert "\x1b" not in messages[0] and 'entry "rel?[2J?"' in messages[0]
+    assert env["LD_LIBRARY_PATH"] == f"{PREFIX}/lib:/ok"
 
 
 def test_the_delta_and_the_ops_agree() -> None:
@@ -493,9 +537,13 @@ def test_the_module_imports_only_the_standard_library() -> None:
     import ast
     import sys
 
-    tree = ast.parse(Path(act.__file__).read_text())
     modules = set()
-    for node in ast.walk(tree):
+    nodes = [
+        node
+        for source in Path(act.__file__).parent.glob("*.py")
+        for node in ast.walk(ast.parse(source.read_text()))
+    ]
+    for node in nodes:
         if isinstance(node, ast.Import):
             modules.update(alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
