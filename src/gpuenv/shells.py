@@ -8,7 +8,15 @@ The entry files are static per prefix and written at install time:
 - zsh: ``etc/gpuenv/shell/zsh/.zshrc``, found through ``ZDOTDIR``; it restores the
   user's ``ZDOTDIR`` and reads their own ``.zshrc`` first;
 - fish: no file; ``fish --init-command "source <prefix>/etc/gpuenv/activate.fish"``;
-- sh: ``ENV`` names the POSIX activation script (read by interactive sh and dash).
+- sh: ``etc/gpuenv/shell/shrc``, found through ``ENV`` (read by interactive sh and
+  dash); it restores the user's ``ENV`` (or unsets it), reads the file that names,
+  then activates.
+
+No path ever reaches a shell unquoted. sh and dash expand ``ENV`` (parameters,
+command substitution: a store under ``/tmp/$(...)`` would run it), so ``ENV`` is the
+constant text ``${GPUENV_SHELL_RC}`` and the path is the value of that variable: an
+expansion's result is never expanded again. The user's own ``ENV`` is read as the
+path it names (sh would also expand it; a plain path is the usual case).
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ SCRIPTS = {
     "fish": "activate.fish",
 }
 SAVED_ZDOTDIR = "GPUENV_USER_ZDOTDIR"
+SAVED_ENV = "GPUENV_USER_ENV"
+SH_RC_VAR = "GPUENV_SHELL_RC"
 
 
 def _etc(prefix: Path) -> Path:
@@ -68,6 +78,17 @@ def write_shell_entrypoints(prefix: Path) -> None:
         durable=False,
         what="the zsh start-up file of gpuenv shell",
     )
+    atomic_write_text(
+        shell_dir / "shrc",
+        "# gpuenv shell (sh): restore your ENV, read the file it names, then activate\n"
+        f'if [ -n "${{{SAVED_ENV}+x}}" ]; then ENV="${SAVED_ENV}"; export ENV; '
+        "else unset ENV; fi\n"
+        f"unset {SAVED_ENV} {SH_RC_VAR}\n"
+        'if [ -n "${ENV-}" ] && [ -f "$ENV" ]; then . "$ENV"; fi\n'
+        f". {activate_sh}\n",
+        durable=False,
+        what="the sh start-up file of gpuenv shell",
+    )
 
 
 def shell_command(
@@ -85,5 +106,9 @@ def shell_command(
         return ["zsh", "-i"], env
     if name == "fish":
         return ["fish", "--init-command", f"source {fish_quote(str(etc / 'activate.fish'))}"], env
-    env["ENV"] = str(etc / "activate.sh")
+    rc = etc / "shell" / "shrc"
+    if "ENV" in environ:
+        env[SAVED_ENV] = environ["ENV"]
+    env["ENV"] = f"${{{SH_RC_VAR}}}"  # constant: the path is never expanded (module doc)
+    env[SH_RC_VAR] = str(rc if rc.is_file() else etc / "activate.sh")  # older prefixes
     return ["sh", "-i"], env
