@@ -147,6 +147,16 @@ def _conda_records(
     return records
 
 
+def _rattler_errors() -> tuple[type[BaseException], ...]:
+    from rattler import exceptions as rattler_errors
+
+    return tuple(
+        value
+        for value in vars(rattler_errors).values()
+        if isinstance(value, type) and issubclass(value, Exception)
+    )
+
+
 def install_conda(
     prefix: Path,
     packages: tuple[CondaPackage, ...],
@@ -167,7 +177,14 @@ def install_conda(
         rattler_errors.CacheDirError,
         rattler_errors.ValidatePackageRecordsError,
     )
-    records = _conda_records(packages, sources)
+    malformed: tuple[type[BaseException], ...] = (ValueError, TypeError, *_rattler_errors())
+    try:
+        records = _conda_records(packages, sources)
+    except malformed as exc:
+        raise InstallError(
+            f"the lock's conda records are malformed ({type(exc).__name__}: {exc})",
+            hint="run 'gpuenv lock' to rewrite the lock",
+        ) from None
     try:
         asyncio.run(
             rattler.install(

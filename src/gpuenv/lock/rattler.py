@@ -90,12 +90,15 @@ class RattlerSolver:
             raise NoCompatiblePlan(
                 explain_unsolvable(str(exc), request.virtual_packages, request.platform)
             ) from exc
-        except Exception as exc:  # rattler's fetch/gateway/IO errors have no common base
+        except BaseException as exc:  # rattler's fetch/gateway/IO errors have no common base
+            # ... and a Rust panic is pyo3's PanicException, a BaseException
+            if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
+                raise
             text = strip_conda_credentials_in_text(str(exc).strip())
             raise ExternalToolError(
                 f"conda solve failed ({type(exc).__name__}): {text}",
                 stderr_tail=text,
-            ) from exc
+            ) from None
         return solved
 
 
