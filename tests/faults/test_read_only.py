@@ -1,0 +1,115 @@
+"""A read-only shared store (as clusters mount them on compute nodes) is a supported
+setup: a prefix installed where the store is writable can be attached by another
+project, verified and run where it is mounted read-only; the records and locks go to
+the user's state directory. A read-only project is a typed error naming what could
+not be written. Real read-only bind mounts (in a private mount namespace): they hold
+for root too, unlike permission bits."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.conftest import Project, spec_text
+from tests.faults.conftest import read_only_prefix
+from tests.fixtures.pkgindex.plugin import PkgIndex
+
+FAKE_TORCH = Path(__file__).resolve().parents[1] / "fixtures" / "fake_torch"
+FAKE_CPU = {
+    "version": "2.4.1+cpu",
+    "cuda": None,
+    "devices": [],
+    "torchvision": "0.19.1+cpu",
+    "torchaudio": "2.4.1+cpu",
+}
+
+
+def gpuenv_in(project: Project, ro: list[str], *args: str, timeout: float = 180) -> object:
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [*ro, sys.executable, "-m", "gpuenv", *args],
+        cwd=project.dir,
+        env=project.env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def test_a_read_only_store_is_attached_verified_and_run(
+    make_project: Callable[..., Project], tmp_path: Path, pkgindex: PkgIndex
+) -> None:
+    writer = make_project(spec_text(pkgindex, deps=""))
+    writer.gpuenv("install", "--target", "cpu", check=True, timeout=300)
+    prefix = Path(os.readlink(writer.dir / ".gpuenv" / "cpu"))
+    site = next(prefix.glob("lib/python3*/site-packages"))
+    for name in ("torch", "torchvision", "torchaudio"):
+        shutil.rmtree(site / name)
+        shutil.copytree(FAKE_TORCH / name, site / name)
+    ro = read_only_prefix([writer.home])
+    if ro is None:
+        pytest.skip("no read-only bind mounts here (no mount namespace)")
+    reader = make_project(spec_text(pkgindex, deps=""))
+    for name in ("gpuenv.toml", "gpuenv.lock"):
+        shutil.copy2(writer.dir / name, reader.dir / name)
+    state = tmp_path / "state"
+    reader.env.update(XDG_STATE_HOME=str(state), GPUENV_FAKE_TORCH=json.dumps(FAKE_CPU))
+    roots_before = sorted(os.listdir(writer.home / "roots"))
+
+    attach = gpuenv_in(reader, ro, "install", "--target", "cpu", "--frozen", "--json")
+    assert attach.returncode == 0, attach.stderr
+    assert json.loads(attach.stdout)["targets"]["cpu"]["built"] is False
+    assert Path(os.readlink(reader.dir / ".gpuenv" / "cpu")) == prefix
+    assert sorted(os.listdir(writer.home / "roots")) == roots_before
+
+    refused = gpuenv_in(reader, ro, "run", "--", "true")
+    assert refused.returncode == 4, refused.stderr
+    verify = gpuenv_in(reader, ro, "verify", "--target", "cpu", "--json")
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    records = list(state.glob("gpuenv/verify/*/*.json"))
+    assert len(records) == 1
+    assert not (prefix / "etc/gpuenv/verify").exists(), "nothing was written in the store"
+    run = gpuenv_in(reader, ro, "run", "--", "python", "-c", "print('ran')")
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "ran"
+    listing = gpuenv_in(reader, ro, "list", "--json")
+    assert listing.returncode == 0, listing.stderr
+    assert json.loads(listing.stdout)["prefixes"][0]["verified_machines"] == 1
+
+    # a prefix that is not built cannot be built there: a typed error, nothing moves
+    reader.spec.write_text(spec_text(pkgindex, deps='"transformers==4.44.2"'))
+    build = gpuenv_in(reader, ro, "install", "--target", "cpu", "--json", timeout=300)
+    assert build.returncode == 5, build.stdout + build.stderr
+    error = json.loads(build.stdout)["error"]
+    assert error["kind"] == "storage" and "read-only here" in error["message"]
+    assert Path(os.readlink(reader.dir / ".gpuenv" / "cpu")) == prefix
+
+
+def test_a_read_only_project_is_a_typed_error(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    writer = make_project(spec_text(pkgindex, deps=""))
+    writer.gpuenv("install", "--target", "cpu", check=True, timeout=300)
+    reader = make_project(spec_text(pkgindex, deps=""))
+    shutil.copy2(writer.dir / "gpuenv.lock", reader.dir / "gpuenv.lock")
+    ro = read_only_prefix([reader.dir])
+    if ro is None:
+        pytest.skip("no read-only bind mounts here (no mount namespace)")
+    attach = gpuenv_in(reader, ro, "install", "--target", "cpu", "--frozen", "--json")
+    assert attach.returncode == 5, attach.stdout + attach.stderr
+    error = json.loads(attach.stdout)["error"]
+    assert error["kind"] == "storage", error
+    assert ".gpuenv" in error["path"] and "read-only" in error["message"]
+    assert not (reader.dir / ".gpuenv").exists()
+    (reader.dir / "gpuenv.lock").unlink()
+    lock = gpuenv_in(reader, ro, "lock", timeout=300)
+    assert lock.returncode == 5, lock.stderr
+    assert "cannot write the lock" in lock.stderr and "Traceback" not in lock.stderr
