@@ -1,0 +1,214 @@
+"""Children die with gpuenv: timeouts, exceptions, Ctrl-C, SIGTERM and SIGKILL of
+gpuenv leave no uv and no probe (or probe grandchild) running, checked by pid; an
+interrupted install removes its unfinished prefix and says one line.
+
+Processes are real: ``gpuenv._proc`` runs shell scripts that write their pids, and
+install/verify run as the real console entry point in a subprocess, with the stand-in
+uv (``conftest.FAKE_UV``) told to hang."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuenv import _proc
+from gpuenv.errors import ExternalToolError
+from tests.faults.conftest import REPO, Locked
+
+
+def alive(pid: int) -> bool:
+    """Running (a zombie waiting to be reaped counts as gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def gone(pids: list[int], within: float = 5.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not any(alive(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def wait_for_pids(path: Path, count: int, within: float = 30.0) -> list[int]:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if path.exists():
+            pids = [int(x) for x in path.read_text().split()]
+            if len(pids) >= count:
+                return pids
+        time.sleep(0.02)
+    raise AssertionError(f"no {count} pids in {path}")
+
+
+HANGS = 'echo $$ >> "$1"; sleep 600 & echo $! >> "$1"; wait'
+
+
+def test_a_timeout_kills_the_child_and_its_children(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    with pytest.raises(ExternalToolError, match="did not finish within 1 s"):
+        _proc.run(["sh", "-c", HANGS, "sh", str(pids)], timeout=1, what="hang")
+    assert gone(wait_for_pids(pids, 2))
+
+
+def test_an_exception_while_waiting_kills_the_group(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _proc.run(["sh", "-c", HANGS, "sh", str(pids)], timeout=60)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert gone(wait_for_pids(pids, 2))
+
+
+def test_stragglers_of_a_finished_child_are_killed(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    script = 'sleep 600 </dev/null >/dev/null 2>&1 & echo $! >> "$1"'
+    result = _proc.run(["sh", "-c", script, "sh", str(pids)], timeout=30)
+    assert result.returncode == 0
+    assert gone(wait_for_pids(pids, 1))
+
+
+def test_a_sigkilled_parent_takes_its_child_along(tmp_path: Path) -> None:
+    """PR_SET_PDEATHSIG: SIGKILL of the process that ran ``_proc.run``."""
+    pids = tmp_path / "pids"
+    code = (
+        "import sys; from gpuenv import _proc; "
+        "_proc.run(['sh', '-c', 'echo $$ >> \"$1\"; exec sleep 600', 'sh', sys.argv[1]],"
+        " timeout=600)"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    parent = subprocess.Popen([sys.executable, "-c", code, str(pids)], env=env)
+    child = wait_for_pids(pids, 1)
+    parent.kill()
+    parent.wait()
+    assert gone(child)
+
+
+# --- the real console entry point, with the stand-in uv -----------------------------------
+
+ENTRY = (
+    "import sys, uv; fake = sys.argv.pop(1); uv.find_uv_bin = lambda: fake; "
+    "from gpuenv.cli import entry; sys.argv[0] = 'gpuenv'; entry()"
+)
+
+
+def start_gpuenv(fake_uv: Path, project: Locked, *args: str, **env: str) -> subprocess.Popen[str]:
+    environ = {**os.environ, "PYTHONPATH": str(REPO / "src"), **env}
+    return subprocess.Popen(
+        [sys.executable, "-c", ENTRY, str(fake_uv), *args],
+        cwd=project.dir,
+        env=environ,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _unfinished(store: Path) -> list[Path]:
+    root = store / "prefixes"
+    return (
+        [p for p in root.iterdir() if not (p / "etc/gpuenv/installed.json").exists()]
+        if root.exists()
+        else []
+    )
+
+
+@pytest.mark.parametrize(
+    ("signum", "code", "line"),
+    [
+        (signal.SIGINT, 130, "gpuenv: interrupted"),
+        (signal.SIGTERM, 143, "gpuenv: terminated by SIGTERM"),
+        (signal.SIGHUP, 129, "gpuenv: terminated by SIGHUP"),
+    ],
+)
+def test_a_signal_during_install_kills_uv_and_removes_the_prefix(
+    fake_uv: Path, project: Locked, tmp_path: Path, signum: int, code: int, line: str
+) -> None:
+    pids = tmp_path / "pids"
+    process = start_gpuenv(
+        fake_uv, project, "install", "--frozen", "--target", "cpu",
+        FAKE_UV_HANG="pip", FAKE_UV_PIDS=str(pids),
+    )  # fmt: skip
+    uv_pids = wait_for_pids(pids, 3)  # uv venv; uv pip install and its child
+    assert (tmp_path / "store" / "prefixes").exists()
+    process.send_signal(signum)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == code, err
+    assert err.strip().splitlines() == [line]
+    assert gone(uv_pids)
+    assert _unfinished(tmp_path / "store") == []
+    assert not (project.dir / ".gpuenv" / "cpu").exists()
+
+
+def test_sigkill_of_install_leaves_no_uv_and_the_next_install_completes(
+    fake_uv: Path, project: Locked, tmp_path: Path
+) -> None:
+    pids = tmp_path / "pids"
+    fake_uv.write_text(
+        fake_uv.read_text().replace(
+            '    sleep 600 &\n    [ -n "$FAKE_UV_PIDS" ] && echo $! >> "$FAKE_UV_PIDS"\n    wait\n',
+            "    exec sleep 600\n",
+        )
+    )
+    process = start_gpuenv(
+        fake_uv, project, "install", "--frozen", "--target", "cpu",
+        FAKE_UV_HANG="pip", FAKE_UV_PIDS=str(pids),
+    )  # fmt: skip
+    uv_pids = wait_for_pids(pids, 2)
+    process.kill()
+    process.communicate(timeout=30)
+    assert gone(uv_pids), "PR_SET_PDEATHSIG took uv along"
+    assert len(_unfinished(tmp_path / "store")) == 1
+    again = start_gpuenv(fake_uv, project, "install", "--frozen", "--target", "cpu")
+    _, err = again.communicate(timeout=60)
+    assert again.returncode == 0, err
+    assert _unfinished(tmp_path / "store") == []
+
+
+HANGING_PYTHON = """#!/bin/sh
+echo $$ >> {pids}
+sleep 600 &
+echo $! >> {pids}
+wait
+"""
+
+
+def test_a_timed_out_verify_leaves_no_probe_or_grandchild(
+    fake_uv: Path, project: Locked, tmp_path: Path
+) -> None:
+    install = start_gpuenv(fake_uv, project, "install", "--frozen", "--target", "cpu")
+    _, err = install.communicate(timeout=60)
+    assert install.returncode == 0, err
+    prefix = Path(os.readlink(project.dir / ".gpuenv" / "cpu"))
+    pids = tmp_path / "pids"
+    python = prefix / "bin" / "python"
+    python.unlink()
+    python.write_text(HANGING_PYTHON.format(pids=pids))
+    python.chmod(0o755)
+    started = time.monotonic()
+    verify = start_gpuenv(fake_uv, project, "verify", "--target", "cpu", "--timeout", "2", "--json")
+    out, err = verify.communicate(timeout=60)
+    assert verify.returncode == 1, err
+    assert "did not finish within 2 s" in json.loads(out)["reason"]
+    assert time.monotonic() - started < 30
+    assert gone(wait_for_pids(pids, 2))
