@@ -74,6 +74,16 @@ def fake_uv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return script
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The long fuzz runs only when asked for (``-m fuzz``)."""
+    if "fuzz" in (config.option.markexpr or ""):
+        return
+    skip = pytest.mark.skip(reason="long fuzz run: select it with -m fuzz")
+    for item in items:
+        if item.get_closest_marker("fuzz"):
+            item.add_marker(skip)
+
+
 @dataclass
 class Locked:
     """A project with a spec and a lock resolved by real uv against the local index."""
@@ -83,7 +93,7 @@ class Locked:
     lock: Path
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def locked_template(
     pkgindex: PkgIndex, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Locked]:
