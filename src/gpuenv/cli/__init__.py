@@ -57,12 +57,14 @@ def _raise_interrupted(signum: int, _frame: object) -> None:
 
 
 def install_signal_handlers() -> None:
-    """Ctrl-C raises ``KeyboardInterrupt``; SIGTERM and SIGHUP raise ``Interrupted``."""
-    import signal
+    """Ctrl-C raises ``KeyboardInterrupt``; SIGTERM and SIGHUP raise ``Interrupted``.
+    Through ``_signal``: the ``signal`` module imports ``enum``, milliseconds that
+    ``gpuenv run`` would add to every command."""
+    import _signal  # type: ignore[import-not-found]
 
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    for number in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, _raise_interrupted)
+    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    for number in (_signal.SIGTERM, _signal.SIGHUP):
+        _signal.signal(number, _raise_interrupted)
 
 
 def interrupt_code(interrupt: KeyboardInterrupt) -> int:
