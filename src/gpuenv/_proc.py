@@ -10,8 +10,11 @@ the child finished (stragglers it left behind), a timeout, an exception, Ctrl-C 
 SIGTERM (which the console script turns into an exception, ``errors.Interrupted``).
 On Linux the child also asks the kernel for SIGKILL when gpuenv dies
 (``PR_SET_PDEATHSIG``), which covers a SIGKILL of gpuenv itself. That signal fires
-when the *thread* that started the child ends; ``run`` waits for its child in the
-thread that started it, so the child is always gone before that thread can end.
+when the *thread* that started the child ends; ``run`` and ``stream`` wait for their
+child in the thread that started it, so the child is always gone before that thread
+can end. A grandchild does not inherit the death signal: on a SIGKILL of gpuenv, one
+whose parent does not pass it on (the probe's NCCL ranks ask for it, builds run under
+``build/_supervise.py``) outlives it.
 
 The child's stdin is ``/dev/null`` unless ``input_text`` is given: in its own session
 it has no terminal to read, and nothing gpuenv runs should wait on one.
@@ -78,7 +81,7 @@ def _death_signal() -> Callable[[], None] | None:
     return child
 
 
-def kill_group(process: subprocess.Popen[str]) -> None:
+def kill_group(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
     """SIGKILL ``process`` and everything still in its process group."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
@@ -188,14 +191,6 @@ class StreamResult:
     seconds: float
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    import contextlib
-    import signal
-
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
 def stream(
     argv: Sequence[str | os.PathLike[str]],
     *,
@@ -226,6 +221,7 @@ def stream(
             env=dict(env) if env is not None else None,
             cwd=cwd,
             start_new_session=True,
+            preexec_fn=_death_signal(),  # noqa: PLW1509 - a prctl call only; see module doc
         )
     except FileNotFoundError as exc:
         raise ExternalToolError(f"{label}: program not found: {args[0]}", argv=args) from exc
@@ -233,7 +229,7 @@ def stream(
 
     def expire() -> None:
         expired.set()
-        _kill_group(process)
+        kill_group(process)
 
     timer = threading.Timer(timeout, expire)
     timer.daemon = True
@@ -244,14 +240,14 @@ def stream(
             on_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
         returncode = process.wait()
     except BaseException:
-        _kill_group(process)
+        kill_group(process)
         process.wait()
         raise
     finally:
         timer.cancel()
         if process.stdout is not None:
             process.stdout.close()
-    _kill_group(process)  # whatever the build left running in its group
+    kill_group(process)  # whatever the build left running in its group
     seconds = time.perf_counter() - started
     log.debug("streamed %s in %.3f s (exit %d)", args, seconds, returncode)
     if expired.is_set():
