@@ -18,6 +18,14 @@ Order of a build, under the prefix's file lock:
 6. activation scripts and the run-time environment delta are written;
 7. the completion marker is written, last; then the project's pointer moves.
 
+Every artifact is fetched from ``InstallRequest.sources.url_for(locked URL)``
+(``gpuenv._artifacts``): the one place a locked, canonical URL becomes the URL fetched
+(a file unpacked from an archive, a mirror). uv gets the same network settings and
+index credentials as when the lock was made (``gpuenv._network.uv_environment``;
+``InstallRequest.indexes``, by lock's names), rattler the same credentials as its
+solve, so an authenticated index installs as it locked; a failure to reach an index
+is a ``NetworkError`` naming it (exit 5).
+
 Nothing outside the store, the caches in it and the project's ``.gpuenv/`` is written.
 """
 
@@ -35,9 +43,11 @@ from pathlib import Path
 from gpuenv import _proc
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._fs import atomic_write_text
+from gpuenv._network import Index, classify, index_of, network_error, uv_environment
+from gpuenv._redact import redact
 from gpuenv.activation import ActivationInputs, write_activation_files
 from gpuenv.build.model import BuildOutcome, arch_list
-from gpuenv.errors import ExternalToolError, InstallError
+from gpuenv.errors import ExternalToolError, InstallError, NetworkError
 from gpuenv.lock.model import CondaPackage, LockedTarget
 from gpuenv.shells import write_shell_entrypoints
 from gpuenv.store import Store, point_project
@@ -58,6 +68,14 @@ class InstallRequest:
     # Where each locked URL is fetched from (install --from: files unpacked from an archive).
     sources: ArtifactSources = field(default_factory=ArtifactSources)
     offline: bool = False  # uv may not reach the network (install --from)
+    # The indexes the lock was made from, with credentials (lock.locker.install_indexes).
+    indexes: tuple[Index, ...] = ()
+    channels: tuple[str, ...] = ()  # the spec's conda channels, for their credentials
+
+    @property
+    def all_indexes(self) -> tuple[Index, ...]:
+        """The lock's indexes and the mirrors, each with its credentials."""
+        return self.indexes + self.sources.mirrors.indexes()
 
 
 @dataclass(frozen=True)
@@ -78,19 +96,35 @@ def _uv_binary(request: InstallRequest) -> Path:
     return Path(uv.find_uv_bin())
 
 
-def _uv_env(store: Store, *, offline: bool = False) -> dict[str, str]:
-    """uv isolated from the user's configuration, with every cache in the store."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
-    env.update(
-        UV_NO_CONFIG="1",
+def _uv_env(store: Store, request: InstallRequest) -> dict[str, str]:
+    """uv isolated from the user's configuration but with its network settings (the
+    same function lock uses), the lock's index credentials, every cache in the store."""
+    env = uv_environment(
+        os.environ,
+        request.all_indexes,
         UV_CACHE_DIR=str(store.cache("uv")),
         UV_PYTHON_INSTALL_DIR=str(store.root / "python"),
         UV_LINK_MODE="hardlink",
-        UV_NO_PROGRESS="1",
     )
-    if offline:
+    if request.offline:
         env["UV_OFFLINE"] = "1"
     return env
+
+
+def _network_failure(what: str, text: str, request: InstallRequest) -> NetworkError | None:
+    """``text`` (a tool's error output) as a NetworkError naming the index, if it is one."""
+    failure = classify(text)
+    if failure is None:
+        return None
+    error = network_error(
+        failure,
+        index=index_of(failure.url, request.all_indexes),
+        mirrors=request.sources.mirrors,
+        stderr_tail=redact(text),
+    )
+    error.message = f"target {request.target.name}: {what}: {error.message}"
+    error.target = request.target.name
+    return error
 
 
 def check_platform(target: LockedTarget) -> None:
@@ -139,7 +173,7 @@ def install_conda(
     prefix: Path,
     packages: tuple[CondaPackage, ...],
     cache: Path,
-    sources: ArtifactSources | None = None,
+    request: InstallRequest | None = None,
 ) -> None:
     import asyncio  # here: ~40 ms to import, and only conda installs need it
 
@@ -155,19 +189,29 @@ def install_conda(
         rattler_errors.CacheDirError,
         rattler_errors.ValidatePackageRecordsError,
     )
-    records = _conda_records(packages, sources)
+    from gpuenv.lock.rattler import authenticated_client
+
+    records = _conda_records(packages, request.sources if request else None)
+    mirrors = request.sources.mirrors.entries if request else ()
+    urls = [*request.channels, *(m.mirror for m in mirrors)] if request else []
     try:
-        asyncio.run(
-            rattler.install(
-                records,  # type: ignore[arg-type]
-                target_prefix=prefix,
-                cache_dir=cache,
-                show_progress=False,
-                execute_link_scripts=False,
+        with authenticated_client(urls) as client:  # as the lock's solve authenticated
+            asyncio.run(
+                rattler.install(
+                    records,  # type: ignore[arg-type]
+                    target_prefix=prefix,
+                    cache_dir=cache,
+                    show_progress=False,
+                    execute_link_scripts=False,
+                    client=client,
+                )
             )
-        )
     except failures as exc:
-        raise InstallError(f"conda packages could not be installed: {exc}") from None
+        text = redact(str(exc))
+        network = _network_failure("conda packages", text, request) if request else None
+        if network is not None:
+            raise network from None
+        raise InstallError(f"conda packages could not be installed: {text}") from None
 
 
 # --- python and pip -------------------------------------------------------------------------
@@ -213,24 +257,31 @@ def install_pip(
     target: LockedTarget,
     uv: Path,
     env: Mapping[str, str],
-    sources: ArtifactSources | None = None,
+    request: InstallRequest | None = None,
 ) -> None:
     if not target.pip:
         return
     requirements = prefix / "etc" / "gpuenv" / "requirements.txt"
+    sources = request.sources if request else None
     atomic_write_text(requirements, requirements_text(target, sources), durable=False)
     argv: list[str | Path] = ["pip", "install", "--no-config", "--quiet"]
     argv += ["--python", prefix / "bin" / "python", "--no-deps", "--require-hashes"]
     argv += ["--link-mode", "hardlink", "-r", requirements]
+    for index in request.all_indexes if request else ():
+        argv += ["--index", f"{index.name}={index.url}"]  # declared for its credentials only
     try:
         _proc.run([uv, *argv], timeout=INSTALL_TIMEOUT, env=env, what="uv pip install")
     except ExternalToolError as exc:
-        if "Hash mismatch" in exc.stderr_tail:
+        tail = redact(exc.stderr_tail)
+        if "Hash mismatch" in tail:
             raise InstallError(
                 "refused: a downloaded artifact does not match the sha256 in gpuenv.lock "
-                f"(tampered with or corrupted):\n{exc.stderr_tail}",
+                f"(tampered with or corrupted):\n{tail}",
                 hint="nothing was marked installed; check the index or mirror serving it",
             ) from None
+        network = _network_failure("pip packages", tail, request) if request else None
+        if network is not None:
+            raise network from None
         raise
 
 
@@ -364,11 +415,11 @@ def _build(
 ) -> tuple[str, tuple[BuildOutcome, ...]]:
     target = request.target
     uv = _uv_binary(request)
-    env = _uv_env(store, offline=request.offline)
+    env = _uv_env(store, request)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     if target.conda:
         progress(f"{target.name}: linking {len(target.conda)} conda packages")
-        install_conda(prefix, target.conda, store.cache("rattler"), request.sources)
+        install_conda(prefix, target.conda, store.cache("rattler"), request)
         if any(c.name == "python" for c in target.conda):
             if not (prefix / "bin" / "python").exists():
                 raise InstallError(f"conda's python package left no bin/python in {prefix}")
@@ -378,7 +429,7 @@ def _build(
         progress(f"{target.name}: creating the Python {target.stack.python} environment")
         make_venv(prefix, target.stack.python, uv, env)
     progress(f"{target.name}: installing {len(target.pip)} pip packages")
-    install_pip(prefix, target, uv, env, request.sources)
+    install_pip(prefix, target, uv, env, request)
     python = python_version(prefix)
     locked = target.stack.python
     if not (python == locked or python.startswith(locked + ".")):

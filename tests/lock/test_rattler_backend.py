@@ -11,12 +11,8 @@ import pytest
 
 from gpuenv.errors import ExternalToolError, NoCompatiblePlan, UsageError
 from gpuenv.lock.model import CondaPackage, CondaRequest
-from gpuenv.lock.rattler import (
-    RattlerSolver,
-    explain_unsolvable,
-    strip_conda_credentials,
-    strip_conda_credentials_in_text,
-)
+from gpuenv._redact import redact, redact_url
+from gpuenv.lock.rattler import RattlerSolver, explain_unsolvable
 from tests.fixtures.condachannel.plugin import LocalChannel
 
 LINUX = {"__glibc": "2.28", "__linux": "5.15", "__unix": "0"}
@@ -163,8 +159,8 @@ def test_importing_the_backend_does_not_import_rattler() -> None:
     ],
 )
 def test_credentials_are_stripped(url: str, clean: str) -> None:
-    assert strip_conda_credentials(url) == clean
-    assert strip_conda_credentials_in_text(f"failed: {url} (404)") == f"failed: {clean} (404)"
+    assert redact_url(url) == clean
+    assert redact(f"failed: {url} (404)") == f"failed: {clean} (404)"
 
 
 def test_explain_unsolvable_flattens_the_tree() -> None:

@@ -24,5 +24,5 @@ def run(args: argparse.Namespace) -> int:
 
     spec = runtime.find_spec(getattr(args, "file", None), str(Path.cwd()))
     selected = runtime.select(runtime.project_of(spec), args.target)
-    _output.out(activation_script(Path(selected.prefix), args.shell).rstrip("\n"))
+    _output.raw(activation_script(Path(selected.prefix), args.shell).rstrip("\n"))
     return 0

@@ -19,18 +19,14 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
 
+from gpuenv._network import Mirrors, classify, network_error
+from gpuenv._redact import redact, redact_url
 from gpuenv.errors import ExternalToolError, NoCompatiblePlan, UsageError
-from gpuenv.lock.model import CondaPackage, CondaRequest, strip_credentials
+from gpuenv.lock.model import CondaPackage, CondaRequest
 
 DEFAULT_TIMEOUT = 600.0
 _VIRTUAL = re.compile(r"__[a-z0-9_]+")
 _TREE = re.compile("^[\\s\u2502\u251c\u2514\u2500]+")  # │ ├ └ ─
-_CONDA_TOKEN = re.compile(r"/t/[^/]+/")
-
-
-def strip_conda_credentials(url: str) -> str:
-    """Drop ``user:password@`` and a ``/t/<token>/`` path segment from a channel URL."""
-    return _CONDA_TOKEN.sub("/", strip_credentials(url), count=1)
 
 
 def _split_virtual(value: str) -> tuple[str, str]:
@@ -68,7 +64,7 @@ class RattlerSolver:
         import rattler
         from rattler import exceptions as rx
 
-        channels = [_channel(c) for c in request.channels]
+        channels = [_channel(c, request.mirrors) for c in request.channels]
         specs = _match_specs(request.specs)
         virtual = _virtual_packages(request.virtual_packages)
         platforms = [_subdir(request.platform), rattler.Subdir("noarch")]
@@ -76,7 +72,7 @@ class RattlerSolver:
             cache_dir=request.cache_dir / "rattler" if request.cache_dir else None
         )
         try:
-            locked = await _locked_records(gateway, channels, platforms, request.preferences)
+            locked = await _locked_records(gateway, channels, platforms, request)
             solved: list[Any] = await rattler.solve(
                 channels,
                 specs,
@@ -91,24 +87,55 @@ class RattlerSolver:
                 explain_unsolvable(str(exc), request.virtual_packages, request.platform)
             ) from exc
         except Exception as exc:  # rattler's fetch/gateway/IO errors have no common base
-            text = strip_conda_credentials_in_text(str(exc).strip())
+            text = redact(str(exc).strip())
+            failure = classify(text)
+            if failure is not None:
+                raise network_error(
+                    failure,
+                    index=None,
+                    role="the conda channel",
+                    mirrors=request.mirrors,
+                    stderr_tail=text,
+                ) from None
             raise ExternalToolError(
                 f"conda solve failed ({type(exc).__name__}): {text}",
                 stderr_tail=text,
             ) from exc
-        return solved
+        return [_canonical(r, request.mirrors) for r in solved]
 
 
-def _channel(name_or_url: str) -> Any:
+def _channel(name_or_url: str, mirrors: Mirrors) -> Any:
+    """The channel, through its mirror when one is configured (a name such as
+    ``conda-forge`` is mirrored by its URL, ``https://conda.anaconda.org/conda-forge``)."""
     from rattler import Channel
     from rattler import exceptions as rx
 
     try:
-        return Channel(name_or_url)
+        channel = Channel(name_or_url)
+        if mirrors.entries:
+            mirrored = mirrors.fetch_url(str(channel.base_url).rstrip("/"))
+            if mirrored != str(channel.base_url).rstrip("/"):
+                channel = Channel(mirrored)
+        return channel
     except (rx.InvalidChannelError, rx.InvalidUrlError) as exc:
-        raise UsageError(
-            f"not a conda channel: {strip_conda_credentials(name_or_url)!r} ({exc})"
-        ) from exc
+        raise UsageError(f"not a conda channel: {redact(name_or_url)!r} ({exc})") from exc
+
+
+class _Canonical:
+    """A solved record as the lock keeps it: its URL and channel mapped back from the
+    mirror to the canonical channel (every other attribute the record's own)."""
+
+    def __init__(self, record: Any, mirrors: Mirrors) -> None:
+        self._record = record
+        self.url = mirrors.canonical_url(str(record.url))
+        self.channel = mirrors.canonical_url(str(record.channel))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._record, name)
+
+
+def _canonical(record: Any, mirrors: Mirrors) -> Any:
+    return _Canonical(record, mirrors) if mirrors.entries else record
 
 
 def _subdir(platform: str) -> Any:
@@ -152,19 +179,21 @@ def _virtual_packages(virtual: Mapping[str, str]) -> list[Any]:
 
 
 async def _locked_records(
-    gateway: Any, channels: list[Any], platforms: list[Any], preferences: Sequence[CondaPackage]
+    gateway: Any, channels: list[Any], platforms: list[Any], request: CondaRequest
 ) -> list[Any]:
     """The channel's own records for the locked packages that are still there."""
+    preferences: Sequence[CondaPackage] = request.preferences
     if not preferences:
         return []
-    wanted = {strip_conda_credentials(p.url) for p in preferences}
+    wanted = {redact_url(p.url) for p in preferences}
     names = sorted({p.name for p in preferences})
     found = await gateway.query(channels, platforms, names, recursive=False)
+    canonical = request.mirrors.canonical_url
     return [
         record
         for per_channel in found
         for record in per_channel
-        if strip_conda_credentials(str(record.url)) in wanted
+        if redact_url(canonical(str(record.url))) in wanted
     ]
 
 
@@ -183,9 +212,9 @@ def _package(record: Any) -> CondaPackage:
         version=str(record.version),
         build=str(record.build),
         build_number=int(record.build_number),
-        channel=strip_conda_credentials(str(record.channel)),
+        channel=redact_url(str(record.channel)),
         subdir=str(record.subdir),
-        url=strip_conda_credentials(str(record.url)),
+        url=redact_url(str(record.url)),
         sha256=_hex(record.sha256, "sha256", record),
         md5=_hex(record.md5, "md5", record),
         depends=tuple(record.depends),
@@ -210,11 +239,4 @@ def explain_unsolvable(text: str, virtual: Mapping[str, str], platform: str) -> 
     message = f"no set of conda packages fits the target ({platform}): {body}"
     if notes:
         message += " (" + "; ".join(notes) + ")"
-    return strip_conda_credentials_in_text(message)
-
-
-_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"]+")
-
-
-def strip_conda_credentials_in_text(text: str) -> str:
-    return _URL.sub(lambda m: strip_conda_credentials(m.group(0)), text)
+    return redact(message)
