@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from gpuenv._redact import redact, redact_url
 from gpuenv.errors import ExternalToolError, NoCompatiblePlan, UsageError
 from gpuenv.lock.model import CondaPackage, CondaRequest
-from gpuenv._redact import redact, redact_url
 from gpuenv.lock.rattler import RattlerSolver, explain_unsolvable
 from tests.fixtures.condachannel.plugin import LocalChannel
 

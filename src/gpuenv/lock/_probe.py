@@ -1,6 +1,7 @@
-"""The one place gpuenv itself sends HTTP requests: after uv reported that a torch index
-answered 404, two page requests tell a mirror in the wrong layout from a build that is
-simply not mirrored.
+"""The one place gpuenv itself sends HTTP requests: after uv reported that an index had
+no page for a package, a request for that page tells a 404 from a 401/403 (uv reports
+both as "not found" for an explicit index), and for a torch index two more tell a
+mirror in the wrong layout from a build that is simply not mirrored.
 
 PyTorch's index has one index per build, ``<base>/<cu tag>/<package>/``; a mirror that
 flattened it (``<base>/<package>/``) or lacks a build answers 404 to uv, which alone
@@ -26,6 +27,14 @@ def _page(index: Index, path: str) -> str:
     """``index.url`` with its last path segment replaced by ``path`` (query kept)."""
     parts = urlsplit(index.url)
     return urlunsplit(parts._replace(path=path))
+
+
+def page_status(url: str, index: Index) -> int | None:
+    """The HTTP status of ``url`` (a page of ``index``, fetched with its credentials;
+    ``url`` may be shown redacted: the index's own query is put back), or None."""
+    parts = urlsplit(url)
+    query = urlsplit(index.url).query
+    return _status(urlunsplit(parts._replace(query=parts.query or query)), index)
 
 
 def _status(url: str, index: Index) -> int | None:

@@ -363,10 +363,16 @@ def _network_failure(run: _Run, failure: Failure, tail: str, argv: list[str]) ->
         index = run.torch if name in run.family and run.torch else run.default
         url = f"{index.shown.split('?', 1)[0].rstrip('/')}/{name}/" if index else None
     layout = None
-    if failure.cause == "not-found" and index is not None and index is run.torch:
-        from gpuenv.lock._probe import layout_problem
+    if failure.cause == "not-found" and index is not None and url is not None:
+        from gpuenv.lock import _probe
 
-        layout = layout_problem(index, failure.packages[0] if failure.packages else "torch")
+        status = _probe.page_status(url, index)
+        if status in (401, 403):  # uv reports an explicit index's 401/403 as "not found"
+            failure = dataclasses.replace(failure, cause="auth", detail=f"HTTP {status}")
+        elif index is run.torch:
+            layout = _probe.layout_problem(
+                index, failure.packages[0] if failure.packages else "torch"
+            )
     return network_error(
         failure,
         index=index,
