@@ -6,15 +6,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from gpuenv._network import network_settings
 from gpuenv.lock.format import read_lock
 from gpuenv.plan import DEFAULT_TORCH_INDEX
-from tests.e2e.conftest import Project
-from tests.fixtures.pkgindex.index import Serve
+from tests.conftest import CliResult
+from tests.e2e.conftest import Project, spec_text
+from tests.fixtures.condachannel.plugin import LocalChannel
+from tests.fixtures.pkgindex.index import Serve, serve
 from tests.fixtures.pkgindex.plugin import LocalCA, PkgIndex, closed_port
 
 # h100 with driver 535 gets the cu121 build, which is PyPI's own torch 2.4.1: it locks
@@ -196,3 +200,81 @@ def test_each_kind_of_failure_is_named_with_its_url_and_fix(
     assert error["kind"] == "network" and error["cause"] == cause
     assert error["target"] == "cpu" and error["url"].startswith(f"{base}/cpu/")
     assert words in error["message"] and fix in error["hint"]
+
+
+WRAPPER = """#!{python}
+import json, os, sys
+with open({log!r}, "a") as log:
+    log.write(json.dumps({{"argv": sys.argv[1:], "env": dict(os.environ)}}) + "\\n")
+os.execv({uv!r}, [{uv!r}, *sys.argv[1:]])
+"""
+
+
+def test_lock_and_install_give_uv_the_same_proxies_certificates_and_timeouts(
+    cli: Callable[..., CliResult],
+    pkgindex: PkgIndex,
+    test_ca: LocalCA,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stand-in for uv records each call's environment, then runs the real uv."""
+    import uv
+
+    log = tmp_path / "uv-calls.jsonl"
+    wrapper = tmp_path / "uv"
+    wrapper.write_text(WRAPPER.format(python=sys.executable, log=str(log), uv=uv.find_uv_bin()))
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(uv, "find_uv_bin", lambda: str(wrapper))
+    settings = {
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "http_proxy": "http://127.0.0.1:9",
+        "ALL_PROXY": "http://127.0.0.1:9",
+        "NO_PROXY": "127.0.0.1,localhost",
+        "SSL_CERT_FILE": str(test_ca.ca),
+        "SSL_CERT_DIR": str(test_ca.ca.parent),
+        "UV_HTTP_TIMEOUT": "61",
+        "UV_HTTP_CONNECT_TIMEOUT": "11",
+        "UV_HTTP_RETRIES": "2",
+        "UV_CONCURRENT_DOWNLOADS": "4",
+        "UV_INSECURE_HOST": "127.0.0.1",
+    }
+    for name, value in {
+        **settings,
+        "UV_NATIVE_TLS": "1",
+        "UV_INDEX_URL": "http://127.0.0.1:9/x",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("GPUENV_HOME", str(tmp_path / "store"))
+    project = tmp_path / "gpuenv.toml"
+    project.write_text(spec(pkgindex.default_index, pkgindex.torch_base))
+    assert cli("-f", str(project), "lock", "--target", "cpu").code == 0
+    result = cli("-f", str(project), "install", "--target", "cpu")
+    assert result.code == 0, result.err
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    commands = {" ".join(c["argv"][:3]) for c in calls}
+    assert {"--no-config pip compile", "pip install --no-config"} <= commands, commands
+    assert any(c["argv"][0] == "venv" for c in calls)
+    expected = {**settings, "UV_SYSTEM_CERTS": "1", "UV_NO_CONFIG": "1"}  # uv 0.13's name
+    for call in calls:
+        assert network_settings(call["env"]) == expected, call["argv"]
+        assert "UV_NATIVE_TLS" not in call["env"] and "UV_INDEX_URL" not in call["env"]
+
+
+def test_conda_records_install_through_a_mirror_of_their_channel(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, local_channel: LocalChannel
+) -> None:
+    canonical = f"http://127.0.0.1:{closed_port()}/channel"
+    text = spec_text(pkgindex, deps="") + (
+        f'\n[conda]\nchannels = ["{canonical}"]\n'
+        'dependencies = { "cuda-nvcc" = "12.4.*" }\npython = false\n'
+    )
+    with serve(local_channel.path) as mirror:
+        project = no_retries(make_project(text), GPUENV_MIRRORS=f"{canonical}={mirror}")
+        result = project.gpuenv("install", "--target", "h100")
+        assert result.returncode == 0, result.stderr
+    lock = read_lock(project.lock)
+    assert lock is not None
+    nvcc = next(c for c in lock.targets["h100"].conda if c.name == "cuda-nvcc")
+    assert nvcc.url.startswith(canonical + "/") and nvcc.channel.startswith(canonical)
+    prefix = Path(os.readlink(project.dir / ".gpuenv" / "h100"))
+    assert any((prefix / "conda-meta").glob("cuda-nvcc-*.json"))

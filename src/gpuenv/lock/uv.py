@@ -309,7 +309,7 @@ class UvResolver:
             sys.executable,
         ]
         if request.cache_dir is not None:
-            argv += ["--cache-dir", request.cache_dir]
+            argv += ["--cache-dir", _private_dir(request.cache_dir / "uv")]
         for name in request.no_binary:  # builds: their sdist, even where wheels exist
             argv += ["--no-binary", name]
         if request.dependency_metadata:
@@ -382,6 +382,14 @@ def _network_failure(run: _Run, failure: Failure, tail: str, argv: list[str]) ->
         stderr_tail=tail,
         argv=argv,
     )
+
+
+def _private_dir(path: Path) -> Path:
+    """uv's cache of index pages holds what the indexes served, file links' query tokens
+    included: a directory only its owner can read (gpuenv's own cache files are 0600)."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
 
 
 # -- files uv reads ---------------------------------------------------------------------
