@@ -180,15 +180,21 @@ def test_explain_unsolvable_flattens_the_tree() -> None:
     )
 
 
+@pytest.mark.parametrize("by_name", [False, True])
 def test_a_mirrored_channel_is_solved_through_the_mirror_and_locked_canonical(
-    solver: RattlerSolver, local_channel: LocalChannel, tmp_path: Path
+    solver: RattlerSolver, local_channel: LocalChannel, tmp_path: Path, by_name: bool
 ) -> None:
-    canonical = f"http://127.0.0.1:{closed_port()}/conda-forge"  # down: only the mirror answers
+    # The canonical channel is never reached: a closed port, or a name whose URL is mirrored.
+    canonical = (
+        "https://conda.anaconda.org/conda-forge"
+        if by_name
+        else f"http://127.0.0.1:{closed_port()}/conda-forge"
+    )
     with serve(local_channel.path) as mirror:
         mirrors = Mirrors((Mirror(canonical, mirror, "test"),))
         request = CondaRequest(
             specs=("cuda-nvcc 12.4.*",),
-            channels=(canonical,),
+            channels=("conda-forge",) if by_name else (canonical,),
             virtual_packages=H100,
             cache_dir=tmp_path,
             mirrors=mirrors,
