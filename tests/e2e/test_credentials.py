@@ -13,7 +13,8 @@ from pathlib import Path
 from urllib.parse import quote
 
 from tests.e2e.conftest import Project, spec_text
-from tests.fixtures.pkgindex.index import Serve
+from tests.fixtures.condachannel.plugin import LocalChannel
+from tests.fixtures.pkgindex.index import Serve, serve
 from tests.fixtures.pkgindex.plugin import AUTH_PASSWORD, AUTH_USER, PkgIndex
 
 TOKEN = "tok-Q9aZ7-index"
@@ -210,4 +211,28 @@ def test_a_redirect_to_a_url_with_credentials_leaks_nothing(
     runs = [project.gpuenv("lock", "--target", "cpu"), project.gpuenv("-v", "lock", "--json")]
     assert {r.returncode for r in runs} <= {0, 5}, [r.stderr for r in runs]
     assert "Traceback" not in runs[0].stderr
+    assert leaks(project, runs, AUTH_PASSWORD) == []
+
+
+def test_a_conda_channel_with_credentials_locks_and_installs(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, local_channel: LocalChannel
+) -> None:
+    """rattler gets them in a temporary auth file: never in a URL, which it would keep
+    in its cache and in the prefix's conda-meta."""
+    with serve(
+        local_channel.path, options=Serve(credentials=f"{AUTH_USER}:{AUTH_PASSWORD}")
+    ) as url:
+        channel = url.replace("://", f"://{AUTH_USER}:{AUTH_PASSWORD}@")
+        text = spec_text(pkgindex, deps="") + (
+            f'\n[conda]\nchannels = ["{channel}"]\n'
+            'dependencies = { "cuda-nvcc" = "12.4.*" }\npython = false\n'
+        )
+        project = make_project(text)
+        runs = [
+            project.gpuenv("lock", "--target", "h100"),
+            project.gpuenv("install", "--target", "h100"),
+        ]
+    assert [r.returncode for r in runs] == [0, 0], [r.stderr for r in runs]
+    assert f"{url}/linux-64/cuda-nvcc-" in project.lock.read_text()
+    assert "RATTLER_AUTH_FILE" not in os.environ
     assert leaks(project, runs, AUTH_PASSWORD) == []

@@ -104,6 +104,7 @@ def run(args: argparse.Namespace) -> int:
                 toolkit=loaded.spec.stack.toolkit,
                 indexes=install_indexes(loaded.spec, locked, options),
                 sources=ArtifactSources(mirrors=options.mirrors),
+                channels=loaded.spec.conda.channels if loaded.spec.conda else (),
             )
             results.append(install_target(store, request, progress))
     project = str(spec_file.parent.absolute())

@@ -14,13 +14,19 @@ runs in its own ``asyncio.run``.
 
 from __future__ import annotations
 
+import json
+import os
 import re
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
-from gpuenv._network import Mirrors, classify, network_error
-from gpuenv._redact import redact, redact_url
+from gpuenv._network import Mirrors, classify, network_error, strip_userinfo
+from gpuenv._redact import redact, redact_url, remember_secret
 from gpuenv.errors import ExternalToolError, NoCompatiblePlan, UsageError
 from gpuenv.lock.model import CondaPackage, CondaRequest
 
@@ -52,15 +58,18 @@ class RattlerSolver:
     def resolve(self, request: CondaRequest) -> tuple[CondaPackage, ...]:
         import asyncio  # here, not at import: it costs ~20 ms and only solves need it
 
+        urls = [*request.channels, *(m.mirror for m in request.mirrors.entries)]
         try:
-            records = asyncio.run(asyncio.wait_for(self._solve(request), self.timeout))
+            with authenticated_client(urls) as client:
+                solve = self._solve(request, client)
+                records = asyncio.run(asyncio.wait_for(solve, self.timeout))
         except (asyncio.TimeoutError, TimeoutError) as exc:  # distinct types before 3.11
             raise ExternalToolError(
                 f"the conda solve did not finish within {self.timeout:g} s"
             ) from exc
         return tuple(sorted((_package(r) for r in records), key=lambda p: (p.name, p.subdir)))
 
-    async def _solve(self, request: CondaRequest) -> list[Any]:
+    async def _solve(self, request: CondaRequest, client: Any) -> list[Any]:
         import rattler
         from rattler import exceptions as rx
 
@@ -69,7 +78,8 @@ class RattlerSolver:
         virtual = _virtual_packages(request.virtual_packages)
         platforms = [_subdir(request.platform), rattler.Subdir("noarch")]
         gateway = rattler.Gateway(
-            cache_dir=request.cache_dir / "rattler" if request.cache_dir else None
+            cache_dir=request.cache_dir / "rattler" if request.cache_dir else None,
+            client=client,
         )
         try:
             locked = await _locked_records(gateway, channels, platforms, request)
@@ -111,14 +121,59 @@ def _channel(name_or_url: str, mirrors: Mirrors) -> Any:
     from rattler import exceptions as rx
 
     try:
-        channel = Channel(name_or_url)
+        channel = Channel(strip_userinfo(name_or_url))  # credentials: authenticated_client
         if mirrors.entries:
             mirrored = mirrors.fetch_url(str(channel.base_url).rstrip("/"))
             if mirrored != str(channel.base_url).rstrip("/"):
-                channel = Channel(mirrored)
+                channel = Channel(strip_userinfo(mirrored))
         return channel
     except (rx.InvalidChannelError, rx.InvalidUrlError) as exc:
         raise UsageError(f"not a conda channel: {redact(name_or_url)!r} ({exc})") from exc
+
+
+@contextmanager
+def authenticated_client(urls: Iterable[str]) -> Iterator[Any]:
+    """A rattler ``Client`` that authenticates, for a solve and for an install alike:
+    rattler's own stores (``RATTLER_AUTH_FILE``, keyring, netrc) and the credentials in
+    ``urls`` (channel and mirror URLs with ``user:password@``). Those go to rattler in a
+    temporary auth file (0600, merged with the user's own, removed afterwards), never in
+    a URL: rattler keeps URLs in its caches and in the prefix's conda-meta."""
+    from rattler.networking import AuthenticationMiddleware, Client
+
+    entries: dict[str, Any] = {}
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.username and parts.hostname:
+            password = unquote(parts.password or "")
+            remember_secret(password)
+            entries[parts.hostname] = {
+                "BasicHTTP": {"username": unquote(parts.username), "password": password}
+            }
+    if not entries:
+        yield Client([AuthenticationMiddleware()])
+        return
+    own = os.environ.get("RATTLER_AUTH_FILE")
+    merged: dict[str, Any] = {}
+    if own:
+        try:
+            loaded = json.loads(Path(own).read_text(encoding="utf-8"))
+            merged = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            merged = {}
+    merged.update(entries)
+    with tempfile.TemporaryDirectory(prefix="gpuenv-auth-") as tmp:
+        path = Path(tmp) / "credentials.json"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(merged, handle)
+        os.environ["RATTLER_AUTH_FILE"] = str(path)
+        try:
+            yield Client([AuthenticationMiddleware()])
+        finally:
+            if own is None:
+                os.environ.pop("RATTLER_AUTH_FILE", None)
+            else:
+                os.environ["RATTLER_AUTH_FILE"] = own
 
 
 class _Canonical:
