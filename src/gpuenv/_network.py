@@ -412,7 +412,7 @@ def cause_hint(cause: str, index: Index | None) -> str:
         "connection": "check the network or proxy (HTTPS_PROXY, NO_PROXY)",
         "tls": "behind a TLS-intercepting proxy or a private CA, set SSL_CERT_FILE (or "
         "SSL_CERT_DIR) to its certificates, or UV_SYSTEM_CERTS=1 to trust the system's",
-        "auth": "pass credentials: in the URL (https://USER:TOKEN@host/...), as "
+        "auth": "pass credentials: in the URL (USER:TOKEN@ before the host), as "
         f"UV_INDEX_{name}_USERNAME and UV_INDEX_{name}_PASSWORD, in ~/.netrc (or $NETRC), "
         "or through keyring (UV_KEYRING_PROVIDER=subprocess)",
         "not-found": "check the package name; a mirror must keep the index's layout",
@@ -472,7 +472,7 @@ def network_error(
         what = f"cannot be used: {CAUSES[failure.cause]} ({failure.detail})"
     hint = cause_hint(failure.cause, index)
     if role is not None and failure.cause == "auth":  # not a pip index: no UV_INDEX_* names
-        hint = "pass credentials in the channel URL (https://USER:TOKEN@host/...)"
+        hint = "pass credentials in the channel URL (USER:TOKEN@ before the host)"
     hints = [extra_hint, hint, _role_hint(index)]
     error = NetworkError(
         f"{where} {what}",

@@ -289,3 +289,16 @@ def test_a_failing_mirror_says_what_it_mirrors() -> None:
     error = network_error(failure, index=None, mirrors=MIRRORS)
     assert "a mirror of https://download.pytorch.org/whl/cu124, from test" in error.message
     assert "UV_HTTP_TIMEOUT" in (error.hint or "")
+
+
+@pytest.mark.parametrize("cause", ["dns", "refused", "timeout", "tls", "auth", "not-found"])
+@pytest.mark.parametrize("role", [None, "the conda channel"])
+def test_hints_survive_the_redaction_every_output_applies(cause: str, role: str | None) -> None:
+    from gpuenv._network import Failure
+    from gpuenv._redact import redact
+
+    indexes = pip_indexes("https://d.invalid/simple", [], "https://t.invalid/whl/cu124")
+    for index in (*indexes, None):
+        error = network_error(Failure(cause, "https://d.invalid/x", "why"), index=index, role=role)
+        assert redact(error.hint or "") == error.hint
+        assert redact(error.message) == error.message
