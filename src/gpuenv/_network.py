@@ -119,7 +119,7 @@ class Index:
         password = unquote(parts.password) if parts.password else None
         remember_secret(password)
         for key, value in _query_secrets(parts.query):
-            remember_secret(value or key)
+            remember_secret(value)
         return cls(name, strip_userinfo(url), username, password)
 
     @property

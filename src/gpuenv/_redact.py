@@ -67,7 +67,7 @@ _SECRET_PARTS = (
     "api-key",
 )
 _SECRET_PREFIXES = ("x-amz-", "x-goog-", "x-ms-")
-_MIN_SECRET = 4  # shorter remembered values would mangle ordinary words
+_MIN_SECRET = 6  # shorter remembered values would mangle ordinary words
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
 _USERINFO = re.compile(r"(?<=://)[^/?#\s@'\"<>`]*@")
