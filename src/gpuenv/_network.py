@@ -118,7 +118,7 @@ class Index:
         username = unquote(parts.username) if parts.username else None
         password = unquote(parts.password) if parts.password else None
         remember_secret(password)
-        for key, value in _query_secrets(parts.query):
+        for _name, value in _query_secrets(parts.query):
             remember_secret(value)
         return cls(name, strip_userinfo(url), username, password)
 
