@@ -15,8 +15,8 @@ What is removed:
   ``apikey``/``api_key``/``api-key``), and every ``X-Amz-*``, ``X-Goog-*`` and ``X-Ms-*``
   parameter (pre-signed cloud storage URLs);
 - a conda token path segment, ``/t/<token>/`` (anaconda.org style);
-- the value of an ``Authorization:`` header in text, and of ``*_PASSWORD=``/``*_TOKEN=``
-  style assignments;
+- the value of an ``Authorization:`` header in text, and of upper-case ``*_PASSWORD=``,
+  ``*_TOKEN=``, ``*_SECRET=`` assignments (environment variables);
 - any value registered with ``remember_secret`` (credentials gpuenv itself split off
   a URL), wherever it appears, also percent-encoded.
 
@@ -73,7 +73,9 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
 _USERINFO = re.compile(r"(?<=://)[^/?#\s@'\"<>`]*@")
 _CONDA_TOKEN = re.compile(r"/t/[^/\s?#]+(?=/)")
 _HEADER = re.compile(r"(?i)(authorization\s*[:=]\s*)(?:(basic|bearer|token)\s+)?\S+")
-_ASSIGN = re.compile(r"(?i)\b([A-Z0-9_]*(?:PASSWORD|TOKEN|SECRET)[A-Z0-9_]*=)\S+")
+# An environment-style assignment (upper case, as in ``UV_INDEX_X_PASSWORD=...``): not
+# ``tokenizers==0.20`` or ``max_tokens=5``.
+_ASSIGN = re.compile(r"\b([A-Z][A-Z0-9_]*(?:PASSWORD|TOKEN|SECRET)[A-Z0-9_]*=)(?!=)\S+")
 
 _remembered: set[str] = set()
 

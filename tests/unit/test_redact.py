@@ -86,3 +86,8 @@ def test_importing_it_is_cheap() -> None:
     code = "import sys, gpuenv._redact; assert 'urllib.parse' not in sys.modules"
     path = f"import sys; sys.path[:0] = {sys.path!r}"
     subprocess.run([sys.executable, "-I", "-S", "-c", f"{path}; {code}"], check=True)
+
+
+def test_requirements_and_ordinary_text_are_left_alone() -> None:
+    text = "tokenizers==0.20.0\nmax_tokens=5 secret_santa==1.0 https://h/a.whl?v=1\ntoken: x"
+    assert redact(text) == text
