@@ -57,8 +57,14 @@ _KEPT_UV = frozenset(
 _GPUENV_INDEX_CREDENTIAL = re.compile(r"^UV_INDEX_GPUENV_[A-Z0-9_]+_(USERNAME|PASSWORD)$")
 
 
+def is_network_setting(name: str) -> bool:
+    """Whether ``name`` is one of uv's network settings that every uv call keeps (the
+    module doc): proxies and certificates are not ``UV_*`` and are always kept."""
+    return name in _KEPT_UV or name == "UV_NATIVE_TLS" or bool(_GPUENV_INDEX_CREDENTIAL.match(name))
+
+
 def _is_dropped(name: str) -> bool:
-    if name in _KEPT_UV or _GPUENV_INDEX_CREDENTIAL.match(name):
+    if name != "UV_NATIVE_TLS" and is_network_setting(name):
         return False
     return name.startswith(("UV_", "PIP_")) or name in ("VIRTUAL_ENV", "UV")
 
