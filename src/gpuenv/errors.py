@@ -350,3 +350,37 @@ class Interrupted(KeyboardInterrupt):
     @property
     def exit_code(self) -> int:
         return 128 + self.signum
+
+
+class NetworkError(ExternalToolError):
+    """An index, mirror or channel could not be reached, or refused us: name resolution,
+    connection refused, timeout, TLS, 401/403 or 404 (``cause``), for ``url`` (redacted).
+
+    Never exit 3: a wrong password or a mirror missing a package is not "no build fits".
+    ``extra`` carries further structured fields into ``--json`` (a partial lock's
+    written and failed targets)."""
+
+    kind = "network"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        cause: str,
+        url: str | None = None,
+        target: str | None = None,
+        hint: str | None = None,
+        stderr_tail: str = "",
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, stderr_tail=stderr_tail, hint=hint)
+        self.cause = cause
+        self.url = url
+        self.target = target
+        self.extra = dict(extra or {})
+
+    def details(self) -> dict[str, Any]:
+        body = super().details()
+        body.update(cause=self.cause, url=self.url, target=self.target)
+        body.update(self.extra)
+        return body

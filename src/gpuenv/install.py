@@ -18,6 +18,14 @@ Order of a build, under the prefix's file lock:
 6. activation scripts and the run-time environment delta are written;
 7. the completion marker is written, last; then the project's pointer moves.
 
+Every artifact is fetched from ``InstallRequest.sources.url_for(locked URL)``
+(``gpuenv._artifacts``): the one place a locked, canonical URL becomes the URL fetched
+(a file unpacked from an archive, a mirror). uv gets the same network settings and
+index credentials as when the lock was made (``gpuenv._network.uv_environment``;
+``InstallRequest.indexes``, by lock's names), rattler the same credentials as its
+solve, so an authenticated index installs as it locked; a failure to reach an index
+is a ``NetworkError`` naming it (exit 5).
+
 Nothing outside the store, the caches in it and the project's ``.gpuenv/`` is written.
 A write that fails for the machine's reasons (a full disk, a read-only store) is a
 ``StorageError`` naming the path, uv's and rattler's included: a full disk is never
@@ -40,9 +48,11 @@ from pathlib import Path
 from gpuenv import _proc
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._fs import atomic_write_text, is_read_only, os_error_in, storage_error, writing
+from gpuenv._network import Index, classify, index_of, network_error, uv_environment
+from gpuenv._redact import redact
 from gpuenv.activation import ActivationInputs, write_activation_files
 from gpuenv.build.model import BuildOutcome, arch_list
-from gpuenv.errors import ExternalToolError, InstallError, StorageError
+from gpuenv.errors import ExternalToolError, InstallError, NetworkError, StorageError
 from gpuenv.lock.model import CondaPackage, LockedTarget
 from gpuenv.shells import write_shell_entrypoints
 from gpuenv.store import Store, point_project
@@ -63,6 +73,14 @@ class InstallRequest:
     # Where each locked URL is fetched from (install --from: files unpacked from an archive).
     sources: ArtifactSources = field(default_factory=ArtifactSources)
     offline: bool = False  # uv may not reach the network (install --from)
+    # The indexes the lock was made from, with credentials (lock.locker.install_indexes).
+    indexes: tuple[Index, ...] = ()
+    channels: tuple[str, ...] = ()  # the spec's conda channels, for their credentials
+
+    @property
+    def all_indexes(self) -> tuple[Index, ...]:
+        """The lock's indexes and the mirrors, each with its credentials."""
+        return self.indexes + self.sources.mirrors.indexes()
 
 
 @dataclass(frozen=True)
@@ -83,17 +101,17 @@ def _uv_binary(request: InstallRequest) -> Path:
     return Path(uv.find_uv_bin())
 
 
-def _uv_env(store: Store, *, offline: bool = False) -> dict[str, str]:
-    """uv isolated from the user's configuration, with every cache in the store."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_"))}
-    env.update(
-        UV_NO_CONFIG="1",
+def _uv_env(store: Store, request: InstallRequest) -> dict[str, str]:
+    """uv isolated from the user's configuration but with its network settings (the
+    same function lock uses), the lock's index credentials, every cache in the store."""
+    env = uv_environment(
+        os.environ,
+        request.all_indexes,
         UV_CACHE_DIR=str(store.cache("uv")),
         UV_PYTHON_INSTALL_DIR=str(store.root / "python"),
         UV_LINK_MODE="hardlink",
-        UV_NO_PROGRESS="1",
     )
-    if offline:
+    if request.offline:
         env["UV_OFFLINE"] = "1"
     return env
 
@@ -103,6 +121,22 @@ def _storage_failure(text: str, path: Path, what: str) -> StorageError | None:
     typed error naming ``path``, instead of the tool's own (misleading) summary."""
     found = os_error_in(text)
     return storage_error(found, path, what) if found is not None else None
+
+
+def _network_failure(what: str, text: str, request: InstallRequest) -> NetworkError | None:
+    """``text`` (a tool's error output) as a NetworkError naming the index, if it is one."""
+    failure = classify(text)
+    if failure is None:
+        return None
+    error = network_error(
+        failure,
+        index=index_of(failure.url, request.all_indexes),
+        mirrors=request.sources.mirrors,
+        stderr_tail=redact(text),
+    )
+    error.message = f"target {request.target.name}: {what}: {error.message}"
+    error.target = request.target.name
+    return error
 
 
 def check_platform(target: LockedTarget) -> None:
@@ -161,7 +195,7 @@ def install_conda(
     prefix: Path,
     packages: tuple[CondaPackage, ...],
     cache: Path,
-    sources: ArtifactSources | None = None,
+    request: InstallRequest | None = None,
 ) -> None:
     import asyncio  # here: ~40 ms to import, and only conda installs need it
 
@@ -178,35 +212,45 @@ def install_conda(
         rattler_errors.ValidatePackageRecordsError,
     )
     malformed: tuple[type[BaseException], ...] = (ValueError, TypeError, *_rattler_errors())
+    from gpuenv.lock.rattler import authenticated_client
+
     try:
-        records = _conda_records(packages, sources)
+        records = _conda_records(packages, request.sources if request else None)
     except malformed as exc:
         raise InstallError(
             f"the lock's conda records are malformed ({type(exc).__name__}: {exc})",
             hint="run 'gpuenv lock' to rewrite the lock",
         ) from None
+    mirrors = request.sources.mirrors.entries if request else ()
+    urls = [*request.channels, *(m.mirror for m in mirrors)] if request else []
     try:
-        asyncio.run(
-            rattler.install(
-                records,  # type: ignore[arg-type]
-                target_prefix=prefix,
-                cache_dir=cache,
-                show_progress=False,
-                execute_link_scripts=False,
+        with authenticated_client(urls) as client:  # as the lock's solve authenticated
+            asyncio.run(
+                rattler.install(
+                    records,  # type: ignore[arg-type]
+                    target_prefix=prefix,
+                    cache_dir=cache,
+                    show_progress=False,
+                    execute_link_scripts=False,
+                    client=client,
+                )
             )
-        )
     except failures as exc:
-        storage = _storage_failure(str(exc), prefix, f"target prefix {prefix.name} (conda)")
+        text = redact(str(exc))
+        storage = _storage_failure(text, prefix, f"target prefix {prefix.name} (conda)")
         if storage is not None:
             raise storage from None
-        raise InstallError(f"conda packages could not be installed: {exc}") from None
+        network = _network_failure("conda packages", text, request) if request else None
+        if network is not None:
+            raise network from None
+        raise InstallError(f"conda packages could not be installed: {text}") from None
     except BaseException as exc:
         # A Rust panic inside rattler (a malformed URL in a hand-edited lock, say) is
         # pyo3's PanicException, a BaseException: a typed error, not a crash.
         if type(exc).__name__ != "PanicException":
             raise
         raise InstallError(
-            f"rattler could not install the locked conda packages: {str(exc).strip()}",
+            f"rattler could not install the locked conda packages: {redact(str(exc)).strip()}",
             hint="the lock's conda records are malformed: run 'gpuenv lock' to rewrite it",
         ) from None
 
@@ -260,11 +304,12 @@ def install_pip(
     target: LockedTarget,
     uv: Path,
     env: Mapping[str, str],
-    sources: ArtifactSources | None = None,
+    request: InstallRequest | None = None,
 ) -> None:
     if not target.pip:
         return
     requirements = prefix / "etc" / "gpuenv" / "requirements.txt"
+    sources = request.sources if request else None
     atomic_write_text(
         requirements,
         requirements_text(target, sources),
@@ -274,20 +319,24 @@ def install_pip(
     argv: list[str | Path] = ["pip", "install", "--no-config", "--quiet"]
     argv += ["--python", prefix / "bin" / "python", "--no-deps", "--require-hashes"]
     argv += ["--link-mode", "hardlink", "-r", requirements]
+    for index in request.all_indexes if request else ():
+        argv += ["--index", f"{index.name}={index.url}"]  # declared for its credentials only
     try:
         _proc.run([uv, *argv], timeout=INSTALL_TIMEOUT, env=env, what="uv pip install")
     except ExternalToolError as exc:
-        storage = _storage_failure(
-            exc.stderr_tail, prefix, f"target prefix {prefix.name} (uv pip install)"
-        )
+        tail = redact(exc.stderr_tail)
+        storage = _storage_failure(tail, prefix, f"target prefix {prefix.name} (uv pip install)")
         if storage is not None:
             raise storage from None
-        if "Hash mismatch" in exc.stderr_tail:
+        if "Hash mismatch" in tail:
             raise InstallError(
                 "refused: a downloaded artifact does not match the sha256 in gpuenv.lock "
-                f"(tampered with or corrupted):\n{exc.stderr_tail}",
+                f"(tampered with or corrupted):\n{tail}",
                 hint="nothing was marked installed; check the index or mirror serving it",
             ) from None
+        network = _network_failure("pip packages", tail, request) if request else None
+        if network is not None:
+            raise network from None
         raise
 
 
@@ -422,11 +471,11 @@ def _build(
 ) -> tuple[str, tuple[BuildOutcome, ...]]:
     target = request.target
     uv = _uv_binary(request)
-    env = _uv_env(store, offline=request.offline)
+    env = _uv_env(store, request)
     _make_prefixes_dir(store, prefix)
     if target.conda:
         progress(f"{target.name}: linking {len(target.conda)} conda packages")
-        install_conda(prefix, target.conda, store.cache("rattler"), request.sources)
+        install_conda(prefix, target.conda, store.cache("rattler"), request)
         if any(c.name == "python" for c in target.conda):
             if not (prefix / "bin" / "python").exists():
                 raise InstallError(f"conda's python package left no bin/python in {prefix}")
@@ -436,7 +485,7 @@ def _build(
         progress(f"{target.name}: creating the Python {target.stack.python} environment")
         make_venv(prefix, target.stack.python, uv, env)
     progress(f"{target.name}: installing {len(target.pip)} pip packages")
-    install_pip(prefix, target, uv, env, request.sources)
+    install_pip(prefix, target, uv, env, request)
     python = python_version(prefix)
     locked = target.stack.python
     if not (python == locked or python.startswith(locked + ".")):

@@ -31,6 +31,23 @@ class StarterOptions:
     cpu_target: bool = False
     compute_capability: str | None = None
     """Instead of ``gpu``, for a GPU the knowledge base does not name."""
+    pip: tuple[str, ...] = ()
+    """PEP 508 requirements for ``[pip] dependencies`` (``gpuenv init --pip``)."""
+
+
+def check_requirements(requirements: tuple[str, ...]) -> tuple[str, ...]:
+    """Each requirement parsed by packaging, as written; a bad one is a usage error."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    for text in requirements:
+        try:
+            Requirement(text)
+        except InvalidRequirement as exc:
+            raise UsageError(
+                f"--pip {text!r} is not a pip requirement: {exc}",
+                hint='write it as pip would, e.g. "transformers>=4.44" or "accelerate"',
+            ) from None
+    return tuple(dict.fromkeys(requirements))
 
 
 def options_for_machine(options: StarterOptions, facts: HardwareFacts) -> StarterOptions:
@@ -122,8 +139,11 @@ def starter_text(options: StarterOptions) -> tuple[str, list[str]]:
         targets.add("cpu", _target_table(StarterOptions(name=options.name, gpu="none")))
     doc.add("targets", targets)
     pip = tomlkit.table()
-    pip.add("dependencies", tomlkit.array())
-    pip["dependencies"].comment('e.g. ["transformers>=4.44"]')
+    dependencies = tomlkit.array()
+    dependencies.extend(check_requirements(options.pip))
+    pip.add("dependencies", dependencies)
+    if not options.pip:
+        pip["dependencies"].comment('e.g. ["transformers>=4.44"]')
     doc.add("pip", pip)
     return tomlkit.dumps(doc), names
 

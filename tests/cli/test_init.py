@@ -43,3 +43,34 @@ def test_init_with_an_unknown_gpu_writes_nothing(
     assert "did you mean 'H100'" in result.err
     assert not path.exists()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_init_pip_adds_dependencies_that_the_spec_keeps(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    path = tmp_path / "gpuenv.toml"
+    result = cli(
+        "-f", str(path), "init", "--cpu", "--pip", "transformers>=4.44", "accelerate",
+        "--pip", "numpy<2; python_version < '3.12'", "accelerate",
+    )  # fmt: skip
+    assert result.code == 0, result.err
+    loaded = load_spec(path, kb=knowledge_base())
+    assert loaded.spec.pip.dependencies == (
+        "transformers>=4.44",
+        "accelerate",
+        "numpy<2; python_version < '3.12'",
+    )
+    assert cli("-f", str(path), "plan").code == 0
+
+
+def test_init_pip_refuses_what_is_not_a_requirement_and_writes_nothing(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    path = tmp_path / "gpuenv.toml"
+    result = cli("-f", str(path), "init", "--pip", "transformers>=>4", "--json")
+    assert result.code == 2
+    error = result.json()["error"]
+    assert "--pip 'transformers>=>4' is not a pip requirement" in error["message"]
+    torch = cli("-f", str(path), "init", "--pip", "torch==2.4.1")
+    assert torch.code == 2 and "torch" in torch.err
+    assert not path.exists()

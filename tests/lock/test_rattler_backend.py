@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import subprocess
 import sys
@@ -9,15 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.errors import ExternalToolError, NoCompatiblePlan, UsageError
+from gpuenv._network import Mirror, Mirrors
+from gpuenv._redact import redact, redact_url
+from gpuenv.errors import ExternalToolError, NetworkError, NoCompatiblePlan, UsageError
 from gpuenv.lock.model import CondaPackage, CondaRequest
-from gpuenv.lock.rattler import (
-    RattlerSolver,
-    explain_unsolvable,
-    strip_conda_credentials,
-    strip_conda_credentials_in_text,
-)
+from gpuenv.lock.rattler import RattlerSolver, explain_unsolvable
 from tests.fixtures.condachannel.plugin import LocalChannel
+from tests.fixtures.pkgindex.index import serve
+from tests.fixtures.pkgindex.plugin import closed_port
 
 LINUX = {"__glibc": "2.28", "__linux": "5.15", "__unix": "0"}
 H100 = {**LINUX, "__cuda": "12.4", "__cuda_arch": "9.0"}
@@ -163,8 +163,8 @@ def test_importing_the_backend_does_not_import_rattler() -> None:
     ],
 )
 def test_credentials_are_stripped(url: str, clean: str) -> None:
-    assert strip_conda_credentials(url) == clean
-    assert strip_conda_credentials_in_text(f"failed: {url} (404)") == f"failed: {clean} (404)"
+    assert redact_url(url) == clean
+    assert redact(f"failed: {url} (404)") == f"failed: {clean} (404)"
 
 
 def test_explain_unsolvable_flattens_the_tree() -> None:
@@ -178,3 +178,45 @@ def test_explain_unsolvable_flattens_the_tree() -> None:
         " installed because there are no viable options: pytorch 2.4.1 would require"
         " __cuda >=12.4, for which no candidates were found. (the target has __cuda 12.2)"
     )
+
+
+@pytest.mark.parametrize("by_name", [False, True])
+def test_a_mirrored_channel_is_solved_through_the_mirror_and_locked_canonical(
+    solver: RattlerSolver, local_channel: LocalChannel, tmp_path: Path, by_name: bool
+) -> None:
+    # The canonical channel is never reached: a closed port, or a name whose URL is mirrored.
+    canonical = (
+        "https://conda.anaconda.org/conda-forge"
+        if by_name
+        else f"http://127.0.0.1:{closed_port()}/conda-forge"
+    )
+    with serve(local_channel.path) as mirror:
+        mirrors = Mirrors((Mirror(canonical, mirror, "test"),))
+        request = CondaRequest(
+            specs=("cuda-nvcc 12.4.*",),
+            channels=("conda-forge",) if by_name else (canonical,),
+            virtual_packages=H100,
+            cache_dir=tmp_path,
+            mirrors=mirrors,
+        )
+        got = {p.name: p for p in solver.resolve(request)}
+        again = solver.resolve(dataclasses.replace(request, preferences=tuple(got.values())))
+    nvcc = got["cuda-nvcc"]
+    assert nvcc.url == f"{canonical}/{nvcc.subdir}/{Path(nvcc.url).name}"
+    assert all(p.url.startswith(canonical + "/") and mirror not in p.url for p in got.values())
+    assert {p.name: p.url for p in again} == {n: p.url for n, p in got.items()}, "pins kept"
+
+
+def test_an_unreachable_channel_is_a_network_error_naming_it(
+    solver: RattlerSolver, tmp_path: Path
+) -> None:
+    channel = f"http://u:pw@127.0.0.1:{closed_port()}/chan"
+    request = CondaRequest(
+        specs=("python",), channels=(channel,), virtual_packages=H100, cache_dir=tmp_path
+    )
+    with pytest.raises(NetworkError) as caught:
+        solver.resolve(request)
+    error = caught.value
+    assert error.exit_code == 5 and error.cause == "refused"
+    assert error.message.startswith(f"the conda channel {redact_url(channel)}/")
+    assert "pw" not in str(error.to_json())

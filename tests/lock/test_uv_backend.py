@@ -10,13 +10,13 @@ from urllib.parse import quote, urlsplit
 
 import pytest
 
-from gpuenv.errors import NoCompatiblePlan
+from gpuenv._redact import redact
+from gpuenv.errors import NetworkError, NoCompatiblePlan
 from gpuenv.lock.model import PipPackage, PipRequest
 from gpuenv.lock.uv import (
     UvResolver,
     explain_unsatisfiable,
     parse_annotated,
-    strip_credentials_in_text,
     target_platform,
     target_tags,
 )
@@ -232,10 +232,16 @@ def test_no_wheel_for_the_target_platform_is_unsatisfiable(resolve) -> None:
     assert "aarch64" in caught.value.message
 
 
-def test_missing_build_index_is_unsatisfiable(resolve, pkgindex: PkgIndex) -> None:
-    with pytest.raises(NoCompatiblePlan) as caught:
+def test_a_missing_build_index_is_a_404_naming_the_url_not_unsatisfiable(
+    resolve, pkgindex: PkgIndex
+) -> None:
+    with pytest.raises(NetworkError) as caught:
         resolve("torch==2.4.1", torch_index=pkgindex.torch_index("cu126"))
-    assert "torch" in caught.value.message
+    error = caught.value
+    assert error.exit_code == 5 and error.cause == "not-found"
+    assert f"{pkgindex.torch_index('cu126')}/torch/" in error.message
+    assert error.url == f"{pkgindex.torch_index('cu126')}/torch/"
+    assert "there is no cu126 index" in (error.hint or "")
 
 
 # -- credentials -----------------------------------------------------------------------------
@@ -342,10 +348,10 @@ hint: Wheels are available for `torch` on https://user:pw@mirror.invalid/whl: `l
     assert hint == "Wheels are available for `torch` on https://mirror.invalid/whl: `linux_x86_64`"
 
 
-def test_strip_credentials_in_text() -> None:
+def test_credentials_in_uv_text_are_redacted() -> None:
     assert (
-        strip_credentials_in_text("see http://a:b@h/x and https://tok@h2/y, ftp://h3/")
-        == "see http://h/x and https://h2/y, ftp://h3/"
+        redact("see http://a:b@h/x and https://tok@h2/y?token=t1&v=1, ftp://h3/")
+        == "see http://h/x and https://h2/y?v=1, ftp://h3/"
     )
 
 
@@ -429,7 +435,8 @@ def test_stale_family_pin_is_dropped_when_nothing_needs_it(resolve) -> None:
 
 
 def test_without_a_default_index_uv_chooses_and_nothing_names_one(tmp_path: Path) -> None:
-    from gpuenv.lock.uv import _Index, _Run, _write_project
+    from gpuenv._network import Index
+    from gpuenv.lock.uv import _Run, _write_project
 
     request = PipRequest(requirements=("idna",), python="3.11")
     run = _Run(request, tmp_path, "x86_64-manylinux_2_28", None, (), None)
@@ -439,7 +446,7 @@ def test_without_a_default_index_uv_chooses_and_nothing_names_one(tmp_path: Path
     env = run.env()
     assert env["UV_NO_CONFIG"] == "1" and env["UV_PYTHON_DOWNLOADS"] == "never"
 
-    with_creds = _Index.parse("gpuenv-torch", "https://me:tok%40en@mirror.invalid/whl/cu124")
+    with_creds = Index.parse("gpuenv-torch", "https://me:tok%40en@mirror.invalid/whl/cu124")
     assert with_creds.url == "https://mirror.invalid/whl/cu124"
     assert with_creds.env() == {
         "UV_INDEX_GPUENV_TORCH_USERNAME": "me",

@@ -38,6 +38,7 @@ from packaging.version import Version
 
 from gpuenv import __version__, _proc
 from gpuenv._artifacts import ArtifactSources
+from gpuenv._network import is_network_setting
 from gpuenv.build import diagnose, fetch, knowledge, wheelfile
 from gpuenv.build.cache import BuildCache, CachedWheel
 from gpuenv.build.compiler import HostCompiler, select
@@ -51,11 +52,9 @@ SUPERVISOR = Path(__file__).with_name("_supervise.py")
 # The build sees the prefix, not the caller's Python setup or another toolkit.
 _DROPPED = frozenset({"PYTHONHOME", "PYTHONSTARTUP", "TORCH_EXTENSIONS_DIR", "CUDA_ROOT"})
 # The caller's uv settings that only say how to reach an index (an isolated build fetches
-# its build-system requirements): kept. Every other UV_* (caches, config, Python) is not.
-_UV_NETWORK = re.compile(
-    r"^UV_(INDEX(_.*)?|DEFAULT_INDEX|INDEX_URL|EXTRA_INDEX_URL|FIND_LINKS|NATIVE_TLS"
-    r"|SYSTEM_CERTS|HTTP_TIMEOUT|HTTP_RETRIES|OFFLINE|KEYRING_PROVIDER|INSECURE_HOST)$"
-)
+# its build-system requirements): which indexes, and uv's network settings as lock and
+# install keep them (gpuenv._network). Every other UV_* (caches, config, Python) is not.
+_UV_INDEXES = re.compile(r"^UV_(INDEX(_.*)?|DEFAULT_INDEX|INDEX_URL|EXTRA_INDEX_URL|FIND_LINKS)$")
 _REPRODUCIBLE_EPOCH = "315532800"  # 1980-01-01: zip's earliest date, for stable wheels
 
 
@@ -179,7 +178,7 @@ def build_env(
         if k not in MANAGED_ENV
         and k not in _DROPPED
         and not k.startswith("PIP_")
-        and (not k.startswith("UV_") or _UV_NETWORK.match(k))
+        and (not k.startswith("UV_") or _UV_INDEXES.match(k) or is_network_setting(k))
     }
     path = [str(ctx.prefix / "bin")]
     if ctx.cuda_home is not None:

@@ -70,3 +70,11 @@ def hardware_overrides() -> Any:
     from gpuenv.hardware import DetectOverrides
 
     return DetectOverrides.from_environ(os.environ)
+
+
+def mirrors() -> Any:
+    """Mirrors configured outside the project: GPUENV_MIRRORS, then
+    $XDG_CONFIG_HOME/gpuenv/config.toml, then /etc/gpuenv/config.toml."""
+    from gpuenv._network import load_mirrors
+
+    return load_mirrors(os.environ)

@@ -1,5 +1,9 @@
 """Rendering shared by every command: JSON on stdout, messages on stderr.
 
+Everything written here passes through ``gpuenv._redact`` first: no URL credential,
+token query parameter or remembered secret reaches the terminal, whatever produced
+the text (a plan, a lock summary, uv's stderr, a validation error echoing a value).
+
 Only CLI modules import this. rich is imported lazily, the first time a table or a
 progress bar is drawn, so commands that print plain lines never pay for it.
 
@@ -18,6 +22,7 @@ import sys
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from gpuenv._redact import redact, redact_data
 from gpuenv.cli._printable import printable
 from gpuenv.errors import GpuenvError
 
@@ -31,16 +36,27 @@ __all__ = ["printable"]
 
 def emit_json(payload: Any) -> None:
     """Every ``--json`` output is exactly one JSON object on stdout."""
-    sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False) + "\n")
+    sys.stdout.write(json.dumps(redact_data(payload), indent=2, sort_keys=False) + "\n")
     sys.stdout.flush()
 
 
 def out(text: str = "", *, raw: bool = False) -> None:
-    sys.stdout.write((text if raw else printable(text)) + "\n")
+    sys.stdout.write((text if raw else printable(redact(text))) + "\n")
+
+
+def raw(text: str) -> None:
+    """Machine input printed as is (an activation script for ``eval``): never redacted
+    or escaped, since a rewritten path would change what the shell runs. It holds no
+    credentials, and every value in it is quoted for its shell."""
+    sys.stdout.write(text + "\n")
 
 
 def err(text: str) -> None:
-    sys.stderr.write(printable(text) + "\n")
+    sys.stderr.write(printable(redact(text)) + "\n")
+
+
+def _traceback(exc: BaseException) -> None:
+    sys.stderr.write(redact("".join(traceback.format_exception(exc))))
 
 
 def console(*, stderr: bool = False) -> Console:
@@ -66,7 +82,7 @@ def render_error(error: GpuenvError, *, as_json: bool, verbose: int) -> None:
                 changes = ", ".join(f"{k} = {v}" for k, v in alternative.changes.items())
                 err(f"  - {alternative.description}" + (f"  [{changes}]" if changes else ""))
     if verbose:
-        traceback.print_exception(error, file=sys.stderr)
+        _traceback(error)
 
 
 def render_interrupt(interrupt: BaseException, *, as_json: bool) -> None:
@@ -88,7 +104,7 @@ def render_internal(exc: BaseException, *, as_json: bool, verbose: int) -> None:
         err(f"gpuenv: {message}")
         err(f"  hint: {BUG_HINT}")
     if verbose:
-        traceback.print_exception(exc, file=sys.stderr)
+        _traceback(exc)
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:

@@ -24,6 +24,5 @@ def run(args: argparse.Namespace) -> int:
 
     spec = runtime.find_spec(getattr(args, "file", None), str(Path.cwd()))
     selected = runtime.select(runtime.project_of(spec), args.target)
-    # As it is: a shell evaluates it (every value in it is quoted for that shell).
-    _output.out(activation_script(Path(selected.prefix), args.shell).rstrip("\n"), raw=True)
+    _output.raw(activation_script(Path(selected.prefix), args.shell).rstrip("\n"))
     return 0

@@ -24,6 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="describe this machine: its GPU and driver, as 'gpuenv detect' finds them",
     )
     parser.add_argument("--cpu", action="store_true", help="also add a CPU-only target")
+    parser.add_argument(
+        "--pip",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="REQ",
+        help='pip dependencies for [pip] dependencies, e.g. --pip "transformers>=4.44" accelerate',
+    )
     parser.add_argument("--force", action="store_true", help="overwrite an existing file")
     _common.add_json_flag(parser)
 
@@ -41,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
         gpu=args.gpu,
         driver=args.driver,
         cpu_target=args.cpu,
+        pip=tuple(args.pip),
     )
     if args.detect:
         if args.gpu or args.driver:

@@ -59,12 +59,13 @@ def _targets(
 def run(args: argparse.Namespace) -> int:
     if args.archive is not None:
         return _install_from(args)
+    from gpuenv._artifacts import ArtifactSources
     from gpuenv.cli.lock_cmd import backends, progress_display
     from gpuenv.compat import knowledge_base
     from gpuenv.compat._data import data_digest
     from gpuenv.install import InstallRequest, install_target
     from gpuenv.lock.format import LOCK_FILENAME
-    from gpuenv.lock.locker import LockOptions, ensure_lock
+    from gpuenv.lock.locker import LockOptions, ensure_lock, install_indexes
     from gpuenv.spec import load_spec
 
     spec_file = _common.spec_path(args)
@@ -78,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         index_url=_common.env_override("GPUENV_INDEX_URL"),
         cache_dir=_common.cache_dir(),
         detected=_hardware.machine_facts() if loaded.spec.uses_detect else None,
+        mirrors=_common.mirrors(),
     )
     store = _common.store()
     results = []
@@ -100,6 +102,9 @@ def run(args: argparse.Namespace) -> int:
                 project=spec_file.parent.absolute(),
                 env_name=loaded.spec.project.name,
                 toolkit=loaded.spec.stack.toolkit,
+                indexes=install_indexes(loaded.spec, locked, options),
+                sources=ArtifactSources(mirrors=options.mirrors),
+                channels=loaded.spec.conda.channels if loaded.spec.conda else (),
             )
             results.append(install_target(store, request, progress))
     project = str(spec_file.parent.absolute())

@@ -75,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         index_url=_common.env_override("GPUENV_INDEX_URL"),
         cache_dir=_common.cache_dir(),
         detected=_hardware.machine_facts() if loaded.spec.uses_detect else None,
+        mirrors=_common.mirrors(),
     )
     digest = data_digest()
     if args.check:

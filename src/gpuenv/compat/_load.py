@@ -84,7 +84,8 @@ def _raw_files(cache_dir: Path | None) -> dict[str, dict[str, Any]]:
     try:
         from gpuenv._fs import atomic_write_text
 
-        atomic_write_text(cached, json.dumps(data, default=str, separators=(",", ":")))
+        text = json.dumps(data, default=str, separators=(",", ":"))
+        atomic_write_text(cached, text, mode=0o600)  # cache files are private
     except OSError:
         pass  # the cache is a courtesy
     return data

@@ -4,22 +4,20 @@ locked target that several formats write (pip requirement lines, the Python, the
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuenv import __version__
-from gpuenv.lock.model import Lock, LockedTarget, PipPackage, strip_credentials
+from gpuenv._redact import redact, redact_url
+from gpuenv.lock.model import Lock, LockedTarget, PipPackage
 
 if TYPE_CHECKING:
     from gpuenv.verify.record import VerificationRecord
 
-# The one redaction rule is meant to be shared by every writer; until it lands, the lock's
-# own (userinfo) rule is used, for every URL and once more over the whole text.
-clean_url = strip_credentials
-_USERINFO = re.compile(r"(?<=://)[^/?#\s@'\"<>`]*@")
+# The one redaction rule (gpuenv._redact), for every URL and once more over the whole text.
+clean_url = redact_url
 
 MACHINES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
 TOOLKIT_PACKAGES = (
@@ -31,8 +29,8 @@ TOOLKIT_PACKAGES = (
 
 
 def clean_text(text: str) -> str:
-    """``text`` with the userinfo of every URL in it removed."""
-    return _USERINFO.sub("", text) if "://" in text and "@" in text else text
+    """``text`` with every credential form removed (userinfo, token queries, ...)."""
+    return redact(text)
 
 
 @dataclass(frozen=True)

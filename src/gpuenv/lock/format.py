@@ -171,7 +171,7 @@ def _remember(cache_dir: Path | None, text: str) -> None:
     marker = _seen_marker(cache_dir, text)
     try:
         marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.touch()
+        marker.touch(mode=0o600)  # cache files are private
     except OSError:
         pass  # the cache is a courtesy
 

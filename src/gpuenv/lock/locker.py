@@ -2,6 +2,13 @@
 then pip through the pip resolver, then a check that what came back is the build the
 plan chose.
 
+A target whose index cannot be reached (``NetworkError``: name resolution, refused,
+timeout, TLS, 401/403, 404) does not stop the others: the targets that resolved are
+written, a failed target keeps its previous entry when the lock had one (so what was
+installable stays installable; ``lock --check`` still reports it stale if the spec
+moved), and the lock step then fails with exit 5 naming each failed target, its URL and
+the fix. Other errors (an unsatisfiable target, exit 3) stop the whole lock, as before.
+
 Staleness is judged without network: a target is stale when its input hash (the
 parts of the spec it depends on, plus the knowledge base's digest) differs, or when
 the planner now chooses a different stack than the lock holds.
@@ -19,7 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from gpuenv.errors import Alternative, ExternalToolError, NoCompatiblePlan
+from gpuenv._network import Index, Mirrors, pip_indexes
+from gpuenv._redact import redact_url
+from gpuenv.errors import Alternative, ExternalToolError, NetworkError, NoCompatiblePlan
 from gpuenv.lock import builds as build_lock
 from gpuenv.lock.builds import BuildNeeds
 from gpuenv.lock.format import LATEST
@@ -35,7 +44,6 @@ from gpuenv.lock.model import (
     PipResolver,
     StackSummary,
     normalize_name,
-    strip_credentials,
 )
 from gpuenv.spec import LoadedSpec, Spec
 
@@ -59,6 +67,7 @@ class LockOptions:
     index_url: str | None = None  # overrides [pip] index-url (GPUENV_INDEX_URL)
     cache_dir: Path | None = None
     detected: HardwareFacts | None = None
+    mirrors: Mirrors = field(default_factory=Mirrors)  # from outside the project
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,8 @@ class TargetChange:
 class LockResult:
     lock: Lock
     changes: tuple[TargetChange, ...] = field(default_factory=tuple)
+    # Targets whose indexes could not be reached: not relocked (see the module doc).
+    failures: Mapping[str, NetworkError] = field(default_factory=dict)
 
 
 # --- inputs and staleness -----------------------------------------------------------------
@@ -146,7 +157,7 @@ def _summary(plan: TargetPlan) -> StackSummary:
         cudnn=plan.cudnn,
         nccl=plan.nccl,
         arch_list=plan.arch_list,
-        index=strip_credentials(plan.index_url),
+        index=redact_url(plan.index_url),
     )
 
 
@@ -345,15 +356,11 @@ def _lock_target(
         pip, need = _resolve_pip(backends, spec, plan, keep, options, python, need.union(more))
         found = build_lock.found(spec, pip, declared)
     check_against_plan(plan, pip)
-    # Whatever a backend returns, credentials in index URLs never reach the lock.
+    # Whatever a backend returns, no credential (userinfo, token query) reaches the lock.
     pip = tuple(
-        replace(p, url=strip_credentials(p.url), index=p.index and strip_credentials(p.index))
-        for p in pip
+        replace(p, url=redact_url(p.url), index=p.index and redact_url(p.index)) for p in pip
     )
-    conda = tuple(
-        replace(c, url=strip_credentials(c.url), channel=strip_credentials(c.channel))
-        for c in conda
-    )
+    conda = tuple(replace(c, url=redact_url(c.url), channel=redact_url(c.channel)) for c in conda)
     toolkit = build_lock.toolkit_version(spec, plan, pip, conda)
     locked_builds = build_lock.lock_builds(plan, pip, found, toolkit, previous)
     pip = locked_builds.pip
@@ -400,6 +407,7 @@ def _solve_conda(
             virtual_packages=plan.virtual_packages,
             preferences=keep.conda if keep else (),
             cache_dir=options.cache_dir,
+            mirrors=options.mirrors,
         )
     )
     conda_python = next((c for c in conda if c.name == "python"), None)
@@ -495,6 +503,7 @@ def _resolve(
             cache_dir=options.cache_dir,
             no_binary=need.no_binary,
             dependency_metadata=need.dependency_metadata,
+            mirrors=options.mirrors,
         )
     )
 
@@ -556,13 +565,20 @@ def lock_project(
     backends = _Backends(pip, conda)
     targets: dict[str, LockedTarget] = {}
     changes: list[TargetChange] = []
+    failures: dict[str, NetworkError] = {}
     for name in spec.targets:
         previous = existing.target(name) if existing else None
         if name not in selected:
             if previous is not None:
                 targets[name] = previous  # carried over byte for byte
             continue
-        locked = _lock_target(name, loaded, kb, backends, previous, options, report, kb_digest)
+        try:
+            locked = _lock_target(name, loaded, kb, backends, previous, options, report, kb_digest)
+        except NetworkError as exc:
+            failures[name] = exc
+            if previous is not None:
+                targets[name] = previous  # still installable as it was locked before
+            continue
         targets[name] = locked
         changes.append(_diff(name, previous, locked))
     for name in sorted(set(existing.targets) - set(spec.targets)) if existing else []:
@@ -570,7 +586,8 @@ def lock_project(
             changes.append(_diff(name, existing.target(name) if existing else None, None))
         elif existing is not None:
             targets[name] = existing.targets[name]
-    return LockResult(Lock(loaded.content_hash, dict(sorted(targets.items()))), tuple(changes))
+    lock = Lock(loaded.content_hash, dict(sorted(targets.items())))
+    return LockResult(lock, tuple(changes), failures)
 
 
 def ensure_lock(
@@ -641,4 +658,54 @@ def lock_and_write(
         kb_digest=kb_digest,
         progress=progress,
     )
-    return result, write_lock(lock_path, result.lock, cache_dir=options.cache_dir)
+    written = False
+    if result.lock.targets or existing is not None:
+        written = write_lock(lock_path, result.lock, cache_dir=options.cache_dir)
+    if result.failures:
+        raise partial_lock_error(result, lock_path=lock_path, written=written)
+    return result, written
+
+
+def partial_lock_error(result: LockResult, *, lock_path: Path, written: bool) -> NetworkError:
+    """One error for every target that could not be locked (exit 5), saying what was
+    written: each failed target with its URL and fix, the locked ones by name."""
+    locked = [c.target for c in result.changes if c.status != "removed"]
+    kept = sorted(set(result.failures) & set(result.lock.targets))
+    lines = [f"target {name}: {exc.message}" for name, exc in sorted(result.failures.items())]
+    if locked and written:
+        lines.append(f"wrote {lock_path} with {', '.join(locked)}")
+    elif locked:
+        lines.append(f"{lock_path} unchanged: {', '.join(locked)} locked as before")
+    if kept:
+        lines.append(f"kept the previous lock of {', '.join(kept)}")
+    hints = [exc.hint for exc in result.failures.values() if exc.hint]
+    if locked:
+        hints.append(f"meanwhile: gpuenv install --target {locked[0]}")
+    first_name, first = sorted(result.failures.items())[0]
+    return NetworkError(
+        "\n".join(lines),
+        cause=first.cause,
+        url=first.url,
+        target=first_name,
+        hint="; ".join(dict.fromkeys(hints)) or None,
+        stderr_tail=first.stderr_tail,
+        extra={
+            "lock": str(lock_path),
+            "written": written,
+            "locked": locked,
+            "kept": kept,
+            "failed": {
+                name: {"cause": e.cause, "url": e.url, "message": e.message, "hint": e.hint}
+                for name, e in sorted(result.failures.items())
+            },
+        },
+    )
+
+
+def install_indexes(spec: Spec, target: LockedTarget, options: LockOptions) -> tuple[Index, ...]:
+    """The indexes (and their credentials) ``target`` was locked from, by the names lock
+    gave uv: install declares the same (and the mirrors), so it authenticates exactly
+    as lock did (URL credentials, ``UV_INDEX_<NAME>_*``, netrc, keyring)."""
+    base = options.torch_index or spec.pip.torch_index
+    torch = f"{base.rstrip('/')}/{target.stack.cu_tag}" if base else target.stack.index
+    return pip_indexes(options.index_url or spec.pip.index_url, spec.pip.extra_index_urls, torch)

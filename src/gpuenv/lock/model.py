@@ -15,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit
 
+from gpuenv._network import Mirrors
 from gpuenv.build.model import BuildEntry
 
 
@@ -25,24 +26,15 @@ def normalize_name(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def strip_credentials(url: str) -> str:
-    """Drop ``user:password@`` from a URL: credentials are never written to a lock."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment))
-
-
 @dataclass(frozen=True)
 class PipPackage:
     """One pip artifact, exactly: a wheel (or sdist) URL and its sha256."""
 
     name: str  # PEP 503-normalised
     version: str
-    url: str  # credentials stripped
+    url: str  # canonical, redacted (gpuenv._redact): never a credential
     sha256: str
-    index: str | None = None  # the index it was found on (credentials stripped)
+    index: str | None = None  # the index it was found on (canonical, redacted)
     requires: tuple[str, ...] = ()  # normalised names of its dependencies in this resolution
 
     @property
@@ -96,6 +88,8 @@ class PipRequest:
     # (name, requirements): a package's dependencies, for packages whose metadata cannot be
     # read without building them (a setup.py that imports torch); uv's dependency-metadata.
     dependency_metadata: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    # Resolve through these; the packages returned carry the canonical URLs.
+    mirrors: Mirrors = field(default_factory=Mirrors)
 
 
 @dataclass(frozen=True)
@@ -110,6 +104,8 @@ class CondaRequest:
     virtual_packages: Mapping[str, str] = field(default_factory=dict)
     preferences: tuple[CondaPackage, ...] = ()  # locked records to keep while they still fit
     cache_dir: Path | None = None
+    # Solve through these; the records returned carry the canonical URLs.
+    mirrors: Mirrors = field(default_factory=Mirrors)
 
 
 class PipResolver(Protocol):
@@ -147,7 +143,7 @@ class StackSummary:
     cudnn: str | None
     nccl: str | None
     arch_list: tuple[str, ...]
-    index: str  # the chosen build's index (credentials stripped)
+    index: str  # the chosen build's index (redacted)
 
 
 @dataclass(frozen=True)

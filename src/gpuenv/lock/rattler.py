@@ -14,23 +14,25 @@ runs in its own ``asyncio.run``.
 
 from __future__ import annotations
 
+import json
+import os
 import re
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
+from gpuenv._network import Mirrors, classify, network_error, strip_userinfo
+from gpuenv._redact import redact, redact_url, remember_secret
 from gpuenv.errors import ExternalToolError, NoCompatiblePlan, UsageError
-from gpuenv.lock.model import CondaPackage, CondaRequest, strip_credentials
+from gpuenv.lock.model import CondaPackage, CondaRequest
 
 DEFAULT_TIMEOUT = 600.0
 _VIRTUAL = re.compile(r"__[a-z0-9_]+")
 _TREE = re.compile("^[\\s\u2502\u251c\u2514\u2500]+")  # │ ├ └ ─
-_CONDA_TOKEN = re.compile(r"/t/[^/]+/")
-
-
-def strip_conda_credentials(url: str) -> str:
-    """Drop ``user:password@`` and a ``/t/<token>/`` path segment from a channel URL."""
-    return _CONDA_TOKEN.sub("/", strip_credentials(url), count=1)
 
 
 def _split_virtual(value: str) -> tuple[str, str]:
@@ -56,27 +58,31 @@ class RattlerSolver:
     def resolve(self, request: CondaRequest) -> tuple[CondaPackage, ...]:
         import asyncio  # here, not at import: it costs ~20 ms and only solves need it
 
+        urls = [*request.channels, *(m.mirror for m in request.mirrors.entries)]
         try:
-            records = asyncio.run(asyncio.wait_for(self._solve(request), self.timeout))
+            with authenticated_client(urls) as client:
+                solve = self._solve(request, client)
+                records = asyncio.run(asyncio.wait_for(solve, self.timeout))
         except (asyncio.TimeoutError, TimeoutError) as exc:  # distinct types before 3.11
             raise ExternalToolError(
                 f"the conda solve did not finish within {self.timeout:g} s"
             ) from exc
         return tuple(sorted((_package(r) for r in records), key=lambda p: (p.name, p.subdir)))
 
-    async def _solve(self, request: CondaRequest) -> list[Any]:
+    async def _solve(self, request: CondaRequest, client: Any) -> list[Any]:
         import rattler
         from rattler import exceptions as rx
 
-        channels = [_channel(c) for c in request.channels]
+        channels = [_channel(c, request.mirrors) for c in request.channels]
         specs = _match_specs(request.specs)
         virtual = _virtual_packages(request.virtual_packages)
         platforms = [_subdir(request.platform), rattler.Subdir("noarch")]
         gateway = rattler.Gateway(
-            cache_dir=request.cache_dir / "rattler" if request.cache_dir else None
+            cache_dir=request.cache_dir / "rattler" if request.cache_dir else None,
+            client=client,
         )
         try:
-            locked = await _locked_records(gateway, channels, platforms, request.preferences)
+            locked = await _locked_records(gateway, channels, platforms, request)
             solved: list[Any] = await rattler.solve(
                 channels,
                 specs,
@@ -94,24 +100,100 @@ class RattlerSolver:
             # ... and a Rust panic is pyo3's PanicException, a BaseException
             if not isinstance(exc, Exception) and type(exc).__name__ != "PanicException":
                 raise
-            text = strip_conda_credentials_in_text(str(exc).strip())
+            text = redact(str(exc).strip())
+            failure = classify(text)
+            if failure is not None:
+                raise network_error(
+                    failure,
+                    index=None,
+                    role="the conda channel",
+                    mirrors=request.mirrors,
+                    stderr_tail=text,
+                ) from None
             raise ExternalToolError(
                 f"conda solve failed ({type(exc).__name__}): {text}",
                 stderr_tail=text,
             ) from None
-        return solved
+        return [_canonical(r, request.mirrors) for r in solved]
 
 
-def _channel(name_or_url: str) -> Any:
+def _channel(name_or_url: str, mirrors: Mirrors) -> Any:
+    """The channel, through its mirror when one is configured (a name such as
+    ``conda-forge`` is mirrored by its URL, ``https://conda.anaconda.org/conda-forge``)."""
     from rattler import Channel
     from rattler import exceptions as rx
 
     try:
-        return Channel(name_or_url)
+        channel = Channel(strip_userinfo(name_or_url))  # credentials: authenticated_client
+        if mirrors.entries:
+            mirrored = mirrors.fetch_url(str(channel.base_url).rstrip("/"))
+            if mirrored != str(channel.base_url).rstrip("/"):
+                channel = Channel(strip_userinfo(mirrored))
+        return channel
     except (rx.InvalidChannelError, rx.InvalidUrlError) as exc:
-        raise UsageError(
-            f"not a conda channel: {strip_conda_credentials(name_or_url)!r} ({exc})"
-        ) from exc
+        raise UsageError(f"not a conda channel: {redact(name_or_url)!r} ({exc})") from exc
+
+
+@contextmanager
+def authenticated_client(urls: Iterable[str]) -> Iterator[Any]:
+    """A rattler ``Client`` that authenticates, for a solve and for an install alike:
+    rattler's own stores (``RATTLER_AUTH_FILE``, keyring, netrc) and the credentials in
+    ``urls`` (channel and mirror URLs with ``user:password@``). Those go to rattler in a
+    temporary auth file (0600, merged with the user's own, removed afterwards), never in
+    a URL: rattler keeps URLs in its caches and in the prefix's conda-meta."""
+    from rattler.networking import AuthenticationMiddleware, Client
+
+    entries: dict[str, Any] = {}
+    for url in urls:
+        parts = urlsplit(url)
+        if parts.username and parts.hostname:
+            password = unquote(parts.password or "")
+            remember_secret(password)
+            entries[parts.hostname] = {
+                "BasicHTTP": {"username": unquote(parts.username), "password": password}
+            }
+    if not entries:
+        yield Client([AuthenticationMiddleware()])
+        return
+    own = os.environ.get("RATTLER_AUTH_FILE")
+    merged: dict[str, Any] = {}
+    if own:
+        try:
+            loaded = json.loads(Path(own).read_text(encoding="utf-8"))
+            merged = loaded if isinstance(loaded, dict) else {}
+        except (OSError, ValueError):
+            merged = {}
+    merged.update(entries)
+    with tempfile.TemporaryDirectory(prefix="gpuenv-auth-") as tmp:
+        path = Path(tmp) / "credentials.json"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(merged, handle)
+        os.environ["RATTLER_AUTH_FILE"] = str(path)
+        try:
+            yield Client([AuthenticationMiddleware()])
+        finally:
+            if own is None:
+                os.environ.pop("RATTLER_AUTH_FILE", None)
+            else:
+                os.environ["RATTLER_AUTH_FILE"] = own
+
+
+class _Canonical:
+    """A solved record as the lock keeps it: its URL and channel mapped back from the
+    mirror to the canonical channel (every other attribute the record's own)."""
+
+    def __init__(self, record: Any, mirrors: Mirrors) -> None:
+        self._record = record
+        self.url = mirrors.canonical_url(str(record.url))
+        self.channel = mirrors.canonical_url(str(record.channel))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._record, name)
+
+
+def _canonical(record: Any, mirrors: Mirrors) -> Any:
+    return _Canonical(record, mirrors) if mirrors.entries else record
 
 
 def _subdir(platform: str) -> Any:
@@ -155,19 +237,21 @@ def _virtual_packages(virtual: Mapping[str, str]) -> list[Any]:
 
 
 async def _locked_records(
-    gateway: Any, channels: list[Any], platforms: list[Any], preferences: Sequence[CondaPackage]
+    gateway: Any, channels: list[Any], platforms: list[Any], request: CondaRequest
 ) -> list[Any]:
     """The channel's own records for the locked packages that are still there."""
+    preferences: Sequence[CondaPackage] = request.preferences
     if not preferences:
         return []
-    wanted = {strip_conda_credentials(p.url) for p in preferences}
+    wanted = {redact_url(p.url) for p in preferences}
     names = sorted({p.name for p in preferences})
     found = await gateway.query(channels, platforms, names, recursive=False)
+    canonical = request.mirrors.canonical_url
     return [
         record
         for per_channel in found
         for record in per_channel
-        if strip_conda_credentials(str(record.url)) in wanted
+        if redact_url(canonical(str(record.url))) in wanted
     ]
 
 
@@ -186,9 +270,9 @@ def _package(record: Any) -> CondaPackage:
         version=str(record.version),
         build=str(record.build),
         build_number=int(record.build_number),
-        channel=strip_conda_credentials(str(record.channel)),
+        channel=redact_url(str(record.channel)),
         subdir=str(record.subdir),
-        url=strip_conda_credentials(str(record.url)),
+        url=redact_url(str(record.url)),
         sha256=_hex(record.sha256, "sha256", record),
         md5=_hex(record.md5, "md5", record),
         depends=tuple(record.depends),
@@ -213,11 +297,4 @@ def explain_unsolvable(text: str, virtual: Mapping[str, str], platform: str) -> 
     message = f"no set of conda packages fits the target ({platform}): {body}"
     if notes:
         message += " (" + "; ".join(notes) + ")"
-    return strip_conda_credentials_in_text(message)
-
-
-_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"]+")
-
-
-def strip_conda_credentials_in_text(text: str) -> str:
-    return _URL.sub(lambda m: strip_conda_credentials(m.group(0)), text)
+    return redact(message)

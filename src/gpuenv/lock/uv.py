@@ -1,13 +1,17 @@
 """The pip half of a lock: resolve with the real ``uv`` binary, for the TARGET.
 
 How one resolution runs (in a temporary folder; uv isolated from the user's
-configuration by ``--no-config`` and an environment without ``UV_*``/``PIP_*``):
+configuration by ``--no-config`` and an environment without uv's and pip's resolution
+settings, but with the network ones: proxies, certificates, timeouts):
 
 1. A throw-away ``pyproject.toml`` lists the requirements as its dependencies. When the
    request names a torch index, that index is declared ``explicit`` and every torch-family
    name among the dependencies is pinned to it in ``[tool.uv.sources]``: uv then takes
    those packages from that index only, and nothing else from it. Index credentials go
-   to uv through ``UV_INDEX_<NAME>_USERNAME/_PASSWORD``, never on the command line.
+   to uv through ``UV_INDEX_<NAME>_USERNAME/_PASSWORD``, never on the command line;
+   uv's environment comes from ``gpuenv._network.uv_environment``, as install's does.
+   Through a mirror (``PipRequest.mirrors``), uv is given the mirror's URLs and what it
+   returns is mapped back to the canonical URLs before anything is returned.
 2. ``uv pip compile`` resolves it for the target (``--python-version`` and
    ``--python-platform``, e.g. ``x86_64-manylinux_2_28``), never for this machine. The
    same resolution is read twice, by two uv runs side by side: the annotated
@@ -16,6 +20,8 @@ configuration by ``--no-config`` and an environment without ``UV_*``/``PIP_*``):
    target-compatible wheel URLs with their sha256. Preferences (existing pins) are seeded
    in both output files, which uv reads back and keeps where they still fit. Should the
    two reads ever disagree, the artifacts are read again with every version pinned.
+   A failure to reach an index (name resolution, refused, timeout, TLS, 401/403, 404)
+   is a ``NetworkError`` naming the index and URL with the fix that fits, never exit 3.
 3. uv applies sources to direct dependencies only, so a torch-family package pulled in
    transitively (triton, by torch) can come from another index. Such a package is added
    as a direct dependency pinned to the torch index and the resolution runs again;
@@ -26,6 +32,7 @@ configuration by ``--no-config`` and an environment without ``UV_*``/``PIP_*``):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -44,19 +51,26 @@ from packaging.utils import parse_wheel_filename
 
 from gpuenv import _proc
 from gpuenv._fs import writing
-from gpuenv.errors import ExternalToolError, NoCompatiblePlan
-from gpuenv.lock.model import PipPackage, PipRequest, normalize_name, strip_credentials
+from gpuenv._network import (
+    DEFAULT_INDEX_NAME,
+    TORCH_INDEX_NAME,
+    Failure,
+    Index,
+    classify,
+    index_of,
+    network_error,
+    uv_environment,
+)
+from gpuenv._redact import redact, redact_url
+from gpuenv.errors import ExternalToolError, NetworkError, NoCompatiblePlan
+from gpuenv.lock.model import PipPackage, PipRequest, normalize_name
 
 PROJECT_NAME = "gpuenv-lock-request"
-TORCH_INDEX_NAME = "gpuenv-torch"
-DEFAULT_INDEX_NAME = "gpuenv-default"
 DEFAULT_TIMEOUT = 600.0
 _MAX_PASSES = 4
 _ARCHES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
 # The manylinux levels uv's --python-platform accepts, newest first.
 _UV_GLIBC_LEVELS = (40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 28, 17)
-# Environment variables of uv's own that are kept: TLS and timeouts, not resolution.
-_KEPT_UV_ENV = frozenset({"UV_NATIVE_TLS", "UV_HTTP_TIMEOUT", "UV_HTTP_RETRIES"})
 
 
 def find_uv() -> str:
@@ -66,36 +80,6 @@ def find_uv() -> str:
     except ImportError as exc:  # pragma: no cover - uv is a dependency
         raise ExternalToolError("the 'uv' package is not installed") from exc
     return str(uv_package.find_uv_bin())
-
-
-@dataclass(frozen=True)
-class _Index:
-    """One index as uv sees it: a name, a URL without credentials, credentials aside."""
-
-    name: str
-    url: str
-    username: str | None = None
-    password: str | None = None
-
-    @classmethod
-    def parse(cls, name: str, url: str) -> _Index:
-        parts = urlsplit(url)
-        return cls(
-            name,
-            strip_credentials(url),
-            unquote(parts.username) if parts.username else None,
-            unquote(parts.password) if parts.password else None,
-        )
-
-    def env(self) -> dict[str, str]:
-        """uv reads an index's credentials from ``UV_INDEX_<NAME>_USERNAME/_PASSWORD``."""
-        key = re.sub(r"[^A-Z0-9]", "_", self.name.upper())
-        out = {}
-        if self.username is not None:
-            out[f"UV_INDEX_{key}_USERNAME"] = self.username
-        if self.password is not None:
-            out[f"UV_INDEX_{key}_PASSWORD"] = self.password
-        return out
 
 
 @dataclass(frozen=True)
@@ -114,9 +98,9 @@ class _Run:
     request: PipRequest
     workdir: Path
     platform: str
-    default: _Index | None
-    extras: tuple[_Index, ...]
-    torch: _Index | None
+    default: Index | None
+    extras: tuple[Index, ...]
+    torch: Index | None
 
     @property
     def direct(self) -> frozenset[str]:
@@ -126,24 +110,13 @@ class _Run:
     def family(self) -> frozenset[str]:
         return frozenset(normalize_name(n) for n in self.request.torch_family)
 
+    @property
+    def indexes(self) -> tuple[Index, ...]:
+        named = (self.default, *self.extras, self.torch)
+        return tuple(i for i in named if i is not None)
+
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not _is_uv_setting(k)}
-        env.update(
-            UV_NO_CONFIG="1",
-            UV_PYTHON_DOWNLOADS="never",
-            UV_NO_PROGRESS="1",
-            NO_COLOR="1",
-        )
-        for index in (self.default, self.torch, *self.extras):
-            if index is not None:
-                env.update(index.env())
-        return env
-
-
-def _is_uv_setting(name: str) -> bool:
-    if name in _KEPT_UV_ENV:
-        return False
-    return name.startswith(("UV_", "PIP_")) or name == "VIRTUAL_ENV"
+        return uv_environment(os.environ, self.indexes, UV_PYTHON_DOWNLOADS="never")
 
 
 def target_platform(request: PipRequest) -> str:
@@ -205,6 +178,7 @@ class UvResolver:
 
     def resolve(self, request: PipRequest) -> tuple[PipPackage, ...]:
         platform = target_platform(request)
+        fetch = request.mirrors.fetch_url  # resolution goes through the mirrors, if any
         scratch = tempfile.gettempdir()
         hint = "free space there, or point TMPDIR at a file system with room"
         with (
@@ -215,18 +189,27 @@ class UvResolver:
                 request=request,
                 workdir=Path(tmp),
                 platform=platform,
-                default=_Index.parse(DEFAULT_INDEX_NAME, request.default_index)
+                default=Index.parse(DEFAULT_INDEX_NAME, fetch(request.default_index))
                 if request.default_index
                 else None,
                 extras=tuple(
-                    _Index.parse(f"gpuenv-extra-{i}", url)
+                    Index.parse(f"gpuenv-extra-{i}", fetch(url))
                     for i, url in enumerate(request.extra_indexes, 1)
                 ),
-                torch=_Index.parse(TORCH_INDEX_NAME, request.torch_index)
+                torch=Index.parse(TORCH_INDEX_NAME, fetch(request.torch_index))
                 if request.torch_index
                 else None,
             )
-            return self._resolve(run)
+            resolved = self._resolve(run)
+        canonical = request.mirrors.canonical_url  # the lock keeps the canonical URLs
+        return tuple(
+            dataclasses.replace(
+                p,
+                url=redact_url(canonical(p.url)),
+                index=redact_url(canonical(p.index)) if p.index else None,
+            )
+            for p in resolved
+        )
 
     def _resolve(self, run: _Run) -> tuple[PipPackage, ...]:
         """Steps 2-4: attempts until the torch family all comes from its index."""
@@ -235,8 +218,10 @@ class UvResolver:
             folder = run.workdir / f"attempt-{attempt}"
             try:
                 resolved, locked = self._attempt(run, folder, promoted)
-            except NoCompatiblePlan:
-                if not promoted & guessed:
+            except (NoCompatiblePlan, NetworkError) as exc:
+                # A wrong guess shows as "triton was not found" (404) or no solution.
+                missing = isinstance(exc, NoCompatiblePlan) or exc.cause == "not-found"
+                if not missing or not promoted & guessed:
                     raise
                 promoted, guessed = promoted - guessed, frozenset()  # a wrong guess
                 continue
@@ -330,7 +315,7 @@ class UvResolver:
             sys.executable,
         ]
         if request.cache_dir is not None:
-            argv += ["--cache-dir", request.cache_dir]
+            argv += ["--cache-dir", _private_dir(request.cache_dir / "uv")]
         for name in request.no_binary:  # builds: their sdist, even where wheels exist
             argv += ["--no-binary", name]
         if request.dependency_metadata:
@@ -353,6 +338,11 @@ class UvResolver:
         if result.returncode == 0:
             return
         text = (result.stderr or result.stdout).strip()
+        tail = "\n".join(redact(text).splitlines()[-20:])
+        shown_argv = [redact(str(a)) for a in argv]
+        failure = classify(text)
+        if failure is not None:
+            raise _network_failure(run, failure, tail, shown_argv)
         if "No solution found" in text:
             message, hint = explain_unsatisfiable(text)
             raise NoCompatiblePlan(
@@ -360,13 +350,52 @@ class UvResolver:
                 f"{run.platform}: {message}",
                 hint=hint,
             )
-        tail = "\n".join(strip_credentials_in_text(text).splitlines()[-20:])
         raise ExternalToolError(
             f"uv pip compile failed (exit {result.returncode})" + (f":\n{tail}" if tail else ""),
-            argv=[strip_credentials_in_text(str(a)) for a in argv],
+            argv=shown_argv,
             returncode=result.returncode,
             stderr_tail=tail,
         )
+
+
+def _network_failure(run: _Run, failure: Failure, tail: str, argv: list[str]) -> NetworkError:
+    """The index that failed, named, with its URL and the fix that fits. A package an
+    index has no page for (404) is named with the page's URL: the torch index's for the
+    torch family, the default index's for the rest."""
+    index = index_of(failure.url, run.indexes)
+    url = failure.url
+    if failure.cause == "not-found" and failure.packages:
+        name = normalize_name(failure.packages[0])
+        index = run.torch if name in run.family and run.torch else run.default
+        url = f"{index.shown.split('?', 1)[0].rstrip('/')}/{name}/" if index else None
+    layout = None
+    if failure.cause == "not-found" and index is not None and url is not None:
+        from gpuenv.lock import _probe
+
+        status = _probe.page_status(url, index)
+        if status in (401, 403):  # uv reports an explicit index's 401/403 as "not found"
+            failure = dataclasses.replace(failure, cause="auth", detail=f"HTTP {status}")
+        elif index is run.torch:
+            layout = _probe.layout_problem(
+                index, failure.packages[0] if failure.packages else "torch"
+            )
+    return network_error(
+        failure,
+        index=index,
+        url=url,
+        mirrors=run.request.mirrors,
+        extra_hint=layout,
+        stderr_tail=tail,
+        argv=argv,
+    )
+
+
+def _private_dir(path: Path) -> Path:
+    """uv's cache of index pages holds what the indexes served, file links' query tokens
+    included: a directory only its owner can read (gpuenv's own cache files are 0600)."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o700)
+    return path
 
 
 # -- files uv reads ---------------------------------------------------------------------
@@ -497,7 +526,7 @@ def _family_strays(run: _Run, resolved: Mapping[str, _Resolved]) -> list[str]:
 
 
 def _same_index_key(url: str) -> str:
-    parts = urlsplit(strip_credentials(url))
+    parts = urlsplit(redact_url(url))
     return urlunsplit((parts.scheme, parts.netloc.lower(), parts.path.rstrip("/"), "", ""))
 
 
@@ -534,7 +563,7 @@ def parse_annotated(text: str) -> dict[str, _Resolved]:
             current, version = normalize_name(match["name"]), match["version"]
             parents, index, in_via = [], None, False
         elif line.startswith("# from "):
-            index, in_via = strip_credentials(line[len("# from ") :].strip()), False
+            index, in_via = redact_url(line[len("# from ") :].strip()), False
         elif line.startswith("# via"):
             rest = line[len("# via") :].strip()
             in_via = not rest
@@ -548,8 +577,7 @@ def parse_annotated(text: str) -> dict[str, _Resolved]:
             parents, index, in_via = [], None, False
         elif " @ " in line:
             raise ExternalToolError(
-                "direct URL requirements other than git+ ones cannot be locked yet: "
-                f"{strip_credentials_in_text(line)}"
+                f"direct URL requirements other than git+ ones cannot be locked yet: {redact(line)}"
             )
         elif not line.startswith("#"):
             raise ExternalToolError(f"unexpected line in uv's output: {line!r}")
@@ -603,7 +631,7 @@ def parse_pylock(
             best = (0, f"git+{vcs['url']}@{vcs['commit-id']}", "")
         if best is None:
             raise ExternalToolError(f"uv returned no artifact for {name} {version}")
-        out[name] = (version, strip_credentials(best[1]), best[2])
+        out[name] = (version, redact_url(best[1]), best[2])
     return out
 
 
@@ -657,14 +685,6 @@ def explain_unsatisfiable(text: str) -> tuple[str, str | None]:
     message = message.replace("your project", "the request")
     message = message.replace("you require", "the request requires")
     message = message.replace("your requirements", "the requirements")
-    message = strip_credentials_in_text(message) or "uv found no solution"
-    hint = strip_credentials_in_text(" ".join(" ".join(hints).split())) or None
+    message = redact(message) or "uv found no solution"
+    hint = redact(" ".join(" ".join(hints).split())) or None
     return message, hint
-
-
-_URL_WITH_USERINFO = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)[^/\s@]+@")
-
-
-def strip_credentials_in_text(text: str) -> str:
-    """Remove ``user:password@`` from every URL inside ``text``."""
-    return _URL_WITH_USERINFO.sub(r"\g<scheme>", text)

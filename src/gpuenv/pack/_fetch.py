@@ -27,8 +27,9 @@ from urllib.parse import urlsplit
 
 from gpuenv import __version__
 from gpuenv._artifacts import ArtifactSources
+from gpuenv._network import strip_userinfo
+from gpuenv._redact import redact_url
 from gpuenv.errors import DownloadError, InstallError
-from gpuenv.lock.model import strip_credentials
 from gpuenv.pack.manifest import safe_filename
 
 CHUNK = 1 << 20
@@ -120,7 +121,7 @@ def _open(url: str, credentials: Credentials) -> tuple[Any, int | None]:
     import urllib.request
 
     request = urllib.request.Request(  # noqa: S310 - http(s) and file URLs from the lock
-        strip_credentials(url), headers={"User-Agent": f"gpuenv/{__version__}"}
+        strip_userinfo(url), headers={"User-Agent": f"gpuenv/{__version__}"}
     )
     authorization = _authorization(url, credentials)
     if authorization:
@@ -137,7 +138,7 @@ def _open(url: str, credentials: Credentials) -> tuple[Any, int | None]:
 
 
 def _failed(url: str, reason: str, status: int | None) -> DownloadError:
-    shown = strip_credentials(url)
+    shown = redact_url(url)
     hint = (
         "give the index's credentials in the spec's index URL, GPUENV_INDEX_URL or ~/.netrc"
         if status in (401, 403)
@@ -180,7 +181,7 @@ def download(
                 advance(done, total)
         if not matches(wanted, sha256.hexdigest(), md5.hexdigest()):
             raise InstallError(
-                f"refused {wanted.filename} from {strip_credentials(url)}: its sha256 is "
+                f"refused {wanted.filename} from {redact_url(url)}: its sha256 is "
                 f"{sha256.hexdigest()}, the lock says {wanted.sha256} (tampered with or "
                 "corrupted)",
                 hint="nothing was cached; check the index or mirror serving it",

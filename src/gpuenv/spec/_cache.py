@@ -4,6 +4,10 @@ An entry is keyed by the spec's exact text, gpuenv's version and (when the
 knowledge-base checks ran) the knowledge base's data, so any change to any of them
 is a miss. The cache is a courtesy: unreadable or corrupt entries are misses, and
 failing to write one is ignored. Only specs that passed every check are stored.
+
+Entries are private files (mode 0600), and a spec that holds a credential (a URL's
+``user:token@``, a ``?token=`` query: anything ``gpuenv._redact`` would remove) is
+never stored: it is validated on every load instead, so no cache file holds a secret.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Any
 
 from gpuenv import __version__
 from gpuenv._fs import atomic_write_text
+from gpuenv._redact import redact
 from gpuenv._tomlpos import Path as KeyPath
 
 FORMAT = 1
@@ -51,5 +56,8 @@ def write(
     cache_dir: Path, entry: str, normalised: Mapping[str, Any], lines: Mapping[KeyPath, int]
 ) -> None:
     payload = {"spec": normalised, "lines": [[list(path), line] for path, line in lines.items()]}
+    text = json.dumps(payload, separators=(",", ":"))
+    if redact(text) != text:
+        return  # it holds a credential: not cached (see the module doc)
     with contextlib.suppress(OSError):
-        atomic_write_text(_path(cache_dir, entry), json.dumps(payload, separators=(",", ":")))
+        atomic_write_text(_path(cache_dir, entry), text, mode=0o600)

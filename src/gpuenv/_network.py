@@ -1,0 +1,491 @@
+"""Network settings, the same for ``lock`` and ``install``: indexes and their
+credentials, the environment uv runs with, mirrors, and what a network failure was.
+
+- ``uv_environment`` is the one function that builds uv's environment, for every uv
+  call of lock and of install. uv is isolated from the user's *resolution* settings
+  (``UV_INDEX_URL``, ``UV_CONSTRAINT``, ``PIP_*``, a ``uv.toml``: ``--no-config``), but
+  keeps every *network* setting: proxies (``HTTP(S)_PROXY``, ``ALL_PROXY``,
+  ``NO_PROXY``), certificates (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, ``SSL_CLIENT_CERT``,
+  ``UV_SYSTEM_CERTS``, the older ``UV_NATIVE_TLS``), timeouts and retries
+  (``UV_HTTP_TIMEOUT``, ``UV_HTTP_CONNECT_TIMEOUT``, ``UV_HTTP_RETRIES``), ``UV_OFFLINE``,
+  ``UV_INSECURE_HOST``, credentials (``NETRC``, ``UV_KEYRING_PROVIDER``,
+  ``UV_CREDENTIALS_DIR`` and ``UV_INDEX_GPUENV_*_USERNAME/_PASSWORD``).
+- ``Index``: an index by gpuenv's name for it (``gpuenv-default``, ``gpuenv-extra-N``,
+  ``gpuenv-torch``, ``gpuenv-mirror-N``); credentials in its URL go to uv as
+  ``UV_INDEX_<NAME>_USERNAME/_PASSWORD``, never on a command line or in a file.
+- ``Mirrors``: URL prefix rewrites configured outside the project (``load_mirrors``).
+  Resolution and downloads go through the mirror; the lock keeps the canonical URL.
+- ``classify``: name resolution, refused, timeout, TLS, 401/403, 404 from uv's or
+  rattler's error text.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from gpuenv._redact import redact, redact_url, remember_secret
+from gpuenv.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gpuenv.errors import NetworkError
+
+DEFAULT_INDEX_NAME = "gpuenv-default"
+TORCH_INDEX_NAME = "gpuenv-torch"
+
+# Network settings of uv's own that pass through (everything else UV_* is dropped).
+_KEPT_UV = frozenset(
+    {
+        "UV_SYSTEM_CERTS",
+        "UV_HTTP_TIMEOUT",
+        "UV_HTTP_CONNECT_TIMEOUT",
+        "UV_REQUEST_TIMEOUT",
+        "UV_HTTP_RETRIES",
+        "UV_OFFLINE",
+        "UV_INSECURE_HOST",
+        "UV_KEYRING_PROVIDER",
+        "UV_CREDENTIALS_DIR",
+        "UV_CONCURRENT_DOWNLOADS",
+    }
+)
+_GPUENV_INDEX_CREDENTIAL = re.compile(r"^UV_INDEX_GPUENV_[A-Z0-9_]+_(USERNAME|PASSWORD)$")
+
+
+def is_network_setting(name: str) -> bool:
+    """Whether ``name`` is one of uv's network settings that every uv call keeps (the
+    module doc): proxies and certificates are not ``UV_*`` and are always kept."""
+    return name in _KEPT_UV or name == "UV_NATIVE_TLS" or bool(_GPUENV_INDEX_CREDENTIAL.match(name))
+
+
+def _is_dropped(name: str) -> bool:
+    if name != "UV_NATIVE_TLS" and is_network_setting(name):
+        return False
+    return name.startswith(("UV_", "PIP_")) or name in ("VIRTUAL_ENV", "UV")
+
+
+def uv_environment(
+    environ: Mapping[str, str], indexes: Iterable[Index] = (), **fixed: str
+) -> dict[str, str]:
+    """The environment for a uv call of lock or install: ``environ`` without uv's and
+    pip's resolution settings, with its network settings (see the module doc), the
+    credentials of ``indexes``, and the caller's ``fixed`` settings (caches, links)."""
+    env = {k: v for k, v in environ.items() if not _is_dropped(k)}
+    native = environ.get("UV_NATIVE_TLS")
+    if native is not None and "UV_SYSTEM_CERTS" not in environ:
+        env["UV_SYSTEM_CERTS"] = native  # uv 0.13's name; the old one only warns
+    env.update(UV_NO_CONFIG="1", UV_NO_PROGRESS="1", NO_COLOR="1")
+    for index in indexes:
+        env.update(index.env())
+    env.update(fixed)
+    return env
+
+
+def network_settings(env: Mapping[str, str]) -> dict[str, str]:
+    """The network part of a uv environment (what lock and install must agree on)."""
+    names = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+    wanted = {*names, *(n.lower() for n in names), "SSL_CERT_FILE", "SSL_CERT_DIR"}
+    wanted |= {"SSL_CLIENT_CERT", "NETRC", *_KEPT_UV}
+    return {
+        k: v
+        for k, v in env.items()
+        if k in wanted or k.startswith("UV_INDEX_GPUENV_") or k == "UV_NO_CONFIG"
+    }
+
+
+# --- indexes -------------------------------------------------------------------------------
+
+
+def strip_userinfo(url: str) -> str:
+    """``url`` without ``user:password@`` (query and everything else kept: uv needs them)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+@dataclass(frozen=True)
+class Index:
+    """One index as uv sees it: a name, a URL without userinfo, credentials aside."""
+
+    name: str
+    url: str  # userinfo removed; a query (an index token) kept, for uv
+    username: str | None = None
+    password: str | None = None
+
+    @classmethod
+    def parse(cls, name: str, url: str) -> Index:
+        parts = urlsplit(url)
+        username = unquote(parts.username) if parts.username else None
+        password = unquote(parts.password) if parts.password else None
+        remember_secret(password)
+        for _name, value in _query_secrets(parts.query):
+            remember_secret(value)
+        return cls(name, strip_userinfo(url), username, password)
+
+    @property
+    def shown(self) -> str:
+        """The URL as messages and the lock show it."""
+        return redact_url(self.url)
+
+    def env(self) -> dict[str, str]:
+        """uv reads an index's credentials from ``UV_INDEX_<NAME>_USERNAME/_PASSWORD``."""
+        key = env_key(self.name)
+        out = {}
+        if self.username is not None:
+            out[f"UV_INDEX_{key}_USERNAME"] = self.username
+        if self.password is not None:
+            out[f"UV_INDEX_{key}_PASSWORD"] = self.password
+        return out
+
+
+def env_key(name: str) -> str:
+    """``gpuenv-extra-1`` -> ``GPUENV_EXTRA_1`` (as uv spells an index in variables)."""
+    return re.sub(r"[^A-Z0-9]", "_", name.upper())
+
+
+def _query_secrets(query: str) -> list[tuple[str, str]]:
+    from urllib.parse import parse_qsl
+
+    from gpuenv._redact import is_secret_param
+
+    return [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if is_secret_param(k)]
+
+
+def pip_indexes(default: str | None, extras: Iterable[str], torch: str | None) -> tuple[Index, ...]:
+    """The indexes of one pip resolution (or install), by gpuenv's names."""
+    out = [Index.parse(DEFAULT_INDEX_NAME, default)] if default else []
+    out += [Index.parse(f"gpuenv-extra-{i}", url) for i, url in enumerate(extras, 1)]
+    if torch:
+        out.append(Index.parse(TORCH_INDEX_NAME, torch))
+    return tuple(out)
+
+
+# --- mirrors ---------------------------------------------------------------------------------
+
+SITE_CONFIG = Path("/etc/gpuenv/config.toml")
+_MAX_CONFIG_BYTES = 1 << 20
+_PAIR = re.compile(r"^(?P<canonical>[^=\s]+?)=(?P<mirror>[A-Za-z][A-Za-z0-9+.-]*://\S+)$")
+_URL_OK = re.compile(r"^(https?|file)://\S+$")
+
+
+def _under(url: str, prefix: str) -> bool:
+    """Whether ``url`` is ``prefix`` or lies below it (on a path boundary)."""
+    base = prefix.rstrip("/")
+    return url == base or url.startswith(base + "/")
+
+
+def _join(prefix: str, url: str, base: str) -> str:
+    rest = url[len(base.rstrip("/")) :]
+    return prefix.rstrip("/") + rest
+
+
+@dataclass(frozen=True)
+class Mirror:
+    canonical: str  # a URL prefix, as the lock holds it
+    mirror: str  # the prefix to fetch it from instead (may carry its own credentials)
+    source: str  # where it was configured: a file, or GPUENV_MIRRORS
+
+
+@dataclass(frozen=True)
+class Mirrors:
+    """URL prefix rewrites, most specific (longest) prefix first."""
+
+    entries: tuple[Mirror, ...] = ()
+
+    def fetch_url(self, url: str) -> str:
+        """The URL to fetch ``url`` (canonical) from: through the mirror of the longest
+        matching canonical prefix, else ``url`` itself."""
+        for entry in sorted(self.entries, key=lambda e: -len(e.canonical)):
+            if _under(url, entry.canonical):
+                return _join(entry.mirror, url, entry.canonical)
+        return url
+
+    def canonical_url(self, url: str) -> str:
+        """``url`` as the lock keeps it: a URL under a mirror's prefix mapped back to
+        the canonical prefix (the inverse of ``fetch_url``), else ``url`` itself."""
+        plain = strip_userinfo(url)
+        for entry in sorted(self.entries, key=lambda e: -len(strip_userinfo(e.mirror))):
+            mirror = strip_userinfo(entry.mirror)
+            if _under(plain, mirror):
+                return _join(entry.canonical, plain, mirror)
+        return url
+
+    def is_mirror_url(self, url: str) -> bool:
+        return any(_under(strip_userinfo(url), strip_userinfo(e.mirror)) for e in self.entries)
+
+    def indexes(self) -> tuple[Index, ...]:
+        """The mirrors as uv indexes (``gpuenv-mirror-N``), for their credentials."""
+        return tuple(
+            Index.parse(f"gpuenv-mirror-{i}", entry.mirror)
+            for i, entry in enumerate(self.entries, 1)
+        )
+
+
+def user_config(environ: Mapping[str, str]) -> Path:
+    """``$XDG_CONFIG_HOME/gpuenv/config.toml`` (default ``~/.config/gpuenv/config.toml``)."""
+    xdg = environ.get("XDG_CONFIG_HOME", "").strip()
+    base = Path(xdg) if xdg else Path(environ.get("HOME") or Path.home()) / ".config"
+    return base / "gpuenv" / "config.toml"
+
+
+def load_mirrors(environ: Mapping[str, str], *, site: Path = SITE_CONFIG) -> Mirrors:
+    """Mirrors from ``GPUENV_MIRRORS``, then the user's config file, then the site's
+    (``/etc/gpuenv/config.toml``); for one canonical prefix the first of these wins."""
+    found: dict[str, Mirror] = {}
+    sources = [
+        _from_variable(environ.get("GPUENV_MIRRORS", "")),
+        _from_file(user_config(environ)),
+        _from_file(site),
+    ]
+    for entries in sources:
+        for entry in entries:
+            found.setdefault(entry.canonical.rstrip("/"), entry)
+    return Mirrors(tuple(found.values()))
+
+
+def _from_variable(value: str) -> list[Mirror]:
+    out = []
+    for item in re.split(r"[\s;]+", value.strip()):
+        if not item:
+            continue
+        match = _PAIR.match(item)
+        if match is None or not _URL_OK.match(match["canonical"]):
+            raise UsageError(
+                f"GPUENV_MIRRORS: {redact(item)!r} is not CANONICAL=MIRROR (two URLs)",
+                hint="GPUENV_MIRRORS='https://download.pytorch.org/whl=https://mirror.example/whl'",
+            )
+        out.append(Mirror(match["canonical"], match["mirror"], "GPUENV_MIRRORS"))
+    return out
+
+
+def _from_file(path: Path) -> list[Mirror]:
+    """The ``[mirrors]`` table of a config file (absent file: none)."""
+    import stat
+
+    try:
+        info = path.stat()
+    except OSError:
+        return []
+    if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_CONFIG_BYTES:
+        raise UsageError(f"{path}: not a regular file of at most 1 MiB")
+    try:
+        data = _load_toml(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UsageError(f"{path}: cannot be read as TOML: {redact(str(exc))}") from None
+    unknown = sorted(set(data) - {"mirrors"})
+    if unknown:
+        raise UsageError(f"{path}: unknown key {unknown[0]!r} (known: mirrors)")
+    table = data.get("mirrors", {})
+    if not isinstance(table, dict):
+        raise UsageError(f"{path}: mirrors must be a table of URL = URL")
+    out = []
+    for canonical, mirror in table.items():
+        if not _URL_OK.match(canonical) or not isinstance(mirror, str) or not _URL_OK.match(mirror):
+            raise UsageError(
+                f"{path}: mirrors.{redact(canonical)!r}: expected a URL = URL pair "
+                f"(got {redact(str(mirror))!r})"
+            )
+        out.append(Mirror(canonical, mirror, str(path)))
+    return out
+
+
+def _load_toml(text: str) -> dict[str, object]:
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    data: dict[str, object] = tomllib.loads(text)
+    return data
+
+
+# --- what went wrong ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A network failure read from a tool's error text."""
+
+    cause: str  # "dns", "refused", "timeout", "tls", "auth", "not-found", "connection"
+    url: str | None  # the URL it concerns (redacted), when the text names one
+    detail: str  # the tool's own innermost words, one line
+    packages: tuple[str, ...] = ()  # for "not-found": the names the index had no page for
+
+
+CAUSES = {
+    "dns": "the host name does not resolve",
+    "refused": "the connection was refused",
+    "timeout": "the connection timed out",
+    "tls": "the TLS certificate was not accepted",
+    "auth": "the server refused the credentials (401/403)",
+    "not-found": "the index answered 404",
+    "connection": "the connection failed",
+}
+
+_RULES = (
+    (
+        "tls",
+        r"invalid peer certificate|certificate verify failed|UnknownIssuer|"
+        r"InvalidContentType|handshake failure|tls handshake|\bSSL\b|\bTLS\b",
+    ),
+    (
+        "dns",
+        r"dns error|failed to lookup address|Name or service not known|"
+        r"No address associated|nodename nor servname|Temporary failure in name resolution",
+    ),
+    ("refused", r"Connection refused|os error 111"),
+    ("timeout", r"timed out|operation timeout|deadline has elapsed"),
+    (
+        "auth",
+        r"401 Unauthorized|403 Forbidden|lack of valid authentication|"
+        r"Missing credentials|returned a 403|status client error \(40[13]",
+    ),
+    ("not-found", r"client error \(404|404 Not Found|not found in the package registry"),
+    (
+        "connection",
+        r"error sending request|Connection reset|connection closed|"
+        r"tcp connect error|client error \(Connect\)|Request failed after",
+    ),
+)
+_URL_IN = (
+    re.compile(r"(?:for url|An index URL|An index) \(([^()\s]+)\)"),
+    re.compile(r"Failed to fetch: (\S+)"),
+    re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s()'\"<>]+"),
+)
+_NOT_FOUND = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the package registry")
+
+
+def classify(text: str) -> Failure | None:
+    """The network failure ``text`` (uv's or rattler's error output) reports, or None
+    when it reports something else (an unsatisfiable request, a crash)."""
+    for cause, pattern in _RULES:
+        if re.search(pattern, text):
+            return Failure(
+                cause,
+                _url_in(text),
+                _innermost(text),
+                tuple(dict.fromkeys(_NOT_FOUND.findall(text))) if cause == "not-found" else (),
+            )
+    return None
+
+
+def _url_in(text: str) -> str | None:
+    for pattern in _URL_IN:
+        match = pattern.search(text)
+        if match:
+            return redact_url(match.group(match.lastindex or 0).rstrip(".,;:"))
+    return None
+
+
+def _innermost(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    causes = [line for line in lines if line.lower().startswith(("cause:", "caused by:"))]
+    last = (causes or lines or [""])[-1]
+    last = re.sub(r"^(?i:caused by|cause):\s*", "", last)
+    return redact(last)[:300]
+
+
+def index_of(url: str | None, indexes: Iterable[Index]) -> Index | None:
+    """The index ``url`` lies under (the longest match), if any."""
+    if not url:
+        return None
+    plain = redact_url(url)
+    matches = [i for i in indexes if _under(plain, i.shown.split("?", 1)[0])]
+    root = [i for i in indexes if _under(plain, _root(i.shown))]
+    return max(matches or root, key=lambda i: len(i.shown), default=None)
+
+
+def _root(url: str) -> str:
+    """uv's credential scope of an index: its URL without a trailing ``/simple``."""
+    base = url.split("?", 1)[0].rstrip("/")
+    return base[: -len("/simple")] if base.endswith("/simple") else base
+
+
+def cause_hint(cause: str, index: Index | None) -> str:
+    """What to do about a failure of this kind, for this index."""
+    name = env_key(index.name) if index else "GPUENV_DEFAULT"
+    hints = {
+        "dns": "check the URL, this machine's DNS, or a proxy (HTTPS_PROXY, NO_PROXY)",
+        "refused": "check the URL and port, or a proxy (HTTPS_PROXY, NO_PROXY)",
+        "timeout": "check the network or proxy (HTTPS_PROXY); a slow link: raise UV_HTTP_TIMEOUT",
+        "connection": "check the network or proxy (HTTPS_PROXY, NO_PROXY)",
+        "tls": "behind a TLS-intercepting proxy or a private CA, set SSL_CERT_FILE (or "
+        "SSL_CERT_DIR) to its certificates, or UV_SYSTEM_CERTS=1 to trust the system's",
+        "auth": "pass credentials: in the URL (USER:TOKEN@ before the host), as "
+        f"UV_INDEX_{name}_USERNAME and UV_INDEX_{name}_PASSWORD, in ~/.netrc (or $NETRC), "
+        "or through keyring (UV_KEYRING_PROVIDER=subprocess)",
+        "not-found": "check the package name; a mirror must keep the index's layout",
+    }
+    return hints.get(cause, hints["connection"])
+
+
+def index_role(index: Index | None) -> str:
+    """How messages name an index: by what it is for."""
+    if index is None:
+        return "the index"
+    if index.name == TORCH_INDEX_NAME:
+        return "the torch index"
+    if index.name == DEFAULT_INDEX_NAME:
+        return "the default index"
+    if index.name.startswith("gpuenv-mirror-"):
+        return "the mirror"
+    return f"extra index {index.name.rsplit('-', 1)[-1]}"
+
+
+def _role_hint(index: Index | None) -> str | None:
+    if index is None:
+        return None
+    if index.name == TORCH_INDEX_NAME:
+        return (
+            "or take the torch builds from elsewhere: [pip] torch-index or GPUENV_TORCH_INDEX "
+            "(layout <base>/<cu tag>/<package>/), or a mirror (GPUENV_MIRRORS)"
+        )
+    if index.name == DEFAULT_INDEX_NAME:
+        return "or use another index: [pip] index-url or GPUENV_INDEX_URL, or a mirror"
+    return None
+
+
+def network_error(
+    failure: Failure,
+    *,
+    index: Index | None,
+    role: str | None = None,
+    url: str | None = None,
+    mirrors: Mirrors | None = None,
+    extra_hint: str | None = None,
+    stderr_tail: str = "",
+    argv: Iterable[str] = (),
+) -> NetworkError:
+    """A ``NetworkError`` for ``failure``: the index by role, the URL (redacted), the
+    tool's own words, and the fixes that fit."""
+    from gpuenv.errors import NetworkError
+
+    shown = redact_url(url or failure.url or (index.shown if index else "")) or None
+    where = (role or index_role(index)) + (f" {shown}" if shown else "")
+    if mirrors is not None and shown and mirrors.is_mirror_url(shown):
+        entry = next(e for e in mirrors.entries if _under(shown, strip_userinfo(e.mirror)))
+        where += f" (a mirror of {redact_url(entry.canonical)}, from {entry.source})"
+    if failure.cause == "not-found" and failure.packages:
+        what = f"has no {', '.join(failure.packages)} (404)"
+    else:
+        what = f"cannot be used: {CAUSES[failure.cause]} ({failure.detail})"
+    hint = cause_hint(failure.cause, index)
+    if role is not None and failure.cause == "auth":  # not a pip index: no UV_INDEX_* names
+        hint = "pass credentials in the channel URL (USER:TOKEN@ before the host)"
+    hints = [extra_hint, hint, _role_hint(index)]
+    error = NetworkError(
+        f"{where} {what}",
+        cause=failure.cause,
+        url=shown,
+        hint="; ".join(h for h in hints if h),
+        stderr_tail=stderr_tail,
+    )
+    error.argv = tuple(argv)
+    return error
