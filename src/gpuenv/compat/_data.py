@@ -42,7 +42,7 @@ def facts_file_bytes(path: Path | None) -> bytes | None:
         ) from None
 
 
-def data_digest(facts_file: Path | None | bool = True) -> str:
+def data_digest(facts_file: Path | bool | None = True) -> str:
     """A digest of the knowledge base's data: the shipped files, and the user's facts file
     (``True``: the one the CLI configured in ``gpuenv._settings``). Caches of derived
     results (parsed data, validated specs) and lock input hashes key on it."""

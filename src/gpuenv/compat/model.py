@@ -41,7 +41,7 @@ class Provenance:
     user_file: str | None = None  # the user's facts file it came from, if any
 
     def label(self) -> str:
-        """" (unverified)" / " (from your facts file PATH)" for a reason's end."""
+        """ " (unverified)" / " (from your facts file PATH)" for a reason's end."""
         parts = []
         if self.unverified:
             parts.append("unverified")

@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +35,7 @@ from gpuenv.lock.model import (
     PipRequest,
     PipResolver,
     StackSummary,
+    WheelFacts,
     normalize_name,
     strip_credentials,
 )
@@ -85,6 +87,9 @@ class TargetChange:
 class LockResult:
     lock: Lock
     changes: tuple[TargetChange, ...] = field(default_factory=tuple)
+    # What the resolved wheels contradict in the knowledge base, metadata that could not
+    # be read, a torch newer than the data knows: reported, never fatal.
+    warnings: tuple[str, ...] = ()
 
 
 # --- inputs and staleness -----------------------------------------------------------------
@@ -327,7 +332,7 @@ def _lock_target(
     options: LockOptions,
     progress: Progress,
     kb_digest: str,
-) -> LockedTarget:
+) -> tuple[LockedTarget, list[str]]:
     from gpuenv.plan import plan_target
 
     spec = loaded.spec
@@ -345,6 +350,8 @@ def _lock_target(
         pip, need = _resolve_pip(backends, spec, plan, keep, options, python, need.union(more))
         found = build_lock.found(spec, pip, declared)
     check_against_plan(plan, pip)
+    request = _pip_request(spec, plan, keep, options, python, need)
+    facts, warnings = _wheel_facts(plan, pip, request, backends.pip, kb, progress)
     # Whatever a backend returns, credentials in index URLs never reach the lock.
     pip = tuple(
         replace(p, url=strip_credentials(p.url), index=p.index and strip_credentials(p.index))
@@ -375,7 +382,8 @@ def _lock_target(
         conda=tuple(sorted(conda, key=lambda c: c.name)),
         pip=tuple(sorted(pip, key=lambda p: p.name)),
         builds=locked_builds.builds,
-    )
+        wheel_facts=facts,
+    ), warnings
 
 
 def _solve_conda(
@@ -429,10 +437,9 @@ def _resolve_pip(
     """The pip resolution, and the build needs it ended with: a package that uv could only
     read by building it, whose build imports torch, is given the dependencies the spec or
     the knowledge base declares for it, and resolved again (once per package)."""
-    use_default_for_torch = plan.pypi_default and not (options.torch_index or spec.pip.torch_index)
     while True:
         try:
-            pip = _resolve(backends, spec, plan, keep, options, python, need, use_default_for_torch)
+            pip = _resolve(backends, spec, plan, keep, options, python, need)
             return pip, need
         except ExternalToolError as exc:
             name = _needs_torch_for_metadata(exc)
@@ -480,22 +487,33 @@ def _resolve(
     options: LockOptions,
     python: str,
     need: BuildNeeds,
-    use_default_for_torch: bool,
 ) -> tuple[PipPackage, ...]:
-    return backends.pip.resolve(
-        PipRequest(
-            requirements=_pip_requirements(spec, plan, need),
-            python=python,
-            platform=plan.hardware.platform,
-            glibc=plan.hardware.glibc,
-            default_index=options.index_url or spec.pip.index_url,
-            extra_indexes=spec.pip.extra_index_urls,
-            torch_index=None if use_default_for_torch else plan.index_url,
-            preferences=(*keep.pip, *_build_pins(keep)) if keep else (),
-            cache_dir=options.cache_dir,
-            no_binary=need.no_binary,
-            dependency_metadata=need.dependency_metadata,
-        )
+    return backends.pip.resolve(_pip_request(spec, plan, keep, options, python, need))
+
+
+def _pip_request(
+    spec: Spec,
+    plan: TargetPlan,
+    keep: LockedTarget | None,
+    options: LockOptions,
+    python: str,
+    need: BuildNeeds,
+) -> PipRequest:
+    """The pip resolution's request (also what the wheels' metadata is read through: its
+    indexes carry the credentials)."""
+    use_default_for_torch = plan.pypi_default and not (options.torch_index or spec.pip.torch_index)
+    return PipRequest(
+        requirements=_pip_requirements(spec, plan, need),
+        python=python,
+        platform=plan.hardware.platform,
+        glibc=plan.hardware.glibc,
+        default_index=options.index_url or spec.pip.index_url,
+        extra_indexes=spec.pip.extra_index_urls,
+        torch_index=None if use_default_for_torch else plan.index_url,
+        preferences=(*keep.pip, *_build_pins(keep)) if keep else (),
+        cache_dir=options.cache_dir,
+        no_binary=need.no_binary,
+        dependency_metadata=need.dependency_metadata,
     )
 
 
@@ -517,6 +535,26 @@ def _check_conda_toolkit(spec: Spec, plan: TargetPlan, need: BuildNeeds, more: B
         target=plan.target,
         alternatives=[Alternative("add a CUDA toolkit", {"stack.toolkit": "auto"})],
     )
+
+
+def _wheel_facts(
+    plan: TargetPlan,
+    pip: tuple[PipPackage, ...],
+    request: PipRequest,
+    resolver: PipResolver,
+    kb: KnowledgeBase,
+    progress: Progress,
+) -> tuple[WheelFacts | None, list[str]]:
+    """What the resolved torch family's metadata says, and where the data disagrees."""
+    from gpuenv.lock.wheelcheck import WheelMetadataSource, contradictions, read_wheel_facts
+
+    if not isinstance(resolver, WheelMetadataSource):
+        return None, []
+    progress(f"{plan.target}: reading the torch wheels' metadata")
+    facts, warnings = read_wheel_facts(plan, pip, request, resolver)
+    if facts is not None:
+        warnings += contradictions(plan, facts, kb)
+    return facts, warnings
 
 
 def _diff(name: str, before: LockedTarget | None, after: LockedTarget | None) -> TargetChange:
@@ -556,13 +594,17 @@ def lock_project(
     backends = _Backends(pip, conda)
     targets: dict[str, LockedTarget] = {}
     changes: list[TargetChange] = []
+    warnings: list[str] = []
     for name in spec.targets:
         previous = existing.target(name) if existing else None
         if name not in selected:
             if previous is not None:
                 targets[name] = previous  # carried over byte for byte
             continue
-        locked = _lock_target(name, loaded, kb, backends, previous, options, report, kb_digest)
+        locked, found = _lock_target(
+            name, loaded, kb, backends, previous, options, report, kb_digest
+        )
+        warnings += found
         targets[name] = locked
         changes.append(_diff(name, previous, locked))
     for name in sorted(set(existing.targets) - set(spec.targets)) if existing else []:
@@ -570,7 +612,9 @@ def lock_project(
             changes.append(_diff(name, existing.target(name) if existing else None, None))
         elif existing is not None:
             targets[name] = existing.targets[name]
-    return LockResult(Lock(loaded.content_hash, dict(sorted(targets.items()))), tuple(changes))
+    return LockResult(
+        Lock(loaded.content_hash, dict(sorted(targets.items()))), tuple(changes), tuple(warnings)
+    )
 
 
 def ensure_lock(
@@ -631,14 +675,59 @@ def lock_and_write(
     from gpuenv.lock.format import write_lock
 
     pip, conda = backends()
-    result = lock_project(
-        loaded,
-        kb,
-        existing=existing,
-        options=options,
-        pip=pip,
-        conda=conda,
-        kb_digest=kb_digest,
-        progress=progress,
-    )
+    index = options.index_url or loaded.spec.pip.index_url
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        watch = pool.submit(_newest_torch_on_index, pip, index)
+        result = lock_project(
+            loaded,
+            kb,
+            existing=existing,
+            options=options,
+            pip=pip,
+            conda=conda,
+            kb_digest=kb_digest,
+            progress=progress,
+        )
+        seen = watch.result()
+    notice = _newer_torch_notice(seen, kb, options.cache_dir)
+    if notice:
+        result = replace(result, warnings=(*result.warnings, notice))
     return result, write_lock(lock_path, result.lock, cache_dir=options.cache_dir)
+
+
+def _newest_torch_on_index(resolver: PipResolver, index: str | None) -> tuple[str, str] | None:
+    """(index, newest torch there), read beside the resolution; None when not known."""
+    from gpuenv.lock.seen import newest_torch_on
+
+    try:
+        if index is None:
+            ask = getattr(resolver, "default_index_url", None)
+            index = ask() if callable(ask) else None
+        if index is None:
+            return None
+        version = newest_torch_on(index)
+    except ExternalToolError:
+        return None
+    return (index, version) if version else None
+
+
+def _newer_torch_notice(
+    seen: tuple[str, str] | None, kb: KnowledgeBase, cache_dir: Path | None
+) -> str | None:
+    if seen is None:
+        return None
+    index, version = seen
+    if cache_dir is not None:
+        from gpuenv.lock.seen import record_newest_torch
+
+        record_newest_torch(cache_dir, index, version)
+    newest = kb.newest_torch
+    if newest is None or Version(version) <= newest.version:
+        return None
+    known = f"{newest.version.major}.{newest.version.minor}"
+    from gpuenv.plan import FACTS_FILE
+
+    return (
+        f"torch {version} is on the index but this gpuenv's knowledge stops at {known}: "
+        f"upgrade gpuenv or add the facts in {kb.facts_file or FACTS_FILE}"
+    )

@@ -174,7 +174,7 @@ def _from_local(path: str) -> str:
 def _from_wheel(target: _Target, timeout: float, opener: Opener) -> str:
     remote = _RangedFile(target, timeout, opener)
     try:
-        with zipfile.ZipFile(remote) as wheel:  # type: ignore[arg-type]
+        with zipfile.ZipFile(remote) as wheel:
             return _metadata_of(wheel, target.url)
     except (zipfile.BadZipFile, UnicodeDecodeError, KeyError, EOFError) as exc:
         raise MetadataUnavailable(f"{target.url}: not a readable wheel ({exc})") from None
@@ -212,7 +212,7 @@ def read_names(url: str, *, timeout: float = DEFAULT_TIMEOUT, opener: Opener = _
     target = _Target.parse(url)
     remote = _RangedFile(target, timeout, opener)
     try:
-        with zipfile.ZipFile(remote) as wheel:  # type: ignore[arg-type]
+        with zipfile.ZipFile(remote) as wheel:
             return wheel.namelist()
     except (zipfile.BadZipFile, EOFError) as exc:
         raise MetadataUnavailable(f"{target.url}: not a readable wheel ({exc})") from None
@@ -226,7 +226,7 @@ def read_member(
     target = _Target.parse(url)
     remote = _RangedFile(target, timeout, opener)
     try:
-        with zipfile.ZipFile(remote) as wheel:  # type: ignore[arg-type]
+        with zipfile.ZipFile(remote) as wheel:
             return wheel.read(name)
     except KeyError:
         raise MetadataUnavailable(f"{target.url}: the wheel has no {name}") from None
