@@ -17,7 +17,7 @@ from packaging.version import Version
 
 from gpuenv.compat import DriverCompat, KnowledgeBase, TorchRelease
 from gpuenv.errors import Alternative
-from gpuenv.plan._model import Constraints, TargetHardware
+from gpuenv.plan._model import KNOWN_PYTHONS, Constraints, TargetHardware
 from gpuenv.plan._search import Found, companion_problem, python_for, search, spec_text
 from gpuenv.versions import ComputeCapability, DriverVersion
 
@@ -238,10 +238,20 @@ def _alt_driver(p: Problem) -> Alternative | None:
 
 
 def _alt_python(p: Problem) -> Alternative | None:
-    found = p.search(python=">=3.8")
-    if found is None or found.python == p.c.python:
-        return None
-    return Alternative(f"another Python: {found.describe()}", {"stack.python": found.python})
+    """The Python nearest to the one asked for that makes the asked torch fit."""
+    asked = p.c.python if p.c.python in KNOWN_PYTHONS else None
+
+    def gap(python: str) -> tuple[int, int]:
+        minor = int(python.split(".")[1])
+        return (abs(minor - int(asked.split(".")[1])) if asked else 0, -minor)
+
+    for python in sorted(KNOWN_PYTHONS, key=gap):
+        if python == p.c.python:
+            continue
+        found = p.search(python=python)
+        if found is not None:
+            return Alternative(f"another Python: {found.describe()}", {"stack.python": python})
+    return None
 
 
 def _alt_companions(p: Problem) -> list[Alternative]:

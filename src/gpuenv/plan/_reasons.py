@@ -87,8 +87,8 @@ def _companions(choice: Choice, c: Constraints) -> str | None:
             + (
                 ""
                 if native
-                else " (a stable-ABI release of an earlier minor that requires "
-                f"torch >= its own; no {package} was released with torch {release.version})"
+                else f" (stable ABI: none was released with torch {release.version}; "
+                "this one installs beside it)"
             )
         )
     if not parts:
@@ -118,6 +118,36 @@ def _package_reasons(choice: Choice, c: Constraints) -> list[str]:
     return reasons
 
 
+def compress(release_notes: list[str]) -> list[str]:
+    """Runs of releases skipped for the same reason as one line:
+    "torch 2.6.0 to 2.15.0 skipped (14 releases): no build fits"."""
+    out: list[str] = []
+    run: list[tuple[str, str]] = []
+
+    def flush() -> None:
+        if len(run) > 2:
+            out.append(
+                f"torch {run[-1][0]} to {run[0][0]} skipped ({len(run)} releases): {run[0][1]}"
+            )
+        else:
+            out.extend(f"torch {v} skipped: {why}" for v, why in run)
+        run.clear()
+
+    for note in release_notes:
+        head, sep, why = note.partition(" skipped: ")
+        version = head.removeprefix("torch ")
+        if not sep:
+            flush()
+            out.append(note)
+        elif run and run[-1][1] != why:
+            flush()
+            run.append((version, why))
+        else:
+            run.append((version, why))
+    flush()
+    return out
+
+
 def reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes) -> list[str]:
     gpu_labels = "".join(m.provenance.label() for m in choice.models)
     out = [f"target {choice.name}: {choice.hw.describe()} ({choice.hw.source}){gpu_labels}"]
@@ -126,7 +156,7 @@ def reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes) -> 
         out.append(
             f"platform {choice.hw.platform}: {implied[0].name} systems are Arm (Grace/Jetson)"
         )
-    out.extend(notes.release_notes)
+    out.extend(compress(notes.release_notes))
     out.append(choice.torch_reason + choice.found.release.provenance.label())
     out.append(_python_reason(choice, c))
     if choice.hw.cpu:
