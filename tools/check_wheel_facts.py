@@ -41,15 +41,15 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 from packaging.specifiers import SpecifierSet
-from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 REPO = Path(__file__).resolve().parent.parent
@@ -166,7 +166,8 @@ def linux_wheels(files: Iterable[IndexFile]) -> list[Wheel]:
             if tag.abi.endswith("t") and tag.abi.startswith("cp"):
                 break  # cp313t: the free-threaded build
             python = None
-            if tag.interpreter.startswith("cp") and tag.abi in (tag.interpreter, f"{tag.interpreter}m"):
+            cpython = tag.interpreter.startswith("cp")
+            if cpython and tag.abi in (tag.interpreter, f"{tag.interpreter}m"):
                 python = f"{tag.interpreter[2]}.{tag.interpreter[3:]}"
             out.append(Wheel(f, version, PLATFORMS[machine], python))
             break
@@ -325,7 +326,8 @@ def gather(
     for tag in tags if torch_index else ():
         assert torch_index is not None
         base = f"{torch_index.rstrip('/')}/{tag}"
-        for (version, _platform), group in sorted(_grouped(linux_wheels(project_files(base, "torch"))).items()):
+        groups = _grouped(linux_wheels(project_files(base, "torch")))
+        for (version, _platform), group in sorted(groups.items()):
             labelled = [w for w in group if w.version.local == tag]
             if labelled and selection.wants(version):
                 jobs.append(lambda g=labelled: observe_torch_build(g, "torch index", arch))
@@ -340,3 +342,368 @@ def gather(
         else:
             found.companions.append(result)
     return found
+
+
+# --- comparing with the data -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One fact where the wheels and the data disagree."""
+
+    entry: str  # the data entry, as gpuenv names it
+    key: str
+    data: str | None
+    wheels: str | None
+    evidence: str  # the wheel (or index) that says so
+    # Where --write puts the wheels' value: ("release", minor, torch, key),
+    # ("build", minor, tag, platform, key); None: a person must add it.
+    locator: tuple[str, ...] | None = None
+
+    def render(self) -> str:
+        where = "" if self.locator else " (add by hand)"
+        return (
+            f"{self.entry}: {self.key}: data {self.data or '(none)'}, "
+            f"wheels {self.wheels or '(none)'} [{self.evidence}]{where}"
+        )
+
+
+def python_range(pythons: Iterable[str]) -> str | None:
+    minors = sorted(int(p.split(".")[1]) for p in pythons)
+    return f">=3.{minors[0]},<3.{minors[-1] + 1}" if minors else None
+
+
+def _pythons_of(spec: SpecifierSet) -> set[str]:
+    return {f"3.{m}" for m in PYTHON_MINORS if spec.contains(f"3.{m}")}
+
+
+def _minor(version: str) -> str:
+    v = Version(version)
+    return f"{v.major}.{v.minor}"
+
+
+def _release_differences(b: BuildObservation, kb: Any) -> list[Difference]:
+    release = kb.torch_release(b.version)
+    if release is None:
+        return [Difference("torch.toml", f"release {b.version}", None, "on the index", b.wheel)]
+    on = release.on(b.platform)
+    out = []
+    key = "pypi_default" if b.platform == "linux-64" else "pypi_default_aarch64"
+    if on.pypi_default != b.tag:
+        out.append(
+            Difference(
+                on.provenance.where,
+                key,
+                on.pypi_default,
+                b.tag,
+                b.wheel,
+                ("release", _minor(b.version), b.version, key),
+            )
+        )
+    if b.platform == "linux-64" and b.pythons and _pythons_of(on.python) != set(b.pythons):
+        out.append(
+            Difference(
+                on.provenance.where,
+                "python",
+                str(on.python),
+                python_range(b.pythons),
+                b.wheel,
+                ("release", _minor(b.version), b.version, "python"),
+            )
+        )
+    return out
+
+
+def _build_differences(b: BuildObservation, kb: Any) -> list[Difference]:
+    release = kb.torch_release(b.version)
+    if release is None:
+        return []
+    on = release.on(b.platform)
+    build = on.build(b.tag)
+    if build is None:
+        where = f"{on.provenance.where} ({b.platform})"
+        return [Difference(where, f"build {b.tag}", None, "on the index", b.wheel)]
+    found: list[tuple[str, str | None, str | None]] = [
+        ("cudnn", build.cudnn, b.cudnn),
+        ("nccl", build.nccl, b.nccl),
+    ]
+    if b.arch is not None:
+        found.append(("arch", ", ".join(str(a) for a in build.arch), ", ".join(b.arch)))
+    pythons = _pythons_of(on.python_of(build))
+    is_main = b.platform == "linux-64" and on.pypi_default == b.tag
+    if b.pythons and not is_main and pythons != set(b.pythons):
+        found.append(("python", str(on.python_of(build)), python_range(b.pythons)))
+    locate = ("build", _minor(b.version), b.tag, b.platform)
+    return [
+        Difference(build.provenance.where, key, data, wheels, b.wheel, (*locate, key))
+        for key, data, wheels in found
+        if wheels is not None and data != wheels
+    ]
+
+
+def _paired(
+    release: Any, package: str, companions: list[CompanionObservation]
+) -> CompanionObservation | None:
+    """The companion a torch release pairs with, by what the companions require: one that
+    pins it exactly, else the one released with it, else the newest that accepts it."""
+    mine = [c for c in companions if c.package == package]
+    torch = release.version
+
+    def accepts(c: CompanionObservation) -> bool:
+        return c.requires_torch is None or SpecifierSet(c.requires_torch).contains(
+            torch, prereleases=True
+        )
+
+    exact = [
+        c
+        for c in mine
+        if c.requires_torch
+        and c.requires_torch.startswith("==")
+        and Version(c.requires_torch[2:]).public == str(torch)
+        and accepts(c)
+    ]
+    if exact:
+        return max(exact, key=lambda c: Version(c.version))
+    if package == "torchvision":
+        native = f"0.{torch.minor + 15}.{torch.micro}"
+    else:
+        native = str(torch) if torch >= Version("2.0") else None
+    named = [c for c in mine if c.version == native and accepts(c)]
+    if named:
+        return named[0]
+    admitting = [c for c in mine if c.requires_torch is not None and accepts(c)]
+    return max(admitting, key=lambda c: Version(c.version)) if admitting else None
+
+
+def _companion_differences(obs: Observations, kb: Any) -> list[Difference]:
+    on_index = {b.version for b in obs.builds}
+    out = []
+    for release in kb.torch_releases:
+        if str(release.version) not in on_index:
+            continue
+        for package in ("torchvision", "torchaudio"):
+            paired = _paired(release, package, obs.companions)
+            data = getattr(release, package)
+            wheels = paired.version if paired else None
+            if wheels is not None and str(data) != wheels:
+                out.append(
+                    Difference(
+                        release.provenance.where,
+                        package,
+                        str(data) if data else None,
+                        wheels,
+                        paired.wheel if paired else "",
+                        ("release", _minor(str(release.version)), str(release.version), package),
+                    )
+                )
+    return out
+
+
+def compare(obs: Observations, kb: Any) -> list[Difference]:
+    out: list[Difference] = []
+    for b in sorted(obs.builds, key=lambda b: (Version(b.version), b.platform, b.tag)):
+        if b.source == "default index":
+            out += _release_differences(b, kb)
+        out += _build_differences(b, kb)
+    out += _companion_differences(obs, kb)
+    unique: dict[tuple[str, str, str | None], Difference] = {}
+    for d in out:
+        unique.setdefault((d.entry, d.key, d.wheels), d)
+    return list(unique.values())
+
+
+# --- writing the data --------------------------------------------------------------------------
+
+
+def _series_table(doc: Any, minor: str) -> Any:
+    return next((s for s in doc["series"] if str(s["minor"]) == minor), None)
+
+
+def _build_tables(series: Any, tag: str, platform: str, version: str) -> list[Any]:
+    return [
+        b
+        for b in series["builds"]
+        if str(b["tag"]) == tag
+        and str(b.get("platform", "linux-64")) == platform
+        and (b.get("only") is None or version in [str(v) for v in b["only"]])
+    ]
+
+
+def _value(key: str, text: str) -> Any:
+    if key == "arch":
+        return [a.strip() for a in text.split(",") if a.strip()]
+    return text
+
+
+def _write_one(doc: Any, d: Difference, today: Any) -> bool:
+    """Put one difference's wheel value into the document; False when it cannot."""
+    assert d.locator is not None and d.wheels is not None
+    kind, minor, *rest = d.locator
+    series = _series_table(doc, minor)
+    if series is None:
+        return False
+    if kind == "release":
+        version, key = rest
+        release = next((r for r in series["releases"] if str(r["torch"]) == version), None)
+        if release is None:
+            return False
+        if key == "python" and str(series["python"]) == d.wheels:
+            release.pop("python", None)
+        else:
+            release[key] = d.wheels
+        series["checked"] = today
+        return True
+    tag, platform, key = rest
+    tables = [
+        b for r in series["releases"] for b in _build_tables(series, tag, platform, str(r["torch"]))
+    ]
+    if not tables:
+        return False
+    for table in {id(t): t for t in tables}.values():
+        table[key] = _value(key, d.wheels)
+        table["checked"] = today
+    return True
+
+
+def write(differences: list[Difference], data_file: Path, today: Any) -> list[Difference]:
+    """Write what can be written; returns the differences left for a person. A value that
+    differs between releases sharing one build entry is left too (split the entry)."""
+    import tomlkit
+
+    doc = tomlkit.parse(data_file.read_text(encoding="utf-8"))
+    left: list[Difference] = []
+    by_slot: dict[tuple[str, ...], set[str | None]] = {}
+    for d in differences:
+        if d.locator and d.locator[0] == "build":
+            by_slot.setdefault(d.locator, set()).add(d.wheels)
+    for d in differences:
+        ambiguous = d.locator and d.locator[0] == "build" and len(by_slot[d.locator]) > 1
+        if d.locator is None or ambiguous or not _write_one(doc, d, today):
+            left.append(d)
+    data_file.write_text(tomlkit.dumps(doc), encoding="utf-8")
+    return left
+
+
+# --- the command -------------------------------------------------------------------------------
+
+
+def default_index() -> str:
+    """The index to read: GPUENV_INDEX_URL, else the one uv uses by default (asked of uv
+    itself, so no registry address is written here)."""
+    explicit = os.environ.get("GPUENV_INDEX_URL", "").strip()
+    if explicit:
+        return explicit
+    from gpuenv.lock.uv import UvResolver
+
+    url = UvResolver().default_index_url()
+    if not url:
+        raise SystemExit("could not learn uv's default index; pass --index-url")
+    return url
+
+
+def candidate_tags(kb: Any) -> list[str]:
+    """cu tags to look for on the torch index: every CUDA release the data knows."""
+    return sorted({c.version.tag for c in kb.cuda_releases})
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--index-url", help="the default index (default: uv's)")
+    parser.add_argument("--torch-index", help="base of the per-build torch indexes")
+    parser.add_argument("--no-torch-index", action="store_true", help="read the default index only")
+    parser.add_argument("--since", default="1.12", help="oldest torch release to check")
+    parser.add_argument(
+        "--release", action="append", default=[], help="only these (2.15 or 2.15.0)"
+    )
+    parser.add_argument("--arch", action="store_true", help="also read each CUDA build's arch list")
+    parser.add_argument(
+        "--write", action="store_true", help="write the differences into torch.toml"
+    )
+    parser.add_argument("--data", type=Path, help="the torch.toml to compare with and write")
+    parser.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    return parser.parse_args(argv)
+
+
+def _knowledge(data: Path | None) -> Any:
+    from gpuenv.compat._load import load_knowledge_base
+
+    if data is None:
+        return load_knowledge_base(None, None)
+    text = data.read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory() as tmp:
+        facts = Path(tmp) / "facts.toml"
+        facts.write_text(text, encoding="utf-8")  # another torch.toml, merged over the shipped one
+        return load_knowledge_base(None, facts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from datetime import date
+
+    args = parse_args(argv)
+    data = args.data or REPO / "src" / "gpuenv" / "compat" / "data" / "torch.toml"
+    kb = _knowledge(args.data)
+    torch_index = None
+    if not args.no_torch_index:
+        from gpuenv.plan import DEFAULT_TORCH_INDEX
+
+        torch_index = (
+            args.torch_index or os.environ.get("GPUENV_TORCH_INDEX") or DEFAULT_TORCH_INDEX
+        )
+    selection = Selection(Version(args.since), frozenset(args.release))
+    try:
+        index = args.index_url or default_index()
+        obs = gather(index, torch_index, candidate_tags(kb), selection, args.arch)
+    except MetadataUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 5
+    differences = compare(obs, kb)
+    if kb.facts_file:  # --data: name its entries without the temporary copy's path
+        differences = [
+            replace(d, entry=d.entry.removeprefix(f"{kb.facts_file}: ")) for d in differences
+        ]
+    left = write(differences, data, date.today()) if args.write and differences else differences
+    report(obs, differences, left, as_json=args.json, wrote=args.write)
+    if obs.errors:
+        return 5
+    return 1 if left else 0
+
+
+def report(
+    obs: Observations,
+    differences: list[Difference],
+    left: list[Difference],
+    *,
+    as_json: bool,
+    wrote: bool,
+) -> None:
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "observed": obs.to_json(),
+                    "differences": [asdict(d) for d in differences],
+                    "left": [asdict(d) for d in left],
+                },
+                indent=1,
+            )
+        )
+        return
+    releases = sorted({b.version for b in obs.builds}, key=Version)
+    print(
+        f"read {len(obs.builds)} torch builds of {len(releases)} releases and "
+        f"{len(obs.companions)} torchvision/torchaudio releases"
+    )
+    for error in obs.errors:
+        print(f"error: {error}")
+    if not differences:
+        print("no difference from the data")
+        return
+    for d in differences:
+        written = wrote and d not in left
+        print(("wrote " if written else "") + d.render())
+    if wrote:
+        print(f"{len(differences) - len(left)} written, {len(left)} left")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

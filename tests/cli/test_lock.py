@@ -217,3 +217,36 @@ def test_a_toolkit_is_locked_with_the_wheels_cuda(
     conda.write_text(spec.read_text() + '\n[conda]\nchannels = ["file:///channel"]\n')
     assert cli("-f", str(conda), "lock", "--target", "h100").code == 0
     assert {"cuda-nvcc 12.4.*", "cuda-cudart-dev 12.4.*"} <= set(fakes[1].requests[-1].specs)
+
+
+def test_lock_records_what_the_wheels_say_and_reports_contradictions(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    pip, _conda = fakes
+    pip.cudnn, pip.nccl = "9.9.9.9", "2.20.5"  # the data says 9.1.0.70 and 2.20.5
+    result = cli("-f", str(project), "lock")
+    assert result.code == 0, result.err
+    assert (
+        "warning: target h100: cuDNN: the torch 2.4.1 (cu124, linux-64) wheel pins 9.9.9.9, "
+        "the knowledge base says 9.1.0.70 (torch.toml: series 2.4, build cu124 (linux-64))"
+    ) in result.err
+    assert "NCCL" not in result.err
+    lock = read_lock(project.parent / "gpuenv.lock")
+    assert lock is not None
+    facts = lock.targets["h100"].wheel_facts
+    assert facts is not None and (facts.cudnn, facts.cuda_runtime) == ("9.9.9.9", "12.4.127")
+    assert facts.torchvision_requires == "==2.4.1"
+    assert sorted(set(pip.metadata_reads)) == ["torch", "torchaudio", "torchvision"]
+
+
+def test_unreadable_metadata_is_a_warning_not_a_failure(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    pip, _conda = fakes
+    pip.unreadable = True
+    result = cli("-f", str(project), "lock", "--json")
+    assert result.code == 0, result.err
+    warnings = result.json()["warnings"]
+    assert any("could not read the metadata of torch-2.4.1+cu124" in w for w in warnings)
+    lock = read_lock(project.parent / "gpuenv.lock")
+    assert lock is not None and lock.targets["h100"].wheel_facts is None
