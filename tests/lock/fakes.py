@@ -50,7 +50,7 @@ class FakePip:
             local = Version(package.version).local
             cuda = f"{local[2:-1]}.{local[-1]}" if local and local.startswith("cu") else None
             pins = {
-                "nvidia-cuda-runtime-cu12": CUDA_RUNTIME.get(cuda or "", None),
+                "nvidia-cuda-runtime-cu12": CUDA_RUNTIME.get(cuda or ""),
                 "nvidia-cudnn-cu12": self.cudnn if cuda else None,
                 "nvidia-nccl-cu12": self.nccl if cuda else None,
             }
