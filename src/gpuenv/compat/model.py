@@ -10,6 +10,7 @@ import difflib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
+from functools import cached_property
 from enum import Enum
 
 from packaging.specifiers import SpecifierSet
@@ -261,11 +262,17 @@ class KnowledgeBase:
         found = self.architecture(cc)
         return found.drivers(cc) if found else DriverRange(None, None, None)
 
-    def _aliases(self) -> Iterator[tuple[tuple[str, ...], GpuModel]]:
+    @cached_property
+    def _alias_tokens(self) -> tuple[tuple[tuple[str, ...], GpuModel], ...]:
+        """Every name and alias as tokens, computed once (find_gpu runs per target)."""
+        out = []
         for gpu in self.gpus:
-            yield gpu_tokens(gpu.name), gpu
-            for alias in gpu.aliases:
-                yield gpu_tokens(alias), gpu
+            out.append((gpu_tokens(gpu.name), gpu))
+            out.extend((gpu_tokens(alias), gpu) for alias in gpu.aliases)
+        return tuple(out)
+
+    def _aliases(self) -> Iterator[tuple[tuple[str, ...], GpuModel]]:
+        yield from self._alias_tokens
 
     def find_gpu(self, name: str) -> GpuModel | None:
         """Match a user's or NVML's GPU name: the longest known name whose tokens

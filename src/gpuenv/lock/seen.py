@@ -16,16 +16,15 @@ import json
 import re
 from pathlib import Path
 
-from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
-
-from gpuenv.lock.model import strip_credentials
+# Only the standard library at import: ``gpuenv plan`` reads the remembered version.
 
 _FILE = re.compile(r"torch-[^\"'<>/\s#]+?\.whl")
 _ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
 
 
 def newest_final(versions: list[str]) -> str | None:
+    from packaging.version import InvalidVersion, Version
+
     found = []
     for text in versions:
         try:
@@ -39,6 +38,9 @@ def newest_final(versions: list[str]) -> str | None:
 
 def versions_on_page(body: bytes) -> list[str]:
     """Every torch version a simple-API project page lists (JSON or HTML)."""
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    from packaging.version import InvalidVersion
+
     text = body.decode("utf-8", "replace")
     if text.lstrip().startswith("{"):
         try:
@@ -77,6 +79,7 @@ def _path(cache_dir: Path) -> Path:
 
 def record_newest_torch(cache_dir: Path, index: str, version: str) -> None:
     from gpuenv._fs import atomic_write_text
+    from gpuenv.lock.model import strip_credentials
 
     path = _path(cache_dir)
     try:
