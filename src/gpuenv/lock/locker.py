@@ -99,11 +99,18 @@ def input_hash(spec: Spec, target: str, kb_digest: str) -> str:
     """What a target's lock depends on: the stack, the target's table, [pip], [conda],
     the lock format and the knowledge base. Not the project name, not [verify]."""
     t = spec.targets[target]
+    # With one torch for all targets, every taking-part target's hardware decides it.
+    shared = spec.stack.same_torch and t.torch is None
     payload = {
         "lock-version": LATEST,
         "knowledge": kb_digest,
         "stack": spec.stack.__dict__,
         "target": t.__dict__,
+        "sharing": sorted(
+            (name, other.__dict__)
+            for name, other in spec.targets.items()
+            if shared and name != target and other.torch is None
+        ),
         "pip": _pip_inputs(spec),
         "conda": (
             {
