@@ -10,8 +10,8 @@ import difflib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
-from functools import cached_property
 from enum import Enum
+from functools import cached_property
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version

@@ -32,10 +32,19 @@ DEFAULT_TIMEOUT = 30.0
 # ~20,000 files, its whole central directory.
 _TAIL = 2 * 1024 * 1024
 _BLOCK = 256 * 1024
+# What a server may make us read: a METADATA file is kilobytes; a hostile or broken index
+# must not make gpuenv download or inflate gigabytes to learn it.
+MAX_METADATA = 8 * 1024 * 1024
+MAX_FETCHED = 64 * 1024 * 1024  # per wheel, over all range requests
+MAX_MEMBER = 512 * 1024 * 1024  # an inflated member read_member returns
 
 
 class MetadataUnavailable(ExternalToolError):
     """The metadata of a wheel could not be read (network, server, malformed wheel)."""
+
+
+class TooLarge(MetadataUnavailable):
+    """A server answered with more than gpuenv will read for this."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,11 @@ def _open(request: Request, timeout: float) -> io.BufferedIOBase:
 
 
 def _get(
-    target: _Target, timeout: float, byte_range: str | None = None, opener: Opener = _open
+    target: _Target,
+    timeout: float,
+    byte_range: str | None = None,
+    opener: Opener = _open,
+    limit: int = MAX_FETCHED,
 ) -> tuple[int, dict[str, str], bytes]:
     headers = dict(target.headers)
     if byte_range is not None:
@@ -82,7 +95,10 @@ def _get(
                     f"{target.url}: the server ignored a range request (HTTP {status}); "
                     "reading the metadata would download the whole wheel"
                 )
-            return status, info, response.read()
+            body = response.read(limit + 1)
+            if len(body) > limit:
+                raise TooLarge(f"{target.url}: the answer is larger than {limit} bytes")
+            return status, info, body
     except HTTPError as exc:
         raise MetadataUnavailable(f"{target.url}: HTTP {exc.code}") from None
     except (URLError, OSError, ValueError) as exc:
@@ -104,6 +120,8 @@ class _RangedFile(io.RawIOBase):
         self._chunks: dict[int, bytes] = {self.size - len(tail): tail}
         self._pos = 0
         self.requests = 1
+        self.fetched = len(tail)
+        self.budget = MAX_FETCHED
 
     def seekable(self) -> bool:
         return True
@@ -136,6 +154,11 @@ class _RangedFile(io.RawIOBase):
                 self._target, self._timeout, f"{self._pos}-{fetch_end - 1}", self._opener
             )
             self.requests += 1
+            self.fetched += len(chunk)
+            if self.fetched > self.budget:
+                raise MetadataUnavailable(
+                    f"{self._target.url}: reading it took more than {self.budget} bytes"
+                )
             self._chunks[self._pos] = chunk
             data = chunk[: end - self._pos]
         self._pos += len(data)
@@ -151,7 +174,10 @@ def _metadata_of(wheel: zipfile.ZipFile, where: str) -> str:
     names = [n for n in wheel.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA")]
     if len(names) != 1:
         raise MetadataUnavailable(f"{where}: no single *.dist-info/METADATA")
-    return wheel.read(names[0]).decode("utf-8")
+    info = wheel.getinfo(names[0])
+    if info.file_size > MAX_METADATA:
+        raise MetadataUnavailable(f"{where}: its METADATA claims {info.file_size} bytes")
+    return wheel.read(info).decode("utf-8")
 
 
 def fetch(url: str, *, accept: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> bytes:
@@ -191,7 +217,9 @@ def read_metadata(
     if pep658:
         meta = _Target(target.url + ".metadata", target.headers)
         try:
-            return _get(meta, timeout, opener=opener)[2].decode("utf-8")
+            return _get(meta, timeout, opener=opener, limit=MAX_METADATA)[2].decode("utf-8")
+        except TooLarge:
+            raise
         except MetadataUnavailable:
             pass  # no PEP 658 file here: read the wheel itself
         except UnicodeDecodeError:
@@ -227,7 +255,10 @@ def read_member(
     remote = _RangedFile(target, timeout, opener)
     try:
         with zipfile.ZipFile(remote) as wheel:
-            return wheel.read(name)
+            info = wheel.getinfo(name)
+            if info.file_size > MAX_MEMBER:
+                raise MetadataUnavailable(f"{target.url}: {name} claims {info.file_size} bytes")
+            return wheel.read(info)
     except KeyError:
         raise MetadataUnavailable(f"{target.url}: the wheel has no {name}") from None
     except (zipfile.BadZipFile, EOFError) as exc:
