@@ -684,7 +684,7 @@ def lock_and_write(
     pip, conda = backends()
     index = options.index_url or loaded.spec.pip.index_url
     with ThreadPoolExecutor(max_workers=1) as pool:
-        watch = pool.submit(_newest_torch_on_index, pip, index)
+        watch = pool.submit(_newest_torch_on_index, pip, index, options.cache_dir)
         result = lock_project(
             loaded,
             kb,
@@ -696,15 +696,20 @@ def lock_and_write(
             progress=progress,
         )
         seen = watch.result()
-    notice = _newer_torch_notice(seen, kb, options.cache_dir)
+    notice = _newer_torch_notice(seen, kb)
     if notice:
         result = replace(result, warnings=(*result.warnings, notice))
     return result, write_lock(lock_path, result.lock, cache_dir=options.cache_dir)
 
 
-def _newest_torch_on_index(resolver: PipResolver, index: str | None) -> tuple[str, str] | None:
-    """(index, newest torch there), read beside the resolution; None when not known."""
-    from gpuenv.lock.seen import newest_torch_on
+def _newest_torch_on_index(
+    resolver: PipResolver, index: str | None, cache_dir: Path | None
+) -> tuple[str, str] | None:
+    """(index, newest torch there), read beside the resolution (at most hourly, when
+    there is a cache); None when not known."""
+    import time
+
+    from gpuenv.lock.seen import newest_torch_on, recently_seen, record_newest_torch
 
     try:
         if index is None:
@@ -712,22 +717,21 @@ def _newest_torch_on_index(resolver: PipResolver, index: str | None) -> tuple[st
             index = ask() if callable(ask) else None
         if index is None:
             return None
-        version = newest_torch_on(index)
+        now = time.time()
+        version = recently_seen(cache_dir, index, now) if cache_dir else None
+        if version is None:
+            version = newest_torch_on(index)
+            if version and cache_dir is not None:
+                record_newest_torch(cache_dir, index, version, now)
     except ExternalToolError:
         return None
     return (index, version) if version else None
 
 
-def _newer_torch_notice(
-    seen: tuple[str, str] | None, kb: KnowledgeBase, cache_dir: Path | None
-) -> str | None:
+def _newer_torch_notice(seen: tuple[str, str] | None, kb: KnowledgeBase) -> str | None:
     if seen is None:
         return None
-    index, version = seen
-    if cache_dir is not None:
-        from gpuenv.lock.seen import record_newest_torch
-
-        record_newest_torch(cache_dir, index, version)
+    _index, version = seen
     newest = kb.newest_torch
     if newest is None or Version(version) <= newest.version:
         return None

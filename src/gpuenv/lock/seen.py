@@ -15,10 +15,11 @@ import contextlib
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 # Only the standard library at import: ``gpuenv plan`` reads the remembered version.
 
-_FILE = re.compile(r"torch-[^\"'<>/\s#]+?\.whl")
+_FILE = re.compile(r"torch-[^\"'<>/\s#]+?\.whl")  # "%2B" for "+" is unquoted after
 _ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
 
 
@@ -52,7 +53,9 @@ def versions_on_page(body: bytes) -> list[str]:
             return [str(v) for v in listed]
         names = [str(f.get("filename", "")) for f in data.get("files", []) if isinstance(f, dict)]
     else:
-        names = _FILE.findall(text)
+        from urllib.parse import unquote
+
+        names = [unquote(n) for n in _FILE.findall(text)]
     out = []
     for name in names:
         try:
@@ -77,28 +80,42 @@ def _path(cache_dir: Path) -> Path:
     return cache_dir / "index" / "torch.json"
 
 
-def record_newest_torch(cache_dir: Path, index: str, version: str) -> None:
+# How long a look at the index stays good: a lock within the hour does not ask again.
+FRESH_SECONDS = 3600.0
+
+
+def _load(cache_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(_path(cache_dir).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def recently_seen(cache_dir: Path, index: str, now: float) -> str | None:
+    """The newest torch seen on ``index`` within the last hour, if any."""
+    from gpuenv.lock.model import strip_credentials
+
+    entry = _load(cache_dir).get(strip_credentials(index))
+    if not isinstance(entry, dict) or not isinstance(entry.get("at"), (int, float)):
+        return None
+    fresh = 0 <= now - entry["at"] < FRESH_SECONDS
+    return str(entry.get("version")) if fresh and entry.get("version") else None
+
+
+def record_newest_torch(cache_dir: Path, index: str, version: str, now: float) -> None:
     from gpuenv._fs import atomic_write_text
     from gpuenv.lock.model import strip_credentials
 
     path = _path(cache_dir)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if not isinstance(data, dict):
-            data = {}
-    except (OSError, ValueError):
-        data = {}
-    data[strip_credentials(index)] = version
+    data = _load(cache_dir)
+    data[strip_credentials(index)] = {"version": version, "at": now}
     with contextlib.suppress(OSError):  # the cache is a courtesy
         atomic_write_text(path, json.dumps(data, sort_keys=True, indent=1) + "\n")
 
 
 def read_newest_torch(cache_dir: Path) -> str | None:
     """The newest torch any index showed the last ``gpuenv lock`` (None: not known)."""
-    try:
-        data = json.loads(_path(cache_dir).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    return newest_final([str(v) for v in data.values()])
+    entries = _load(cache_dir).values()
+    versions = [str(e["version"]) for e in entries if isinstance(e, dict) and e.get("version")]
+    return newest_final(versions)

@@ -17,8 +17,10 @@ the resolution itself fail. What remains wrong is the data, which the warning po
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
@@ -66,6 +68,30 @@ def http_metadata(package: PipPackage, request: PipRequest, timeout: float = 30.
     return read_metadata(with_credentials(package.url, request), timeout=timeout)
 
 
+def _cached(request: PipRequest, package: PipPackage) -> Path | None:
+    """Where the METADATA of this exact wheel (by its sha256) is kept in gpuenv's cache:
+    a wheel's metadata never changes, so a relock reads no metadata over the network."""
+    if request.cache_dir is None or len(package.sha256) != 64:
+        return None
+    return request.cache_dir / "wheel-metadata" / f"{package.sha256}.METADATA"
+
+
+def _metadata(source: WheelMetadataSource, package: PipPackage, request: PipRequest) -> str:
+    path = _cached(request, package)
+    if path is not None:
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            pass
+    text = source.wheel_metadata(package, request)
+    if path is not None:
+        from gpuenv._fs import atomic_write_text
+
+        with contextlib.suppress(OSError):  # the cache is a courtesy
+            atomic_write_text(path, text)
+    return text
+
+
 def read_wheel_facts(
     plan: TargetPlan,
     pip: tuple[PipPackage, ...],
@@ -81,7 +107,7 @@ def read_wheel_facts(
     texts: dict[str, str] = {}
     warnings: list[str] = []
     with ThreadPoolExecutor(max_workers=len(family)) as pool:
-        futures = {n: pool.submit(source.wheel_metadata, p, request) for n, p in family.items()}
+        futures = {n: pool.submit(_metadata, source, p, request) for n, p in family.items()}
         for name, future in futures.items():
             try:
                 texts[name] = future.result()
