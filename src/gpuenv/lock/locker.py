@@ -13,7 +13,6 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +48,9 @@ if TYPE_CHECKING:
     from gpuenv.plan import TargetPlan
 
 Progress = Callable[[str], None]
+
+# How long lock waits, once resolved, for its look at the index's newest torch.
+WATCH_GRACE = 5.0
 
 _CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
 
@@ -683,19 +685,20 @@ def lock_and_write(
 
     pip, conda = backends()
     index = options.index_url or loaded.spec.pip.index_url
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        watch = pool.submit(_newest_torch_on_index, pip, index, options.cache_dir)
-        result = lock_project(
-            loaded,
-            kb,
-            existing=existing,
-            options=options,
-            pip=pip,
-            conda=conda,
-            kb_digest=kb_digest,
-            progress=progress,
-        )
-        seen = watch.result()
+    from gpuenv.lock._background import Background
+
+    watch = Background(lambda: _newest_torch_on_index(pip, index, options.cache_dir))
+    result = lock_project(  # the resolution runs while the index is looked at
+        loaded,
+        kb,
+        existing=existing,
+        options=options,
+        pip=pip,
+        conda=conda,
+        kb_digest=kb_digest,
+        progress=progress,
+    )
+    seen = watch.result(timeout=WATCH_GRACE)
     notice = _newer_torch_notice(seen, kb)
     if notice:
         result = replace(result, warnings=(*result.warnings, notice))

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
@@ -106,16 +106,22 @@ def read_wheel_facts(
         return None, []
     texts: dict[str, str] = {}
     warnings: list[str] = []
-    with ThreadPoolExecutor(max_workers=len(family)) as pool:
-        futures = {n: pool.submit(_metadata, source, p, request) for n, p in family.items()}
-        for name, future in futures.items():
-            try:
-                texts[name] = future.result()
-            except ExternalToolError as exc:
-                warnings.append(
-                    f"target {plan.target}: could not read the metadata of "
-                    f"{family[name].filename}: {strip_credentials(exc.message)}"
-                )
+    from gpuenv.lock._background import Background
+
+    reads = {
+        n: Background(partial(_metadata, source, p, request), name=f"metadata-{n}")
+        for n, p in family.items()
+    }
+    for name, read in reads.items():
+        try:
+            text = read.result()
+            if text is not None:
+                texts[name] = text
+        except ExternalToolError as exc:
+            warnings.append(
+                f"target {plan.target}: could not read the metadata of "
+                f"{family[name].filename}: {strip_credentials(exc.message)}"
+            )
     if "torch" not in texts:
         return None, warnings
     platform, python = plan.hardware.platform, ".".join(request.python.split(".")[:2])
