@@ -123,3 +123,30 @@ def test_against_the_fixture_server_with_and_without_pep_658(pkgindex: PkgIndex)
     via_ranges = read_metadata(url, pep658=False)
     assert via_658 == via_ranges and "nvidia-cudnn-cu12==9.1.0.70" in via_658
     assert any(n.endswith(".dist-info/METADATA") for n in read_names(url))
+
+
+def test_verify_expects_the_pins_the_wheels_stated(tmp_path: Any) -> None:
+    """The lock's wheel facts are what the prefix holds: verify checks cuDNN/NCCL against
+    them, not against the knowledge base (which may be stale)."""
+    from gpuenv.compat import knowledge_base
+    from gpuenv.lock.model import LockedHardware, LockedTarget, StackSummary, WheelFacts
+    from gpuenv.verify.target import expectations_for
+
+    stack = StackSummary(
+        "3.11",
+        "12.4",
+        "cu124",
+        "2.4.1",
+        None,
+        None,
+        "9.1.0.70",
+        "2.20.5",
+        ("9.0",),
+        "https://x.example/cu124",
+    )
+    hardware = LockedHardware(False, "H100", ("9.0",), "550.54.15", "12.4", "declared")
+    target = LockedTarget(
+        "h", "sha256:0", "linux-64", hardware, stack, {}, wheel_facts=WheelFacts(cudnn="9.9.9.9")
+    )
+    expect = expectations_for(target, tmp_path, knowledge_base(), ())
+    assert (expect.cudnn, expect.nccl) == ("9.9.9.9", "2.20.5")
