@@ -124,3 +124,22 @@ def test_the_facts_file_is_part_of_the_knowledge_digest(facts: Path) -> None:
     assert first != data_digest(None)
     facts.write_text(FACTS.replace("9.30.0.1", "9.30.0.2"))
     assert data_digest(facts) != first
+
+
+def test_plan_tells_of_a_newer_torch_the_last_lock_saw(
+    cli: Callable[..., CliResult], write_spec: Callable[[str], Path], tmp_path: Path
+) -> None:
+    import os
+
+    from gpuenv.lock.seen import record_newest_torch
+
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "gpuenv"
+    record_newest_torch(cache, "https://idx.example/simple", "2.16.0", now=0.0)
+    spec = write_spec(SPEC.format(torch="*", target='gpu = "GB200"\ndriver = "590.44.01"'))
+    result = cli("-f", str(spec), "plan")
+    assert result.code == 0, result.err
+    assert "note: torch 2.16.0 is on the index (seen by the last 'gpuenv lock')" in result.out
+    assert "unverified facts this rests on:" in result.out
+    assert "torch 2.15.0 cu130 build (linux-aarch64)" in result.out
+    as_json = cli("-f", str(spec), "plan", "--json").json()
+    assert as_json["notices"] and as_json["targets"]["t"]["unverified"]
