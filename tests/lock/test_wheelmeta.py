@@ -150,3 +150,15 @@ def test_verify_expects_the_pins_the_wheels_stated(tmp_path: Any) -> None:
     )
     expect = expectations_for(target, tmp_path, knowledge_base(), ())
     assert (expect.cudnn, expect.nccl) == ("9.9.9.9", "2.20.5")
+
+
+def test_metadata_headers_end_at_the_description_and_fold_continuations() -> None:
+    text = (
+        "Metadata-Version: 2.1\nName: torch\nrequires-python: >=3.10\n"
+        "Requires-Dist: filelock\nRequires-Dist: nvidia-nccl-cu12==2.20.5;\n"
+        "  platform_system == 'Linux'\n\nRequires-Dist: not-a-header-in-the-description\n"
+    )
+    assert parse_metadata(text) == (
+        ">=3.10",
+        ("filelock", "nvidia-nccl-cu12==2.20.5; platform_system == 'Linux'"),
+    )

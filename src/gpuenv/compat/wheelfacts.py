@@ -150,3 +150,21 @@ def arch_flags_in_binary(data: bytes) -> str | None:
     another string, so what precedes it is not checked). ``None`` in a CPU build."""
     runs = [m.group(1).decode() for m in _FLAGS_IN_BINARY.finditer(data)]
     return max(runs, key=len) if runs else None
+
+
+def parse_metadata(text: str) -> tuple[str | None, tuple[str, ...]]:
+    """``(Requires-Python, Requires-Dist lines)`` of a METADATA text: its RFC 822 style
+    headers, up to the first empty line (the description), continuation lines folded.
+    (The ``email`` package would do the same at a start-up cost ``lock`` need not pay.)"""
+    headers: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        if line[0] in " \t" and headers:
+            name, value = headers[-1]
+            headers[-1] = (name, f"{value} {line.strip()}")
+        elif ":" in line:
+            name, _, value = line.partition(":")
+            headers.append((name.strip().lower(), value.strip()))
+    python = next((v for n, v in headers if n == "requires-python"), None)
+    return python, tuple(v for n, v in headers if n == "requires-dist")

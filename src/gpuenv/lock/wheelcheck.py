@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from gpuenv.compat.wheelfacts import torch_facts, torch_requirement
+from gpuenv.compat.wheelfacts import parse_metadata, torch_facts, torch_requirement
 from gpuenv.errors import ExternalToolError
 from gpuenv.lock.model import PipPackage, PipRequest, WheelFacts, strip_credentials
 
@@ -99,8 +99,6 @@ def read_wheel_facts(
     source: WheelMetadataSource,
 ) -> tuple[WheelFacts | None, list[str]]:
     """The facts the resolved torch family states, and warnings for what could not be read."""
-    from gpuenv.lock.wheelmeta import parse_metadata
-
     family = {p.name: p for p in pip if p.name in FAMILY and p.url.endswith(".whl")}
     if "torch" not in family:
         return None, []

@@ -25,7 +25,18 @@ from urllib.error import HTTPError, URLError
 from urllib.parse import unquote, urlsplit, urlunsplit
 from urllib.request import Request, urlopen
 
+from gpuenv.compat.wheelfacts import parse_metadata
 from gpuenv.errors import ExternalToolError
+
+__all__ = [
+    "MetadataUnavailable",
+    "TooLarge",
+    "fetch",
+    "parse_metadata",
+    "read_member",
+    "read_metadata",
+    "read_names",
+]
 
 DEFAULT_TIMEOUT = 30.0
 # The tail read first: the end-of-central-directory records and, for a wheel of up to
@@ -225,14 +236,6 @@ def read_metadata(
         except UnicodeDecodeError:
             raise MetadataUnavailable(f"{meta.url}: not UTF-8 text") from None
     return _from_wheel(target, timeout, opener)
-
-
-def parse_metadata(text: str) -> tuple[str | None, tuple[str, ...]]:
-    """``(Requires-Python, Requires-Dist lines)`` of a METADATA text."""
-    from email.parser import HeaderParser
-
-    message = HeaderParser().parsestr(text)
-    return message.get("Requires-Python"), tuple(message.get_all("Requires-Dist") or ())
 
 
 def read_names(url: str, *, timeout: float = DEFAULT_TIMEOUT, opener: Opener = _open) -> list[str]:
