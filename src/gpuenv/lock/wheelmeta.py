@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import base64
 import io
+import struct
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.error import HTTPError, URLError
@@ -208,9 +210,68 @@ def _from_local(path: str) -> str:
         raise MetadataUnavailable(f"{path}: not a readable wheel ({exc})") from None
 
 
+_CD_HEADER = struct.Struct("<4s6H3L5H2L")  # a central-directory file header (46 bytes)
+_LOCAL_HEADER = struct.Struct("<4s5H3L2H")  # a local file header (30 bytes)
+
+
+def _direct_metadata(remote: _RangedFile) -> str | None:
+    """METADATA found straight in the central directory the first (tail) read brought,
+    without parsing all of it (a torch wheel lists ~15,000 files): one more request.
+    None when the wheel is laid out otherwise (zip64, a directory beyond the tail, a
+    compression other than deflate): the zipfile module reads it then."""
+    start, tail = next(iter(remote._chunks.items()))
+    end = tail.rfind(b"PK\x05\x06")
+    if end < 0 or len(tail) - end < 22:
+        return None
+    cd_size, cd_offset = struct.unpack_from("<2L", tail, end + 12)
+    if cd_offset == 0xFFFFFFFF or cd_offset < start:
+        return None
+    directory = tail[cd_offset - start : cd_offset - start + cd_size]
+    at = directory.find(b".dist-info/METADATA")
+    while at >= 0:
+        head = directory.rfind(b"PK\x01\x02", 0, at)
+        if head >= 0 and head + _CD_HEADER.size <= len(directory):
+            fields = _CD_HEADER.unpack_from(directory, head)
+            method, csize, usize, nlen, offset = (
+                fields[4],
+                fields[8],
+                fields[9],
+                fields[10],
+                fields[16],
+            )
+            name = directory[head + 46 : head + 46 + nlen]
+            if name.count(b"/") == 1 and name.endswith(b".dist-info/METADATA"):
+                return _inflate(remote, method, csize, usize, offset)
+        at = directory.find(b".dist-info/METADATA", at + 1)
+    return None
+
+
+def _inflate(remote: _RangedFile, method: int, csize: int, usize: int, offset: int) -> str | None:
+    if usize > MAX_METADATA:
+        raise MetadataUnavailable(f"{remote._target.url}: its METADATA claims {usize} bytes")
+    if method not in (0, 8) or offset == 0xFFFFFFFF:
+        return None
+    remote.seek(offset)
+    local = remote.read(_LOCAL_HEADER.size)
+    if len(local) < _LOCAL_HEADER.size or local[:4] != b"PK\x03\x04":
+        return None
+    nlen, xlen = _LOCAL_HEADER.unpack(local)[9:11]
+    remote.seek(offset + _LOCAL_HEADER.size + nlen + xlen)
+    data = remote.read(csize)
+    try:
+        # Never more than the entry says it holds: a lying size cannot inflate a bomb.
+        raw = zlib.decompressobj(-15).decompress(data, usize + 1) if method == 8 else data
+    except zlib.error:
+        return None
+    return raw[:usize].decode("utf-8") if len(raw) == usize else None
+
+
 def _from_wheel(target: _Target, timeout: float, opener: Opener) -> str:
     remote = _RangedFile(target, timeout, opener)
     try:
+        direct = _direct_metadata(remote)
+        if direct is not None:
+            return direct
         with zipfile.ZipFile(remote) as wheel:
             return _metadata_of(wheel, target.url)
     except (zipfile.BadZipFile, UnicodeDecodeError, KeyError, EOFError) as exc:
