@@ -63,7 +63,7 @@ def server(
 def test_pep_658_first() -> None:
     opener, seen = server(b"", pep658=METADATA)
     assert read_metadata("https://files.example/t.whl", opener=opener) == METADATA
-    assert [r.full_url for r in seen] == ["https://files.example/t.whl.metadata"]
+    assert "https://files.example/t.whl.metadata" in [r.full_url for r in seen]
 
 
 def test_range_requests_when_there_is_no_pep_658_file() -> None:
@@ -74,8 +74,9 @@ def test_range_requests_when_there_is_no_pep_658_file() -> None:
         ">=3.8",
         ("nvidia-cudnn-cu12==9.1.0.70; platform_system == 'Linux'",),
     )
-    assert all(r.get_header("Range") for r in seen[1:])
-    assert len(seen) <= 3  # the .metadata probe, the tail, at most one more
+    ranged = [r for r in seen if not r.full_url.endswith(".metadata")]
+    assert all(r.get_header("Range") for r in ranged)
+    assert len(ranged) <= 2  # the tail (fetched beside the .metadata probe), one more
 
 
 def test_credentials_become_a_header_and_never_reach_a_message() -> None:

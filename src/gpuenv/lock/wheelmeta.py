@@ -266,8 +266,10 @@ def _inflate(remote: _RangedFile, method: int, csize: int, usize: int, offset: i
     return raw[:usize].decode("utf-8") if len(raw) == usize else None
 
 
-def _from_wheel(target: _Target, timeout: float, opener: Opener) -> str:
-    remote = _RangedFile(target, timeout, opener)
+def _from_wheel(
+    target: _Target, timeout: float, opener: Opener, remote: _RangedFile | None = None
+) -> str:
+    remote = remote or _RangedFile(target, timeout, opener)
     try:
         direct = _direct_metadata(remote)
         if direct is not None:
@@ -286,17 +288,23 @@ def read_metadata(
     if url.startswith("file://"):
         return _from_local(unquote(urlsplit(url).path))
     target = _Target.parse(url)
-    if pep658:
-        meta = _Target(target.url + ".metadata", target.headers)
-        try:
-            return _get(meta, timeout, opener=opener, limit=MAX_METADATA)[2].decode("utf-8")
-        except TooLarge:
-            raise
-        except MetadataUnavailable:
-            pass  # no PEP 658 file here: read the wheel itself
-        except UnicodeDecodeError:
-            raise MetadataUnavailable(f"{meta.url}: not UTF-8 text") from None
-    return _from_wheel(target, timeout, opener)
+    if not pep658:
+        return _from_wheel(target, timeout, opener)
+    from gpuenv.lock._background import Background
+
+    # The wheel's tail is fetched meanwhile: an index without PEP 658 files then costs
+    # no extra round trip (one with them wastes a tail read, not time).
+    tail = Background(lambda: _RangedFile(target, timeout, opener), name="wheel-tail")
+    meta = _Target(target.url + ".metadata", target.headers)
+    try:
+        return _get(meta, timeout, opener=opener, limit=MAX_METADATA)[2].decode("utf-8")
+    except TooLarge:
+        raise
+    except MetadataUnavailable:
+        pass  # no PEP 658 file here: read the wheel itself
+    except UnicodeDecodeError:
+        raise MetadataUnavailable(f"{meta.url}: not UTF-8 text") from None
+    return _from_wheel(target, timeout, opener, tail.result())
 
 
 def read_names(url: str, *, timeout: float = DEFAULT_TIMEOUT, opener: Opener = _open) -> list[str]:
