@@ -24,7 +24,6 @@ from packaging.version import InvalidVersion, Version
 from gpuenv.compat import DriverCompat, KnowledgeBase
 from gpuenv.errors import NoCompatiblePlan
 from gpuenv.hardware import HardwareFacts
-from gpuenv.plan._alternatives import Problem, alternatives, obstacles
 from gpuenv.plan._hardware import (
     driver_range_problem,
     gpu_models,
@@ -108,6 +107,9 @@ def _virtual_packages(hw: TargetHardware, kb: KnowledgeBase) -> dict[str, str]:
 
 
 def _refuse(name: str, hw: TargetHardware, c: Constraints, kb: KnowledgeBase) -> NoCompatiblePlan:
+    # Loaded only when nothing fits: a plan that succeeds never needs it.
+    from gpuenv.plan._alternatives import Problem, alternatives, obstacles
+
     matching = [r.on(hw.platform) for r in kb.torch_matching(c.torch)]
     where = kb.facts_file or FACTS_FILE
     found = obstacles(matching, hw, c, kb, where)
