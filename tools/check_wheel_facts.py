@@ -325,8 +325,14 @@ def gather(
             jobs.append(lambda g=group: observe_torch_build(g, "default index", arch))
     for tag in tags if torch_index else ():
         assert torch_index is not None
-        base = f"{torch_index.rstrip('/')}/{tag}"
-        groups = _grouped(linux_wheels(project_files(base, "torch")))
+        try:
+            groups = _grouped(
+                linux_wheels(project_files(f"{torch_index.rstrip('/')}/{tag}", "torch"))
+            )
+        except MetadataUnavailable as exc:
+            # An unreachable torch index: say so, and still check the default index.
+            found.errors.append(f"torch index not read: {exc}")
+            break
         for (version, _platform), group in sorted(groups.items()):
             labelled = [w for w in group if w.version.local == tag]
             if labelled and selection.wants(version):

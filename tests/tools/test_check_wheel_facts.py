@@ -129,3 +129,22 @@ def test_the_default_index_agrees_with_the_data(
     code = tool.main(["--no-torch-index", "--arch", "--release", "2.15"])
     out = capsys.readouterr().out
     assert code == 0, out
+
+
+def test_an_unreachable_torch_index_still_checks_the_default_index(
+    tool: ModuleType, pkgindex: PkgIndex, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = tool.main(
+        [
+            "--index-url",
+            pkgindex.default_index,
+            "--torch-index",
+            "http://127.0.0.1:9/whl",
+            "--release",
+            "2.5.0",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 5
+    assert "error: torch index not read: http://127.0.0.1:9/whl/" in out
+    assert "build cu124 (linux-64): nccl: data 2.21.5, wheels 2.20.5" in out
