@@ -56,6 +56,8 @@ def _isolated_home(
     home = tmp_path_factory.mktemp("xdg")
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / "cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / "data"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "config"))
+    monkeypatch.delenv("GPUENV_FACTS", raising=False)
     monkeypatch.delenv("GPUENV_CACHE_DIR", raising=False)
     monkeypatch.delenv("GPUENV_NO_CACHE", raising=False)
 

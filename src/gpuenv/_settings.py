@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 # gpuenv's cache directory (None: no caching), for caches of derived data such as the
 # parsed knowledge base.
 cache_dir: Path | None = None
+# The user's facts file (GPUENV_FACTS, else $XDG_CONFIG_HOME/gpuenv/facts.toml), merged
+# over the shipped knowledge base; None: none. A path that does not exist is no file.
+facts_file: Path | None = None
 
 # This user's state directory ($GPUENV_STATE_DIR, else $XDG_STATE_HOME/gpuenv): where
 # verification records and file locks go when a store prefix is read-only here. None:

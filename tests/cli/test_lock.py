@@ -217,3 +217,75 @@ def test_a_toolkit_is_locked_with_the_wheels_cuda(
     conda.write_text(spec.read_text() + '\n[conda]\nchannels = ["file:///channel"]\n')
     assert cli("-f", str(conda), "lock", "--target", "h100").code == 0
     assert {"cuda-nvcc 12.4.*", "cuda-cudart-dev 12.4.*"} <= set(fakes[1].requests[-1].specs)
+
+
+def test_lock_records_what_the_wheels_say_and_reports_contradictions(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    pip, _conda = fakes
+    pip.cudnn, pip.nccl = "9.9.9.9", "2.20.5"  # the data says 9.1.0.70 and 2.20.5
+    result = cli("-f", str(project), "lock")
+    assert result.code == 0, result.err
+    assert (
+        "warning: target h100: cuDNN: the torch 2.4.1 (cu124, linux-64) wheel pins 9.9.9.9, "
+        "the knowledge base says 9.1.0.70 (torch.toml: series 2.4, build cu124 (linux-64))"
+    ) in result.err
+    assert "NCCL" not in result.err
+    lock = read_lock(project.parent / "gpuenv.lock")
+    assert lock is not None
+    facts = lock.targets["h100"].wheel_facts
+    assert facts is not None and (facts.cudnn, facts.cuda_runtime) == ("9.9.9.9", "12.4.127")
+    assert facts.torchvision_requires == "==2.4.1"
+    assert sorted(set(pip.metadata_reads)) == ["torch", "torchaudio", "torchvision"]
+
+
+def test_unreadable_metadata_is_a_warning_not_a_failure(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    pip, _conda = fakes
+    pip.unreadable = True
+    result = cli("-f", str(project), "lock", "--json")
+    assert result.code == 0, result.err
+    warnings = result.json()["warnings"]
+    assert any("could not read the metadata of torch-2.4.1+cu124" in w for w in warnings)
+    lock = read_lock(project.parent / "gpuenv.lock")
+    assert lock is not None and lock.targets["h100"].wheel_facts is None
+
+
+def test_an_aarch64_gpu_is_resolved_for_aarch64_from_its_own_build(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    pip, _conda = fakes
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(
+        '[project]\nname = "g"\n[stack]\npython = "3.12"\ntorch = "2.9.*"\n'
+        '[targets.gh200]\ngpu = "GH200"\ndriver = "580.95.05"\n'
+    )
+    result = cli("-f", str(spec), "lock")
+    assert result.code == 0, result.err
+    (request,) = pip.requests
+    assert request.platform == "linux-aarch64"
+    assert request.torch_index is not None and request.torch_index.endswith("/cu130")
+    lock = read_lock(tmp_path / "gpuenv.lock")
+    assert lock is not None and lock.targets["gh200"].platform == "linux-aarch64"
+    assert lock.targets["gh200"].stack.arch_list[-1] == "12.0+PTX"
+
+
+def test_one_torch_for_all_targets_also_when_one_target_is_relocked(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    project.write_text(project.read_text().replace('torch = "2.4.*"', 'torch = "*"'))
+    assert cli("-f", str(project), "lock", "--target", "cpu").code == 0
+    lock = read_lock(project.parent / "gpuenv.lock")
+    assert lock is not None
+    assert lock.targets["cpu"].stack.torch == "2.7.1"  # the H100 on R550 holds it back
+
+
+def test_with_one_torch_another_targets_change_makes_a_target_stale(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    assert cli("-f", str(project), "lock").code == 0
+    project.write_text(project.read_text().replace('driver = "550.54.15"', 'driver = "570.86.15"'))
+    result = cli("-f", str(project), "lock", "--check", "--json")
+    assert result.code == 1
+    assert set(result.json()["error"]["stale"]) == {"h100", "cpu"}

@@ -120,3 +120,41 @@ def test_python_false_with_conda_packages_that_need_python_is_refused(
     result = make_project(text).gpuenv("lock", "--target", "cpu")
     assert result.returncode == 3, result.stderr
     assert "need conda's Python: filelock" in result.stderr
+
+
+def test_wheel_metadata_is_recorded_and_a_planted_cudnn_pin_is_reported(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    """The lock reads the resolved torch family's own metadata (the fixture index serves
+    PEP 658 files) and names the data entry the wheels contradict."""
+    text = spec_text(pkgindex, torch_base=pkgindex.planted_torch_base).replace(
+        "dependencies = [",
+        f'extra-index-urls = ["{pkgindex.planted_extra_index}"]\ndependencies = [',
+    )
+    project = make_project(text)
+    result = project.gpuenv("lock", "--target", "h100", "--json", check=True)
+    warnings = json.loads(result.stdout)["warnings"]
+    assert any(
+        "cuDNN: the torch 2.4.1 (cu124, linux-64) wheel pins 9.9.9.9, the knowledge base says "
+        "9.1.0.70 (torch.toml: series 2.4, build cu124 (linux-64))" in w
+        for w in warnings
+    ), warnings
+    lock = read_lock(project.lock)
+    assert lock is not None
+    facts = lock.targets["h100"].wheel_facts
+    assert facts is not None
+    assert (facts.cudnn, facts.nccl, facts.cuda_runtime) == ("9.9.9.9", "2.20.5", "12.4.127")
+    assert facts.requires_python == ">=3.8.0"
+    assert facts.torchvision_requires == "==2.4.1" and facts.torchaudio_requires == "==2.4.1"
+    assert "[targets.h100.wheel-facts]" in project.lock.read_text()
+
+
+def test_wheel_facts_that_agree_with_the_data_give_no_warning(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    project = make_project()
+    result = project.gpuenv("lock", "--target", "h100", "--json", check=True)
+    assert json.loads(result.stdout)["warnings"] == []
+    lock = read_lock(project.lock)
+    assert lock is not None and lock.targets["h100"].wheel_facts is not None
+    assert lock.targets["h100"].wheel_facts.cudnn == "9.1.0.70"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from gpuenv.errors import NoCompatiblePlan
+from gpuenv.errors import ExternalToolError, NoCompatiblePlan
 from gpuenv.lock.model import CondaPackage, CondaRequest, PipPackage, PipRequest, normalize_name
 
 DEFAULT = "https://default.invalid/simple"
@@ -33,6 +33,32 @@ class FakePip:
     mislabel: str | None = None  # serve this tag instead of the index's own
     requests: list[PipRequest] = field(default_factory=list)
     sdist_only: frozenset[str] = frozenset()  # packages the index has no wheel of
+    # What torch's metadata pins (wheel_metadata); None: no such Requires-Dist line.
+    cudnn: str | None = None
+    nccl: str | None = None
+    unreadable: bool = False  # wheel_metadata fails, as an index without metadata would
+    metadata_reads: list[str] = field(default_factory=list)
+
+    def wheel_metadata(self, package: PipPackage, request: PipRequest) -> str:
+        """METADATA for a wheel this fake served (the ``WheelMetadataSource`` protocol)."""
+        self.metadata_reads.append(package.name)
+        if self.unreadable:
+            raise ExternalToolError(f"{package.url}: HTTP 404")
+        lines = ["Metadata-Version: 2.1", f"Name: {package.name}", f"Version: {package.version}"]
+        if package.name == "torch":
+            lines.append("Requires-Python: >=3.8")
+            local = Version(package.version).local
+            cuda = f"{local[2:-1]}.{local[-1]}" if local and local.startswith("cu") else None
+            pins = {
+                "nvidia-cuda-runtime-cu12": CUDA_RUNTIME.get(cuda or ""),
+                "nvidia-cudnn-cu12": self.cudnn if cuda else None,
+                "nvidia-nccl-cu12": self.nccl if cuda else None,
+            }
+            lines += [f"Requires-Dist: {n}=={v}" for n, v in pins.items() if v]
+        else:
+            torch = next(r for r in request.requirements if r.startswith("torch=="))
+            lines.append(f"Requires-Dist: {torch}")
+        return "\n".join(lines) + "\n"
 
     def describe(self) -> str:
         return "fake-pip"

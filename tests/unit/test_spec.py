@@ -29,7 +29,8 @@ def test_a_valid_spec_loads_with_defaults() -> None:
     spec = loaded.spec
     assert spec.stack.cuda == "auto"
     assert spec.stack.driver_compat == "strict"
-    assert spec.targets["h100"].platform == "linux-64"
+    assert spec.targets["h100"].platform is None  # the GPU's platform, else linux-64
+    assert spec.stack.same_torch is True and spec.targets["h100"].torch is None
     assert spec.pip.dependencies == ()
     assert loaded.line("targets", "h100", "driver") == 10
 

@@ -103,10 +103,11 @@ def entry() -> int:
 def _configure_caches() -> None:
     """Point the library's caches at gpuenv's cache dir (environment read here, once)."""
     from gpuenv import _settings
-    from gpuenv.cli._common import cache_dir, state_dir
+    from gpuenv.cli._common import cache_dir, facts_file, state_dir
 
     _settings.cache_dir = cache_dir()
     _settings.state_dir = state_dir()
+    _settings.facts_file = facts_file()
 
 
 def _full_main(argv: list[str]) -> int:

@@ -65,6 +65,24 @@ def cache_dir() -> Path | None:
     return Path(xdg) / "gpuenv" if xdg else Path.home() / ".cache" / "gpuenv"
 
 
+def facts_file() -> Path:
+    """The user's facts file: $GPUENV_FACTS, else $XDG_CONFIG_HOME/gpuenv/facts.toml, else
+    ~/.config/gpuenv/facts.toml (used only when it exists)."""
+    explicit = env_override("GPUENV_FACTS")
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = env_override("XDG_CONFIG_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".config") / "gpuenv" / "facts.toml"
+
+
+def newest_torch_seen() -> str | None:
+    """The newest torch the last ``gpuenv lock`` saw on an index (from the cache)."""
+    from gpuenv.lock.seen import read_newest_torch
+
+    cache = cache_dir()
+    return read_newest_torch(cache) if cache is not None else None
+
+
 def hardware_overrides() -> Any:
     """GPUENV_OVERRIDE_* variables, read once here and passed down (STYLE.md R6)."""
     from gpuenv.hardware import DetectOverrides

@@ -114,9 +114,12 @@ def _render(result: LockResult, *, lock_path: str, written: bool, as_json: bool)
                 "lock": lock_path,
                 "written": written,
                 "targets": {c.target: c.to_json() for c in result.changes},
+                "warnings": list(result.warnings),
             }
         )
         return
+    for warning in result.warnings:
+        _output.err(f"warning: {warning}")
     for change in result.changes:
         locked = result.lock.target(change.target)
         size = f" ({len(locked.pip)} pip, {len(locked.conda)} conda)" if locked else ""

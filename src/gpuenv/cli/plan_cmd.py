@@ -25,14 +25,18 @@ def run(args: argparse.Namespace) -> int:
     kb = knowledge_base()
     loaded = load_spec(_common.spec_path(args), kb=kb, cache_dir=_common.cache_dir())
     _common.check_target(args.target, list(loaded.spec.targets))
-    wanted = [loaded.spec.targets[args.target]] if args.target else loaded.spec.targets.values()
+    # With one torch for all targets, every target's hardware matters, not only --target's.
+    spec = loaded.spec
+    shared = spec.stack.same_torch
+    wanted = [spec.targets[args.target]] if args.target and not shared else spec.targets.values()
     detected = _hardware.machine_facts(args.facts) if any(t.uses_detect for t in wanted) else None
     plan = make_plan(
-        loaded.spec,
+        spec,
         kb,
         only=args.target,
         detected=detected,
         torch_index=_common.env_override("GPUENV_TORCH_INDEX"),
+        newest_on_index=_common.newest_torch_seen(),
     )
     if args.json:
         _output.emit_json(plan.to_json())
@@ -75,7 +79,11 @@ def render(plan: Plan, *, verbose: bool) -> str:
         "python",
     ]
     parts = [_output.table(headers, rows)]
+    parts.extend(f"\nnote: {notice}" for notice in plan.notices)
     for t in plan.targets:
         parts.append(f"\n{t.target}:")
         parts.extend(f"  - {reason}" for reason in t.reasons)
+        if t.unverified:
+            parts.append("  unverified facts this rests on:")
+            parts.extend(f"    * {u.fact}: {u.why} [{u.where}]" for u in t.unverified)
     return "\n".join(parts)

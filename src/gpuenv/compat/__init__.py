@@ -11,6 +11,7 @@ from functools import lru_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
     from typing import Any
 
     from gpuenv.compat.model import (
@@ -18,8 +19,10 @@ if TYPE_CHECKING:
         CudaFamily,
         CudaRelease,
         DriverCompat,
+        DriverRange,
         GpuModel,
         KnowledgeBase,
+        Provenance,
         TorchBuild,
         TorchRelease,
         gpu_tokens,
@@ -30,8 +33,10 @@ __all__ = [
     "CudaFamily",
     "CudaRelease",
     "DriverCompat",
+    "DriverRange",
     "GpuModel",
     "KnowledgeBase",
+    "Provenance",
     "TorchBuild",
     "TorchRelease",
     "gpu_tokens",
@@ -49,11 +54,26 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'gpuenv.compat' has no attribute {name!r}")
 
 
-@lru_cache(maxsize=1)
 def knowledge_base() -> KnowledgeBase:
-    """The knowledge base, loaded once per process (its parsed data files kept in
-    gpuenv's cache when the CLI configured one: ``gpuenv._settings``)."""
+    """The knowledge base, loaded once per process and facts file (its parsed data files
+    kept in gpuenv's cache when the CLI configured one, and the user's facts file merged
+    over them when there is one: ``gpuenv._settings``)."""
+    from gpuenv import _settings
+
+    facts = _settings.facts_file
+    stamp = None
+    if facts is not None:
+        try:
+            info = facts.stat()
+            stamp = (info.st_mtime_ns, info.st_size)
+        except OSError:
+            stamp = None  # no such file: no facts file
+    return _cached(facts if stamp else None, stamp)
+
+
+@lru_cache(maxsize=4)
+def _cached(facts: Path | None, stamp: tuple[int, int] | None) -> KnowledgeBase:
     from gpuenv import _settings
     from gpuenv.compat._load import load_knowledge_base
 
-    return load_knowledge_base(_settings.cache_dir)
+    return load_knowledge_base(_settings.cache_dir, facts)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from gpuenv.errors import FileFormatError
@@ -25,13 +26,37 @@ def _data_bytes(name: str) -> bytes:
     return resources.files("gpuenv.compat").joinpath("data").joinpath(name).read_bytes()
 
 
-def data_digest() -> str:
-    """A digest of the shipped data files: caches of derived results key on it."""
+def facts_file_bytes(path: Path | None) -> bytes | None:
+    """The user's facts file as bytes; None when there is none (a missing file is no
+    facts file). Unreadable is an error naming the path."""
+    if path is None:
+        return None
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise FileFormatError(
+            f"{path}: cannot read the facts file: {exc.strerror}",
+            hint="fix its permissions, or point GPUENV_FACTS elsewhere",
+        ) from None
+
+
+def data_digest(facts_file: Path | bool | None = True) -> str:
+    """A digest of the knowledge base's data: the shipped files, and the user's facts file
+    (``True``: the one the CLI configured in ``gpuenv._settings``). Caches of derived
+    results (parsed data, validated specs) and lock input hashes key on it."""
     import hashlib
 
+    from gpuenv import _settings
+
+    path = _settings.facts_file if facts_file is True else facts_file or None
     digest = hashlib.sha256()
     for name in DATA_FILES:
         digest.update(name.encode() + b"\0" + _data_bytes(name))
+    user = facts_file_bytes(path) if isinstance(path, Path) else None
+    if user is not None:
+        digest.update(b"\0facts\0" + str(path).encode() + b"\0" + user)
     return digest.hexdigest()
 
 

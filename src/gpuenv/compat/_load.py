@@ -22,15 +22,23 @@ from typing import Any, TypeVar
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from gpuenv.compat._data import DATA_FILES, data_digest, read_data
+from gpuenv.compat._data import (
+    DATA_FILES,
+    SCHEMA_VERSION,
+    data_digest,
+    facts_file_bytes,
+    read_data,
+)
 from gpuenv.compat.model import (
     Architecture,
     CudaFamily,
     CudaRelease,
     GpuModel,
     KnowledgeBase,
+    Provenance,
     TorchBuild,
     TorchRelease,
+    gpu_tokens,
     sorted_releases,
 )
 from gpuenv.errors import FileFormatError
@@ -42,9 +50,9 @@ from gpuenv.versions import (
 )
 
 if sys.version_info >= (3, 11):
-    pass
+    import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
-    pass
+    import tomli as tomllib
 
 
 T = TypeVar("T")
@@ -60,27 +68,31 @@ def _entries(
             out.append(convert(entry))
         except (KeyError, TypeError, ValueError, InvalidVersion, InvalidSpecifier) as exc:
             label = entry.get("name") or entry.get("cuda") or entry.get("minor") or number
+            user = entry.get("_user")
             raise FileFormatError(
-                f"compat/data/{name}: {table}[{number}] ({label}): {type(exc).__name__}: {exc}",
-                hint="the knowledge base shipped with gpuenv is damaged; reinstall gpuenv",
+                f"{user or f'compat/data/{name}'}: {table} ({label}): {type(exc).__name__}: {exc}",
+                hint="fix that entry of your facts file"
+                if user
+                else "the knowledge base shipped with gpuenv is damaged; reinstall gpuenv",
             ) from exc
     return tuple(out)
 
 
-def _raw_files(cache_dir: Path | None) -> dict[str, dict[str, Any]]:
-    """Every data file parsed. Parsing ~100 KB of TOML costs ~60 ms, so the result is
-    kept in gpuenv's cache as JSON (several times faster to read), keyed by the
-    digest of the files: a new gpuenv or edited data is a miss."""
+def _raw_files(cache_dir: Path | None, facts_file: Path | None) -> dict[str, dict[str, Any]]:
+    """Every data file parsed (and the user's facts file, checked, under ``"facts"``).
+    Parsing ~100 KB of TOML costs ~60 ms, so the result is kept in gpuenv's cache as
+    JSON (several times faster to read), keyed by the digest of the files: a new gpuenv,
+    edited data or an edited facts file is a miss."""
     if cache_dir is None:
-        return {name: read_data(name) for name in DATA_FILES}
-    cached = cache_dir / "kb" / f"{data_digest()}.json"
+        return _parse_files(facts_file)
+    cached = cache_dir / "kb" / f"{data_digest(facts_file)}.json"
     try:
         data: dict[str, dict[str, Any]] = json.loads(cached.read_text(encoding="utf-8"))
-        if set(data) == set(DATA_FILES):
+        if set(DATA_FILES) <= set(data):
             return data
     except (OSError, ValueError):
         pass
-    data = {name: read_data(name) for name in DATA_FILES}
+    data = _parse_files(facts_file)
     try:
         from gpuenv._fs import atomic_write_text
 
@@ -91,8 +103,87 @@ def _raw_files(cache_dir: Path | None) -> dict[str, dict[str, Any]]:
     return data
 
 
+def _parse_files(facts_file: Path | None) -> dict[str, dict[str, Any]]:
+    data = {name: read_data(name) for name in DATA_FILES}
+    user = read_facts_file(facts_file) if facts_file is not None else None
+    if user is not None:
+        data["facts"] = user
+    return data
+
+
+def read_facts_file(path: Path) -> dict[str, Any] | None:
+    """The user's facts file, parsed and checked against the data files' schema; None
+    when it does not exist. Every problem is reported with its line and key."""
+    raw_bytes = facts_file_bytes(path)
+    if raw_bytes is None:
+        return None
+    try:
+        text = raw_bytes.decode("utf-8")
+        raw: dict[str, Any] = tomllib.loads(text)
+    except UnicodeDecodeError as exc:
+        raise FileFormatError(f"{path}: not UTF-8 text ({exc.reason})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise FileFormatError(
+            f"{path}: not valid TOML: {exc}", hint=f"fix it, or remove it; see {FACTS_DOC}"
+        ) from None
+    from gpuenv._tomlpos import key_lines, line_of
+    from gpuenv.compat._schema import validate_facts_file
+
+    problems = validate_facts_file(raw)
+    if raw.get("schema") != SCHEMA_VERSION:
+        problems.insert(0, (("schema",), f"must be {SCHEMA_VERSION}"))
+    if problems:
+        lines = key_lines(text)
+        shown = [
+            f"{path}:{line_of(lines, loc) or '?'}: {'.'.join(str(p) for p in loc)}: {message}"
+            for loc, message in problems
+        ]
+        raise FileFormatError(
+            "the facts file is invalid:\n" + "\n".join(shown),
+            hint=f"it takes the shape of gpuenv's own data files; see {FACTS_DOC}",
+        )
+    return raw
+
+
+FACTS_DOC = "README.md, 'Your own facts'"
+
+# How entries are identified when the user's file is merged over the shipped data: an
+# entry with the same key replaces the shipped one; any other is added.
+_IDENTITY: dict[str, tuple[str, str, Callable[[dict[str, Any]], str]]] = {
+    "family": ("cuda.toml", "family", lambda e: str(e["major"])),
+    "release": ("cuda.toml", "release", lambda e: str(e["cuda"])),
+    "architecture": ("gpus.toml", "architecture", lambda e: str(e["name"])),
+    "gpu": ("gpus.toml", "gpu", lambda e: " ".join(gpu_tokens(str(e["name"])))),
+    "series": ("torch.toml", "series", lambda e: str(e["minor"])),
+}
+
+
+def merge_facts(raw: dict[str, dict[str, Any]], facts_file: Path | None) -> None:
+    """Merge ``raw["facts"]`` (the user's file) into the shipped tables, in place; each
+    user entry is marked with ``_user`` (its file) for the provenance of its facts."""
+    user = raw.pop("facts", None)
+    if not user:
+        return
+    for key, (name, table, identity) in _IDENTITY.items():
+        mine = [dict(e, _user=str(facts_file)) for e in user.get(key, [])]
+        if not mine:
+            continue
+        replaced = {identity(e) for e in mine}
+        shipped = [e for e in raw[name].get(table, []) if identity(e) not in replaced]
+        raw[name] = dict(raw[name], **{table: shipped + mine})
+
+
 def _cc(text: str | None) -> ComputeCapability | None:
     return ComputeCapability.parse(text) if text else None
+
+
+def _provenance(raw: dict[str, Any], where: str) -> Provenance:
+    user = raw.get("_user")
+    return Provenance(
+        where=f"{user}: {where}" if user else where,
+        unverified=raw.get("unverified"),
+        user_file=user,
+    )
 
 
 def _cuda_release(raw: dict[str, Any]) -> CudaRelease:
@@ -104,6 +195,7 @@ def _cuda_release(raw: dict[str, Any]) -> CudaRelease:
         arch_min=_cc(raw.get("arch_min")),
         arch_max=_cc(raw.get("arch_max")),
         source=raw["source"],
+        provenance=_provenance(raw, f"cuda.toml: release {raw['cuda']}"),
     )
 
 
@@ -113,18 +205,47 @@ def _family(raw: dict[str, Any]) -> CudaFamily:
     )
 
 
+def _branch(text: str | None) -> int | None:
+    return int(text) if text else None
+
+
 def _architecture(raw: dict[str, Any]) -> Architecture:
     ccs = tuple(ComputeCapability.parse(c) for c in raw["compute_capabilities"])
-    return Architecture(raw["name"], ccs, raw["source"])
+    by_cc = tuple(
+        (ComputeCapability.parse(cc), int(branch))
+        for cc, branch in raw.get("driver_first_by_cc", {}).items()
+    )
+    return Architecture(
+        raw["name"],
+        ccs,
+        raw["source"],
+        driver_first=_branch(raw.get("driver_first")),
+        driver_last=_branch(raw.get("driver_last")),
+        driver_first_by_cc=by_cc,
+        driver_source=raw.get("driver_source"),
+        provenance=_provenance(raw, f"gpus.toml: architecture {raw['name']}"),
+    )
 
 
 def _gpu(raw: dict[str, Any]) -> GpuModel:
     cc = ComputeCapability.parse(raw["cc"])
-    return GpuModel(raw["name"], cc, raw["segment"], tuple(raw.get("aliases", ())), raw["source"])
+    return GpuModel(
+        raw["name"],
+        cc,
+        raw["segment"],
+        tuple(raw.get("aliases", ())),
+        raw["source"],
+        platform=raw.get("platform"),
+        l4t=raw.get("l4t"),
+        provenance=_provenance(raw, f"gpus.toml: gpu {raw['name']}"),
+    )
 
 
-def _build(raw: dict[str, Any]) -> TorchBuild:
+def _build(raw: dict[str, Any], series: dict[str, Any]) -> TorchBuild:
     tag = raw["tag"]
+    platform = raw.get("platform", "linux-64")
+    where = f"torch.toml: series {series['minor']}, build {tag} ({platform})"
+    python = raw.get("python")
     return TorchBuild(
         tag=tag,
         cuda=None if tag == "cpu" else CudaVersion.from_tag(tag),
@@ -132,34 +253,61 @@ def _build(raw: dict[str, Any]) -> TorchBuild:
         cudnn=raw.get("cudnn"),
         nccl=raw.get("nccl"),
         source=raw["source"],
+        platform=platform,
+        python=SpecifierSet(python) if python else None,
+        provenance=_provenance(
+            dict(raw, _user=series.get("_user"), unverified=_unverified(raw, series)), where
+        ),
     )
+
+
+def _unverified(*entries: dict[str, Any]) -> str | None:
+    return next((e["unverified"] for e in entries if e.get("unverified")), None)
 
 
 def _optional_version(text: str | None) -> Version | None:
     return Version(text) if text else None
 
 
+def _release(
+    rel: dict[str, Any], raw: dict[str, Any], builds: list[tuple[TorchBuild, list[str] | None]]
+) -> TorchRelease:
+    mine = tuple(b for b, only in builds if only is None or rel["torch"] in only)
+    defaults = tuple((platform, rel[key]) for platform, key in _PYPI_KEYS if rel.get(key))
+    where = f"torch.toml: series {raw['minor']}, release {rel['torch']}"
+    return TorchRelease(
+        version=Version(rel["torch"]),
+        torchvision=_optional_version(rel.get("torchvision")),
+        torchaudio=_optional_version(rel.get("torchaudio")),
+        python=SpecifierSet(rel.get("python") or raw["python"]),
+        pypi_default=rel.get("pypi_default"),
+        builds=tuple(b for b in mine if b.platform == "linux-64"),
+        source=raw["source"],
+        all_builds=mine,
+        pypi_defaults=defaults,
+        provenance=_provenance(
+            dict(rel, _user=raw.get("_user"), unverified=_unverified(rel, raw)), where
+        ),
+    )
+
+
+_PYPI_KEYS = (("linux-64", "pypi_default"), ("linux-aarch64", "pypi_default_aarch64"))
+
+
 def _series(raw: dict[str, Any]) -> tuple[TorchRelease, ...]:
-    builds = [(_build(b), b.get("only")) for b in raw["builds"]]
-    releases = []
-    for rel in raw["releases"]:
-        version = Version(rel["torch"])
-        releases.append(
-            TorchRelease(
-                version=version,
-                torchvision=_optional_version(rel.get("torchvision")),
-                torchaudio=_optional_version(rel.get("torchaudio")),
-                python=SpecifierSet(rel.get("python") or raw["python"]),
-                pypi_default=rel.get("pypi_default"),
-                builds=tuple(b for b, only in builds if only is None or rel["torch"] in only),
-                source=raw["source"],
-            )
-        )
-    return tuple(releases)
+    builds = sorted(
+        ((_build(b, raw), b.get("only")) for b in raw["builds"]),
+        key=lambda pair: pair[0].cuda or CudaVersion(0, 0),
+    )
+    return tuple(_release(rel, raw, builds) for rel in raw["releases"])
 
 
-def load_knowledge_base(cache_dir: Path | None = None) -> KnowledgeBase:
-    raw = _raw_files(cache_dir)
+def load_knowledge_base(
+    cache_dir: Path | None = None, facts_file: Path | None = None
+) -> KnowledgeBase:
+    raw = _raw_files(cache_dir, facts_file)
+    has_facts = "facts" in raw
+    merge_facts(raw, facts_file)
     cuda_releases = _entries(raw, "cuda.toml", "release", _cuda_release)
     return KnowledgeBase(
         cuda_releases=tuple(sorted(cuda_releases, key=lambda c: c.version)),
@@ -169,4 +317,5 @@ def load_knowledge_base(cache_dir: Path | None = None) -> KnowledgeBase:
         torch_releases=sorted_releases(
             r for group in _entries(raw, "torch.toml", "series", _series) for r in group
         ),
+        facts_file=str(facts_file) if has_facts else None,
     )

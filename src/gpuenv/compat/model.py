@@ -9,8 +9,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
+from functools import cached_property
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -32,6 +33,28 @@ class DriverCompat(str, Enum):
 
 
 @dataclass(frozen=True)
+class Provenance:
+    """Where a fact was read: the data file and entry (named in messages), whether the
+    data marks it unverified, and whether it came from the user's facts file."""
+
+    where: str = ""  # "torch.toml: series 2.11, build cu130 (linux-64)"
+    unverified: str | None = None  # the data's reason for marking it unverified
+    user_file: str | None = None  # the user's facts file it came from, if any
+
+    def label(self) -> str:
+        """ " (unverified)" / " (from your facts file PATH)" for a reason's end."""
+        parts = []
+        if self.unverified:
+            parts.append("unverified")
+        if self.user_file:
+            parts.append(f"from your facts file {self.user_file}")
+        return f" ({'; '.join(parts)})" if parts else ""
+
+
+NO_PROVENANCE = Provenance()
+
+
+@dataclass(frozen=True)
 class CudaRelease:
     version: CudaVersion
     linux_driver_min: DriverVersion
@@ -39,6 +62,7 @@ class CudaRelease:
     arch_min: ComputeCapability | None
     arch_max: ComputeCapability | None
     source: str
+    provenance: Provenance = NO_PROVENANCE
 
 
 @dataclass(frozen=True)
@@ -51,10 +75,44 @@ class CudaFamily:
 
 
 @dataclass(frozen=True)
+class DriverRange:
+    """The NVIDIA driver branches that drive one compute capability: from ``first`` on
+    (a branch major such as 570), up to and including ``last`` (None: still supported)."""
+
+    first: int | None
+    last: int | None
+    source: str | None
+
+    def admits(self, driver: DriverVersion) -> bool:
+        major = driver.key[0]
+        return (self.first is None or major >= self.first) and (
+            self.last is None or major <= self.last
+        )
+
+    def describe(self) -> str:
+        if self.first is not None and self.last is not None:
+            return f"driver branches R{self.first} to R{self.last}"
+        if self.first is not None:
+            return f"driver branch R{self.first} or newer"
+        if self.last is not None:
+            return f"driver branches up to R{self.last}"
+        return "any driver"
+
+
+@dataclass(frozen=True)
 class Architecture:
     name: str
     compute_capabilities: tuple[ComputeCapability, ...]
     source: str
+    driver_first: int | None = None
+    driver_last: int | None = None
+    driver_first_by_cc: tuple[tuple[ComputeCapability, int], ...] = ()
+    driver_source: str | None = None
+    provenance: Provenance = NO_PROVENANCE
+
+    def drivers(self, cc: ComputeCapability) -> DriverRange:
+        first = dict(self.driver_first_by_cc).get(cc, self.driver_first)
+        return DriverRange(first, self.driver_last, self.driver_source)
 
 
 @dataclass(frozen=True)
@@ -64,6 +122,13 @@ class GpuModel:
     segment: str
     aliases: tuple[str, ...]
     source: str
+    # The only platform such machines exist on ("linux-aarch64" for Grace and Jetson
+    # systems); None: any.
+    platform: str | None = None
+    # For Jetson boards whose GPU runs only NVIDIA's L4T (JetPack) builds: what NVIDIA
+    # publishes instead of PyTorch's aarch64 wheels. None: PyTorch's wheels apply.
+    l4t: str | None = None
+    provenance: Provenance = NO_PROVENANCE
 
 
 @dataclass(frozen=True)
@@ -74,6 +139,9 @@ class TorchBuild:
     cudnn: str | None
     nccl: str | None
     source: str
+    platform: str = "linux-64"
+    python: SpecifierSet | None = None  # narrower than the release's, for this build only
+    provenance: Provenance = NO_PROVENANCE
 
     @property
     def is_cpu(self) -> bool:
@@ -89,6 +157,10 @@ class TorchBuild:
 
 @dataclass(frozen=True)
 class TorchRelease:
+    """One torch release. ``builds`` and ``pypi_default`` describe Linux x86_64 (what
+    most callers want); ``on(platform)`` gives the same release as another platform
+    sees it (its own builds, arch lists and PyPI build)."""
+
     version: Version
     torchvision: Version | None
     torchaudio: Version | None
@@ -96,9 +168,28 @@ class TorchRelease:
     pypi_default: str | None
     builds: tuple[TorchBuild, ...]
     source: str
+    platform: str = "linux-64"
+    all_builds: tuple[TorchBuild, ...] = ()  # every platform's
+    pypi_defaults: tuple[tuple[str, str], ...] = ()  # (platform, tag) for every platform
+    provenance: Provenance = NO_PROVENANCE
+
+    def on(self, platform: str) -> TorchRelease:
+        """This release for ``platform``: its builds there, and PyPI's build there."""
+        if platform == self.platform:
+            return self
+        return replace(
+            self,
+            platform=platform,
+            builds=tuple(b for b in self.all_builds if b.platform == platform),
+            pypi_default=dict(self.pypi_defaults).get(platform),
+        )
 
     def build(self, tag: str) -> TorchBuild | None:
         return next((b for b in self.builds if b.tag == tag), None)
+
+    def python_of(self, build: TorchBuild) -> SpecifierSet:
+        """The Pythons ``build`` has wheels for."""
+        return build.python if build.python is not None else self.python
 
     @property
     def cuda_builds(self) -> tuple[TorchBuild, ...]:
@@ -132,6 +223,7 @@ class KnowledgeBase:
     architectures: tuple[Architecture, ...]
     gpus: tuple[GpuModel, ...]
     torch_releases: tuple[TorchRelease, ...]  # newest first
+    facts_file: str | None = None  # the user's facts file merged over the shipped data
 
     # --- CUDA and drivers -------------------------------------------------------
 
@@ -159,13 +251,28 @@ class KnowledgeBase:
     # --- GPUs ---------------------------------------------------------------------
 
     def architecture_of(self, cc: ComputeCapability) -> str | None:
-        return next((a.name for a in self.architectures if cc in a.compute_capabilities), None)
+        found = self.architecture(cc)
+        return found.name if found else None
+
+    def architecture(self, cc: ComputeCapability) -> Architecture | None:
+        return next((a for a in self.architectures if cc in a.compute_capabilities), None)
+
+    def drivers_for(self, cc: ComputeCapability) -> DriverRange:
+        """The driver branches that drive a GPU of compute capability ``cc``."""
+        found = self.architecture(cc)
+        return found.drivers(cc) if found else DriverRange(None, None, None)
+
+    @cached_property
+    def _alias_tokens(self) -> tuple[tuple[tuple[str, ...], GpuModel], ...]:
+        """Every name and alias as tokens, computed once (find_gpu runs per target)."""
+        out = []
+        for gpu in self.gpus:
+            out.append((gpu_tokens(gpu.name), gpu))
+            out.extend((gpu_tokens(alias), gpu) for alias in gpu.aliases)
+        return tuple(out)
 
     def _aliases(self) -> Iterator[tuple[tuple[str, ...], GpuModel]]:
-        for gpu in self.gpus:
-            yield gpu_tokens(gpu.name), gpu
-            for alias in gpu.aliases:
-                yield gpu_tokens(alias), gpu
+        yield from self._alias_tokens
 
     def find_gpu(self, name: str) -> GpuModel | None:
         """Match a user's or NVML's GPU name: the longest known name whose tokens
@@ -195,6 +302,10 @@ class KnowledgeBase:
     def torch_release(self, version: Version | str) -> TorchRelease | None:
         wanted = Version(str(version))
         return next((r for r in self.torch_releases if r.version == wanted), None)
+
+    @property
+    def newest_torch(self) -> TorchRelease | None:
+        return self.torch_releases[0] if self.torch_releases else None
 
     def torch_matching(self, spec: SpecifierSet) -> list[TorchRelease]:
         """Releases matching ``spec``, newest first (pre-releases never)."""

@@ -88,6 +88,17 @@ class BuildModel(_Model):
     env: dict[str, str] = Field(default_factory=dict)
 
 
+class WheelFactsModel(_Model):
+    """Facts read from the resolved wheels' metadata at lock time."""
+
+    requires_python: str | None = Field(default=None, alias="requires-python")
+    cuda_runtime: str | None = Field(default=None, alias="cuda-runtime")
+    cudnn: str | None = None
+    nccl: str | None = None
+    torchvision_requires: str | None = Field(default=None, alias="torchvision-requires")
+    torchaudio_requires: str | None = Field(default=None, alias="torchaudio-requires")
+
+
 class TargetModel(_Model):
     input_hash: str = Field(alias="input-hash")
     platform: str
@@ -97,6 +108,7 @@ class TargetModel(_Model):
     conda: list[CondaModel] = Field(default_factory=list)
     pip: list[PipModel] = Field(default_factory=list)
     builds: list[BuildModel] = Field(default_factory=list)
+    wheel_facts: WheelFactsModel | None = Field(default=None, alias="wheel-facts")
 
 
 class LockFileModel(_Model):

@@ -36,6 +36,7 @@ from gpuenv.lock.model import (
     LockedTarget,
     PipPackage,
     StackSummary,
+    WheelFacts,
 )
 
 if sys.version_info >= (3, 11):
@@ -147,9 +148,29 @@ def _with_builds(target: LockedTarget, raw: dict[str, Any], file: str) -> Locked
     return replace(target, builds=builds)
 
 
+_WHEEL_FACT_KEYS = {
+    "requires-python": "requires_python",
+    "cuda-runtime": "cuda_runtime",
+    "cudnn": "cudnn",
+    "nccl": "nccl",
+    "torchvision-requires": "torchvision_requires",
+    "torchaudio-requires": "torchaudio_requires",
+}
+
+
+def _wheel_facts(raw: dict[str, Any] | None) -> WheelFacts | None:
+    if raw is None:
+        return None
+    return WheelFacts(**{attr: raw.get(key) for key, attr in _WHEEL_FACT_KEYS.items()})
+
+
 def _to_lock(raw: dict[str, Any], file: str = LOCK_FILENAME) -> Lock:
     targets = {
-        name: _with_builds(_target(name, t), t, file) for name, t in raw.get("targets", {}).items()
+        name: replace(
+            _with_builds(_target(name, t), t, file),
+            wheel_facts=_wheel_facts(t.get("wheel-facts")),
+        )
+        for name, t in raw.get("targets", {}).items()
     }
     return Lock(spec_hash=raw["spec-hash"], targets=targets)
 
@@ -289,6 +310,11 @@ def _target_table(t: LockedTarget) -> dict[str, Any]:
             for p in sorted(t.pip, key=lambda p: (p.name, p.version, p.url))
         ],
         "builds": [_build_table(b) for b in sorted(t.builds, key=lambda b: b.name)],
+        "wheel-facts": None
+        if t.wheel_facts is None
+        else _drop_none(
+            {key: getattr(t.wheel_facts, attr) for key, attr in _WHEEL_FACT_KEYS.items()}
+        ),
     }
 
 
@@ -368,6 +394,8 @@ def render_lock(lock: Lock) -> str:
         lines += ["", f"[{here}]", *_pairs({k: table[k] for k in ("input-hash", "platform")})]
         for key in ("hardware", "stack", "virtual-packages"):
             lines += ["", f"[{here}.{key}]", *_pairs(table[key])]
+        if table["wheel-facts"] is not None:
+            lines += ["", f"[{here}.wheel-facts]", *_pairs(table["wheel-facts"])]
         for key in ("conda", "pip", "builds"):
             for entry in table[key]:
                 lines += ["", f"[[{here}.{key}]]", *_pairs(entry)]

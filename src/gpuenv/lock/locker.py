@@ -43,6 +43,7 @@ from gpuenv.lock.model import (
     PipRequest,
     PipResolver,
     StackSummary,
+    WheelFacts,
     normalize_name,
 )
 from gpuenv.spec import LoadedSpec, Spec
@@ -55,6 +56,9 @@ if TYPE_CHECKING:
     from gpuenv.plan import TargetPlan
 
 Progress = Callable[[str], None]
+
+# How long lock waits, once resolved, for its look at the index's newest torch.
+WATCH_GRACE = 5.0
 
 _CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
 
@@ -96,6 +100,9 @@ class LockResult:
     changes: tuple[TargetChange, ...] = field(default_factory=tuple)
     # Targets whose indexes could not be reached: not relocked (see the module doc).
     failures: Mapping[str, NetworkError] = field(default_factory=dict)
+    # What the resolved wheels contradict in the knowledge base, metadata that could not
+    # be read, a torch newer than the data knows: reported, never fatal.
+    warnings: tuple[str, ...] = ()
 
 
 # --- inputs and staleness -----------------------------------------------------------------
@@ -105,11 +112,18 @@ def input_hash(spec: Spec, target: str, kb_digest: str) -> str:
     """What a target's lock depends on: the stack, the target's table, [pip], [conda],
     the lock format and the knowledge base. Not the project name, not [verify]."""
     t = spec.targets[target]
+    # With one torch for all targets, every taking-part target's hardware decides it.
+    shared = spec.stack.same_torch and t.torch is None
     payload = {
         "lock-version": LATEST,
         "knowledge": kb_digest,
         "stack": spec.stack.__dict__,
         "target": t.__dict__,
+        "sharing": sorted(
+            (name, other.__dict__)
+            for name, other in spec.targets.items()
+            if shared and name != target and other.torch is None
+        ),
         "pip": _pip_inputs(spec),
         "conda": (
             {
@@ -338,7 +352,7 @@ def _lock_target(
     options: LockOptions,
     progress: Progress,
     kb_digest: str,
-) -> LockedTarget:
+) -> tuple[LockedTarget, list[str]]:
     from gpuenv.plan import plan_target
 
     spec = loaded.spec
@@ -356,6 +370,8 @@ def _lock_target(
         pip, need = _resolve_pip(backends, spec, plan, keep, options, python, need.union(more))
         found = build_lock.found(spec, pip, declared)
     check_against_plan(plan, pip)
+    request = _pip_request(spec, plan, keep, options, python, need)
+    facts, warnings = _wheel_facts(plan, pip, request, backends.pip, kb, progress)
     # Whatever a backend returns, no credential (userinfo, token query) reaches the lock.
     pip = tuple(
         replace(p, url=redact_url(p.url), index=p.index and redact_url(p.index)) for p in pip
@@ -382,7 +398,8 @@ def _lock_target(
         conda=tuple(sorted(conda, key=lambda c: c.name)),
         pip=tuple(sorted(pip, key=lambda p: p.name)),
         builds=locked_builds.builds,
-    )
+        wheel_facts=facts,
+    ), warnings
 
 
 def _solve_conda(
@@ -437,10 +454,9 @@ def _resolve_pip(
     """The pip resolution, and the build needs it ended with: a package that uv could only
     read by building it, whose build imports torch, is given the dependencies the spec or
     the knowledge base declares for it, and resolved again (once per package)."""
-    use_default_for_torch = plan.pypi_default and not (options.torch_index or spec.pip.torch_index)
     while True:
         try:
-            pip = _resolve(backends, spec, plan, keep, options, python, need, use_default_for_torch)
+            pip = _resolve(backends, spec, plan, keep, options, python, need)
             return pip, need
         except ExternalToolError as exc:
             name = _needs_torch_for_metadata(exc)
@@ -488,23 +504,34 @@ def _resolve(
     options: LockOptions,
     python: str,
     need: BuildNeeds,
-    use_default_for_torch: bool,
 ) -> tuple[PipPackage, ...]:
-    return backends.pip.resolve(
-        PipRequest(
-            requirements=_pip_requirements(spec, plan, need),
-            python=python,
-            platform=plan.hardware.platform,
-            glibc=plan.hardware.glibc,
-            default_index=options.index_url or spec.pip.index_url,
-            extra_indexes=spec.pip.extra_index_urls,
-            torch_index=None if use_default_for_torch else plan.index_url,
-            preferences=(*keep.pip, *_build_pins(keep)) if keep else (),
-            cache_dir=options.cache_dir,
-            no_binary=need.no_binary,
-            dependency_metadata=need.dependency_metadata,
-            mirrors=options.mirrors,
-        )
+    return backends.pip.resolve(_pip_request(spec, plan, keep, options, python, need))
+
+
+def _pip_request(
+    spec: Spec,
+    plan: TargetPlan,
+    keep: LockedTarget | None,
+    options: LockOptions,
+    python: str,
+    need: BuildNeeds,
+) -> PipRequest:
+    """The pip resolution's request (also what the wheels' metadata is read through: its
+    indexes carry the credentials)."""
+    use_default_for_torch = plan.pypi_default and not (options.torch_index or spec.pip.torch_index)
+    return PipRequest(
+        requirements=_pip_requirements(spec, plan, need),
+        python=python,
+        platform=plan.hardware.platform,
+        glibc=plan.hardware.glibc,
+        default_index=options.index_url or spec.pip.index_url,
+        extra_indexes=spec.pip.extra_index_urls,
+        torch_index=None if use_default_for_torch else plan.index_url,
+        preferences=(*keep.pip, *_build_pins(keep)) if keep else (),
+        cache_dir=options.cache_dir,
+        no_binary=need.no_binary,
+        dependency_metadata=need.dependency_metadata,
+        mirrors=options.mirrors,
     )
 
 
@@ -526,6 +553,26 @@ def _check_conda_toolkit(spec: Spec, plan: TargetPlan, need: BuildNeeds, more: B
         target=plan.target,
         alternatives=[Alternative("add a CUDA toolkit", {"stack.toolkit": "auto"})],
     )
+
+
+def _wheel_facts(
+    plan: TargetPlan,
+    pip: tuple[PipPackage, ...],
+    request: PipRequest,
+    resolver: PipResolver,
+    kb: KnowledgeBase,
+    progress: Progress,
+) -> tuple[WheelFacts | None, list[str]]:
+    """What the resolved torch family's metadata says, and where the data disagrees."""
+    from gpuenv.lock.wheelcheck import WheelMetadataSource, contradictions, read_wheel_facts
+
+    if not isinstance(resolver, WheelMetadataSource):
+        return None, []
+    progress(f"{plan.target}: reading the torch wheels' metadata")
+    facts, warnings = read_wheel_facts(plan, pip, request, resolver)
+    if facts is not None:
+        warnings += contradictions(plan, facts, kb)
+    return facts, warnings
 
 
 def _diff(name: str, before: LockedTarget | None, after: LockedTarget | None) -> TargetChange:
@@ -566,6 +613,7 @@ def lock_project(
     targets: dict[str, LockedTarget] = {}
     changes: list[TargetChange] = []
     failures: dict[str, NetworkError] = {}
+    warnings: list[str] = []
     for name in spec.targets:
         previous = existing.target(name) if existing else None
         if name not in selected:
@@ -573,12 +621,15 @@ def lock_project(
                 targets[name] = previous  # carried over byte for byte
             continue
         try:
-            locked = _lock_target(name, loaded, kb, backends, previous, options, report, kb_digest)
+            locked, found = _lock_target(
+                name, loaded, kb, backends, previous, options, report, kb_digest
+            )
         except NetworkError as exc:
             failures[name] = exc
             if previous is not None:
                 targets[name] = previous  # still installable as it was locked before
             continue
+        warnings += found
         targets[name] = locked
         changes.append(_diff(name, previous, locked))
     for name in sorted(set(existing.targets) - set(spec.targets)) if existing else []:
@@ -587,7 +638,7 @@ def lock_project(
         elif existing is not None:
             targets[name] = existing.targets[name]
     lock = Lock(loaded.content_hash, dict(sorted(targets.items())))
-    return LockResult(lock, tuple(changes), failures)
+    return LockResult(lock, tuple(changes), failures=failures, warnings=tuple(warnings))
 
 
 def ensure_lock(
@@ -648,7 +699,11 @@ def lock_and_write(
     from gpuenv.lock.format import write_lock
 
     pip, conda = backends()
-    result = lock_project(
+    index = options.index_url or loaded.spec.pip.index_url
+    from gpuenv.lock._background import Background
+
+    watch = Background(lambda: _newest_torch_on_index(pip, index, options.cache_dir))
+    result = lock_project(  # the resolution runs while the index is looked at
         loaded,
         kb,
         existing=existing,
@@ -658,6 +713,10 @@ def lock_and_write(
         kb_digest=kb_digest,
         progress=progress,
     )
+    seen = watch.result(timeout=WATCH_GRACE)
+    notice = _newer_torch_notice(seen, kb)
+    if notice:
+        result = replace(result, warnings=(*result.warnings, notice))
     written = False
     if result.lock.targets or existing is not None:
         written = write_lock(lock_path, result.lock, cache_dir=options.cache_dir)
@@ -709,3 +768,45 @@ def install_indexes(spec: Spec, target: LockedTarget, options: LockOptions) -> t
     base = options.torch_index or spec.pip.torch_index
     torch = f"{base.rstrip('/')}/{target.stack.cu_tag}" if base else target.stack.index
     return pip_indexes(options.index_url or spec.pip.index_url, spec.pip.extra_index_urls, torch)
+
+
+def _newest_torch_on_index(
+    resolver: PipResolver, index: str | None, cache_dir: Path | None
+) -> tuple[str, str] | None:
+    """(index, newest torch there), read beside the resolution (at most hourly, when
+    there is a cache); None when not known."""
+    import time
+
+    from gpuenv.lock.seen import newest_torch_on, recently_seen, record_newest_torch
+
+    try:
+        if index is None:
+            ask = getattr(resolver, "default_index_url", None)
+            index = ask() if callable(ask) else None
+        if index is None:
+            return None
+        now = time.time()
+        version = recently_seen(cache_dir, index, now) if cache_dir else None
+        if version is None:
+            version = newest_torch_on(index)
+            if version and cache_dir is not None:
+                record_newest_torch(cache_dir, index, version, now)
+    except ExternalToolError:
+        return None
+    return (index, version) if version else None
+
+
+def _newer_torch_notice(seen: tuple[str, str] | None, kb: KnowledgeBase) -> str | None:
+    if seen is None:
+        return None
+    _index, version = seen
+    newest = kb.newest_torch
+    if newest is None or Version(version) <= newest.version:
+        return None
+    known = f"{newest.version.major}.{newest.version.minor}"
+    from gpuenv.plan import FACTS_FILE
+
+    return (
+        f"torch {version} is on the index but this gpuenv's knowledge stops at {known}: "
+        f"upgrade gpuenv or add the facts in {kb.facts_file or FACTS_FILE}"
+    )

@@ -147,6 +147,19 @@ class StackSummary:
 
 
 @dataclass(frozen=True)
+class WheelFacts:
+    """Facts read at lock time from the resolved wheels' own metadata (``METADATA``),
+    not from gpuenv's knowledge base: what the installed environment will really hold."""
+
+    requires_python: str | None = None  # torch's Requires-Python
+    cuda_runtime: str | None = None  # torch's pin on nvidia-cuda-runtime(-cuXX) / cuda-toolkit
+    cudnn: str | None = None  # torch's pin on nvidia-cudnn-cuXX
+    nccl: str | None = None  # torch's pin on nvidia-nccl-cuXX
+    torchvision_requires: str | None = None  # torchvision's requirement on torch
+    torchaudio_requires: str | None = None  # torchaudio's requirement on torch
+
+
+@dataclass(frozen=True)
 class LockedTarget:
     name: str
     input_hash: str  # hash of the spec parts this target depends on (staleness)
@@ -157,6 +170,7 @@ class LockedTarget:
     conda: tuple[CondaPackage, ...] = ()
     pip: tuple[PipPackage, ...] = ()
     builds: tuple[BuildEntry, ...] = ()  # packages compiled at install (gpuenv.build)
+    wheel_facts: WheelFacts | None = None  # None: not read (an older lock, or unreadable)
 
     def pip_package(self, name: str) -> PipPackage | None:
         wanted = normalize_name(name)

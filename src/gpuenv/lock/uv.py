@@ -176,6 +176,29 @@ class UvResolver:
             self._version = result.stdout.strip() or "uv"
         return self._version
 
+    def wheel_metadata(self, package: PipPackage, request: PipRequest) -> str:
+        """The METADATA of a wheel this resolver returned (``lock.wheelcheck``)."""
+        from gpuenv.lock.wheelcheck import http_metadata
+
+        return http_metadata(package, request)
+
+    def default_index_url(self) -> str | None:
+        """The index uv uses when none is configured, as uv itself states it."""
+        with tempfile.TemporaryDirectory(prefix="gpuenv-uv-") as tmp:
+            empty = Path(tmp) / "empty.in"
+            empty.write_text("", encoding="utf-8")
+            argv = [self.uv_bin, "--no-config", "pip", "compile", str(empty)]
+            result = _proc.run(
+                [*argv, "--emit-index-url", "--no-header", "--quiet"],
+                timeout=30,
+                check=False,
+                what="uv pip compile --emit-index-url",
+            )
+        for line in result.stdout.splitlines():
+            if line.startswith("--index-url "):
+                return line.split(None, 1)[1].strip()
+        return None
+
     def resolve(self, request: PipRequest) -> tuple[PipPackage, ...]:
         platform = target_platform(request)
         fetch = request.mirrors.fetch_url  # resolution goes through the mirrors, if any

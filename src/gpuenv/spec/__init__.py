@@ -87,6 +87,7 @@ class Stack:
     cuda: str = "auto"
     driver_compat: str = "strict"
     toolkit: str | None = None
+    same_torch: bool = True
 
 
 @dataclass(frozen=True)
@@ -94,8 +95,9 @@ class Target:
     gpu: str | None = None
     compute_capability: str | None = None
     driver: str | None = None
-    platform: str = "linux-64"
+    platform: str | None = None  # None: the GPU's own platform, else linux-64
     glibc: str = "2.28"
+    torch: str | None = None  # this target's own torch specifier, instead of [stack] torch
 
     @property
     def is_cpu(self) -> bool:
@@ -202,14 +204,16 @@ class Spec:
                 cuda=stack["cuda"],
                 driver_compat=stack["driver-compat"],
                 toolkit=stack["toolkit"],
+                same_torch=stack.get("same-torch", True),
             ),
             targets={
                 name: Target(
                     gpu=t["gpu"],
                     compute_capability=t["compute-capability"],
                     driver=t["driver"],
-                    platform=t["platform"],
+                    platform=t.get("platform"),
                     glibc=t["glibc"],
+                    torch=t.get("torch"),
                 )
                 for name, t in data["targets"].items()
             },

@@ -24,7 +24,7 @@ from gpuenv._fs import atomic_write_text
 from gpuenv._redact import redact
 from gpuenv._tomlpos import Path as KeyPath
 
-FORMAT = 1
+FORMAT = 2  # 2: same-torch, per-target torch, platform optional
 
 
 def key(text: str, *, with_knowledge: bool) -> str:

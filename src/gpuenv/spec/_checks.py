@@ -17,7 +17,7 @@ from gpuenv.compat import KnowledgeBase
 from gpuenv.errors import SpecProblem
 from gpuenv.spec import CONDA_TORCH_NAMES, TORCH_FAMILY, Spec, Target
 from gpuenv.spec._render import render_path
-from gpuenv.versions import ComputeCapability, CudaVersion
+from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
 
 
 class _Findings:
@@ -63,6 +63,38 @@ def _check_named_gpu(here: KeyPath, target: Target, kb: KnowledgeBase, found: _F
             )
 
 
+def _check_platform_and_driver(
+    here: KeyPath, target: Target, kb: KnowledgeBase, found: _Findings
+) -> None:
+    """A GPU that exists only on one platform, and a driver branch it cannot run."""
+    model = kb.find_gpu(target.gpu or "") if target.gpu else None
+    if model is not None and model.platform and target.platform not in (None, model.platform):
+        found.add(
+            (*here, "platform"),
+            f'{model.name} machines are {model.platform}, not "{target.platform}"',
+            "remove platform: it follows from the GPU",
+        )
+    cc = (
+        ComputeCapability.parse(target.compute_capability)
+        if target.compute_capability
+        else (model.cc if model else None)
+    )
+    if cc is None or target.driver in (None, "detect"):
+        return
+    assert target.driver is not None
+    driver = DriverVersion.parse(target.driver)
+    drivers = kb.drivers_for(cc)
+    if not drivers.admits(driver):
+        what = model.name if model else f"compute capability {cc}"
+        arch = kb.architecture_of(cc) or "its architecture"
+        found.add(
+            (*here, "driver"),
+            f"driver {driver} cannot drive a {what}: {arch} GPUs run {drivers.describe()}",
+            "declare the driver those machines really have"
+            + (f" (source: {drivers.source})" if drivers.source else ""),
+        )
+
+
 def _check_target(name: str, target: Target, kb: KnowledgeBase, found: _Findings) -> None:
     here: KeyPath = ("targets", name)
     gpu = (target.gpu or "").strip().lower()
@@ -87,6 +119,8 @@ def _check_target(name: str, target: Target, kb: KnowledgeBase, found: _Findings
             (*here, "driver"),
             'a GPU target needs the driver of its machines (like "550.54.15") or "detect"',
         )
+    elif gpu != "detect" and (gpu or target.compute_capability):
+        _check_platform_and_driver(here, target, kb, found)
 
 
 def _check_stack(spec: Spec, kb: KnowledgeBase, found: _Findings) -> None:

@@ -258,6 +258,12 @@ class Stack(_Model):
         '"auto" (the wheels\' CUDA), '
         'or an existing one: "system:/usr/local/cuda-12.4".',
     )
+    same_torch: bool = Field(
+        default=True,
+        alias="same-torch",
+        description="true: every target gets the same torch release (the newest all of them "
+        "can run); false: each target its own newest. A target's own torch key always wins.",
+    )
 
 
 class Target(_Model):
@@ -271,7 +277,16 @@ class Target(_Model):
     driver: DriverSpec | None = Field(
         default=None, description='The NVIDIA driver on that machine ("550.54.15"), or "detect".'
     )
-    platform: Literal["linux-64", "linux-aarch64"] = "linux-64"
+    platform: Literal["linux-64", "linux-aarch64"] | None = Field(
+        default=None,
+        description='"linux-64" or "linux-aarch64". Omitted: the GPU\'s own platform '
+        "(aarch64 for GH200, GB200, GB10 and Jetson), else linux-64.",
+    )
+    torch: VersionSpec | None = Field(
+        default=None,
+        description="torch for this target only (a version or specifier), instead of "
+        "[stack] torch; the target then leaves the project's shared torch.",
+    )
     glibc: Annotated[str, AfterValidator(_glibc)] = Field(
         default="2.28", description="glibc of the target machines (conda's __glibc)."
     )

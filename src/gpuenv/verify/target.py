@@ -40,14 +40,17 @@ def expectations_for(
     from gpuenv.build.install import extensions_of
 
     release = kb.torch_release(stack.torch) if kb is not None else None
+    release = release.on(target.platform) if release else None
     builds = {b.tag: tuple(str(a) for a in b.arch) for b in release.cuda_builds} if release else {}
+    # The wheels' own pins (read at lock time) are what the prefix holds.
+    read = target.wheel_facts
     return Expectations(
         torch=version("torch") or stack.torch,
         torchvision=version("torchvision") if stack.torchvision else None,
         torchaudio=version("torchaudio") if stack.torchaudio else None,
         cuda=stack.cuda,
-        cudnn=stack.cudnn,
-        nccl=stack.nccl,
+        cudnn=(read.cudnn if read and read.cudnn else stack.cudnn),
+        nccl=(read.nccl if read and read.nccl else stack.nccl),
         arch_list=stack.arch_list,
         cpu=stack.cuda is None,
         prefix=prefix,

@@ -343,9 +343,9 @@ def test_torch_release_lookup(kb: KnowledgeBase) -> None:
         ("2.6.0", ("cpu", "cu118", "cu124", "cu126"), "cu124"),
         ("2.7.1", ("cpu", "cu118", "cu126", "cu128"), "cu126"),
         ("2.8.0", ("cpu", "cu126", "cu128", "cu129"), "cu128"),
-        ("2.9.1", ("cpu", "cu126", "cu128", "cu130"), "cu128"),
-        ("2.10.0", ("cpu", "cu126", "cu128", "cu130"), "cu128"),
-        ("2.11.0", ("cpu", "cu126", "cu128", "cu130"), "cu130"),
+        ("2.9.1", ("cpu", "cu126", "cu128", "cu129", "cu130"), "cu128"),
+        ("2.10.0", ("cpu", "cu126", "cu128", "cu129", "cu130"), "cu128"),
+        ("2.11.0", ("cpu", "cu126", "cu128", "cu129", "cu130"), "cu130"),
         ("2.12.1", ("cpu", "cu126", "cu130", "cu132"), "cu130"),
         ("2.14.1", ("cpu", "cu126", "cu130", "cu132"), "cu130"),
     ],
@@ -356,6 +356,42 @@ def test_builds_and_pypi_default(
     release = kb.torch_release(torch)
     assert release is not None
     assert (release.tags, release.pypi_default) == (tags, pypi)
+
+
+@pytest.mark.parametrize(
+    ("torch", "tags", "pypi"),
+    [
+        ("2.3.1", ("cpu",), "cpu"),
+        ("2.4.1", ("cpu", "cu124"), "cpu"),
+        ("2.5.1", ("cpu", "cu124"), "cpu"),
+        ("2.6.0", ("cpu", "cu126"), "cpu"),
+        ("2.7.1", ("cpu", "cu128"), "cpu"),
+        ("2.8.0", ("cpu", "cu129"), "cpu"),
+        ("2.9.1", ("cpu", "cu126", "cu128", "cu130"), "cpu"),
+        ("2.11.0", ("cpu", "cu126", "cu128", "cu130"), "cu130"),
+        ("2.12.1", ("cpu", "cu126", "cu130", "cu132"), "cu130"),
+        ("2.15.0", ("cpu", "cu130", "cu132"), "cu132"),
+    ],
+)
+def test_aarch64_builds_and_pypi_default(
+    kb: KnowledgeBase, torch: str, tags: tuple[str, ...], pypi: str
+) -> None:
+    release = kb.torch_release(torch)
+    assert release is not None
+    arm = release.on("linux-aarch64")
+    assert (tuple(sorted(arm.tags)), arm.pypi_default) == (tuple(sorted(tags)), pypi)
+    assert all(b.platform == "linux-aarch64" for b in arm.builds)
+    assert arm.on("linux-64") == release  # round trip
+
+
+def test_aarch64_arch_lists_differ_from_x86(kb: KnowledgeBase) -> None:
+    release = kb.torch_release("2.5.1")
+    assert release is not None
+    arm = release.on("linux-aarch64").build("cu124")
+    assert arm is not None and [str(a) for a in arm.arch] == ["9.0"]
+    thor = ComputeCapability(11, 0)
+    arm130 = kb.torch_release("2.9.1").on("linux-aarch64").build("cu130")  # type: ignore[union-attr]
+    assert arm130 is not None and arm130.covering(thor) is not None
 
 
 def test_release_for_companion(kb: KnowledgeBase) -> None:

@@ -1,0 +1,299 @@
+"""When nothing fits: the obstacles (most decisive first) and the alternatives.
+
+Alternatives are found by relaxing one constraint at a time and come in the order of how
+little they change of what was asked: another build of the same release (another CUDA,
+or CUDA minor-version compatibility), then the nearest release that fits, then a driver
+the GPU can run, then another Python or companion, then a CPU build. None proposes a
+driver outside the GPU's own driver branches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from gpuenv.compat import DriverCompat, KnowledgeBase, TorchRelease
+from gpuenv.errors import Alternative
+from gpuenv.plan._model import KNOWN_PYTHONS, Constraints, TargetHardware
+from gpuenv.plan._search import Found, companion_problem, python_for, search, spec_text
+from gpuenv.versions import ComputeCapability, DriverVersion
+
+FACTS_HINT = "add the facts in your facts file ({where}; same format as gpuenv's data files)"
+
+
+# --- obstacles ------------------------------------------------------------------------------
+
+
+def newer_than_known(spec: SpecifierSet, kb: KnowledgeBase) -> str | None:
+    """The message for a torch specifier that only releases newer than the data's admit."""
+    newest = kb.newest_torch
+    if newest is None:
+        return None
+    probe = Version(f"{newest.version.major}.{newest.version.minor + 1}.0")
+    if kb.torch_matching(spec) or not spec.contains(probe):
+        return None
+    known = f"{newest.version.major}.{newest.version.minor}"
+    return f"torch {spec_text(spec)} is newer than this gpuenv's knowledge, which stops at {known}"
+
+
+def _cuda_obstacles(
+    releases: list[TorchRelease], hw: TargetHardware, c: Constraints, kb: KnowledgeBase
+) -> list[str]:
+    if c.cuda is None:
+        return []
+    found = []
+    if not any(r.build(c.cuda.tag) for r in releases):
+        available = ", ".join(b.tag for b in releases[0].cuda_builds)
+        found.append(
+            f"no torch {c.torch_text} build for {c.cuda.tag} on {hw.platform} "
+            f"(torch {releases[0].version} has: {available})"
+        )
+    floor = kb.driver_floor(c.cuda, c.mode)
+    if hw.driver is not None and floor is not None and hw.driver < floor:
+        found.append(f"CUDA {c.cuda} needs driver >= {floor}; this target has {hw.driver}")
+    return found
+
+
+def covering_builds(
+    kb: KnowledgeBase, platform: str, cc: ComputeCapability, mode: DriverCompat
+) -> str:
+    """Which builds of any known release cover ``cc`` on ``platform``, and what each needs:
+    "cu128 (torch 2.7.0 - 2.11.0, driver >= 570.26), cu130 (...)"."""
+    spans: dict[str, list[Version]] = {}
+    for release in kb.torch_releases:
+        for build in release.on(platform).cuda_builds:
+            if build.covering(cc) is not None:
+                spans.setdefault(build.tag, []).append(release.version)
+    parts = []
+    for tag, versions in sorted(spans.items(), key=lambda kv: min(kv[1])):
+        build = next(
+            b for r in kb.torch_releases for b in r.on(platform).cuda_builds if b.tag == tag
+        )
+        assert build.cuda is not None
+        floor = kb.driver_floor(build.cuda, mode)
+        span = f"{min(versions)}" if len(versions) == 1 else f"{min(versions)} - {max(versions)}"
+        parts.append(f"{tag} (torch {span}, driver >= {floor})")
+    return ", ".join(parts) if parts else "none"
+
+
+def _gpu_obstacles(
+    releases: list[TorchRelease], hw: TargetHardware, c: Constraints, kb: KnowledgeBase
+) -> list[str]:
+    builds = [b for r in releases for b in r.cuda_builds]
+    found = [
+        f"no torch {c.torch_text} build for {hw.platform} has kernels for {cc.sm} "
+        f"({kb.architecture_of(cc) or 'this architecture'}); builds that do: "
+        + covering_builds(kb, hw.platform, cc, c.mode)
+        for cc in sorted(set(hw.compute_capabilities))
+        if not any(b.covering(cc) for b in builds)
+    ]
+    assert hw.driver is not None
+    covering = [
+        b for b in builds if all(b.covering(cc) for cc in hw.compute_capabilities) and b.cuda
+    ]
+    floors = [kb.driver_floor(b.cuda, c.mode) for b in covering if b.cuda is not None]
+    if covering and not any(f is not None and hw.driver >= f for f in floors):
+        needs = sorted(
+            {
+                f"{b.tag} needs driver >= {kb.driver_floor(b.cuda, c.mode)}"
+                for b in covering
+                if b.cuda is not None
+            }
+        )
+        found.append(
+            f"driver {hw.driver} is older than every torch {c.torch_text} build that covers "
+            f"{hw.gpu_name or 'the GPU'} needs ({c.mode.value}): " + "; ".join(needs)
+        )
+    return found
+
+
+def obstacles(
+    releases: list[TorchRelease],
+    hw: TargetHardware,
+    c: Constraints,
+    kb: KnowledgeBase,
+    facts_where: str,
+) -> list[str]:
+    """The distinct reasons nothing fits, most decisive first. ``releases`` are the
+    matching ones, as the target's platform sees them."""
+    if not releases:
+        newer = newer_than_known(c.torch, kb)
+        if newer:
+            return [f"{newer}: upgrade gpuenv or {FACTS_HINT.format(where=facts_where)}"]
+        return [f"no torch release gpuenv knows matches {c.torch_text!r}"]
+    found = _cuda_obstacles(releases, hw, c, kb)
+    if not any(python_for(r.python, c.python) for r in releases):
+        newest = releases[0]
+        found.append(
+            f"no torch {c.torch_text} release supports Python {c.python} "
+            f"({newest.version} supports {spec_text(newest.python)})" + newest.provenance.label()
+        )
+    if not hw.cpu:
+        found.extend(_gpu_obstacles(releases, hw, c, kb))
+    for package, wanted in (("torchvision", c.torchvision), ("torchaudio", c.torchaudio)):
+        problems = {companion_problem(r, package, wanted) for r in releases}
+        if None not in problems:
+            found.append(sorted(p for p in problems if p)[0])
+    return found or ["no build of the matching torch releases fits this target"]
+
+
+# --- alternatives ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    """An unsatisfiable target, as the alternative finders see it."""
+
+    name: str
+    hw: TargetHardware
+    c: Constraints
+    kb: KnowledgeBase
+    matching: list[TorchRelease]
+
+    def search(self, **changes: Any) -> Found | None:
+        pool = changes.pop("pool", self.matching)
+        hw = changes.pop("hw", self.hw)
+        return search(pool, hw, replace(self.c, **changes), self.kb)
+
+    @property
+    def others(self) -> list[TorchRelease]:
+        return [r for r in self.kb.torch_releases if r not in self.matching]
+
+
+def _alt_cuda(p: Problem) -> Alternative | None:
+    found = p.search(cuda=None) if p.c.cuda is not None else None
+    if found is None or found.build.cuda is None:
+        return None
+    return Alternative(
+        f"use CUDA {found.build.cuda} instead: {found.describe()}",
+        {"stack.cuda": str(found.build.cuda)},
+    )
+
+
+def _alt_minor_compat(p: Problem) -> Alternative | None:
+    if p.hw.cpu or p.c.mode is DriverCompat.MINOR:
+        return None
+    found = p.search(mode=DriverCompat.MINOR)
+    if found is None:
+        return None
+    return Alternative(
+        f"opt into CUDA minor-version compatibility: {found.describe()}",
+        {"stack.driver-compat": "minor"},
+    )
+
+
+def _distance(release: TorchRelease, matching: list[TorchRelease]) -> tuple[int, int]:
+    """How far ``release`` is from the asked releases: minor series apart, then newest
+    patch first."""
+    if not matching:
+        return (0, -release.version.micro)
+
+    def minor_index(v: Version) -> int:
+        return v.major * 1000 + v.minor
+
+    gap = min(abs(minor_index(release.version) - minor_index(m.version)) for m in matching)
+    return (gap, -release.version.micro)
+
+
+def _nearest_first(p: Problem) -> list[TorchRelease]:
+    return sorted(p.others, key=lambda r: (_distance(r, p.matching), -r.version.minor))
+
+
+def _alt_nearby_release(p: Problem) -> Alternative | None:
+    for release in _nearest_first(p):
+        found = p.search(pool=[release])
+        if found is not None:
+            return Alternative(
+                f"the nearest torch release that fits: {found.describe()}",
+                {"stack.torch": f"=={found.release.version}"},
+            )
+    return None
+
+
+def _alt_driver(p: Problem) -> Alternative | None:
+    """A driver upgrade, within the branches the GPU can run."""
+    if p.hw.cpu or p.hw.driver is None:
+        return None
+    last = min(
+        (d for d in (p.kb.drivers_for(cc).last for cc in p.hw.compute_capabilities) if d),
+        default=None,
+    )
+    ceiling = DriverVersion.parse(f"{last}.999.99") if last else DriverVersion.parse("9999.0")
+    pools = [p.matching, *([r] for r in _nearest_first(p))]
+    for pool in pools:
+        found = p.search(pool=pool, hw=replace(p.hw, driver=ceiling))
+        if found is None or found.build.cuda is None:
+            continue
+        floor = p.kb.driver_floor(found.build.cuda, p.c.mode)
+        if floor is None or floor <= p.hw.driver:
+            return None  # the driver is not what stands in the way
+        changes = {f"targets.{p.name}.driver": f">={floor}"}
+        if pool is not p.matching:
+            changes["stack.torch"] = f"=={found.release.version}"
+        return Alternative(f"install NVIDIA driver >= {floor} for {found.describe()}", changes)
+    return None
+
+
+def _alt_python(p: Problem) -> Alternative | None:
+    """The Python nearest to the one asked for that makes the asked torch fit."""
+    asked = p.c.python if p.c.python in KNOWN_PYTHONS else None
+
+    def gap(python: str) -> tuple[int, int]:
+        minor = int(python.split(".")[1])
+        return (abs(minor - int(asked.split(".")[1])) if asked else 0, -minor)
+
+    for python in sorted(KNOWN_PYTHONS, key=gap):
+        if python == p.c.python:
+            continue
+        found = p.search(python=python)
+        if found is not None:
+            return Alternative(f"another Python: {found.describe()}", {"stack.python": python})
+    return None
+
+
+def _alt_companions(p: Problem) -> list[Alternative]:
+    alternatives = []
+    for package in ("torchvision", "torchaudio"):
+        if not isinstance(getattr(p.c, package), str):
+            continue
+        found = p.search(**{package: None})
+        if found is not None:
+            paired = getattr(found.release, package)
+            alternatives.append(
+                Alternative(
+                    f"{package} {paired}, the release paired with torch {found.release.version}",
+                    {f"stack.{package}": str(paired)},
+                )
+            )
+    return alternatives
+
+
+def _alt_cpu(p: Problem) -> Alternative | None:
+    if p.hw.cpu:
+        return None
+    cpu = replace(p.hw, cpu=True, compute_capabilities=())
+    found = p.search(hw=cpu) or p.search(hw=cpu, pool=list(p.kb.torch_releases))
+    if found is None:
+        return None
+    return Alternative(f"a CPU build: {found.describe()}", {f"targets.{p.name}.gpu": "none"})
+
+
+def alternatives(problem: Problem) -> list[Alternative]:
+    """Concrete changes that would work, the one that changes least first."""
+    candidates = [
+        _alt_cuda(problem),
+        _alt_minor_compat(problem),
+        _alt_nearby_release(problem),
+        _alt_driver(problem),
+        _alt_python(problem),
+        *_alt_companions(problem),
+        _alt_cpu(problem),
+    ]
+    unique: list[Alternative] = []
+    for alternative in candidates:
+        if alternative is not None and all(alternative.changes != u.changes for u in unique):
+            unique.append(alternative)
+    return unique

@@ -1,0 +1,181 @@
+"""Explaining a choice: one sentence per decision, and the unverified facts it rests on.
+
+A fact from an entry the data marks unverified ends in "(unverified)"; one from the
+user's facts file ends in "(from your facts file PATH)".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuenv.compat import DriverCompat, GpuModel, KnowledgeBase
+from gpuenv.plan._model import Constraints, TargetHardware, UnverifiedFact
+from gpuenv.plan._search import Found, Notes, spec_text
+
+
+@dataclass(frozen=True)
+class Choice:
+    name: str
+    found: Found
+    hw: TargetHardware
+    index_url: str
+    models: tuple[GpuModel, ...]
+    torch_reason: str  # why this release (newest that fits, or the shared one)
+
+
+def _python_reason(choice: Choice, c: Constraints) -> str:
+    release = choice.found.release
+    supports = spec_text(release.python_of(choice.found.build))
+    if choice.found.python == c.python:
+        return f"python {c.python}: as asked (torch {release.version} supports {supports})"
+    return (
+        f"python {choice.found.python}: newest in {c.python!r} that torch {release.version} "
+        "supports"
+    )
+
+
+def _gpu_reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes) -> list[str]:
+    hw, build = choice.hw, choice.found.build
+    assert hw.driver is not None and build.cuda is not None
+    if c.mode is DriverCompat.STRICT:
+        ceiling = kb.newest_cuda_for_driver(hw.driver)
+        reasons = [
+            f"driver {hw.driver} runs CUDA builds up to {ceiling} "
+            "(strict: each CUDA release's minimum driver)"
+        ]
+    else:
+        reasons = [
+            f"driver {hw.driver}: CUDA minor-version compatibility "
+            '(opted in with driver-compat = "minor")'
+        ]
+    for cc in sorted(set(hw.compute_capabilities)):
+        drivers = kb.drivers_for(cc)
+        arch = kb.architecture(cc)
+        if arch is not None and (drivers.first or drivers.last):
+            reasons.append(
+                f"{cc.sm} ({arch.name}) runs {drivers.describe()}: driver {hw.driver} is one"
+                + arch.provenance.label()
+            )
+    own = f"{build.tag}:"
+    notes_here = notes.build_notes.get(str(choice.found.release.version), [])
+    reasons.extend(note for note in notes_here if not note.startswith(own))
+    ccs = sorted(set(hw.compute_capabilities))
+    how = "; ".join(cov.how(cc) for cc in ccs if (cov := build.covering(cc)) is not None)
+    why = "as asked" if c.cuda is not None else "newest CUDA that fits"
+    floor = kb.driver_floor(build.cuda, c.mode)
+    reasons.append(
+        f"{build.tag} chosen ({why}): driver {hw.driver} >= {floor}; {how}"
+        + build.provenance.label()
+    )
+    return reasons
+
+
+def _companions(choice: Choice, c: Constraints) -> str | None:
+    release = choice.found.release
+    parts = []
+    for package, version, wanted in (
+        ("torchvision", release.torchvision, c.torchvision),
+        ("torchaudio", release.torchaudio, c.torchaudio),
+    ):
+        if version is None or wanted is False:
+            continue
+        native = version.major == 0 or version.release[:2] == release.version.release[:2]
+        if package == "torchvision":
+            native = version.release[:2] == (0, release.version.minor + 15)
+        parts.append(
+            f"{package} {version}"
+            + (
+                ""
+                if native
+                else f" (stable ABI: none was released with torch {release.version}; "
+                "this one installs beside it)"
+            )
+        )
+    if not parts:
+        return None
+    return f"{', '.join(parts)}: paired with torch {release.version}" + release.provenance.label()
+
+
+def _package_reasons(choice: Choice, c: Constraints) -> list[str]:
+    release, build = choice.found.release, choice.found.build
+    reasons = [r for r in (_companions(choice, c),) if r]
+    if build.cudnn or build.nccl:
+        reasons.append(
+            f"{build.tag} wheels bring cuDNN {build.cudnn or '-'} and NCCL {build.nccl or '-'}"
+            + build.provenance.label()
+        )
+    if release.pypi_default == build.tag:
+        reasons.append(
+            f"index {choice.index_url}; PyPI's plain torch {release.version} "
+            f"({release.platform}) is this same build, so the default index also serves it"
+        )
+    else:
+        default = release.pypi_default or "unknown"
+        reasons.append(
+            f"index {choice.index_url}: PyPI's plain torch {release.version} "
+            f"({release.platform}) is {default}, not {build.tag}"
+        )
+    return reasons
+
+
+def compress(release_notes: list[str]) -> list[str]:
+    """Runs of releases skipped for the same reason as one line:
+    "torch 2.6.0 to 2.15.0 skipped (14 releases): no build fits"."""
+    out: list[str] = []
+    run: list[tuple[str, str]] = []
+
+    def flush() -> None:
+        if len(run) > 2:
+            out.append(
+                f"torch {run[-1][0]} to {run[0][0]} skipped ({len(run)} releases): {run[0][1]}"
+            )
+        else:
+            out.extend(f"torch {v} skipped: {why}" for v, why in run)
+        run.clear()
+
+    for note in release_notes:
+        head, sep, why = note.partition(" skipped: ")
+        version = head.removeprefix("torch ")
+        if not sep:
+            flush()
+            out.append(note)
+        elif run and run[-1][1] != why:
+            flush()
+            run.append((version, why))
+        else:
+            run.append((version, why))
+    flush()
+    return out
+
+
+def reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes) -> list[str]:
+    gpu_labels = "".join(m.provenance.label() for m in choice.models)
+    out = [f"target {choice.name}: {choice.hw.describe()} ({choice.hw.source}){gpu_labels}"]
+    implied = [m for m in choice.models if m.platform]
+    if implied:
+        out.append(
+            f"platform {choice.hw.platform}: {implied[0].name} systems are Arm (Grace/Jetson)"
+        )
+    out.extend(compress(notes.release_notes))
+    out.append(choice.torch_reason + choice.found.release.provenance.label())
+    out.append(_python_reason(choice, c))
+    if choice.hw.cpu:
+        out.append("cpu build: the target has no GPU")
+    else:
+        out.extend(_gpu_reasons(choice, c, kb, notes))
+    out.extend(_package_reasons(choice, c))
+    return out
+
+
+def unverified(choice: Choice, kb: KnowledgeBase) -> tuple[UnverifiedFact, ...]:
+    release, build = choice.found.release, choice.found.build
+    archs = {a.name: a for cc in choice.hw.compute_capabilities if (a := kb.architecture(cc))}
+    kb_facts = [
+        *(UnverifiedFact.of(f"{a.name} driver branches", a.provenance) for a in archs.values()),
+        UnverifiedFact.of(f"torch {release.version}", release.provenance),
+        UnverifiedFact.of(
+            f"torch {release.version} {build.tag} build ({build.platform})", build.provenance
+        ),
+        *(UnverifiedFact.of(f"GPU {m.name}", m.provenance) for m in choice.models),
+    ]
+    return tuple(f for f in kb_facts if f is not None)

@@ -1,0 +1,173 @@
+"""The search: which torch release and build serve one target, and why the others do not.
+
+For each release (newest first) matching the constraints, keep the builds the driver can
+run and whose arch list covers every GPU; the first release with such a build wins, with
+its newest CUDA. ``Notes`` collects why each candidate was passed over, for the reasons
+and for the refusal when nothing fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from packaging.specifiers import SpecifierSet
+
+from gpuenv.compat import KnowledgeBase, TorchBuild, TorchRelease
+from gpuenv.plan._model import KNOWN_PYTHONS, Constraints, TargetHardware
+from gpuenv.spec import parse_version_spec
+from gpuenv.versions import CudaVersion
+
+
+@dataclass
+class Notes:
+    """Why each candidate was rejected, collected while searching."""
+
+    release_notes: list[str] = field(default_factory=list)
+    build_notes: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Found:
+    release: TorchRelease  # as the target's platform sees it
+    build: TorchBuild
+    python: str
+
+    def describe(self) -> str:
+        return f"torch {self.release.version} {self.build.tag} (python {self.python})"
+
+
+def spec_text(spec: SpecifierSet) -> str:
+    """A specifier set with lower bounds first (">=3.8,<3.13"), for messages."""
+    return (
+        ",".join(sorted((str(s) for s in spec), key=lambda s: (not s.startswith(">"), s))) or "any"
+    )
+
+
+def python_for(pythons: SpecifierSet, wanted: str) -> str | None:
+    """The Python to use: the exact one asked for, or the newest in range."""
+    if wanted in KNOWN_PYTHONS:
+        return wanted if pythons.contains(wanted) else None
+    # A bare version gpuenv has no release data for ("3.99") matches nothing: that
+    # is an unsatisfiable plan, not an invalid specifier.
+    spec = SpecifierSet(f"=={wanted}.*" if wanted[:1].isdigit() else wanted)
+    fits = [p for p in KNOWN_PYTHONS if spec.contains(p) and pythons.contains(p)]
+    return fits[-1] if fits else None
+
+
+def companion_problem(release: TorchRelease, package: str, wanted: str | bool | None) -> str | None:
+    paired = release.torchvision if package == "torchvision" else release.torchaudio
+    if wanted is None or wanted is False:
+        return None
+    if paired is None:
+        return f"torch {release.version} has no paired {package} release"
+    assert isinstance(wanted, str)
+    if not parse_version_spec(wanted).contains(paired, prereleases=True):
+        return (
+            f"{package} {wanted} does not pair with torch {release.version} "
+            f"(it pairs with {package} {paired})"
+        )
+    return None
+
+
+def build_problems(
+    build: TorchBuild, hw: TargetHardware, c: Constraints, kb: KnowledgeBase
+) -> list[str]:
+    """Why a CUDA ``build`` cannot serve ``hw`` (empty when it can)."""
+    assert build.cuda is not None and hw.driver is not None
+    problems = []
+    if c.cuda is not None and build.cuda != c.cuda:
+        problems.append(f"CUDA {build.cuda}, not the requested {c.cuda}")
+    floor = kb.driver_floor(build.cuda, c.mode)
+    if floor is None:
+        problems.append(f"CUDA {build.cuda} is not in the knowledge base")
+    elif hw.driver < floor:
+        problems.append(f"needs driver >= {floor} ({c.mode.value}), target has {hw.driver}")
+    for cc in sorted(set(hw.compute_capabilities)):
+        if build.covering(cc) is None:
+            problems.append(f"arch list ({build.arch_text}) does not cover {cc.sm}")
+    return problems
+
+
+def _python_problem(release: TorchRelease, build: TorchBuild, c: Constraints) -> str | None:
+    if build.python is None or python_for(build.python, c.python) is not None:
+        return None
+    return f"its wheels are for Python {spec_text(build.python)}, not {c.python}"
+
+
+def fitting_builds(
+    release: TorchRelease,
+    hw: TargetHardware,
+    c: Constraints,
+    kb: KnowledgeBase,
+    notes: Notes | None,
+) -> list[TorchBuild]:
+    fits = []
+    for build in release.cuda_builds:
+        problems = build_problems(build, hw, c, kb)
+        python = _python_problem(release, build, c)
+        problems += [python] if python else []
+        if notes is not None:
+            notes.build_notes.setdefault(str(release.version), []).append(
+                f"{build.tag}: " + ("fits" if not problems else "; ".join(problems))
+            )
+        if not problems:
+            fits.append(build)
+    return fits
+
+
+def _release_problem(release: TorchRelease, c: Constraints) -> str | None:
+    if python_for(release.python, c.python) is None:
+        return f"supports Python {spec_text(release.python)}, not {c.python}"
+    return companion_problem(release, "torchvision", c.torchvision) or companion_problem(
+        release, "torchaudio", c.torchaudio
+    )
+
+
+def fit(
+    release: TorchRelease,
+    hw: TargetHardware,
+    c: Constraints,
+    kb: KnowledgeBase,
+    notes: Notes | None = None,
+) -> Found | None:
+    """The build (newest CUDA that fits) and Python of ``release`` for ``hw``, if any.
+    ``release`` must already be the target platform's view (``TorchRelease.on``)."""
+    problem = _release_problem(release, c)
+    if problem:
+        if notes is not None:
+            notes.release_notes.append(f"torch {release.version} skipped: {problem}")
+        return None
+    if hw.cpu:
+        cpu = release.build("cpu")
+        python = python_for(release.python_of(cpu), c.python) if cpu else None
+        if cpu is not None and python is not None:
+            return Found(release, cpu, python)
+        if notes is not None:
+            why = "no CPU build" if cpu is None else f"its CPU build has no Python {c.python}"
+            notes.release_notes.append(f"torch {release.version} skipped: {why}")
+        return None
+    fits = fitting_builds(release, hw, c, kb, notes)
+    if not fits:
+        if notes is not None:
+            notes.release_notes.append(f"torch {release.version} skipped: no build fits")
+        return None
+    best = max(fits, key=lambda b: b.cuda or CudaVersion(0, 0))
+    python = python_for(release.python_of(best), c.python)
+    assert python is not None
+    return Found(release, best, python)
+
+
+def search(
+    releases: Iterable[TorchRelease],
+    hw: TargetHardware,
+    c: Constraints,
+    kb: KnowledgeBase,
+    notes: Notes | None = None,
+) -> Found | None:
+    """The newest release (then the newest CUDA) that fits."""
+    for release in releases:
+        found = fit(release.on(hw.platform), hw, c, kb, notes)
+        if found is not None:
+            return found
+    return None

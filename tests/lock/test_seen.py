@@ -1,0 +1,58 @@
+"""The newest torch on the index, as `gpuenv lock` sees it and `gpuenv plan` is told."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from gpuenv.compat import knowledge_base
+from gpuenv.lock import locker
+from gpuenv.lock.seen import (
+    newest_torch_on,
+    read_newest_torch,
+    recently_seen,
+    record_newest_torch,
+    versions_on_page,
+)
+from tests.fixtures.pkgindex.plugin import PkgIndex
+
+
+def test_versions_from_json_and_html_pages() -> None:
+    page = {"versions": ["2.15.0", "2.16.0rc1", "2.14.1"], "files": []}
+    assert versions_on_page(json.dumps(page).encode()) == ["2.15.0", "2.16.0rc1", "2.14.1"]
+    html = b'<a href="../torch-2.16.0%2Bcu132-cp312-cp312-linux_x86_64.whl#sha256=00">x</a>'
+    html += b'<a href="torch-2.15.0-cp312-cp312-manylinux_2_28_x86_64.whl">y</a>'
+    assert sorted(versions_on_page(html)) == ["2.15.0", "2.16.0+cu132"]
+
+
+def test_the_fixture_index_is_read(pkgindex: PkgIndex) -> None:
+    assert newest_torch_on(pkgindex.default_index) == "2.5.0"
+    assert newest_torch_on("http://127.0.0.1:9/simple", timeout=2) is None
+
+
+def test_recorded_then_read_by_plan_and_fresh_for_an_hour(tmp_path: Path) -> None:
+    record_newest_torch(tmp_path, "https://user:pw@idx.example/simple", "2.16.0", now=1000.0)
+    text = (tmp_path / "index" / "torch.json").read_text()
+    assert "pw" not in text
+    assert read_newest_torch(tmp_path) == "2.16.0"
+    assert recently_seen(tmp_path, "https://idx.example/simple", now=1000.0 + 60) == "2.16.0"
+    assert recently_seen(tmp_path, "https://idx.example/simple", now=1000.0 + 7200) is None
+
+
+def test_a_corrupt_record_is_no_record(tmp_path: Path) -> None:
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / "torch.json").write_text("[not, json")
+    assert read_newest_torch(tmp_path) is None
+    (tmp_path / "index" / "torch.json").write_text('{"x": 3, "y": {"version": "nonsense"}}')
+    assert read_newest_torch(tmp_path) is None
+
+
+def test_lock_says_plainly_when_the_index_is_ahead_of_the_data() -> None:
+    kb = knowledge_base()
+    notice = locker._newer_torch_notice(("https://idx.example/simple", "2.16.0"), kb)
+    assert notice is not None
+    assert notice.startswith(
+        "torch 2.16.0 is on the index but this gpuenv's knowledge stops at 2.15: "
+        "upgrade gpuenv or add the facts in your facts file"
+    )
+    assert locker._newer_torch_notice(("https://idx.example/simple", "2.15.0"), kb) is None

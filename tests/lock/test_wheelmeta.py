@@ -1,0 +1,166 @@
+"""Reading a wheel's METADATA without the wheel: PEP 658 files, range requests, and what
+a broken or hostile server cannot make gpuenv do."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Callable
+from typing import Any
+from urllib.error import HTTPError
+from urllib.request import Request
+
+import pytest
+
+from gpuenv.lock import wheelmeta
+from gpuenv.lock.wheelmeta import MetadataUnavailable, parse_metadata, read_metadata, read_names
+from tests.fixtures.pkgindex.plugin import PkgIndex
+
+METADATA = "Metadata-Version: 2.1\nName: torch\nVersion: 2.4.1\nRequires-Python: >=3.8\nRequires-Dist: nvidia-cudnn-cu12==9.1.0.70; platform_system == 'Linux'\n"
+
+
+def wheel_bytes(metadata: str = METADATA, padding: int = 0) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("torch/__init__.py", "x" * padding)
+        z.writestr("torch-2.4.1.dist-info/METADATA", metadata)
+    return buffer.getvalue()
+
+
+class _Response(io.BytesIO):
+    def __init__(self, body: bytes, status: int, headers: dict[str, str]) -> None:
+        super().__init__(body)
+        self.status, self.headers = status, headers
+
+
+def server(
+    wheel: bytes, *, pep658: str | None = None, ranges: bool = True
+) -> tuple[Callable[..., Any], list[Request]]:
+    seen: list[Request] = []
+
+    def opener(request: Request, timeout: float) -> _Response:
+        seen.append(request)
+        if request.full_url.endswith(".metadata"):
+            if pep658 is None:
+                raise HTTPError(request.full_url, 404, "not found", {}, None)  # type: ignore[arg-type]
+            return _Response(pep658.encode(), 200, {})
+        wanted = request.get_header("Range")
+        if wanted is None or not ranges:
+            return _Response(wheel, 200, {})
+        first, _, last = wanted.removeprefix("bytes=").partition("-")
+        size = len(wheel)
+        start, end = (
+            (size - int(last), size - 1) if not first else (int(first), min(size - 1, int(last)))
+        )
+        start = max(0, start)
+        return _Response(
+            wheel[start : end + 1], 206, {"Content-Range": f"bytes {start}-{end}/{size}"}
+        )
+
+    return opener, seen
+
+
+def test_pep_658_first() -> None:
+    opener, seen = server(b"", pep658=METADATA)
+    assert read_metadata("https://files.example/t.whl", opener=opener) == METADATA
+    assert "https://files.example/t.whl.metadata" in [r.full_url for r in seen]
+
+
+def test_range_requests_when_there_is_no_pep_658_file() -> None:
+    wheel = wheel_bytes(padding=5_000_000)  # deflated: small; the tail covers the directory
+    opener, seen = server(wheel)
+    text = read_metadata("https://files.example/t.whl", opener=opener)
+    assert parse_metadata(text) == (
+        ">=3.8",
+        ("nvidia-cudnn-cu12==9.1.0.70; platform_system == 'Linux'",),
+    )
+    ranged = [r for r in seen if not r.full_url.endswith(".metadata")]
+    assert all(r.get_header("Range") for r in ranged)
+    assert len(ranged) <= 2  # the tail (fetched beside the .metadata probe), one more
+
+
+def test_credentials_become_a_header_and_never_reach_a_message() -> None:
+    opener, seen = server(b"", pep658=None, ranges=False)
+    with pytest.raises(MetadataUnavailable) as caught:
+        read_metadata("https://user:s3cret@files.example/t.whl", opener=opener)
+    assert "s3cret" not in caught.value.message
+    assert "ignored a range request" in caught.value.message  # never the whole wheel
+    assert seen[0].get_header("Authorization", "").startswith("Basic ")
+    assert "s3cret" not in seen[0].full_url
+
+
+def test_a_huge_pep_658_answer_is_refused() -> None:
+    opener, _seen = server(b"", pep658="x" * (wheelmeta.MAX_METADATA + 10))
+    with pytest.raises(MetadataUnavailable, match="larger than"):
+        read_metadata("https://files.example/t.whl", opener=opener)
+
+
+def test_a_metadata_bomb_is_not_inflated() -> None:
+    opener, _seen = server(wheel_bytes(metadata="A" * (wheelmeta.MAX_METADATA + 1)))
+    with pytest.raises(MetadataUnavailable, match="METADATA claims"):
+        read_metadata("https://files.example/t.whl", opener=opener, pep658=False)
+
+
+def test_not_a_zip_is_a_typed_failure() -> None:
+    opener, _seen = server(b"\x00" * 5000)
+    with pytest.raises(MetadataUnavailable, match="not a readable wheel"):
+        read_metadata("https://files.example/t.whl", opener=opener, pep658=False)
+
+
+def test_other_schemes_are_refused() -> None:
+    with pytest.raises(MetadataUnavailable, match="not an http"):
+        read_metadata("ftp://files.example/t.whl", pep658=False)
+
+
+def test_a_local_wheel_is_read_directly(tmp_path: Any) -> None:
+    path = tmp_path / "t.whl"
+    path.write_bytes(wheel_bytes())
+    assert read_metadata(path.as_uri()) == METADATA
+
+
+def test_against_the_fixture_server_with_and_without_pep_658(pkgindex: PkgIndex) -> None:
+    art = pkgindex.find("torch", "2.4.1+cu124", "whl/cu124")[0]
+    url = f"{pkgindex.torch_index('cu124')}/{art.filename.replace('+', '%2B')}"
+    via_658 = read_metadata(url)
+    via_ranges = read_metadata(url, pep658=False)
+    assert via_658 == via_ranges and "nvidia-cudnn-cu12==9.1.0.70" in via_658
+    assert any(n.endswith(".dist-info/METADATA") for n in read_names(url))
+
+
+def test_verify_expects_the_pins_the_wheels_stated(tmp_path: Any) -> None:
+    """The lock's wheel facts are what the prefix holds: verify checks cuDNN/NCCL against
+    them, not against the knowledge base (which may be stale)."""
+    from gpuenv.compat import knowledge_base
+    from gpuenv.lock.model import LockedHardware, LockedTarget, StackSummary, WheelFacts
+    from gpuenv.verify.target import expectations_for
+
+    stack = StackSummary(
+        "3.11",
+        "12.4",
+        "cu124",
+        "2.4.1",
+        None,
+        None,
+        "9.1.0.70",
+        "2.20.5",
+        ("9.0",),
+        "https://x.example/cu124",
+    )
+    hardware = LockedHardware(False, "H100", ("9.0",), "550.54.15", "12.4", "declared")
+    target = LockedTarget(
+        "h", "sha256:0", "linux-64", hardware, stack, {}, wheel_facts=WheelFacts(cudnn="9.9.9.9")
+    )
+    expect = expectations_for(target, tmp_path, knowledge_base(), ())
+    assert (expect.cudnn, expect.nccl) == ("9.9.9.9", "2.20.5")
+
+
+def test_metadata_headers_end_at_the_description_and_fold_continuations() -> None:
+    text = (
+        "Metadata-Version: 2.1\nName: torch\nrequires-python: >=3.10\n"
+        "Requires-Dist: filelock\nRequires-Dist: nvidia-nccl-cu12==2.20.5;\n"
+        "  platform_system == 'Linux'\n\nRequires-Dist: not-a-header-in-the-description\n"
+    )
+    assert parse_metadata(text) == (
+        ">=3.10",
+        ("filelock", "nvidia-nccl-cu12==2.20.5; platform_system == 'Linux'"),
+    )
