@@ -181,6 +181,7 @@ class FakeEnv:
     ) -> None:
         pkg = self.site / "torch"
         pkg.mkdir(parents=True, exist_ok=True)
+        (pkg / "__init__.py").write_text("")
         (pkg / "version.py").write_text(
             "from typing import Optional\n\n"
             f"__version__ = {version!r}\n"

@@ -132,13 +132,23 @@ def test_cuda13_wheel_layout_versions_from_record(tmp_path: Path, elf, run: Run)
     # the toolkit's "13.0" is the wheel's "13.0.96" as far as both are known
     assert report.findings == (), [(f.code, f.message) for f in report.findings]
 
+    # A CUDA 12.8 runtime is libcudart.so.12: the loader never takes it for libcudart.so.13
     old = tmp_path / "cuda-12.8" / "lib64"
     env.lib(old, "libcudart.so.12", "libcudart.so.12")
     report = run(env, environ={"LD_LIBRARY_PATH": f"{stray}:{old}"}, facts=NO_GPU)
+    assert "duplicate-cuda-library" not in codes(report)
+    note = only(report, "ld-library-path-cuda-version")
+    assert note.severity is Severity.INFO
+    assert note.evidence["entries"][0]["version"] == "12.8"
+
+    # A second libcudart.so.13 of another release is a rival; versions come from RECORD
+    # and from the toolkit's directory name
+    other = tmp_path / "cuda-13.1" / "lib64"
+    env.lib(other, "libcudart.so.13", "libcudart.so.13")
+    report = run(env, environ={"LD_LIBRARY_PATH": str(other)}, facts=NO_GPU)
     finding = only(report, "duplicate-cuda-library")
     by_version = {c["version"]: c for c in finding.evidence["copies"]}
     assert by_version["13.0.96"]["version_from"].endswith("nvidia_cuda_runtime-13.0.96.dist-info")
-    assert by_version["12.8"]["version_from"] == f"directory name {tmp_path / 'cuda-12.8'}"
+    assert by_version["13.1"]["version_from"] == f"directory name {tmp_path / 'cuda-13.1'}"
     assert finding.evidence["picked"]["via"] == "RPATH of libtorch_cuda.so"
     assert finding.severity is Severity.WARNING
-    assert only(report, "ld-library-path-cuda-version").evidence["entries"][0]["version"] == "12.8"

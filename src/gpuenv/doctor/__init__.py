@@ -21,6 +21,7 @@ from gpuenv.doctor import (
     ldpath,
     libraries,
     managers,
+    shadowing,
     source,
     toolkit,
     trio,
@@ -33,6 +34,7 @@ from gpuenv.doctor.model import DoctorRequest, Finding, Host, Report, Severity
 __all__ = ["DoctorRequest", "Finding", "Host", "Report", "Severity", "diagnose"]
 
 CHECKS: tuple[Callable[[Context], list[Finding]], ...] = (
+    shadowing.check,
     managers.check,
     libraries.check,
     ldpath.check,
@@ -59,6 +61,7 @@ def diagnose(request: DoctorRequest) -> Report:
         python=request.python,
         environ=request.environ,
         default_prefix=request.default_prefix,
+        cwd=request.cwd,
     )
     ctx = Context(request, inventory(location))
     findings = [finding for check in CHECKS for finding in check(ctx)]

@@ -101,28 +101,43 @@ def _cuda_version(ctx: Context) -> Finding | None:
     torch = ctx.env.torch
     if torch is None or torch.cuda is None:
         return None
-    listing = ctx.libraries.listing
+    index = ctx.libraries
     hits = []
     seen: set[Path] = set()
     for i, entry in _absolute(ctx):
         path = Path(entry)
         if not path.is_dir():
             continue
-        for copy in listing.get(path.resolve(), {}).values():
-            other = matches(copy.version, str(torch.cuda)) is False
-            if copy.family in ("cudart", "cublas") and other and copy.path not in seen:
+        for name, copy in index.listing.get(path.resolve(), {}).items():
+            other = matches(copy.version, str(torch.cuda)) is False or (
+                copy.cuda_major is not None and copy.cuda_major != torch.cuda.major
+            )
+            if copy.library.versioned == "cuda" and other and copy.path not in seen:
                 seen.add(copy.path)
                 hits.append(
-                    {"position": i, "entry": entry, "file": copy.name, "version": copy.version}
+                    {
+                        "position": i,
+                        "entry": entry,
+                        "file": copy.name,
+                        "version": copy.version,
+                        "torch_loads_this_name": name in index.needed,
+                    }
                 )
     if not hits:
         return None
     found = sorted({f"{h['file']} {h['version']} in {h['entry']}" for h in hits})
+    rival = any(h["torch_loads_this_name"] for h in hits)
+    tail = (
+        "; torch loads some of these names"
+        if rival
+        else "; torch needs other names (they cannot replace its libraries, but programs "
+        "and extensions of that CUDA load them)"
+    )
     return Finding(
         code="ld-library-path-cuda-version",
-        severity=Severity.WARNING,
+        severity=Severity.WARNING if rival else Severity.INFO,
         message=f"LD_LIBRARY_PATH holds CUDA libraries of another version than torch's "
-        f"CUDA {torch.cuda}: " + "; ".join(found),
+        f"CUDA {torch.cuda}: " + "; ".join(found) + tail,
         evidence={**_value(ctx), "torch_cuda": str(torch.cuda), "entries": hits},
         fix=_FIX_REMOVE + "; torch brings its own CUDA libraries",
     )

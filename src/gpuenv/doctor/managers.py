@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
@@ -51,16 +52,24 @@ def pairs() -> tuple[Pair, ...]:
     )
 
 
-def counterparts(pip_name: str) -> tuple[set[str], Severity]:
+@cache
+def _pair_patterns() -> tuple[tuple[re.Pattern[str], Pair], ...]:
+    return tuple(
+        (re.compile("|".join(fnmatch.translate(g) for g in pair.pip)), pair) for pair in pairs()
+    )
+
+
+@cache
+def counterparts(pip_name: str) -> tuple[frozenset[str], Severity]:
     """conda names that hold the same software as the pip distribution ``pip_name``."""
     names = {pip_name}
     severity = Severity.WARNING
-    for pair in pairs():
-        if any(fnmatch.fnmatchcase(pip_name, glob) for glob in pair.pip):
+    for pattern, pair in _pair_patterns():
+        if pattern.match(pip_name):
             names.update(pair.conda)
             if pair.severity is Severity.ERROR:
                 severity = Severity.ERROR
-    return names, severity
+    return frozenset(names), severity
 
 
 class _Ownership:
