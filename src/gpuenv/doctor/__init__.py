@@ -21,6 +21,7 @@ from gpuenv.doctor import (
     ldpath,
     libraries,
     managers,
+    ownership,
     shadowing,
     source,
     toolkit,
@@ -36,6 +37,7 @@ __all__ = ["DoctorRequest", "Finding", "Host", "Report", "Severity", "diagnose"]
 CHECKS: tuple[Callable[[Context], list[Finding]], ...] = (
     shadowing.check,
     managers.check,
+    ownership.check,
     libraries.check,
     ldpath.check,
     toolkit.check,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from gpuenv.doctor.environment import Environment
 from gpuenv.doctor.model import DoctorRequest
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from gpuenv.doctor._records import Records
 
 
+T = TypeVar("T")
 _REQUIREMENT = re.compile(
     r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*\(?\s*(?:==\s*(?P<pin>[^\s;,)]+))?"
 )
@@ -28,6 +30,13 @@ class Context:
     def __init__(self, request: DoctorRequest, env: Environment) -> None:
         self.request = request
         self.env = env
+        self._memo: dict[str, Any] = {}
+
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        """A fact several checks derive, computed once."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return cast(T, self._memo[key])
 
     @cached_property
     def kb(self) -> KnowledgeBase:

@@ -160,17 +160,18 @@ def _want(ctx: Context, library: Library) -> str:
     return f"torch is a CUDA {major} build" if major is not None else "torch expects another"
 
 
-def _how(ctx: Context, name: str) -> str:
+def _how(ctx: Context, name: str, copies: list[LibCopy]) -> str:
     load = ctx.libraries.loads.get(name)
     if load is None:
         return "the loader's default search finds it first"
-    if load.by == VIA_PRELOAD:
-        folder = load.step.path.relative_to(load.step.entry) if load.step.entry else load.step.path
-        return (
-            f"torch's preload takes it first, from {folder} in sys.path entry {load.step.entry} "
-            "(torch tries nvidia/<library>/lib before nvidia/cu<major>/lib)"
-        )
-    return load.how
+    if load.by != VIA_PRELOAD:
+        return load.how
+    entry = load.step.entry or ""
+    folder = load.step.path.relative_to(entry) if entry else load.step.path
+    how = f"torch's preload takes it first, from {folder} in sys.path entry {entry}"
+    if any(c.path.parent != load.copy.path.parent and fits(ctx, c) for c in copies):
+        how += " (torch tries nvidia/<library>/lib before nvidia/cu<major>/lib)"
+    return how
 
 
 def _pip(ctx: Context) -> str:
@@ -201,16 +202,37 @@ def _ld_path_steps(ctx: Context, load: Load | None, copies: list[LibCopy]) -> li
     ]
 
 
-def _winner_step(ctx: Context, library: Library, load: Load) -> str | None:
-    wheel = _wheel_for(ctx, library)
+def _command(ctx: Context, name: str, action: str, *args: str) -> str:
+    from gpuenv.doctor._records import Owner
+    from gpuenv.doctor.ownership import pip_command
+
+    dist = ctx.env.dist(name)
+    if dist is None:
+        return f"{_pip(ctx)} {action} {' '.join(args)}"
+    return pip_command(
+        ctx, Owner("pip", dist.name, dist.version, dist.path, dist=dist), action, *args
+    )
+
+
+def _winner_steps(ctx: Context, library: Library, load: Load) -> list[str]:
     owner = load.copy.owner or ""
     if load.by == VIA_LD_PRELOAD:
-        return f"remove {load.step.entry} from LD_PRELOAD"
+        return [f"remove {load.step.entry} from LD_PRELOAD"]
+    shared = _shared_steps(ctx, load.copy)
+    if shared:
+        return shared
     if load.by == VIA_PRELOAD and owner.startswith("pip "):
-        return (
-            f"'{_pip(ctx)} uninstall {owner.split()[1]}' (a wheel for another CUDA than "
-            "torch's: torch's preload loads it first)"
-        )
+        name = owner.split()[1]
+        return [
+            f"'{_command(ctx, name, 'uninstall', name)}' (torch's preload loads its copy "
+            "first; torch does not need it)"
+        ]
+    step = _path_step(ctx, library, load)
+    return [step] if step else []
+
+
+def _path_step(ctx: Context, library: Library, load: Load) -> str | None:
+    wheel = _wheel_for(ctx, library)
     if load.step.via.startswith(("ld.so.cache", "ld.so.conf")):
         where = load.step.entry or "the system's ld.so.conf"
         return (
@@ -219,11 +241,13 @@ def _winner_step(ctx: Context, library: Library, load: Load) -> str | None:
             f"the loader's default path through {where}, not LD_LIBRARY_PATH"
         )
     if load.step.via.startswith(("RPATH", "RUNPATH")):
-        target = wheel or f"{library.label} at the version torch expects"
-        return (
-            f"'{_pip(ctx)} install --force-reinstall --no-deps {target}' (the "
-            "environment's own copy is the wrong one)"
-        )
+        if wheel:
+            name = wheel.split("==", 1)[0]
+            return (
+                f"'{_command(ctx, name, 'install', '--force-reinstall', '--no-deps', wheel)}' "
+                "(the environment's own copy is the wrong one)"
+            )
+        return f"reinstall the {library.label} torch expects (the environment's copy is wrong)"
     if load.step.via == "system library directory":
         return (
             f"move the stray {load.copy.path} out of the system directory, or install "
@@ -232,12 +256,23 @@ def _winner_step(ctx: Context, library: Library, load: Load) -> str | None:
     return None
 
 
+def _shared_steps(ctx: Context, copy: LibCopy) -> list[str]:
+    """When two wheels own the winning file, the ordered fix of that clash."""
+    from gpuenv.doctor.ownership import clash_steps, clashes, keep_and_stray
+
+    path = str(copy.path)
+    for (a, b), paths in clashes(ctx).items():
+        if path in paths:
+            keep, stray, _why = keep_and_stray(ctx, a, b)
+            return clash_steps(ctx, keep, stray, len(paths))
+    return []
+
+
 def fix_for(ctx: Context, library: Library, load: Load | None, copies: list[LibCopy]) -> str:
     """Ordered steps that make torch load the right copy, for the way the wrong one won."""
     steps = _ld_path_steps(ctx, load, copies)
-    winner = _winner_step(ctx, library, load) if load is not None else None
-    if winner and (load is None or load.step.via != VIA_LD_LIBRARY_PATH):
-        steps.append(winner)
+    if load is not None and load.step.via != VIA_LD_LIBRARY_PATH:
+        steps += _winner_steps(ctx, library, load)
     if not steps:
         wheel = _wheel_for(ctx, library) or "reinstall torch with its nvidia-* dependencies"
         steps.append(
@@ -255,7 +290,7 @@ def _duplicate(ctx: Context, library: Library, name: str, copies: list[LibCopy])
     ok = fits(ctx, picked) if picked else None
     if ok is False and picked is not None:
         severity = Severity.ERROR
-        tail = f"{_how(ctx, name)}: {_describe(picked)}, but {_want(ctx, library)}"
+        tail = f"{_how(ctx, name, copies)}: {_describe(picked)}, but {_want(ctx, library)}"
     else:
         # Copies the loader never visits (a toolkit not on the path) are only worth a note.
         others = [
@@ -283,7 +318,8 @@ def _mismatch(ctx: Context, library: Library, name: str, copies: list[LibCopy]) 
     return Finding(
         code="cuda-library-mismatch",
         severity=Severity.ERROR,
-        message=f"{_how(ctx, name)} for {name}: {_describe(picked)}, but {_want(ctx, library)}",
+        message=f"{name} loads from {_describe(picked)}, but {_want(ctx, library)}; "
+        f"{_how(ctx, name, copies)}",
         evidence=evidence,
         fix=fix_for(ctx, library, load, copies),
     )
