@@ -56,7 +56,7 @@ class Dist:
         return local_tag(self.version)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per conda-meta record: identity
 class CondaPackage:
     name: str
     version: str
