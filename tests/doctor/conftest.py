@@ -25,6 +25,7 @@ import pytest
 from gpuenv.doctor import DoctorRequest, Finding, Host, Report, diagnose
 from gpuenv.hardware import GpuFacts, HardwareFacts
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
+from tests.nvml.conftest import standin_dir, standin_env  # noqa: F401 (fixtures for doctor tests)
 
 GCC = shutil.which("gcc")
 BUILD_ENV = dict(os.environ)  # gcc's PATH, whatever a test later does to the environment

@@ -6,7 +6,9 @@ import shutil
 from pathlib import Path
 
 from gpuenv.doctor import Severity
-from tests.doctor.conftest import NO_GPU, FakeEnv, Run, codes, make_toolkit, only
+from tests.doctor.conftest import FakeEnv, Run, codes, hardware, make_toolkit, only
+
+DRIVER_580 = hardware(driver="580.65.06", cuda="13.0")
 
 
 def test_ld_library_path_copy_shadows_torchs_runpath(
@@ -128,14 +130,14 @@ def test_cuda13_wheel_layout_versions_from_record(tmp_path: Path, elf, run: Run)
     env.dist("torchvision", "0.29.1+cu130")
     stray = tmp_path / "cuda-13.0" / "lib64"  # a toolkit known only by its directory name
     env.lib(stray, "libcudart.so.13", "libcudart.so.13")
-    report = run(env, environ={"LD_LIBRARY_PATH": str(stray)}, facts=NO_GPU)
+    report = run(env, environ={"LD_LIBRARY_PATH": str(stray)}, facts=DRIVER_580)
     # the toolkit's "13.0" is the wheel's "13.0.96" as far as both are known
     assert report.findings == (), [(f.code, f.message) for f in report.findings]
 
     # A CUDA 12.8 runtime is libcudart.so.12: the loader never takes it for libcudart.so.13
     old = tmp_path / "cuda-12.8" / "lib64"
     env.lib(old, "libcudart.so.12", "libcudart.so.12")
-    report = run(env, environ={"LD_LIBRARY_PATH": f"{stray}:{old}"}, facts=NO_GPU)
+    report = run(env, environ={"LD_LIBRARY_PATH": f"{stray}:{old}"}, facts=DRIVER_580)
     assert "duplicate-cuda-library" not in codes(report)
     note = only(report, "ld-library-path-cuda-version")
     assert note.severity is Severity.INFO
@@ -145,7 +147,7 @@ def test_cuda13_wheel_layout_versions_from_record(tmp_path: Path, elf, run: Run)
     # and from the toolkit's directory name
     other = tmp_path / "cuda-13.1" / "lib64"
     env.lib(other, "libcudart.so.13", "libcudart.so.13")
-    report = run(env, environ={"LD_LIBRARY_PATH": str(other)}, facts=NO_GPU)
+    report = run(env, environ={"LD_LIBRARY_PATH": str(other)}, facts=DRIVER_580)
     finding = only(report, "duplicate-cuda-library")
     by_version = {c["version"]: c for c in finding.evidence["copies"]}
     assert by_version["13.0.96"]["version_from"].endswith("nvidia_cuda_runtime-13.0.96.dist-info")

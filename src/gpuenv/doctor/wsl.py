@@ -64,6 +64,11 @@ def check(ctx: Context) -> list[Finding]:
     host = ctx.request.host
     wsl_lib = host.path(WSL_LIB).resolve()
     files = [f for d in _candidate_dirs(ctx) for f in _driver_files(d, wsl_lib)]
+    from gpuenv.doctor.driverlib import winner_not_driver
+
+    shadow = winner_not_driver(ctx)  # named, with how it is reached, by its own finding
+    if shadow is not None:
+        files = [f for f in files if Path(f).resolve() != shadow.real]
     proc_driver = host.path("/proc/driver/nvidia/version")
     if proc_driver.is_file():
         files.insert(0, str(proc_driver))
