@@ -1037,8 +1037,9 @@ class Probe:
     def cudnn_state(self) -> Dict[str, Any]:
         """torch's answer about cuDNN (its version, or the error of its version check,
         with the compiled and runtime versions) and the libcudnn files mapped."""
-        if "cudnn" in self.state:
-            return self.state["cudnn"]
+        known: Optional[Dict[str, Any]] = self.state.get("cudnn")
+        if known is not None:
+            return known
         torch = self.torch
         state: Dict[str, Any] = {"version": None, "error": None, "compiled": None, "runtime": None}
         state["has_cudnn"] = getattr(getattr(torch, "_C", None), "_has_cudnn", None)
