@@ -1,11 +1,13 @@
 """``gpuenv doctor``: diagnose any environment (ours or not) from its files.
 
-``diagnose(request)`` locates the environment, takes its inventory and runs each family
-of checks; every check reads files (conda-meta, dist-info, ELF dynamic sections,
-``/proc``) and the environment variables the request carries. None imports torch.
-Only ``nvcc --version`` (for the ``nvcc`` on ``PATH``, or a toolkit without a
-``version.json``) and ``--python``'s one question start a process. ``deep`` adds the
-verification probe.
+``diagnose(request)`` locates the environment, asks its interpreter once for its
+``sys.path`` as the user gets it (torch is not imported; without a runnable interpreter
+the path is modelled from the files), takes its inventory and runs each family of
+checks; every check reads files (conda-meta, dist-info and RECORD, ELF dynamic
+sections, ``ld.so.cache``, ``/proc``) and the environment variables the request carries.
+Besides that question, only ``nvcc --version`` (for the ``nvcc`` on ``PATH``, or a
+toolkit without a ``version.json``) starts a process. ``deep`` adds the verification
+probe and merges what it saw into the findings.
 """
 
 from __future__ import annotations
@@ -50,7 +52,6 @@ CHECKS: tuple[Callable[[Context], list[Finding]], ...] = (
     wsl.check,
     base_env.check,
     extensions.check,
-    deep.check,
 )
 
 
@@ -69,5 +70,10 @@ def diagnose(request: DoctorRequest) -> Report:
     )
     ctx = Context(request, inventory(location))
     findings = [finding for check in CHECKS for finding in check(ctx)]
+    environment = ctx.env.summary()
+    if ctx.env.ask_problem:
+        environment["interpreter_not_asked"] = ctx.env.ask_problem
+    if request.deep:
+        findings, environment["deep"] = deep.merge(ctx, findings)
     findings.sort(key=lambda f: (f.severity.rank, f.code))
-    return Report(tuple(findings), ctx.env.summary())
+    return Report(tuple(findings), environment)

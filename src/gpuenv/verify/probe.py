@@ -1048,7 +1048,10 @@ class Probe:
         except Exception as exc:  # torch's own compatibility check raises RuntimeError
             state["error"] = _first_line(str(exc))
             lib = getattr(getattr(torch, "_C", None), "_cudnn", None)
-            for key, getter in (("compiled", "getCompileVersion"), ("runtime", "getRuntimeVersion")):
+            for key, getter in (
+                ("compiled", "getCompileVersion"),
+                ("runtime", "getRuntimeVersion"),
+            ):
                 with contextlib.suppress(Exception):
                     state[key] = ".".join(str(int(p)) for p in getattr(lib, getter)())
         state["mapped"] = [p for p in _mapped() if os.path.basename(p).startswith("libcudnn")]
