@@ -21,13 +21,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from gpuenv.doctor import _syspath
 from gpuenv.doctor._syspath import PathEntry
 from gpuenv.errors import ExternalToolError, UsageError
 from gpuenv.versions import CudaVersion, VersionFormatError
+
+_NAME_SEPARATORS = re.compile(r"[-_.]+")
+
+
+def canonicalize_name(name: str) -> str:
+    """PEP 503's normalised name (packaging.utils' rule, without importing its tags)."""
+    return _NAME_SEPARATORS.sub("-", name).lower()
+
 
 _DIST_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+?)(?:-py\d.*)?\.(?:dist|egg)-info$")
 _ASSIGN_RE = re.compile(r"^(?P<key>\w+)\s*(?::[^=]*)?=\s*(?P<value>.+)$")

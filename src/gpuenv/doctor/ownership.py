@@ -17,6 +17,7 @@ from typing import Any
 from gpuenv.doctor._catalog import wheel_cuda_major
 from gpuenv.doctor._context import Context
 from gpuenv.doctor._records import Claim, Owner, differs, on_disk
+from gpuenv.doctor.environment import Dist
 from gpuenv.doctor.model import Finding, Severity
 
 _MAX_LISTED = 20
@@ -168,22 +169,52 @@ def _changed_finding(ctx: Context, owner: Owner, bad: list[dict[str, Any]]) -> F
     )
 
 
+def _stray_dists(ctx: Context, named: set[str]) -> list[Dist]:
+    """nvidia-*-cuNN wheels on sys.path (the winner of each name) of another CUDA major
+    than torch's that torch does not require."""
+    torch = ctx.env.torch
+    major = torch.cuda.major if torch is not None and torch.cuda is not None else None
+    strays = []
+    for dist in ctx.env.path_dists:
+        wheel_major = wheel_cuda_major(dist.name)
+        if not dist.name.startswith("nvidia-") or wheel_major is None or dist.name in named:
+            continue
+        if ctx.env.dist(dist.name) is not dist:
+            continue  # a shadowed copy: python-path-shadowing's business
+        if dist.name in ctx.torch_requires or wheel_major == major:
+            continue
+        strays.append(dist)
+    return strays
+
+
+def _own(ctx: Context, dist: Dist) -> bool:
+    entry = ctx.env.entry(dist.site_packages)
+    return entry is None or entry.own
+
+
+def _stray_fix(ctx: Context, strays: list[Dist]) -> str:
+    from gpuenv.doctor.shadowing import entry_fix
+
+    steps = []
+    own = [d for d in strays if _own(ctx, d)]
+    if own:
+        owner = Owner("pip", own[0].name, own[0].version, own[0].path, dist=own[0])
+        steps.append(f"1. '{pip_command(ctx, owner, 'uninstall', *(d.name for d in own))}'.")
+    for dist in strays:
+        entry = ctx.env.entry(dist.site_packages)
+        if entry is not None and not entry.own:
+            steps.append(entry_fix(ctx, entry, [dist.name]))
+    return " ".join(dict.fromkeys(steps))
+
+
 def _strays(ctx: Context, named: set[str]) -> Finding | None:
     torch = ctx.env.torch
     if torch is None:
         return None
-    major = torch.cuda.major if torch.cuda is not None else None
-    required = ctx.torch_requires
-    strays = []
-    for dist in ctx.env.dists:
-        wheel_major = wheel_cuda_major(dist.name)
-        if not dist.name.startswith("nvidia-") or wheel_major is None or dist.name in named:
-            continue
-        if dist.name in required or wheel_major == major:
-            continue
-        strays.append(dist)
+    strays = _stray_dists(ctx, named)
     if not strays:
         return None
+    major = torch.cuda.major if torch.cuda is not None else None
     what = f"a CUDA {major} build" if major is not None else "a CPU build"
     names = [d.name for d in strays]
     index = ctx.libraries
@@ -194,21 +225,21 @@ def _strays(ctx: Context, named: set[str]) -> Finding | None:
             if load.by == "torch's preload" and _pip_name(load.copy.owner) in names
         }
     )
-    owner = Owner("pip", strays[0].name, strays[0].version, strays[0].path, dist=strays[0])
     return Finding(
         code="stray-cuda-wheel",
         severity=Severity.WARNING if major is not None else Severity.INFO,
-        message=f"{', '.join(f'{d.name} {d.version}' for d in strays)}: CUDA wheels torch "
-        f"{torch.version} ({what}) does not use; torch's preload can still load them first",
+        message=f"{', '.join(f'{d.name} {d.version} ({d.site_packages})' for d in strays)}: "
+        f"CUDA wheels torch {torch.version} ({what}) does not use"
+        + ("; torch's preload can still load them first" if major is not None else ""),
         evidence={
             "distributions": [
                 {"name": d.name, "version": d.version, "dist_info": str(d.path)} for d in strays
             ],
             "torch": torch.version,
-            "torch_requires": sorted(n for n in required if n.startswith("nvidia-")),
+            "torch_requires": sorted(n for n in ctx.torch_requires if n.startswith("nvidia-")),
             "loaded_by_torch_preload": preloaded,
         },
-        fix=f"1. '{pip_command(ctx, owner, 'uninstall', *names)}'.",
+        fix=_stray_fix(ctx, strays),
     )
 
 

@@ -59,7 +59,8 @@ def _row(name: str, entry: PathEntry, dist: Dist | None) -> dict[str, Any]:
     }
 
 
-def _fix(ctx: Context, entry: PathEntry, names: list[str]) -> str:
+def entry_fix(ctx: Context, entry: PathEntry, names: list[str]) -> str:
+    """Ordered steps that take ``entry``'s copies of ``names`` off ``sys.path``."""
     python = ctx.env.python or "python"
     check = f"check with '{python} -c \"import torch; print(torch.__file__)\"'"
     if entry.origin == _syspath.ORIGIN_PYTHONPATH:
@@ -100,7 +101,7 @@ def _shadowing(ctx: Context, entry: PathEntry, rows: list[dict[str, Any]]) -> Fi
             "distributions": rows,
             "sys_path_from": "the interpreter" if ctx.env.asked else "modelled from the files",
         },
-        fix=_fix(ctx, entry, names),
+        fix=entry_fix(ctx, entry, names),
     )
 
 
@@ -111,7 +112,7 @@ def _outside(ctx: Context, name: str, entry: PathEntry, dist: Dist | None) -> Fi
         message=f"{name} {dist.version if dist else ''} is imported from {entry.path}, "
         f"outside {ctx.env.prefix} ({entry.detail}); the environment has no {name} of its own",
         evidence={"imported": _row(name, entry, dist), "environment": str(ctx.env.prefix)},
-        fix=_fix(ctx, entry, [name]) + f" Then install {name} into {ctx.env.prefix}.",
+        fix=entry_fix(ctx, entry, [name]) + f" Then install {name} into {ctx.env.prefix}.",
     )
 
 
