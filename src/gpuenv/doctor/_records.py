@@ -16,7 +16,6 @@ import binascii
 import csv
 import hashlib
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,29 +82,18 @@ def _size(text: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _record_rows(path: Path) -> Iterator[tuple[str, str, str]]:
+def _read(path: Path) -> str:
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:
-            text = fh.read(_MAX_RECORD)
+            return fh.read(_MAX_RECORD)
     except OSError:
-        return
-    for line in text.splitlines():
-        if '"' in line:  # a quoted path (with a comma in it): the CSV reader knows how
-            row = next(csv.reader([line]), [])
-            if len(row) >= 3:
-                yield row[0], row[1], row[2]
-            continue
-        parts = line.rsplit(",", 2)
-        if len(parts) == 3 and parts[0]:
-            yield parts[0], parts[1], parts[2]
+        return ""
 
 
-def _join(base: str, rel: str) -> str:
+def _normalised(base: str, rel: str) -> str:
     if rel.startswith("/"):
         return os.path.normpath(rel)
-    if "./" in rel or "//" in rel or rel.startswith("."):
-        return os.path.normpath(base + "/" + rel)
-    return base + "/" + rel
+    return os.path.normpath(base + "/" + rel)
 
 
 def _resolved(path: Path) -> str:
@@ -117,15 +105,16 @@ def _resolved(path: Path) -> str:
 
 class Records:
     """Every claimed path (absolute, under the resolved site or prefix directory) and
-    its claims; ``files_of`` the claims of the GPU stack's pip distributions."""
+    who claims it. Paths are collected with set operations; a record's hashes and sizes
+    are parsed only for paths that need them (claimed twice, or the GPU stack's)."""
 
     def __init__(self, env: Environment) -> None:
-        # path -> (owner, hash, size) for a path claimed once; lists for the rest
-        self.single: dict[str, tuple[Owner, str, str]] = {}
-        self.multi: dict[str, list[tuple[Owner, str, str]]] = {}
-        self.files_of: dict[Owner, list[str]] = {}
+        self.first: dict[str, Owner] = {}  # path -> its first claimant
+        self.others: dict[str, list[Owner]] = {}  # path -> later claimants, where any
+        self.files_of: dict[Owner, list[str]] = {}  # the GPU stack's pip distributions
         self.conda_owned: set[str] = set()
-        self.owners: list[Owner] = []
+        self._lines: dict[Owner, tuple[str, list[str]]] = {}  # base, RECORD lines
+        self._rows: dict[Owner, dict[str, tuple[str, str]]] = {}
         prefix = _resolved(env.prefix)
         for package in env.conda_packages:
             self._conda(prefix, package)
@@ -141,46 +130,78 @@ class Records:
                 continue  # conda's own copy of the metadata: the conda package owns it
             self._dist(base, dist)
 
-    def _add_all(self, owner: Owner, rows: list[tuple[str, str, str]]) -> None:
-        single, multi = self.single, self.multi
-        for row in rows:
-            path = row[0]
-            entry = (owner, row[1], row[2])
-            earlier = single.pop(path, None)
-            if earlier is not None:
-                multi[path] = [earlier, entry]
-            elif path in multi:
-                multi[path].append(entry)
-            else:
-                single[path] = entry
+    def _claim(self, owner: Owner, paths: list[str]) -> None:
+        first = self.first
+        earlier = {path: first[path] for path in first.keys() & paths}
+        first.update(dict.fromkeys(paths, owner))
+        first.update(earlier)  # earlier claimants stay first
+        for path in earlier:
+            self.others.setdefault(path, []).append(owner)
 
     def _conda(self, prefix: str, package: CondaPackage) -> None:
         owner = Owner("conda", package.name, package.version, package.meta, package=package)
-        self.owners.append(owner)
+        base = prefix + "/"
+        paths = [
+            base + rel
+            if "./" not in rel and not rel.startswith((".", "/"))
+            else _normalised(prefix, rel)
+            for rel in package.files
+        ]
+        self.conda_owned.update(paths)
         recorded = package.recorded
-        rows = []
-        for rel in package.files:
-            path = _join(prefix, rel)
-            digest, size = recorded.get(rel, (None, None)) if recorded else (None, None)
-            rows.append((path, digest or "", "" if size is None else str(size)))
-        self.conda_owned.update(r[0] for r in rows)
-        self._add_all(owner, rows)
+        self._rows[owner] = (
+            {
+                path: (
+                    (recorded.get(rel) or (None, None))[0] or "",
+                    str((recorded.get(rel) or (None, None))[1] or ""),
+                )
+                for path, rel in zip(paths, package.files, strict=True)
+            }
+            if recorded
+            else {}
+        )
+        self._claim(owner, paths)
 
     def _dist(self, base: str, dist: Dist) -> None:
         owner = Owner("pip", dist.name, dist.version, dist.path, dist=dist)
-        self.owners.append(owner)
-        rows = [
-            (_join(base, rel), digest, size)
-            for rel, digest, size in _record_rows(dist.path / "RECORD")
-        ]
-        self._add_all(owner, rows)
+        text = _read(dist.path / "RECORD")
+        lines = text.splitlines()
+        prefix = base + "/"
+        if '"' in text or "./" in text or "//" in text or "\n." in text or text.startswith("."):
+            paths = [p for p in (_path(base, line) for line in lines) if p]
+        else:  # the usual RECORD: plain relative paths
+            paths = [prefix + line.partition(",")[0] for line in lines if line]
+        self._lines[owner] = (base, lines)
+        self._claim(owner, paths)
         if is_stack(dist.name):
-            self.files_of[owner] = [r[0] for r in rows]
+            self.files_of[owner] = paths
+
+    def row(self, owner: Owner, path: str) -> tuple[str, str]:
+        """(hash, size) as ``owner``'s record states them for ``path``."""
+        rows = self._rows.get(owner)
+        if rows is None:
+            base, lines = self._lines.get(owner, ("", []))
+            rows = self._rows[owner] = {}
+            for line in lines:
+                parsed = _parse(base, line)
+                if parsed:
+                    rows[parsed[0]] = (parsed[1], parsed[2])
+        return rows.get(path, ("", ""))
+
+    @property
+    def multi(self) -> dict[str, list[tuple[Owner, str, str]]]:
+        """Every path claimed more than once, with each claim's hash and size."""
+        out = {}
+        for path, later in self.others.items():
+            owners = [self.first[path], *later]
+            out[path] = [(o, *self.row(o, path)) for o in owners]
+        return out
 
     def claims(self, path: str) -> list[Claim]:
-        single = self.single.get(path)
-        rows = [single] if single is not None else self.multi.get(path, [])
-        return [Claim(*row) for row in rows]
+        first = self.first.get(path)
+        if first is None:
+            return []
+        return [Claim(o, *self.row(o, path)) for o in [first, *self.others.get(path, [])]]
 
     def owner_of(self, path: str) -> Claim | None:
         """The claim whose bytes are on disk at ``path`` (or the only claim)."""
@@ -188,6 +209,26 @@ class Records:
         if len(claims) <= 1:
             return claims[0] if claims else None
         return on_disk(path, claims) or claims[-1]
+
+
+def _parse(base: str, line: str) -> tuple[str, str, str] | None:
+    """(absolute path, hash, size) of one RECORD line."""
+    if '"' in line:  # a quoted path (with a comma in it): the CSV reader knows how
+        row = next(csv.reader([line]), [])
+        rel, digest, size = [*row, "", "", ""][:3]
+    else:
+        rel, _, rest = line.partition(",")
+        digest, _, size = rest.partition(",")
+    if not rel:
+        return None
+    if "./" in rel or "//" in rel or rel[0] in "./":
+        return _normalised(base, rel), digest, size
+    return base + "/" + rel, digest, size
+
+
+def _path(base: str, line: str) -> str | None:
+    parsed = _parse(base, line)
+    return parsed[0] if parsed else None
 
 
 def on_disk(path: str, claims: list[Claim]) -> Claim | None:

@@ -133,10 +133,9 @@ def _changed(ctx: Context, skip: set[str]) -> list[Finding]:
     for owner, paths in ctx.records.files_of.items():
         bad: list[dict[str, Any]] = []
         for path in paths:
-            if path in skip or path in ctx.records.multi:
+            if path in skip or path in ctx.records.others:
                 continue
-            row = ctx.records.single.get(path)
-            size = Claim(*row).size if row is not None else None
+            size = Claim(owner, *ctx.records.row(owner, path)).size
             if size is None:
                 continue
             try:
