@@ -10,6 +10,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from gpuenv.doctor._fsafe import read_text
 from gpuenv.doctor.environment import Environment
 from gpuenv.doctor.model import DoctorRequest
 from gpuenv.versions import CudaVersion, VersionFormatError
@@ -79,9 +80,8 @@ class Context:
         out: dict[str, str | None] = {}
         if dist is None:
             return out
-        try:
-            text = (dist.path / "METADATA").read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        text = read_text(dist.path / "METADATA")
+        if text is None:
             return out
         for line in text.split("\n\n", 1)[0].splitlines():
             if not line.startswith("Requires-Dist:"):

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from gpuenv.doctor import _ldcache
 from gpuenv.doctor._catalog import Library, Preload, catalog, torch_preload, wheel_cuda_major
 from gpuenv.doctor._elf import ElfDynamic, read_dynamic
+from gpuenv.doctor._fsafe import is_dir, is_file, read_text, resolved
 
 if TYPE_CHECKING:
     from gpuenv.doctor._context import Context
@@ -195,10 +196,7 @@ class LibraryIndex:
 
 
 def _resolved(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except OSError:
-        return path
+    return resolved(path)
 
 
 # --- where the loader and the environment look -----------------------------------------
@@ -217,10 +215,10 @@ def ld_so_conf_dirs(ctx: Context) -> list[SearchDir]:
     dirs: list[SearchDir] = []
 
     def read(path: Path, depth: int) -> None:
-        try:
-            lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
+        text = read_text(path)
+        if text is None:
             return
+        lines = text.splitlines()
         for raw in lines:
             line = raw.split("#", 1)[0].strip()
             if line.startswith("include") and depth < _MAX_CONF_DEPTH:
@@ -287,7 +285,7 @@ def _environment_dirs(ctx: Context) -> Iterator[SearchDir]:
         except OSError:
             continue
         for found in entries:
-            if found.is_dir():
+            if is_dir(Path(found.path)):
                 yield SearchDir(Path(found.path) / "lib", f"nvidia wheel ({found.name})")
     cuda_home = ctx.request.environ.get("CUDA_HOME") or ctx.request.environ.get("CUDA_PATH")
     toolkits = [Path(cuda_home)] if cuda_home else []
@@ -399,7 +397,7 @@ def _scan(directory: Path) -> dict[Path, tuple[Library, list[str]]]:
         library = cat.match(entry.name)
         if library is not None:
             real = _resolved(Path(entry.path))
-            if real.is_file():
+            if is_file(real):
                 found.setdefault(real, (library, []))[1].append(entry.name)
     return found
 
@@ -456,7 +454,7 @@ class _Builder:
 
     def read(self, path: Path) -> ElfDynamic | None:
         if path not in self.dynamic:
-            self.dynamic[path] = read_dynamic(path) if path.is_file() else None
+            self.dynamic[path] = read_dynamic(path) if is_file(path) else None
         return self.dynamic[path]
 
     # searching --------------------------------------------------------------------
@@ -583,8 +581,8 @@ class _Builder:
         torch = self.ctx.env.torch
         if torch is None:
             return
-        names = [n for n in TORCH_OBJECTS if (torch.lib_dir / n).is_file()]
-        if not names and (torch.lib_dir / OLD_TORCH_OBJECT).is_file():
+        names = [n for n in TORCH_OBJECTS if is_file(torch.lib_dir / n)]
+        if not names and is_file(torch.lib_dir / OLD_TORCH_OBJECT):
             names = [OLD_TORCH_OBJECT]
         for name in names:
             path = torch.lib_dir / name

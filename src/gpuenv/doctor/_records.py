@@ -19,6 +19,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuenv.doctor._fsafe import resolved
 from gpuenv.doctor.environment import CondaPackage, Dist, Environment
 
 HASH_LIMIT = 32 << 20  # larger files are judged by size alone
@@ -97,10 +98,7 @@ def _normalised(base: str, rel: str) -> str:
 
 
 def _resolved(path: Path) -> str:
-    try:
-        return str(path.resolve())
-    except OSError:
-        return str(path)
+    return str(resolved(path))
 
 
 class Records:
@@ -235,7 +233,7 @@ def on_disk(path: str, claims: list[Claim]) -> Claim | None:
     """The claim the file matches: by size, then (small files) by sha256."""
     try:
         size = os.stat(path).st_size
-    except OSError:
+    except (OSError, ValueError):
         return None
     fitting = [c for c in claims if c.size is None or c.size == size]
     if len({(c.size, c.digest) for c in fitting}) <= 1:
@@ -252,7 +250,7 @@ def file_sha256(path: str) -> str | None:
         with open(path, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 sha.update(block)
-    except OSError:
+    except (OSError, ValueError):
         return None
     return sha.hexdigest()
 

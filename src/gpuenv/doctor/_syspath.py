@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuenv.doctor._fsafe import is_dir, read_text, resolved
+
 ORIGIN_PYTHONPATH = "PYTHONPATH"
 ORIGIN_USER_SITE = "user site-packages"
 ORIGIN_SITE = "site-packages"
@@ -80,7 +82,7 @@ def parse_answer(stdout: str) -> Answer:
         prefix=Path(data["prefix"]),
         executable=Path(data["executable"]),
         version=str(data["version"]),
-        site=tuple(p for p in unique if p.is_dir()),
+        site=tuple(p for p in unique if is_dir(p)),
         user_site=Path(user) if isinstance(user, str) else None,
         stdlib=tuple(Path(p) for p in data.get("stdlib", []) if isinstance(p, str)),
         path=tuple(str(p) for p in data["path"]),
@@ -109,16 +111,16 @@ def pth_entries(site: Path) -> list[tuple[Path, Path, int]]:
         if name.startswith("."):
             continue
         pth = site / name
-        try:
-            lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
+        text = read_text(pth)
+        if text is None:
             continue
+        lines = text.splitlines()
         for number, line in enumerate(lines, 1):
             text = line.rstrip()
             if not text or text.startswith("#") or text.startswith(("import ", "import\t")):
                 continue
             directory = Path(os.path.normpath(site / text))
-            if directory.is_dir():
+            if is_dir(directory):
                 found.append((directory, pth, number))
     return found
 
@@ -182,10 +184,7 @@ class _Attribution:
 
 
 def _key(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except OSError:
-        return path
+    return resolved(path)
 
 
 def from_answer(answer: Answer, environ: Mapping[str, str], cwd: Path) -> tuple[PathEntry, ...]:
@@ -211,7 +210,7 @@ def modelled(
     user = user_site(environ, version, venv_isolated=venv_isolated)
     why = _Attribution(environ, cwd, site_packages, user, ())
     paths: list[Path] = [*pythonpath_entries(environ, cwd)]
-    for site in [*([user] if user and user.is_dir() else []), *site_packages]:
+    for site in [*([user] if user and is_dir(user) else []), *site_packages]:
         paths.append(site)
         paths.extend(directory for directory, _pth, _n in pth_entries(site))
     return tuple(_unique(why.entry(p) for p in paths)), user

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuenv.doctor._context import Context
+from gpuenv.doctor._fsafe import executable
 from gpuenv.doctor.arch import parse_arch_list, uncovered
 from gpuenv.doctor.model import Finding, Severity
 
@@ -158,7 +159,7 @@ def run(ctx: Context) -> ProbeResult | Finding:
     except ImportError:
         return _unavailable("this gpuenv has no verification probe")
     python = ctx.env.python
-    if python is None or not os.access(python, os.X_OK):
+    if python is None or not executable(python):
         return _unavailable("no runnable Python interpreter found", prefix=str(ctx.env.prefix))
     return verify_python(python, timeout=PROBE_TIMEOUT, env=dict(ctx.request.environ))
 

@@ -11,7 +11,6 @@ points at), or, under WSL, the one in ``/usr/lib/wsl/lib``.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 from gpuenv.doctor._context import Context
 from gpuenv.doctor._cudalibs import SearchDir, ld_so_conf_dirs
 from gpuenv.doctor._elf import read_dynamic
+from gpuenv.doctor._fsafe import exists, resolved
 from gpuenv.doctor._ldcache import read as read_cache
 from gpuenv.doctor.model import Finding, Severity
 from gpuenv.doctor.wsl import WSL_LIB, wsl_release
@@ -62,7 +62,7 @@ def _classify(ctx: Context, path: Path, real: Path) -> tuple[str, str]:
     host = ctx.request.host
     driver = ctx.request.hardware.driver_version
     wsl = wsl_release(ctx) is not None
-    if wsl and real.is_relative_to(host.path(WSL_LIB).resolve()):
+    if wsl and real.is_relative_to(resolved(host.path(WSL_LIB))):
         return "driver", f"the Windows host's driver ({WSL_LIB})"
     version = _VERSIONED.match(real.name)
     if version and wsl:  # under WSL only the host's driver counts
@@ -82,9 +82,9 @@ def reachable(ctx: Context) -> list[Found]:
     seen: set[Path] = set()
     for step in _steps(ctx):
         candidate = step.path / NAME
-        if not os.path.lexists(candidate) or not candidate.exists():
+        if not exists(candidate):
             continue
-        real = candidate.resolve()
+        real = resolved(candidate)
         if real in seen:
             continue
         seen.add(real)

@@ -24,6 +24,7 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from gpuenv.doctor import _syspath
+from gpuenv.doctor._fsafe import executable, is_dir, is_file, read_text, resolved
 from gpuenv.doctor._syspath import PathEntry
 from gpuenv.errors import ExternalToolError, UsageError
 from gpuenv.versions import CudaVersion, VersionFormatError
@@ -211,11 +212,11 @@ def locate(
         # interpreter is the one that runs, so VIRTUAL_ENV wins.
         active = environ.get("VIRTUAL_ENV") or environ.get("CONDA_PREFIX")
         prefix = Path(active) if active else (default_prefix or Path(sys.prefix))
-    if not prefix.is_dir():
+    if not is_dir(prefix):
         raise UsageError(f"no environment at {prefix}: not a directory")
     interpreter = _prefix_python(prefix)
     problem = None
-    if interpreter is not None and os.access(interpreter, os.X_OK):
+    if interpreter is not None and executable(interpreter):
         try:
             return _from_python(interpreter, environ, here, prefix=prefix)
         except (ExternalToolError, UsageError) as exc:
@@ -386,9 +387,8 @@ def _paths_data(raw: Any) -> dict[str, tuple[str | None, int | None]]:
 def read_version_py(path: Path) -> dict[str, Any]:
     """The literal top-level assignments of a generated ``version.py``."""
     values: dict[str, Any] = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
+    text = read_text(path)
+    if text is None:
         return values
     for line in text.splitlines():
         match = _ASSIGN_RE.match(line.strip())
@@ -437,7 +437,7 @@ def find_torch(search: tuple[PathEntry, ...], own: tuple[Path, ...]) -> TorchInf
     ``__init__.py``) along the path, else the first directory with a ``version.py``."""
     dirs = [e.path for e in search if e.origin != _syspath.ORIGIN_STDLIB]
     dirs += [p for p in own if p not in dirs]
-    regular = [d for d in dirs if (d / "torch" / "__init__.py").is_file()]
+    regular = [d for d in dirs if is_file(d / "torch" / "__init__.py")]
     return read_torch(tuple(regular)) or read_torch(tuple(dirs))
 
 
@@ -475,7 +475,4 @@ def inventory(location: Location) -> Environment:
 
 
 def _resolved(path: Path) -> Path:
-    try:
-        return path.resolve()
-    except OSError:
-        return path
+    return resolved(path)

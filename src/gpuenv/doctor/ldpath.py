@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv.doctor._context import Context
+from gpuenv.doctor._fsafe import is_dir, is_file, resolved
 from gpuenv.doctor.libraries import matches
 from gpuenv.doctor.model import Finding, Severity
 
@@ -53,7 +54,7 @@ def _absolute(ctx: Context) -> list[tuple[int, str]]:
 
 def _missing(ctx: Context) -> Finding | None:
     gone: list[dict[str, Any]] = [
-        {"position": i, "entry": e} for i, e in _absolute(ctx) if not Path(e).is_dir()
+        {"position": i, "entry": e} for i, e in _absolute(ctx) if not is_dir(Path(e))
     ]
     if not gone:
         return None
@@ -70,19 +71,19 @@ def _missing(ctx: Context) -> Finding | None:
 def _owning_prefix(path: Path) -> Path | None:
     """The conda environment or venv that ``path`` lies in, if any."""
     for parent in [path, *list(path.parents)[:_MAX_PARENTS]]:
-        if (parent / "conda-meta").is_dir() or (parent / "pyvenv.cfg").is_file():
+        if is_dir(parent / "conda-meta") or is_file(parent / "pyvenv.cfg"):
             return parent
     return None
 
 
 def _foreign(ctx: Context) -> Finding | None:
-    own = ctx.env.prefix.resolve()
+    own = resolved(ctx.env.prefix)
     hits = []
     for i, entry in _absolute(ctx):
         path = Path(entry)
-        if not path.is_dir():
+        if not is_dir(path):
             continue
-        other = _owning_prefix(path.resolve())
+        other = _owning_prefix(resolved(path))
         if other is not None and other != own:
             hits.append({"position": i, "entry": entry, "environment": str(other)})
     if not hits:
@@ -106,9 +107,9 @@ def _cuda_version(ctx: Context) -> Finding | None:
     seen: set[Path] = set()
     for i, entry in _absolute(ctx):
         path = Path(entry)
-        if not path.is_dir():
+        if not is_dir(path):
             continue
-        for name, copy in index.listing.get(path.resolve(), {}).items():
+        for name, copy in index.listing.get(resolved(path), {}).items():
             other = matches(copy.version, str(torch.cuda)) is False or (
                 copy.cuda_major is not None and copy.cuda_major != torch.cuda.major
             )

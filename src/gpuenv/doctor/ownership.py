@@ -140,7 +140,7 @@ def _changed(ctx: Context, skip: set[str]) -> list[Finding]:
                 continue
             try:
                 actual: int | None = os.stat(path).st_size  # noqa: PTH116
-            except OSError:
+            except (OSError, ValueError):
                 actual = None
             if actual != size:
                 bad.append({"path": path, "record_size": size, "size": actual})

@@ -14,6 +14,7 @@ from typing import Any
 
 from gpuenv.doctor import _syspath
 from gpuenv.doctor._context import Context
+from gpuenv.doctor._fsafe import is_file
 from gpuenv.doctor._syspath import PathEntry
 from gpuenv.doctor.environment import Dist
 from gpuenv.doctor.model import Finding, Severity
@@ -32,7 +33,7 @@ def _package_entries(ctx: Context, name: str) -> list[PathEntry]:
     return [
         e
         for e in ctx.env.search_path
-        if e.origin != _syspath.ORIGIN_STDLIB and (e.path / name / "__init__.py").is_file()
+        if e.origin != _syspath.ORIGIN_STDLIB and is_file(e.path / name / "__init__.py")
     ]
 
 
