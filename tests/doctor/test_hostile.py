@@ -51,7 +51,9 @@ def test_garbage_conda_meta_is_skipped(cu13: FakeEnv, run: Run) -> None:
         '"paths_data": {"paths": [{"_path": 5}, {"_path": "lib/x", "sha256": 7, '
         '"size_in_bytes": true}, "nope"]}}'
     )
-    report = run(cu13, facts=H100_580)  # a conda-meta directory makes it a conda env: no crash, that is all
+    report = run(
+        cu13, facts=H100_580
+    )  # a conda-meta directory makes it a conda env: no crash, that is all
     assert report.environment["conda_packages"] == 1
 
 
