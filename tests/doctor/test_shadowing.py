@@ -44,6 +44,10 @@ def test_pythonpath_torch_shadows_the_environments(
     assert finding.fix.startswith(f"1. remove {other.site} from PYTHONPATH")
     # the imported torch is the one judged: torchvision 0.19.1 does not pair with 2.5.0
     assert report.environment["torch"]["version"] == "2.5.0+cpu"
+    winners = report.environment["winners"]
+    assert winners["torch"]["location"] == str(other.site)
+    assert winners["torchvision"]["location"] == str(clean_env.site)
+    assert winners["nvidia-cudnn-cu12"]["on_sys_path_because"] == "the environment's site-packages"
     assert "trio-mismatch" in codes(report)
 
 

@@ -140,6 +140,24 @@ class Environment:
         wanted = canonicalize_name(name)
         return [d for d in self.path_dists if d.name == wanted]
 
+    def winners(self) -> dict[str, dict[str, str]]:
+        """Where the torch family and each nvidia-* distribution come from: the copy
+        that is first on ``sys.path``, and why its directory is there."""
+        names = ["torch", "torchvision", "torchaudio", "triton"]
+        names += sorted({d.name for d in self.path_dists if d.name.startswith("nvidia-")})
+        out = {}
+        for name in names:
+            dist = self.dist(name)
+            if dist is None:
+                continue
+            entry = self.entry(dist.site_packages)
+            out[name] = {
+                "version": dist.version,
+                "location": str(dist.site_packages),
+                "on_sys_path_because": entry.detail if entry else "the environment's site-packages",
+            }
+        return out
+
     def entry(self, directory: Path) -> PathEntry | None:
         """The ``sys.path`` entry ``directory`` is."""
         return next((e for e in self.search_path if e.path == directory), None)
@@ -155,6 +173,7 @@ class Environment:
             "python": str(self.python) if self.python else None,
             "site_packages": [str(p) for p in self.site_packages],
             "sys_path": [e.to_json() for e in self.search_path],
+            "winners": self.winners(),
             "sys_path_from": "the interpreter" if self.asked else "modelled from the files",
             "conda_base": self.conda_base,
             "distributions": len(self.dists),
