@@ -154,3 +154,37 @@ def test_cuda13_wheel_layout_versions_from_record(tmp_path: Path, elf, run: Run)
     assert by_version["13.1"]["version_from"] == f"directory name {tmp_path / 'cuda-13.1'}"
     assert finding.evidence["picked"]["via"] == "RPATH of libtorch_cuda.so"
     assert finding.severity is Severity.WARNING
+
+
+def test_dependencies_load_breadth_first_like_ld_so(
+    tmp_path: Path, elf, run: Run, host_root: Path
+) -> None:
+    """libcusparse needs libnvJitLink and has no RUNPATH for it; libtorch_cuda needs both,
+    cusparse first. ld.so maps libtorch_cuda's own dependencies (through its RUNPATH)
+    before theirs, so a system libnvJitLink on ld.so.conf never wins."""
+    env = FakeEnv(tmp_path / "venv", elf)
+    env.prefix.mkdir()
+    (env.prefix / "pyvenv.cfg").write_text("include-system-site-packages = false\n")
+    env.site.mkdir(parents=True)
+    cusparse = env.site / "nvidia" / "cusparse" / "lib"
+    jit = env.site / "nvidia" / "nvjitlink" / "lib"
+    env.lib(cusparse, "libcusparse.so.12", "libcusparse.so.12", needed=["libnvJitLink.so.12"])
+    env.dist("nvidia-cusparse-cu12", "12.3.1.170", files=["nvidia/cusparse/lib/libcusparse.so.12"])
+    wheel = env.lib(jit, "libnvJitLink.so.12", "libnvJitLink.so.12")
+    env.dist("nvidia-nvjitlink-cu12", "12.4.127", files=["nvidia/nvjitlink/lib/libnvJitLink.so.12"])
+    env.torch(
+        runpath=["$ORIGIN/../../nvidia/cusparse/lib", "$ORIGIN/../../nvidia/nvjitlink/lib"],
+        needed=["libcusparse.so.12", "libnvJitLink.so.12"],
+    )
+    system = host_root / "usr" / "local" / "cuda-12.1" / "lib64"
+    elf.install(system / "libnvJitLink.so.12.1.105", "libnvJitLink.so.12", variant="12.1")
+    (system / "libnvJitLink.so.12").symlink_to("libnvJitLink.so.12.1.105")
+    (host_root / "etc").mkdir()
+    (host_root / "etc" / "ld.so.conf").write_text("/usr/local/cuda-12.1/lib64\n")
+    report = run(env)
+    finding = only(report, "duplicate-cuda-library")
+    assert finding.evidence["needed_name"] == "libnvJitLink.so.12"
+    assert finding.evidence["picked"]["path"] == str(wheel.resolve())
+    assert finding.evidence["picked"]["by"] == "libtorch_cuda.so"
+    assert finding.severity is Severity.WARNING  # the stray is reachable, not used
+    assert "cuda-library-missing" not in codes(report)

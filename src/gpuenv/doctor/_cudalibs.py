@@ -479,43 +479,63 @@ class _Builder:
                 return copy, where
         return None
 
-    def need(self, name: str, by: str, steps: list[SearchDir], depth: int) -> bool:
-        """Satisfy one needed name (a CUDA library's); False when nothing has it."""
+    def need(self, name: str, by: str, steps: list[SearchDir]) -> Load | bool | None:
+        """Satisfy one needed name (a CUDA library's): True when a loaded library
+        already answers it, the new Load, or None when nothing has it."""
         self.index.needed.setdefault(name, by)
         if name in self.index.loads:
             return True
         found = self.search(name, steps)
         if found is None:
             self.index.missing.append((name, by, tuple(steps)))
-            return False
+            return None
         copy, step = found
-        self.register(Load(name, copy, by, step), depth)
-        return True
+        return self.register(Load(name, copy, by, step))
 
-    def register(self, load: Load, depth: int) -> None:
+    def register(self, load: Load) -> Load | bool | None:
+        """Put a library in the process; the Load when it is a new object whose own
+        dependencies still have to be loaded."""
         loads = self.index.loads
         if any(other.copy.path == load.copy.path for other in loads.values()):
             loads.setdefault(load.name, load)  # the same file under another name
-            return
+            return True
         soname = load.copy.soname or load.copy.path.name
         if load.by == VIA_PRELOAD and soname in loads:
             self.index.doubles.append(load)  # loads beside the first copy, unused
-            return
+            return True
         loads.setdefault(load.name, load)
         loads.setdefault(soname, load)
-        self.load_object(load.copy.path, load.copy.path.name, depth + 1)
+        return load
 
-    def load_object(self, path: Path, label: str, depth: int) -> bool:
-        """Load an object's CUDA dependencies; False when one is missing."""
-        dynamic = self.read(path)
-        if dynamic is None or depth > _MAX_DEPTH:
-            return dynamic is not None
-        steps = self.steps_for(path, dynamic)
+    def load_object(self, path: Path, label: str) -> bool:
+        """Load an object and, breadth first as ld.so does, the CUDA libraries it
+        needs and those they need; False when one is missing."""
         ok = True
-        for needed in dynamic.needed:
-            if catalog().match(needed) is not None:
-                ok = self.need(needed, label, steps, depth) and ok
+        queue: list[tuple[Path, str]] = [(path, label)]
+        for depth in range(_MAX_DEPTH):
+            fresh: list[tuple[Path, str]] = []
+            for obj, name in queue:
+                dynamic = self.read(obj)
+                if dynamic is None:
+                    ok = ok and depth > 0
+                    continue
+                steps = self.steps_for(obj, dynamic)
+                for needed in dynamic.needed:
+                    if catalog().match(needed) is None:
+                        continue
+                    got = self.need(needed, name, steps)
+                    ok = ok and got is not None
+                    if isinstance(got, Load):
+                        fresh.append((got.copy.path, got.copy.path.name))
+            if not fresh:
+                break
+            queue = fresh
         return ok
+
+    def register_and_load(self, load: Load) -> None:
+        got = self.register(load)
+        if isinstance(got, Load):
+            self.load_object(got.copy.path, got.copy.path.name)
 
     # the steps of `import torch` ------------------------------------------------------
 
@@ -534,7 +554,7 @@ class _Builder:
                 found = self.search(name, list(self.index.default_search))
             if found is not None:
                 step = SearchDir(found[1].path, VIA_LD_PRELOAD, entry)
-                self.register(Load(name, found[0], VIA_LD_PRELOAD, step), 0)
+                self.register_and_load(Load(name, found[0], VIA_LD_PRELOAD, step))
 
     def global_deps(self) -> bool | None:
         """Load libtorch_global_deps.so; None when this torch has none."""
@@ -542,7 +562,7 @@ class _Builder:
         path = torch.lib_dir / GLOBAL_DEPS if torch is not None else None
         if path is None or self.read(path) is None:
             return None
-        return self.load_object(path, GLOBAL_DEPS, 0)
+        return self.load_object(path, GLOBAL_DEPS)
 
     def run_preload(self, preload: Preload) -> None:
         torch = self.ctx.env.torch
@@ -555,7 +575,7 @@ class _Builder:
             step = SearchDir(directory, VIA_PRELOAD, str(entry))
             copy = self.list_dir(step).get(name)
             if copy is not None:
-                self.register(Load(copy.soname or name, copy, VIA_PRELOAD, step), 0)
+                self.register_and_load(Load(copy.soname or name, copy, VIA_PRELOAD, step))
 
     def _first(self, folder: str, pattern: str, major: int | None) -> tuple[Path, str, Path] | None:
         """torch's ``_get_cuda_dep_paths`` over sys.path: the first entry with any
@@ -592,7 +612,7 @@ class _Builder:
             if self.index.loader is None:
                 steps = tuple(self.steps_for(path, dynamic))
                 self.index.loader = Loader(path, dynamic.needed, steps)
-            self.load_object(path, name, 0)
+            self.load_object(path, name)
 
 
 def build_index(ctx: Context) -> LibraryIndex:
