@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import csv
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -212,6 +210,8 @@ class Records:
 def _parse(base: str, line: str) -> tuple[str, str, str] | None:
     """(absolute path, hash, size) of one RECORD line."""
     if '"' in line:  # a quoted path (with a comma in it): the CSV reader knows how
+        import csv
+
         row = next(csv.reader([line]), [])
         rel, digest, size = [*row, "", "", ""][:3]
     else:
@@ -245,6 +245,8 @@ def on_disk(path: str, claims: list[Claim]) -> Claim | None:
 
 
 def file_sha256(path: str) -> str | None:
+    import hashlib  # only for the few shared files whose size does not decide
+
     sha = hashlib.sha256()
     try:
         with open(path, "rb") as fh:
