@@ -86,11 +86,6 @@ class _Ownership:
                 self.owner[rel] = package.name
         self._pip: dict[Path, str | None] = {}
 
-    def site_packages_tops(self) -> set[str]:
-        """Top-level names conda packages own in any site-packages directory."""
-        marker = "/site-packages/"
-        return {rel.split(marker, 1)[1].split("/", 1)[0] for rel in self.owner if marker in rel}
-
     def rel(self, path: Path) -> str:
         text = str(path)
         if text.startswith(self._prefix_text):  # the usual case, without relpath's cost
