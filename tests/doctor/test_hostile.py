@@ -131,7 +131,8 @@ def test_an_interpreter_that_answers_garbage_falls_back_to_the_model(
     report = run(clean_env)
     assert report.environment["sys_path_from"] == "modelled from the files"
     assert report.environment["interpreter_not_asked"]
-    assert report.findings == ()
+    assert codes(report) == {"interpreter-not-asked"}
+    assert not report.has_errors
 
 
 def test_an_interpreter_that_hangs_is_given_up(

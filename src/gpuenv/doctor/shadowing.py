@@ -117,7 +117,27 @@ def _outside(ctx: Context, name: str, entry: PathEntry, dist: Dist | None) -> Fi
     )
 
 
+def _not_asked(ctx: Context) -> Finding | None:
+    problem = ctx.env.ask_problem
+    if problem is None:
+        return None
+    return Finding(
+        code="interpreter-not-asked",
+        severity=Severity.INFO,
+        message=f"{ctx.env.python} could not be asked for its sys.path ({problem}); the "
+        "doctor modelled it from the files (PYTHONPATH, the user site, .pth files)",
+        evidence={"python": str(ctx.env.python), "problem": problem},
+        fix=f"check that {ctx.env.python} runs ('{ctx.env.python} -c pass'); a broken "
+        "interpreter is worth fixing before anything else here",
+    )
+
+
 def check(ctx: Context) -> list[Finding]:
+    note = _not_asked(ctx)
+    return ([note] if note else []) + _shadow_findings(ctx)
+
+
+def _shadow_findings(ctx: Context) -> list[Finding]:
     grouped: dict[Path, list[dict[str, Any]]] = defaultdict(list)
     entries: dict[Path, PathEntry] = {}
     findings = []
