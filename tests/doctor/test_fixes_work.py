@@ -101,7 +101,7 @@ def test_pip_over_conda_fix_back_to_conda(tmp_path: Path, elf: ElfFactory, run: 
     env.dist("turbojson", "2.0", files=["fastjson/__init__.py", "turbojson/__init__.py"])
     fix = only(run(env), "pip-overwrote-conda-files").fix
     assert fix.startswith(
-        "go back to conda's fastjson-core: 1. 'python -m pip uninstall -y turbojson'"
+        "Go back to conda's fastjson-core: 1. 'python -m pip uninstall -y turbojson'"
     )
     pip_uninstall(env, "turbojson")  # step 1 (deletes conda's file too)
     assert "pip-overwrote-conda-files" not in codes(run(env))

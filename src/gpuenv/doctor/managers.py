@@ -181,7 +181,8 @@ def _back_to_conda(ctx: Context, dist: Dist, package: CondaPackage, why: str) ->
 
 
 def _either(first: tuple[str, list[str]], second: tuple[str, list[str]]) -> str:
-    return " Or ".join(f"{label}: {numbered(steps)}" for label, steps in (first, second))
+    (label, steps), (other, other_steps) = first, second
+    return f"{label[:1].upper()}{label[1:]}: {numbered(steps)} Or {other}: {numbered(other_steps)}"
 
 
 def _mixed_fix(ctx: Context, dist: Dist, package: CondaPackage, state: CondaState) -> str:
