@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuenv.doctor._fsafe import resolved
+from gpuenv.doctor._fsafe import read_bytes, resolved
 from gpuenv.doctor.environment import CondaPackage, Dist, Environment
 
 HASH_LIMIT = 32 << 20  # larger files are judged by size alone
@@ -81,12 +81,9 @@ def _size(text: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
-def _read(path: Path) -> str:
-    try:
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            return fh.read(_MAX_RECORD)
-    except OSError:
-        return ""
+def _read(path: str) -> str:
+    data = read_bytes(path, _MAX_RECORD)
+    return data.decode("utf-8", "replace") if data else ""
 
 
 def _normalised(base: str, rel: str) -> str:
@@ -128,7 +125,8 @@ class Records:
 
     def _claim(self, owner: Owner, paths: list[str]) -> None:
         first = self.first
-        earlier = {path: first[path] for path in first.keys() & paths}
+        # membership per new path: `first.keys() & paths` would copy every key each time
+        earlier = {path: first[path] for path in paths if path in first}
         first.update(dict.fromkeys(paths, owner))
         first.update(earlier)  # earlier claimants stay first
         for path in earlier:
@@ -160,7 +158,7 @@ class Records:
 
     def _dist(self, base: str, dist: Dist) -> None:
         owner = Owner("pip", dist.name, dist.version, dist.path, dist=dist)
-        text = _read(dist.path / "RECORD")
+        text = _read(str(dist.path) + "/RECORD")
         lines = text.splitlines()
         prefix = base + "/"
         if '"' in text or "./" in text or "//" in text or "\n." in text or text.startswith("."):

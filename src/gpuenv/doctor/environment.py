@@ -24,7 +24,15 @@ from typing import Any
 from packaging.version import InvalidVersion, Version
 
 from gpuenv.doctor import _syspath
-from gpuenv.doctor._fsafe import executable, is_dir, is_file, read_text, resolved
+from gpuenv.doctor._fsafe import (
+    MAX_TEXT,
+    executable,
+    is_dir,
+    is_file,
+    read_bytes,
+    read_text,
+    resolved,
+)
 from gpuenv.doctor._syspath import PathEntry
 from gpuenv.errors import ExternalToolError, UsageError
 from gpuenv.versions import CudaVersion, VersionFormatError
@@ -365,9 +373,10 @@ def read_conda_meta(prefix: Path) -> tuple[CondaPackage, ...]:
         return ()
     packages = []
     for path in entries:
+        raw = read_bytes(path, MAX_TEXT * 16)  # conda-meta of a big package is megabytes
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(raw) if raw else None
+        except ValueError:
             continue
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             continue
