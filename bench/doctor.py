@@ -17,6 +17,8 @@ names at all.
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import json
 import os
 import shutil
@@ -30,7 +32,7 @@ from _timing import REPO, interpreter, median_ms, report, wall
 
 OUT = REPO / "bench" / "out" / "doctor"
 SITE = "lib/python3.11/site-packages"
-GENERATOR_VERSION = "3"
+GENERATOR_VERSION = "5"
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,11 @@ PLANTED = (
     Planted("empty LD_LIBRARY_PATH entry", "ld-library-path-relative", ("LD_LIBRARY_PATH",)),
     Planted("CUDA_HOME is an 11.8 toolkit", "toolkit-mismatch", ("11.8",)),
     Planted("torchvision 0.18.1 with torch 2.4.1", "trio-mismatch", ("torchvision==0.18.1",)),
+    Planted(
+        "a CUDA 13 cuDNN wheel over the CUDA 12 one's files",
+        "file-ownership-clash",
+        ("nvidia-cudnn-cu13",),
+    ),
 )
 
 
@@ -59,7 +66,8 @@ def _touch_many(root: Path, rels: list[str]) -> None:
     for rel in rels:
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(b"")
+        if not path.exists():
+            path.write_bytes(b"")
 
 
 def _so(dest: Path, soname: str, needed: tuple[str, ...] = (), runpath: str = "") -> None:
@@ -83,6 +91,17 @@ def _so(dest: Path, soname: str, needed: tuple[str, ...] = (), runpath: str = ""
     subprocess.run(argv, check=True, capture_output=True)
 
 
+def _record_line(site: Path, rel: str) -> str:
+    """RECORD's line for a file: sha256 and size for the libraries (what installers
+    write for every file; the bulk packages leave them out to keep generation quick)."""
+    path = site / rel
+    if ".so" not in rel or not path.is_file():
+        return f"{rel},,\n"
+    data = path.read_bytes()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{rel},sha256={digest},{len(data)}\n"
+
+
 def _dist(site: Path, name: str, version: str, files: list[str], installer: str) -> list[str]:
     info = f"{name.replace('-', '_')}-{version}.dist-info"
     meta = [f"{info}/METADATA", f"{info}/RECORD", f"{info}/INSTALLER", f"{info}/top_level.txt"]
@@ -94,7 +113,7 @@ def _dist(site: Path, name: str, version: str, files: list[str], installer: str)
     (site / info / "INSTALLER").write_text(installer + "\n")
     tops = sorted({f.split("/", 1)[0] for f in files if "/" in f})
     (site / info / "top_level.txt").write_text("".join(t + "\n" for t in tops))
-    (site / info / "RECORD").write_text("".join(f"{f},,\n" for f in [*files, *meta]))
+    (site / info / "RECORD").write_text("".join(_record_line(site, f) for f in [*files, *meta]))
     return [*files, *meta]
 
 
@@ -135,7 +154,7 @@ def _torch_stack(prefix: Path) -> None:
     ]
     for pkg, dist, version, lib in wheels:
         _so(site / "nvidia" / pkg / "lib" / lib, lib)
-        _dist(site, dist, version, [f"nvidia/{pkg}/__init__.py"], "pip")
+        _dist(site, dist, version, [f"nvidia/{pkg}/__init__.py", f"nvidia/{pkg}/lib/{lib}"], "pip")
     runpath = ":".join(f"$ORIGIN/../../nvidia/{w[0]}/lib" for w in wheels)
     needed = tuple(w[3] for w in wheels)
     _so(site / "torch" / "lib" / "libtorch_cuda.so", "libtorch_cuda.so", needed, runpath)
@@ -151,6 +170,10 @@ def _plant(prefix: Path) -> None:
     _conda(prefix, "fastjson-core", "1.0", [f"{SITE}/fastjson/__init__.py"])
     _dist(site, "turbojson", "2.0", ["fastjson/__init__.py", "turbojson/__init__.py"], "pip")
     _dist(site, "torchvision", "0.18.1+cu124", ["torchvision/__init__.py"], "pip")
+    # nvidia-cudnn-cu13 writes nvidia/cudnn/lib/libcudnn.so.9 too: its bytes replace cu12's
+    cudnn = site / "nvidia" / "cudnn" / "lib" / "libcudnn.so.9"
+    cudnn.write_bytes(cudnn.read_bytes() + b"\0cuDNN for CUDA 13")
+    _dist(site, "nvidia-cudnn-cu13", "9.13.0.50", ["nvidia/cudnn/lib/libcudnn.so.9"], "pip")
     old = OUT / "old-cuda" / "lib64"
     _so(old / "libcudart.so.12.1.105", "libcudart.so.12")
     if not (old / "libcudart.so.12").exists():

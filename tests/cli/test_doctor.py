@@ -40,9 +40,13 @@ def hermetic(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
         "CUDA_PATH",
         "VIRTUAL_ENV",
         "CONDA_PREFIX",
+        "PYTHONPATH",
+        "PYTHONUSERBASE",
+        "PYTHONNOUSERSITE",
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # no user site of this machine
     (tmp_path / "host").mkdir()
     monkeypatch.setattr(doctor_cmd, "hardware_facts", lambda: H100)
     monkeypatch.setattr(doctor_cmd, "host", lambda: Host(root=tmp_path / "host"))

@@ -9,6 +9,7 @@ finding that names it.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -17,12 +18,14 @@ import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gpuenv.doctor import DoctorRequest, Finding, Host, Report, diagnose
 from gpuenv.hardware import GpuFacts, HardwareFacts
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
+from tests.nvml.conftest import standin_dir, standin_env  # noqa: F401 (fixtures for doctor tests)
 
 GCC = shutil.which("gcc")
 BUILD_ENV = dict(os.environ)  # gcc's PATH, whatever a test later does to the environment
@@ -56,21 +59,35 @@ class ElfFactory:
         self.source = cache / "empty.c"
         self.source.write_text("int gpuenv_fixture_symbol(void) { return 0; }\n")
 
+    def _source(self, variant: str) -> Path:
+        """The C source; a ``variant`` gives other bytes (a wheel of another build)."""
+        if not variant:
+            return self.source
+        path = self.cache / f"variant-{hashlib.sha256(variant.encode()).hexdigest()[:12]}.c"
+        path.write_text(
+            "int gpuenv_fixture_symbol(void) { return 0; }\n"
+            f"const char gpuenv_fixture_variant[] = {json.dumps(variant)};\n"
+        )
+        return path
+
     def build(
         self,
         soname: str | None,
         needed: Iterable[str] = (),
         runpath: Iterable[str] = (),
         rpath: Iterable[str] = (),
+        variant: str = "",
     ) -> Path:
         needed, runpath, rpath = tuple(needed), tuple(runpath), tuple(rpath)
-        key = hashlib.sha256(repr((soname, needed, runpath, rpath)).encode()).hexdigest()[:16]
+        key = hashlib.sha256(repr((soname, needed, runpath, rpath, variant)).encode()).hexdigest()[
+            :16
+        ]
         out = self.cache / f"{key}.so"
         if out.exists():
             return out
         stubs = self.cache / f"{key}-stubs"
         stubs.mkdir(exist_ok=True)
-        argv = [GCC or "gcc", "-shared", "-fPIC", "-o", str(out), str(self.source)]
+        argv = [GCC or "gcc", "-shared", "-fPIC", "-o", str(out), str(self._source(variant))]
         if soname:
             argv.append(f"-Wl,-soname,{soname}")
         if needed:
@@ -83,8 +100,10 @@ class ElfFactory:
         subprocess.run(argv, check=True, capture_output=True, env=BUILD_ENV)
         return out
 
-    def install(self, dest: Path, soname: str | None, **kwargs: Iterable[str]) -> Path:
+    def install(self, dest: Path, soname: str | None, **kwargs: Any) -> Path:
         dest.parent.mkdir(parents=True, exist_ok=True)
+        if dest.is_symlink() or dest.exists():
+            dest.unlink()
         shutil.copy2(self.build(soname, **kwargs), dest)
         return dest
 
@@ -125,12 +144,14 @@ class FakeEnv:
         files: Iterable[str] = (),
         top_level: Iterable[str] | None = None,
         site: Path | None = None,
+        requires: Iterable[str] = (),
     ) -> Path:
         site = site or self.site
         info = site / f"{name.replace('-', '_')}-{version}.dist-info"
         info.mkdir(parents=True, exist_ok=True)
+        requirements = "".join(f"Requires-Dist: {r}\n" for r in requires)
         (info / "METADATA").write_text(
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n\n"
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{requirements}\n"
         )
         if installer:
             (info / "INSTALLER").write_text(installer + "\n")
@@ -142,7 +163,7 @@ class FakeEnv:
             path.parent.mkdir(parents=True, exist_ok=True)
             if not path.exists():
                 path.write_text("")
-        (info / "RECORD").write_text("".join(f"{r},,\n" for r in record))
+        (info / "RECORD").write_text("".join(record_line(site, r) for r in record))
         return info
 
     def conda(self, name: str, version: str, files: Iterable[str] = (), build: str = "0") -> Path:
@@ -164,8 +185,15 @@ class FakeEnv:
                 target.write_text("")
         return path
 
-    def lib(self, directory: Path, filename: str, soname: str, links: Iterable[str] = ()) -> Path:
-        real = self.elf.install(directory / filename, soname)
+    def lib(
+        self,
+        directory: Path,
+        filename: str,
+        soname: str,
+        links: Iterable[str] = (),
+        **kwargs: Any,
+    ) -> Path:
+        real = self.elf.install(directory / filename, soname, **kwargs)
         for link in links:
             (directory / link).symlink_to(filename)
         return real
@@ -181,6 +209,7 @@ class FakeEnv:
     ) -> None:
         pkg = self.site / "torch"
         pkg.mkdir(parents=True, exist_ok=True)
+        (pkg / "__init__.py").write_text("")
         (pkg / "version.py").write_text(
             "from typing import Optional\n\n"
             f"__version__ = {version!r}\n"
@@ -208,6 +237,16 @@ class FakeEnv:
                 continue
             self.lib(self.site / "nvidia" / pkg / "lib", filename, filename)
             self.dist(dist, version, files=[f"nvidia/{pkg}/lib/{filename}"])
+
+
+def record_line(site: Path, rel: str) -> str:
+    """A RECORD line as installers write it: sha256 and size of the file as it is now."""
+    path = site / rel
+    if rel.endswith("/RECORD") or not path.is_file():
+        return f"{rel},,\n"
+    data = path.read_bytes()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{rel},sha256={digest},{len(data)}\n"
 
 
 def make_clean_venv(prefix: Path, elf: ElfFactory) -> FakeEnv:
@@ -306,3 +345,67 @@ def make_toolkit(root: Path, version: str) -> Path:
     (root / "version.json").write_text(json.dumps({"cuda": {"version": f"{version}.1"}}))
     write_nvcc(root / "bin", version)
     return root
+
+
+# A torch 2.13.0+cu130 venv laid out like the real wheels: CUDA 13 libraries share
+# site-packages/nvidia/cu13/lib; cuDNN and NCCL keep nvidia/cudnn/lib and nvidia/nccl/lib
+# (the folders their CUDA 12 wheels use too).
+CU13_WHEELS = (
+    # (folder under nvidia/, distribution, version, files)
+    ("cu13", "nvidia-cuda-runtime", "13.0.96", ("libcudart.so.13",)),
+    ("cu13", "nvidia-cublas", "13.1.0.3", ("libcublasLt.so.13", "libcublas.so.13")),
+    ("cu13", "nvidia-curand", "10.4.0.35", ("libcurand.so.10",)),
+    ("cudnn", "nvidia-cudnn-cu13", "9.20.0.48", ("libcudnn.so.9",)),
+    ("nccl", "nvidia-nccl-cu13", "2.29.7", ("libnccl.so.2",)),
+)
+CU13_NEEDED = (
+    "libcudart.so.13",
+    "libcublasLt.so.13",
+    "libcublas.so.13",
+    "libcurand.so.10",
+    "libcudnn.so.9",
+    "libnccl.so.2",
+)
+
+
+def make_cu13_venv(prefix: Path, elf: ElfFactory) -> FakeEnv:
+    env = FakeEnv(prefix, elf)
+    prefix.mkdir(parents=True, exist_ok=True)
+    (prefix / "pyvenv.cfg").write_text("home = /usr/bin\ninclude-system-site-packages = false\n")
+    env.site.mkdir(parents=True)
+    for folder, dist, version, files in CU13_WHEELS:
+        lib = env.site / "nvidia" / folder / "lib"
+        for name in files:
+            needed = ("libcublasLt.so.13",) if name == "libcublas.so.13" else ()
+            env.lib(
+                lib,
+                name,
+                name,
+                needed=needed,
+                runpath=("$ORIGIN",) if needed else (),
+                variant=f"{dist} {version}",
+            )
+        env.dist(dist, version, files=[f"nvidia/{folder}/lib/{n}" for n in files])
+    runpath = [f"$ORIGIN/../../nvidia/{d}/lib" for d in ("cu13", "cudnn", "nccl")]
+    env.torch(version="2.13.0+cu130", cuda="13.0", runpath=runpath, needed=CU13_NEEDED)
+    elf.install(
+        env.site / "torch" / "lib" / "libtorch_global_deps.so",
+        "libtorch_global_deps.so",
+        needed=("libcudart.so.13",),
+        runpath=runpath,
+    )
+    requires = [f"{d}=={v}; platform_system == 'Linux'" for _f, d, v, _n in CU13_WHEELS]
+    env.dist("torch", "2.13.0+cu130", requires=requires)
+    env.dist("torchvision", "0.28.0+cu130")
+    return env
+
+
+def plant_cu12_wheel(
+    env: FakeEnv, folder: str, dist: str, version: str, files: Iterable[str]
+) -> list[Path]:
+    """A CUDA 12 wheel installed over the environment: its files go to
+    nvidia/<folder>/lib, replacing whatever another wheel put there."""
+    lib = env.site / "nvidia" / folder / "lib"
+    written = [env.lib(lib, name, name, variant=f"{dist} {version}") for name in files]
+    env.dist(dist, version, files=[f"nvidia/{folder}/lib/{n}" for n in files])
+    return written

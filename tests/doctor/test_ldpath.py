@@ -45,15 +45,27 @@ def test_entry_with_another_cuda(clean_env: FakeEnv, run: Run, tmp_path: Path) -
     clean_env.lib(old, "libcudart.so.11.8.89", "libcudart.so.11.0", ["libcudart.so.11.0"])
     report = run(clean_env, environ={"LD_LIBRARY_PATH": str(old)})
     finding = only(report, "ld-library-path-cuda-version")
-    assert finding.severity is Severity.WARNING
+    # torch needs libcudart.so.12: the loader can never take libcudart.so.11.0 for it
+    assert finding.severity is Severity.INFO
     hit = finding.evidence["entries"][0]
     assert hit["entry"] == str(old)
     assert hit["version"] == "11.8.89"
+    assert hit["torch_loads_this_name"] is False
     assert finding.evidence["torch_cuda"] == "12.4"
-    # torch needs libcudart.so.12, so the 11.8 copy is reachable but not picked
-    dup = only(report, "duplicate-cuda-library")
-    assert dup.severity is Severity.WARNING
-    assert dup.evidence["picked"]["version"] == "12.4.127"
+    assert "duplicate-cuda-library" not in codes(report)
+    assert not report.has_errors
+
+
+def test_entry_with_the_same_soname_of_another_cuda(
+    clean_env: FakeEnv, run: Run, tmp_path: Path
+) -> None:
+    old = tmp_path / "cuda-12.1" / "lib64"
+    clean_env.lib(old, "libcudart.so.12.1.105", "libcudart.so.12", ["libcudart.so.12"])
+    report = run(clean_env, environ={"LD_LIBRARY_PATH": str(old)})
+    finding = only(report, "ld-library-path-cuda-version")
+    assert finding.severity is Severity.WARNING
+    assert finding.evidence["entries"][0]["torch_loads_this_name"] is True
+    assert only(report, "duplicate-cuda-library").severity is Severity.ERROR
 
 
 def test_duplicate_entry(clean_env: FakeEnv, run: Run, tmp_path: Path) -> None:

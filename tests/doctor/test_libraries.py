@@ -6,7 +6,9 @@ import shutil
 from pathlib import Path
 
 from gpuenv.doctor import Severity
-from tests.doctor.conftest import NO_GPU, FakeEnv, Run, codes, make_toolkit, only
+from tests.doctor.conftest import FakeEnv, Run, codes, hardware, make_toolkit, only
+
+DRIVER_580 = hardware(driver="580.65.06", cuda="13.0")
 
 
 def test_ld_library_path_copy_shadows_torchs_runpath(
@@ -128,17 +130,61 @@ def test_cuda13_wheel_layout_versions_from_record(tmp_path: Path, elf, run: Run)
     env.dist("torchvision", "0.29.1+cu130")
     stray = tmp_path / "cuda-13.0" / "lib64"  # a toolkit known only by its directory name
     env.lib(stray, "libcudart.so.13", "libcudart.so.13")
-    report = run(env, environ={"LD_LIBRARY_PATH": str(stray)}, facts=NO_GPU)
+    report = run(env, environ={"LD_LIBRARY_PATH": str(stray)}, facts=DRIVER_580)
     # the toolkit's "13.0" is the wheel's "13.0.96" as far as both are known
     assert report.findings == (), [(f.code, f.message) for f in report.findings]
 
+    # A CUDA 12.8 runtime is libcudart.so.12: the loader never takes it for libcudart.so.13
     old = tmp_path / "cuda-12.8" / "lib64"
     env.lib(old, "libcudart.so.12", "libcudart.so.12")
-    report = run(env, environ={"LD_LIBRARY_PATH": f"{stray}:{old}"}, facts=NO_GPU)
+    report = run(env, environ={"LD_LIBRARY_PATH": f"{stray}:{old}"}, facts=DRIVER_580)
+    assert "duplicate-cuda-library" not in codes(report)
+    note = only(report, "ld-library-path-cuda-version")
+    assert note.severity is Severity.INFO
+    assert note.evidence["entries"][0]["version"] == "12.8"
+
+    # A second libcudart.so.13 of another release is a rival; versions come from RECORD
+    # and from the toolkit's directory name
+    other = tmp_path / "cuda-13.1" / "lib64"
+    env.lib(other, "libcudart.so.13", "libcudart.so.13")
+    report = run(env, environ={"LD_LIBRARY_PATH": str(other)}, facts=DRIVER_580)
     finding = only(report, "duplicate-cuda-library")
     by_version = {c["version"]: c for c in finding.evidence["copies"]}
     assert by_version["13.0.96"]["version_from"].endswith("nvidia_cuda_runtime-13.0.96.dist-info")
-    assert by_version["12.8"]["version_from"] == f"directory name {tmp_path / 'cuda-12.8'}"
+    assert by_version["13.1"]["version_from"] == f"directory name {tmp_path / 'cuda-13.1'}"
     assert finding.evidence["picked"]["via"] == "RPATH of libtorch_cuda.so"
     assert finding.severity is Severity.WARNING
-    assert only(report, "ld-library-path-cuda-version").evidence["entries"][0]["version"] == "12.8"
+
+
+def test_dependencies_load_breadth_first_like_ld_so(
+    tmp_path: Path, elf, run: Run, host_root: Path
+) -> None:
+    """libcusparse needs libnvJitLink and has no RUNPATH for it; libtorch_cuda needs both,
+    cusparse first. ld.so maps libtorch_cuda's own dependencies (through its RUNPATH)
+    before theirs, so a system libnvJitLink on ld.so.conf never wins."""
+    env = FakeEnv(tmp_path / "venv", elf)
+    env.prefix.mkdir()
+    (env.prefix / "pyvenv.cfg").write_text("include-system-site-packages = false\n")
+    env.site.mkdir(parents=True)
+    cusparse = env.site / "nvidia" / "cusparse" / "lib"
+    jit = env.site / "nvidia" / "nvjitlink" / "lib"
+    env.lib(cusparse, "libcusparse.so.12", "libcusparse.so.12", needed=["libnvJitLink.so.12"])
+    env.dist("nvidia-cusparse-cu12", "12.3.1.170", files=["nvidia/cusparse/lib/libcusparse.so.12"])
+    wheel = env.lib(jit, "libnvJitLink.so.12", "libnvJitLink.so.12")
+    env.dist("nvidia-nvjitlink-cu12", "12.4.127", files=["nvidia/nvjitlink/lib/libnvJitLink.so.12"])
+    env.torch(
+        runpath=["$ORIGIN/../../nvidia/cusparse/lib", "$ORIGIN/../../nvidia/nvjitlink/lib"],
+        needed=["libcusparse.so.12", "libnvJitLink.so.12"],
+    )
+    system = host_root / "usr" / "local" / "cuda-12.1" / "lib64"
+    elf.install(system / "libnvJitLink.so.12.1.105", "libnvJitLink.so.12", variant="12.1")
+    (system / "libnvJitLink.so.12").symlink_to("libnvJitLink.so.12.1.105")
+    (host_root / "etc").mkdir()
+    (host_root / "etc" / "ld.so.conf").write_text("/usr/local/cuda-12.1/lib64\n")
+    report = run(env)
+    finding = only(report, "duplicate-cuda-library")
+    assert finding.evidence["needed_name"] == "libnvJitLink.so.12"
+    assert finding.evidence["picked"]["path"] == str(wheel.resolve())
+    assert finding.evidence["picked"]["by"] == "libtorch_cuda.so"
+    assert finding.severity is Severity.WARNING  # the stray is reachable, not used
+    assert "cuda-library-missing" not in codes(report)

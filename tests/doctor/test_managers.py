@@ -84,12 +84,13 @@ def test_pip_overwrote_conda_files(tmp_path: Path, elf, run: Run) -> None:
     assert "mixed-managers" not in codes(report)
 
 
-def test_top_level_skips_unrelated_records(tmp_path: Path, elf, run: Run) -> None:
+def test_record_decides_not_top_level(tmp_path: Path, elf, run: Run) -> None:
+    """top_level.txt names packages, RECORD names the files pip wrote: RECORD wins."""
     env = conda_env(tmp_path, elf)
     env.conda("fastjson-core", "1.0", files=["lib/python3.11/site-packages/fastjson/__init__.py"])
     info = env.dist("other", "1.0", files=["other/__init__.py"], top_level=["other"])
-    (info / "RECORD").write_text("fastjson/__init__.py,,\n")  # would clash if read
-    assert "pip-overwrote-conda-files" not in codes(run(env))
+    (info / "RECORD").write_text("fastjson/__init__.py,,\n")
+    assert only(run(env), "pip-overwrote-conda-files").evidence["pip"] == "other 1.0"
 
 
 def test_cuda13_wheel_names_pair_with_conda(tmp_path: Path, elf, run: Run) -> None:
@@ -100,3 +101,49 @@ def test_cuda13_wheel_names_pair_with_conda(tmp_path: Path, elf, run: Run) -> No
         only(run(env), "mixed-managers").evidence["pairs"][0]["pip"]
         == "nvidia-cuda-runtime 13.0.96"
     )
+
+
+SITE = "lib/python3.11/site-packages"
+
+
+def test_pip_torch_over_conda_pytorch_is_the_precise_finding(tmp_path: Path, elf, run: Run) -> None:
+    """pip replaced conda's torch files: pip-overwrote-conda-files, not mixed-managers,
+    and a fix for each way out (conda's files are pip's now)."""
+    env = conda_env(tmp_path, elf)
+    env.conda("pytorch", "2.4.1", files=[f"{SITE}/torch/__init__.py", f"{SITE}/torch/version.py"])
+    env.torch(cuda=None, version="2.4.1")
+    env.dist("torch", "2.4.1", files=["torch/__init__.py", "torch/version.py"])
+    report = run(env, facts=NO_GPU)
+    finding = only(report, "pip-overwrote-conda-files")
+    assert "mixed-managers" not in codes(report)
+    assert finding.evidence["count"] == 2
+    fix = finding.fix
+    assert fix.index("pip uninstall -y torch") < fix.index(
+        "conda install --force-reinstall pytorch=2.4.1=0"
+    )
+    assert fix.index("conda remove --force pytorch") < fix.index(
+        "--force-reinstall --no-deps torch==2.4.1"
+    )
+    assert "keep conda's" not in fix.lower()
+
+
+def test_conda_record_whose_files_are_gone(tmp_path: Path, elf, run: Run) -> None:
+    env = conda_env(tmp_path, elf)
+    env.conda("pytorch", "2.3.0", files=[f"{SITE}/torch/_old.py"])
+    (env.prefix / SITE / "torch" / "_old.py").unlink()
+    env.torch(cuda=None, version="2.4.1")
+    finding = only(run(env, facts=NO_GPU), "mixed-managers")
+    pair = finding.evidence["pairs"][0]
+    assert (pair["conda_files"], pair["conda_files_missing"]) == (1, 1)
+    assert "only a record now" in finding.fix
+    assert "keep conda's" not in finding.fix.lower()
+    assert finding.fix.startswith("conda's pytorch is only a record now")
+    assert "1. 'conda remove --force pytorch'" in finding.fix
+
+
+def test_two_intact_copies_offer_keeping_condas(tmp_path: Path, elf, run: Run) -> None:
+    env = conda_env(tmp_path, elf)
+    env.conda("numpy", "1.26.0", files=[f"{SITE}/numpy/core.py"])
+    env.dist("numpy", "1.26.4", files=["numpy/other.py"])
+    finding = only(run(env), "mixed-managers")
+    assert finding.fix.startswith("Keep conda's numpy: 1. 'python -m pip uninstall -y numpy'.")

@@ -4,10 +4,13 @@ once and only on demand (the knowledge base, torch's build, the CUDA library ind
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from gpuenv.doctor._fsafe import read_text
 from gpuenv.doctor.environment import Environment
 from gpuenv.doctor.model import DoctorRequest
 from gpuenv.versions import CudaVersion, VersionFormatError
@@ -15,12 +18,26 @@ from gpuenv.versions import CudaVersion, VersionFormatError
 if TYPE_CHECKING:
     from gpuenv.compat import KnowledgeBase, TorchBuild, TorchRelease
     from gpuenv.doctor._cudalibs import LibraryIndex
+    from gpuenv.doctor._records import Records
+
+
+T = TypeVar("T")
+_REQUIREMENT = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*\(?\s*(?:==\s*(?P<pin>[^\s;,)]+))?"
+)
 
 
 class Context:
     def __init__(self, request: DoctorRequest, env: Environment) -> None:
         self.request = request
         self.env = env
+        self._memo: dict[str, Any] = {}
+
+    def memo(self, key: str, compute: Callable[[], T]) -> T:
+        """A fact several checks derive, computed once."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return cast(T, self._memo[key])
 
     @cached_property
     def kb(self) -> KnowledgeBase:
@@ -54,6 +71,33 @@ class Context:
     def resolve_entry(self, entry: str) -> Path:
         """Where the loader looks for an ``LD_LIBRARY_PATH`` entry."""
         return Path(os.path.normpath(self.request.cwd / entry)) if entry else self.request.cwd
+
+    @cached_property
+    def torch_requires(self) -> dict[str, str | None]:
+        """What the winning torch's metadata requires: canonical name -> the ``==`` pin
+        (None when not pinned). Empty for a torch without a dist-info (conda's)."""
+        dist = self.env.dist("torch")
+        out: dict[str, str | None] = {}
+        if dist is None:
+            return out
+        text = read_text(dist.path / "METADATA")
+        if text is None:
+            return out
+        for line in text.split("\n\n", 1)[0].splitlines():
+            if not line.startswith("Requires-Dist:"):
+                continue
+            found = _REQUIREMENT.match(line.split(":", 1)[1].strip())
+            if found:
+                name = re.sub(r"[-_.]+", "-", found["name"]).lower()
+                out.setdefault(name, found["pin"])
+        return out
+
+    @cached_property
+    def records(self) -> Records:
+        """Every RECORD and conda-meta file list, read once."""
+        from gpuenv.doctor._records import Records
+
+        return Records(self.env)
 
     @cached_property
     def libraries(self) -> LibraryIndex:

@@ -1,4 +1,5 @@
-"""The driver against the environment's CUDA build.
+"""The driver against the environment's CUDA build (and a CUDA build where there is
+no driver at all).
 
 The driver's "CUDA Version" is a ceiling: the newest CUDA runtime it runs. A build for a
 newer CUDA of the same major may still run under NVIDIA's minor-version compatibility
@@ -11,13 +12,38 @@ from __future__ import annotations
 from gpuenv.compat import DriverCompat
 from gpuenv.doctor._context import Context
 from gpuenv.doctor.model import Finding, Severity
+from gpuenv.versions import CudaVersion
+
+
+def _no_driver(ctx: Context, env_cuda: CudaVersion, read_from: str) -> Finding:
+    facts = ctx.request.hardware
+    why = "; ".join(facts.notes) or (facts.no_gpu_reason or "no driver found")
+    return Finding(
+        code="no-nvidia-driver",
+        severity=Severity.WARNING,
+        message=f"this environment is built for CUDA {env_cuda}, and this machine has no "
+        f"usable NVIDIA driver ({why}): CUDA will not initialise here and 'gpuenv verify' fails",
+        evidence={
+            "environment_cuda": str(env_cuda),
+            "environment_cuda_from": read_from,
+            "no_gpu_reason": facts.no_gpu_reason,
+            "hardware_notes": list(facts.notes),
+            "hardware_source": dict(facts.sources),
+        },
+        fix="run this environment on a machine with an NVIDIA driver for CUDA "
+        f"{env_cuda} or newer (gpuenv detect shows the driver), or install a CPU build here",
+    )
 
 
 def check(ctx: Context) -> list[Finding]:
     facts = ctx.request.hardware
     built = ctx.env_cuda
-    if built is None or (facts.driver_version is None and facts.cuda_driver_version is None):
+    if built is None:
         return []
+    if facts.driver_version is None and facts.cuda_driver_version is None:
+        torch = ctx.env.torch
+        cpu_torch = torch is not None and torch.cuda is None  # leftover nvidia wheels only
+        return [_no_driver(ctx, *built)] if not facts.gpus and not cpu_torch else []
     env_cuda, read_from = built
     ceiling = facts.cuda_driver_version
     if ceiling is None and facts.driver_version is not None:

@@ -1,9 +1,12 @@
-"""Find the environment to examine and take its inventory, by reading files only.
+"""Find the environment to examine and take its inventory.
 
-The inventory is cheap on purpose: one ``scandir`` per site-packages directory (dist-info
-directory names carry name and version), the ``conda-meta/*.json`` records, and torch's
-``version.py``. RECORD, INSTALLER and METADATA files are read later, and only for the
-few distributions a check needs.
+The environment's interpreter is asked once for its ``sys.path`` as its user gets it
+(``_syspath``: ``PYTHONPATH``, the user site and ``.pth`` files count; torch is not
+imported); without a runnable interpreter the path is modelled from the files. The
+inventory is cheap on purpose: one ``scandir`` per ``sys.path`` entry (dist-info
+directory names carry name and version), the ``conda-meta/*.json`` records, and the
+``version.py`` of the torch that import finds first. RECORD, INSTALLER and METADATA files
+are read later, and only where a check needs them.
 """
 
 from __future__ import annotations
@@ -14,23 +17,37 @@ import os
 import re
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from gpuenv.errors import UsageError
+from gpuenv.doctor import _syspath
+from gpuenv.doctor._fsafe import (
+    MAX_TEXT,
+    executable,
+    is_dir,
+    is_file,
+    read_bytes,
+    read_text,
+    resolved,
+)
+from gpuenv.doctor._syspath import PathEntry
+from gpuenv.errors import ExternalToolError, UsageError
 from gpuenv.versions import CudaVersion, VersionFormatError
+
+_NAME_SEPARATORS = re.compile(r"[-_.]+")
+
+
+def canonicalize_name(name: str) -> str:
+    """PEP 503's normalised name (packaging.utils' rule, without importing its tags)."""
+    return _NAME_SEPARATORS.sub("-", name).lower()
+
 
 _DIST_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+?)(?:-py\d.*)?\.(?:dist|egg)-info$")
 _ASSIGN_RE = re.compile(r"^(?P<key>\w+)\s*(?::[^=]*)?=\s*(?P<value>.+)$")
-_PYTHON_QUERY = (
-    "import json, sys, sysconfig; p = sysconfig.get_paths(); "
-    "print(json.dumps({'prefix': sys.prefix, 'executable': sys.executable, "
-    "'site': sorted({p['purelib'], p['platlib']})}))"
-)
+_ASK_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -55,7 +72,7 @@ class Dist:
         return local_tag(self.version)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # one object per conda-meta record: identity
 class CondaPackage:
     name: str
     version: str
@@ -63,6 +80,14 @@ class CondaPackage:
     channel: str
     meta: Path
     files: tuple[str, ...]
+    depends: tuple[str, ...] = ()
+    # prefix-relative path -> (sha256 hex, size) where conda-meta's paths_data says
+    recorded: Mapping[str, tuple[str | None, int | None]] = field(default_factory=dict)
+
+    @property
+    def spec(self) -> str:
+        """``name=version=build``, as ``conda install`` takes it."""
+        return f"{self.name}={self.version}={self.build}" if self.build else self.name
 
 
 @dataclass(frozen=True)
@@ -95,6 +120,10 @@ class TorchInfo:
 
 @dataclass(frozen=True)
 class Environment:
+    """``dists`` are the environment's own (its site-packages directories);
+    ``path_dists`` every distribution on ``search_path``, in import order, so the first
+    of a name is the one ``importlib.metadata`` and pip see."""
+
     prefix: Path
     kind: str  # "conda" | "venv" | "system"
     python: Path | None
@@ -103,10 +132,43 @@ class Environment:
     conda_packages: tuple[CondaPackage, ...]
     torch: TorchInfo | None
     conda_base: bool
+    search_path: tuple[PathEntry, ...] = ()
+    path_dists: tuple[Dist, ...] = ()
+    asked: bool = False  # search_path is the interpreter's own answer
+    ask_problem: str | None = None  # why the interpreter could not be asked
 
     def dist(self, name: str) -> Dist | None:
+        """The distribution of this name that wins (first on ``sys.path``)."""
         wanted = canonicalize_name(name)
-        return next((d for d in self.dists if d.name == wanted), None)
+        found = next((d for d in self.path_dists if d.name == wanted), None)
+        return found or next((d for d in self.dists if d.name == wanted), None)
+
+    def copies(self, name: str) -> list[Dist]:
+        """Every distribution of this name on ``sys.path``, the winner first."""
+        wanted = canonicalize_name(name)
+        return [d for d in self.path_dists if d.name == wanted]
+
+    def winners(self) -> dict[str, dict[str, str]]:
+        """Where the torch family and each nvidia-* distribution come from: the copy
+        that is first on ``sys.path``, and why its directory is there."""
+        names = ["torch", "torchvision", "torchaudio", "triton"]
+        names += sorted({d.name for d in self.path_dists if d.name.startswith("nvidia-")})
+        out = {}
+        for name in names:
+            dist = self.dist(name)
+            if dist is None:
+                continue
+            entry = self.entry(dist.site_packages)
+            out[name] = {
+                "version": dist.version,
+                "location": str(dist.site_packages),
+                "on_sys_path_because": entry.detail if entry else "the environment's site-packages",
+            }
+        return out
+
+    def entry(self, directory: Path) -> PathEntry | None:
+        """The ``sys.path`` entry ``directory`` is."""
+        return next((e for e in self.search_path if e.path == directory), None)
 
     def conda(self, name: str) -> CondaPackage | None:
         return next((p for p in self.conda_packages if p.name == name), None)
@@ -118,6 +180,9 @@ class Environment:
             "kind": self.kind,
             "python": str(self.python) if self.python else None,
             "site_packages": [str(p) for p in self.site_packages],
+            "sys_path": [e.to_json() for e in self.search_path],
+            "winners": self.winners(),
+            "sys_path_from": "the interpreter" if self.asked else "modelled from the files",
             "conda_base": self.conda_base,
             "distributions": len(self.dists),
             "conda_packages": len(self.conda_packages),
@@ -151,6 +216,9 @@ class Location:
     prefix: Path
     python: Path | None
     site_packages: tuple[Path, ...]
+    search_path: tuple[PathEntry, ...] = ()
+    asked: bool = False
+    ask_problem: str | None = None
 
 
 def locate(
@@ -159,32 +227,77 @@ def locate(
     python: Path | None,
     environ: Mapping[str, str],
     default_prefix: Path | None,
+    cwd: Path | None = None,
 ) -> Location:
-    """The environment named by ``--prefix`` or ``--python``, else the active one."""
+    """The environment named by ``--prefix`` or ``--python``, else the active one, with
+    its ``sys.path`` as its interpreter computes it under ``environ`` in ``cwd``."""
+    here = cwd or Path.cwd()
     if python is not None:
-        return _from_python(python)
+        return _from_python(python, environ, here)
     if prefix is None:
         # A venv made from a conda Python and activated inside it sets both; the venv's
         # interpreter is the one that runs, so VIRTUAL_ENV wins.
         active = environ.get("VIRTUAL_ENV") or environ.get("CONDA_PREFIX")
         prefix = Path(active) if active else (default_prefix or Path(sys.prefix))
-    if not prefix.is_dir():
+    if not is_dir(prefix):
         raise UsageError(f"no environment at {prefix}: not a directory")
-    return Location(prefix, _prefix_python(prefix), _prefix_site_packages(prefix))
+    interpreter = _prefix_python(prefix)
+    problem = None
+    if interpreter is not None and executable(interpreter):
+        try:
+            return _from_python(interpreter, environ, here, prefix=prefix)
+        except (ExternalToolError, UsageError) as exc:
+            problem = exc.message
+    elif interpreter is not None:
+        problem = f"{interpreter} is not executable"
+    site = _prefix_site_packages(prefix)
+    search, _user = _syspath.modelled(
+        site, environ, here, version=_site_version(site), venv_isolated=_venv_isolated(prefix)
+    )
+    return Location(prefix, interpreter, site, search, False, problem)
 
 
-def _from_python(python: Path) -> Location:
+def _site_version(site: tuple[Path, ...]) -> str | None:
+    for path in site:
+        match = re.match(r"^python(\d+\.\d+)", path.parent.name)
+        if match:
+            return match[1]
+    return None
+
+
+def _venv_isolated(prefix: Path) -> bool:
+    """A venv without system site-packages: its user site is off."""
+    try:
+        text = (prefix / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "include-system-site-packages":
+            return value.strip().lower() != "true"
+    return True
+
+
+def _from_python(
+    python: Path, environ: Mapping[str, str], cwd: Path, *, prefix: Path | None = None
+) -> Location:
     from gpuenv import _proc
 
     if not python.exists():
         raise UsageError(f"--python {python}: no such file")
-    result = _proc.run([python, "-I", "-c", _PYTHON_QUERY], timeout=30, what=f"{python}")
+    result = _proc.run(
+        [python, "-c", _syspath.QUERY],
+        timeout=_ASK_TIMEOUT,
+        env=environ,
+        cwd=cwd if cwd.is_dir() else None,
+        what=f"{python}",
+    )
     try:
-        answer = json.loads(result.stdout)
-        site = tuple(Path(p) for p in answer["site"] if Path(p).is_dir())
-        return Location(Path(answer["prefix"]), Path(answer["executable"]), site)
+        answer = _syspath.parse_answer(result.stdout)
     except (ValueError, KeyError, TypeError) as exc:
         raise UsageError(f"--python {python}: not a Python interpreter we can ask") from exc
+    search = _syspath.from_answer(answer, environ, cwd)
+    return Location(prefix or answer.prefix, answer.executable, answer.site, search, True)
 
 
 def _prefix_python(prefix: Path) -> Path | None:
@@ -260,13 +373,15 @@ def read_conda_meta(prefix: Path) -> tuple[CondaPackage, ...]:
         return ()
     packages = []
     for path in entries:
+        raw = read_bytes(path, MAX_TEXT * 16)  # conda-meta of a big package is megabytes
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = json.loads(raw) if raw else None
+        except ValueError:
             continue
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             continue
         files = data.get("files") or ()
+        depends = data.get("depends") or ()
         packages.append(
             CondaPackage(
                 name=data["name"],
@@ -275,17 +390,33 @@ def read_conda_meta(prefix: Path) -> tuple[CondaPackage, ...]:
                 channel=str(data.get("channel", "")),
                 meta=Path(path),
                 files=tuple(f for f in files if isinstance(f, str)),
+                depends=tuple(d for d in depends if isinstance(d, str)),
+                recorded=_paths_data(data.get("paths_data")),
             )
         )
     return tuple(packages)
 
 
+def _paths_data(raw: Any) -> dict[str, tuple[str | None, int | None]]:
+    """conda-meta's ``paths_data.paths``: each file's sha256 and size, where given."""
+    paths = raw.get("paths") if isinstance(raw, dict) else None
+    out: dict[str, tuple[str | None, int | None]] = {}
+    for item in paths if isinstance(paths, list) else ():
+        if not isinstance(item, dict) or not isinstance(item.get("_path"), str):
+            continue
+        digest, size = item.get("sha256"), item.get("size_in_bytes")
+        out[item["_path"]] = (
+            digest if isinstance(digest, str) else None,
+            size if isinstance(size, int) and not isinstance(size, bool) else None,
+        )
+    return out
+
+
 def read_version_py(path: Path) -> dict[str, Any]:
     """The literal top-level assignments of a generated ``version.py``."""
     values: dict[str, Any] = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
+    text = read_text(path)
+    if text is None:
         return values
     for line in text.splitlines():
         match = _ASSIGN_RE.match(line.strip())
@@ -321,6 +452,23 @@ def _is_conda_base(prefix: Path) -> bool:
     )
 
 
+def _scan_path(search: tuple[PathEntry, ...], own: tuple[Path, ...]) -> list[Dist]:
+    """Every distribution on the search path, in import order (own site-packages
+    directories included even when the path lacks them)."""
+    dirs = [e.path for e in search if e.origin != _syspath.ORIGIN_STDLIB]
+    dirs += [p for p in own if p not in dirs]
+    return [d for directory in dirs for d in scan_dists(directory)]
+
+
+def find_torch(search: tuple[PathEntry, ...], own: tuple[Path, ...]) -> TorchInfo | None:
+    """The torch that ``import torch`` finds: the first regular package (one with an
+    ``__init__.py``) along the path, else the first directory with a ``version.py``."""
+    dirs = [e.path for e in search if e.origin != _syspath.ORIGIN_STDLIB]
+    dirs += [p for p in own if p not in dirs]
+    regular = [d for d in dirs if is_file(d / "torch" / "__init__.py")]
+    return read_torch(tuple(regular)) or read_torch(tuple(dirs))
+
+
 def inventory(location: Location) -> Environment:
     prefix = location.prefix
     conda = read_conda_meta(prefix)
@@ -330,7 +478,14 @@ def inventory(location: Location) -> Environment:
         kind = "venv"
     else:
         kind = "system"
-    dists = tuple(d for site in location.site_packages for d in scan_dists(site))
+    search = location.search_path or tuple(
+        PathEntry(p, _syspath.ORIGIN_SITE, "the environment's site-packages", True)
+        for p in location.site_packages
+    )
+    path_dists = _scan_path(search, location.site_packages)
+    own = {_resolved(p) for p in location.site_packages}
+    owned = {site: _resolved(site) in own for site in {d.site_packages for d in path_dists}}
+    dists = tuple(d for d in path_dists if owned[d.site_packages])
     return Environment(
         prefix=prefix,
         kind=kind,
@@ -338,6 +493,14 @@ def inventory(location: Location) -> Environment:
         site_packages=location.site_packages,
         dists=dists,
         conda_packages=conda,
-        torch=read_torch(location.site_packages),
+        torch=find_torch(search, location.site_packages),
         conda_base=_is_conda_base(prefix),
+        search_path=search,
+        path_dists=tuple(path_dists),
+        asked=location.asked,
+        ask_problem=location.ask_problem,
     )
+
+
+def _resolved(path: Path) -> Path:
+    return resolved(path)

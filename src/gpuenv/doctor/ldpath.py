@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv.doctor._context import Context
+from gpuenv.doctor._fsafe import is_dir, is_file, resolved
 from gpuenv.doctor.libraries import matches
 from gpuenv.doctor.model import Finding, Severity
 
@@ -53,7 +54,7 @@ def _absolute(ctx: Context) -> list[tuple[int, str]]:
 
 def _missing(ctx: Context) -> Finding | None:
     gone: list[dict[str, Any]] = [
-        {"position": i, "entry": e} for i, e in _absolute(ctx) if not Path(e).is_dir()
+        {"position": i, "entry": e} for i, e in _absolute(ctx) if not is_dir(Path(e))
     ]
     if not gone:
         return None
@@ -70,19 +71,19 @@ def _missing(ctx: Context) -> Finding | None:
 def _owning_prefix(path: Path) -> Path | None:
     """The conda environment or venv that ``path`` lies in, if any."""
     for parent in [path, *list(path.parents)[:_MAX_PARENTS]]:
-        if (parent / "conda-meta").is_dir() or (parent / "pyvenv.cfg").is_file():
+        if is_dir(parent / "conda-meta") or is_file(parent / "pyvenv.cfg"):
             return parent
     return None
 
 
 def _foreign(ctx: Context) -> Finding | None:
-    own = ctx.env.prefix.resolve()
+    own = resolved(ctx.env.prefix)
     hits = []
     for i, entry in _absolute(ctx):
         path = Path(entry)
-        if not path.is_dir():
+        if not is_dir(path):
             continue
-        other = _owning_prefix(path.resolve())
+        other = _owning_prefix(resolved(path))
         if other is not None and other != own:
             hits.append({"position": i, "entry": entry, "environment": str(other)})
     if not hits:
@@ -101,28 +102,43 @@ def _cuda_version(ctx: Context) -> Finding | None:
     torch = ctx.env.torch
     if torch is None or torch.cuda is None:
         return None
-    listing = ctx.libraries.listing
+    index = ctx.libraries
     hits = []
     seen: set[Path] = set()
     for i, entry in _absolute(ctx):
         path = Path(entry)
-        if not path.is_dir():
+        if not is_dir(path):
             continue
-        for copy in listing.get(path.resolve(), {}).values():
-            other = matches(copy.version, str(torch.cuda)) is False
-            if copy.family in ("cudart", "cublas") and other and copy.path not in seen:
+        for name, copy in index.listing.get(resolved(path), {}).items():
+            other = matches(copy.version, str(torch.cuda)) is False or (
+                copy.cuda_major is not None and copy.cuda_major != torch.cuda.major
+            )
+            if copy.library.versioned == "cuda" and other and copy.path not in seen:
                 seen.add(copy.path)
                 hits.append(
-                    {"position": i, "entry": entry, "file": copy.name, "version": copy.version}
+                    {
+                        "position": i,
+                        "entry": entry,
+                        "file": copy.name,
+                        "version": copy.version,
+                        "torch_loads_this_name": name in index.needed,
+                    }
                 )
     if not hits:
         return None
     found = sorted({f"{h['file']} {h['version']} in {h['entry']}" for h in hits})
+    rival = any(h["torch_loads_this_name"] for h in hits)
+    tail = (
+        "; torch loads some of these names"
+        if rival
+        else "; torch needs other names (they cannot replace its libraries, but programs "
+        "and extensions of that CUDA load them)"
+    )
     return Finding(
         code="ld-library-path-cuda-version",
-        severity=Severity.WARNING,
+        severity=Severity.WARNING if rival else Severity.INFO,
         message=f"LD_LIBRARY_PATH holds CUDA libraries of another version than torch's "
-        f"CUDA {torch.cuda}: " + "; ".join(found),
+        f"CUDA {torch.cuda}: " + "; ".join(found) + tail,
         evidence={**_value(ctx), "torch_cuda": str(torch.cuda), "entries": hits},
         fix=_FIX_REMOVE + "; torch brings its own CUDA libraries",
     )

@@ -1,9 +1,10 @@
-"""Duplicate, mismatched and missing CUDA libraries (runtime, cuBLAS, cuDNN, NCCL).
+"""Duplicate, mismatched and missing CUDA libraries: every library of the catalogue
+(``data/cudalibs.toml``), resolved the way ``import torch`` resolves it (``_cudalibs``).
 
-For each library: every copy the environment can reach, the one the loader picks for
-torch's ``libtorch_cuda.so`` (see ``_cudalibs``), and whether that copy matches what
-torch was built with (``torch/version.py``'s ``cuda``; cuDNN and NCCL from the
-knowledge base's entry for the build).
+Copies compete only under one name: the loader looks for the exact needed name
+(``libcudart.so.12``), so a ``libcudart.so.13`` elsewhere is not a rival. Each finding
+names the winner, how it won (which variable, RPATH, preload or ``ld.so.conf`` file),
+the losers, and a fix for the way it won.
 """
 
 from __future__ import annotations
@@ -11,24 +12,32 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from gpuenv.doctor._catalog import Library, catalog
 from gpuenv.doctor._context import Context
-from gpuenv.doctor._cudalibs import FAMILIES, LIB_RE, LibCopy, LibraryIndex
+from gpuenv.doctor._cudalibs import (
+    VIA_LD_LIBRARY_PATH,
+    VIA_LD_PRELOAD,
+    VIA_PRELOAD,
+    LibCopy,
+    Load,
+)
 from gpuenv.doctor.model import Finding, Severity
 
-_LABEL = {"cudart": "libcudart", "cublas": "libcublas", "cudnn": "libcudnn", "nccl": "libnccl"}
 
-
-def expected_version(ctx: Context, family: str) -> str | None:
-    """The version of ``family`` torch was built with, as far as we know it."""
+def expected_version(ctx: Context, library: Library | str) -> str | None:
+    """The version of ``library`` torch was built with, as far as we know it."""
+    lib = catalog().by_name(library) if isinstance(library, str) else library
     torch = ctx.env.torch
-    if torch is None or torch.cuda is None:
+    if lib is None or torch is None or torch.cuda is None:
         return None
-    if family in ("cudart", "cublas"):
+    if lib.versioned == "cuda":
         return str(torch.cuda)
     build = ctx.torch_build
     if build is None:
         return None
-    return build.cudnn if family == "cudnn" else build.nccl
+    if lib.versioned == "cudnn":
+        return build.cudnn
+    return build.nccl if lib.versioned == "nccl" else None
 
 
 def _numbers(version: str) -> tuple[int, ...]:
@@ -45,32 +54,18 @@ def matches(version: str | None, expected: str | None) -> bool | None:
     return have[0] == want[0] and have[1] >= want[1]
 
 
-def _needed_name(index: LibraryIndex, family: str, copies: list[LibCopy]) -> str | None:
-    if index.loader is not None:
-        for name in index.loader.needed:
-            match = LIB_RE.match(name)
-            if match and match[1] == family:
-                return name
-        return None
-    sonames = sorted({c.soname for c in copies if c.soname})
-    return sonames[-1] if sonames else None
-
-
-def _evidence(ctx: Context, family: str, copies: list[LibCopy]) -> dict[str, Any]:
-    index = ctx.libraries
-    needed = _needed_name(index, family, copies)
-    picked = index.pick(needed) if needed else None
-    expected = expected_version(ctx, family)
-    return {
-        "library": _LABEL[family],
-        "needed_name": needed,
-        "loaded_by": str(index.loader.path) if index.loader else None,
-        "copies": [c.to_json() for c in copies],
-        "picked": picked.to_json() if picked else None,
-        "torch_built_with": expected,
-        "picked_matches_torch": matches(picked.version, expected) if picked else None,
-        "search_order": [f"{d.path} ({d.via})" for d in index.search],
-    }
+def fits(ctx: Context, copy: LibCopy) -> bool | None:
+    """Whether a copy suits torch: its CUDA major is torch's and its version matches
+    the build's; None when neither is known."""
+    torch = ctx.env.torch
+    want_major = torch.cuda.major if torch is not None and torch.cuda is not None else None
+    major_ok = None
+    if want_major is not None and copy.cuda_major is not None:
+        major_ok = copy.cuda_major == want_major
+    version_ok = matches(copy.version, expected_version(ctx, copy.library))
+    if major_ok is False or version_ok is False:
+        return False
+    return True if major_ok or version_ok else None
 
 
 def same_version(a: str | None, b: str | None) -> bool:
@@ -83,84 +78,273 @@ def same_version(a: str | None, b: str | None) -> bool:
     return left[:width] == right[:width]
 
 
+def _kind(copy: LibCopy) -> tuple[str | None, int | None]:
+    return copy.version, copy.cuda_major
+
+
+def _alike(a: LibCopy, b: LibCopy) -> bool:
+    if a.path == b.path:
+        return True
+    if a.cuda_major is not None and b.cuda_major is not None and a.cuda_major != b.cuda_major:
+        return False
+    return same_version(a.version, b.version)
+
+
 def _distinct(copies: list[LibCopy]) -> int:
-    kinds: list[str | None] = []
+    kinds: list[LibCopy] = []
     for copy in copies:
-        if not any(same_version(copy.version, k) for k in kinds):
-            kinds.append(copy.version)
+        if not any(_alike(copy, k) for k in kinds):
+            kinds.append(copy)
     return len(kinds)
 
 
-def _duplicate(ctx: Context, family: str, copies: list[LibCopy]) -> Finding:
-    evidence = _evidence(ctx, family, copies)
-    picked, ok = evidence["picked"], evidence["picked_matches_torch"]
-    label = _LABEL[family]
-    versions = ", ".join(sorted({c.version or "unknown" for c in copies}))
-    if ok is False:
-        severity = Severity.ERROR
-        tail = (
-            f"the loader picks {picked['path']} ({picked['version']}), but torch was built"
-            f" with {evidence['torch_built_with']}"
+def _rivals(ctx: Context, name: str) -> list[LibCopy]:
+    """Every copy reachable under exactly this file name, in listing order."""
+    seen: dict[Any, LibCopy] = {}
+    for listing in ctx.libraries.listing.values():
+        copy = listing.get(name)
+        if copy is not None:
+            seen.setdefault(copy.path, copy)
+    return list(seen.values())
+
+
+def _names(ctx: Context, library: Library) -> list[str]:
+    """The names of ``library`` the process asks for (needed by torch's objects or by
+    other CUDA libraries); without torch's objects, the highest SONAME on disk."""
+    index = ctx.libraries
+    names = [n for n in index.needed if catalog().match(n) == library]
+    if names or index.loader is not None:
+        return names
+    sonames = sorted({c.soname for c in index.copies.get(library.name, []) if c.soname})
+    return sonames[-1:]
+
+
+def _evidence(ctx: Context, library: Library, name: str, copies: list[LibCopy]) -> dict[str, Any]:
+    index = ctx.libraries
+    load = index.loads.get(name)
+    picked = load.copy if load else index.pick(name)
+    expected = expected_version(ctx, library)
+    torch = ctx.env.torch
+    doubles = [d.to_json() for d in index.doubles if d.copy.library == library]
+    return {
+        "library": library.label,
+        "needed_name": name,
+        "needed_by": index.needed.get(name),
+        "loaded_by": str(index.loader.path) if index.loader else None,
+        "copies": [c.to_json() for c in copies],
+        "picked": (load.to_json() if load else picked.to_json()) if picked else None,
+        "torch_built_with": expected,
+        "torch_cuda_major": torch.cuda.major if torch and torch.cuda else None,
+        "picked_matches_torch": fits(ctx, picked) if picked else None,
+        **({"also_loaded": doubles} if doubles else {}),
+        "search_order": [d.label() for d in index.search],
+        **({"torch_preload": index.preload.source} if index.preload_ran and index.preload else {}),
+    }
+
+
+def _describe(copy: LibCopy) -> str:
+    parts = [copy.version or "version unknown"]
+    if copy.cuda_major is not None:
+        parts.append(f"CUDA {copy.cuda_major}")
+    if copy.owner:
+        parts.append(copy.owner)
+    return f"{copy.path} ({', '.join(parts)})"
+
+
+def _want(ctx: Context, library: Library) -> str:
+    torch = ctx.env.torch
+    expected = expected_version(ctx, library)
+    major = torch.cuda.major if torch is not None and torch.cuda is not None else None
+    if expected:
+        return f"torch was built with {expected}"
+    return f"torch is a CUDA {major} build" if major is not None else "torch expects another"
+
+
+def _how(ctx: Context, name: str, copies: list[LibCopy]) -> str:
+    load = ctx.libraries.loads.get(name)
+    if load is None:
+        return "the loader's default search finds it first"
+    if load.by != VIA_PRELOAD:
+        return load.how
+    entry = load.step.entry or ""
+    folder = load.step.path.relative_to(entry) if entry else load.step.path
+    how = f"torch's preload takes it first, from {folder} in sys.path entry {entry}"
+    if any(c.path.parent != load.copy.path.parent and fits(ctx, c) for c in copies):
+        how += " (torch tries nvidia/<library>/lib before nvidia/cu<major>/lib)"
+    return how
+
+
+def _pip(ctx: Context) -> str:
+    python = ctx.env.python
+    return f"{python} -m pip" if python else "pip"
+
+
+def _wheel_for(ctx: Context, library: Library) -> str | None:
+    """The distribution (with its pin) torch requires for this library."""
+    for name, pin in ctx.torch_requires.items():
+        if name == library.wheel or name.startswith(library.wheel + "-cu"):
+            return f"{name}=={pin}" if pin else name
+    return None
+
+
+def _ld_path_steps(ctx: Context, load: Load | None, copies: list[LibCopy]) -> list[str]:
+    entries = {
+        c.where.entry
+        for c in copies
+        if c.where.via == VIA_LD_LIBRARY_PATH and fits(ctx, c) is False
+    }
+    if load is not None and load.step.via == VIA_LD_LIBRARY_PATH:
+        entries.add(load.step.entry)
+    return [
+        f"remove {entry!r} from LD_LIBRARY_PATH (where your shell profile, module or "
+        "activation script sets it)"
+        for entry in sorted(e for e in entries if e is not None)
+    ]
+
+
+def _command(ctx: Context, name: str, action: str, *args: str) -> str:
+    from gpuenv.doctor._records import Owner
+    from gpuenv.doctor.ownership import pip_command
+
+    dist = ctx.env.dist(name)
+    if dist is None:
+        return f"{_pip(ctx)} {action} {' '.join(args)}"
+    return pip_command(
+        ctx, Owner("pip", dist.name, dist.version, dist.path, dist=dist), action, *args
+    )
+
+
+def _winner_steps(ctx: Context, library: Library, load: Load) -> list[str]:
+    owner = load.copy.owner or ""
+    if load.by == VIA_LD_PRELOAD:
+        return [f"remove {load.step.entry} from LD_PRELOAD"]
+    shared = _shared_steps(ctx, load.copy)
+    if shared:
+        return shared
+    if load.by == VIA_PRELOAD and owner.startswith("pip "):
+        name = owner.split()[1]
+        return [
+            f"'{_command(ctx, name, 'uninstall', name)}' (torch's preload loads its copy "
+            "first; torch does not need it)"
+        ]
+    step = _path_step(ctx, library, load)
+    return [step] if step else []
+
+
+def _path_step(ctx: Context, library: Library, load: Load) -> str | None:
+    wheel = _wheel_for(ctx, library)
+    if load.step.via.startswith(("ld.so.cache", "ld.so.conf")):
+        where = load.step.entry or "the system's ld.so.conf"
+        return (
+            f"install {wheel or 'the ' + library.label + ' torch expects'} into the "
+            f"environment so torch finds its own copy first: {load.copy.path.parent} is on "
+            f"the loader's default path through {where}, not LD_LIBRARY_PATH"
         )
+    if load.step.via.startswith(("RPATH", "RUNPATH")):
+        if wheel:
+            name = wheel.split("==", 1)[0]
+            return (
+                f"'{_command(ctx, name, 'install', '--force-reinstall', '--no-deps', wheel)}' "
+                "(the environment's own copy is the wrong one)"
+            )
+        return f"reinstall the {library.label} torch expects (the environment's copy is wrong)"
+    if load.step.via == "system library directory":
+        return (
+            f"move the stray {load.copy.path} out of the system directory, or install "
+            f"{wheel or library.label} into the environment"
+        )
+    return None
+
+
+def _shared_steps(ctx: Context, copy: LibCopy) -> list[str]:
+    """When two wheels own the winning file, the ordered fix of that clash."""
+    from gpuenv.doctor.ownership import clash_steps, clashes, keep_and_stray
+
+    path = str(copy.path)
+    for (a, b), paths in clashes(ctx).items():
+        if path in paths:
+            keep, stray, _why = keep_and_stray(ctx, a, b)
+            return clash_steps(ctx, keep, stray, len(paths))
+    return []
+
+
+def fix_for(ctx: Context, library: Library, load: Load | None, copies: list[LibCopy]) -> str:
+    """Ordered steps that make torch load the right copy, for the way the wrong one won."""
+    steps = _ld_path_steps(ctx, load, copies)
+    if load is not None and load.step.via != VIA_LD_LIBRARY_PATH:
+        steps += _winner_steps(ctx, library, load)
+    if not steps:
+        wheel = _wheel_for(ctx, library) or "reinstall torch with its nvidia-* dependencies"
+        steps.append(
+            f"install the {library.label} torch depends on ({wheel}) and keep other "
+            "copies off LD_LIBRARY_PATH"
+        )
+    return " ".join(f"{i}. {s}." for i, s in enumerate(steps, 1))
+
+
+def _duplicate(ctx: Context, library: Library, name: str, copies: list[LibCopy]) -> Finding:
+    evidence = _evidence(ctx, library, name, copies)
+    index = ctx.libraries
+    load = index.loads.get(name)
+    picked = load.copy if load else index.pick(name)
+    ok = fits(ctx, picked) if picked else None
+    if ok is False and picked is not None:
+        severity = Severity.ERROR
+        tail = f"{_how(ctx, name, copies)}: {_describe(picked)}, but {_want(ctx, library)}"
     else:
         # Copies the loader never visits (a toolkit not on the path) are only worth a note.
-        picked_version = picked["version"] if picked else None
         others = [
-            c
-            for c in copies
-            if ctx.libraries.searched(c) and not same_version(c.version, picked_version)
+            c for c in copies if index.searched(c) and picked is not None and not _alike(c, picked)
         ]
         severity = Severity.WARNING if others or picked is None else Severity.INFO
-        tail = f"the loader picks {picked['path']}" if picked else "no copy is on the search path"
+        tail = f"it loads {_describe(picked)}" if picked else "no copy is on the search path"
+    shown = "; ".join(_describe(c) for c in copies)
     return Finding(
         code="duplicate-cuda-library",
         severity=severity,
-        message=f"{len(copies)} copies of {label} ({versions}) are reachable; {tail}",
+        message=f"{len(copies)} copies of {name} are reachable ({shown}); {tail}",
         evidence=evidence,
-        fix=(
-            f"keep one {label}: remove the other copies' directories from LD_LIBRARY_PATH, "
-            "and install CUDA libraries with one manager only (the nvidia-* wheels torch "
-            "depends on, or conda's packages)"
-        ),
+        fix=fix_for(ctx, library, load if ok is False else None, copies)
+        if severity is not Severity.INFO
+        else f"nothing needed now; keep only one {library.label} reachable",
     )
 
 
-def _mismatch(ctx: Context, family: str, copies: list[LibCopy]) -> Finding:
-    evidence = _evidence(ctx, family, copies)
-    picked = evidence["picked"]
+def _mismatch(ctx: Context, library: Library, name: str, copies: list[LibCopy]) -> Finding:
+    evidence = _evidence(ctx, library, name, copies)
+    load = ctx.libraries.loads.get(name)
+    picked = load.copy if load else ctx.libraries.pick(name)
+    assert picked is not None
     return Finding(
         code="cuda-library-mismatch",
         severity=Severity.ERROR,
-        message=(
-            f"the loader picks {picked['path']} ({picked['version']}) for "
-            f"{evidence['needed_name']}, but torch was built with "
-            f"{evidence['torch_built_with']}"
-        ),
+        message=f"{name} loads from {_describe(picked)}, but {_want(ctx, library)}; "
+        f"{_how(ctx, name, copies)}",
         evidence=evidence,
-        fix=(
-            f"install the {_LABEL[family]} torch depends on (reinstall torch with its "
-            "nvidia-* dependencies) and drop the stray directory from LD_LIBRARY_PATH"
-        ),
+        fix=fix_for(ctx, library, load, copies),
     )
 
 
-def _missing(ctx: Context, family: str, needed: str) -> Finding:
+def _missing(ctx: Context, library: Library, name: str, by: str) -> Finding:
     index = ctx.libraries
-    loader = index.loader
+    wheel = _wheel_for(ctx, library)
     return Finding(
         code="cuda-library-missing",
         severity=Severity.ERROR,
         message=(
-            f"{loader.path if loader else 'torch'} needs {needed}, and no directory on "
-            "its search path holds it: importing torch will fail"
+            f"{by} needs {name}, and no directory on its search path holds it: "
+            "importing torch will fail"
         ),
         evidence={
-            "needed_name": needed,
-            "loaded_by": str(loader.path) if loader else None,
-            "copies_elsewhere": [c.to_json() for c in index.copies.get(family, [])],
-            "search_order": [f"{d.path} ({d.via})" for d in index.search],
+            "needed_name": name,
+            "needed_by": by,
+            "loaded_by": str(index.loader.path) if index.loader else None,
+            "copies_elsewhere": [c.to_json() for c in index.copies.get(library.name, [])],
+            "search_order": [d.label() for d in index.search],
         },
-        fix="reinstall torch with its dependencies (the nvidia-* wheels or conda's CUDA "
+        fix=f"install {wheel} into this environment ('{_pip(ctx)} install {wheel}')"
+        if wheel
+        else "reinstall torch with its dependencies (the nvidia-* wheels or conda's CUDA "
         "packages) into this environment",
     )
 
@@ -168,15 +352,20 @@ def _missing(ctx: Context, family: str, needed: str) -> Finding:
 def check(ctx: Context) -> list[Finding]:
     index = ctx.libraries
     findings = []
-    for family in FAMILIES:
-        copies = index.copies.get(family, [])
-        needed = _needed_name(index, family, copies)
-        if index.loader is not None and needed and index.pick(needed) is None:
-            findings.append(_missing(ctx, family, needed))
-        elif _distinct(copies) > 1:
-            findings.append(_duplicate(ctx, family, copies))
-        elif copies and needed:
-            picked = index.pick(needed)
-            if picked and matches(picked.version, expected_version(ctx, family)) is False:
-                findings.append(_mismatch(ctx, family, copies))
+    missing = {name: by for name, by, _steps in index.missing}
+    for library in catalog().libraries:
+        for name in _names(ctx, library):
+            if name in missing:
+                findings.append(_missing(ctx, library, name, missing[name]))
+                continue
+            copies = _rivals(ctx, name)
+            load = index.loads.get(name)
+            if load is not None and all(c.path != load.copy.path for c in copies):
+                copies.insert(0, load.copy)
+            if _distinct(copies) > 1:
+                findings.append(_duplicate(ctx, library, name, copies))
+                continue
+            picked = load.copy if load else index.pick(name)
+            if picked is not None and fits(ctx, picked) is False:
+                findings.append(_mismatch(ctx, library, name, copies))
     return findings

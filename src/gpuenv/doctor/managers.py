@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
@@ -21,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv.doctor._context import Context
-from gpuenv.doctor.environment import Dist
+from gpuenv.doctor._records import Claim, Owner
+from gpuenv.doctor.environment import CondaPackage, Dist
 from gpuenv.doctor.model import Finding, Severity
+from gpuenv.doctor.ownership import numbered, pip_command
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,16 +54,24 @@ def pairs() -> tuple[Pair, ...]:
     )
 
 
-def counterparts(pip_name: str) -> tuple[set[str], Severity]:
+@cache
+def _pair_patterns() -> tuple[tuple[re.Pattern[str], Pair], ...]:
+    return tuple(
+        (re.compile("|".join(fnmatch.translate(g) for g in pair.pip)), pair) for pair in pairs()
+    )
+
+
+@cache
+def counterparts(pip_name: str) -> tuple[frozenset[str], Severity]:
     """conda names that hold the same software as the pip distribution ``pip_name``."""
     names = {pip_name}
     severity = Severity.WARNING
-    for pair in pairs():
-        if any(fnmatch.fnmatchcase(pip_name, glob) for glob in pair.pip):
+    for pattern, pair in _pair_patterns():
+        if pattern.match(pip_name):
             names.update(pair.conda)
             if pair.severity is Severity.ERROR:
                 severity = Severity.ERROR
-    return names, severity
+    return frozenset(names), severity
 
 
 class _Ownership:
@@ -74,11 +85,6 @@ class _Ownership:
             for rel in package.files:
                 self.owner[rel] = package.name
         self._pip: dict[Path, str | None] = {}
-
-    def site_packages_tops(self) -> set[str]:
-        """Top-level names conda packages own in any site-packages directory."""
-        marker = "/site-packages/"
-        return {rel.split(marker, 1)[1].split("/", 1)[0] for rel in self.owner if marker in rel}
 
     def rel(self, path: Path) -> str:
         text = str(path)
@@ -101,10 +107,11 @@ class _Ownership:
         return self._pip[dist.path]
 
 
-def _mixed(ctx: Context, own: _Ownership) -> tuple[list[Finding], set[tuple[str, str]]]:
+def _mixed(ctx: Context, own: _Ownership, precise: set[tuple[str, str]]) -> list[Finding]:
+    """Pairs of the same software from both managers, except those a more precise
+    ``pip-overwrote-conda-files`` already reports."""
     conda = {p.name: p for p in ctx.env.conda_packages}
     groups: dict[Severity, list[dict[str, Any]]] = defaultdict(list)
-    reported: set[tuple[str, str]] = set()
     for dist in ctx.env.dists:
         names, severity = counterparts(dist.name)
         hits = sorted(names & conda.keys())
@@ -114,8 +121,10 @@ def _mixed(ctx: Context, own: _Ownership) -> tuple[list[Finding], set[tuple[str,
         if installer is None:
             continue
         for name in hits:
-            reported.add((dist.name, name))
+            if (dist.name, name) in precise:
+                continue
             package = conda[name]
+            state = conda_state(ctx, package)
             groups[severity].append(
                 {
                     "pip": f"{dist.name} {dist.version}",
@@ -123,22 +132,96 @@ def _mixed(ctx: Context, own: _Ownership) -> tuple[list[Finding], set[tuple[str,
                     "installer": installer,
                     "conda": f"{package.name} {package.version} ({package.build})",
                     "conda_meta": str(package.meta),
+                    "conda_files": state.files,
+                    "conda_files_missing": state.missing,
+                    "_fix": _mixed_fix(ctx, dist, package, state),
                 }
             )
     ordered = sorted(groups.items(), key=lambda item: item[0].rank)
-    findings = [_mixed_finding(severity, rows) for severity, rows in ordered]
-    return findings, reported
+    return [_mixed_finding(severity, rows) for severity, rows in ordered]
+
+
+@dataclass(frozen=True)
+class CondaState:
+    files: int  # files conda-meta lists
+    missing: int  # of those, not on disk
+
+
+def conda_state(ctx: Context, package: CondaPackage) -> CondaState:
+    prefix = ctx.env.prefix
+    missing = sum(1 for rel in package.files if not os.path.lexists(prefix / rel))
+    return CondaState(len(package.files), missing)
+
+
+def _pip_cmd(ctx: Context, dist: Dist, action: str, *args: str) -> str:
+    owner = Owner("pip", dist.name, dist.version, dist.path, dist=dist)
+    return pip_command(ctx, owner, action, *args)
+
+
+def _keep_pip(ctx: Context, dist: Dist, package: CondaPackage, overwritten: int) -> list[str]:
+    steps = [
+        f"'conda remove --force {package.name}'"
+        + (
+            f" (it deletes the {overwritten} file(s) pip wrote over conda's)"
+            if overwritten
+            else " (only conda's record and its own files go)"
+        )
+    ]
+    if overwritten:
+        pin = f"{dist.name}=={dist.version}"
+        steps.append(f"'{_pip_cmd(ctx, dist, 'install', '--force-reinstall', '--no-deps', pin)}'")
+    return steps
+
+
+def _back_to_conda(ctx: Context, dist: Dist, package: CondaPackage, why: str) -> list[str]:
+    return [
+        f"'{_pip_cmd(ctx, dist, 'uninstall', dist.name)}'",
+        f"'conda install --force-reinstall {package.spec}' ({why})",
+    ]
+
+
+def _either(first: tuple[str, list[str]], second: tuple[str, list[str]]) -> str:
+    (label, steps), (other, other_steps) = first, second
+    return f"{label[:1].upper()}{label[1:]}: {numbered(steps)} Or {other}: {numbered(other_steps)}"
+
+
+def _mixed_fix(ctx: Context, dist: Dist, package: CondaPackage, state: CondaState) -> str:
+    keep_pip = (f"keep pip's {dist.name}", _keep_pip(ctx, dist, package, 0))
+    if state.files in (0, state.missing):
+        gone = f"conda's {package.name} is only a record now: its files are gone"
+        conda = (
+            f"go back to conda's {package.name}",
+            _back_to_conda(ctx, dist, package, "reinstalls its files"),
+        )
+        return f"{gone}. " + _either(keep_pip, conda)
+    if state.missing:
+        conda = (
+            f"go back to conda's {package.name}",
+            _back_to_conda(ctx, dist, package, f"restores its {state.missing} missing file(s)"),
+        )
+        return _either(conda, keep_pip)
+    keep_conda = (
+        f"keep conda's {package.name}",
+        [f"'{_pip_cmd(ctx, dist, 'uninstall', dist.name)}'"],
+    )
+    return _either(keep_conda, keep_pip)
 
 
 def _mixed_finding(severity: Severity, rows: list[dict[str, Any]]) -> Finding:
     shown = "; ".join(f"{r['pip']} ({r['installer']}) and conda {r['conda']}" for r in rows)
+    fixes = [r.pop("_fix") for r in rows]
+    if len(rows) == 1:
+        fix = fixes[0]
+    else:
+        fix = " | ".join(
+            f"for {r['pip']} and conda {r['conda']}: {f}" for r, f in zip(rows, fixes, strict=True)
+        )
     return Finding(
         code="mixed-managers",
         severity=severity,
         message=f"installed by both pip and conda: {shown}; which copy loads depends on path order",
         evidence={"pairs": rows[:_MAX_LISTED], "count": len(rows)},
-        fix="remove one copy: 'pip uninstall' the pip one and keep conda's, or rebuild the "
-        "environment with one manager for these packages",
+        fix=fix,
     )
 
 
@@ -167,64 +250,53 @@ def _duplicates(ctx: Context) -> list[Finding]:
     return findings
 
 
-def _record_paths(dist: Dist) -> list[Path]:
-    try:
-        lines = (dist.path / "RECORD").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
-    site = dist.site_packages
-    return [Path(os.path.normpath(site / line.split(",", 1)[0])) for line in lines if line]
+def _overwrites(ctx: Context, own: _Ownership) -> dict[tuple[Dist, CondaPackage], list[str]]:
+    """(pip's distribution, conda's package) -> the paths both claim."""
+    found: dict[tuple[Dist, CondaPackage], list[str]] = defaultdict(list)
+    for path, rows in ctx.records.multi.items():
+        claims = [Claim(*row) for row in rows]
+        packages = [c for c in claims if c.owner.package is not None]
+        dists = [c for c in claims if c.owner.dist is not None]
+        for pip_claim in dists:
+            dist = pip_claim.owner.dist
+            assert dist is not None
+            if own.pip_installer(dist) is None:
+                continue
+            for conda_claim in packages:
+                package = conda_claim.owner.package
+                assert package is not None
+                same = pip_claim.digest and pip_claim.digest == conda_claim.digest
+                if not same:
+                    found[(dist, package)].append(path)
+    return found
 
 
-def _top_levels(dist: Dist) -> set[str] | None:
-    try:
-        text = (dist.path / "top_level.txt").read_text(encoding="utf-8")
-    except OSError:
-        return None
-    return {line.strip() for line in text.splitlines() if line.strip()}
-
-
-def _overwritten(ctx: Context, own: _Ownership, reported: set[tuple[str, str]]) -> list[Finding]:
-    conda_tops = own.site_packages_tops()
-    findings = []
-    for dist in ctx.env.dists:
-        if own.listed(dist):
-            # conda's own metadata (a pip reinstall of the same version over it is a
-            # same-name pair, reported by mixed-managers): no file read needed
-            continue
-        tops = _top_levels(dist)
-        if tops is not None and not tops & conda_tops:
-            continue
-        if own.pip_installer(dist) is None:
-            continue
-        clashes: dict[str, list[str]] = defaultdict(list)
-        for path in _record_paths(dist):
-            rel = own.rel(path)
-            package = own.owner.get(rel)
-            if package is not None and (dist.name, package) not in reported:
-                clashes[package].append(rel)
-        for package, files in sorted(clashes.items()):
-            findings.append(_overwrite_finding(ctx, dist, package, files))
-    return findings
-
-
-def _overwrite_finding(ctx: Context, dist: Dist, package: str, files: list[str]) -> Finding:
-    meta = ctx.env.conda(package)
+def _overwrite_finding(
+    ctx: Context, own: _Ownership, dist: Dist, package: CondaPackage, paths: list[str]
+) -> Finding:
+    files = sorted(own.rel(Path(p)) for p in paths)
+    state = conda_state(ctx, package)
+    conda = (
+        f"go back to conda's {package.name}",
+        _back_to_conda(ctx, dist, package, "restores conda's files"),
+    )
+    keep = (f"keep pip's {dist.name}", _keep_pip(ctx, dist, package, len(files)))
     return Finding(
         code="pip-overwrote-conda-files",
         severity=Severity.ERROR,
         message=f"pip's {dist.name} {dist.version} wrote {len(files)} file(s) that conda's "
-        f"{package} owns, e.g. {files[0]}",
+        f"{package.name} owns, e.g. {files[0]}",
         evidence={
             "pip": f"{dist.name} {dist.version}",
             "pip_dist_info": str(dist.path),
-            "conda": package,
-            "conda_meta": str(meta.meta) if meta else None,
+            "conda": package.name,
+            "conda_meta": str(package.meta),
             "files": files[:_MAX_LISTED],
             "count": len(files),
+            "conda_files": state.files,
+            "conda_files_missing": state.missing,
         },
-        fix=f"'pip uninstall {dist.name}', then 'conda install --force-reinstall {package}' "
-        "to restore conda's files",
+        fix=_either(conda, keep),
     )
 
 
@@ -233,5 +305,10 @@ def check(ctx: Context) -> list[Finding]:
     if not ctx.env.conda_packages:
         return findings
     own = _Ownership(ctx)
-    mixed, reported = _mixed(ctx, own)
-    return findings + mixed + _overwritten(ctx, own, reported)
+    overwrites = _overwrites(ctx, own)
+    precise = {(dist.name, package.name) for dist, package in overwrites}
+    over = [
+        _overwrite_finding(ctx, own, dist, package, paths)
+        for (dist, package), paths in sorted(overwrites.items(), key=lambda i: i[1][0])
+    ]
+    return findings + _mixed(ctx, own, precise) + over

@@ -18,6 +18,7 @@ from typing import Any
 
 from gpuenv.doctor._context import Context
 from gpuenv.doctor._cudalibs import toolkit_files_version
+from gpuenv.doctor._fsafe import executable, is_dir, is_file
 from gpuenv.doctor.model import Finding, Severity
 from gpuenv.errors import ExternalToolError
 from gpuenv.versions import CudaVersion, VersionFormatError
@@ -71,7 +72,7 @@ def toolkit_version(root: Path) -> tuple[CudaVersion | None, str | None]:
     if found and from_files:
         return found, from_files[1]
     nvcc = root / "bin" / "nvcc"
-    if os.access(nvcc, os.X_OK):
+    if executable(nvcc):
         found = nvcc_version(nvcc)
         return found, f"{nvcc} --version" if found else None
     return None, None
@@ -82,7 +83,7 @@ def which(program: str, path_value: str) -> Path | None:
         if not entry:
             continue
         candidate = Path(entry) / program
-        if candidate.is_file() and os.access(candidate, os.X_OK):
+        if is_file(candidate) and executable(candidate):
             return candidate
     return None
 
@@ -91,7 +92,7 @@ def toolkits(ctx: Context) -> list[Toolkit]:
     found = []
     environ = ctx.request.environ
     home = environ.get("CUDA_HOME") or environ.get("CUDA_PATH")
-    if home and Path(home).is_dir():
+    if home and is_dir(Path(home)):
         source = "CUDA_HOME" if environ.get("CUDA_HOME") else "CUDA_PATH"
         found.append(Toolkit(source, Path(home), *toolkit_version(Path(home))))
     nvcc = which("nvcc", environ.get("PATH", ""))
@@ -114,15 +115,15 @@ def _invalid_home(ctx: Context) -> Finding | None:
     if not home:
         return None
     path = Path(home)
-    if path.is_dir() and (path / "bin" / "nvcc").is_file():
+    if is_dir(path) and is_file(path / "bin" / "nvcc"):
         return None
-    problem = "is not a directory" if not path.is_dir() else "has no bin/nvcc"
+    problem = "is not a directory" if not is_dir(path) else "has no bin/nvcc"
     return Finding(
         code="cuda-home-invalid",
         severity=Severity.WARNING,
         message=f"{name}={home} {problem}: extension builds will fail or fall back to "
         "another toolkit",
-        evidence={name: home, "exists": path.is_dir(), "nvcc": str(path / "bin" / "nvcc")},
+        evidence={name: home, "exists": is_dir(path), "nvcc": str(path / "bin" / "nvcc")},
         fix=f"point {name} at a CUDA toolkit matching torch's CUDA, or unset it",
     )
 

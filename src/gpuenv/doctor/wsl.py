@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gpuenv.doctor._context import Context
 from gpuenv.doctor._cudalibs import ld_so_conf_dirs
+from gpuenv.doctor._fsafe import resolved
 from gpuenv.doctor.model import Finding, Severity
 
 _DRIVER_LIB = re.compile(r"^lib(cuda|nvidia-ml)\.so(\.\d+)*$")
@@ -37,7 +38,7 @@ def _driver_files(directory: Path, wsl_lib: Path) -> list[str]:
     found = []
     for entry in entries:
         if _DRIVER_LIB.match(entry.name):
-            real = Path(entry.path).resolve()
+            real = resolved(Path(entry.path))
             if not real.is_relative_to(wsl_lib):
                 found.append(entry.path)
     return found
@@ -51,8 +52,8 @@ def _candidate_dirs(ctx: Context) -> list[Path]:
     dirs += [ctx.resolve_entry(e) for e in ctx.ld_library_path]
     unique: dict[Path, Path] = {}
     for directory in dirs:
-        key = directory.resolve()
-        if key != ctx.request.host.path(WSL_LIB).resolve():
+        key = resolved(directory)
+        if key != resolved(ctx.request.host.path(WSL_LIB)):
             unique.setdefault(key, directory)
     return list(unique.values())
 
@@ -62,8 +63,13 @@ def check(ctx: Context) -> list[Finding]:
     if release is None:
         return []
     host = ctx.request.host
-    wsl_lib = host.path(WSL_LIB).resolve()
+    wsl_lib = resolved(host.path(WSL_LIB))
     files = [f for d in _candidate_dirs(ctx) for f in _driver_files(d, wsl_lib)]
+    from gpuenv.doctor.driverlib import winner_not_driver
+
+    shadow = winner_not_driver(ctx)  # named, with how it is reached, by its own finding
+    if shadow is not None:
+        files = [f for f in files if resolved(Path(f)) != shadow.real]
     proc_driver = host.path("/proc/driver/nvidia/version")
     if proc_driver.is_file():
         files.insert(0, str(proc_driver))

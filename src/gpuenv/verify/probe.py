@@ -472,6 +472,45 @@ def classify_mapped_library(path: str, roots: Sequence[str], env: Dict[str, str]
     return info
 
 
+def root_of(path: str, roots: Sequence[str]) -> Optional[str]:
+    """The first root ``path`` lies in."""
+    for root in roots:
+        if root and path_inside(path, [root]):
+            return root
+    return None
+
+
+def why_root(root: str, env: Dict[str, str], prefix: str) -> Optional[str]:
+    """Why a root outside the interpreter's prefix is on its path, when it is."""
+    if path_inside(root, [prefix]) and _real(prefix) not in ("/",):
+        return None
+    for i, entry in enumerate(env.get("PYTHONPATH", "").split(":")):
+        if entry and _real(entry) == _real(root):
+            return "PYTHONPATH entry %d" % (i + 1)
+    return "outside this interpreter's prefix %s" % prefix
+
+
+def summarise_roots(
+    paths: Sequence[str], roots: Sequence[str], env: Dict[str, str], prefix: str
+) -> str:
+    """'12 CUDA libraries, all from /env' when they come from the interpreter's own
+    prefix; otherwise each place they come from, and why it is on the path."""
+    counts: Dict[str, int] = {}
+    for path in paths:
+        root = root_of(path, roots) or os.path.dirname(path)
+        counts[root] = counts.get(root, 0) + 1
+    total = "%d CUDA librar%s" % (len(paths), "y" if len(paths) == 1 else "ies")
+    if not counts:
+        return total
+    parts = []
+    for root, count in counts.items():
+        why = why_root(root, env, prefix)
+        parts.append("%d from %s%s" % (count, root, " (%s)" % why if why else ""))
+    if len(counts) == 1 and why_root(next(iter(counts)), env, prefix) is None:
+        return "%s, all from %s" % (total, next(iter(counts)))
+    return "%s: %s" % (total, "; ".join(parts))
+
+
 def linkage_fix(outside: Sequence[Dict[str, Any]]) -> str:
     """What to change so the prefix's own copies load instead."""
     steps: List[str] = []
@@ -489,13 +528,57 @@ def linkage_fix(outside: Sequence[Dict[str, Any]]) -> str:
     return "; ".join(steps) + " so that the prefix's own copies are loaded"
 
 
+CUDA_ERROR_STUB_LIBRARY = 34
+CUDA_ERRORS = {
+    3: "CUDA_ERROR_NOT_INITIALIZED",
+    34: "CUDA_ERROR_STUB_LIBRARY",
+    35: "CUDA_ERROR_INSUFFICIENT_DRIVER",
+    100: "CUDA_ERROR_NO_DEVICE",
+    999: "CUDA_ERROR_UNKNOWN",
+}
+
+
+def is_stub_libcuda(path: Optional[str], rc: Optional[int]) -> bool:
+    """A toolkit's stub libcuda: it answers CUDA_ERROR_STUB_LIBRARY, and lives in a
+    stubs directory (or is the unversioned libcuda.so copied under the driver's name)."""
+    if rc == CUDA_ERROR_STUB_LIBRARY:
+        return True
+    if not path:
+        return False
+    real = _real(path)
+    return "/stubs/" in path or "/stubs/" in real or os.path.basename(real) == "libcuda.so"
+
+
+def _libcuda_cause(libcuda: Dict[str, Any], env: Dict[str, str]) -> Optional[Tuple[str, str]]:
+    path, rc = libcuda.get("path"), libcuda.get("rc")
+    if not path:
+        return None
+    source, entry = library_source(path, env)
+    code = "%s (%s)" % (rc, CUDA_ERRORS.get(rc, "error")) if rc is not None else "an error"
+    if is_stub_libcuda(path, rc):
+        return (
+            "a stub libcuda.so.1 loaded instead of the driver's: %s (brought in by %s; "
+            "cuDriverGetVersion returned %s)" % (path, source, code),
+            ("remove %s from LD_LIBRARY_PATH" % entry if entry else "remove %s" % path)
+            + ": stubs are for linking only; the driver provides the real libcuda.so.1",
+        )
+    return (
+        "libcuda.so.1 loaded from %s (brought in by %s) but cuDriverGetVersion returned %s"
+        % (path, source, code),
+        "check that %s belongs to the running driver (nvidia-smi shows its version)" % path,
+    )
+
+
 def why_no_gpu(
     torch_cuda: Optional[str],
     driver_cuda: Optional[str],
     env: Dict[str, str],
     proc_gpus: Optional[int],
+    libcuda: Optional[Dict[str, Any]] = None,
 ) -> Tuple[str, str]:
-    """(cause, fix) for torch.cuda.is_available() being False."""
+    """(cause, fix) for torch.cuda.is_available() being False. ``libcuda`` says what
+    loading libcuda.so.1 did: {"path": the file mapped, "rc": cuDriverGetVersion's
+    result, "error": the loader's message}."""
     if torch_cuda is None:
         return (
             "this torch is a CPU-only build (torch.version.cuda is None)",
@@ -509,9 +592,16 @@ def why_no_gpu(
             "unset CUDA_VISIBLE_DEVICES or list the GPUs to use",
         )
     if driver_cuda is None:
+        loaded = _libcuda_cause(libcuda or {}, env)
+        if loaded is not None:
+            return loaded
+        error = (libcuda or {}).get("error")
         return (
-            "no NVIDIA driver is usable here (libcuda.so.1 did not load%s)"
-            % ("; /proc/driver/nvidia is absent" if proc_gpus is None else ""),
+            "no NVIDIA driver is usable here (libcuda.so.1 did not load%s%s)"
+            % (
+                ": %s" % error if error else "",
+                "; /proc/driver/nvidia is absent" if proc_gpus is None else "",
+            ),
             "install the NVIDIA driver, or in a container run it with the GPU runtime (--gpus all)",
         )
     if proc_gpus == 0:
@@ -545,6 +635,26 @@ def explain_cuda_error(message: str, context: Dict[str, Any]) -> str:
     if "nccl" in text:
         return "NCCL failed: check the linkage check for a stray libnccl"
     return "see the detail; rerun with the prefix activated"
+
+
+def describe_cudnn(state: Dict[str, Any]) -> str:
+    """What happened to cuDNN, in words, from ``Probe.cudnn_state``."""
+    mapped = state.get("mapped") or []
+    where = mapped[0] if mapped else None
+    if state.get("error"):
+        runtime = state.get("runtime")
+        return "cuDNN %sloaded%s but failed torch's version check (%s)" % (
+            "%s " % runtime if runtime else "",
+            " from %s" % where if where else "",
+            state["error"],
+        )
+    if state.get("version"):
+        return str(state["version"])
+    if where:
+        return "None (libcudnn is mapped from %s, but torch reports no version)" % where
+    if state.get("has_cudnn") is False:
+        return "None (this torch was built without cuDNN)"
+    return "None: cuDNN did not load (no libcudnn is mapped)"
 
 
 def extra_hint(message: str) -> str:
@@ -814,9 +924,12 @@ class Probe:
             "driver_cuda": driver_cuda,
             "how": how,
             "proc_gpus": proc_gpus,
+            "libcuda": self.state.get("libcuda"),
         }
         if driver_cuda is None:
-            cause, fix = why_no_gpu(self.torch.version.cuda or "?", None, self.env, proc_gpus)
+            cause, fix = why_no_gpu(
+                self.torch.version.cuda or "?", None, self.env, proc_gpus, self.state.get("libcuda")
+            )
             return False, cause, fix, data
         shown = "driver %s (CUDA %s)" % (driver_version or "?", driver_cuda)
         if not cuda_at_least(driver_cuda, need):
@@ -838,15 +951,27 @@ class Probe:
                     return found, "torch._C._cuda_getDriverVersion"
             except Exception:
                 pass
+        libcuda: Dict[str, Any] = {"path": None, "rc": None, "error": None}
+        self.state["libcuda"] = libcuda
         try:
             import ctypes
 
             lib = ctypes.CDLL("libcuda.so.1")
-            value = ctypes.c_int(0)
-            if lib.cuDriverGetVersion(ctypes.byref(value)) == 0:
-                return cuda_version_text(value.value), "cuDriverGetVersion"
-        except OSError:
-            pass
+        except OSError as exc:
+            libcuda["error"] = _first_line(str(exc))
+            return None, "none"
+        libcuda["path"] = next(
+            (p for p in _mapped() if os.path.basename(p).startswith("libcuda.so")), None
+        )
+        value = ctypes.c_int(0)
+        try:
+            rc = int(lib.cuDriverGetVersion(ctypes.byref(value)))
+        except AttributeError:  # a libcuda.so.1 without the driver API
+            libcuda["error"] = "no cuDriverGetVersion in %s" % libcuda["path"]
+            return None, "none"
+        libcuda["rc"] = rc
+        if rc == 0:
+            return cuda_version_text(value.value), "cuDriverGetVersion"
         return None, "none"
 
     def check_devices(self) -> Outcome:
@@ -858,6 +983,7 @@ class Probe:
                 self.state.get("driver_cuda"),
                 self.env,
                 self.state.get("proc_gpus"),
+                self.state.get("libcuda"),
             )
             return False, "torch.cuda.is_available() is False: " + cause, fix, {}
         count = int(torch.cuda.device_count())
@@ -894,8 +1020,8 @@ class Probe:
             "cudnn": None,
             "nccl": None,
         }
-        with contextlib.suppress(Exception):
-            found["cudnn"] = cudnn_version_text(torch.backends.cudnn.version())
+        cudnn = self.cudnn_state()
+        found["cudnn"] = cudnn["version"]
         with contextlib.suppress(Exception):
             found["nccl"] = nccl_version_text(torch.cuda.nccl.version())
         problems, fixes = self._compare_versions(found)
@@ -903,9 +1029,34 @@ class Probe:
             problems.insert(0, "torch %s is a CPU-only build" % found["torch"])
             fixes.insert(0, "install torch from the cu%s index" % _cu(self.expect.get("cuda")))
         shown = ", ".join("%s %s" % (k, v) for k, v in found.items())
+        data = {"found": found, "cudnn": cudnn}
         if problems:
-            return False, "; ".join(problems), "; ".join(fixes), {"found": found}
-        return True, shown, None, {"found": found}
+            return False, "; ".join(problems), "; ".join(fixes), data
+        return True, shown, None, data
+
+    def cudnn_state(self) -> Dict[str, Any]:
+        """torch's answer about cuDNN (its version, or the error of its version check,
+        with the compiled and runtime versions) and the libcudnn files mapped."""
+        known: Optional[Dict[str, Any]] = self.state.get("cudnn")
+        if known is not None:
+            return known
+        torch = self.torch
+        state: Dict[str, Any] = {"version": None, "error": None, "compiled": None, "runtime": None}
+        state["has_cudnn"] = getattr(getattr(torch, "_C", None), "_has_cudnn", None)
+        try:
+            state["version"] = cudnn_version_text(torch.backends.cudnn.version())
+        except Exception as exc:  # torch's own compatibility check raises RuntimeError
+            state["error"] = _first_line(str(exc))
+            lib = getattr(getattr(torch, "_C", None), "_cudnn", None)
+            for key, getter in (
+                ("compiled", "getCompileVersion"),
+                ("runtime", "getRuntimeVersion"),
+            ):
+                with contextlib.suppress(Exception):
+                    state[key] = ".".join(str(int(p)) for p in getattr(lib, getter)())
+        state["mapped"] = [p for p in _mapped() if os.path.basename(p).startswith("libcudnn")]
+        self.state["cudnn"] = state
+        return state
 
     def _compare_versions(self, found: Dict[str, Any]) -> Tuple[List[str], List[str]]:
         expect = self.expect
@@ -924,7 +1075,10 @@ class Probe:
         for lib in ("cudnn", "nccl"):
             want = expect.get(lib)
             if want and found.get("cuda") is not None and not version_matches(want, found[lib], 3):
-                got = found[lib] or "None (did not load)"
+                if lib == "cudnn":
+                    got = describe_cudnn(self.cudnn_state())
+                else:
+                    got = found[lib] or "None (did not load)"
                 problems.append("%s is %s, the lock says %s" % (lib, got, want))
                 fixes.append("see the linkage and cudnn checks for the %s that loaded" % lib)
         return problems, fixes
@@ -1023,19 +1177,41 @@ class Probe:
 
     def check_cudnn(self) -> Outcome:
         torch = self.torch
-        version = cudnn_version_text(torch.backends.cudnn.version())
+        state = self.cudnn_state()
+        version = state["version"]
+        cu = str(self.torch.version.cuda or "?").split(".")[0]
+        if state["error"]:
+            where = (state.get("mapped") or [None])[0]
+            source = library_source(where, self.env) if where else ("", None)
+            remove = (
+                "remove %s from LD_LIBRARY_PATH, or " % source[1]
+                if source[1] and source[0].startswith("LD_LIBRARY_PATH")
+                else ""
+            )
+            return (
+                False,
+                describe_cudnn(state),
+                "torch was compiled against cuDNN %s; the loader found %s at %s (brought in by "
+                "%s): %sinstall the cuDNN the lock names (nvidia-cudnn-cu%s)"
+                % (
+                    state.get("compiled") or "?",
+                    state.get("runtime") or "another version",
+                    where or "?",
+                    source[0] or "?",
+                    remove,
+                    cu,
+                ),
+                {"cudnn": state},
+            )
         if version is None:
             found = self.libraries_named("libcudnn")
             return (
                 False,
-                "torch.backends.cudnn.version() is None: cuDNN did not load",
+                "torch.backends.cudnn.version() is %s" % describe_cudnn(state),
                 "the loader found %s; install the cuDNN the lock names (nvidia-cudnn-cu%s) and "
                 "remove any LD_LIBRARY_PATH entry holding another libcudnn"
-                % (
-                    ", ".join(found) if found else "no libcudnn at all",
-                    str(self.torch.version.cuda or "?").split(".")[0],
-                ),
-                {"found": found},
+                % (", ".join(found) if found else "no libcudnn at all", cu),
+                {"found": found, "cudnn": state},
             )
         self.state["error_context"] = {"sm": "cuda:0"}
         errors = _conv_errors(torch, torch.device("cuda", 0))
@@ -1159,13 +1335,9 @@ class Probe:
                 linkage_fix(outside),
                 data,
             )
-        inside = [lib for lib in cuda_libs if lib["kind"] == "inside"]
-        return (
-            True,
-            "%d CUDA libraries, all from %s" % (len(inside), roots[0] if roots else "?"),
-            None,
-            data,
-        )
+        inside = [lib["path"] for lib in cuda_libs if lib["kind"] == "inside"]
+        prefix = self.expect.get("prefix") or sys.prefix
+        return True, summarise_roots(inside, roots, self.env, prefix), None, data
 
     def check_nccl(self) -> Outcome:
         count = int(self.state.get("device_count") or 0)
