@@ -145,8 +145,32 @@ def _prepend(op: Mapping[str, Any], env: dict[str, str], messages: list[str]) ->
     env[name] = ":".join([head, *kept]) if head else ":".join(kept)
 
 
+def _str_or_none(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _op_ok(op: Mapping[str, Any]) -> bool:
+    """The fields ``apply`` uses have the types it expects (a delta is read from disk)."""
+    kind = op["op"]
+    if kind == "set":
+        return isinstance(op["value"], str)
+    if kind == "unset":
+        return True
+    entries, clean = op["entries"], op.get("clean")
+    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+        return False
+    if clean is None:
+        return True
+    return (
+        isinstance(clean, dict)
+        and isinstance(clean["prefix"], str)
+        and isinstance(clean["store_root"], str)
+        and _str_or_none(clean.get("cuda_version"))
+    )
+
+
 def checked_ops(delta: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]]:
-    """The delta's active prefix and ops, after the format and name checks."""
+    """The delta's active prefix and ops, after the format, name and type checks."""
     try:
         if delta["format"] != DELTA_FORMAT:
             raise FileFormatError(
@@ -156,8 +180,13 @@ def checked_ops(delta: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]]
             )
         active, ops = delta["active"], list(delta["ops"])
         for op in ops:
-            if op["op"] not in ("set", "unset", "prepend") or not valid_name(op["name"]):
-                raise FileFormatError(f"malformed environment delta op {op!r}")
+            if (
+                not isinstance(op, dict)
+                or op["op"] not in ("set", "unset", "prepend")
+                or not valid_name(op["name"])
+                or not _op_ok(op)
+            ):
+                raise FileFormatError(f"malformed environment delta op {str(op)[:200]}")
             if op["name"].startswith(RESERVED_PREFIX):
                 raise FileFormatError(f"environment delta op on gpuenv's own {op['name']}")
     except (KeyError, TypeError) as exc:

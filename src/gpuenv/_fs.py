@@ -151,3 +151,36 @@ def os_error_in(text: str) -> OSError | None:
             return OSError(code, os.strerror(code))
         at = text.find("(os error ", at + 1)
     return None
+
+
+# --- reading: bounded, checked (``gpuenv._fsread``, which the run path imports alone) ------
+
+from gpuenv._fsread import (  # noqa: E402 - the read side, re-exported
+    JSON_DEPTH,
+    LOCK_LIMIT,
+    SPEC_LIMIT,
+    STATE_LIMIT,
+    decode_utf8,
+    load_json,
+    nested_deeper_than,
+    read_bytes,
+    read_text,
+)
+
+__all__ = [
+    "JSON_DEPTH",
+    "LOCK_LIMIT",
+    "READ_ONLY_ERRNOS",
+    "SPEC_LIMIT",
+    "STATE_LIMIT",
+    "atomic_write_text",
+    "decode_utf8",
+    "is_read_only",
+    "load_json",
+    "nested_deeper_than",
+    "os_error_in",
+    "read_bytes",
+    "read_text",
+    "storage_error",
+    "writing",
+]

@@ -384,3 +384,37 @@ class NetworkError(ExternalToolError):
         body.update(cause=self.cause, url=self.url, target=self.target)
         body.update(self.extra)
         return body
+
+
+class InputFileError(FileFormatError):
+    """A file gpuenv reads cannot be read safely: not a regular file (a FIFO, a
+    device), larger than any file of its kind, not UTF-8, or nested too deeply."""
+
+    kind = "unreadable-input"
+
+    def __init__(self, message: str, *, path: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
+
+    def details(self) -> dict[str, Any]:
+        return {"path": self.path}
+
+
+class LockIntegrityError(FileFormatError):
+    """gpuenv.lock fails its own checks: a target's content hash does not match its
+    entries, or the entries contradict each other (an edited or damaged lock)."""
+
+    kind = "lock-integrity"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        problems: Mapping[str, Sequence[str]],
+        hint: str | None = "run 'gpuenv lock' to rewrite it from gpuenv.toml",
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.problems = {name: tuple(found) for name, found in problems.items()}
+
+    def details(self) -> dict[str, Any]:
+        return {"problems": {name: list(found) for name, found in self.problems.items()}}

@@ -10,10 +10,9 @@ Only the standard library's cheapest modules are imported (``os``, ``json``): no
 
 from __future__ import annotations
 
-import json
 import os
 
-from gpuenv import _envdelta
+from gpuenv import _envdelta, _fsread
 from gpuenv._marker import (
     PREVIOUS_SUFFIX,
     PROJECT_DIR,
@@ -22,7 +21,7 @@ from gpuenv._marker import (
     read_marker,
     resolve_pointer,
 )
-from gpuenv.errors import NotInstalled, UsageError
+from gpuenv.errors import FileFormatError, NotInstalled, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -104,11 +103,15 @@ def child_environment(
     """The environment a command runs with, and the notes activation prints."""
     path = os.path.join(selected.prefix, DELTA)
     try:
-        with open(path, encoding="utf-8") as handle:
-            delta = json.load(handle)
-    except (OSError, ValueError):
-        raise NotInstalled(
-            f"target {selected.target}: {path} is missing or damaged",
-            hint=f"run 'gpuenv install --target {selected.target}' to rebuild it",
-        ) from None
-    return _envdelta.apply(delta, environ)
+        delta = _fsread.load_json(path, limit=_fsread.STATE_LIMIT, what="environment delta")
+        return _envdelta.apply(delta, environ)  # type: ignore[arg-type]
+    except FileNotFoundError:
+        why = f"{path} is missing"
+    except FileFormatError as exc:  # InputFileError included: a FIFO, too large, not JSON
+        why = exc.message
+    except OSError as exc:
+        why = f"{path}: cannot read: {exc.strerror}"
+    raise NotInstalled(
+        f"target {selected.target}: its environment delta is unusable: {why}",
+        hint=f"run 'gpuenv install --target {selected.target}' to rebuild it",
+    )

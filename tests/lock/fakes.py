@@ -66,7 +66,7 @@ class FakePip:
     def _version(self, req: Requirement, request: PipRequest) -> str:
         pinned = [s.version for s in req.specifier if s.operator == "=="]
         if pinned:
-            return pinned[0]
+            return pinned[0].replace(".*", ".0")  # "==12.4.*": a real index serves 12.4.x
         for pref in request.preferences:
             if pref.name == normalize_name(req.name) and req.specifier.contains(pref.version):
                 return pref.version
@@ -91,14 +91,16 @@ class FakePip:
             )
             if family and tag:
                 version = f"{version}+{self.mislabel or tag}"
-            url = f"{index}/{name}/{name}-{version}-py3-none-any.whl"
+            wheel = name.replace("-", "_")
+            url = f"{index}/{name}/{wheel}-{version}-py3-none-any.whl"
             if name in request.no_binary or name in self.sdist_only:  # builds: the sdist
-                url = f"{index}/{name}/{name}-{version}.tar.gz"
+                url = f"{index}/{name}/{wheel}-{version}.tar.gz"
             out.append(PipPackage(name, version, url, sha(url), index))
         torch = next((p for p in out if p.name == "torch"), None)
         if torch is not None and tag is None:  # the default index's torch: a CUDA build
             runtime = CUDA_RUNTIME["12.1"]
-            url = f"{DEFAULT}/nvidia-cuda-runtime-cu12/nvidia_cuda_runtime_cu12-{runtime}.whl"
+            wheel = f"nvidia_cuda_runtime_cu12-{runtime}-py3-none-manylinux2014_x86_64.whl"
+            url = f"{DEFAULT}/nvidia-cuda-runtime-cu12/{wheel}"
             out.append(PipPackage("nvidia-cuda-runtime-cu12", runtime, url, sha(url), DEFAULT))
         return tuple(out)
 

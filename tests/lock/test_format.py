@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.errors import FileFormatError
+from gpuenv.errors import FileFormatError, LockIntegrityError
 from gpuenv.lock.format import LATEST, parse_lock_text, read_lock, render_lock, write_lock
 from gpuenv.lock.model import (
     CondaPackage,
@@ -20,40 +20,57 @@ from gpuenv.lock.model import (
 )
 
 
+def _wheel(name: str, version: str) -> str:
+    return f"https://idx.invalid/{name.replace('-', '_')}-{version}-py3-none-any.whl"
+
+
 def _target(
     name: str, pip: tuple[PipPackage, ...], conda: tuple[CondaPackage, ...] = ()
 ) -> LockedTarget:
+    cpu = name == "cpu"
     return LockedTarget(
         name=name,
         input_hash="sha256:" + "0" * 64,
         platform="linux-64",
-        hardware=LockedHardware(False, "H100", ("9.0",), "550.54.15", "12.4", "declared"),
+        hardware=(
+            LockedHardware(True, None, (), None, None, "declared")
+            if cpu
+            else LockedHardware(False, "H100", ("9.0",), "550.54.15", "12.4", "declared")
+        ),
         stack=StackSummary(
             "3.11",
-            "12.4",
-            "cu124",
+            None if cpu else "12.4",
+            "cpu" if cpu else "cu124",
             "2.4.1",
-            "0.19.1",
+            None if cpu else "0.19.1",
             None,
-            "9.1.0.70",
-            "2.20.5",
-            ("8.0", "9.0"),
-            "https://download.pytorch.org/whl/cu124",
+            None if cpu else "9.1.0.70",
+            None if cpu else "2.20.5",
+            () if cpu else ("8.0", "9.0"),
+            "https://download.pytorch.org/whl/" + ("cpu" if cpu else "cu124"),
         ),
-        virtual_packages={"__cuda": "12.4", "__cuda_arch": "9.0", "__glibc": "2.28"},
+        virtual_packages=(
+            {"__glibc": "2.28"}
+            if cpu
+            else {"__cuda": "12.4", "__cuda_arch": "9.0", "__glibc": "2.28"}
+        ),
         pip=pip,
         conda=conda,
     )
 
 
 PIP = tuple(
-    PipPackage(n, v, f"https://idx.invalid/{n}-{v}.whl", c * 64, "https://idx.invalid", req)
+    PipPackage(n, v, _wheel(n, v), c * 64, "https://idx.invalid", req)
     for n, v, c, req in [
         ("torch", "2.4.1+cu124", "a", ("filelock", "typing-extensions")),
         ("filelock", "3.15.4", "b", ()),
         ("typing-extensions", "4.12.2", "c", ()),
         ("torchvision", "0.19.1+cu124", "d", ("torch",)),
     ]
+)
+CPU_PIP = (
+    PipPackage("torch", "2.4.1+cpu", _wheel("torch", "2.4.1+cpu"), "5" * 64, None, ("filelock",)),
+    PIP[1],
 )
 CONDA = (
     CondaPackage(
@@ -63,10 +80,10 @@ CONDA = (
         0,
         "conda-forge",
         "linux-64",
-        "https://c.invalid/python.conda",
+        "https://c.invalid/linux-64/python-3.11.9-h_0.conda",
         "e" * 64,
         "f" * 32,
-        ("libzlib >=1.2",),
+        ("libzlib >=1.2", "__glibc >=2.17"),
         ("pip >=20",),
         123,
     ),
@@ -77,16 +94,28 @@ CONDA = (
         1,
         "conda-forge",
         "linux-64",
-        "https://c.invalid/nvcc.conda",
+        "https://c.invalid/linux-64/cuda-nvcc-12.4.131-h_1.tar.bz2",
         "1" * 64,
         "2" * 32,
+    ),
+    CondaPackage(
+        "libzlib",
+        "1.3.1",
+        "h_2",
+        2,
+        "conda-forge",
+        "linux-64",
+        "https://c.invalid/linux-64/libzlib-1.3.1-h_2.conda",
+        "3" * 64,
+        "4" * 32,
     ),
 )
 
 
 def sample() -> Lock:
     return Lock(
-        "sha256:" + "9" * 64, {"h100": _target("h100", PIP, CONDA), "cpu": _target("cpu", PIP[:2])}
+        "sha256:" + "9" * 64,
+        {"h100": _target("h100", PIP, CONDA), "cpu": _target("cpu", CPU_PIP)},
     )
 
 
@@ -99,7 +128,7 @@ def test_shuffled_input_gives_identical_bytes() -> None:
         conda = list(CONDA)
         rng.shuffle(conda)
         targets = {
-            "cpu": _target("cpu", tuple(reversed(PIP[:2]))),
+            "cpu": _target("cpu", tuple(reversed(CPU_PIP))),
             "h100": _target("h100", tuple(pip), tuple(conda)),
         }
         assert render_lock(Lock(sample().spec_hash, targets)) == expected
@@ -114,7 +143,7 @@ def test_read_then_write_returns_the_file_unchanged(tmp_path: Path) -> None:
     assert set(lock.targets) == {"h100", "cpu"}
     assert {p.name for p in lock.targets["h100"].pip} == {p.name for p in PIP}
     python = next(c for c in lock.targets["h100"].conda if c.name == "python")
-    assert python.depends == ("libzlib >=1.2",)
+    assert python.depends == ("libzlib >=1.2", "__glibc >=2.17")
     assert python.constrains == ("pip >=20",)
     assert write_lock(path, lock) is False, "same bytes: nothing rewritten"
     assert path.read_bytes() == first
@@ -154,8 +183,13 @@ def test_damaged_locks_name_the_problem() -> None:
     with pytest.raises(FileFormatError, match="no lock-version"):
         parse_lock_text('spec-hash = "x"\n')
     bad = render_lock(sample()).replace("a" * 64, "not-a-hash", 1)
-    with pytest.raises(FileFormatError, match="sha256"):
-        parse_lock_text(bad)
+    reading = parse_lock_text(bad)
+    assert set(reading.damaged) == {"h100"} and set(reading.lock.targets) == {"cpu"}
+    assert any("sha256" in problem for problem in reading.damaged["h100"])
+    with pytest.raises(LockIntegrityError, match=r"target h100: .*sha256") as raised:
+        reading.require()
+    assert raised.value.exit_code == 2 and "gpuenv lock" in (raised.value.hint or "")
+    assert reading.require(["cpu"]).targets.keys() == {"cpu"}, "cpu alone can be trusted"
 
 
 def test_missing_lock_reads_as_none(tmp_path: Path) -> None:
@@ -176,7 +210,7 @@ def test_lock_schema_file_is_current() -> None:
 def test_changing_one_target_leaves_the_other_bytes_alone() -> None:
     lock = sample()
     changed = Lock(
-        lock.spec_hash, {**lock.targets, "cpu": replace(lock.targets["cpu"], pip=PIP[:1])}
+        lock.spec_hash, {**lock.targets, "cpu": replace(lock.targets["cpu"], pip=CPU_PIP[:1])}
     )
     before = render_lock(lock).split("[targets.h100]")[1]
     after = render_lock(changed).split("[targets.h100]")[1]
@@ -186,10 +220,21 @@ def test_changing_one_target_leaves_the_other_bytes_alone() -> None:
 def test_awkward_strings_survive_the_emitter() -> None:
     import tomllib
 
-    odd = 'quote " backslash \\ newline \n tab \t unicode é 日本 control \x01'
-    conda = (replace(CONDA[0], depends=(odd,), channel='https://c.invalid/odd"channel'),)
-    lock = Lock("sha256:" + "9" * 64, {"a.b": _target("a.b", PIP, conda)})
+    odd = 'quote " backslash \\ unicode é 日本 ok'
+    conda = (replace(CONDA[1], depends=(), constrains=(odd,), channel='https://c.invalid/odd"c'),)
+    lock = Lock("sha256:" + "9" * 64, {"a_b": _target("a_b", PIP, conda)})
     text = render_lock(lock)
     parsed = tomllib.loads(text)
-    assert parsed["targets"]["a.b"]["conda"][0]["depends"] == [odd]
-    assert parse_lock_text(text).targets["a.b"].conda[0].depends == (odd,)
+    assert parsed["targets"]["a_b"]["conda"][0]["constrains"] == [odd]
+    assert parse_lock_text(text).require().targets["a_b"].conda[0].constrains == (odd,)
+
+
+def test_control_characters_survive_the_emitter_and_are_refused_by_the_reader() -> None:
+    import tomllib
+
+    odd = "newline \n tab \t control \x01 escape \x1b[31m"
+    conda = (replace(CONDA[1], constrains=(odd,)),)
+    text = render_lock(Lock("sha256:" + "9" * 64, {"x": _target("x", PIP, conda)}))
+    assert tomllib.loads(text)["targets"]["x"]["conda"][0]["constrains"] == [odd]
+    reading = parse_lock_text(text)
+    assert "control character (U+000A)" in " ".join(reading.damaged["x"])

@@ -6,14 +6,17 @@ import argparse
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _hardware, _output
 from gpuenv.errors import CheckFailed
 
 if TYPE_CHECKING:
-    from gpuenv.lock.locker import LockResult
+    from gpuenv.lock.format import LockReading
+    from gpuenv.lock.locker import LockOptions, LockResult
     from gpuenv.lock.model import CondaSolver, PipResolver
+    from gpuenv.spec import LoadedSpec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -57,8 +60,8 @@ def progress_display(enabled: bool) -> Iterator[Callable[[str], None]]:
 def run(args: argparse.Namespace) -> int:
     from gpuenv.compat import knowledge_base
     from gpuenv.compat._data import data_digest
-    from gpuenv.lock.format import LOCK_FILENAME, read_lock
-    from gpuenv.lock.locker import LockOptions, lock_and_write, stale_reasons
+    from gpuenv.lock.format import LOCK_FILENAME, load_lock
+    from gpuenv.lock.locker import LockOptions, lock_and_write, relock_basis
     from gpuenv.spec import load_spec
 
     kb = knowledge_base()
@@ -67,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     for name in args.target or ():
         _common.check_target(name, list(loaded.spec.targets))
     lock_path = spec_file.parent / LOCK_FILENAME
-    existing = read_lock(lock_path, cache_dir=_common.cache_dir())
+    reading = load_lock(lock_path, cache_dir=_common.cache_dir(), legacy_ok=True)
     options = LockOptions(
         targets=tuple(args.target) if args.target else None,
         upgrade=args.upgrade,
@@ -79,19 +82,13 @@ def run(args: argparse.Namespace) -> int:
     )
     digest = data_digest()
     if args.check:
-        stale = stale_reasons(loaded, lambda: kb, existing, kb_digest=digest, options=options)
-        if stale:
-            lines = [f"{name}: {'; '.join(why)}" for name, why in sorted(stale.items())]
-            raise CheckFailed(
-                f"{lock_path} is out of date:\n" + "\n".join(lines),
-                hint="run 'gpuenv lock'",
-                details={"lock": str(lock_path), "stale": stale},
-            )
-        if args.json:
-            _output.emit_json({"lock": str(lock_path), "fresh": True, "stale": {}})
-        else:
-            _output.err(f"{lock_path} is up to date")
-        return 0
+        return _check(args, loaded, reading, options, digest, str(lock_path))
+    existing, forced = relock_basis(reading, loaded.spec)
+    for name in forced:
+        problems = "; ".join(reading.damaged[name]) if reading else ""
+        _output.err(f"gpuenv: warning: target {name} in {lock_path} is relocked: {problems}")
+    if options.targets is not None and forced:
+        options = replace(options, targets=tuple(dict.fromkeys([*options.targets, *forced])))
     with progress_display(not args.json and sys.stderr.isatty()) as progress:
         result, written = lock_and_write(
             loaded,
@@ -105,6 +102,45 @@ def run(args: argparse.Namespace) -> int:
         )
     _render(result, lock_path=str(lock_path), written=written, as_json=args.json)
     return 0
+
+
+def _check(
+    args: argparse.Namespace,
+    loaded: LoadedSpec,
+    reading: LockReading | None,
+    options: LockOptions,
+    digest: str,
+    lock_path: str,
+) -> int:
+    """``--check``: the selected targets (all without ``--target``) are locked, fresh,
+    and pass every check a reader of the lock applies. No network, nothing written."""
+    from gpuenv.compat import knowledge_base
+    from gpuenv.lock.locker import damage_reasons, stale_reasons
+
+    selected = options.targets or tuple(loaded.spec.targets)
+    existing = reading.lock if reading is not None else None
+    stale = stale_reasons(loaded, knowledge_base, existing, kb_digest=digest, options=options)
+    found = {name: why for name, why in stale.items() if name in selected}
+    if options.targets is None:  # targets the spec no longer has, damaged or not
+        found.update({n: ["target is no longer in the spec"] for n in _extra(reading, loaded)})
+    found.update(damage_reasons(reading, selected))
+    if found:
+        lines = [f"{name}: {'; '.join(why)}" for name, why in sorted(found.items())]
+        raise CheckFailed(
+            f"{lock_path} is out of date:\n" + "\n".join(lines),
+            hint="run 'gpuenv lock'",
+            details={"lock": lock_path, "stale": found},
+        )
+    if args.json:
+        _output.emit_json({"lock": lock_path, "fresh": True, "stale": {}})
+    else:
+        _output.err(f"{lock_path} is up to date")
+    return 0
+
+
+def _extra(reading: LockReading | None, loaded: LoadedSpec) -> list[str]:
+    held = set(reading.damaged) | set(reading.lock.targets) if reading is not None else set()
+    return sorted(held - set(loaded.spec.targets))
 
 
 def _render(result: LockResult, *, lock_path: str, written: bool, as_json: bool) -> None:

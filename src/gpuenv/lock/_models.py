@@ -1,5 +1,6 @@
-"""The pydantic models of gpuenv.lock: the validator run on a lock gpuenv has not seen
-before (a cache miss in ``lock.format``), and the source of the JSON Schema."""
+"""The pydantic models of gpuenv.lock: the schema validation run on a lock gpuenv has
+not seen before (a cache miss in ``lock.format``), and the source of the JSON Schema.
+The content hashes and consistency checks are in ``lock._integrity``."""
 
 from __future__ import annotations
 
@@ -7,11 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from gpuenv.errors import FileFormatError
-
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=True)
 
 
 class HardwareModel(_Model):
@@ -100,6 +99,7 @@ class WheelFactsModel(_Model):
 
 
 class TargetModel(_Model):
+    content_hash: str = Field(alias="content-hash", pattern=r"^sha256:[0-9a-f]{64}$")
     input_hash: str = Field(alias="input-hash")
     platform: str
     hardware: HardwareModel
@@ -119,17 +119,13 @@ class LockFileModel(_Model):
     targets: dict[str, TargetModel] = Field(default_factory=dict)
 
 
-def validate(raw: dict[str, Any], *, file: str) -> None:
-    """Raise ``FileFormatError`` naming the first problem (and how many there are)."""
+def problems(raw: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+    """Every schema problem of a parsed lock: (location, message); empty when valid."""
     try:
         LockFileModel.model_validate(raw)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise FileFormatError(
-            f"{file}: {where}: {first['msg']} ({exc.error_count()} problem(s))",
-            hint="the lock is damaged: run 'gpuenv lock' to rewrite it",
-        ) from None
+        return [(tuple(e["loc"]), str(e["msg"])) for e in exc.errors()]
+    return []
 
 
 def json_schema() -> dict[str, Any]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -53,6 +53,7 @@ from gpuenv.spec import LoadedSpec, Spec
 if TYPE_CHECKING:
     from gpuenv.compat import KnowledgeBase
     from gpuenv.hardware import HardwareFacts
+    from gpuenv.lock.format import LockReading
     from gpuenv.plan import TargetPlan
 
 Progress = Callable[[str], None]
@@ -381,7 +382,7 @@ def _lock_target(
     locked_builds = build_lock.lock_builds(plan, pip, found, toolkit, previous)
     pip = locked_builds.pip
     hw = plan.hardware
-    return LockedTarget(
+    locked = LockedTarget(
         name=name,
         input_hash=input_hash(spec, name, kb_digest),
         platform=hw.platform,
@@ -553,6 +554,30 @@ def _check_conda_toolkit(spec: Spec, plan: TargetPlan, need: BuildNeeds, more: B
         target=plan.target,
         alternatives=[Alternative("add a CUDA toolkit", {"stack.toolkit": "auto"})],
     )
+    _check_resolved(locked)
+    return locked
+
+
+def _check_resolved(target: LockedTarget) -> None:
+    """What the resolvers returned passes the checks every reader of the lock applies
+    (a source distribution, say, is refused here rather than in every later read)."""
+    from gpuenv.lock import _integrity
+
+    problems = _integrity.unprintable(
+        [p.__dict__ for p in target.pip] + [c.__dict__ for c in target.conda], target.name
+    ) + _integrity.entry_problems(target)
+    if not problems:
+        return
+    text = f"target {target.name}: the resolution cannot be locked:\n" + "\n".join(
+        f"- {p}" for p in problems
+    )
+    if any("source distribution" in p for p in problems):
+        raise NoCompatiblePlan(
+            text,
+            target=target.name,
+            alternatives=[Alternative("pin a version of that package that has a wheel", {})],
+        )
+    raise ExternalToolError(text, hint="the index (or a mirror of it) serves inconsistent files")
 
 
 def _wheel_facts(
@@ -641,6 +666,29 @@ def lock_project(
     return LockResult(lock, tuple(changes), failures=failures, warnings=tuple(warnings))
 
 
+def damage_reasons(reading: LockReading | None, names: Iterable[str]) -> dict[str, list[str]]:
+    """Why each of ``names`` that the lock holds damaged must be relocked."""
+    if reading is None:
+        return {}
+    found = reading.problems(names)
+    return {
+        name: [f"its entry in {reading.path} fails gpuenv's checks: " + "; ".join(problems)]
+        for name, problems in found.items()
+    }
+
+
+def relock_basis(reading: LockReading | None, spec: Spec) -> tuple[Lock | None, tuple[str, ...]]:
+    """What relocking starts from: the lock's trusted targets, plus a version 1 lock's
+    pins (as preferences only), and the spec's targets that must be relocked because
+    their entry is damaged or of an old format (even when ``--target`` names others:
+    a written lock never carries a target that fails its checks)."""
+    if reading is None:
+        return None, ()
+    forced = tuple(name for name in spec.targets if name in reading.damaged)
+    pins = {name: t for name, t in reading.pins.items() if name in spec.targets}
+    return Lock(reading.lock.spec_hash, {**pins, **reading.lock.targets}), forced
+
+
 def ensure_lock(
     loaded: LoadedSpec,
     knowledge: Callable[[], KnowledgeBase],
@@ -653,14 +701,21 @@ def ensure_lock(
     progress: Progress | None = None,
 ) -> Lock:
     """The lock for ``options.targets``, relocking the stale ones first (like ``uv
-    sync``); with ``frozen`` a stale lock is refused instead (exit 1)."""
+    sync``); with ``frozen`` a stale lock is refused instead (exit 1), and a lock whose
+    entry for one of those targets fails its checks is refused (exit 2) naming what is
+    wrong. Without ``frozen``, such an entry is relocked like a stale one: what it
+    holds is never installed."""
     from gpuenv.errors import CheckFailed
-    from gpuenv.lock.format import read_lock
+    from gpuenv.lock.format import load_lock
 
-    existing = read_lock(lock_path, cache_dir=options.cache_dir)
-    stale = stale_reasons(loaded, knowledge, existing, kb_digest=kb_digest, options=options)
+    reading = load_lock(lock_path, cache_dir=options.cache_dir, legacy_ok=not frozen)
     wanted = options.targets or tuple(loaded.spec.targets)
+    if frozen and reading is not None:
+        reading.require(wanted)
+    existing = reading.lock if reading is not None else None
+    stale = stale_reasons(loaded, knowledge, existing, kb_digest=kb_digest, options=options)
     relevant = {name: why for name, why in stale.items() if name in wanted}
+    relevant.update(damage_reasons(reading, wanted))
     if not relevant and existing is not None:
         return existing
     if frozen:
@@ -670,11 +725,12 @@ def ensure_lock(
             hint="run 'gpuenv lock' (and commit gpuenv.lock)",
             details={"stale": relevant},
         )
-    relock = replace(options, targets=tuple(relevant))
+    basis, forced = relock_basis(reading, loaded.spec)
+    relock = replace(options, targets=tuple(dict.fromkeys([*relevant, *forced])))
     result, _written = lock_and_write(
         loaded,
         knowledge(),
-        existing,
+        basis,
         lock_path=lock_path,
         options=relock,
         backends=backends,

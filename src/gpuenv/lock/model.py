@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
@@ -176,22 +177,14 @@ class LockedTarget:
         wanted = normalize_name(name)
         return next((p for p in self.pip if p.name == wanted), None)
 
-    @property
+    @cached_property
     def content_hash(self) -> str:
-        """Hash of everything installed for this target: names the store prefix."""
-        import hashlib
-        import json
+        """sha256 over the target's whole table as written in gpuenv.lock (everything but
+        the hash itself, see ``lock._integrity``): names the store prefix, and binds the
+        completion marker and verification records to exactly this locked content."""
+        from gpuenv.lock.format import target_content_hash
 
-        payload: dict[str, object] = {
-            "platform": self.platform,
-            "conda": [(c.url, c.sha256) for c in self.conda],
-            "pip": [(p.url, p.sha256) for p in self.pip],
-            "python": self.stack.python,
-        }
-        if self.builds:  # only then: prefixes of build-free locks keep their names
-            payload["builds"] = [b.identity for b in self.builds]
-        text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
-        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+        return target_content_hash(self)
 
 
 @dataclass(frozen=True)

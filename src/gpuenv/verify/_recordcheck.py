@@ -19,7 +19,8 @@ import hashlib
 import json
 import os
 
-from gpuenv import _settings
+from gpuenv import _fsread, _settings
+from gpuenv.errors import InputFileError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -84,8 +85,21 @@ def record_for(prefix: str | os.PathLike[str], fingerprint: Mapping[str, Any]) -
 
 
 def _load(path: str) -> Any:
-    with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+    """Bounded: a FIFO, a device, a huge or deeply nested file raises ``InputFileError``
+    (a ``ValueError``) instead of hanging or exhausting memory."""
+    return _fsread.load_json(path, limit=_fsread.STATE_LIMIT, what="verification record")
+
+
+def load_record(path: str | None) -> object | None:
+    """The JSON in a record file, or None when it is absent or unreadable: a damaged
+    record counts as no record."""
+    if path is None:
+        return None
+    try:
+        value: object = _load(path)
+    except (OSError, InputFileError, ValueError):
+        return None
+    return value
 
 
 def is_passing(raw: Any, lock_hash: str, fingerprint: Mapping[str, Any] | None) -> bool:
@@ -139,3 +153,11 @@ def passing_machines(prefix: str | os.PathLike[str], lock_hash: str) -> int:
         except (OSError, ValueError, RecursionError):
             continue
     return count
+
+
+def all_records(prefix: str | os.PathLike[str]) -> list[object]:
+    """Each machine's newest readable record for ``prefix`` (any lock), wherever kept."""
+    own = _record_names(os.path.join(prefix, RECORD_DIR))
+    mine = _record_names(user_record_dir(prefix))
+    newest = (_newest([own.get(name), mine.get(name)]) for name in sorted(set(own) | set(mine)))
+    return [raw for raw in map(load_record, newest) if raw is not None]

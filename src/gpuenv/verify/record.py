@@ -183,13 +183,12 @@ def write_record(prefix: Path, record: VerificationRecord) -> Path:
 def read_record(prefix: Path, fingerprint: Mapping[str, Any]) -> VerificationRecord | None:
     """This machine's record for ``prefix`` (wherever it was kept), passing or not;
     None when there is none or it cannot be read (a damaged record counts as none)."""
-    found = _recordcheck.record_for(prefix, fingerprint)
-    if found is None:
+    raw = _recordcheck.load_record(_recordcheck.record_for(prefix, fingerprint))
+    if raw is None:
         return None
     try:
-        text = Path(found).read_text(encoding="utf-8")
-        return VerificationRecord.from_json(json.loads(text))
-    except (OSError, ValueError, FileFormatError, RecursionError):
+        return VerificationRecord.from_json(raw)
+    except (ValueError, TypeError, KeyError, AttributeError, FileFormatError):
         return None
 
 

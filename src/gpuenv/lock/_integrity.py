@@ -1,0 +1,300 @@
+"""What a locked target must be before anything trusts it: its content hash, and the
+consistency of its entries with each other and with their artifacts' file names.
+
+The content hash is sha256 over a canonical serialisation (sorted-key JSON) of the
+target's name and its WHOLE table as parsed from the file, except ``content-hash``
+itself. It is generic: any key or sub-table added to a target (build entries, facts
+read from wheels) is covered without a change here. ``lock.format`` writes it and
+checks it twice on reading: against the table in the file, and against the table
+re-rendered from the values it built (so nothing the reader dropped or coerced can
+slip between what was hashed and what gets installed).
+
+The hash catches edits; the consistency checks catch what a hash recomputed by hand
+(or a gpuenv bug) would let through: a torch family that is not the stack's build,
+an entry whose name or version disagrees with its file name, two versions of one
+package, control characters anywhere (a newline in a URL or a name would inject
+lines into the requirements uv reads), source distributions without a declared
+build, dependencies that point at nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from packaging.utils import (
+    InvalidSdistFilename,
+    InvalidWheelFilename,
+    parse_sdist_filename,
+    parse_wheel_filename,
+)
+from packaging.version import InvalidVersion, Version
+
+from gpuenv._marker import TARGET_NAME_RULE, valid_target_name
+from gpuenv.lock.model import (
+    CondaPackage,
+    LockedTarget,
+    PipPackage,
+    StackSummary,
+    normalize_name,
+)
+
+HASH_KEY = "content-hash"
+PIP_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")  # PEP 503-normalised
+URL = re.compile(r"^(?:https?|file)://[^\s]+$")  # no whitespace: one token on a line
+HEX = {"sha256": re.compile(r"^[0-9a-f]{64}$"), "md5": re.compile(r"^[0-9a-f]{32}$")}
+CONDA_SUFFIXES = (".conda", ".tar.bz2")
+SDIST_SUFFIXES = (".tar.gz", ".zip")
+CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
+MAX_SHOWN = 20  # problems listed per target; the rest are counted
+
+
+def content_hash(name: str, table: Mapping[str, Any]) -> str:
+    """sha256 over the target's name and every key of its table but the hash itself."""
+    body = {key: value for key, value in table.items() if key != HASH_KEY}
+    text = json.dumps(
+        {"target": name, "table": body}, sort_keys=True, separators=(",", ":"), ensure_ascii=True
+    )
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+# --- text -----------------------------------------------------------------------------------
+
+
+def _show(text: str) -> str:
+    return json.dumps(text[:80] + ("..." if len(text) > 80 else ""))
+
+
+def unprintable(value: object, where: str) -> list[str]:
+    """Every string (keys included) holding a control or other non-printable character."""
+    found: list[str] = []
+    stack: list[tuple[object, str]] = [(value, where)]
+    while stack:
+        item, at = stack.pop()
+        if isinstance(item, str):
+            if not item.isprintable():
+                bad = next(c for c in item if not c.isprintable())
+                found.append(f"{at}: a control character (U+{ord(bad):04X}) in {_show(item)}")
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                if isinstance(key, str) and not key.isprintable():
+                    found.append(f"{at}: a control character in the key {_show(key)}")
+                stack.append((child, f"{at}.{key}"))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, f"{at}[{i}]") for i, child in enumerate(item))
+    return sorted(found)
+
+
+def _version(text: str) -> Version | None:
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def _filename(url: str) -> str:
+    return unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+
+
+# --- pip ------------------------------------------------------------------------------------
+
+
+def _artifact_problems(p: PipPackage, where: str, builds: frozenset[str]) -> list[str]:
+    """The URL's file is a wheel (or a declared build's sdist) of this name and version."""
+    filename = p.filename
+    try:
+        if filename.endswith(".whl"):
+            name, version, _build, _tags = parse_wheel_filename(filename)
+        elif filename.endswith(SDIST_SUFFIXES):
+            if p.name not in builds:
+                return [
+                    f"{where}: {filename} is a source distribution, and the target declares "
+                    f"no build for {p.name}: gpuenv installs wheels only (a build would run "
+                    "its code at install time)"
+                ]
+            name, version = parse_sdist_filename(filename)
+        else:
+            return [f"{where}: {filename} is not a wheel"]
+    except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion) as exc:
+        return [f"{where}: {filename} is not a valid wheel or sdist name ({exc})"]
+    problems = []
+    if name != p.name:
+        problems.append(f"{where}: name {p.name!r}, but the artifact {filename} is {name}")
+    if _version(p.version) != version:
+        problems.append(f"{where}: version {p.version!r}, but the artifact {filename} is {version}")
+    return problems
+
+
+def pip_problems(pip: Iterable[PipPackage], builds: frozenset[str]) -> list[str]:
+    problems: list[str] = []
+    entries = list(pip)
+    names = [p.name for p in entries]
+    for i, p in enumerate(entries):
+        where = f"pip[{i}] ({p.name})"
+        if not PIP_NAME.match(p.name):
+            problems.append(f"{where}: {_show(p.name)} is not a normalised package name")
+        if _version(p.version) is None:
+            problems.append(f"{where}: {_show(p.version)} is not a version")
+        if not URL.match(p.url):
+            problems.append(f"{where}: {_show(p.url)} is not an http(s):// or file:// URL")
+        elif PIP_NAME.match(p.name):
+            problems.extend(_artifact_problems(p, where, builds))
+        if not HEX["sha256"].match(p.sha256):
+            problems.append(f"{where}: sha256 {_show(p.sha256)} is not a sha256 digest")
+        missing = sorted(set(p.requires) - set(names))
+        if missing:
+            problems.append(f"{where}: requires {', '.join(missing)}, which the target lacks")
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        versions = sorted(p.version for p in entries if p.name == name)
+        problems.append(f"pip: {name} is locked {names.count(name)} times ({', '.join(versions)})")
+    return problems
+
+
+# --- conda ----------------------------------------------------------------------------------
+
+
+def _conda_entry_problems(c: CondaPackage, where: str, names: set[str]) -> list[str]:
+    problems = []
+    if not URL.match(c.url):
+        return [f"{where}: {_show(c.url)} is not an http(s):// or file:// URL"]
+    path = urlsplit(c.url).path.split("/")
+    filename, subdir = unquote(path[-1]), unquote(path[-2]) if len(path) > 1 else ""
+    stem = next((filename[: -len(s)] for s in CONDA_SUFFIXES if filename.endswith(s)), None)
+    expected = f"{c.name}-{c.version}-{c.build}"
+    if stem is None:
+        problems.append(f"{where}: {filename} is not a conda archive (.conda or .tar.bz2)")
+    elif stem != expected:
+        problems.append(f"{where}: the entry is {expected}, but its archive is {filename}")
+    if subdir != c.subdir:
+        problems.append(f"{where}: subdir {c.subdir!r}, but its URL is in {subdir!r}")
+    for key in ("sha256", "md5"):
+        if not HEX[key].match(getattr(c, key)):
+            problems.append(f"{where}: {key} {_show(getattr(c, key))} is not a {key} digest")
+    for dependency in c.depends:
+        needed = re.split(r"[\s=<>!~\[]", dependency.strip(), maxsplit=1)[0]
+        if needed and not needed.startswith("__") and needed not in names:
+            problems.append(f"{where}: depends on {needed}, which the target lacks")
+    return problems
+
+
+def conda_problems(conda: Iterable[CondaPackage]) -> list[str]:
+    entries = list(conda)
+    names = [c.name for c in entries]
+    problems: list[str] = []
+    for i, c in enumerate(entries):
+        problems.extend(_conda_entry_problems(c, f"conda[{i}] ({c.name})", set(names)))
+    for name in sorted({n for n in names if names.count(n) > 1}):
+        problems.append(f"conda: {name} is locked {names.count(name)} times")
+    return problems
+
+
+# --- the stack ------------------------------------------------------------------------------
+
+
+def _public(version: str) -> str:
+    parsed = _version(version)
+    return parsed.public if parsed else version
+
+
+def _local(version: str) -> str | None:
+    parsed = _version(version)
+    return parsed.local if parsed else None
+
+
+def _runtime_problems(stack: StackSummary, torch: PipPackage, pip: list[PipPackage]) -> list[str]:
+    """An unlabelled torch (PyPI's build) shows its CUDA by the nvidia-cuda-runtime it pulls."""
+    if _local(torch.version) is not None:
+        return []
+    runtime = next((p for p in pip if CUDA_RUNTIME.match(p.name)), None)
+    if stack.cuda is None:
+        return [f"stack: cpu build, but {runtime.name} is locked"] if runtime else []
+    found = ".".join(runtime.version.split(".")[:2]) if runtime else None
+    if found == stack.cuda:
+        return []
+    return [f"stack: CUDA {stack.cuda}, but torch {torch.version} comes with CUDA {found}"]
+
+
+def stack_problems(target: LockedTarget) -> list[str]:
+    """The stack summary and the torch family agree: versions and build."""
+    stack = target.stack
+    problems = []
+    expected_tag = "cpu" if stack.cuda is None else "cu" + stack.cuda.replace(".", "")
+    if stack.cu_tag != expected_tag:
+        problems.append(f"stack: cu-tag {stack.cu_tag!r} is not the build of CUDA {stack.cuda}")
+    if target.hardware.cpu and stack.cu_tag != "cpu":
+        problems.append(f"stack: a CPU-only target with a {stack.cu_tag} build")
+    pip = list(target.pip)
+    by_name = {p.name: p for p in pip}
+    family = (("torch", stack.torch), ("torchvision", stack.torchvision))
+    for name, wanted in (*family, ("torchaudio", stack.torchaudio)):
+        package = by_name.get(name)
+        if wanted is None:
+            continue
+        if package is None:
+            problems.append(f"stack: {name} {wanted}, but no {name} is locked")
+            continue
+        if _public(package.version) != wanted:
+            problems.append(f"stack: {name} {wanted}, but {name} {package.version} is locked")
+        label = _local(package.version)
+        if label is not None and label != stack.cu_tag:
+            problems.append(
+                f"stack: a {stack.cu_tag} build, but {name} {package.version} is a {label} build"
+            )
+    if "torch" in by_name:
+        problems.extend(_runtime_problems(stack, by_name["torch"], pip))
+    return problems
+
+
+# --- a whole target -------------------------------------------------------------------------
+
+
+def declared_builds(raw: Mapping[str, Any]) -> frozenset[str]:
+    """Names the target's ``builds`` list declares (an sdist is allowed for those only)."""
+    builds = raw.get("builds", [])
+    if not isinstance(builds, list):
+        return frozenset()
+    return frozenset(
+        normalize_name(str(entry["name"]))
+        for entry in builds
+        if isinstance(entry, dict) and "name" in entry
+    )
+
+
+def entry_problems(target: LockedTarget, builds: frozenset[str] = frozenset()) -> list[str]:
+    """The consistency checks alone (the locker runs them on what it resolved)."""
+    return [
+        *stack_problems(target),
+        *pip_problems(target.pip, builds),
+        *conda_problems(target.conda),
+    ]
+
+
+def target_problems(name: str, raw: Mapping[str, Any], target: LockedTarget) -> list[str]:
+    """Everything wrong with one parsed target (empty: it can be trusted).
+
+    ``raw`` is the target's table as in the file, ``target`` the values built from it;
+    ``target.content_hash`` is the hash of the table re-rendered from those values."""
+    problems = []
+    if not valid_target_name(name):
+        problems.append(f"target name {_show(name)}: use {TARGET_NAME_RULE} characters")
+    problems.extend(unprintable(raw, "targets." + name))
+    stored = raw.get(HASH_KEY)
+    try:
+        actual = content_hash(name, raw)
+    except (TypeError, ValueError):  # a TOML date or time: not something gpuenv writes
+        actual = None
+    if stored != actual:
+        problems.append(
+            f"content-hash {stored!r} is not the hash of the target's entries: the lock was "
+            "edited (or damaged) after gpuenv wrote it"
+        )
+    elif target.content_hash != actual:
+        problems.append("the target holds values gpuenv does not write (an edited lock)")
+    problems.extend(entry_problems(target, declared_builds(raw)))
+    if len(problems) > MAX_SHOWN:
+        problems = [*problems[:MAX_SHOWN], f"... and {len(problems) - MAX_SHOWN} more"]
+    return problems
