@@ -5,6 +5,7 @@ call, so this module avoids ``pathlib`` (which brings ``re`` and ``urllib``),
 
 from __future__ import annotations
 
+import json
 import os
 
 from gpuenv import _fsread
@@ -117,3 +118,164 @@ def resolve_pointer(link: str | os.PathLike[str]) -> str | None:
         return os.readlink(link)
     except OSError:
         return None
+
+
+# --- gc roots ---------------------------------------------------------------------------------
+#
+# ``<store>/roots/<digest>`` is a symlink to a project pointer (``<project>/.gpuenv/<t>``),
+# ``<digest>.prefix`` a symlink to the prefix that pointer reached when it was last
+# registered (so gc can keep it for a grace period when the project has moved away),
+# and ``<digest>.gone`` the time gc first found the pointer gone. ``gpuenv.store``
+# owns gc; registration lives here because ``gpuenv run`` re-registers a project's
+# roots whenever it uses its pointers (a moved project is found again that way).
+
+ROOTS = "roots"
+ROOT_PREFIX_SUFFIX = ".prefix"
+ROOT_GONE_SUFFIX = ".gone"
+
+
+def root_link(store_root: str, pointer_path: str) -> str:
+    import hashlib
+
+    digest = hashlib.sha256(os.path.abspath(pointer_path).encode()).hexdigest()[:32]
+    return os.path.join(store_root, ROOTS, digest)
+
+
+def _link(link: str, target: str) -> None:
+    """Point ``link`` at ``target`` atomically (a new link renamed over the old)."""
+    temporary = f"{link}.{os.getpid()}.{os.urandom(4).hex()}.tmp"
+    os.symlink(target, temporary)
+    try:
+        os.replace(temporary, link)
+    except OSError:
+        os.unlink(temporary)
+        raise
+
+
+def register_root(store_root: str, pointer_path: str, prefix: str) -> bool:
+    """Make the pointer a gc root of ``store_root``, remembering ``prefix``; True when
+    something had to be written (a few ``readlink`` calls otherwise)."""
+    link = root_link(store_root, pointer_path)
+    wanted = os.path.abspath(pointer_path)
+    changed = False
+    if resolve_pointer(link) != wanted:
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        _link(link, wanted)
+        changed = True
+    if resolve_pointer(link + ROOT_PREFIX_SUFFIX) != prefix:
+        _link(link + ROOT_PREFIX_SUFFIX, prefix)
+        changed = True
+    if changed:
+        try:  # noqa: SIM105 - contextlib is not imported on the run path
+            os.unlink(link + ROOT_GONE_SUFFIX)
+        except FileNotFoundError:
+            pass
+    return changed
+
+
+def store_of(prefix: str) -> str | None:
+    """The store a prefix path lives in (``<store>/prefixes/<name>``), or None."""
+    parent = os.path.dirname(os.path.normpath(prefix))
+    return os.path.dirname(parent) if os.path.basename(parent) == "prefixes" else None
+
+
+def refresh_roots(project: str, target: str) -> None:
+    """Re-register the project's pointers for ``target`` (current and previous) as gc
+    roots of the stores they point into: after a project moved, its first ``run``
+    makes gc keep its prefixes again. Never fails: a read-only store is fine."""
+    for previous in (False, True):
+        link = pointer(project, target, previous=previous)
+        prefix = resolve_pointer(link)
+        store = store_of(prefix) if prefix else None
+        if prefix is None or store is None:
+            continue
+        try:  # noqa: SIM105 - contextlib is not imported on the run path
+            register_root(store, link, prefix)
+        except OSError:
+            pass
+
+
+# --- the project's lock state ------------------------------------------------------------------
+#
+# ``<project>/.gpuenv/.lock-state.json`` remembers, for the lock bytes with a given
+# sha256, each target's content hash; and the targets the user rolled back on
+# purpose. ``gpuenv run`` compares a prefix's marker with the current lock through it
+# without parsing the lock (one read and one sha256 of the file); a miss parses the
+# lock once and writes the state again. Whatever the file says is true by
+# construction (a digest of the lock bytes and what those bytes hold), so a stale or
+# missing state only costs the slow path.
+
+LOCK_STATE = ".lock-state.json"
+STATE_FORMAT = 1
+
+
+def read_lock_state(project: str) -> dict[str, object]:
+    """The project's lock state; empty when absent or unreadable."""
+    path = os.path.join(project, PROJECT_DIR, LOCK_STATE)
+    try:
+        data = _fs.load_json(path, limit=MARKER_LIMIT, what="lock state")
+    except (OSError, InputFileError):
+        return {}
+    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
+        return {}
+    return data
+
+
+def _string_map(value: object) -> dict[str, str]:
+    if not isinstance(value, dict):
+        return {}
+    return {k: v for k, v in value.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+def known_hash(state: dict[str, object], digest: str, target: str) -> str | None:
+    """The content hash of ``target`` in the lock whose bytes hash to ``digest``,
+    when the state knows it."""
+    if state.get("lock") != digest:
+        return None
+    return _string_map(state.get("targets")).get(target)
+
+
+def rolled_back(state: dict[str, object], target: str) -> str | None:
+    """The content hash the user rolled ``target`` back to, if they did."""
+    return _string_map(state.get("rollback")).get(target)
+
+
+def write_lock_state(
+    project: str,
+    *,
+    digest: str | None = None,
+    targets: dict[str, str] | None = None,
+    rollback: dict[str, str | None] | None = None,
+) -> None:
+    """Update the project's lock state (``digest`` and ``targets`` together replace
+    what is known; ``rollback`` entries set to None are cleared). Failing to write is
+    ignored: the state is a shortcut, never the only source of truth."""
+    state = read_lock_state(project)
+    new: dict[str, object] = {
+        "format": STATE_FORMAT,
+        "lock": state.get("lock"),
+        "targets": _string_map(state.get("targets")),
+        "rollback": _string_map(state.get("rollback")),
+    }
+    if digest is not None and targets is not None:
+        new["lock"], new["targets"] = digest, dict(sorted(targets.items()))
+    pins = _string_map(new["rollback"])
+    for name, value in (rollback or {}).items():
+        if value is None:
+            pins.pop(name, None)
+        else:
+            pins[name] = value
+    new["rollback"] = dict(sorted(pins.items()))
+    if new == state:
+        return
+    directory = os.path.join(project, PROJECT_DIR)
+    try:
+        if not os.path.isdir(directory):
+            return  # nothing is installed here: nothing to remember
+        from pathlib import Path
+
+        _fs.atomic_write_text(
+            Path(directory, LOCK_STATE), json.dumps(new, indent=1) + "\n", durable=False
+        )
+    except OSError:
+        pass

@@ -53,7 +53,7 @@ from gpuenv._redact import redact
 from gpuenv.activation import ActivationInputs, write_activation_files
 from gpuenv.build.model import BuildOutcome, arch_list
 from gpuenv.errors import ExternalToolError, InstallError, NetworkError, StorageError
-from gpuenv.lock.model import CondaPackage, LockedTarget
+from gpuenv.lock.model import CondaPackage, Lock, LockedTarget, PipPackage
 from gpuenv.shells import write_shell_entrypoints
 from gpuenv.store import Store, point_project
 
@@ -191,6 +191,56 @@ def _rattler_errors() -> tuple[type[BaseException], ...]:
     )
 
 
+def _file_digests(path: str) -> tuple[str, str]:
+    """sha256 and md5 of a local archive, read once; it must be a regular file."""
+    import hashlib
+    import stat
+
+    sha, md5 = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise InstallError(f"{path}: not a regular file: refusing to install it")
+        while chunk := os.read(fd, 1 << 20):
+            sha.update(chunk)
+            md5.update(chunk)
+    finally:
+        os.close(fd)
+    return sha.hexdigest(), md5.hexdigest()
+
+
+def check_local_archives(
+    packages: tuple[CondaPackage, ...], sources: ArtifactSources | None = None
+) -> None:
+    """rattler checks the hashes of what it downloads, but not of ``file://`` archives
+    (it links whatever the file holds, and its conda-meta then claims the locked
+    hash): those are checked here, sha256 and md5, before rattler sees any record. The
+    URL checked is the one fetched (a local copy from ``install --from`` included)."""
+    from urllib.parse import unquote, urlsplit
+
+    fetch = sources or ArtifactSources()
+    for c in packages:
+        parts = urlsplit(fetch.url_for(c.url))
+        if parts.scheme != "file":
+            continue
+        path = unquote(parts.path)
+        try:
+            sha256, md5 = _file_digests(path)
+        except OSError as exc:
+            raise InstallError(
+                f"conda package {c.name} {c.version}: cannot read {path}: {exc.strerror}",
+                hint="the channel has changed since gpuenv.lock was written: run 'gpuenv lock'",
+            ) from None
+        if (sha256, md5) != (c.sha256, c.md5):
+            which = "sha256" if sha256 != c.sha256 else "md5"
+            raise InstallError(
+                f"refused: conda package {c.name} {c.version} ({c.build}) at {path} does not "
+                f"match the {which} in gpuenv.lock (tampered with or corrupted); nothing "
+                "was installed",
+                hint="check the channel; if the change is legitimate, run 'gpuenv lock'",
+            )
+
+
 def install_conda(
     prefix: Path,
     packages: tuple[CondaPackage, ...],
@@ -211,6 +261,7 @@ def install_conda(
         rattler_errors.CacheDirError,
         rattler_errors.ValidatePackageRecordsError,
     )
+    check_local_archives(packages, sources)
     malformed: tuple[type[BaseException], ...] = (ValueError, TypeError, *_rattler_errors())
     from gpuenv.lock.rattler import authenticated_client
 
@@ -237,6 +288,12 @@ def install_conda(
             )
     except failures as exc:
         text = redact(str(exc))
+        if "hash mismatch" in text:
+            raise InstallError(
+                "refused: a downloaded conda package does not match the sha256 in gpuenv.lock "
+                f"(tampered with or corrupted); nothing was installed:\n{text}",
+                hint="check the channel or mirror serving it",
+            ) from None
         storage = _storage_failure(text, prefix, f"target prefix {prefix.name} (conda)")
         if storage is not None:
             raise storage from None
@@ -292,11 +349,40 @@ def make_venv(
         ) from None
 
 
+def requirement_line(p: PipPackage, url: str | None = None) -> str:
+    """``name @ url --hash=sha256:...``, after checking each part is one plain token:
+    a newline or a space in a name or URL would let the lock add lines or options
+    (``--extra-index-url``, ``-r other-file``) to what uv reads. The lock reader refuses
+    such entries already; this is the last check before the text exists."""
+    from gpuenv.lock import _integrity
+
+    fetched = url or p.url  # where it is fetched from (a rewrite of the locked URL)
+    name_ok = bool(_integrity.PIP_NAME.match(p.name))
+    url_ok = all(bool(_integrity.URL.match(u)) and u.isprintable() for u in (p.url, fetched))
+    if not (name_ok and url_ok and _integrity.HEX["sha256"].match(p.sha256)):
+        raise InstallError(
+            f"refused: the locked pip entry {p.name!r} ({p.url!r}) is not a plain name, URL "
+            "and sha256",
+            hint="run 'gpuenv lock' to rewrite gpuenv.lock",
+        )
+    return f"{p.name} @ {fetched} --hash=sha256:{p.sha256}"
+
+
 def requirements_text(target: LockedTarget, sources: ArtifactSources | None = None) -> str:
     fetch = sources or ArtifactSources()
     lines = ["# generated by gpuenv from gpuenv.lock: exact artifacts, hashes required"]
-    lines.extend(f"{p.name} @ {fetch.url_for(p.url)} --hash=sha256:{p.sha256}" for p in target.pip)
+    lines.extend(requirement_line(p, fetch.url_for(p.url)) for p in target.pip)
     return "\n".join(lines) + "\n"
+
+
+def build_options(target: LockedTarget) -> list[str]:
+    """Wheels only: an sdist would run its build backend at install time. A lock may
+    hold an sdist only for a declared build (``lock._integrity``); then every other
+    package is still held to its wheel."""
+    sdists = {p.name for p in target.pip if not p.filename.endswith(".whl")}
+    if not sdists:
+        return ["--no-build"]
+    return [arg for p in target.pip if p.name not in sdists for arg in ("--only-binary", p.name)]
 
 
 def install_pip(
@@ -318,6 +404,7 @@ def install_pip(
     )
     argv: list[str | Path] = ["pip", "install", "--no-config", "--quiet"]
     argv += ["--python", prefix / "bin" / "python", "--no-deps", "--require-hashes"]
+    argv += build_options(target)
     argv += ["--link-mode", "hardlink", "-r", requirements]
     for index in request.all_indexes if request else ():
         argv += ["--index", f"{index.name}={index.url}"]  # declared for its credentials only
@@ -550,10 +637,34 @@ def install_target(
                 store.discard_quietly(prefix)  # never leave a half-built prefix behind
                 raise
             try:
-                store.mark_installed(prefix, lock_hash=lock_hash, target=target.name, python=python)
+                store.mark_installed(
+                    prefix,
+                    lock_hash=lock_hash,
+                    target=target.name,
+                    python=python,
+                    cuda=target.stack.cuda,
+                )
             except BaseException:
                 store.discard_quietly(prefix)
                 raise
         previous = point_project(store, request.project, target.name, prefix)
     seconds = time.perf_counter() - started
     return InstallResult(target.name, prefix, built, previous, seconds, outcomes)
+
+
+def record_lock_state(project: Path, lock: Lock, installed: tuple[str, ...]) -> None:
+    """Tell ``gpuenv run`` which content hash each target has in this lock (keyed by
+    the sha256 of the lock's bytes, so it can compare without parsing the lock), and
+    drop the rollback of each target just installed: it follows the lock again."""
+    import hashlib
+
+    from gpuenv import _marker
+    from gpuenv.lock.format import render_lock
+
+    digest = hashlib.sha256(render_lock(lock).encode()).hexdigest()
+    _marker.write_lock_state(
+        str(project),
+        digest=digest,
+        targets={name: t.content_hash for name, t in lock.targets.items()},
+        rollback=dict.fromkeys(installed),
+    )

@@ -18,7 +18,7 @@ from gpuenv._marker import (
     PROJECT_DIR,
     Marker,
     pointer,
-    read_marker,
+    read_marker_checked,
     resolve_pointer,
 )
 from gpuenv.errors import FileFormatError, NotInstalled, UsageError
@@ -62,14 +62,15 @@ def installed_targets(project: str) -> list[str]:
 
 
 class Selected:
-    """The installed prefix a command runs in."""
+    """The installed prefix a command runs in (and the project whose pointer led there)."""
 
-    __slots__ = ("marker", "prefix", "target")
+    __slots__ = ("marker", "prefix", "project", "target")
 
-    def __init__(self, target: str, prefix: str, marker: Marker) -> None:
+    def __init__(self, target: str, prefix: str, marker: Marker, project: str = "") -> None:
         self.target = target
         self.prefix = prefix
         self.marker = marker
+        self.project = project
 
 
 def select(project: str, target: str | None) -> Selected:
@@ -88,13 +89,19 @@ def select(project: str, target: str | None) -> Selected:
             )
         target = installed[0]
     prefix = resolve_pointer(pointer(project, target))
-    marker = read_marker(prefix) if prefix is not None else None
+    marker, why = read_marker_checked(prefix) if prefix is not None else (None, None)
     if prefix is None or marker is None:
+        detail = f": {why}" if why else " (or its install did not finish)"
         raise NotInstalled(
-            f"target {target} is not installed (or its install did not finish)",
+            f"target {target} is not installed{detail}",
             hint=f"run 'gpuenv install --target {target}'",
         )
-    return Selected(target, prefix, marker)
+    if marker.target != target:
+        raise NotInstalled(
+            f"target {target}: {prefix} is the prefix of target {marker.target}",
+            hint=f"run 'gpuenv install --target {target}'",
+        )
+    return Selected(target, prefix, marker, project)
 
 
 def child_environment(

@@ -6,7 +6,10 @@ Layout under the store root (``$GPUENV_HOME``, default ``$XDG_DATA_HOME/gpuenv``
     prefixes/<target>-<hash>/      a prefix; installed only when its marker matches
         etc/gpuenv/installed.json  the completion marker, written last
     locks/<prefix name>.lock       one file lock per prefix (concurrent installs)
+    locks/.roots.lock              held while project pointers move and while gc decides
     roots/<digest>                 symlinks to project pointers: the gc roots
+    roots/<digest>.prefix          the prefix that pointer last reached
+    roots/<digest>.gone            when gc first found the pointer's project gone
     cache/uv, cache/rattler        package caches shared by every prefix
     cache/torch-extensions/<name>  the prefix's TORCH_EXTENSIONS_DIR (JIT-built extensions)
     builds/<identity>/             built wheels by build identity (gpuenv.build.cache)
@@ -19,7 +22,16 @@ logs, and the sources no kept entry was built from).
 A project points at its prefixes with symlinks ``<project>/.gpuenv/<target>`` (and
 ``<target>.previous``, the generation before the last install). Like Nix's indirect
 roots, ``roots/`` links to those pointers: gc keeps every prefix a live pointer
-reaches and forgets roots whose pointer is gone.
+reaches. A root whose pointer was removed (its project is still there) is forgotten; a
+root whose whole project is gone (moved, or deleted) keeps the prefix it last reached
+for a grace period, which gc reports, and ``gpuenv run`` in the moved project
+registers its pointers again (see ``_marker.refresh_roots``).
+
+gc and install cannot race: every pointer move (install, rollback) happens under the
+roots lock while the installing process still holds the prefix's own lock, and gc
+holds the roots lock while it reads the roots and decides, taking each candidate's
+prefix lock without waiting (an install building it right now keeps it). A prefix
+gc removes is renamed into ``trash/`` under both locks, then deleted after.
 
 A prefix is built in place (venvs and conda prefixes embed their own path) and is
 "installed" only once its marker, written last and atomically, names the lock hash.
@@ -54,7 +66,7 @@ from gpuenv._fs import atomic_write_text, is_read_only, storage_error, writing
 from gpuenv._marker import PREVIOUS_SUFFIX, PROJECT_DIR, Marker
 
 __all__ = ["PREVIOUS_SUFFIX", "PROJECT_DIR", "Marker", "Store", "read_marker"]
-from gpuenv.errors import InstallError, StorageError
+from gpuenv.errors import InstallError, NotInstalled, StorageError
 
 MARKER = Path(_marker.MARKER)
 BUILDS_RECORD = Path("etc") / "gpuenv" / "builds.json"
@@ -82,11 +94,25 @@ class PrefixInfo:
 
 
 @dataclass(frozen=True)
+class Graced:
+    """A prefix kept only because its project vanished recently (moved or deleted)."""
+
+    prefix: Path
+    pointer: Path  # the pointer that is gone
+    until: float  # kept until then (epoch seconds), unless the project is used again
+
+
+@dataclass(frozen=True)
 class GcResult:
     removed: tuple[Path, ...]
     freed_bytes: int
     kept: int
     removed_builds: tuple[Path, ...] = ()  # build cache entries no kept prefix lists
+    graced: tuple[Graced, ...] = ()
+    busy: tuple[Path, ...] = ()  # being installed right now: kept
+
+
+GC_GRACE_DAYS = 14.0
 
 
 def _tree_size(path: Path) -> int:
@@ -137,7 +163,9 @@ class Store:
         marker = read_marker(prefix)
         return marker is not None and marker.lock_hash == lock_hash
 
-    def mark_installed(self, prefix: Path, *, lock_hash: str, target: str, python: str) -> None:
+    def mark_installed(
+        self, prefix: Path, *, lock_hash: str, target: str, python: str, cuda: str | None = None
+    ) -> None:
         """The last step of an install: after this the prefix counts as installed.
 
         Written atomically (a rename), not fsynced: an fsync here forces the file
@@ -145,7 +173,7 @@ class Store:
         for a torch prefix), and buys little: journaling file systems commit a rename
         after the changes made before it, so a marker that survives a crash implies
         the files it vouches for did too. A killed process never leaves a marker."""
-        marker = Marker(lock_hash, target, python, __version__, time.time())
+        marker = Marker(lock_hash, target, python, __version__, time.time(), cuda)
         text = json.dumps(marker.to_json(), indent=2) + "\n"
         atomic_write_text(prefix / MARKER, text, durable=False, what="the completion marker")
 
@@ -154,6 +182,9 @@ class Store:
         one atomic step, so nothing ever sees a half-deleted prefix at its real path."""
         if not prefix.exists() and not prefix.is_symlink():
             return
+        shutil.rmtree(self._to_trash(prefix), ignore_errors=True)
+
+    def _to_trash(self, prefix: Path) -> Path:
         trash = self.root / "trash"
         with writing(trash, "the store's trash"):
             trash.mkdir(parents=True, exist_ok=True)
@@ -161,8 +192,8 @@ class Store:
         try:
             prefix.rename(doomed)
         except OSError as exc:
-            raise storage_error(exc, prefix, "the store (removing an unfinished prefix)") from None
-        shutil.rmtree(doomed, ignore_errors=True)
+            raise storage_error(exc, prefix, "the store (removing a prefix)") from None
+        return doomed
 
     def discard_quietly(self, prefix: Path) -> None:
         """``discard`` on a failure path: a second failure (the disk that just filled
@@ -179,62 +210,120 @@ class Store:
     def locked(self, prefix: Path, *, timeout: float = 3600) -> Iterator[None]:
         """Hold the prefix's file lock: concurrent installs of one prefix build it once.
         In a read-only store the lock is this user's (see the module doc)."""
+        with self._file_lock(f"{prefix.name}.lock", prefix, timeout, what=prefix.name):
+            yield
+
+    @contextlib.contextmanager
+    def roots_locked(self, *, timeout: float = 600) -> Iterator[None]:
+        """Hold the roots lock: pointers move, and gc decides, one at a time."""
+        with self._file_lock(".roots.lock", self.root, timeout, what="the store's gc roots"):
+            yield
+
+    @contextlib.contextmanager
+    def _file_lock(self, name: str, owner: Path, timeout: float, *, what: str) -> Iterator[None]:
         from filelock import Timeout
 
         try:
-            lock = self._acquire_lock(prefix, timeout)
+            lock = self._acquire_lock(name, owner, timeout)
         except Timeout as exc:
             raise InstallError(
-                f"another gpuenv has held {prefix.name} for over {timeout:.0f} s",
-                hint=f"if no install is running, delete {exc.lock_file}",
+                f"another gpuenv has held {what} for over {timeout:.0f} s",
+                hint=f"if no gpuenv is running, delete {exc.lock_file}",
             ) from None
         try:
             yield
         finally:
             lock.release()
 
-    def _acquire_lock(self, prefix: Path, timeout: float) -> Any:
+    def _acquire_lock(self, name: str, owner: Path, timeout: float) -> Any:
         from filelock import FileLock
 
         try:
-            return _acquire(FileLock, self.root / "locks" / f"{prefix.name}.lock", timeout)
+            return _acquire(FileLock, self.root / "locks" / name, timeout)
         except StorageError as exc:
             if not is_read_only(exc) or self.state_dir is None:
                 raise
-        fallback = self.state_dir / "locks" / f"{prefix.name}-{_key(prefix)}.lock"
+        stem = name.removesuffix(".lock")
+        fallback = self.state_dir / "locks" / f"{stem}-{_key(owner)}.lock"
         return _acquire(FileLock, fallback, timeout)
 
     # --- roots and gc ---------------------------------------------------------------------------
 
-    def register_root(self, pointer: Path) -> bool:
-        """Remember a project pointer as a gc root (a symlink to the pointer itself).
+    def register_root(self, pointer: Path, prefix: Path | None = None) -> bool:
+        """Remember a project pointer as a gc root (a symlink to the pointer itself),
+        and the prefix it reaches now (kept for a while if the project vanishes).
         False when the store is read-only here: gc cannot run here either."""
-        roots = self.root / "roots"
-        absolute = pointer.absolute()
-        link = roots / hashlib.sha256(str(absolute).encode()).hexdigest()[:32]
-        if link.is_symlink() and link.readlink() == absolute:
-            return True
+        reached = prefix or _resolve_pointer(pointer)
         try:
-            _replace_symlink(link, absolute, what="a gc root of the store")
+            with writing(self.root / _marker.ROOTS, "a gc root of the store"):
+                _marker.register_root(str(self.root), str(pointer), str(reached or ""))
         except StorageError as exc:
             if is_read_only(exc):
                 return False
             raise
         return True
 
-    def live_references(self) -> dict[Path, list[Path]]:
-        """Prefix -> the project pointers that reach it; dead roots are forgotten."""
+    def _roots(self) -> list[Path]:
+        directory = self.root / _marker.ROOTS
+        if not directory.is_dir():
+            return []
+        return sorted(p for p in directory.iterdir() if _is_root_name(p.name))
+
+    def _forget(self, root: Path) -> None:
+        for path in (root, *_companions(root)):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+    def _dead_root(
+        self, root: Path, pointer: Path | None, grace: float, *, now: float, dry_run: bool
+    ) -> Graced | None:
+        """A root whose pointer reaches no prefix: forgotten, or (its project is gone
+        altogether, and it is within the grace period) kept with the prefix it held."""
+        last = _resolve_pointer(root.with_name(root.name + _marker.ROOT_PREFIX_SUFFIX))
+        # <project>/.gpuenv/<target>: a project that still exists removed its pointer.
+        project_dir = pointer.parent.parent if pointer is not None else None
+        if pointer is None or last is None or (project_dir is not None and project_dir.exists()):
+            if not dry_run:
+                self._forget(root)
+            return None
+        gone = root.with_name(root.name + _marker.ROOT_GONE_SUFFIX)
+        try:
+            since = gone.stat().st_mtime
+        except OSError:
+            since = now
+            if not dry_run:
+                with contextlib.suppress(OSError):
+                    gone.touch()
+        if now - since >= grace * 86400:
+            if not dry_run:
+                self._forget(root)
+            return None
+        return Graced(last, pointer, since + grace * 86400)
+
+    def _scan_roots(
+        self, *, grace: float, dry_run: bool
+    ) -> tuple[dict[Path, list[Path]], list[Graced]]:
         references: dict[Path, list[Path]] = {}
-        for root in sorted((self.root / "roots").glob("*")):
+        graced: list[Graced] = []
+        now = time.time()
+        for root in self._roots():
             pointer = root.readlink() if root.is_symlink() else None
             target = _resolve_pointer(pointer) if pointer else None
             if target is None or not target.is_relative_to(self.prefixes):
-                with contextlib.suppress(OSError):
-                    root.unlink()
+                kept = self._dead_root(root, pointer, grace, now=now, dry_run=dry_run)
+                if kept is not None:
+                    graced.append(kept)
                 continue
             assert pointer is not None
             references.setdefault(target, []).append(pointer)
-        return references
+            if not dry_run:
+                with contextlib.suppress(OSError):
+                    self.register_root(pointer, target)  # the prefix it reaches now
+        return references, graced
+
+    def live_references(self) -> dict[Path, list[Path]]:
+        """Prefix -> the project pointers that reach it (a read: nothing is forgotten)."""
+        return self._scan_roots(grace=GC_GRACE_DAYS, dry_run=True)[0]
 
     def list(self, *, verified: Any = None) -> list[PrefixInfo]:
         """Every prefix, with its size, lock hash, state and referrers. ``verified``
@@ -256,30 +345,35 @@ class Store:
             )
         return out
 
-    def gc(self, *, dry_run: bool = False) -> GcResult:
-        """Remove every prefix no live project pointer reaches; say how much was freed."""
+    def gc(self, *, dry_run: bool = False, grace_days: float = GC_GRACE_DAYS) -> GcResult:
+        """Remove every prefix no live project pointer reaches (nor a vanished project
+        within ``grace_days``); say how much was freed. Decided under the roots lock,
+        each prefix under its own lock, so a concurrent install is never undercut."""
         self.empty_trash()
-        references = self.live_references()
-        removed, freed, kept = [], 0, 0
-        live: list[Path] = []
-        for prefix in sorted(self.prefixes.glob("*")) if self.prefixes.exists() else []:
-            if prefix in references:
-                kept += 1
-                live.append(prefix)
-                continue
-            try:
-                with self.locked(prefix, timeout=0.5):
-                    size = _tree_size(prefix)
-                    if not dry_run:
-                        self.discard(prefix)
-            except InstallError:  # an install is building it right now: not garbage
-                kept += 1
-                live.append(prefix)
-                continue
-            removed.append(prefix)
-            freed += size
+        doomed: list[tuple[Path, Path]] = []  # (prefix, where it went)
+        busy: list[Path] = []
+        with self.roots_locked():
+            references, graced = self._scan_roots(grace=grace_days, dry_run=dry_run)
+            keep = set(references) | {g.prefix for g in graced}
+            candidates = sorted(self.prefixes.glob("*")) if self.prefixes.exists() else []
+            for prefix in candidates:
+                if prefix in keep:
+                    continue
+                try:
+                    with self.locked(prefix, timeout=0):
+                        doomed.append((prefix, prefix if dry_run else self._to_trash(prefix)))
+                except InstallError:  # an install holds it right now: not garbage
+                    busy.append(prefix)
+        freed = 0
+        for _prefix, place in doomed:
+            freed += _tree_size(place)
+            if not dry_run:
+                shutil.rmtree(place, ignore_errors=True)
+        kept = len(candidates) - len(doomed)
+        removed = tuple(prefix for prefix, _ in doomed)
+        live = [p for p in candidates if p not in removed]
         builds, build_bytes = self._gc_builds(live, dry_run=dry_run)
-        return GcResult(tuple(removed), freed + build_bytes, kept, builds)
+        return GcResult(removed, freed + build_bytes, kept, builds, tuple(graced), tuple(busy))
 
     # --- the build cache (gpuenv.build.cache writes it; gc reads what prefixes list) -----
 
@@ -347,6 +441,17 @@ class Store:
 # --- project pointers ------------------------------------------------------------------------
 
 
+def _is_root_name(name: str) -> bool:
+    return len(name) == 32 and all(c in "0123456789abcdef" for c in name)
+
+
+def _companions(root: Path) -> tuple[Path, ...]:
+    return tuple(
+        root.with_name(root.name + suffix)
+        for suffix in (_marker.ROOT_PREFIX_SUFFIX, _marker.ROOT_GONE_SUFFIX)
+    )
+
+
 def _replace_symlink(link: Path, target: Path, *, what: str = "a link") -> None:
     """Point ``link`` at ``target`` in one atomic step (a new link renamed over the old)."""
     with writing(link, what):
@@ -401,45 +506,73 @@ def point_project(store: Store, project: Path, target: str, prefix: Path) -> Pat
     """Make ``prefix`` the project's current generation for ``target``; the one it
     replaces becomes ``.previous``. Returns that previous prefix, if any.
 
-    Every other write comes first (the ``.gitignore``, the gc roots, ``.previous``):
-    a failure there leaves the project on its old generation. The root of a pointer
-    that did not exist yet can be forgotten by a concurrent gc before the link
-    appears, so it is registered again once the link is there."""
+    Called while the caller holds the prefix's lock; the roots lock is taken here, so
+    gc sees the pointers before or after the move, never between. Every other write
+    comes first (the ``.gitignore``, the gc roots, ``.previous``): a failure there
+    leaves the project on its old generation."""
     current = pointer_path(project, target)
-    old = _resolve_pointer(current)
-    if old == prefix:
-        store.register_root(current)
-        return None
-    _ignore_project_dir(project)
-    previous = pointer_path(project, target, previous=True)
-    if old is not None:
-        store.register_root(previous)
-    store.register_root(current)
-    if old is not None:
-        _replace_symlink(previous, old, what="the project's previous-generation pointer")
-    _replace_symlink(current, prefix, what="the project's pointer")
-    store.register_root(current)
+    with store.roots_locked():
+        old = _resolve_pointer(current)
+        if old == prefix:
+            store.register_root(current, prefix)
+            return None
+        _ignore_project_dir(project)
+        previous = pointer_path(project, target, previous=True)
+        if old is not None:
+            store.register_root(previous, old)
+        store.register_root(current, prefix)
+        if old is not None:
+            _replace_symlink(previous, old, what="the project's previous-generation pointer")
+        _replace_symlink(current, prefix, what="the project's pointer")
     return old
 
 
 def rollback(store: Store, project: Path, target: str) -> tuple[Path, Path]:
     """Point the project back at its previous generation (and keep the current one as
-    the new previous, so a second rollback undoes the first). Returns (from, to)."""
+    the new previous, so a second rollback undoes the first). Returns (from, to).
+
+    The previous generation must be a completely installed prefix of this target in
+    this store (its completion marker names the target); anything else is refused and
+    nothing changes. The project then runs it although gpuenv.lock may have moved on
+    (``run`` warns; ``gpuenv install`` returns to the lock)."""
     current = pointer_path(project, target)
     previous = pointer_path(project, target, previous=True)
-    now, before = _resolve_pointer(current), _resolve_pointer(previous)
-    if before is None or not before.exists():
-        raise InstallError(
-            f"target {target} has no previous generation to roll back to",
-            hint="a previous generation exists after an install replaced another one",
-        )
-    if now is None:
-        raise InstallError(f"target {target} is not installed in this project")
-    _replace_symlink(current, before, what="the project's pointer")
-    _replace_symlink(previous, now, what="the project's previous-generation pointer")
-    store.register_root(current)
-    store.register_root(previous)
+    with store.roots_locked():
+        now, before = _resolve_pointer(current), _resolve_pointer(previous)
+        if before is None or not before.exists():
+            raise InstallError(
+                f"target {target} has no previous generation to roll back to",
+                hint="a previous generation exists after an install replaced another one",
+            )
+        if now is None:
+            raise InstallError(f"target {target} is not installed in this project")
+        marker = _check_generation(store, before, target)
+        _replace_symlink(current, before, what="the project's pointer")
+        _replace_symlink(previous, now, what="the project's previous-generation pointer")
+        store.register_root(current, before)
+        store.register_root(previous, now)
+    _marker.write_lock_state(str(project), rollback={target: marker.lock_hash})
     return now, before
+
+
+def _check_generation(store: Store, prefix: Path, target: str) -> Marker:
+    if not prefix.is_relative_to(store.prefixes):
+        raise NotInstalled(
+            f"the previous generation of {target} ({prefix}) is not a prefix of the store "
+            f"{store.root}: nothing was changed",
+            hint=f"run 'gpuenv install --target {target}'",
+        )
+    marker, why = _marker.read_marker_checked(prefix)
+    if marker is None or marker.target != target:
+        detail = why or (
+            "it has no completion marker" if marker is None else f"it is {marker.target}'s"
+        )
+        raise NotInstalled(
+            f"the previous generation of {target} ({prefix}) is not completely installed "
+            f"({detail}): nothing was changed",
+            hint=f"run 'gpuenv install --target {target}' to build the current lock",
+        )
+    return marker
 
 
 def _ignore_project_dir(project: Path) -> None:

@@ -132,7 +132,12 @@ def test_activate_prints_a_script_that_real_bash_can_source(
 ) -> None:
     project = make_project()
     project.gpuenv("install", "--target", "cpu", check=True)
-    script = project.gpuenv("activate", "--shell", "bash", check=True).stdout
+    refused = project.gpuenv("activate", "--shell", "bash")
+    assert refused.returncode == 4 and refused.stdout == "", "one gate: activate refuses too"
+    assert refused.stderr == project.gpuenv("run", "--", "true").stderr, "the same message"
+    unverified = project.gpuenv("activate", "--shell", "bash", "--unverified", check=True)
+    assert "--unverified" in unverified.stderr
+    script = unverified.stdout
     probe = subprocess.run(
         [
             "bash",

@@ -86,9 +86,9 @@ def execute(run: FastRun) -> int:
     _settings.state_dir = _settings.default_state_dir(os.environ)
     spec = runtime.find_spec(run.file, os.getcwd())
     selected = runtime.select(runtime.project_of(spec), run.target)
-    from gpuenv.verify.gate import check_gate
+    from gpuenv.verify.gate import admit
 
-    for warning in check_gate(selected, unverified=run.unverified):
+    for warning in admit(selected, unverified=run.unverified):
         _say(f"gpuenv: warning: {warning}")
     env, notes = runtime.child_environment(selected, os.environ)
     for note in notes:

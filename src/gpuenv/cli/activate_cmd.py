@@ -2,7 +2,9 @@
 
     eval "$(gpuenv activate --shell bash)"
 
-The script was written at install time; this only prints it (no Python work).
+The script was written at install time; this only prints it, after the same gate as
+``run`` and ``shell``: the prefix must be the current lock's and verified on this
+machine (``--unverified`` skips the verification, with a warning on stderr).
 """
 
 from __future__ import annotations
@@ -16,6 +18,11 @@ from gpuenv.cli import _common, _output
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common.add_target_flag(parser, what="the installed target (default: the only one)")
     parser.add_argument("--shell", choices=("bash", "zsh", "fish", "sh"), default="bash")
+    parser.add_argument(
+        "--unverified",
+        action="store_true",
+        help="print it even without a passing verification on this machine (warns)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -24,5 +31,9 @@ def run(args: argparse.Namespace) -> int:
 
     spec = runtime.find_spec(getattr(args, "file", None), str(Path.cwd()))
     selected = runtime.select(runtime.project_of(spec), args.target)
+    from gpuenv.verify.gate import admit
+
+    for warning in admit(selected, unverified=args.unverified):
+        _output.err(f"gpuenv: warning: {warning}")
     _output.raw(activation_script(Path(selected.prefix), args.shell).rstrip("\n"))
     return 0

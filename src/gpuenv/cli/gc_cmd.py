@@ -9,12 +9,32 @@ from gpuenv.cli import _common, _output
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dry-run", action="store_true", help="only say what would go")
+    parser.add_argument(
+        "--grace",
+        type=float,
+        metavar="DAYS",
+        default=None,
+        help="keep the prefixes of a vanished (moved or deleted) project this long "
+        "(default: 14 days)",
+    )
     _common.add_json_flag(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    from datetime import datetime, timezone
+
+    from gpuenv.errors import UsageError
+    from gpuenv.store import GC_GRACE_DAYS
+
+    grace = GC_GRACE_DAYS if args.grace is None else args.grace
+    if not grace >= 0:  # also refuses nan
+        raise UsageError(f"--grace {args.grace}: a number of days, 0 or more")
     store = _common.store()
-    result = store.gc(dry_run=args.dry_run)
+    result = store.gc(dry_run=args.dry_run, grace_days=grace)
+
+    def day(epoch: float) -> str:
+        return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%d")
+
     if args.json:
         _output.emit_json(
             {
@@ -22,6 +42,11 @@ def run(args: argparse.Namespace) -> int:
                 "removed_builds": [str(p) for p in result.removed_builds],
                 "freed_bytes": result.freed_bytes,
                 "kept": result.kept,
+                "graced": [
+                    {"prefix": str(g.prefix), "pointer": str(g.pointer), "until": day(g.until)}
+                    for g in result.graced
+                ],
+                "busy": [str(p) for p in result.busy],
                 "dry_run": args.dry_run,
             }
         )
@@ -29,6 +54,13 @@ def run(args: argparse.Namespace) -> int:
     verb = "would remove" if args.dry_run else "removed"
     for path in (*result.removed, *result.removed_builds):
         _output.out(f"{verb} {path}")
+    for g in result.graced:
+        _output.out(
+            f"kept {g.prefix} until {day(g.until)}: its project is gone ({g.pointer} no longer "
+            "exists; moved? 'gpuenv run' there keeps it for good, 'gpuenv gc --grace 0' drops it)"
+        )
+    for path in result.busy:
+        _output.out(f"kept {path}: an install is using it right now")
     mib = result.freed_bytes / 2**20
     _output.out(
         f"{verb} {len(result.removed)} prefix(es) and {len(result.removed_builds)} cached "

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuenv.cli.lock_cmd import backends, progress_display
     from gpuenv.compat import knowledge_base
     from gpuenv.compat._data import data_digest
-    from gpuenv.install import InstallRequest, install_target
+    from gpuenv.install import InstallRequest, install_target, record_lock_state
     from gpuenv.lock.format import LOCK_FILENAME
     from gpuenv.lock.locker import LockOptions, ensure_lock, install_indexes
     from gpuenv.spec import load_spec
@@ -107,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
                 channels=loaded.spec.conda.channels if loaded.spec.conda else (),
             )
             results.append(install_target(store, request, progress))
+    record_lock_state(spec_file.parent.absolute(), lock, targets)
     project = str(spec_file.parent.absolute())
     verified = _verify(project, results, lock, loaded.spec, knowledge_base()) if args.verify else {}
     _render(results, verified, as_json=args.json)

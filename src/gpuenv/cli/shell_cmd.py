@@ -25,9 +25,9 @@ def run(args: argparse.Namespace) -> int:
 
     spec = runtime.find_spec(getattr(args, "file", None), str(Path.cwd()))
     selected = runtime.select(runtime.project_of(spec), args.target)
-    from gpuenv.verify.gate import check_gate
+    from gpuenv.verify.gate import admit
 
-    for warning in check_gate(selected, unverified=args.unverified):
+    for warning in admit(selected, unverified=args.unverified):
         _output_warning(warning)
     name = args.shell or Path(os.environ.get("SHELL", "bash")).name
     argv, env = shell_command(name, Path(selected.prefix), os.environ)

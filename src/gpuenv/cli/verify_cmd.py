@@ -114,7 +114,9 @@ def verify_and_record(
     spec_file = _common.spec_path(args)
     loaded = load_spec(spec_file, kb=kb, cache_dir=_common.cache_dir())
     selected = runtime.select(runtime.project_of(str(spec_file)), args.target)
-    lock = read_lock(spec_file.parent / LOCK_FILENAME, cache_dir=_common.cache_dir())
+    lock = read_lock(
+        spec_file.parent / LOCK_FILENAME, cache_dir=_common.cache_dir(), targets=[selected.target]
+    )
     locked = lock.target(selected.target) if lock else None
     if locked is None or locked.content_hash != selected.marker.lock_hash:
         raise NotInstalled(

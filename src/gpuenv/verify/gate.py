@@ -1,19 +1,35 @@
-"""The verification gate of ``gpuenv shell`` and ``gpuenv run``: a prefix is usable on
-this machine only with a passing record for its lock and this machine's fingerprint.
+"""The one gate of ``gpuenv run``, ``shell`` and ``activate``: a prefix is usable only
+when it is the build of the project's current lock, and it holds a passing record
+for that lock and this machine's fingerprint.
 
-This runs on every ``gpuenv run``. The fingerprint is read from ``/proc`` first (no
-NVML); only when that cannot answer (WSL2, some containers) and no record matched is
-NVML asked, as ``gpuenv verify`` does when it writes a record.
+This runs on every ``gpuenv run``, so the common path is a handful of reads: the
+lock's bytes (hashed, never parsed: the project's lock state says which content
+hash each target has in the lock with those bytes), the completion marker, and one
+record. The fingerprint is read from ``/proc`` first (no NVML); only when that
+cannot answer (WSL2, some containers) and no record matched is NVML asked, as
+``gpuenv verify`` does when it writes a record. A refusal says why, by case.
 """
 
 from __future__ import annotations
 
-from gpuenv.errors import NotVerified
-from gpuenv.verify._recordcheck import has_passing_record
+import hashlib
+import os
+
+from gpuenv import _fs, _marker
+from gpuenv.errors import FileFormatError, NotInstalled, NotVerified
+from gpuenv.verify._recordcheck import (
+    all_records,
+    has_passing_record,
+    is_passing,
+    load_record,
+    record_file,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gpuenv.runtime import Selected
+
+LOCK_FILENAME = "gpuenv.lock"  # gpuenv.lock.format.LOCK_FILENAME, without importing it
 
 
 def machine_fingerprint(*, nvml_fallback: bool = True) -> dict[str, object]:
@@ -32,6 +48,100 @@ def _describe(fingerprint: dict[str, object]) -> str:
     return f"driver {fingerprint['driver']}, {count} GPU{'s' if count != 1 else ''}"
 
 
+# --- the prefix is the current lock's ---------------------------------------------------------
+
+
+def _parsed_hash(path: str, data: bytes, digest: str, project: str, target: str) -> str | None:
+    """The slow path: parse and check the lock (once per change of its bytes), and
+    remember what it holds in the project's lock state."""
+    from gpuenv.lock.format import parse_lock_text
+
+    reading = parse_lock_text(_fs.decode_utf8(data, path), file=path)
+    reading.require([target])  # this target's entry edited or damaged: exit 2, say so
+    held = {name: t.content_hash for name, t in reading.lock.targets.items()}
+    _marker.write_lock_state(project, digest=digest, targets=held)
+    return held.get(target)
+
+
+def check_lock(selected: Selected) -> list[str]:
+    """Nothing when the prefix was built from the project's current lock; a warning
+    when the user rolled the target back to it on purpose; else ``NotInstalled``."""
+    project, target = selected.project, selected.target
+    path = os.path.join(project, LOCK_FILENAME)
+    try:
+        data = _fs.read_bytes(path, limit=_fs.LOCK_LIMIT, what="gpuenv.lock")
+    except FileNotFoundError:
+        raise NotInstalled(
+            f"target {target}: {path} is missing, so its environment cannot be checked against it",
+            hint=f"restore gpuenv.lock (or run 'gpuenv lock'), then 'gpuenv install --target "
+            f"{target}'",
+        ) from None
+    except OSError as exc:
+        raise FileFormatError(f"{path}: cannot read: {exc.strerror}") from None
+    digest = hashlib.sha256(data).hexdigest()
+    state = _marker.read_lock_state(project)
+    current = _marker.known_hash(state, digest, target)
+    if current is None:
+        current = _parsed_hash(path, data, digest, project, target)
+    installed = selected.marker.lock_hash
+    if current == installed:
+        return []
+    if _marker.rolled_back(state, target) == installed:
+        return [
+            f"target {target} is rolled back to an earlier generation; gpuenv.lock has "
+            f"changed since ('gpuenv install --target {target}' returns to it)"
+        ]
+    gone = "" if current is not None else f" (it no longer has a target {target})"
+    raise NotInstalled(
+        f"target {target}: gpuenv.lock changed since this environment was installed{gone}: "
+        "run gpuenv install",
+        hint=f"gpuenv install --target {target}",
+    )
+
+
+# --- the prefix passed verification here ----------------------------------------------------------
+
+
+def _short(lock_hash: object) -> str:
+    return str(lock_hash).removeprefix("sha256:")[:12]
+
+
+def _failed_checks(record: dict[str, object]) -> str:
+    probe = record.get("probe")
+    checks = probe.get("checks") if isinstance(probe, dict) else None
+    names = [
+        str(c.get("name"))
+        for c in (checks if isinstance(checks, list) else [])
+        if isinstance(c, dict) and c.get("passed") is not True
+    ]
+    reason = probe.get("reason") if isinstance(probe, dict) else None
+    if isinstance(reason, str) and reason:
+        names.append(f"probe ({reason[:120]})")
+    return ", ".join(names[:12]) or "no check passed"
+
+
+def refusal_reason(selected: Selected, here: dict[str, object]) -> str:
+    """Why this machine has no passing record for the installed lock, by case."""
+    lock_hash = selected.marker.lock_hash
+    mine = load_record(record_file(selected.prefix, here))
+    if isinstance(mine, dict) and mine.get("lock_hash") == lock_hash:
+        when = mine.get("finished_at")
+        at = f" ({when})" if isinstance(when, str) else ""
+        return f"its last verification here failed{at}: {_failed_checks(mine)}"
+    if isinstance(mine, dict) and isinstance(mine.get("lock_hash"), str):
+        return (
+            f"it was verified here for another lock ({_short(mine['lock_hash'])}), not for the "
+            f"one installed ({_short(lock_hash)})"
+        )
+    if selected.marker.cuda and not here.get("driver"):
+        return f"this machine has no NVIDIA driver, and it is a CUDA {selected.marker.cuda} build"
+    others = sum(is_passing(raw, lock_hash, None) for raw in all_records(selected.prefix))
+    if others:
+        machines = f"{others} machine{'s' if others != 1 else ''}"
+        return f"it passed on other hardware ({machines}), not on this machine ({_describe(here)})"
+    return f"it has never been verified here ({_describe(here)})"
+
+
 def check_gate(selected: Selected, *, unverified: bool) -> list[str]:
     """Nothing when this machine holds a passing record; else ``NotVerified`` (exit 4),
     or with ``unverified`` a warning to print (and nothing is recorded)."""
@@ -45,7 +155,8 @@ def check_gate(selected: Selected, *, unverified: bool) -> list[str]:
         if here != cheap and has_passing_record(selected.prefix, lock_hash, here):
             return []
     message = (
-        f"target {selected.target} has not passed verification on this machine ({_describe(here)})"
+        f"target {selected.target} has not passed verification on this machine: "
+        f"{refusal_reason(selected, here)}"
     )
     if unverified:
         return [f"{message}; running anyway (--unverified)"]
@@ -61,10 +172,18 @@ def _verify_hint(target: str) -> str:
     return f"run 'gpuenv verify --target {target}' (or pass --unverified)"
 
 
+def admit(selected: Selected, *, unverified: bool) -> list[str]:
+    """The gate itself, the same for run, shell and activate: the prefix is the current
+    lock's (``--unverified`` does not change that), then it is verified here (or
+    ``unverified``). Returns the warnings to print. Using a project's pointers also
+    registers them as gc roots again (a moved project keeps its prefixes)."""
+    warnings = check_lock(selected)
+    _marker.refresh_roots(selected.project, selected.target)
+    return warnings + check_gate(selected, unverified=unverified)
+
+
 def passing_machines(prefix: object) -> int:
     """How many machines verified ``prefix`` for the lock it holds (for ``gpuenv list``)."""
-    import os
-
     from gpuenv._marker import read_marker
     from gpuenv.verify._recordcheck import passing_machines as count
 
