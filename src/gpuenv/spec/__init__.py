@@ -289,6 +289,8 @@ def _toml(text: str, file: str) -> dict[str, Any]:
         raise SpecError([SpecProblem(file, deep, "", message)])
     try:
         data: dict[str, Any] = tomllib.loads(text)
+    except RecursionError:
+        raise SpecError([SpecProblem(file, None, "", "nested too deeply to be a spec")]) from None
     except tomllib.TOMLDecodeError as exc:
         match = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
@@ -343,19 +345,22 @@ def load_spec(
     path: str | Path, *, kb: Any | None = None, cache_dir: Path | None = None
 ) -> LoadedSpec:
     """Read ``path`` (the CLI's ``-f``) and validate it, against ``kb`` when given."""
+    from gpuenv import _fs
+    from gpuenv.errors import InputFileError
+
     file = Path(path)
     try:
-        text = file.read_text(encoding="utf-8")
+        # A regular file of a sane size only: a FIFO would hang, /dev/zero never end.
+        text = _fs.read_text(file, limit=_fs.SPEC_LIMIT, what="gpuenv.toml")
     except FileNotFoundError:
         raise UsageError(
             f"{file}: no such file", hint="create one with 'gpuenv init', or pass -f PATH"
         ) from None
     except IsADirectoryError:
         raise UsageError(f"{file}: is a directory, not a gpuenv.toml") from None
-    except UnicodeDecodeError as exc:
-        raise SpecError(
-            [SpecProblem(str(file), None, "", f"not UTF-8 text: {exc.reason}")]
-        ) from None
+    except InputFileError as exc:  # UTF-16, invalid UTF-8 (with the byte offset), a FIFO
+        message = exc.message.removeprefix(f"{file}: ")
+        raise SpecError([SpecProblem(str(file), None, "", message, exc.hint)]) from None
     except OSError as exc:
         raise UsageError(f"{file}: cannot read: {exc.strerror}") from None
     return parse_spec_text(text, file=str(file), kb=kb, cache_dir=cache_dir)

@@ -29,6 +29,7 @@ from pydantic import (
     ValidationError,
 )
 
+from gpuenv._marker import TARGET_NAME_PATTERN, TARGET_NAME_RULE
 from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import line_of
 from gpuenv.errors import SpecError, SpecProblem
@@ -215,6 +216,9 @@ RequirementSpec = Annotated[str, AfterValidator(_requirement)]
 UrlSpec = Annotated[str, AfterValidator(_url)]
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
+# A target names a project pointer (.gpuenv/<target>, beside <target>.previous) and a
+# store prefix: no dots, so nothing collides with ".previous" (see gpuenv._marker).
+TargetName = Annotated[str, Field(pattern=TARGET_NAME_PATTERN)]
 
 # --- models ---------------------------------------------------------------------------------
 
@@ -409,7 +413,7 @@ class SpecModel(_Model):
 
     project: Project
     stack: Stack
-    targets: dict[Name, Target] = Field(min_length=1)
+    targets: dict[TargetName, Target] = Field(min_length=1)
     pip: Pip = Field(default_factory=Pip)
     conda: Conda | None = None
     verify: Verify = Field(default_factory=Verify)
@@ -540,6 +544,9 @@ def _pattern(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
     if error["ctx"]["pattern"] == NAME_PATTERN:
         hint = "use letters, digits, '.', '_' and '-', starting with a letter or digit"
         return f"{_show(value)} is not a valid name", hint, 1
+    if error["ctx"]["pattern"] == TARGET_NAME_PATTERN:
+        hint = f"use {TARGET_NAME_RULE} characters; no '.', as '<target>.previous' is rollback's"
+        return f"{_show(value)} is not a valid target name", hint, 1
     return f"{_show(value)} is not allowed here (must match {error['ctx']['pattern']})", None, 1
 
 
@@ -598,8 +605,30 @@ def validate(raw: dict[str, Any], *, file: str, lines: dict[KeyPath, int]) -> di
     except ValidationError as exc:
         problems = _dedupe([_problem_from_error(e, file, lines) for e in exc.errors()])
         raise SpecError(sorted(problems, key=lambda p: (p.line or 0, p.path))) from None
+    _check_target_names(model, file, lines)
     normalised: dict[str, Any] = model.model_dump(mode="json", by_alias=True)
     return normalised
+
+
+def _check_target_names(model: SpecModel, file: str, lines: dict[KeyPath, int]) -> None:
+    """Two targets whose names differ only in case would share pointers and prefixes
+    on a case-insensitive file system (a store on macOS, a share mounted from one)."""
+    seen: dict[str, str] = {}
+    problems = []
+    for name in model.targets:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            problems.append(
+                SpecProblem(
+                    file,
+                    line_of(lines, ("targets", name)),
+                    f"targets.{name}",
+                    f"target {name!r} differs from target {other!r} only in case",
+                    "rename one: their pointers and prefixes would collide",
+                )
+            )
+    if problems:
+        raise SpecError(problems)
 
 
 def json_schema() -> dict[str, Any]:
