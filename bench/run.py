@@ -1,8 +1,9 @@
 """`gpuenv run -- true` overhead against running `true` directly (budget: 50 ms).
 
 Builds a small project whose target points at a prefix holding what an install
-leaves for `run` (completion marker, environment delta, a passing verification
-record for this machine), so the measurement needs no network and no real install.
+leaves for `run` (gpuenv.lock, the project's lock state, completion marker,
+environment delta, a passing verification record for this machine), so the
+measurement needs no network and no real install, and goes through the whole gate.
 
 Usage: .venv/bin/python bench/run.py [--runs N]
 """
@@ -22,12 +23,40 @@ from _timing import REPO, median_ms, report, wall
 sys.path.insert(0, str(REPO / "src"))
 
 
+def _locked_target() -> object:
+    """A CPU target as `gpuenv lock` writes one (a small but complete lock)."""
+    from gpuenv.lock.model import LockedHardware, LockedTarget, PipPackage, StackSummary
+
+    def wheel(name: str, version: str, requires: tuple[str, ...] = ()) -> PipPackage:
+        url = f"https://files.invalid/{name.replace('-', '_')}-{version}-py3-none-any.whl"
+        return PipPackage(name, version, url, "c" * 64, None, requires)
+
+    deps = [wheel(f"dep-{i}", f"1.{i}.0") for i in range(40)]
+    torch = wheel("torch", "2.4.1+cpu", tuple(d.name for d in deps))
+    return LockedTarget(
+        name="cpu",
+        input_hash="sha256:" + "a" * 64,
+        platform="linux-64",
+        hardware=LockedHardware(True, None, (), None, None, "declared"),
+        stack=StackSummary(
+            "3.11", None, "cpu", "2.4.1", None, None, None, None, (), "https://t.invalid/cpu"
+        ),
+        virtual_packages={"__glibc": "2.28"},
+        pip=(torch, *deps),
+    )
+
+
 def make_project(root: Path) -> Path:
     from gpuenv.activation import ActivationInputs, write_activation_files
+    from gpuenv.install import record_lock_state
+    from gpuenv.lock.format import write_lock
+    from gpuenv.lock.model import Lock
     from gpuenv.store import Store, point_project
 
     store = Store(root / "store")
-    lock_hash = "sha256:" + "b" * 64
+    target = _locked_target()
+    lock = Lock("sha256:" + "d" * 64, {"cpu": target})  # type: ignore[dict-item]
+    lock_hash = target.content_hash  # type: ignore[attr-defined]
     prefix = store.prefix_for("cpu", lock_hash)
     (prefix / "bin").mkdir(parents=True)
     inputs = ActivationInputs(
@@ -44,7 +73,9 @@ def make_project(root: Path) -> Path:
     project = root / "project"
     project.mkdir()
     (project / "gpuenv.toml").write_text('[project]\nname = "bench"\n')
+    write_lock(project / "gpuenv.lock", lock)
     point_project(store, project, "cpu", prefix)
+    record_lock_state(project, lock, ("cpu",))  # what `gpuenv install` leaves
     _record_verification(prefix, lock_hash)
     return project
 

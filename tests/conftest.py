@@ -63,3 +63,16 @@ def _isolated_home(
 
 
 pytest_plugins = ["tests.fixtures.pkgindex.plugin", "tests.fixtures.condachannel.plugin"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` run only when asked for: ``-m slow`` (or any ``-m``
+    expression), or ``GPUENV_TEST_SLOW=1``. The default run stays quick."""
+    import os
+
+    if config.getoption("-m") or os.environ.get("GPUENV_TEST_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow: run with -m slow or GPUENV_TEST_SLOW=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
