@@ -615,6 +615,20 @@ def _make_prefixes_dir(store: Store, prefix: Path) -> None:
         ) from None
 
 
+def _runnable(prefix: Path) -> bool:
+    """The environment delta ``gpuenv run`` applies is there and well formed (a marked
+    prefix whose delta was damaged later is rebuilt, as its refusal says)."""
+    from gpuenv import _envdelta, _fs
+    from gpuenv.errors import FileFormatError
+
+    try:
+        delta = _fs.load_json(prefix / "etc" / "gpuenv" / "env-delta.json")
+        _envdelta.checked_ops(delta)  # type: ignore[arg-type]
+    except (OSError, FileFormatError):
+        return False
+    return True
+
+
 def install_target(
     store: Store, request: InstallRequest, progress: Progress | None = None
 ) -> InstallResult:
@@ -627,7 +641,7 @@ def install_target(
     lock_hash = target.content_hash
     prefix = store.prefix_for(target.name, lock_hash)
     with store.locked(prefix):
-        built = not store.is_installed(prefix, lock_hash)
+        built = not store.is_installed(prefix, lock_hash) or not _runnable(prefix)
         outcomes: tuple[BuildOutcome, ...] = ()
         if built:
             store.discard(prefix)  # an interrupted build, if anything is there

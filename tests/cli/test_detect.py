@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from unittest.mock import create_autospec
 
 import pytest
 
@@ -75,7 +76,8 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> list[DetectOverrides | None]:
 
 
 def answer(monkeypatch: pytest.MonkeyPatch, facts: HardwareFacts) -> None:
-    monkeypatch.setattr(gpuenv.hardware, "detect", lambda **_: facts)
+    fake = create_autospec(gpuenv.hardware.detect, return_value=facts)  # the real signature
+    monkeypatch.setattr(gpuenv.hardware, "detect", fake)
 
 
 def test_registered() -> None:
@@ -162,9 +164,10 @@ def test_bad_override_is_exit_2(
 def test_detection_error_is_exit_5(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def broken(**_: object) -> HardwareFacts:
-        raise HardwareDetectionError("NVML failed while reading the GPUs: GPU is lost")
-
+    broken = create_autospec(
+        gpuenv.hardware.detect,
+        side_effect=HardwareDetectionError("NVML failed while reading the GPUs: GPU is lost"),
+    )
     monkeypatch.setattr(gpuenv.hardware, "detect", broken)
     assert main(["detect"]) == 5
     captured = capsys.readouterr()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from unittest.mock import create_autospec
 
 import pytest
 
@@ -36,7 +37,8 @@ dependencies = ["transformers>=1"]
 @pytest.fixture
 def fakes(monkeypatch: pytest.MonkeyPatch) -> tuple[FakePip, FakeConda]:
     pip, conda = FakePip(), FakeConda()
-    monkeypatch.setattr(lock_cmd, "backends", lambda: (pip, conda))
+    fake = create_autospec(lock_cmd.backends, return_value=(pip, conda))  # the real signature
+    monkeypatch.setattr(lock_cmd, "backends", fake)
     return pip, conda
 
 

@@ -238,3 +238,22 @@ def test_control_characters_survive_the_emitter_and_are_refused_by_the_reader() 
     assert tomllib.loads(text)["targets"]["x"]["conda"][0]["constrains"] == [odd]
     reading = parse_lock_text(text)
     assert "control character (U+000A)" in " ".join(reading.damaged["x"])
+
+
+def test_the_resolver_doubles_keep_the_protocol_signatures() -> None:
+    """The orchestration tests' fakes answer exactly the calls the real backends do."""
+    import inspect
+
+    from gpuenv.lock.model import CondaSolver, PipResolver
+    from gpuenv.lock.rattler import RattlerSolver
+    from gpuenv.lock.uv import UvResolver
+    from tests.lock.fakes import FakeConda, FakePip
+
+    for fake, real, protocol in (
+        (FakePip, UvResolver, PipResolver),
+        (FakeConda, RattlerSolver, CondaSolver),
+    ):
+        for method in ("resolve", "describe"):
+            wanted = inspect.signature(getattr(protocol, method))
+            assert inspect.signature(getattr(fake, method)) == wanted, (fake, method)
+            assert inspect.signature(getattr(real, method)) == wanted, (real, method)

@@ -391,17 +391,20 @@ def test_resolves_a_small_real_requirement_against_the_default_index(
 
 @pytest.fixture
 def uv_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, ...]]:
+    from unittest.mock import create_autospec
+
     from gpuenv import _proc
     from gpuenv.lock import uv as uv_module
 
     calls: list[tuple[str, ...]] = []
     real = _proc.run
 
-    def spy(argv, **kwargs):
+    def record(argv, **kwargs):
         calls.append(tuple(str(a) for a in argv))
         return real(argv, **kwargs)
 
-    monkeypatch.setattr(uv_module._proc, "run", spy)
+    # A spy with _proc.run's own signature: a call the real one refuses fails here too.
+    monkeypatch.setattr(uv_module._proc, "run", create_autospec(real, side_effect=record))
     return calls
 
 

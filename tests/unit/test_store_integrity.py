@@ -46,6 +46,9 @@ def target(n: int, name: str = "cpu") -> LockedTarget:
 def _fake_build(prefix: Path, store: Store, request: InstallRequest, progress: object) -> str:
     (prefix / "bin").mkdir(parents=True)
     (prefix / "bin" / "python").write_text("#!/bin/sh\n")
+    delta = {"format": 1, "active": str(prefix), "ops": []}
+    (prefix / "etc" / "gpuenv").mkdir(parents=True)
+    (prefix / "etc" / "gpuenv" / "env-delta.json").write_text(json.dumps(delta))
     time.sleep(random.uniform(0, 0.002))
     return "3.11.9"
 
@@ -110,7 +113,7 @@ def _install_in_child(store_root: str, project: str, n: int) -> None:  # pragma:
 def test_gc_install_races_between_processes(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     lost = 0
-    for n in range(1000):
+    for n in range(500):
         project = tmp_path / f"p{n}"
         project.mkdir()
         pid = os.fork()
@@ -260,3 +263,15 @@ def test_the_build_double_keeps_the_real_signature() -> None:
     with pytest.raises(TypeError):
         double(Path("/x"))  # a call the real function would refuse
     assert replace(target(1), input_hash=target(2).input_hash) == target(2)
+
+
+@pytest.mark.usefixtures("fake_build")
+def test_a_marked_prefix_whose_delta_was_damaged_is_rebuilt(tmp_path: Path) -> None:
+    store = Store(tmp_path / "store")
+    project = tmp_path / "p"
+    project.mkdir()
+    first = install_target(store, request(project, 1))
+    assert install_target(store, request(project, 1)).built is False
+    (first.prefix / "etc" / "gpuenv" / "env-delta.json").write_text("[" * 5000)
+    again = install_target(store, request(project, 1))
+    assert again.built is True and again.prefix == first.prefix
