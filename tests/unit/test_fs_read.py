@@ -98,3 +98,28 @@ def test_nesting_check_is_iterative() -> None:
     assert _fs.nested_deeper_than(value, 64)
     assert not _fs.nested_deeper_than({"a": {"b": [1, 2]}}, 3)
     assert _fs.nested_deeper_than({"a": {"b": [1, 2]}}, 2)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_every_other_reader_refuses_a_fifo_and_dev_zero(tmp_path: Path, kind: str) -> None:
+    """The spec, the facts file and gpuenv's caches (the lock, markers, records and
+    deltas have their own tests beside their commands)."""
+    from gpuenv.errors import FileFormatError, SpecError
+    from gpuenv.hardware.facts_file import facts_from_json
+    from gpuenv.spec import _cache, load_spec
+
+    def plant(path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if kind == "fifo":
+            os.mkfifo(path)
+        else:
+            path.symlink_to("/dev/zero")
+        return path
+
+    with pytest.raises(SpecError, match="not a regular file"):
+        load_spec(plant(tmp_path / "gpuenv.toml"))
+    with pytest.raises(FileFormatError, match="not a regular file"):
+        facts_from_json(plant(tmp_path / "node.json"))
+    entry = _cache.key("x", with_knowledge=False)
+    plant(tmp_path / "cache" / "spec" / f"{entry}.json")
+    assert _cache.read(tmp_path / "cache", entry) is None, "a planted cache entry is a miss"

@@ -86,11 +86,16 @@ def _raw_files(cache_dir: Path | None, facts_file: Path | None) -> dict[str, dic
     if cache_dir is None:
         return _parse_files(facts_file)
     cached = cache_dir / "kb" / f"{data_digest(facts_file)}.json"
-    try:
-        data: dict[str, dict[str, Any]] = json.loads(cached.read_text(encoding="utf-8"))
-        if set(DATA_FILES) <= set(data):
+    from gpuenv import _fs
+    from gpuenv.errors import InputFileError
+
+    try:  # bounded: a FIFO or /dev/zero planted in the cache is a miss, not a hang
+        data: dict[str, dict[str, Any]] = _fs.load_json(  # type: ignore[assignment]
+            cached, limit=_fs.LOCK_LIMIT, depth=_fs.JSON_DEPTH, what="knowledge-base cache"
+        )
+        if isinstance(data, dict) and set(DATA_FILES) <= set(data):
             return data
-    except (OSError, ValueError):
+    except (OSError, InputFileError):
         pass
     data = _parse_files(facts_file)
     try:

@@ -204,12 +204,16 @@ def facts_from_json(path: str | Path) -> HardwareFacts:
     Raises ``FileFormatError`` (exit 2) for an unreadable file, invalid JSON, or
     values that are not facts, listing every problem with its JSON path.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8")
+    from gpuenv import _fs
+
+    try:  # bounded: a FIFO, a device or a huge file is refused, never read forever
+        text = _fs.read_text(path, limit=_fs.STATE_LIMIT, what="hardware facts file")
     except OSError as exc:
         raise FileFormatError(f"cannot read hardware facts {path}: {exc.strerror or exc}") from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FileFormatError(f"{path}: invalid JSON: {exc}") from exc
+    except RecursionError:
+        raise FileFormatError(f"{path}: JSON nested too deeply to be hardware facts") from None
     return facts_from_dict(data, origin=str(path))

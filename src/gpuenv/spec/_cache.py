@@ -43,11 +43,14 @@ def _path(cache_dir: Path, entry: str) -> Path:
 
 
 def read(cache_dir: Path, entry: str) -> tuple[dict[str, Any], dict[KeyPath, int]] | None:
-    try:
-        data = json.loads(_path(cache_dir, entry).read_text(encoding="utf-8"))
+    from gpuenv import _fs
+    from gpuenv.errors import InputFileError
+
+    try:  # bounded: a FIFO or /dev/zero planted in the cache is a miss, not a hang
+        data: Any = _fs.load_json(_path(cache_dir, entry), limit=_fs.SPEC_LIMIT * 4)
         lines = {tuple(path): int(line) for path, line in data["lines"]}
         normalised: dict[str, Any] = data["spec"]
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, InputFileError, ValueError, KeyError, TypeError):
         return None
     return normalised, lines
 
