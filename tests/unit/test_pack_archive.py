@@ -42,7 +42,11 @@ def make_lock(root: Path) -> Lock:
     root.mkdir(parents=True, exist_ok=True)
     url_a, sha_a, _ = _file(root, "alpha-1.0-py3-none-any.whl", b"alpha wheel bytes" * 100)
     url_b, sha_b, _ = _file(root, "beta-2.0-py3-none-any.whl", b"beta wheel bytes" * 300)
-    url_c, sha_c, md5_c = _file(root, "tool-1.0-h0_0.tar.bz2", b"conda archive bytes" * 50)
+    url_t, sha_t, _ = _file(root, "torch-2.4.1+cpu-cp311-cp311-linux_x86_64.whl", b"torch" * 80)
+    (root / "linux-64").mkdir(exist_ok=True)  # a conda archive lies in its subdir
+    url_c, sha_c, md5_c = _file(
+        root / "linux-64", "tool-1.0-h0_0.tar.bz2", b"conda archive bytes" * 50
+    )
     target = LockedTarget(
         name="cpu",
         input_hash="sha256:" + "1" * 64,
@@ -58,6 +62,7 @@ def make_lock(root: Path) -> Lock:
         pip=(
             PipPackage("alpha", "1.0", url_a, sha_a),
             PipPackage("beta", "2.0", url_b, sha_b),
+            PipPackage("torch", "2.4.1+cpu", url_t, sha_t),  # the stack's torch is locked
         ),
     )
     return Lock(spec_hash="sha256:" + "2" * 64, targets={"cpu": target})

@@ -120,7 +120,7 @@ def _install_from(args: argparse.Namespace) -> int:
     from gpuenv import pack
     from gpuenv.cli.pack_cmd import progress_display
     from gpuenv.compat import knowledge_base
-    from gpuenv.install import InstallRequest, install_target
+    from gpuenv.install import InstallRequest, install_target, record_lock_state
     from gpuenv.spec import load_spec
 
     if args.frozen:
@@ -147,6 +147,7 @@ def _install_from(args: argparse.Namespace) -> int:
             offline=True,
         )
         results.append(install_target(store, request))
+    record_lock_state(spec_file.parent.absolute(), unpacked.lock, tuple(r.target for r in results))
     if written and not args.json:
         _output.err("wrote " + ", ".join(str(p) for p in written) + f" from {args.archive}")
     project = str(spec_file.parent.absolute())

@@ -410,7 +410,8 @@ def unpack(archive: Path, store: Store, progress: Progress | None = None) -> Unp
     missing = sorted({*expected, LOCK, *([SPEC] if manifest.spec else [])} - {*paths, *texts})
     if missing:
         raise _tar.hostile(f"it is truncated: {missing[0]} is missing", archive)
-    lock = parse_lock_text(texts[LOCK], file=f"{archive}:{LOCK}")
+    # The archive's lock passes every check a lock on disk does (content hashes, consistency).
+    lock = parse_lock_text(texts[LOCK], file=f"{archive}:{LOCK}").require()
     _cross_check(manifest, lock, archive)
     files = {url: paths[a.path] for a in manifest.artifacts for url in a.urls}
     return Unpacked(manifest, lock, texts[LOCK], texts.get(SPEC), files)

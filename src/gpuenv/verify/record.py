@@ -208,8 +208,9 @@ def list_records(prefix: Path) -> list[VerificationRecord]:
     foreign files are skipped, as ``read_record`` does."""
     found = []
     for path in sorted((prefix / RECORD_DIR).glob("*.json")):
+        raw = _recordcheck.load_record(path)  # bounded: a FIFO or /dev/zero is no record
         try:
-            found.append(VerificationRecord.from_json(json.loads(path.read_text("utf-8"))))
-        except (OSError, ValueError, FileFormatError):
+            found.append(VerificationRecord.from_json(raw))
+        except (ValueError, TypeError, KeyError, AttributeError, FileFormatError):
             continue
     return sorted(found, key=lambda r: (r.finished_at, r.fingerprint_hash), reverse=True)
