@@ -29,3 +29,54 @@ def test_help_runs_and_lists_commands() -> None:
         [sys.executable, "-m", "gpuenv", "--help"], capture_output=True, text=True, check=True
     )
     assert "plan" in out.stdout and "init" in out.stdout
+
+
+def test_the_run_path_imports_nothing_heavy_with_the_gate_and_the_lock_check(
+    tmp_path: object,
+) -> None:
+    """`gpuenv run` (marker, lock check, roots, records, delta) up to the exec: no
+    pathlib, tempfile, dataclasses or typing, and nothing that parses the lock."""
+    import os
+    from pathlib import Path
+
+    root = Path(str(tmp_path))
+    project = _bench_project(root)
+    probe = (
+        "import os, sys\n"
+        "def done(*a):\n"
+        "    print(' '.join(sorted(sys.modules)))\n"
+        "    os._exit(0)\n"
+        "os.execvpe = done\n"
+        "from gpuenv.cli import main\n"
+        "main(['run', '--', 'true'])\n"
+    )
+    env = {**os.environ, "GPUENV_HOME": str(root / "store")}
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=project,
+        env=env,
+    )
+    loaded = set(out.stdout.split())
+    assert {"gpuenv.verify.gate", "gpuenv._fs"} <= loaded, out.stderr  # the exec was reached
+    heavy = {"pathlib", "tempfile", "dataclasses", "typing", "tomllib", "gpuenv.lock.format"}
+    assert not loaded & (heavy | set(HEAVY)), loaded & (heavy | set(HEAVY))
+
+
+def _bench_project(root: object) -> object:
+    """The project bench/run.py measures: a real lock, an installed and verified prefix."""
+    import importlib.util
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parents[1] / "bench"
+    sys.path.insert(0, str(bench))
+    try:
+        spec = importlib.util.spec_from_file_location("bench_run", bench / "run.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.make_project(Path(str(root)))
+    finally:
+        sys.path.remove(str(bench))

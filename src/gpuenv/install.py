@@ -16,7 +16,8 @@ Order of a build, under the prefix's file lock:
    against the prefix's torch and cached by its identity, then installed by uv; a
    failing build fails the install (nothing is marked installed);
 6. activation scripts and the run-time environment delta are written;
-7. the completion marker is written, last; then the project's pointer moves.
+7. the completion marker is written, last; then the project's pointer moves (under
+   the store's roots lock, the prefix lock still held, so gc never sees it unreferenced).
 
 Every artifact is fetched from ``InstallRequest.sources.url_for(locked URL)``
 (``gpuenv._artifacts``): the one place a locked, canonical URL becomes the URL fetched
