@@ -379,17 +379,17 @@ class Store:
 
     def build_identities(self, prefix: Path) -> set[str]:
         """The build identities a prefix's ``builds.json`` lists (empty when unreadable)."""
-        try:
-            path = prefix / BUILDS_RECORD
-            if path.stat().st_size > _MAX_RECORD_BYTES:
-                return set()
-            data = json.loads(path.read_text(encoding="utf-8"))
+        from gpuenv import _fs
+        from gpuenv.errors import InputFileError
+
+        try:  # bounded: a FIFO or /dev/zero in a prefix is an unreadable record, not a hang
+            data: Any = _fs.load_json(prefix / BUILDS_RECORD, limit=_MAX_RECORD_BYTES)
             return {
                 b["identity"].removeprefix("sha256:")
                 for b in data["builds"]
                 if isinstance(b, dict) and isinstance(b.get("identity"), str)
             }
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, InputFileError, ValueError, KeyError, TypeError):
             return set()
 
     def _gc_builds(self, live: Sequence[Path], *, dry_run: bool) -> tuple[tuple[Path, ...], int]:

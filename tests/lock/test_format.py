@@ -257,3 +257,20 @@ def test_the_resolver_doubles_keep_the_protocol_signatures() -> None:
             wanted = inspect.signature(getattr(protocol, method))
             assert inspect.signature(getattr(fake, method)) == wanted, (fake, method)
             assert inspect.signature(getattr(real, method)) == wanted, (real, method)
+
+
+def test_the_content_hash_covers_every_table_a_target_may_grow() -> None:
+    """Generic: a key or sub-table added to a target (build entries, facts read from
+    wheels) changes the hash with no change to the hashing code, in any position."""
+    from gpuenv.lock import _integrity
+    from gpuenv.lock.format import target_table
+
+    table = target_table(sample().targets["h100"])
+    base = _integrity.content_hash("h100", table)
+    grown = {**table, "builds": [{"name": "flash-attn", "arch-list": "8.0;9.0"}]}
+    edited = {**table, "builds": [{"name": "flash-attn", "arch-list": "9.0"}]}
+    facts = {**table, "stack": {**table["stack"], "cudnn-from-wheel": "9.1.0.70"}}
+    hashes = {_integrity.content_hash("h100", t) for t in (table, grown, edited, facts)}
+    assert len(hashes) == 4 and base in hashes
+    assert _integrity.content_hash("cpu", table) != base, "the name is covered too"
+    assert _integrity.content_hash("h100", {**table, "content-hash": "x"}) == base

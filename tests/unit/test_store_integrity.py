@@ -43,14 +43,16 @@ def target(n: int, name: str = "cpu") -> LockedTarget:
     )
 
 
-def _fake_build(prefix: Path, store: Store, request: InstallRequest, progress: object) -> str:
+def _fake_build(
+    prefix: Path, store: Store, request: InstallRequest, progress: object
+) -> tuple[str, tuple[object, ...]]:
     (prefix / "bin").mkdir(parents=True)
     (prefix / "bin" / "python").write_text("#!/bin/sh\n")
     delta = {"format": 1, "active": str(prefix), "ops": []}
     (prefix / "etc" / "gpuenv").mkdir(parents=True)
     (prefix / "etc" / "gpuenv" / "env-delta.json").write_text(json.dumps(delta))
     time.sleep(random.uniform(0, 0.002))
-    return "3.11.9"
+    return "3.11.9", ()  # the Python, and no compiled extensions
 
 
 @pytest.fixture

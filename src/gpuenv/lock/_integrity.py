@@ -145,7 +145,7 @@ def pip_problems(pip: Iterable[PipPackage], builds: frozenset[str]) -> list[str]
             problems.extend(_artifact_problems(p, where, builds))
         if not HEX["sha256"].match(p.sha256):
             problems.append(f"{where}: sha256 {_show(p.sha256)} is not a sha256 digest")
-        missing = sorted(set(p.requires) - set(names))
+        missing = sorted(set(p.requires) - set(names) - builds)  # a build is a package too
         if missing:
             problems.append(f"{where}: requires {', '.join(missing)}, which the target lacks")
     for name in sorted({n for n in names if names.count(n) > 1}):
@@ -264,8 +264,11 @@ def declared_builds(raw: Mapping[str, Any]) -> frozenset[str]:
     )
 
 
-def entry_problems(target: LockedTarget, builds: frozenset[str] = frozenset()) -> list[str]:
-    """The consistency checks alone (the locker runs them on what it resolved)."""
+def entry_problems(target: LockedTarget, builds: frozenset[str] | None = None) -> list[str]:
+    """The consistency checks alone (the locker runs them on what it resolved).
+    ``builds``: the names the target builds (default: its build entries')."""
+    if builds is None:
+        builds = frozenset(normalize_name(b.name) for b in target.builds)
     return [
         *stack_problems(target),
         *pip_problems(target.pip, builds),

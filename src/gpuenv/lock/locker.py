@@ -400,7 +400,9 @@ def _lock_target(
         pip=tuple(sorted(pip, key=lambda p: p.name)),
         builds=locked_builds.builds,
         wheel_facts=facts,
-    ), warnings
+    )
+    _check_resolved(locked)
+    return locked, warnings
 
 
 def _solve_conda(
@@ -554,8 +556,6 @@ def _check_conda_toolkit(spec: Spec, plan: TargetPlan, need: BuildNeeds, more: B
         target=plan.target,
         alternatives=[Alternative("add a CUDA toolkit", {"stack.toolkit": "auto"})],
     )
-    _check_resolved(locked)
-    return locked
 
 
 def _check_resolved(target: LockedTarget) -> None:
