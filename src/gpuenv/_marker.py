@@ -213,7 +213,7 @@ def read_lock_state(project: str) -> dict[str, object]:
     """The project's lock state; empty when absent or unreadable."""
     path = os.path.join(project, PROJECT_DIR, LOCK_STATE)
     try:
-        data = _fs.load_json(path, limit=MARKER_LIMIT, what="lock state")
+        data = _fsread.load_json(path, limit=MARKER_LIMIT, what="lock state")
     except (OSError, InputFileError):
         return {}
     if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
@@ -273,6 +273,8 @@ def write_lock_state(
         if not os.path.isdir(directory):
             return  # nothing is installed here: nothing to remember
         from pathlib import Path
+
+        from gpuenv import _fs  # the write side: tempfile, pathlib (not on the run path)
 
         _fs.atomic_write_text(
             Path(directory, LOCK_STATE), json.dumps(new, indent=1) + "\n", durable=False

@@ -84,13 +84,13 @@ def record_for(prefix: str | os.PathLike[str], fingerprint: Mapping[str, Any]) -
     return _newest([record_file(prefix, fingerprint), user_record_file(prefix, fingerprint)])
 
 
-def _load(path: str) -> Any:
+def _load(path: str | os.PathLike[str]) -> Any:
     """Bounded: a FIFO, a device, a huge or deeply nested file raises ``InputFileError``
     (a ``ValueError``) instead of hanging or exhausting memory."""
     return _fsread.load_json(path, limit=_fsread.STATE_LIMIT, what="verification record")
 
 
-def load_record(path: str | None) -> object | None:
+def load_record(path: str | os.PathLike[str] | None) -> object | None:
     """The JSON in a record file, or None when it is absent or unreadable: a damaged
     record counts as no record."""
     if path is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from gpuenv import _fs, _marker
+from gpuenv import _fsread, _marker
 from gpuenv.errors import FileFormatError, NotInstalled, NotVerified
 from gpuenv.verify._recordcheck import (
     all_records,
@@ -56,7 +56,7 @@ def _parsed_hash(path: str, data: bytes, digest: str, project: str, target: str)
     remember what it holds in the project's lock state."""
     from gpuenv.lock.format import parse_lock_text
 
-    reading = parse_lock_text(_fs.decode_utf8(data, path), file=path)
+    reading = parse_lock_text(_fsread.decode_utf8(data, path), file=path)
     reading.require([target])  # this target's entry edited or damaged: exit 2, say so
     held = {name: t.content_hash for name, t in reading.lock.targets.items()}
     _marker.write_lock_state(project, digest=digest, targets=held)
@@ -69,7 +69,7 @@ def check_lock(selected: Selected) -> list[str]:
     project, target = selected.project, selected.target
     path = os.path.join(project, LOCK_FILENAME)
     try:
-        data = _fs.read_bytes(path, limit=_fs.LOCK_LIMIT, what="gpuenv.lock")
+        data = _fsread.read_bytes(path, limit=_fsread.LOCK_LIMIT, what="gpuenv.lock")
     except FileNotFoundError:
         raise NotInstalled(
             f"target {target}: {path} is missing, so its environment cannot be checked against it",
