@@ -18,10 +18,14 @@ from pathlib import Path
 import pytest
 
 from gpuenv.activation import ActivationInputs, write_activation_files
+from gpuenv.lock.format import write_lock
+from gpuenv.lock.model import Lock
 from gpuenv.shells import write_shell_entrypoints
 from gpuenv.store import Store, point_project
+from tests.locked import cpu_target
 
-LOCK_HASH = "sha256:" + "ab" * 32
+TARGET = cpu_target()
+LOCK_HASH = TARGET.content_hash  # the prefix is the build of the project's lock
 HOSTILE = "a b $(touch {pwned}-1) `touch {pwned}-2` $HOME ;x& 'q\" \\e *"
 
 
@@ -53,6 +57,7 @@ def make_installed(tmp_path: Path) -> Installed:
     store.mark_installed(prefix, lock_hash=LOCK_HASH, target="cpu", python="3.11")
     project.mkdir(parents=True)
     (project / "gpuenv.toml").write_text("")
+    write_lock(project / "gpuenv.lock", Lock("sha256:" + "0" * 64, {"cpu": TARGET}))
     point_project(store, project, "cpu", prefix)
     return Installed(project, store_root, prefix, pwned)
 

@@ -19,28 +19,14 @@ import pytest
 from gpuenv import _marker, install
 from gpuenv.errors import NotInstalled
 from gpuenv.install import InstallRequest, install_target
-from gpuenv.lock.model import LockedHardware, LockedTarget, PipPackage, StackSummary
+from gpuenv.lock.model import LockedTarget
 from gpuenv.store import Store, current_prefix, point_project, pointer_path, rollback
-
-TORCH = PipPackage(
-    "torch",
-    "2.4.1+cpu",
-    "https://t.invalid/cpu/torch-2.4.1+cpu-cp311-cp311-linux_x86_64.whl",
-    "a" * 64,
-)
+from tests.locked import cpu_target
 
 
 def target(n: int, name: str = "cpu") -> LockedTarget:
     """A CPU target; ``n`` makes its content (so its prefix) distinct."""
-    return LockedTarget(
-        name=name,
-        input_hash=f"sha256:{n:064x}",
-        platform="linux-64",
-        hardware=LockedHardware(True, None, (), None, None, "declared"),
-        stack=StackSummary("3.11", None, "cpu", "2.4.1", None, None, None, None, (), "x"),
-        virtual_packages={},
-        pip=(TORCH,),
-    )
+    return cpu_target(name, n)
 
 
 def _fake_build(
