@@ -262,7 +262,7 @@ def install_conda(
         rattler_errors.CacheDirError,
         rattler_errors.ValidatePackageRecordsError,
     )
-    check_local_archives(packages, sources)
+    check_local_archives(packages, request.sources if request else None)
     malformed: tuple[type[BaseException], ...] = (ValueError, TypeError, *_rattler_errors())
     from gpuenv.lock.rattler import authenticated_client
 
