@@ -18,6 +18,10 @@ whose parent does not pass it on (the probe's NCCL ranks ask for it, builds run 
 
 The child's stdin is ``/dev/null`` unless ``input_text`` is given: in its own session
 it has no terminal to read, and nothing gpuenv runs should wait on one.
+
+``running()`` names the children running now, so a progress display can say how much
+they have read (``/proc/<pid>/io``: a download's bytes) without the library knowing
+anything of displays.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +60,21 @@ def _tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
 
 
 _prctl: Callable[..., int] | None = None
+_running: set[int] = set()  # pids of the children started here and not yet reaped
+
+
+def running() -> tuple[int, ...]:
+    """The pids of the children gpuenv is running now (for progress displays)."""
+    return tuple(_running)
+
+
+@contextlib.contextmanager
+def _tracked(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> Iterator[None]:
+    _running.add(process.pid)
+    try:
+        yield
+    finally:
+        _running.discard(process.pid)
 
 
 def _death_signal() -> Callable[[], None] | None:
@@ -145,6 +164,64 @@ def _communicate(
     return stdout or "", stderr or ""
 
 
+def _watch_stderr(
+    process: subprocess.Popen[str],
+    input_text: str | None,
+    timeout: float,
+    label: str,
+    on_line: Callable[[str], None],
+) -> tuple[str, str]:
+    """``_communicate``, handing each stderr line to ``on_line`` as it comes. stdout (and
+    stdin) are served by a helper thread; this thread reads stderr and waits for the
+    child, which keeps the death signal's thread rule (module doc)."""
+    import threading
+
+    chunks: list[str] = []
+
+    def serve() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            if process.stdin is not None:
+                with process.stdin:
+                    process.stdin.write(input_text or "")
+            assert process.stdout is not None
+            chunks.append(process.stdout.read())
+
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        kill_group(process)
+
+    helper = threading.Thread(target=serve, daemon=True)
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    lines: list[str] = []
+    helper.start()
+    timer.start()
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            lines.append(line)
+            on_line(line.rstrip("\r\n"))
+        process.wait()
+        helper.join(DRAIN_SECONDS)
+    except BaseException:
+        kill_group(process)
+        _drain(process)
+        raise
+    finally:
+        timer.cancel()
+    kill_group(process)  # stragglers the child left in its group
+    stderr = "".join(lines)
+    if expired.is_set():
+        raise ExternalToolError(
+            f"{label} did not finish within {timeout:g} s",
+            argv=tuple(str(a) for a in process.args),  # type: ignore[union-attr]
+            stderr_tail=_tail(stderr),
+        )
+    return "".join(chunks), stderr
+
+
 def run(
     argv: Sequence[str | os.PathLike[str]],
     *,
@@ -154,12 +231,15 @@ def run(
     input_text: str | None = None,
     check: bool = True,
     what: str | None = None,
+    on_stderr_line: Callable[[str], None] | None = None,
 ) -> ProcResult:
     """Run ``argv`` and return its captured output.
 
     ``check`` raises ``ExternalToolError`` on a non-zero exit; a missing program or a
     timeout always raises. ``what`` names the step for the error message ("uv pip
-    compile"); it defaults to the program name.
+    compile"); it defaults to the program name. ``on_stderr_line`` sees each line of
+    stderr as it arrives (the probe names each check as it starts it); stderr is still
+    captured whole.
     """
     args = tuple(os.fspath(a) for a in argv)
     label = what or Path(args[0]).name
@@ -168,7 +248,11 @@ def run(
         process = _spawn(args, env, cwd, input_text is not None)
     except FileNotFoundError as exc:
         raise ExternalToolError(f"{label}: program not found: {args[0]}", argv=args) from exc
-    stdout, stderr = _communicate(process, input_text, timeout, label)
+    with _tracked(process):
+        if on_stderr_line is None:
+            stdout, stderr = _communicate(process, input_text, timeout, label)
+        else:
+            stdout, stderr = _watch_stderr(process, input_text, timeout, label, on_stderr_line)
     seconds = time.perf_counter() - started
     returncode = process.returncode
     log.debug("ran %s in %.3f s (exit %d)", args, seconds, returncode)
@@ -234,6 +318,7 @@ def stream(
     timer = threading.Timer(timeout, expire)
     timer.daemon = True
     timer.start()
+    _running.add(process.pid)
     try:
         assert process.stdout is not None
         for raw in process.stdout:
@@ -244,6 +329,7 @@ def stream(
         process.wait()
         raise
     finally:
+        _running.discard(process.pid)
         timer.cancel()
         if process.stdout is not None:
             process.stdout.close()

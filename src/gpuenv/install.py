@@ -50,6 +50,7 @@ from gpuenv import _proc
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._fs import atomic_write_text, is_read_only, os_error_in, storage_error, writing
 from gpuenv._network import Index, classify, index_of, network_error, uv_environment
+from gpuenv._progress import Prefixed
 from gpuenv._redact import redact
 from gpuenv.activation import ActivationInputs, write_activation_files
 from gpuenv.build.model import BuildOutcome, arch_list
@@ -590,7 +591,7 @@ def _build(
             target.builds,
             hashes,
             Tools(uv, env, home, request.sources),
-            lambda message: progress(f"{target.name}: {message}"),
+            Prefixed(progress, f"{target.name}: "),
         )
     write_activation(prefix, store, request, home)
     return python, outcomes

@@ -13,6 +13,7 @@ three: the baseline), plus the nominal delay.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -33,6 +34,14 @@ def _baseline() -> float:
         subprocess.run([sys.executable, "-c", "import re, sys"], check=True)
         times.append(time.perf_counter() - started)
     return max(times)
+
+
+def _before_gpuenv(err: str) -> bool:
+    """A traceback none of whose frames is in the gpuenv package: the signal came while
+    the interpreter or the console script's own first lines (``import re``) still ran,
+    before gpuenv's first line could guard anything."""
+    frames = re.findall(r'File "([^"]+)"', err)
+    return bool(frames) and not any("/gpuenv/" in frame for frame in frames)
 
 
 @pytest.mark.skipif(not SCRIPT.exists(), reason="no gpuenv console script in this venv")
@@ -61,6 +70,8 @@ def test_a_signal_at_any_moment_of_start_up_is_one_line_and_the_exit_code(
         time.sleep(offset + delay)
         process.send_signal(signum)
         _, err = process.communicate(timeout=60)
+        if _before_gpuenv(err):
+            continue  # the machine was slower than the baseline: Python was still starting
         results.append((delay, process.returncode, err))
         assert "Traceback" not in err, f"at {delay * 1000:.0f} ms (+{offset * 1000:.0f}):\n{err}"
         if process.returncode == 0:
@@ -70,4 +81,5 @@ def test_a_signal_at_any_moment_of_start_up_is_one_line_and_the_exit_code(
         assert err.strip() in (line, "") or err.strip().startswith(line), err
         assert len(err.strip().splitlines()) <= 1, err
     interrupted = [r for r in results if r[1] != 0]
-    assert len(interrupted) >= len(nominal) // 2, results
+    assert len(interrupted) >= len(results) // 2, results
+    assert len(results) >= len(nominal) // 2, "the machine was too slow to test start-up"

@@ -20,6 +20,7 @@ from typing import Any
 from gpuenv import _proc
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._fs import atomic_write_text
+from gpuenv._progress import detail
 from gpuenv.build import wheelfile
 from gpuenv.build.cache import BuildCache, CachedWheel
 from gpuenv.build.model import BuildEntry, BuildOutcome, check_entry
@@ -110,12 +111,13 @@ def install_builds(
     """Build (or reuse) and install every build of a target; write the prefix's record."""
     cache = BuildCache(store)
     uv, uv_env = tools.uv, tools.uv_env
+    started: set[str] = set()
     ctx = BuildContext(
         prefix=prefix,
         uv=uv,
         cuda_home=tools.cuda_home,
         environ=dict(os.environ),
-        progress=lambda p: _report(progress, p),
+        progress=lambda p: _report(progress, p, started),
         cache_env={k: uv_env[k] for k in _UV_CACHE_KEYS if k in uv_env},
         sources=tools.sources,
     )
@@ -136,8 +138,13 @@ def install_builds(
     return tuple(outcomes)
 
 
-def _report(progress: Callable[[str], None], report: BuildProgress) -> None:
-    progress(report.render())
+def _report(progress: Callable[[str], None], report: BuildProgress, started: set[str]) -> None:
+    """A build's start is a phase (a line in a log); its compile steps and heartbeats are
+    details, drawn live on a terminal only (a log would get hundreds of lines)."""
+    if report.package not in started:
+        started.add(report.package)
+        progress(f"building {report.package}")
+    detail(progress, report.render())
 
 
 def read_record(prefix: Path) -> list[dict[str, Any]]:

@@ -67,6 +67,10 @@ class Tracker:
         if changed or now - self._last >= HEARTBEAT_SECONDS:
             self._report(now, finished=False)
 
+    def start(self) -> None:
+        """The first report: the build began (no step yet)."""
+        self._report(time.monotonic(), finished=False)
+
     def finish(self) -> None:
         self._report(time.monotonic(), finished=True)
 

@@ -230,6 +230,7 @@ def _run(
     entry: BuildEntry, ctx: BuildContext, argv: list[str | Path], env: dict[str, str], log: Path
 ) -> int:
     tracker = Tracker(entry.label(), ctx.progress)
+    tracker.start()
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w", encoding="utf-8") as handle:
         handle.write(f"# gpuenv {__version__}: building {entry.label()} ({entry.identity})\n")

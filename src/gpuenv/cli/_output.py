@@ -40,8 +40,13 @@ def emit_json(payload: Any) -> None:
     sys.stdout.flush()
 
 
+def clean(text: str) -> str:
+    """``text`` as gpuenv prints it: credentials redacted, control characters escaped."""
+    return printable(redact(text))
+
+
 def out(text: str = "", *, raw: bool = False) -> None:
-    sys.stdout.write((text if raw else printable(redact(text))) + "\n")
+    sys.stdout.write((text if raw else clean(text)) + "\n")
 
 
 def raw(text: str) -> None:
@@ -52,7 +57,7 @@ def raw(text: str) -> None:
 
 
 def err(text: str) -> None:
-    sys.stderr.write(printable(redact(text)) + "\n")
+    sys.stderr.write(clean(text) + "\n")
 
 
 def _traceback(exc: BaseException) -> None:

@@ -75,6 +75,13 @@ def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         default=argparse.SUPPRESS if suppress else 0,
         help="more detail; tracebacks on errors",
     )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        default=argparse.SUPPRESS if suppress else False,
+        help="no progress output (results and errors are still printed)",
+    )
 
 
 def load(name: str) -> CommandModule:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuenv.cli import _common, _hardware, _output
+from gpuenv.cli import _common, _hardware, _output, _progress
 from gpuenv.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
@@ -60,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     if args.archive is not None:
         return _install_from(args)
     from gpuenv._artifacts import ArtifactSources
-    from gpuenv.cli.lock_cmd import backends, progress_display
+    from gpuenv.cli.lock_cmd import backends
     from gpuenv.compat import knowledge_base
     from gpuenv.compat._data import data_digest
     from gpuenv.install import InstallRequest, install_target, record_lock_state
@@ -83,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     )
     store = _common.store()
     results = []
-    with progress_display(not args.json and sys.stderr.isatty()) as progress:
+    with _progress.display(args) as progress:
         lock = ensure_lock(
             loaded,
             knowledge_base,
@@ -109,7 +108,9 @@ def run(args: argparse.Namespace) -> int:
             results.append(install_target(store, request, progress))
     record_lock_state(spec_file.parent.absolute(), lock, targets)
     project = str(spec_file.parent.absolute())
-    verified = _verify(project, results, lock, loaded.spec, knowledge_base()) if args.verify else {}
+    verified = (
+        _verify(project, results, lock, loaded.spec, knowledge_base(), args) if args.verify else {}
+    )
     _render(results, verified, as_json=args.json)
     return 0 if all(verified.values()) else CheckFailed.exit_code
 
@@ -128,8 +129,7 @@ def _install_from(args: argparse.Namespace) -> int:
     spec_file = _common.spec_path(args)
     store = _common.store()
     results = []
-    bar = not args.json and sys.stderr.isatty()
-    with progress_display(bar=bar, lines=False) as report:
+    with progress_display(bar=_progress.mode(args) == _progress.LIVE, lines=False) as report:
         unpacked = pack.unpack(args.archive, store, report)
     for name in args.target or ():  # before anything is written into the project
         _common.check_target(name, list(unpacked.targets))
@@ -146,22 +146,29 @@ def _install_from(args: argparse.Namespace) -> int:
             sources=unpacked.sources(),
             offline=True,
         )
-        results.append(install_target(store, request))
+        with _progress.display(args) as progress:
+            results.append(install_target(store, request, progress))
     record_lock_state(spec_file.parent.absolute(), unpacked.lock, tuple(r.target for r in results))
     if written and not args.json:
         _output.err("wrote " + ", ".join(str(p) for p in written) + f" from {args.archive}")
     project = str(spec_file.parent.absolute())
     kb = knowledge_base() if args.verify else None
-    verified = _verify(project, results, unpacked.lock, loaded.spec, kb) if kb else {}
+    verified = _verify(project, results, unpacked.lock, loaded.spec, kb, args) if kb else {}
     _render(results, verified, as_json=args.json)
     return 0 if all(verified.values()) else CheckFailed.exit_code
 
 
 def _verify(
-    project: str, results: list[InstallResult], lock: Lock, spec: Spec, kb: KnowledgeBase
+    project: str,
+    results: list[InstallResult],
+    lock: Lock,
+    spec: Spec,
+    kb: KnowledgeBase,
+    args: argparse.Namespace,
 ) -> dict[str, bool]:
     """Run the probe in each installed prefix and record the outcome (gpuenv verify)."""
     from gpuenv import runtime
+    from gpuenv._progress import Prefixed
     from gpuenv.verify.target import verify_target
 
     outcome = {}
@@ -169,9 +176,15 @@ def _verify(
         selected = runtime.select(project, result.target)  # the pointer install just set
         locked = lock.target(result.target)
         assert locked is not None
-        verification = verify_target(
-            selected, locked, kb, extra=spec.verify.extra, timeout=float(spec.verify.timeout)
-        )
+        with _progress.display(args) as progress:
+            verification = verify_target(
+                selected,
+                locked,
+                kb,
+                extra=spec.verify.extra,
+                timeout=float(spec.verify.timeout),
+                progress=Prefixed(progress, f"{result.target}: "),
+            )
         outcome[result.target] = verification.result.passed
     return outcome
 

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from gpuenv.cli import _common, _hardware, _output
+from gpuenv.cli import _common, _hardware, _output, _progress
 from gpuenv.errors import CheckFailed
 
 if TYPE_CHECKING:
@@ -46,17 +43,6 @@ def backends() -> tuple[PipResolver, CondaSolver]:
     return UvResolver(), RattlerSolver()
 
 
-@contextmanager
-def progress_display(enabled: bool) -> Iterator[Callable[[str], None]]:
-    """A spinner with the current step on a terminal; nothing otherwise."""
-    if not enabled:
-        yield lambda _message: None
-        return
-    console = _output.console(stderr=True)
-    with console.status("locking") as status:
-        yield status.update
-
-
 def run(args: argparse.Namespace) -> int:
     from gpuenv.compat import knowledge_base
     from gpuenv.compat._data import data_digest
@@ -89,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         _output.err(f"gpuenv: warning: target {name} in {lock_path} is relocked: {problems}")
     if options.targets is not None and forced:
         options = replace(options, targets=tuple(dict.fromkeys([*options.targets, *forced])))
-    with progress_display(not args.json and sys.stderr.isatty()) as progress:
+    with _progress.display(args) as progress:
         result, written = lock_and_write(
             loaded,
             kb,
@@ -100,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
             kb_digest=digest,
             progress=progress,
         )
-    _render(result, lock_path=str(lock_path), written=written, as_json=args.json)
+    _render(
+        result, lock_path=str(lock_path), written=written, as_json=args.json, took=progress.elapsed
+    )
     return 0
 
 
@@ -143,7 +131,9 @@ def _extra(reading: LockReading | None, loaded: LoadedSpec) -> list[str]:
     return sorted(held - set(loaded.spec.targets))
 
 
-def _render(result: LockResult, *, lock_path: str, written: bool, as_json: bool) -> None:
+def _render(
+    result: LockResult, *, lock_path: str, written: bool, as_json: bool, took: float
+) -> None:
     if as_json:
         _output.emit_json(
             {
@@ -151,6 +141,7 @@ def _render(result: LockResult, *, lock_path: str, written: bool, as_json: bool)
                 "written": written,
                 "targets": {c.target: c.to_json() for c in result.changes},
                 "warnings": list(result.warnings),
+                "seconds": round(took, 3),
             }
         )
         return
@@ -162,4 +153,6 @@ def _render(result: LockResult, *, lock_path: str, written: bool, as_json: bool)
         _output.out(f"{change.target}: {change.status}{size}")
         for package in change.packages:
             _output.out(f"  {package.name}: {package.before or '-'} -> {package.after or '-'}")
-    _output.out(f"wrote {lock_path}" if written else f"{lock_path} unchanged")
+    count = len(result.changes)
+    done = f"locked {count} target{'s' if count != 1 else ''} in {took:.1f} s"
+    _output.out(f"wrote {lock_path} ({done})" if written else f"{lock_path} unchanged ({done})")

@@ -4,12 +4,11 @@ without network (``gpuenv install --from``)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuenv.cli import _common, _output
+from gpuenv.cli import _common, _output, _progress
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -68,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
 
     request = _request(args)
     output = args.output or Path(pack.default_name(request.project, request.targets))
-    with progress_display(bar=not args.json and sys.stderr.isatty(), lines=not args.json) as report:
+    how = _progress.mode(args)
+    with progress_display(bar=how == _progress.LIVE, lines=how == _progress.LINES) as report:
         plan = pack.prepare(request, report)
         count = len(plan.manifest.artifacts)
         if not args.json:

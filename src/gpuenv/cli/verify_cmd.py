@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuenv.cli import _common, _output
+from gpuenv.cli import _common, _output, _progress
 from gpuenv.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
@@ -85,9 +85,11 @@ def _verify(args: argparse.Namespace) -> tuple[str, ProbeResult]:
         problem = verify.interpreter_problem(args.python)
         if problem:
             raise UsageError(problem)
-        return str(args.python), verify.verify_python(
-            args.python, timeout=timeout or verify.DEFAULT_TIMEOUT
-        )
+        with _progress.display(args) as progress:
+            result = verify.verify_python(
+                args.python, timeout=timeout or verify.DEFAULT_TIMEOUT, progress=progress
+            )
+        return str(args.python), result
     return verify_installed_target(args, timeout)
 
 
@@ -123,13 +125,17 @@ def verify_and_record(
             f"target {selected.target}: the installed prefix does not match gpuenv.lock",
             hint=f"run 'gpuenv install --target {selected.target}' first",
         )
-    verification = verify_target(
-        selected,
-        locked,
-        kb,
-        extra=loaded.spec.verify.extra,
-        timeout=timeout or float(loaded.spec.verify.timeout),
-    )
+    # A node's report under --slurm goes back through srun: no progress lines there.
+    quiet = getattr(args, "node_report", False)
+    with _progress.Display(_progress.OFF if quiet else _progress.mode(args)) as progress:
+        verification = verify_target(
+            selected,
+            locked,
+            kb,
+            extra=loaded.spec.verify.extra,
+            timeout=timeout or float(loaded.spec.verify.timeout),
+            progress=progress,
+        )
     return f"{selected.target} ({selected.prefix})", verification
 
 

@@ -12,7 +12,7 @@ import os
 import re
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -44,16 +44,25 @@ def run_probe(
     env: Mapping[str, str] | None = None,
     timeout: float = DEFAULT_TIMEOUT,
     isolated: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> ProbeResult:
     """Run the probe with ``python`` (``-I`` unless ``isolated`` is False) under ``env``
-    (None: this process's environment) and judge its output."""
+    (None: this process's environment) and judge its output. ``progress`` hears
+    "checking <name>" as the probe starts each check."""
     if expectations.time_budget is None:
         expectations = expectations.with_budget(probe_budget(timeout))
     payload = json.dumps(expectations.to_json(), separators=(",", ":"))
     with resources.as_file(resources.files("gpuenv.verify") / "probe.py") as probe:
         argv = _probe_argv(python, probe, isolated=isolated, args=["--expect", payload])
         try:
-            proc = _proc.run(argv, timeout=timeout, env=env, check=False, what="the probe")
+            proc = _proc.run(
+                argv,
+                timeout=timeout,
+                env=env,
+                check=False,
+                what="the probe",
+                on_stderr_line=_check_reporter(progress) if progress else None,
+            )
         except ExternalToolError as exc:
             return _not_run(exc, timeout)
         except OSError as exc:
@@ -65,6 +74,17 @@ def run_probe(
         required=expectations.required_checks(),
         seconds=proc.seconds,
     )
+
+
+def _check_reporter(progress: Callable[[str], None]) -> Callable[[str], None]:
+    """The probe's "gpuenv-probe: running <check>" stderr lines, as progress phases."""
+
+    def on_line(line: str) -> None:
+        found = _RUNNING.match(line)
+        if found:
+            progress(f"checking {found.group(1)}")
+
+    return on_line
 
 
 def _not_run(exc: ExternalToolError, timeout: float) -> ProbeResult:
@@ -245,7 +265,11 @@ def arch_hints(torch_version: str | None) -> dict[str, tuple[str, ...]]:
 
 
 def verify_python(
-    python: Path, *, timeout: float = DEFAULT_TIMEOUT, env: Mapping[str, str] | None = None
+    python: Path,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    env: Mapping[str, str] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> ProbeResult:
     """Verify any interpreter read-only, as its user runs it (not isolated: its user
     site and PYTHONPATH count), against what is installed there. Records nothing."""
@@ -260,7 +284,9 @@ def verify_python(
         found, builds=arch_hints(str(torch) if torch else None)
     )
     remaining = max(5.0, timeout - (time.monotonic() - started))
-    return run_probe(python, expectations, env=env, timeout=remaining, isolated=False)
+    return run_probe(
+        python, expectations, env=env, timeout=remaining, isolated=False, progress=progress
+    )
 
 
 def interpreter_problem(python: Path) -> str | None:

@@ -5,7 +5,7 @@ says, and the result recorded in the prefix for this machine."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -78,6 +78,7 @@ def verify_target(
     *,
     extra: tuple[str, ...] = (),
     timeout: float,
+    progress: Callable[[str], None] | None = None,
 ) -> TargetVerification:
     """Run the probe in the prefix and record the outcome for this machine. A failed,
     crashed or timed-out probe is recorded as failed: it replaces an earlier pass."""
@@ -89,6 +90,7 @@ def verify_target(
         expectations_for(target, prefix, kb, extra),
         env=env,
         timeout=timeout,
+        progress=progress,
     )
     record = make_record(
         lock_hash=selected.marker.lock_hash,
