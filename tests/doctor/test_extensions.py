@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.build.fatbins import shared_object
+from tests.builds.fatbins import shared_object
 from tests.doctor.conftest import H100, FakeEnv, Run, hardware, needs_gcc
 
 C10_OLD = "_ZN3c1019UndefinedTensorImpl10_singletonE"  # what torch 2.3 exported

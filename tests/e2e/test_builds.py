@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from gpuenv.lock.format import read_lock
-from tests.build.conftest import fake_toolkit, needs_gcc
+from tests.builds.conftest import fake_toolkit, needs_gcc
 from tests.conftest import CliResult
 from tests.e2e import test_pack
 from tests.e2e.conftest import Project
@@ -242,7 +242,6 @@ def test_hostile_env_values_reach_the_build_verbatim_and_run_nothing(
 
 
 @needs_gcc
-@pytest.mark.slow
 def test_sigkill_during_a_build_then_install_again(
     make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
 ) -> None:
@@ -311,7 +310,6 @@ def test_a_package_whose_metadata_needs_torch_is_locked_from_its_declared_depend
 
 
 @needs_gcc
-@pytest.mark.slow
 def test_two_concurrent_installs_needing_the_same_build_build_it_once(
     make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
 ) -> None:

@@ -87,7 +87,6 @@ def _fake_torch_prefix(project: Project) -> Path:
     return prefix
 
 
-@pytest.mark.slow
 def test_verify_through_slurm_records_each_node_and_fails_on_the_bad_one(
     slurm: Slurm, make_project: Callable[..., Project], pkgindex: PkgIndex
 ) -> None:

@@ -14,7 +14,7 @@ from gpuenv.build.cache import BuildCache
 from gpuenv.build.runner import BuildContext, wheel_for
 from gpuenv.errors import BuildError
 from gpuenv.store import Store
-from tests.build.conftest import (
+from tests.builds.conftest import (
     entry_for,
     fake_toolkit,
     gcc_major,

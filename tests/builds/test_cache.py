@@ -14,7 +14,7 @@ from pathlib import Path
 from gpuenv.build.cache import BuildCache
 from gpuenv.build.runner import BuildContext, wheel_for
 from gpuenv.store import Store
-from tests.build.conftest import entry_for, make_prefix, uv_bin, write_sdist
+from tests.builds.conftest import entry_for, make_prefix, uv_bin, write_sdist
 from tests.fixtures.pkgindex.plugin import PkgIndex
 from tests.fixtures.sdists import SdistSpec
 

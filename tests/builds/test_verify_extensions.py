@@ -10,7 +10,7 @@ from types import ModuleType
 
 from gpuenv.build.elfscan import gpu_code
 from gpuenv.verify import run_probe
-from tests.build.fatbins import ext_suffix, shared_object
+from tests.builds.fatbins import ext_suffix, shared_object
 from tests.verify.conftest import LOCKED, check, fake_env, load_probe_module
 
 PROBE: ModuleType = load_probe_module()

@@ -12,7 +12,7 @@ import pytest
 from gpuenv.build.install import extensions_of, ordered, read_record
 from gpuenv.errors import InstallError
 from gpuenv.install import InstallRequest, _toolkit_of
-from tests.build.conftest import entry_for
+from tests.builds.conftest import entry_for
 from tests.fixtures.sdists import SdistSpec
 from tests.lock.test_format import PIP, _target
 

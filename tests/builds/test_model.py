@@ -21,7 +21,7 @@ from gpuenv.build.model import (
     env_problems,
 )
 from gpuenv.errors import BuildError, FileFormatError
-from tests.build.conftest import entry_for
+from tests.builds.conftest import entry_for
 from tests.fixtures.sdists import SdistSpec
 
 SOURCE = BuildSource("sdist", "https://files.invalid/flash_attn-2.6.3.tar.gz", "a" * 64)
@@ -229,7 +229,7 @@ def test_the_compiler_is_chosen_by_the_locked_major_and_checked_against_the_tool
 
 
 def test_the_toolkits_own_host_config_wins_over_the_table(tmp_path: Path) -> None:
-    from tests.build.conftest import fake_toolkit
+    from tests.builds.conftest import fake_toolkit
 
     home = fake_toolkit(tmp_path, "12.4", gcc_max=11)
     limits = compiler.support("12.4", home)

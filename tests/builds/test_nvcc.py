@@ -18,7 +18,7 @@ from gpuenv.build.cache import BuildCache
 from gpuenv.build.elfscan import gpu_code
 from gpuenv.build.runner import BuildContext, nvcc_release, wheel_for
 from gpuenv.store import Store
-from tests.build.conftest import entry_for, gcc_major, make_prefix, uv_bin, write_sdist
+from tests.builds.conftest import entry_for, gcc_major, make_prefix, uv_bin, write_sdist
 from tests.e2e.conftest import Project
 from tests.fixtures.pkgindex.plugin import PkgIndex
 from tests.fixtures.sdists import SdistSpec
@@ -61,7 +61,6 @@ def cuobjdump_list(path: Path) -> str | None:
 
 
 @needs_nvcc
-@pytest.mark.slow
 def test_a_cuda_kernel_is_compiled_for_exactly_the_locked_archs(
     tmp_path: Path, pkgindex: PkgIndex
 ) -> None:
@@ -130,7 +129,6 @@ toolkit = true
 
 
 @needs_nvcc
-@pytest.mark.slow
 def test_gpuenv_install_compiles_the_kernel_for_each_targets_gpu(
     make_project: Callable[..., Project], pkgindex: PkgIndex
 ) -> None:

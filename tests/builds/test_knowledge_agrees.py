@@ -1,0 +1,23 @@
+"""Two data files speak of the same packages from two sides: build/data/packages.toml
+(how to compile them) and compat/data/companions.toml (how they move with torch, for
+`gpuenv import`). Where both name a package, they must agree on whether and when it
+is compiled, and whether against torch: one fact, not two that can drift apart.
+
+One word differs by design: companions.toml's "jit" (deepspeed: its CUDA ops compile at
+first use) is, for installing, a package whose sdist is built when no wheel exists."""
+
+from __future__ import annotations
+
+from gpuenv.build.knowledge import packages
+from gpuenv.compat.foreign import load_foreign_knowledge
+
+
+def test_the_build_defaults_and_the_companion_facts_agree() -> None:
+    companions = load_foreign_knowledge(None).companions
+    shared = sorted(set(packages()) & set(companions))
+    assert shared, "the two files share no package: nothing is checked"
+    for name in shared:
+        build, companion = packages()[name], companions[name]
+        when = "when-no-wheel" if companion.build == "jit" else companion.build
+        assert build.build == when, (name, build.build, companion.build)
+        assert build.against_torch == companion.compiled_against_torch, name
