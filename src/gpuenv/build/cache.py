@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv import __version__
-from gpuenv._fs import atomic_write_text
+from gpuenv._fs import atomic_write_text, writing
 from gpuenv.build.model import BuildEntry
 from gpuenv.store import Store
 
@@ -125,7 +125,8 @@ class BuildCache:
         """A fresh folder to build ``identity``'s entry in."""
         digest = identity.removeprefix("sha256:")
         folder = self.root / ".incoming" / f"{digest}.{uuid.uuid4().hex[:8]}"
-        folder.mkdir(parents=True)
+        with writing(folder, "the build cache"):
+            folder.mkdir(parents=True)
         return folder
 
     def commit(
@@ -146,11 +147,13 @@ class BuildCache:
             "gpuenv": __version__,
             **record,
         }
-        atomic_write_text(incoming / ENTRY_FILE, json.dumps(body, indent=2) + "\n", durable=False)
+        text = json.dumps(body, indent=2) + "\n"
+        atomic_write_text(incoming / ENTRY_FILE, text, durable=False, what="a build cache entry")
         target = self.entry_dir(entry.identity)
-        if target.exists():
-            self.store.discard(target)
-        incoming.rename(target)
+        with writing(target, "the build cache"):
+            if target.exists():
+                self.store.discard(target)
+            incoming.rename(target)
         return CachedWheel(entry.identity, target / wheel.name, sha, target, body)
 
     def abandon(self, incoming: Path) -> None:

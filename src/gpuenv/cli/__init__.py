@@ -110,6 +110,34 @@ def _configure_caches() -> None:
     _settings.facts_file = facts_file()
 
 
+def _machine_fault(exc: OSError) -> GpuenvError | None:
+    """A write that failed for the machine's reasons (a full disk or quota, a read-only
+    file system, a permission, an I/O error) and that no write site translated: still
+    the world's fault, not a bug in gpuenv. Every write site should use
+    ``gpuenv._fs.writing``; this is the net under any that does not."""
+    import errno
+
+    from gpuenv._fs import storage_error
+
+    faults = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+    if exc.errno not in faults:
+        return None
+    return storage_error(exc, exc.filename or "(unknown path)", "a file")
+
+
+def _unexpected(exc: Exception, *, as_json: bool, verbose: int) -> int:
+    """An exception no command turned into a ``GpuenvError``: a machine fault (exit 5,
+    named as such) or a bug (exit 70, with the bug-report hint)."""
+    from gpuenv.cli import _output
+
+    storage = _machine_fault(exc) if isinstance(exc, OSError) else None
+    if storage is not None:
+        _output.render_error(storage, as_json=as_json, verbose=verbose)
+        return storage.exit_code
+    _output.render_internal(exc, as_json=as_json, verbose=verbose)
+    return EXIT_INTERNAL
+
+
 def _full_main(argv: list[str]) -> int:
     from gpuenv.cli import _output, _parser
 
@@ -136,5 +164,4 @@ def _full_main(argv: list[str]) -> int:
     except SystemExit as exit_:  # --help / --version inside argparse
         return exit_.code if isinstance(exit_.code, int) else 0
     except Exception as exc:  # noqa: BLE001 - the one place unexpected errors are caught
-        _output.render_internal(exc, as_json=as_json, verbose=verbose)
-        return EXIT_INTERNAL
+        return _unexpected(exc, as_json=as_json, verbose=verbose)

@@ -1,0 +1,39 @@
+"""The net under every command: an OSError that no write site translated is still the
+machine's fault (a full disk, a read-only file system: exit 5, named as such), while
+any other unexpected exception is a bug (exit 70, with the bug-report hint)."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+
+import pytest
+
+from gpuenv.cli import main, plan_cmd
+
+
+@pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES])
+def test_a_machine_fault_that_escaped_its_write_site_is_exit_5_naming_the_path(
+    code: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def run(args: argparse.Namespace) -> int:  # plan_cmd.run's signature
+        raise OSError(code, "fault", "/store/prefixes/cpu-0123/file")
+
+    monkeypatch.setattr(plan_cmd, "run", run)
+    assert main(["plan", "--json"]) == 5
+    body = json.loads(capsys.readouterr().out)["error"]
+    assert body["kind"] == "storage"
+    assert body["path"] == "/store/prefixes/cpu-0123/file"
+    assert body["errno"] == errno.errorcode[code]
+
+
+def test_any_other_unexpected_error_is_a_bug(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def run(args: argparse.Namespace) -> int:
+        raise OSError(errno.EINVAL, "invalid argument")
+
+    monkeypatch.setattr(plan_cmd, "run", run)
+    assert main(["plan"]) == 70
+    assert "bug" in capsys.readouterr().err
