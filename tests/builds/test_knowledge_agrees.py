@@ -21,3 +21,12 @@ def test_the_build_defaults_and_the_companion_facts_agree() -> None:
         when = "when-no-wheel" if companion.build == "jit" else companion.build
         assert build.build == when, (name, build.build, companion.build)
         assert build.against_torch == companion.compiled_against_torch, name
+
+
+def test_the_spec_refuses_exactly_the_variables_a_build_manages() -> None:
+    """Two copies of one list (spec validation must not import the build package, whose
+    model sits on the lock reader's path and must stay free of pydantic)."""
+    from gpuenv.build.model import MANAGED_ENV
+    from gpuenv.spec._models import _MANAGED_ENV
+
+    assert MANAGED_ENV == _MANAGED_ENV

@@ -146,6 +146,21 @@ def test_install_fetches_through_a_configured_mirror_while_the_lock_holds_canoni
     assert "connection was refused" in result.stderr
 
 
+def test_pack_fetches_through_the_configured_mirror_too(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    canonical = f"http://127.0.0.1:{closed_port()}"  # the real index: down, here
+    project = no_retries(make_project(spec(f"{canonical}/simple", f"{canonical}/whl")))
+    config = Path(project.env["XDG_CONFIG_HOME"]) / "gpuenv" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'[mirrors]\n"{canonical}" = "{pkgindex.url}"\n')
+    assert project.gpuenv("lock", "--target", "cpu").returncode == 0
+    archive = project.dir / "cpu.tar"
+    result = project.gpuenv("pack", "--target", "cpu", "-o", str(archive), "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["artifacts"] > 0 and archive.stat().st_size > 0
+
+
 def test_tls_with_a_private_ca_locks_and_installs_when_ssl_cert_file_names_it(
     make_project: Callable[..., Project],
     serve_index: Callable[..., PkgIndex],

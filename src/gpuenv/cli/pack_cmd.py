@@ -36,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _request(args: argparse.Namespace) -> PackRequest:
     from gpuenv import pack
+    from gpuenv._artifacts import ArtifactSources
     from gpuenv.compat import knowledge_base
     from gpuenv.errors import UsageError
     from gpuenv.lock.format import LOCK_FILENAME, read_lock
@@ -58,6 +59,7 @@ def _request(args: argparse.Namespace) -> PackRequest:
         project=loaded.spec.project.name,
         spec_file=spec_file,
         store=_common.store(),
+        sources=ArtifactSources(mirrors=_common.mirrors()),  # fetched as install would
         credentials=credentials_from(indexes),
     )
 
