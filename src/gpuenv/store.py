@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv import __version__, _marker
+from gpuenv._flock import FileLock, LockTimeout
 from gpuenv._fs import atomic_write_text, is_read_only, storage_error, writing
 from gpuenv._marker import PREVIOUS_SUFFIX, PROJECT_DIR, Marker
 
@@ -221,11 +222,9 @@ class Store:
 
     @contextlib.contextmanager
     def _file_lock(self, name: str, owner: Path, timeout: float, *, what: str) -> Iterator[None]:
-        from filelock import Timeout
-
         try:
             lock = self._acquire_lock(name, owner, timeout)
-        except Timeout as exc:
+        except LockTimeout as exc:
             raise InstallError(
                 f"another gpuenv has held {what} for over {timeout:.0f} s",
                 hint=f"if no gpuenv is running, delete {exc.lock_file}",
@@ -235,17 +234,15 @@ class Store:
         finally:
             lock.release()
 
-    def _acquire_lock(self, name: str, owner: Path, timeout: float) -> Any:
-        from filelock import FileLock
-
+    def _acquire_lock(self, name: str, owner: Path, timeout: float) -> FileLock:
         try:
-            return _acquire(FileLock, self.root / "locks" / name, timeout)
+            return _acquire(self.root / "locks" / name, timeout)
         except StorageError as exc:
             if not is_read_only(exc) or self.state_dir is None:
                 raise
         stem = name.removesuffix(".lock")
         fallback = self.state_dir / "locks" / f"{stem}-{_key(owner)}.lock"
-        return _acquire(FileLock, fallback, timeout)
+        return _acquire(fallback, timeout)
 
     # --- roots and gc ---------------------------------------------------------------------------
 
@@ -484,18 +481,16 @@ def current_prefix(project: Path, target: str) -> Path | None:
     return _resolve_pointer(pointer_path(project, target))
 
 
-def _acquire(factory: Any, path: Path, timeout: float) -> Any:
-    """A held ``filelock`` lock on ``path`` (its directory made first). filelock's
-    ``Timeout`` is an ``OSError`` too: it passes through as itself."""
-    from filelock import Timeout
-
+def _acquire(path: Path, timeout: float) -> FileLock:
+    """A held lock on ``path`` (its directory made first). ``LockTimeout`` is an
+    ``OSError`` too: it passes through as itself."""
     what = "the store's file lock"
     with writing(path, what):
         path.parent.mkdir(parents=True, exist_ok=True)
-    lock = factory(str(path))
+    lock = FileLock(str(path))
     try:
         lock.acquire(timeout=timeout)
-    except Timeout:
+    except LockTimeout:
         raise
     except OSError as exc:
         raise storage_error(exc, path, what) from exc
