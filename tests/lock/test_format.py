@@ -274,3 +274,16 @@ def test_the_content_hash_covers_every_table_a_target_may_grow() -> None:
     assert len(hashes) == 4 and base in hashes
     assert _integrity.content_hash("cpu", table) != base, "the name is covered too"
     assert _integrity.content_hash("h100", {**table, "content-hash": "x"}) == base
+
+
+@pytest.mark.parametrize(
+    "bad", ["http://127.].0.1:1/files/x.whl", "http://h.invalid:99999/files/x.whl"]
+)
+def test_a_url_that_does_not_parse_damages_its_target_and_crashes_nothing(bad: str) -> None:
+    """Found by the lock fuzz: a bracket in the host, or a port out of range, made every
+    reader of the URL raise ValueError (exit 70); the reader now refuses the target."""
+    text = render_lock(sample())
+    url = CPU_PIP[0].url
+    reading = parse_lock_text(text.replace(f'url = "{url}"', f'url = "{bad}"', 1))
+    assert "cpu" in reading.damaged and "cpu" not in reading.lock.targets
+    assert any("is not an http(s):// or file:// URL" in p for p in reading.damaged["cpu"])

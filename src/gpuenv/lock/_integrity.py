@@ -96,6 +96,18 @@ def _version(text: str) -> Version | None:
         return None
 
 
+def url_problem(url: str) -> bool:
+    """Whether ``url`` is not one URL gpuenv can fetch: http(s) or file, one token, and
+    parseable (``http://127.].0.1/`` or a port of 99999 would crash what reads it)."""
+    if not URL.match(url):
+        return True
+    try:
+        _ = urlsplit(url).port  # parses the host and port too
+    except ValueError:
+        return True
+    return False
+
+
 def _filename(url: str) -> str:
     return unquote(urlsplit(url).path.rsplit("/", 1)[-1])
 
@@ -139,7 +151,7 @@ def pip_problems(pip: Iterable[PipPackage], builds: frozenset[str]) -> list[str]
             problems.append(f"{where}: {_show(p.name)} is not a normalised package name")
         if _version(p.version) is None:
             problems.append(f"{where}: {_show(p.version)} is not a version")
-        if not URL.match(p.url):
+        if url_problem(p.url):
             problems.append(f"{where}: {_show(p.url)} is not an http(s):// or file:// URL")
         elif PIP_NAME.match(p.name):
             problems.extend(_artifact_problems(p, where, builds))
@@ -159,7 +171,7 @@ def pip_problems(pip: Iterable[PipPackage], builds: frozenset[str]) -> list[str]
 
 def _conda_entry_problems(c: CondaPackage, where: str, names: set[str]) -> list[str]:
     problems = []
-    if not URL.match(c.url):
+    if url_problem(c.url):
         return [f"{where}: {_show(c.url)} is not an http(s):// or file:// URL"]
     path = urlsplit(c.url).path.split("/")
     filename, subdir = unquote(path[-1]), unquote(path[-2]) if len(path) > 1 else ""
