@@ -157,6 +157,8 @@ def pip_problems(pip: Iterable[PipPackage], builds: frozenset[str]) -> list[str]
             problems.extend(_artifact_problems(p, where, builds))
         if not HEX["sha256"].match(p.sha256):
             problems.append(f"{where}: sha256 {_show(p.sha256)} is not a sha256 digest")
+        if p.index is not None and url_problem(p.index):
+            problems.append(f"{where}: index {_show(p.index)} is not an http(s):// or file:// URL")
         missing = sorted(set(p.requires) - set(names) - builds)  # a build is a package too
         if missing:
             problems.append(f"{where}: requires {', '.join(missing)}, which the target lacks")
@@ -237,6 +239,8 @@ def stack_problems(target: LockedTarget) -> list[str]:
     expected_tag = "cpu" if stack.cuda is None else "cu" + stack.cuda.replace(".", "")
     if stack.cu_tag != expected_tag:
         problems.append(f"stack: cu-tag {stack.cu_tag!r} is not the build of CUDA {stack.cuda}")
+    if url_problem(stack.index):
+        problems.append(f"stack: index {_show(stack.index)} is not an http(s):// or file:// URL")
     if target.hardware.cpu and stack.cu_tag != "cpu":
         problems.append(f"stack: a CPU-only target with a {stack.cu_tag} build")
     pip = list(target.pip)
