@@ -36,6 +36,23 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gpuenv.errors import NetworkError
 
+_URL = re.compile(r"(?:https?|file)://\S+\Z")
+
+
+def is_fetchable_url(url: str) -> bool:
+    """Whether ``url`` is one URL gpuenv can hand to uv and rattler: http(s) or file, one
+    token (no whitespace), and parseable to the port (``http://127.].0.1/`` or a port of
+    99999 would crash whatever reads it). The one check for spec keys, overrides and
+    the lock reader."""
+    if not _URL.match(url):
+        return False
+    try:
+        _ = urlsplit(url).port  # parses the host and the port too
+    except ValueError:
+        return False
+    return True
+
+
 DEFAULT_INDEX_NAME = "gpuenv-default"
 TORCH_INDEX_NAME = "gpuenv-torch"
 
@@ -171,7 +188,6 @@ def pip_indexes(default: str | None, extras: Iterable[str], torch: str | None) -
 SITE_CONFIG = Path("/etc/gpuenv/config.toml")
 _MAX_CONFIG_BYTES = 1 << 20
 _PAIR = re.compile(r"^(?P<canonical>[^=\s]+?)=(?P<mirror>[A-Za-z][A-Za-z0-9+.-]*://\S+)$")
-_URL_OK = re.compile(r"^(https?|file)://\S+$")
 
 
 def _under(url: str, prefix: str) -> bool:
@@ -255,7 +271,7 @@ def _from_variable(value: str) -> list[Mirror]:
         if not item:
             continue
         match = _PAIR.match(item)
-        if match is None or not _URL_OK.match(match["canonical"]):
+        if match is None or not all(map(is_fetchable_url, (match["canonical"], match["mirror"]))):
             raise UsageError(
                 f"GPUENV_MIRRORS: {redact(item)!r} is not CANONICAL=MIRROR (two URLs)",
                 hint="GPUENV_MIRRORS='https://download.pytorch.org/whl=https://mirror.example/whl'",
@@ -286,7 +302,7 @@ def _from_file(path: Path) -> list[Mirror]:
         raise UsageError(f"{path}: mirrors must be a table of URL = URL")
     out = []
     for canonical, mirror in table.items():
-        if not _URL_OK.match(canonical) or not isinstance(mirror, str) or not _URL_OK.match(mirror):
+        if not isinstance(mirror, str) or not all(map(is_fetchable_url, (canonical, mirror))):
             raise UsageError(
                 f"{path}: mirrors.{redact(canonical)!r}: expected a URL = URL pair "
                 f"(got {redact(str(mirror))!r})"

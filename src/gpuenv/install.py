@@ -49,7 +49,14 @@ from pathlib import Path
 from gpuenv import _proc
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._fs import atomic_write_text, is_read_only, os_error_in, storage_error, writing
-from gpuenv._network import Index, classify, index_of, network_error, uv_environment
+from gpuenv._network import (
+    Index,
+    classify,
+    index_of,
+    is_fetchable_url,
+    network_error,
+    uv_environment,
+)
 from gpuenv._progress import Prefixed
 from gpuenv._redact import redact
 from gpuenv.activation import ActivationInputs, write_activation_files
@@ -360,7 +367,7 @@ def requirement_line(p: PipPackage, url: str | None = None) -> str:
 
     fetched = url or p.url  # where it is fetched from (a rewrite of the locked URL)
     name_ok = bool(_integrity.PIP_NAME.match(p.name))
-    url_ok = all(bool(_integrity.URL.match(u)) and u.isprintable() for u in (p.url, fetched))
+    url_ok = all(is_fetchable_url(u) and u.isprintable() for u in (p.url, fetched))
     if not (name_ok and url_ok and _integrity.HEX["sha256"].match(p.sha256)):
         raise InstallError(
             f"refused: the locked pip entry {p.name!r} ({p.url!r}) is not a plain name, URL "

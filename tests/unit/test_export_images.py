@@ -10,7 +10,18 @@ from gpuenv.errors import UsageError
 from gpuenv.export.dockerfile import base_image, images
 from gpuenv.lock.model import CondaPackage, LockedHardware, LockedTarget, PipPackage, StackSummary
 
-STACK = StackSummary("3.11", "12.4", "cu124", "2.4.1", None, None, "9.1.0.70", "2.20.5", (), "x")
+STACK = StackSummary(
+    "3.11",
+    "12.4",
+    "cu124",
+    "2.4.1",
+    None,
+    None,
+    "9.1.0.70",
+    "2.20.5",
+    (),
+    "https://torch.invalid/whl/cu124",
+)
 
 
 def _target(stack: StackSummary = STACK, **fields: object) -> LockedTarget:

@@ -18,7 +18,18 @@ def target(cuda: str | None = "12.4") -> LockedTarget:
         input_hash="sha256:0",
         platform="linux-64",
         hardware=LockedHardware(False, "H100", ("9.0",), "550.54.15", "12.4", "declared"),
-        stack=StackSummary("3.11", cuda, "cu124", "2.4.1", None, None, None, None, (), "x"),
+        stack=StackSummary(
+            "3.11",
+            cuda,
+            "cu124",
+            "2.4.1",
+            None,
+            None,
+            None,
+            None,
+            (),
+            "https://torch.invalid/whl/cu124",
+        ),
         virtual_packages={},
     )
 

@@ -53,6 +53,21 @@ def env_override(name: str) -> str | None:
     return value or None
 
 
+def url_override(name: str) -> str | None:
+    """An override variable that names an index (``GPUENV_INDEX_URL``,
+    ``GPUENV_TORCH_INDEX``), checked like the spec's own index keys."""
+    from gpuenv._network import is_fetchable_url
+    from gpuenv._redact import redact_url
+
+    value = env_override(name)
+    if value is not None and not is_fetchable_url(value):
+        raise UsageError(
+            f"{name}: {redact_url(value)!r} is not an http(s):// or file:// URL",
+            hint=f"unset {name}, or give the index's URL (like https://host/simple)",
+        )
+    return value
+
+
 def cache_dir() -> Path | None:
     """gpuenv's cache: $GPUENV_CACHE_DIR, else $XDG_CACHE_HOME/gpuenv, else
     ~/.cache/gpuenv. GPUENV_NO_CACHE=1 turns it off."""

@@ -60,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
     options = LockOptions(
         targets=tuple(args.target) if args.target else None,
         upgrade=args.upgrade,
-        torch_index=_common.env_override("GPUENV_TORCH_INDEX"),
-        index_url=_common.env_override("GPUENV_INDEX_URL"),
+        torch_index=_common.url_override("GPUENV_TORCH_INDEX"),
+        index_url=_common.url_override("GPUENV_INDEX_URL"),
         cache_dir=_common.cache_dir(),
         detected=_hardware.machine_facts() if loaded.spec.uses_detect else None,
         mirrors=_common.mirrors(),

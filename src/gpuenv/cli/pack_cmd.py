@@ -52,7 +52,7 @@ def _request(args: argparse.Namespace) -> PackRequest:
         _common.check_target(name, sorted(lock.targets))
     pip = loaded.spec.pip
     indexes = [pip.index_url, pip.torch_index, *pip.extra_index_urls]
-    indexes += [_common.env_override(v) for v in ("GPUENV_INDEX_URL", "GPUENV_TORCH_INDEX")]
+    indexes += [_common.url_override(v) for v in ("GPUENV_INDEX_URL", "GPUENV_TORCH_INDEX")]
     return pack.PackRequest(
         lock=lock,
         targets=tuple(args.target) if args.target else tuple(sorted(lock.targets)),

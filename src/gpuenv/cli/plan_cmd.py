@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         kb,
         only=args.target,
         detected=detected,
-        torch_index=_common.env_override("GPUENV_TORCH_INDEX"),
+        torch_index=_common.url_override("GPUENV_TORCH_INDEX"),
         newest_on_index=_common.newest_torch_seen(),
     )
     if args.json:

@@ -35,6 +35,7 @@ from packaging.utils import (
 from packaging.version import InvalidVersion, Version
 
 from gpuenv._marker import TARGET_NAME_RULE, valid_target_name
+from gpuenv._network import is_fetchable_url
 from gpuenv.lock.model import (
     CondaPackage,
     LockedTarget,
@@ -45,7 +46,6 @@ from gpuenv.lock.model import (
 
 HASH_KEY = "content-hash"
 PIP_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")  # PEP 503-normalised
-URL = re.compile(r"^(?:https?|file)://[^\s]+$")  # no whitespace: one token on a line
 HEX = {"sha256": re.compile(r"^[0-9a-f]{64}$"), "md5": re.compile(r"^[0-9a-f]{32}$")}
 CONDA_SUFFIXES = (".conda", ".tar.bz2")
 SDIST_SUFFIXES = (".tar.gz", ".zip")
@@ -96,18 +96,6 @@ def _version(text: str) -> Version | None:
         return None
 
 
-def url_problem(url: str) -> bool:
-    """Whether ``url`` is not one URL gpuenv can fetch: http(s) or file, one token, and
-    parseable (``http://127.].0.1/`` or a port of 99999 would crash what reads it)."""
-    if not URL.match(url):
-        return True
-    try:
-        _ = urlsplit(url).port  # parses the host and port too
-    except ValueError:
-        return True
-    return False
-
-
 def _filename(url: str) -> str:
     return unquote(urlsplit(url).path.rsplit("/", 1)[-1])
 
@@ -151,13 +139,13 @@ def pip_problems(pip: Iterable[PipPackage], builds: frozenset[str]) -> list[str]
             problems.append(f"{where}: {_show(p.name)} is not a normalised package name")
         if _version(p.version) is None:
             problems.append(f"{where}: {_show(p.version)} is not a version")
-        if url_problem(p.url):
+        if not is_fetchable_url(p.url):
             problems.append(f"{where}: {_show(p.url)} is not an http(s):// or file:// URL")
         elif PIP_NAME.match(p.name):
             problems.extend(_artifact_problems(p, where, builds))
         if not HEX["sha256"].match(p.sha256):
             problems.append(f"{where}: sha256 {_show(p.sha256)} is not a sha256 digest")
-        if p.index is not None and url_problem(p.index):
+        if p.index is not None and not is_fetchable_url(p.index):
             problems.append(f"{where}: index {_show(p.index)} is not an http(s):// or file:// URL")
         missing = sorted(set(p.requires) - set(names) - builds)  # a build is a package too
         if missing:
@@ -173,7 +161,7 @@ def pip_problems(pip: Iterable[PipPackage], builds: frozenset[str]) -> list[str]
 
 def _conda_entry_problems(c: CondaPackage, where: str, names: set[str]) -> list[str]:
     problems = []
-    if url_problem(c.url):
+    if not is_fetchable_url(c.url):
         return [f"{where}: {_show(c.url)} is not an http(s):// or file:// URL"]
     path = urlsplit(c.url).path.split("/")
     filename, subdir = unquote(path[-1]), unquote(path[-2]) if len(path) > 1 else ""
@@ -239,7 +227,7 @@ def stack_problems(target: LockedTarget) -> list[str]:
     expected_tag = "cpu" if stack.cuda is None else "cu" + stack.cuda.replace(".", "")
     if stack.cu_tag != expected_tag:
         problems.append(f"stack: cu-tag {stack.cu_tag!r} is not the build of CUDA {stack.cuda}")
-    if url_problem(stack.index):
+    if not is_fetchable_url(stack.index):
         problems.append(f"stack: index {_show(stack.index)} is not an http(s):// or file:// URL")
     if target.hardware.cpu and stack.cu_tag != "cpu":
         problems.append(f"stack: a CPU-only target with a {stack.cu_tag} build")

@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from gpuenv._marker import TARGET_NAME_PATTERN, TARGET_NAME_RULE
+from gpuenv._network import is_fetchable_url
 from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import line_of
 from gpuenv.errors import SpecError, SpecProblem
@@ -146,7 +147,7 @@ def _requirement(text: str) -> str:
 
 
 def _url(text: str) -> str:
-    if not re.match(r"(https?|file)://\S+\Z", text):
+    if not is_fetchable_url(text):
         raise ValueError(f"{_show(text)} is not an http(s):// or file:// URL")
     return text
 
