@@ -50,10 +50,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _full_main(args_list)
 
 
-def _raise_interrupted(signum: int, _frame: object) -> None:
-    import signal
+# Names written out: the handler must not import anything (``signal.Signals`` would
+# import enum), since it can run in the middle of another import.
+_SIGNAL_NAMES = {1: "SIGHUP", 2: "SIGINT", 15: "SIGTERM"}
 
-    raise Interrupted(signum, signal.Signals(signum).name)
+# Every signal the handlers have seen, in order. An exception raised from a handler
+# can land inside the interpreter's own bookkeeping (importlib's module locks, seen
+# as a KeyError about a thread id) and come out as some other exception; this list
+# is how ``_unexpected`` still knows the process was asked to stop, not broken.
+_received: list[int] = []
+
+
+def _raise_keyboard_interrupt(signum: int, _frame: object) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def _raise_interrupted(signum: int, _frame: object) -> None:
+    _received.append(signum)
+    raise Interrupted(signum, _SIGNAL_NAMES.get(signum, f"signal {signum}"))
 
 
 def install_signal_handlers() -> None:
@@ -62,9 +77,19 @@ def install_signal_handlers() -> None:
     ``gpuenv run`` would add to every command."""
     import _signal  # type: ignore[import-not-found]
 
-    _signal.signal(_signal.SIGINT, _signal.default_int_handler)
+    _signal.signal(_signal.SIGINT, _raise_keyboard_interrupt)
     for number in (_signal.SIGTERM, _signal.SIGHUP):
         _signal.signal(number, _raise_interrupted)
+
+
+def _interrupt_received() -> KeyboardInterrupt | None:
+    """The interrupt a signal handler raised, if one did (the first signal wins)."""
+    if not _received:
+        return None
+    signum = _received[0]
+    if signum == 2:
+        return KeyboardInterrupt()
+    return Interrupted(signum, _SIGNAL_NAMES.get(signum, f"signal {signum}"))
 
 
 def interrupt_code(interrupt: KeyboardInterrupt) -> int:
@@ -88,6 +113,17 @@ def entry() -> int:
 
         _output.render_interrupt(interrupt, as_json=False)
         code = interrupt_code(interrupt)
+    except Exception:
+        # A signal's exception that the interpreter turned into another one on the way
+        # out of ``main``: still the signal's line and code. Anything else is a bug and
+        # keeps its traceback.
+        received = _interrupt_received()
+        if received is None:
+            raise
+        from gpuenv.cli import _output
+
+        _output.render_interrupt(received, as_json=False)
+        code = interrupt_code(received)
     import contextlib
     import os
 
@@ -126,10 +162,15 @@ def _machine_fault(exc: OSError) -> GpuenvError | None:
 
 
 def _unexpected(exc: Exception, *, as_json: bool, verbose: int) -> int:
-    """An exception no command turned into a ``GpuenvError``: a machine fault (exit 5,
-    named as such) or a bug (exit 70, with the bug-report hint)."""
+    """An exception no command turned into a ``GpuenvError``: the disguise of a signal
+    (its line and 128 + its number), a machine fault (exit 5, named as such) or a bug
+    (exit 70, with the bug-report hint)."""
     from gpuenv.cli import _output
 
+    received = _interrupt_received()
+    if received is not None:  # the signal's exception, disguised by where it landed
+        _output.render_interrupt(received, as_json=as_json)
+        return interrupt_code(received)
     storage = _machine_fault(exc) if isinstance(exc, OSError) else None
     if storage is not None:
         _output.render_error(storage, as_json=as_json, verbose=verbose)
