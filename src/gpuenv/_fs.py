@@ -14,11 +14,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from gpuenv.errors import StorageError
+from gpuenv.errors import StorageError, UsageError
 
 # A file system that refuses writes to this user: a read-only mount, or one whose
 # permissions say no. Callers with somewhere else to go (verification records, file
@@ -134,6 +135,36 @@ def atomic_write_text(
             raise
 
 
+_NOT_FILES = (
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def output_path(path: Path, *, hint: str) -> Path:
+    """Where to write the file a user named (``-o PATH``) so that the atomic rename
+    replaces a file and nothing else: a symbolic link is followed (the link stays, the
+    file it names is written); a path that is a device, a FIFO or a socket
+    (``/dev/stdout``, ``/dev/full``) is refused with ``UsageError``, since renaming over
+    it would put a regular file in its place. Other paths come back unchanged."""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode = target.stat().st_mode
+    except OSError:
+        return target  # nothing there yet (or unreadable): the write says what is wrong
+    for test, kind in _NOT_FILES:
+        if test(mode):
+            shown = str(path) if target == path else f"{path} (-> {target})"
+            raise UsageError(
+                f"{shown} is {kind}, not a regular file: gpuenv writes its output by renaming "
+                "a complete file over the path, which would replace it",
+                hint=hint,
+            )
+    return target
+
+
 # The errnos a tool's failure is translated for (its own wording otherwise stands).
 TOOL_STORAGE_ERRNOS = frozenset(
     {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
@@ -179,6 +210,7 @@ __all__ = [
     "load_json",
     "nested_deeper_than",
     "os_error_in",
+    "output_path",
     "read_bytes",
     "read_text",
     "storage_error",

@@ -356,3 +356,23 @@ def test_the_slurm_script_refuses_to_start_another_lock_than_its_own(
         ["bash", script, "true"], capture_output=True, text=True, env=env, check=False
     )
     assert refused.returncode == 4 and "not the lock this script was exported for" in refused.stderr
+
+
+def test_an_output_that_is_not_a_file_is_refused_and_a_link_is_written_through(
+    pip_project: Project, tmp_path: Path
+) -> None:
+    # `-o` replaces a file by renaming a complete one over it: over a FIFO or a device
+    # (`-o /dev/stdout`, `/dev/full`) that would put a regular file in the device's place.
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    refused = pip_project.gpuenv("export", "requirements", "--target", "cpu", "-o", str(fifo))
+    assert refused.returncode == 2, refused.stderr
+    assert str(fifo) in refused.stderr and "not a regular file" in refused.stderr
+    assert fifo.is_fifo()
+    # A link to a file: the file it names gets the export, the link stays a link.
+    real = tmp_path / "real.txt"
+    real.write_text("old\n")
+    link = tmp_path / "requirements.txt"
+    link.symlink_to(real)
+    _export(pip_project, "requirements", "cpu", link)
+    assert link.is_symlink() and "--hash=sha256:" in real.read_text()

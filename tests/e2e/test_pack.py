@@ -190,3 +190,16 @@ def test_install_from_refuses_a_project_locked_otherwise_and_an_unpacked_target(
     missing = fresh.gpuenv("install", "--from", str(archive), "--target", "h100")
     assert missing.returncode == 2 and "h100" in missing.stderr
     assert not (fresh.dir / ".gpuenv").exists() and not fresh.spec.exists()
+
+
+def test_pack_refuses_an_output_that_is_not_a_file_before_fetching_anything(
+    make_project: Callable[..., Project], tmp_path: Path
+) -> None:
+    project = make_project()
+    project.gpuenv("lock", "--target", "cpu", check=True, timeout=300)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    result = project.gpuenv("pack", "--target", "cpu", "-o", str(fifo))
+    assert result.returncode == 2, result.stderr
+    assert str(fifo) in result.stderr and "not a regular file" in result.stderr
+    assert fifo.is_fifo() and not (project.home / "cache").exists()

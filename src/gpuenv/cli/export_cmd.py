@@ -46,7 +46,7 @@ def _target(args: argparse.Namespace, names: list[str]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from gpuenv import export
-    from gpuenv._fs import atomic_write_text
+    from gpuenv._fs import atomic_write_text, output_path
     from gpuenv.compat import knowledge_base
     from gpuenv.errors import UsageError
     from gpuenv.lock.format import LOCK_FILENAME, read_lock
@@ -77,6 +77,9 @@ def run(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(exported.text)
         return 0
-    atomic_write_text(args.output, exported.text, mode=0o755 if args.format == "slurm" else 0o644)
+    destination = output_path(
+        args.output, hint=f"name a file, or leave out -o to write to stdout (> {args.output})"
+    )
+    atomic_write_text(destination, exported.text, mode=0o755 if args.format == "slurm" else 0o644)
     _output.err(f"wrote {args.output} ({args.format}, target {target.name})")
     return 0

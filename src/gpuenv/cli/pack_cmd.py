@@ -66,9 +66,11 @@ def _request(args: argparse.Namespace) -> PackRequest:
 
 def run(args: argparse.Namespace) -> int:
     from gpuenv import pack
+    from gpuenv._fs import output_path
 
     request = _request(args)
     output = args.output or Path(pack.default_name(request.project, request.targets))
+    output = output_path(output, hint="name a file for the archive (-o FILE)")
     how = _progress.mode(args)
     with progress_display(bar=how == _progress.LIVE, lines=how == _progress.LINES) as report:
         plan = pack.prepare(request, report)
