@@ -11,7 +11,10 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import tarfile
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -252,6 +255,34 @@ def test_a_truncated_or_foreign_file_is_refused(
     bad.write_bytes(cut)
     with pytest.raises(ArchiveError):
         unpack(bad, Store(tmp_path / "air-store"))
+
+
+def test_a_pipe_is_refused_at_once_not_waited_on_nor_called_altered(tmp_path: Path) -> None:
+    # `install --from <(curl ...)` hands gpuenv a pipe, and a FIFO with no writer blocks
+    # open(2) for ever. A writer that shows up after 5 s keeps a regression from hanging.
+    fifo = tmp_path / "archive.tar"
+    os.mkfifo(fifo)
+
+    def late_writer() -> None:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:  # no reader yet (ENXIO)
+                time.sleep(0.1)
+                continue
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(b"junk")
+            return
+
+    writer = threading.Thread(target=late_writer, daemon=True)
+    writer.start()
+    started = time.monotonic()
+    with pytest.raises(ArchiveError) as refused:
+        unpack(fifo, Store(tmp_path / "air-store"))
+    assert time.monotonic() - started < 4
+    assert "a FIFO, not a file" in str(refused.value) and "altered" not in str(refused.value)
+    writer.join(timeout=10)
 
 
 def test_an_archive_that_cannot_fit_is_refused_before_anything_is_extracted(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tarfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -185,9 +186,31 @@ def check_member(member: tarfile.TarInfo, archive: Path, seen: set[str]) -> None
     seen.add(name)
 
 
+_NOT_FILES = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
 @contextmanager
 def open_archive(archive: Path) -> Iterator[tarfile.TarFile]:
-    """The archive for streaming reads; ``ArchiveError`` when it is not a plain tar."""
+    """The archive for streaming reads; ``ArchiveError`` when it is not a plain tar.
+
+    A path that is not a regular file is refused before it is opened: a FIFO with no
+    writer would block open(2) for ever, and a pipe (``--from <(curl ...)``) or a device
+    cannot be read twice, as unpacking does."""
+    try:
+        mode = archive.stat().st_mode
+    except OSError:
+        mode = 0  # missing or unreadable: the open below says which
+    for test, kind in _NOT_FILES:
+        if test(mode):
+            raise ArchiveError(
+                f"{archive} is {kind}, not a file: install --from reads the archive more than once",
+                hint="save it to a file first, then: gpuenv install --from FILE",
+            )
     try:
         tar = tarfile.open(archive, mode="r:", encoding=ENCODING, errors="strict")  # noqa: SIM115
     except FileNotFoundError:
