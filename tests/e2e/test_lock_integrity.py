@@ -131,6 +131,24 @@ def other_version_under_old_version(raw: Raw, index: PkgIndex) -> None:
     entry.update(url=entry["url"].rsplit("/", 1)[0] + "/" + other.filename, sha256=other.sha256)
 
 
+def _same_version_other_tags(raw: Raw, index: PkgIndex, wanted: str) -> None:
+    entry = _entry(raw, "cpu", "numpy")  # cp311, x86_64 in the lock
+    other = next(
+        a
+        for a in index.find("numpy", entry["version"])
+        if wanted in a.filename and a.filename != entry["url"].rsplit("/", 1)[-1]
+    )
+    entry.update(url=entry["url"].rsplit("/", 1)[0] + "/" + other.filename, sha256=other.sha256)
+
+
+def other_platform_wheel(raw: Raw, index: PkgIndex) -> None:
+    _same_version_other_tags(raw, index, "cp311-cp311-manylinux_2_17_aarch64")
+
+
+def other_python_wheel(raw: Raw, index: PkgIndex) -> None:
+    _same_version_other_tags(raw, index, "cp310-cp310-manylinux_2_17_x86_64")
+
+
 def version_edit(raw: Raw) -> None:
     _entry(raw, "cpu", "transformers")["version"] = "9.9.9"
 
@@ -184,13 +202,18 @@ EDITS: dict[str, tuple[Callable[..., None], str, str]] = {
     "newline-in-url": (newline_in_url, "cpu", "control character (U+000A)"),
     "newline-in-name": (newline_in_name, "cpu", "control character (U+000A)"),
     "sdist-url": (sdist_url, "cpu", "is a source distribution"),
+    # The same name and version, another wheel of it: one uv would refuse at install
+    # time, which lock --check called up to date.
+    "other-platform-wheel": (other_platform_wheel, "cpu", "does not install on this target"),
+    "other-python-wheel": (other_python_wheel, "cpu", "does not install on this target"),
 }
+NEEDS_INDEX = (other_version_under_old_version, other_platform_wheel, other_python_wheel)
 
 
 def edited(text: str, name: str, index: PkgIndex, *, rehash: bool) -> str:
     raw = tomllib.loads(text)
     edit = EDITS[name][0]
-    edit(raw, index) if edit is other_version_under_old_version else edit(raw)
+    edit(raw, index) if edit in NEEDS_INDEX else edit(raw)
     if rehash:  # what someone who knows the format would do to hide the edit
         for target, table in raw["targets"].items():
             table["content-hash"] = _integrity.content_hash(target, table)

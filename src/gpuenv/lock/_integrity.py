@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
@@ -51,6 +52,8 @@ CONDA_SUFFIXES = (".conda", ".tar.bz2")
 SDIST_SUFFIXES = (".tar.gz", ".zip")
 CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
 MAX_SHOWN = 20  # problems listed per target; the rest are counted
+ARCHES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}  # the platforms gpuenv locks
+LEGACY_MANYLINUX = {"manylinux1": 5, "manylinux2010": 12, "manylinux2014": 17}  # PEP 600
 
 
 def content_hash(name: str, table: Mapping[str, Any]) -> str:
@@ -153,6 +156,75 @@ def pip_problems(pip: Iterable[PipPackage], builds: frozenset[str]) -> list[str]
     for name in sorted({n for n in names if names.count(n) > 1}):
         versions = sorted(p.version for p in entries if p.name == name)
         problems.append(f"pip: {name} is locked {names.count(name)} times ({', '.join(versions)})")
+    return problems
+
+
+# --- wheel tags -----------------------------------------------------------------------------
+
+
+def _platform_fits(platform: str, arch: str, glibc: tuple[int, int] | None) -> bool:
+    """Whether a wheel's platform tag installs on Linux ``arch`` with glibc ``glibc``
+    (None: not locked, any manylinux level)."""
+    if platform in ("any", f"linux_{arch}"):
+        return True
+    if not platform.endswith(f"_{arch}"):
+        return False
+    base = platform[: -len(arch) - 1]
+    if base in LEGACY_MANYLINUX:
+        level = (2, LEGACY_MANYLINUX[base])
+    else:
+        match = re.fullmatch(r"manylinux_(\d+)_(\d+)", base)
+        if match is None:
+            return False  # musllinux, macOS, Windows
+        level = (int(match[1]), int(match[2]))
+    return glibc is None or level <= glibc
+
+
+def _major_minor(text: str | None) -> tuple[int, int] | None:
+    match = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+)?", text or "")
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def wheel_tag_problems(target: LockedTarget) -> list[str]:
+    """Each wheel installs on the target: one of its tags is for the stack's CPython and
+    the target's platform (and locked glibc). Another wheel of the same name and version
+    passes every other check, and uv only refuses it at install time."""
+    arch = ARCHES.get(target.platform)
+    python = _major_minor(target.stack.python)
+    if arch is None or python is None:
+        return []  # nothing gpuenv locks: the platform or Python check says so elsewhere
+    glibc = _major_minor(target.virtual_packages.get("__glibc"))
+    cp = f"cp{python[0]}{python[1]}"
+    interpreters = {
+        (t.interpreter, t.abi)
+        for t in (
+            *cpython_tags(python, abis=[cp], platforms=["any"]),
+            *compatible_tags(python, cp, platforms=["any"]),
+        )
+    }
+
+    def fits(tag: Tag) -> bool:
+        return (tag.interpreter, tag.abi) in interpreters and _platform_fits(
+            tag.platform, arch, glibc
+        )
+
+    problems = []
+    for i, p in enumerate(target.pip):
+        if not is_fetchable_url(p.url):
+            continue  # said by pip_problems (and urlsplit would raise)
+        filename = p.filename
+        if not filename.endswith(".whl"):
+            continue
+        try:
+            tags = parse_wheel_filename(filename)[3]
+        except (InvalidWheelFilename, InvalidVersion):
+            continue  # said by the artifact check
+        if not any(fits(tag) for tag in tags):
+            on = f"Python {python[0]}.{python[1]}, {target.platform}"
+            on += f", glibc {glibc[0]}.{glibc[1]}" if glibc else ""
+            problems.append(
+                f"pip[{i}] ({p.name}): {filename} does not install on this target ({on})"
+            )
     return problems
 
 
@@ -276,6 +348,7 @@ def entry_problems(target: LockedTarget, builds: frozenset[str] | None = None) -
     return [
         *stack_problems(target),
         *pip_problems(target.pip, builds),
+        *wheel_tag_problems(target),
         *conda_problems(target.conda),
     ]
 
