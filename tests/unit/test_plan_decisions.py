@@ -314,3 +314,12 @@ def test_a_newer_torch_seen_on_the_index_is_a_notice() -> None:
     )
     pinned = spec_of('python = "3.12"\ntorch = "2.14.*"', 'gpu = "none"')
     assert make_plan(pinned, knowledge_base(), newest_on_index="2.16.0").notices == ()
+
+
+def test_a_targets_own_torch_is_what_the_alternatives_change() -> None:
+    # The target's own torch wins over [stack]'s: proposing 'stack.torch = ==2.7.1'
+    # would change nothing for it.
+    error = refusal('python = "3.12"', 'gpu = "H100"\ndriver = "550.54.15"\ntorch = ">=2.8"')
+    changes = [a.changes for a in error.alternatives]
+    assert {"targets.t0.torch": "==2.7.1"} in changes
+    assert not any("stack.torch" in c for c in changes), changes

@@ -208,7 +208,7 @@ def _alt_nearby_release(p: Problem) -> Alternative | None:
         if found is not None:
             return Alternative(
                 f"the nearest torch release that fits: {found.describe()}",
-                {"stack.torch": f"=={found.release.version}"},
+                {p.c.torch_key: f"=={found.release.version}"},
             )
     return None
 
@@ -232,7 +232,7 @@ def _alt_driver(p: Problem) -> Alternative | None:
             return None  # the driver is not what stands in the way
         changes = {f"targets.{p.name}.driver": f">={floor}"}
         if pool is not p.matching:
-            changes["stack.torch"] = f"=={found.release.version}"
+            changes[p.c.torch_key] = f"=={found.release.version}"
         return Alternative(f"install NVIDIA driver >= {floor} for {found.describe()}", changes)
     return None
 
