@@ -323,3 +323,21 @@ def test_a_targets_own_torch_is_what_the_alternatives_change() -> None:
     changes = [a.changes for a in error.alternatives]
     assert {"targets.t0.torch": "==2.7.1"} in changes
     assert not any("stack.torch" in c for c in changes), changes
+
+
+@pytest.mark.parametrize(
+    ("target", "torch", "driver", "build"),
+    [
+        # 2.15 has cu130 (R580) as well as cu132 (R595): the smaller upgrade is the one to name.
+        ('gpu = "RTX 5090"\ndriver = "570.86.16"', "2.15.*", ">=580.65.06", "cu130"),
+        ('gpu = "T4"\ndriver = "450.80.02"', "2.8.*", ">=560.28.03", "cu126"),
+        ('gpu = "H100"\ndriver = "525.60.13"', "2.8.*", ">=560.28.03", "cu126"),
+    ],
+)
+def test_the_driver_alternative_names_the_smallest_upgrade_that_works(
+    target: str, torch: str, driver: str, build: str
+) -> None:
+    error = refusal(f'python = "3.11"\ntorch = "{torch}"', target)
+    upgrade = next(a for a in error.alternatives if "targets.t0.driver" in a.changes)
+    assert upgrade.changes == {"targets.t0.driver": driver}
+    assert f" {build} " in upgrade.description
