@@ -341,3 +341,13 @@ def test_the_driver_alternative_names_the_smallest_upgrade_that_works(
     upgrade = next(a for a in error.alternatives if "targets.t0.driver" in a.changes)
     assert upgrade.changes == {"targets.t0.driver": driver}
     assert f" {build} " in upgrade.description
+
+
+def test_naming_pytorchs_own_index_does_not_unlock_a_jetson() -> None:
+    # PyTorch's index has no L4T builds: naming it is not naming JetPack builds.
+    error = refusal(
+        'python = "3.10"\ntorch = "2.9.*"',
+        'gpu = "Jetson AGX Orin"\ndriver = "570.86.15"\n'
+        '[pip]\ntorch-index = "https://download.pytorch.org/whl/"',
+    )
+    assert "L4T (JetPack)" in error.message
