@@ -185,3 +185,27 @@ def test_entries_that_refer_to_nothing_are_refused_naming_the_line(
     assert result.code == 2, result.err
     assert f"{facts}:{line}: {expected}" in result.err, result.err
     assert "None" not in result.err
+
+
+def test_a_facts_file_that_is_no_file_or_nests_without_end_is_exit_2(
+    cli: Callable[..., CliResult],
+    write_spec: Callable[[str], Path],
+    facts: Path,
+) -> None:
+    """Read on every plan: a FIFO hung it, /dev/zero grew without end, deep nesting was
+    exit 70 (RecursionError in the TOML parser)."""
+    import os
+
+    spec = write_spec(SPEC.format(torch="*", target='gpu = "none"'))
+    os.mkfifo(facts)
+    result = cli("-f", str(spec), "plan")
+    assert result.code == 2 and str(facts) in result.err and "FIFO" in result.err, result.err
+    facts.unlink()
+    facts.symlink_to("/dev/zero")
+    result = cli("-f", str(spec), "plan")
+    assert result.code == 2 and str(facts) in result.err, result.err
+    facts.unlink()
+    facts.write_text("a = " + "[" * 100_000)
+    result = cli("-f", str(spec), "plan")
+    assert result.code == 2, result.err
+    assert f"{facts}: not valid TOML: nested too deeply" in result.err

@@ -131,6 +131,10 @@ def read_facts_file(path: Path) -> dict[str, Any] | None:
         raise FileFormatError(
             f"{path}: not valid TOML: {exc}", hint=f"fix it, or remove it; see {FACTS_DOC}"
         ) from None
+    except RecursionError:
+        raise FileFormatError(
+            f"{path}: not valid TOML: nested too deeply", hint=f"see {FACTS_DOC}"
+        ) from None
     from gpuenv._tomlpos import key_lines, line_of
     from gpuenv.compat._schema import validate_facts_file
 
