@@ -36,8 +36,13 @@ checked = 2027-01-05
 
 @pytest.fixture
 def facts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from gpuenv import _settings
+
     path = tmp_path / "facts.toml"
     monkeypatch.setenv("GPUENV_FACTS", str(path))
+    # The CLI sets this process-wide; restored after the test so later tests in this
+    # process do not read this test's (often invalid) facts file.
+    monkeypatch.setattr(_settings, "facts_file", _settings.facts_file)
     return path
 
 
