@@ -28,7 +28,8 @@ companions, cuDNN/NCCL pins, measured arch lists) into the file, setting the ent
 The default index is the one uv uses (``uv pip compile --emit-index-url``), unless
 ``--index-url`` or ``GPUENV_INDEX_URL`` names another; the torch index is gpuenv's
 (``[pip] torch-index`` semantics: ``--torch-index`` or ``GPUENV_TORCH_INDEX``). Exit
-status: 0 no difference, 1 differences found (after ``--write``: that remain), 5 an
+status: 0 no difference, 1 differences found (after ``--write``: that remain) or no
+wheels of the selected releases, 2 bad arguments or an unreadable ``--data``, 5 an
 index could not be read.
 """
 
@@ -45,7 +46,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urljoin
 
 from packaging.specifiers import SpecifierSet
@@ -612,14 +613,26 @@ def candidate_tags(kb: Any) -> list[str]:
     return sorted({c.version.tag for c in kb.cuda_releases})
 
 
+def _version(text: str) -> str:
+    try:
+        Version(text)
+    except InvalidVersion:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a version (like 2.15 or 2.15.0)"
+        ) from None
+    return text
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--index-url", help="the default index (default: uv's)")
     parser.add_argument("--torch-index", help="base of the per-build torch indexes")
     parser.add_argument("--no-torch-index", action="store_true", help="read the default index only")
-    parser.add_argument("--since", default="1.12", help="oldest torch release to check")
     parser.add_argument(
-        "--release", action="append", default=[], help="only these (2.15 or 2.15.0)"
+        "--since", default="1.12", type=_version, help="oldest torch release to check"
+    )
+    parser.add_argument(
+        "--release", action="append", default=[], type=_version, help="only these (2.15 or 2.15.0)"
     )
     parser.add_argument("--arch", action="store_true", help="also read each CUDA build's arch list")
     parser.add_argument(
@@ -630,16 +643,31 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _refuse(message: str) -> NoReturn:
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
 def _knowledge(data: Path | None) -> Any:
+    """The knowledge base, with ``data`` (another torch.toml) merged over the shipped one;
+    a ``data`` that cannot be read or is not valid is exit 2 naming it."""
     from gpuenv.compat._load import load_knowledge_base
+    from gpuenv.errors import FileFormatError
 
     if data is None:
         return load_knowledge_base(None, None)
-    text = data.read_text(encoding="utf-8")
+    try:
+        text = data.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        _refuse(f"{data}: cannot read: {why}")
     with tempfile.TemporaryDirectory() as tmp:
         facts = Path(tmp) / "facts.toml"
-        facts.write_text(text, encoding="utf-8")  # another torch.toml, merged over the shipped one
-        return load_knowledge_base(None, facts)
+        facts.write_text(text, encoding="utf-8")
+        try:
+            return load_knowledge_base(None, facts)
+        except FileFormatError as exc:
+            _refuse(exc.message.replace(str(facts), str(data)))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -668,16 +696,17 @@ def main(argv: list[str] | None = None) -> int:
             replace(d, entry=d.entry.removeprefix(f"{kb.facts_file}: ")) for d in differences
         ]
     left = write(differences, data, date.today()) if args.write and differences else differences
-    report(obs, differences, left, as_json=args.json, wrote=args.write)
+    report(obs, differences, left, selection, as_json=args.json, wrote=args.write)
     if obs.errors:
         return 5
-    return 1 if left else 0
+    return 1 if left or not obs.builds else 0
 
 
 def report(
     obs: Observations,
     differences: list[Difference],
     left: list[Difference],
+    selection: Selection,
     *,
     as_json: bool,
     wrote: bool,
@@ -701,6 +730,10 @@ def report(
     )
     for error in obs.errors:
         print(f"error: {error}")
+    if not obs.builds and not obs.errors:
+        wanted = ", ".join(sorted(selection.releases)) or f">= {selection.since}"
+        print(f"no torch wheels of the selected releases ({wanted}) on the indexes")
+        return
     if not differences:
         print("no difference from the data")
         return

@@ -5,7 +5,9 @@ starts a *phase* (a step that may take seconds: a resolution, a download, a buil
 check of the probe). A phase may also have *details* that change often (a build's
 current compile step): ``detail(progress, text)``, which reaches the display only when
 it can show them (a terminal) and is dropped otherwise, so a log gets one line per
-phase. The CLI decides how (or whether) any of it is drawn; the library never prints.
+phase. ``failed(progress)`` says the current phase failed while the work goes on (a
+check of the probe, one target of several), so the display does not mark it done.
+The CLI decides how (or whether) any of it is drawn; the library never prints.
 Standard library only, nothing imported.
 """
 
@@ -23,6 +25,14 @@ def detail(progress: Callable[[str], None], text: str) -> None:
         show(text)
 
 
+def failed(progress: Callable[[str], None]) -> None:
+    """The current phase failed, and the work goes on: where the display marks finished
+    phases, it marks this one failed."""
+    show = getattr(progress, "failed", None)
+    if callable(show):
+        show()
+
+
 class Prefixed:
     """``progress`` with every message (phases and details) prefixed, e.g. by a target's
     name: unlike a lambda, it keeps the display's ``detail``."""
@@ -38,3 +48,6 @@ class Prefixed:
 
     def detail(self, text: str) -> None:
         detail(self._inner, self._prefix + text)
+
+    def failed(self) -> None:
+        failed(self._inner)

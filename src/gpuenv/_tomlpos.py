@@ -23,6 +23,7 @@ class _Scanner:
         self.line = 1
         self.lines: dict[Path, int] = {}
         self.array_tables: dict[Path, int] = {}
+        self.current: dict[Path, Path] = {}  # an array table's key -> its latest element
 
     # --- low-level -------------------------------------------------------------
 
@@ -153,8 +154,9 @@ class _Scanner:
     def header(self) -> Path:
         double = self.peek(2) == "[["
         self.advance(2 if double else 1)
-        key = self.key()
+        written = self.key()
         self.advance(2 if double else 1)
+        key = self._within(written)
         if not double:
             self.lines.setdefault(key, self.line)
             return key
@@ -163,7 +165,17 @@ class _Scanner:
         self.lines.setdefault(key, self.line)
         entry: Path = (*key, index)
         self.lines[entry] = self.line
+        self.current[written] = entry
         return entry
+
+    def _within(self, key: tuple[str, ...]) -> Path:
+        """``[[series.builds]]`` after the second ``[[series]]`` is ``series.1.builds``: a
+        header below an array table belongs to that table's latest element."""
+        for end in range(len(key) - 1, 0, -1):
+            parent = self.current.get(key[:end])
+            if parent is not None:
+                return (*parent, *key[end:])
+        return key
 
     def document(self) -> dict[Path, int]:
         table: Path = ()

@@ -73,8 +73,26 @@ class Selected:
         self.project = project
 
 
-def select(project: str, target: str | None) -> Selected:
-    """The prefix to activate: ``target``'s, or the only installed one."""
+def _named_targets(spec: str) -> list[str] | None:
+    """The targets ``spec`` names; None when it cannot be read as a spec (the commands
+    that parse it say why). Only on the error path: the hot path never parses TOML."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        text = _fsread.read_bytes(spec, limit=_fsread.SPEC_LIMIT, what=SPEC_FILENAME)
+        targets = tomllib.loads(text.decode("utf-8")).get("targets")
+    except (OSError, FileFormatError, UnicodeDecodeError, ValueError):
+        return None
+    return sorted(targets) if isinstance(targets, dict) and targets else None
+
+
+def select(project: str, target: str | None, *, spec: str | None = None) -> Selected:
+    """The prefix to activate: ``target``'s, or the only installed one. ``spec`` (default
+    ``<project>/gpuenv.toml``) tells a target it does not name from one not installed."""
     if target is None:
         installed = installed_targets(project)
         if not installed:
@@ -91,6 +109,11 @@ def select(project: str, target: str | None) -> Selected:
     prefix = resolve_pointer(pointer(project, target))
     marker, why = read_marker_checked(prefix) if prefix is not None else (None, None)
     if prefix is None or marker is None:
+        named = _named_targets(spec or os.path.join(project, SPEC_FILENAME))
+        if named is not None and target not in named:
+            raise UsageError(
+                f"no target named {target!r}", hint=f"targets in this spec: {', '.join(named)}"
+            )
         detail = f": {why}" if why else " (or its install did not finish)"
         raise NotInstalled(
             f"target {target} is not installed{detail}",

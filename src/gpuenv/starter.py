@@ -148,11 +148,35 @@ def starter_text(options: StarterOptions) -> tuple[str, list[str]]:
     return tomlkit.dumps(doc), names
 
 
+def _refuse_what_is_not_a_file(path: Path) -> None:
+    """--force replaces a spec file; a FIFO or a device there (``-f /dev/full``) would be
+    replaced by the rename of the new file, so it is refused, and left as it is."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # nothing there (or the write says why)
+    kinds = (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    kind = next((name for test, name in kinds if test(mode)), None)
+    if kind is not None:
+        raise UsageError(
+            f"{path}: {kind}, not a spec file: refusing to replace it",
+            hint="pass -f with the path of the gpuenv.toml to write",
+        )
+
+
 def write_starter(path: Path, options: StarterOptions, *, overwrite: bool) -> list[str]:
     """Write a starter spec to ``path``; returns the target names. Refuses to replace
     an existing file unless ``overwrite``; never writes a spec that does not validate."""
     if path.exists() and not overwrite:
         raise UsageError(f"{path} already exists", hint="pass --force to replace it")
+    _refuse_what_is_not_a_file(path)
     text, names = starter_text(options)
     parse_spec_text(text, file=str(path), kb=knowledge_base())
     atomic_write_text(path, text, what="the new spec")

@@ -36,8 +36,13 @@ checked = 2027-01-05
 
 @pytest.fixture
 def facts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from gpuenv import _settings
+
     path = tmp_path / "facts.toml"
     monkeypatch.setenv("GPUENV_FACTS", str(path))
+    # The CLI sets this process-wide; restored after the test so later tests in this
+    # process do not read this test's (often invalid) facts file.
+    monkeypatch.setattr(_settings, "facts_file", _settings.facts_file)
     return path
 
 
@@ -143,3 +148,69 @@ def test_plan_tells_of_a_newer_torch_the_last_lock_saw(
     assert "torch 2.15.0 cu130 build (linux-aarch64)" in result.out
     as_json = cli("-f", str(spec), "plan", "--json").json()
     assert as_json["notices"] and as_json["targets"]["t"]["unverified"]
+
+
+@pytest.mark.parametrize(
+    ("edit", "line", "expected"),
+    [
+        (
+            ("cu132", "cu999"),
+            16,
+            "series.0.builds.1.tag: cu999 names CUDA 99.9, which neither the shipped data "
+            "nor this file knows",
+        ),
+        (
+            ('pypi_default = "cu132"', 'pypi_default = "cu126"'),
+            8,
+            "series.0.releases.0.pypi_default: cu126 is not a linux-64 build of torch 2.16.0 "
+            "here (builds: cpu, cu132)",
+        ),
+        (
+            ("", FACTS.removeprefix("schema = 1\n")),
+            24,
+            "series.1.minor: 2.16 is already an entry of this file (series.0)",
+        ),
+    ],
+)
+def test_entries_that_refer_to_nothing_are_refused_naming_the_line(
+    cli: Callable[..., CliResult],
+    write_spec: Callable[[str], Path],
+    facts: Path,
+    edit: tuple[str, str],
+    line: int,
+    expected: str,
+) -> None:
+    """A facts file is believed only once its entries fit together: a build whose CUDA the
+    data does not know planned as "needs driver >= None"; a PyPI default naming no build
+    was repeated in reasons as fact; a second entry with the same key was silently lost."""
+    old, new = edit
+    facts.write_text(FACTS.replace(old, new) if old else FACTS + "\n" + new)
+    spec = write_spec(SPEC.format(torch="2.16.*", target='gpu = "H100"\ndriver = "595.58.03"'))
+    result = cli("-f", str(spec), "plan")
+    assert result.code == 2, result.err
+    assert f"{facts}:{line}: {expected}" in result.err, result.err
+    assert "None" not in result.err
+
+
+def test_a_facts_file_that_is_no_file_or_nests_without_end_is_exit_2(
+    cli: Callable[..., CliResult],
+    write_spec: Callable[[str], Path],
+    facts: Path,
+) -> None:
+    """Read on every plan: a FIFO hung it, /dev/zero grew without end, deep nesting was
+    exit 70 (RecursionError in the TOML parser)."""
+    import os
+
+    spec = write_spec(SPEC.format(torch="*", target='gpu = "none"'))
+    os.mkfifo(facts)
+    result = cli("-f", str(spec), "plan")
+    assert result.code == 2 and str(facts) in result.err and "FIFO" in result.err, result.err
+    facts.unlink()
+    facts.symlink_to("/dev/zero")
+    result = cli("-f", str(spec), "plan")
+    assert result.code == 2 and str(facts) in result.err, result.err
+    facts.unlink()
+    facts.write_text("a = " + "[" * 100_000)
+    result = cli("-f", str(spec), "plan")
+    assert result.code == 2, result.err
+    assert f"{facts}: not valid TOML: nested too deeply" in result.err

@@ -74,3 +74,19 @@ def test_init_pip_refuses_what_is_not_a_requirement_and_writes_nothing(
     torch = cli("-f", str(path), "init", "--pip", "torch==2.4.1")
     assert torch.code == 2 and "torch" in torch.err
     assert not path.exists()
+
+
+def test_force_never_replaces_what_is_not_a_file(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """`init -f /dev/full --force` (as root) renamed the new spec over the device node;
+    a FIFO was replaced the same way. --force replaces a spec file, nothing else."""
+    import os
+    import stat
+
+    fifo = tmp_path / "gpuenv.toml"
+    os.mkfifo(fifo)
+    result = cli("init", "-f", str(fifo), "--gpu", "none", "--force")
+    assert result.code == 2, result.err
+    assert f"{fifo}: a FIFO (named pipe), not a spec file" in result.err
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "left as it was"

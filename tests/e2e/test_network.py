@@ -293,3 +293,23 @@ def test_conda_records_install_through_a_mirror_of_their_channel(
     assert nvcc.url.startswith(canonical + "/") and nvcc.channel.startswith(canonical)
     prefix = Path(os.readlink(project.dir / ".gpuenv" / "h100"))
     assert any((prefix / "conda-meta").glob("cuda-nvcc-*.json"))
+
+
+def test_doctor_says_when_a_configured_torch_mirror_lacks_the_layout(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    """Issue 15: `gpuenv doctor` (not only `lock`) says when a mirror lacks the expected
+    layout; a mirror in the right layout, or none, is no finding."""
+    project = no_retries(make_project(spec(pkgindex.default_index)))
+    flat = pkgindex.torch_index("cu124")  # <flat>/torch/ exists, <flat>/cpu/torch/ does not
+    project.env["GPUENV_MIRRORS"] = f"{DEFAULT_TORCH_INDEX}={flat}"
+    result = project.gpuenv("doctor", "--python", sys.executable, "--json")
+    findings = {f["code"]: f for f in json.loads(result.stdout)["findings"]}
+    assert "mirror-layout" in findings, result.stdout
+    found = findings["mirror-layout"]
+    assert found["severity"] == "warning"
+    assert f"flat layout: {flat}/torch/ exists" in found["message"]
+    assert "GPUENV_MIRRORS" in found["message"] and DEFAULT_TORCH_INDEX in found["message"]
+    project.env["GPUENV_MIRRORS"] = f"{DEFAULT_TORCH_INDEX}={pkgindex.torch_base}"
+    result = project.gpuenv("doctor", "--python", sys.executable, "--json")
+    assert "mirror-layout" not in result.stdout, result.stdout

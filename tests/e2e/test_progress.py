@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import sys
@@ -128,3 +129,31 @@ def test_progress_texts_are_redacted(tmp_path: Path) -> None:
     assert "s3cret" not in result.stderr
     assert result.stderr.count("gpuenv: fetching") == 1
     assert "ignored in a log" not in result.stderr
+
+
+def _plain(drawn: str) -> str:
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", drawn)
+
+
+def test_a_check_that_fails_and_a_target_that_cannot_be_reached_are_marked_failed(
+    make_project: Callable[..., Project],
+) -> None:
+    """The display marked every phase ✓ when the next one started: verify's failed
+    checks (the local index's torch is an empty stand-in: 'versions' and others raise)
+    and a target whose index is unreachable while the next target locks."""
+    project = make_project()
+    project.gpuenv("install", "--target", "cpu", check=True)
+    code, drawn = _run_on_a_terminal(project, "verify", "--target", "cpu", "--timeout", "120")
+    plain = _plain(drawn)
+    assert code == 1, drawn
+    assert "✓ checking torch-import" in plain, drawn
+    assert "✗ checking versions" in plain and "✓ checking versions" not in plain, drawn
+    text = project.spec.read_text()
+    torch_index = text.split('torch-index = "')[1].split('"')[0]
+    project.spec.write_text(text.replace(torch_index, "http://127.0.0.1:9/whl"))
+    project.env.update(UV_HTTP_RETRIES="0", UV_HTTP_TIMEOUT="5")
+    code, drawn = _run_on_a_terminal(project, "lock")
+    plain = _plain(drawn)
+    assert code == 5, drawn
+    assert "✗ h100: resolving pip packages" in plain, drawn
+    assert "✓ h100: resolving pip packages" not in plain, drawn

@@ -56,3 +56,22 @@ def test_lock_says_plainly_when_the_index_is_ahead_of_the_data() -> None:
         "upgrade gpuenv or add the facts in your facts file"
     )
     assert locker._newer_torch_notice(("https://idx.example/simple", "2.15.0"), kb) is None
+
+
+def test_a_cache_file_that_is_not_one_gpuenv_wrote_is_no_version(tmp_path: Path) -> None:
+    """``gpuenv plan`` reads this file on every run: deep JSON was exit 70
+    (RecursionError), a FIFO hung plan, /dev/zero grew without end."""
+    import os
+
+    path = tmp_path / "index" / "torch.json"
+    path.parent.mkdir()
+    path.write_text("[" * 200_000)
+    assert read_newest_torch(tmp_path) is None
+    path.unlink()
+    os.mkfifo(path)
+    assert read_newest_torch(tmp_path) is None  # returns at once: nothing opens the FIFO
+    path.unlink()
+    path.symlink_to("/dev/zero")
+    assert read_newest_torch(tmp_path) is None
+    record_newest_torch(tmp_path, "https://idx.example/simple", "2.16.0", now=1000.0)
+    assert read_newest_torch(tmp_path) == "2.16.0", "the next lock replaces it"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import zipfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 from urllib.error import HTTPError
 from urllib.request import Request
@@ -164,3 +165,36 @@ def test_metadata_headers_end_at_the_description_and_fold_continuations() -> Non
         ">=3.10",
         ("filelock", "nvidia-nccl-cu12==2.20.5; platform_system == 'Linux'"),
     )
+
+
+def test_the_metadata_cache_is_checked_before_it_is_believed(tmp_path: Path) -> None:
+    """The cache of each wheel's METADATA (by its sha256) is read on every relock: a
+    FIFO there hung the lock, and a file of another wheel (or a truncated one) gave the
+    lock that wheel's facts. Neither is believed: the metadata is read again."""
+    import os
+
+    from gpuenv.lock.model import PipPackage, PipRequest
+    from gpuenv.lock.wheelcheck import _metadata
+
+    real = "Metadata-Version: 2.1\nName: torch\nVersion: 2.4.1+cu124\nRequires-Dist: x\n\n"
+
+    class Source:
+        calls = 0
+
+        def wheel_metadata(self, package: PipPackage, request: PipRequest) -> str:
+            Source.calls += 1
+            return real
+
+    package = PipPackage("torch", "2.4.1+cu124", "https://i.example/torch-2.4.1.whl", "a" * 64)
+    request = PipRequest(requirements=("torch",), python="3.11", cache_dir=tmp_path)
+    cached = tmp_path / "wheel-metadata" / f"{'a' * 64}.METADATA"
+    cached.parent.mkdir()
+    os.mkfifo(cached)
+    assert _metadata(Source(), package, request) == real and Source.calls == 1
+    for planted in (real.replace("2.4.1+cu124", "2.5.0"), "Metadata-Version: 2.1\nName: tor"):
+        cached.unlink()
+        cached.write_text(planted)
+        assert _metadata(Source(), package, request) == real
+    assert Source.calls == 3
+    assert cached.read_text() == real, "the cache is rewritten with what the wheel says"
+    assert _metadata(Source(), package, request) == real and Source.calls == 3

@@ -148,3 +148,45 @@ def test_an_unreachable_torch_index_still_checks_the_default_index(
     assert code == 5
     assert "error: torch index not read: http://127.0.0.1:9/whl/" in out
     assert "build cu124 (linux-64): nccl: data 2.21.5, wheels 2.20.5" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--since", "9.x"], "--since: '9.x' is not a version"),
+        (["--release", "banana"], "--release: 'banana' is not a version"),
+        (["--data", "/nonexistent/torch.toml"], "/nonexistent/torch.toml: cannot read"),
+    ],
+)
+def test_bad_arguments_are_exit_2_without_a_traceback(
+    tool: ModuleType, capsys: pytest.CaptureFixture[str], args: list[str], expected: str
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        tool.main(["--index-url", "http://127.0.0.1:9/simple", "--no-torch-index", *args])
+    assert caught.value.code == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_a_data_file_that_is_not_valid_is_exit_2_naming_it(
+    tool: ModuleType, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "torch.toml"
+    bad.write_text("schema = 1\n[[series]\n")
+    with pytest.raises(SystemExit) as caught:
+        tool.main(["--no-torch-index", "--data", str(bad)])
+    assert caught.value.code == 2
+    err = capsys.readouterr().err
+    assert f"{bad}: not valid TOML" in err and "Traceback" not in err
+
+
+def test_a_release_the_indexes_do_not_have_is_not_reported_as_agreeing(
+    tool: ModuleType, pkgindex: PkgIndex, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'--release 2.99' read nothing and said "no difference from the data" (exit 0)."""
+    code = tool.main(
+        ["--index-url", pkgindex.default_index, "--no-torch-index", "--release", "2.99"]
+    )
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "no difference" not in out
+    assert "no torch wheels of the selected releases (2.99) on the indexes" in out

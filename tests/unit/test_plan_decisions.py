@@ -314,3 +314,40 @@ def test_a_newer_torch_seen_on_the_index_is_a_notice() -> None:
     )
     pinned = spec_of('python = "3.12"\ntorch = "2.14.*"', 'gpu = "none"')
     assert make_plan(pinned, knowledge_base(), newest_on_index="2.16.0").notices == ()
+
+
+def test_a_targets_own_torch_is_what_the_alternatives_change() -> None:
+    # The target's own torch wins over [stack]'s: proposing 'stack.torch = ==2.7.1'
+    # would change nothing for it.
+    error = refusal('python = "3.12"', 'gpu = "H100"\ndriver = "550.54.15"\ntorch = ">=2.8"')
+    changes = [a.changes for a in error.alternatives]
+    assert {"targets.t0.torch": "==2.7.1"} in changes
+    assert not any("stack.torch" in c for c in changes), changes
+
+
+@pytest.mark.parametrize(
+    ("target", "torch", "driver", "build"),
+    [
+        # 2.15 has cu130 (R580) as well as cu132 (R595): the smaller upgrade is the one to name.
+        ('gpu = "RTX 5090"\ndriver = "570.86.16"', "2.15.*", ">=580.65.06", "cu130"),
+        ('gpu = "T4"\ndriver = "450.80.02"', "2.8.*", ">=560.28.03", "cu126"),
+        ('gpu = "H100"\ndriver = "525.60.13"', "2.8.*", ">=560.28.03", "cu126"),
+    ],
+)
+def test_the_driver_alternative_names_the_smallest_upgrade_that_works(
+    target: str, torch: str, driver: str, build: str
+) -> None:
+    error = refusal(f'python = "3.11"\ntorch = "{torch}"', target)
+    upgrade = next(a for a in error.alternatives if "targets.t0.driver" in a.changes)
+    assert upgrade.changes == {"targets.t0.driver": driver}
+    assert f" {build} " in upgrade.description
+
+
+def test_naming_pytorchs_own_index_does_not_unlock_a_jetson() -> None:
+    # PyTorch's index has no L4T builds: naming it is not naming JetPack builds.
+    error = refusal(
+        'python = "3.10"\ntorch = "2.9.*"',
+        'gpu = "Jetson AGX Orin"\ndriver = "570.86.15"\n'
+        '[pip]\ntorch-index = "https://download.pytorch.org/whl/"',
+    )
+    assert "L4T (JetPack)" in error.message

@@ -56,3 +56,17 @@ def test_line_of_falls_back_to_the_nearest_ancestor() -> None:
 
 def test_malformed_text_gives_no_positions_rather_than_failing() -> None:
     assert key_lines('a = "unterminated') == {}
+
+
+def test_nested_array_tables_belong_to_their_parents_latest_element() -> None:
+    # Facts-file errors (series.1.builds.0.arch.0) pointed at the first [[series]] line.
+    text = (
+        '[[series]]\nminor = "2.15"\n[[series.builds]]\ntag = "cpu"\n'
+        '[[series]]\nminor = "2.16"\n[[series.builds]]\ntag = "cpu"\n'
+        '[[series.builds]]\ntag = "cu132"\narch = ["x"]\n'
+    )
+    lines = key_lines(text)
+    assert lines[("series", 1, "builds", 0, "tag")] == 8
+    assert lines[("series", 1, "builds", 1, "arch", 0)] == 11
+    assert lines[("series", 0, "builds", 0)] == 3
+    assert ("series", "builds", 2) not in lines

@@ -115,6 +115,7 @@ class Display:
         self._phase: str | None = None
         self._phase_started = self.started
         self._detail: str | None = None
+        self._failed = False  # the current phase failed (the work went on)
         self._lock = threading.Lock()
         self._live: Live | None = None
         self._meter: IoMeter | None = None
@@ -126,9 +127,10 @@ class Display:
         with self._lock:
             if text == self._phase:
                 return
-            finished = self._phase, self._phase_started
+            finished, ok = (self._phase, self._phase_started), not self._failed
             self._phase, self._phase_started, self._detail = text, time.monotonic(), None
-            self._print_finished(finished, ok=True)
+            self._failed = False
+            self._print_finished(finished, ok=ok)
         if self.mode == LINES:
             sys.stderr.write(f"gpuenv: {text}\n")
             sys.stderr.flush()
@@ -136,6 +138,10 @@ class Display:
     def detail(self, text: str) -> None:
         if self.mode == LIVE:
             self._detail = clean(text)
+
+    def failed(self) -> None:
+        with self._lock:
+            self._failed = True
 
     # -- the context manager -----------------------------------------------------------------
 
@@ -168,7 +174,8 @@ class Display:
             live.stop()
             finished = self._phase, self._phase_started
             self._phase = None
-            self._print_finished(finished, ok=kind is None, console=live.console)
+            ok = kind is None and not self._failed
+            self._print_finished(finished, ok=ok, console=live.console)
 
     @property
     def elapsed(self) -> float:

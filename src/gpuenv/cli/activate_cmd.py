@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuenv.shells import activation_script
 
     spec = runtime.find_spec(getattr(args, "file", None), str(Path.cwd()))
-    selected = runtime.select(runtime.project_of(spec), args.target)
+    selected = runtime.select(runtime.project_of(spec), args.target, spec=spec)
     from gpuenv.verify.gate import admit
 
     for warning in admit(selected, unverified=args.unverified):

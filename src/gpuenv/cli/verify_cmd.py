@@ -115,7 +115,7 @@ def verify_and_record(
     kb = knowledge_base()
     spec_file = _common.spec_path(args)
     loaded = load_spec(spec_file, kb=kb, cache_dir=_common.cache_dir())
-    selected = runtime.select(runtime.project_of(str(spec_file)), args.target)
+    selected = runtime.select(runtime.project_of(str(spec_file)), args.target, spec=str(spec_file))
     lock = read_lock(
         spec_file.parent / LOCK_FILENAME, cache_dir=_common.cache_dir(), targets=[selected.target]
     )

@@ -31,8 +31,10 @@ def facts_file_bytes(path: Path | None) -> bytes | None:
     facts file). Unreadable is an error naming the path."""
     if path is None:
         return None
-    try:
-        return path.read_bytes()
+    from gpuenv import _fsread
+
+    try:  # bounded: read on every plan, so a FIFO or /dev/zero there must not hang it
+        return _fsread.read_bytes(path, limit=_fsread.SPEC_LIMIT, what="facts file")
     except FileNotFoundError:
         return None
     except OSError as exc:

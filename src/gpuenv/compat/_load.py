@@ -131,12 +131,18 @@ def read_facts_file(path: Path) -> dict[str, Any] | None:
         raise FileFormatError(
             f"{path}: not valid TOML: {exc}", hint=f"fix it, or remove it; see {FACTS_DOC}"
         ) from None
+    except RecursionError:
+        raise FileFormatError(
+            f"{path}: not valid TOML: nested too deeply", hint=f"see {FACTS_DOC}"
+        ) from None
     from gpuenv._tomlpos import key_lines, line_of
     from gpuenv.compat._schema import validate_facts_file
 
     problems = validate_facts_file(raw)
     if raw.get("schema") != SCHEMA_VERSION:
         problems.insert(0, (("schema",), f"must be {SCHEMA_VERSION}"))
+    elif not problems:
+        problems = _dangling(raw)
     if problems:
         lines = key_lines(text)
         shown = [
@@ -151,6 +157,66 @@ def read_facts_file(path: Path) -> dict[str, Any] | None:
 
 
 FACTS_DOC = "README.md, 'Your own facts'"
+
+Problem = tuple[tuple[str | int, ...], str]
+
+
+def _dangling(raw: dict[str, Any]) -> list[Problem]:
+    """What the schema cannot see in a user's (schema-valid) facts file: two entries with
+    one key (the merge would keep only one), a build whose CUDA release neither the
+    shipped data nor the file knows (it has no driver minimum: the plan could only say
+    "needs driver >= None"), a PyPI default that names no build of its release."""
+    problems: list[Problem] = []
+    for key, (_, _, identity) in _IDENTITY.items():
+        first: dict[str, int] = {}
+        for number, entry in enumerate(raw.get(key, [])):
+            name = identity(entry)
+            if name in first:
+                field = {"family": "major", "release": "cuda", "series": "minor"}.get(key, "name")
+                problems.append(
+                    (
+                        (key, number, field),
+                        f"{entry[field]} is already an entry of this file ({key}.{first[name]})",
+                    )
+                )
+            first.setdefault(name, number)
+    known = {
+        CudaVersion.parse(str(r["cuda"]))
+        for r in [*read_data("cuda.toml").get("release", []), *raw.get("release", [])]
+    }
+    for s, series in enumerate(raw.get("series", [])):
+        builds = series.get("builds", [])
+        for b, build in enumerate(builds):
+            tag = build["tag"]
+            if tag != "cpu" and (cuda := CudaVersion.from_tag(tag)) not in known:
+                problems.append(
+                    (
+                        ("series", s, "builds", b, "tag"),
+                        f"{tag} names CUDA {cuda.major}.{cuda.minor}, which neither the "
+                        "shipped data nor this file knows (add a [[release]] for it)",
+                    )
+                )
+        for r, release in enumerate(series.get("releases", [])):
+            for platform, field in _PYPI_KEYS:
+                tag = release.get(field)
+                tags = sorted(
+                    {
+                        b["tag"]
+                        for b in builds
+                        if b.get("platform", "linux-64") == platform
+                        and (b.get("only") is None or release["torch"] in b["only"])
+                    }
+                )
+                if tag is not None and tag not in tags:
+                    problems.append(
+                        (
+                            ("series", s, "releases", r, field),
+                            f"{tag} is not a {platform} build of torch {release['torch']} here "
+                            f"(builds: {', '.join(tags) or 'none'})",
+                        )
+                    )
+    return problems
+
 
 # How entries are identified when the user's file is merged over the shipped data: an
 # entry with the same key replaces the shipped one; any other is added.

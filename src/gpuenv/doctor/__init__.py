@@ -6,8 +6,9 @@ the path is modelled from the files), takes its inventory and runs each family o
 checks; every check reads files (conda-meta, dist-info and RECORD, ELF dynamic
 sections, ``ld.so.cache``, ``/proc``) and the environment variables the request carries.
 Besides that question, only ``nvcc --version`` (for the ``nvcc`` on ``PATH``, or a
-toolkit without a ``version.json``) starts a process. ``deep`` adds the verification
-probe and merges what it saw into the findings.
+toolkit without a ``version.json``) starts a process, and only a configured mirror of
+the PyTorch index is sent a request (``mirrors``: does it keep the index's layout).
+``deep`` adds the verification probe and merges what it saw into the findings.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from gpuenv.doctor import (
     ldpath,
     libraries,
     managers,
+    mirrors,
     ownership,
     shadowing,
     source,
@@ -52,6 +54,7 @@ CHECKS: tuple[Callable[[Context], list[Finding]], ...] = (
     wsl.check,
     base_env.check,
     extensions.check,
+    mirrors.check,
 )
 
 

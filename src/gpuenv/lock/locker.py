@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.version import InvalidVersion, Version
 
 from gpuenv._network import Index, Mirrors, pip_indexes
+from gpuenv._progress import failed
 from gpuenv._redact import redact_url
 from gpuenv.errors import Alternative, ExternalToolError, NetworkError, NoCompatiblePlan
 from gpuenv.lock import builds as build_lock
@@ -650,6 +651,7 @@ def lock_project(
                 name, loaded, kb, backends, previous, options, report, kb_digest
             )
         except NetworkError as exc:
+            failed(report)  # the next target's phase must not mark this one done
             failures[name] = exc
             if previous is not None:
                 targets[name] = previous  # still installable as it was locked before

@@ -85,9 +85,14 @@ FRESH_SECONDS = 3600.0
 
 
 def _load(cache_dir: Path) -> dict[str, Any]:
+    """The file's entries; nothing when it is not a small JSON file gpuenv wrote (read
+    on every ``plan``: a FIFO, ``/dev/zero`` or deep nesting planted there is a miss)."""
+    from gpuenv import _fsread
+    from gpuenv.errors import InputFileError
+
     try:
-        data = json.loads(_path(cache_dir).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = _fsread.load_json(_path(cache_dir), limit=1 << 20, what="index cache")
+    except (OSError, InputFileError):
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -77,12 +77,38 @@ def _cached(request: PipRequest, package: PipPackage) -> Path | None:
     return request.cache_dir / "wheel-metadata" / f"{package.sha256}.METADATA"
 
 
+def _of(text: str, package: PipPackage) -> bool:
+    """Whether ``text`` is the METADATA of ``package``: its Name and Version headers."""
+    from packaging.utils import canonicalize_name
+
+    headers: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            break
+        name, colon, value = line.partition(":")
+        if colon:
+            headers.setdefault(name.strip().lower(), value.strip())
+    try:
+        same = Version(headers.get("version", "")) == Version(package.version)
+    except InvalidVersion:
+        return False
+    return same and canonicalize_name(headers.get("name", "")) == package.name
+
+
 def _metadata(source: WheelMetadataSource, package: PipPackage, request: PipRequest) -> str:
+    """The wheel's METADATA: from gpuenv's cache when the file there is this wheel's (a
+    FIFO, a huge file, another wheel's or a truncated one is read again), else read."""
     path = _cached(request, package)
     if path is not None:
+        from gpuenv import _fsread
+        from gpuenv.errors import InputFileError
+        from gpuenv.lock.wheelmeta import MAX_METADATA
+
         try:
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = _fsread.read_text(path, limit=MAX_METADATA, what="cached METADATA")
+            if _of(text, package):
+                return text
+        except (OSError, InputFileError):
             pass
     text = source.wheel_metadata(package, request)
     if path is not None:

@@ -92,6 +92,7 @@ def constraints(spec: Spec, target: str | None = None) -> Constraints:
         mode=DriverCompat(stack.driver_compat),
         torchvision=stack.torchvision,
         torchaudio=stack.torchaudio,
+        torch_key=f"targets.{target}.torch" if own is not None else "stack.torch",
     )
 
 

@@ -208,7 +208,7 @@ def _alt_nearby_release(p: Problem) -> Alternative | None:
         if found is not None:
             return Alternative(
                 f"the nearest torch release that fits: {found.describe()}",
-                {"stack.torch": f"=={found.release.version}"},
+                {p.c.torch_key: f"=={found.release.version}"},
             )
     return None
 
@@ -230,11 +230,35 @@ def _alt_driver(p: Problem) -> Alternative | None:
         floor = p.kb.driver_floor(found.build.cuda, p.c.mode)
         if floor is None or floor <= p.hw.driver:
             return None  # the driver is not what stands in the way
+        # The smallest upgrade that works: the newest CUDA the GPU's drivers allow may
+        # need a newer branch than an older build of the same release (cu132: R595,
+        # cu130: R580).
+        for lower in _driver_floors(p, pool, p.hw.driver, floor):
+            smaller = p.search(pool=pool, hw=replace(p.hw, driver=lower))
+            if smaller is not None and smaller.build.cuda is not None:
+                found, floor = smaller, p.kb.driver_floor(smaller.build.cuda, p.c.mode) or lower
+                break
         changes = {f"targets.{p.name}.driver": f">={floor}"}
         if pool is not p.matching:
-            changes["stack.torch"] = f"=={found.release.version}"
+            changes[p.c.torch_key] = f"=={found.release.version}"
         return Alternative(f"install NVIDIA driver >= {floor} for {found.describe()}", changes)
     return None
+
+
+def _driver_floors(
+    p: Problem, pool: list[TorchRelease], above: DriverVersion, below: DriverVersion
+) -> list[DriverVersion]:
+    """The driver minimums of the pool's CUDA builds between ``above`` and ``below``
+    (exclusive), lowest first."""
+    floors = {
+        floor
+        for release in pool
+        for build in release.on(p.hw.platform).cuda_builds
+        if build.cuda is not None
+        and (floor := p.kb.driver_floor(build.cuda, p.c.mode)) is not None
+        and above < floor < below
+    }
+    return sorted(floors)
 
 
 def _alt_python(p: Problem) -> Alternative | None:

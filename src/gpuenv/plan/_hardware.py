@@ -6,7 +6,7 @@ from __future__ import annotations
 from gpuenv.compat import GpuModel, KnowledgeBase
 from gpuenv.errors import Alternative, NoCompatiblePlan
 from gpuenv.hardware import HardwareFacts
-from gpuenv.plan._model import TargetHardware
+from gpuenv.plan._model import DEFAULT_TORCH_INDEX, TargetHardware
 from gpuenv.spec import Target
 from gpuenv.versions import ComputeCapability, DriverVersion
 
@@ -135,7 +135,8 @@ def l4t_problem(
 ) -> NoCompatiblePlan | None:
     """A Jetson on L4T: PyTorch's wheels do not run there; NVIDIA's JetPack builds do."""
     jetson = next((m for m in models if m.l4t), None)
-    if jetson is None or torch_index is not None:
+    jetpack = torch_index is not None and torch_index.rstrip("/") != DEFAULT_TORCH_INDEX
+    if jetson is None or jetpack:  # PyTorch's own index, named, carries no L4T builds
         return None
     return NoCompatiblePlan(
         f"target '{name}': {jetson.name} ({jetson.cc.sm}): {jetson.l4t}",

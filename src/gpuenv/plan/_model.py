@@ -50,6 +50,7 @@ class Constraints:
     mode: DriverCompat
     torchvision: str | bool | None
     torchaudio: str | bool | None
+    torch_key: str = "stack.torch"  # the spec key torch came from (a target's own wins)
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ DEFAULT_TIMEOUT = 300.0
 INSPECT_TIMEOUT = 60.0
 EXIT_TIMED_OUT = 3  # the probe's watchdog ended a hung check (probe.EXIT_TIMED_OUT)
 _RUNNING = re.compile(r"^gpuenv-probe: running (\S+)", re.MULTILINE)
+_FAILED = re.compile(r"^gpuenv-probe: failed (\S+)")
 
 
 def _probe_argv(python: Path, probe: Path, *, isolated: bool, args: Sequence[str]) -> list[str]:
@@ -77,12 +78,17 @@ def run_probe(
 
 
 def _check_reporter(progress: Callable[[str], None]) -> Callable[[str], None]:
-    """The probe's "gpuenv-probe: running <check>" stderr lines, as progress phases."""
+    """The probe's "gpuenv-probe: running <check>" stderr lines, as progress phases
+    (and its "gpuenv-probe: failed <check>" lines, as that phase failing)."""
 
     def on_line(line: str) -> None:
         found = _RUNNING.match(line)
         if found:
             progress(f"checking {found.group(1)}")
+        elif _FAILED.match(line):
+            from gpuenv._progress import failed
+
+            failed(progress)
 
     return on_line
 

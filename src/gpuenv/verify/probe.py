@@ -862,6 +862,9 @@ class Probe:
         check = _check(name, passed, detail, None if passed else fix, data, seconds)
         check["status"] = status
         self.checks.append(check)
+        if not passed:
+            sys.stderr.write("gpuenv-probe: failed %s\n" % name)
+            sys.stderr.flush()
         return passed
 
     # ---- the sequence ---------------------------------------------------------------
