@@ -155,6 +155,13 @@ class FileFormatError(UsageError):
     kind = "file-format"
 
 
+class UnreadableLockError(FileFormatError):
+    """The lock file as a whole cannot be read as a gpuenv lock: not UTF-8 or TOML (a
+    merge left conflict markers in it), no or an impossible ``lock-version``, broken
+    outside any target. ``gpuenv lock`` writes a new one in its place; every reader of
+    the lock refuses it."""
+
+
 class Alternative:
     """A concrete change that would make an unsatisfiable target plannable."""
 

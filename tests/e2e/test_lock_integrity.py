@@ -335,6 +335,36 @@ def test_a_utf16_or_invalid_utf8_lock_names_the_file_and_offset(
         assert result.code == 2 and f"byte 0xff at offset {at}" in result.err, result.err
 
 
+@pytest.mark.parametrize("damage", ["conflict-markers", "invalid-utf8", "no-spec-hash"])
+def test_lock_writes_a_new_lock_over_one_it_cannot_read_and_every_reader_refuses_it(
+    project: Project, pristine: Pristine, damage: str
+) -> None:
+    """The hint of every refusal is "run 'gpuenv lock'": so lock must not refuse too.
+    A merge that left conflict markers is the common case."""
+    data = pristine.lock.encode()
+    if damage == "conflict-markers":
+        at = data.index(b"[targets.")
+        damaged = data[:at] + b"<<<<<<< HEAD\n" + data[at:] + b"=======\n>>>>>>> theirs\n"
+    elif damage == "invalid-utf8":
+        damaged = b"\xff" + data
+    else:
+        damaged = re.sub(rb"(?m)^spec-hash = .*\n", b"", data)
+    project.lock.write_bytes(damaged)
+    for args in (("install", "--target", "cpu", "--frozen"), ("lock", "--check")):
+        refused = project.gpuenv(*args)
+        assert refused.code == 2 and str(project.lock) in refused.err, refused.err
+        assert "gpuenv lock" in refused.err
+    assert project.lock.read_bytes() == damaged, "a refusal changes nothing"
+    written = project.gpuenv("lock", "--target", "cpu")
+    assert written.code == 0, written.err
+    assert "warning" in written.err and "for every target" in written.err
+    checked = project.gpuenv("lock", "--check")
+    assert checked.code == 0, checked.err
+    assert set(tomllib.loads(project.lock.read_text())["targets"]) == set(
+        tomllib.loads(pristine.lock)["targets"]
+    )
+
+
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero", "directory", "huge"])
 def test_a_lock_that_is_not_a_plain_file_is_refused_without_hanging(
     project: Project, kind: str

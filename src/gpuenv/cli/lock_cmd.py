@@ -46,6 +46,7 @@ def backends() -> tuple[PipResolver, CondaSolver]:
 def run(args: argparse.Namespace) -> int:
     from gpuenv.compat import knowledge_base
     from gpuenv.compat._data import data_digest
+    from gpuenv.errors import UnreadableLockError
     from gpuenv.lock.format import LOCK_FILENAME, load_lock
     from gpuenv.lock.locker import LockOptions, lock_and_write, relock_basis
     from gpuenv.spec import load_spec
@@ -56,7 +57,15 @@ def run(args: argparse.Namespace) -> int:
     for name in args.target or ():
         _common.check_target(name, list(loaded.spec.targets))
     lock_path = spec_file.parent / LOCK_FILENAME
-    reading = load_lock(lock_path, cache_dir=_common.cache_dir(), legacy_ok=True)
+    unreadable = None
+    try:
+        reading = load_lock(lock_path, cache_dir=_common.cache_dir(), legacy_ok=True)
+    except UnreadableLockError as err:
+        if args.check:
+            raise
+        # Writing a lock is the fix for a lock that cannot be read (conflict markers
+        # from a merge, a truncated file): start over rather than refuse to.
+        reading, unreadable = None, err
     options = LockOptions(
         targets=tuple(args.target) if args.target else None,
         upgrade=args.upgrade,
@@ -69,6 +78,12 @@ def run(args: argparse.Namespace) -> int:
     digest = data_digest()
     if args.check:
         return _check(args, loaded, reading, options, digest, str(lock_path))
+    if unreadable is not None:
+        _output.err(
+            f"gpuenv: warning: {unreadable.message}: writing a new gpuenv.lock for every "
+            "target (nothing in the old one could be kept)"
+        )
+        options = replace(options, targets=None)
     existing, forced = relock_basis(reading, loaded.spec)
     for name in forced:
         problems = "; ".join(reading.damaged[name]) if reading else ""

@@ -40,7 +40,7 @@ from typing import Any
 from gpuenv import _fs
 from gpuenv._fs import atomic_write_text
 from gpuenv.build.model import BuildEntry, BuildInputs, BuildSource, check_entry
-from gpuenv.errors import FileFormatError, LockIntegrityError
+from gpuenv.errors import FileFormatError, InputFileError, LockIntegrityError, UnreadableLockError
 from gpuenv.lock import _integrity
 from gpuenv.lock.model import (
     CondaPackage,
@@ -246,20 +246,20 @@ def _toml(text: str, file: str) -> dict[str, Any]:
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise FileFormatError(f"{file}: not valid TOML: {exc}", hint=FIX) from None
+        raise UnreadableLockError(f"{file}: not valid TOML: {exc}", hint=FIX) from None
     except RecursionError:
         raw = None
     if raw is None or _fs.nested_deeper_than(raw, TOML_DEPTH):
-        raise FileFormatError(f"{file}: nested too deeply to be a gpuenv lock", hint=FIX)
+        raise UnreadableLockError(f"{file}: nested too deeply to be a gpuenv lock", hint=FIX)
     return raw
 
 
 def _version(raw: dict[str, Any], file: str, *, legacy_ok: bool) -> int:
     version = raw.get("lock-version")
     if version is None:
-        raise FileFormatError(f"{file}: no lock-version: not a gpuenv lock", hint=FIX)
+        raise UnreadableLockError(f"{file}: no lock-version: not a gpuenv lock", hint=FIX)
     if not isinstance(version, int) or isinstance(version, bool) or version < LEGACY:
-        raise FileFormatError(
+        raise UnreadableLockError(
             f"{file}: lock-version = {json.dumps(version) if isinstance(version, str) else version}"
             f" is not a version any gpuenv wrote (this one writes {LATEST})",
             hint=FIX,
@@ -289,7 +289,7 @@ def _schema_problems(raw: dict[str, Any], file: str) -> dict[str, list[str]]:
             per_target.setdefault(str(loc[1]), []).append(f"{where}: {message}")
         else:
             where = ".".join(str(part) for part in loc) or "(the file)"
-            raise FileFormatError(f"{file}: {where}: {message}", hint=FIX)
+            raise UnreadableLockError(f"{file}: {where}: {message}", hint=FIX)
     return per_target
 
 
@@ -309,7 +309,8 @@ def parse_lock_text(
     text: str, *, file: str = LOCK_FILENAME, cache_dir: Path | None = None, legacy_ok: bool = False
 ) -> LockReading:
     """The one reader of lock text. A problem with the file as a whole (not TOML, no
-    or an unsupported ``lock-version``) raises ``FileFormatError``; a target that
+    or an impossible ``lock-version``) raises ``UnreadableLockError`` (one from a newer
+    gpuenv, or version 1 without ``legacy_ok``, ``FileFormatError``); a target that
     fails its checks is listed in ``damaged`` and left out of ``lock``."""
     raw = _toml(text, file)
     if _version(raw, file, legacy_ok=legacy_ok) == LEGACY:
@@ -355,13 +356,17 @@ def load_lock(
     """The lock at ``path`` as read and checked, or None when there is none. The file
     must be a regular UTF-8 file of a sane size (a FIFO or ``/dev/zero`` is refused)."""
     try:
-        text = _fs.read_text(path, limit=_fs.LOCK_LIMIT, what="gpuenv.lock")
+        data = _fs.read_bytes(path, limit=_fs.LOCK_LIMIT, what="gpuenv.lock")
     except FileNotFoundError:
         return None
     except IsADirectoryError:
         raise FileFormatError(f"{path}: is a directory, not a gpuenv.lock", hint=FIX) from None
     except OSError as exc:
         raise FileFormatError(f"{path}: cannot read: {exc.strerror}") from None
+    try:
+        text = _fs.decode_utf8(data, path)
+    except InputFileError as exc:  # its content, not what the file is: lock rewrites it
+        raise UnreadableLockError(exc.message, hint=FIX) from None
     return parse_lock_text(text, file=str(path), cache_dir=cache_dir, legacy_ok=legacy_ok)
 
 
