@@ -336,3 +336,31 @@ def test_mutated_fixtures_never_crash(cli: Callable[..., CliResult], tmp_path: P
         assert result.code in (0, 2, 3), (source.name, result.err)
         assert result.code == 0 or not out.exists()
     assert outcomes.get(2, 0) > 0
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        ('tool = "x"\n[project]\nname = "p"\ndependencies = ["numpy==1.26.4"]\n', None),
+        ('build-system = 7\n[project]\nname = "p"\ndependencies = ["numpy==1.26.4"]\n', None),
+        ('[tool]\nuv = "x"\n[project]\nname = "p"\ndependencies = ["numpy==1.26.4"]\n', None),
+        ("[tool.poetry]\nsource = 7\n[tool.poetry.dependencies]\nnumpy = '1.26.4'\n", None),
+        ("[tool.poetry.dependencies]\ntorch = { version = '2.4.1', extras = 7 }\n", 2),
+        ("[tool.poetry.group.gpu]\ndependencies = 'flash-attn'\n", 2),
+        ("[tool.poetry.dependencies]\ntorch = '~'\n", 2),
+    ],
+)
+def test_pyproject_tables_of_the_wrong_type_are_never_a_crash(
+    cli: Callable[..., CliResult], tmp_path: Path, body: str, line: int | None
+) -> None:
+    """A key gpuenv reads but of another type is exit 2 at its line; one it only looks in
+    (tool, build-system, tool.uv, tool.poetry.source) is skipped. Each was exit 70."""
+    path = _hostile(tmp_path, "pyproject.toml", body)
+    if line is None:
+        out = tmp_path / "g.toml"
+        result = cli("import", str(path), "--gpu", "none", "-o", str(out), "--json")
+        assert result.code == 0, result.out
+        assert "numpy" in {e["package"] for e in json.loads(result.out)["kept"]}
+        return
+    (problem,) = _problems(_import(cli, tmp_path, path))
+    assert problem["file"] == "pyproject.toml" and problem["line"] == line, problem
