@@ -364,3 +364,18 @@ def test_pyproject_tables_of_the_wrong_type_are_never_a_crash(
         return
     (problem,) = _problems(_import(cli, tmp_path, path))
     assert problem["file"] == "pyproject.toml" and problem["line"] == line, problem
+
+
+def test_a_long_freeze_is_imported_in_linear_time(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """15,000 pins (a 260 kB file, far under the size limit) took over a minute while the
+    writer built the array with tomlkit's add_line, which re-indexes on every call."""
+    path = _hostile(tmp_path, "requirements.txt", "".join(f"p{i}==1.0\n" for i in range(15_000)))
+    out = tmp_path / "g.toml"
+    started = time.monotonic()
+    result = cli("import", str(path), "--gpu", "none", "-o", str(out), "-q")
+    assert result.code == 0, result.err
+    assert time.monotonic() - started < 15  # about 4 s here; 40 s before
+    text = out.read_text()
+    assert '    "p14999==1.0", # requirements.txt:15000 p14999==1.0\n]' in text
