@@ -379,3 +379,23 @@ def test_a_long_freeze_is_imported_in_linear_time(
     assert time.monotonic() - started < 15  # about 4 s here; 40 s before
     text = out.read_text()
     assert '    "p14999==1.0", # requirements.txt:15000 p14999==1.0\n]' in text
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "shown"),
+    [
+        ("environment.yml", 'name: "ldm\\e"\ndependencies:\n  - numpy=1.26.4\n', "ldm\\x1b"),
+        ("pyproject.toml", '[project]\nname = "p\\u001b"\ndependencies = ["numpy==1.26.4"]\n', "p\\x1b"),
+        ("Dockerfile", "FROM python:3.10\x7f\nRUN pip install numpy==1.26.4\n", "3.10\\x7f"),
+    ],
+)  # fmt: skip
+def test_a_control_character_in_the_input_is_escaped_in_the_written_comments(
+    cli: Callable[..., CliResult], tmp_path: Path, name: str, content: str, shown: str
+) -> None:
+    """TOML comments may not hold control characters: tomlkit refused the comment that
+    quoted the input, and the import was exit 70."""
+    path = _hostile(tmp_path, name, content)
+    out = tmp_path / "g.toml"
+    result = cli("import", str(path), "--gpu", "none", "-o", str(out))
+    assert result.code == 0, result.err
+    assert shown in out.read_text()

@@ -21,8 +21,14 @@ from gpuenv.spec import parse_spec_text
 _MAX_COMMENT = 200
 
 
+def _shown(char: str) -> str:
+    return char if char.isprintable() else repr(char)[1:-1]
+
+
 def _short(text: str) -> str:
-    one_line = " ".join(text.split())
+    """One line of at most _MAX_COMMENT characters for a TOML comment, which may not hold a
+    control character: those the input had (a name with an escape in it) are shown escaped."""
+    one_line = "".join(map(_shown, " ".join(text.split())))
     return one_line if len(one_line) <= _MAX_COMMENT else one_line[: _MAX_COMMENT - 1] + "…"
 
 
