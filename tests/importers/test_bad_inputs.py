@@ -376,7 +376,7 @@ def test_a_long_freeze_is_imported_in_linear_time(
     started = time.monotonic()
     result = cli("import", str(path), "--gpu", "none", "-o", str(out), "-q")
     assert result.code == 0, result.err
-    assert time.monotonic() - started < 15  # about 4 s here; 40 s before
+    assert time.monotonic() - started < 25  # 4-12 s here on shared cores; 40 s before
     text = out.read_text()
     assert '    "p14999==1.0", # requirements.txt:15000 p14999==1.0\n]' in text
 
