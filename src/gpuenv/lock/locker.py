@@ -47,6 +47,7 @@ from gpuenv.lock.model import (
     normalize_name,
 )
 from gpuenv.spec import LoadedSpec, Spec
+from gpuenv.versions import CudaVersion
 
 # The planner (and the knowledge base behind it) loads only when something is
 # planned: `install` from a fresh lock never needs it (see stale_reasons).
@@ -344,6 +345,14 @@ class _Backends:
     conda: CondaSolver
 
 
+def nvcc_arch_max(kb: KnowledgeBase, cuda: str | None) -> str | None:
+    """The newest arch the nvcc of this CUDA generates code for (None: not known)."""
+    release = kb.cuda(CudaVersion.parse(cuda)) if cuda else None
+    if release is None or release.arch_max is None:
+        return None
+    return f"{release.arch_max.major}.{release.arch_max.minor}"
+
+
 def _lock_target(
     name: str,
     loaded: LoadedSpec,
@@ -379,7 +388,9 @@ def _lock_target(
     )
     conda = tuple(replace(c, url=redact_url(c.url), channel=redact_url(c.channel)) for c in conda)
     toolkit = build_lock.toolkit_version(spec, plan, pip, conda)
-    locked_builds = build_lock.lock_builds(plan, pip, found, toolkit, previous)
+    locked_builds = build_lock.lock_builds(
+        plan, pip, found, toolkit, previous, nvcc_max=nvcc_arch_max(kb, plan.cuda)
+    )
     pip = locked_builds.pip
     hw = plan.hardware
     locked = LockedTarget(
