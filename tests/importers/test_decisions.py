@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -199,3 +200,15 @@ def test_import_decides_the_nearest_reproduction(
     imported = run_import(inputs, target=target)
     _check_report(imported, expect)
     _check_spec(cli, imported, expect)
+
+
+def test_a_paper_that_pins_no_torch_says_so(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """The reason read "no release in '' fits this target" when no file named torch."""
+    path = tmp_path / "requirements.txt"
+    path.write_text("numpy==1.26.4\n")
+    imported = run_import(path)
+    assert imported.result.code == 0, imported.result.out
+    why = imported.entries("changed")["torch"]["why"]
+    assert why.startswith("the files pin no torch version; ") and "''" not in why

@@ -228,6 +228,8 @@ def _moved_torch_why(paper: PaperTorch, choice: Choice, kb: KnowledgeBase) -> st
     plan = choice.plan
     version = paper.version
     obstacle = f" ({choice.rejected[0]})" if choice.rejected else ""
+    if version is None and not paper.specifier:
+        return f"the files pin no torch version; {plan.torch} is what the planner chose here"
     if version is None:
         return f"no release in {paper.specifier!r} fits this target{obstacle}; {plan.torch} does"
     if version.is_prerelease:
