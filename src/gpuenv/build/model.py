@@ -27,8 +27,13 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpuenv.errors import FileFormatError
+from gpuenv.versions import CudaVersion
+
+if TYPE_CHECKING:
+    from gpuenv.compat import KnowledgeBase
 
 IDENTITY_FORMAT = 1
 SOURCE_KINDS = ("sdist", "git")
@@ -255,6 +260,14 @@ def arch_list(
     if not parts[-1].endswith("+PTX"):
         parts[-1] += "+PTX"
     return ";".join(parts)
+
+
+def nvcc_arch_max(kb: KnowledgeBase, cuda: str | None) -> str | None:
+    """The newest arch the nvcc of this CUDA generates code for (None: not known)."""
+    release = kb.cuda(CudaVersion.parse(cuda)) if cuda else None
+    if release is None or release.arch_max is None:
+        return None
+    return f"{release.arch_max.major}.{release.arch_max.minor}"
 
 
 def arch_problem(entry: str) -> str | None:

@@ -28,6 +28,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpuenv._network import Index, Mirrors, pip_indexes
 from gpuenv._redact import redact_url
+from gpuenv.build.model import nvcc_arch_max
 from gpuenv.errors import Alternative, ExternalToolError, NetworkError, NoCompatiblePlan
 from gpuenv.lock import builds as build_lock
 from gpuenv.lock.builds import BuildNeeds
@@ -47,7 +48,6 @@ from gpuenv.lock.model import (
     normalize_name,
 )
 from gpuenv.spec import LoadedSpec, Spec
-from gpuenv.versions import CudaVersion
 
 # The planner (and the knowledge base behind it) loads only when something is
 # planned: `install` from a fresh lock never needs it (see stale_reasons).
@@ -343,14 +343,6 @@ def check_against_plan(plan: TargetPlan, pip: tuple[PipPackage, ...]) -> None:
 class _Backends:
     pip: PipResolver
     conda: CondaSolver
-
-
-def nvcc_arch_max(kb: KnowledgeBase, cuda: str | None) -> str | None:
-    """The newest arch the nvcc of this CUDA generates code for (None: not known)."""
-    release = kb.cuda(CudaVersion.parse(cuda)) if cuda else None
-    if release is None or release.arch_max is None:
-        return None
-    return f"{release.arch_max.major}.{release.arch_max.minor}"
 
 
 def _lock_target(
