@@ -107,6 +107,13 @@ def test_flags_are_checked(cli: Callable[..., CliResult], tmp_path: Path) -> Non
     assert cli("import", env, "--detect", "--gpu", "H100", *out).code == 2
     unknown = cli("import", env, "--gpu", "H1000", "--driver", "550.54.15", *out)
     assert unknown.code == 2 and "H100" in unknown.err
+    # An empty --gpu was exit 3 ("unknown GPU ''"); a bad --target blamed the unwritten
+    # x.toml:15 instead of the flag.
+    empty = cli("import", env, "--gpu", " ", "--driver", "550.54.15", *out)
+    assert empty.code == 2 and "--gpu names no GPU" in empty.err
+    for name in ("a b", "cpu.previous", "x\x1b"):
+        bad = cli("import", env, "--gpu", "none", "--target", name, *out)
+        assert bad.code == 2 and "--target" in bad.err and "x.toml" not in bad.err, bad.err
     assert not (tmp_path / "x.toml").exists()
 
 
