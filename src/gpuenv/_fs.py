@@ -102,6 +102,19 @@ def is_read_only(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in READ_ONLY_ERRNOS
 
 
+def _only_replaces_a_file(path: Path) -> None:
+    """The rename replaces whatever ``path`` names: a device (``-o /dev/full`` as root
+    put a regular file where the device was), a FIFO or a socket. Only a regular file, or
+    a link to one, is replaced."""
+    try:
+        info = path.stat()
+    except OSError:
+        return  # nothing there (or unreadable: the write itself says why)
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise OSError(errno.EEXIST, f"it is {kind}: gpuenv replaces only files", str(path))
+
+
 def atomic_write_text(
     path: Path,
     text: str,
@@ -119,6 +132,7 @@ def atomic_write_text(
     Files inside a prefix skip it (see ``Store.mark_installed``). A failure is a
     ``StorageError`` about ``what`` (see ``writing``); no temporary file is left."""
     with writing(path, what, hint=hint):
+        _only_replaces_a_file(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:

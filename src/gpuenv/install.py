@@ -60,7 +60,7 @@ from gpuenv._network import (
 from gpuenv._progress import Prefixed
 from gpuenv._redact import redact
 from gpuenv.activation import ActivationInputs, write_activation_files
-from gpuenv.build.model import BuildOutcome, arch_list
+from gpuenv.build.model import BuildOutcome, arch_list, nvcc_arch_max
 from gpuenv.errors import ExternalToolError, InstallError, NetworkError, StorageError
 from gpuenv.lock.model import CondaPackage, Lock, LockedTarget, PipPackage
 from gpuenv.shells import write_shell_entrypoints
@@ -530,13 +530,26 @@ def library_dirs(prefix: Path) -> tuple[Path, ...]:
     return tuple(dirs)
 
 
+def jit_arch_list(target: LockedTarget) -> str | None:
+    """``TORCH_CUDA_ARCH_LIST`` for ``torch.utils.cpp_extension.load`` in the prefix: the
+    target's archs, kept within what the toolkit of torch's CUDA compiles for (torch 1.12's
+    own cpp_extension refuses 8.9: "Unknown CUDA arch"). None for a CPU build."""
+    if target.stack.cuda is None:
+        return None
+    from gpuenv.compat import knowledge_base
+
+    return arch_list(
+        target.hardware.compute_capabilities,
+        nvcc_max=nvcc_arch_max(knowledge_base(), target.stack.cuda),
+        torch_archs=target.stack.arch_list,
+    )
+
+
 def write_activation(
     prefix: Path, store: Store, request: InstallRequest, home: Path | None
 ) -> None:
     target = request.target
-    jit_archs = (
-        arch_list(target.hardware.compute_capabilities) if target.stack.cuda is not None else None
-    )
+    jit_archs = jit_arch_list(target)
     inputs = ActivationInputs(
         prefix=prefix,
         name=f"{request.env_name}:{target.name}",

@@ -69,3 +69,31 @@ def test_the_build_record_is_checked_before_it_is_believed(tmp_path: Path) -> No
     record.write_text('{"builds": "nope"}')
     with pytest.raises(InstallError, match="not gpuenv's build record"):
         read_record(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("torch", "cuda", "arch", "expected"),
+    [
+        ("1.12.1", "11.6", ("3.7", "5.0", "6.0", "7.0", "7.5", "8.0", "8.6"), "8.6+PTX"),
+        ("2.4.1", "12.4", ("5.0", "6.0", "7.0", "7.5", "8.0", "8.6", "9.0"), "8.9+PTX"),
+        ("2.4.1", None, (), None),
+    ],
+)
+def test_jit_archs_on_an_rtx_4090_stay_within_what_torchs_toolkit_knows(
+    torch: str, cuda: str | None, arch: tuple[str, ...], expected: str | None
+) -> None:
+    """torch 1.12's cpp_extension refuses 8.9 ('Unknown CUDA arch') and nvcc 11.6 has no
+    compute_89: activation set TORCH_CUDA_ARCH_LIST=8.9+PTX for every CUDA build."""
+    from dataclasses import replace
+
+    from gpuenv.install import jit_arch_list
+    from gpuenv.lock.model import LockedHardware
+    from tests.locked import cpu_target
+
+    base = cpu_target()
+    target = replace(
+        base,
+        hardware=LockedHardware(False, "RTX 4090", ("8.9",), "550.54.15", "12.4", "declared"),
+        stack=replace(base.stack, torch=torch, cuda=cuda, arch_list=arch),
+    )
+    assert jit_arch_list(target) == expected

@@ -204,3 +204,29 @@ def test_exports_say_that_they_leave_the_builds_out(
     assert "compiles flash-attn 2.6.3 at install" in result.err
     dockerfile = cli("-f", spec, "export", "dockerfile", "--target", "h100")
     assert "compiles flash-attn 2.6.3 at install" in dockerfile.err
+
+
+def test_a_gpu_newer_than_the_toolkit_gets_the_arch_torchs_build_runs_it_with(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    """torch 1.12.1+cu116 runs on an RTX 4090 (8.9) through its 8.6 kernels, but nvcc 11.6
+    knows no arch above 8.7: TORCH_CUDA_ARCH_LIST=8.9+PTX failed every build ('nvcc fatal:
+    Unsupported gpu architecture compute_89'). The build gets 8.6, as torch has."""
+    spec = tmp_path / "gpuenv.toml"
+    text = (
+        SPEC.format(
+            deps='"mypkg==1.0"', extra="[pip.build.mypkg]\nagainst-torch = true\ntoolkit = true"
+        )
+        .replace('torch = "2.4.1"', 'torch = "1.12.1"')
+        .replace('python = "3.11"', 'python = "3.10"')
+        .replace('gpu = "H100"', 'gpu = "RTX 4090"')
+    )
+    spec.write_text(text)
+    fakes[0].sdist_only = frozenset({"mypkg"})
+    result = cli("-f", str(spec), "lock")
+    assert result.code == 0, result.err
+    lock = read_lock(tmp_path / "gpuenv.lock")
+    assert lock is not None
+    (build,) = lock.targets["h100"].builds
+    assert build.inputs.cuda == "11.6"
+    assert build.inputs.arch_list == "8.6+PTX"

@@ -73,6 +73,21 @@ def test_every_build_input_changes_the_identity() -> None:
     assert compute_identity("flash-attn", "2.6.3", SOURCE, INPUTS, other_ninja) != base
 
 
+@pytest.mark.parametrize(
+    ("ccs", "nvcc_max", "torch_archs", "expected"),
+    [
+        (["8.9"], "8.7", ["7.5", "8.0", "8.6"], "8.6+PTX"),  # torch 1.12 cu116, RTX 4090
+        (["8.9", "8.0"], "8.7", ["8.0", "8.6"], "8.0;8.6+PTX"),
+        (["8.9", "9.0"], "9.0", [], "8.9;9.0+PTX"),  # nvcc 11.8 knows both
+        (["9.0"], "8.7", ["8.6"], "8.7+PTX"),  # no 9.x in torch: nvcc's newest, as PTX
+    ],
+)
+def test_the_arch_list_stays_within_what_nvcc_knows(
+    ccs: list[str], nvcc_max: str, torch_archs: list[str], expected: str
+) -> None:
+    assert arch_list(ccs, nvcc_max=nvcc_max, torch_archs=torch_archs) == expected
+
+
 def test_the_arch_list_has_ptx_on_the_highest_entry() -> None:
     assert arch_list(["9.0"]) == "9.0+PTX"
     assert arch_list(["8.9"]) == "8.9+PTX"

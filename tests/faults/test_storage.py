@@ -227,3 +227,31 @@ def test_verification_record_on_a_full_disk(
     assert result.code == 5, result.err + result.out
     error = json.loads(result.out)["error"]
     assert error["kind"] == "storage" and "verification record" in error["message"]
+
+
+def test_an_atomic_write_replaces_only_a_regular_file(tmp_path: Path) -> None:
+    """The rename replaced whatever the path named: `gpuenv import -o /dev/full --force`
+    as root left a regular file where the device had been. A FIFO stands in for it."""
+    fifo = tmp_path / "gpuenv.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(StorageError, match="not a regular file"):
+        atomic_write_text(fifo, "x = 1\n")
+    assert fifo.is_fifo() and list(tmp_path.iterdir()) == [fifo]
+    link = tmp_path / "link.toml"
+    link.symlink_to(tmp_path / "real.toml")
+    atomic_write_text(link, "x = 1\n")  # a dangling link: written as before
+    regular = tmp_path / "real.toml"
+    regular.write_text("old")
+    atomic_write_text(regular, "new")
+    assert regular.read_text() == "new"
+
+
+def test_import_refuses_to_replace_a_device_or_fifo(
+    run_cli: Callable[..., Cli], tmp_path: Path
+) -> None:
+    fifo = tmp_path / "gpuenv.toml"
+    os.mkfifo(fifo)
+    env = Path(__file__).parents[1] / "fixtures" / "importers" / "sd2022" / "environment.yaml"
+    result = run_cli("import", str(env), "--gpu", "none", "-o", str(fifo), "--force")
+    assert result.code == 2, result.err
+    assert "not a regular file" in result.err and fifo.is_fifo()

@@ -107,6 +107,13 @@ def test_flags_are_checked(cli: Callable[..., CliResult], tmp_path: Path) -> Non
     assert cli("import", env, "--detect", "--gpu", "H100", *out).code == 2
     unknown = cli("import", env, "--gpu", "H1000", "--driver", "550.54.15", *out)
     assert unknown.code == 2 and "H100" in unknown.err
+    # An empty --gpu was exit 3 ("unknown GPU ''"); a bad --target blamed the unwritten
+    # x.toml:15 instead of the flag.
+    empty = cli("import", env, "--gpu", " ", "--driver", "550.54.15", *out)
+    assert empty.code == 2 and "--gpu names no GPU" in empty.err
+    for name in ("a b", "cpu.previous", "x\x1b"):
+        bad = cli("import", env, "--gpu", "none", "--target", name, *out)
+        assert bad.code == 2 and "--target" in bad.err and "x.toml" not in bad.err, bad.err
     assert not (tmp_path / "x.toml").exists()
 
 
@@ -336,3 +343,66 @@ def test_mutated_fixtures_never_crash(cli: Callable[..., CliResult], tmp_path: P
         assert result.code in (0, 2, 3), (source.name, result.err)
         assert result.code == 0 or not out.exists()
     assert outcomes.get(2, 0) > 0
+
+
+@pytest.mark.parametrize(
+    ("body", "line"),
+    [
+        ('tool = "x"\n[project]\nname = "p"\ndependencies = ["numpy==1.26.4"]\n', None),
+        ('build-system = 7\n[project]\nname = "p"\ndependencies = ["numpy==1.26.4"]\n', None),
+        ('[tool]\nuv = "x"\n[project]\nname = "p"\ndependencies = ["numpy==1.26.4"]\n', None),
+        ("[tool.poetry]\nsource = 7\n[tool.poetry.dependencies]\nnumpy = '1.26.4'\n", None),
+        ("[tool.poetry.dependencies]\ntorch = { version = '2.4.1', extras = 7 }\n", 2),
+        ("[tool.poetry.group.gpu]\ndependencies = 'flash-attn'\n", 2),
+        ("[tool.poetry.dependencies]\ntorch = '~'\n", 2),
+    ],
+)
+def test_pyproject_tables_of_the_wrong_type_are_never_a_crash(
+    cli: Callable[..., CliResult], tmp_path: Path, body: str, line: int | None
+) -> None:
+    """A key gpuenv reads but of another type is exit 2 at its line; one it only looks in
+    (tool, build-system, tool.uv, tool.poetry.source) is skipped. Each was exit 70."""
+    path = _hostile(tmp_path, "pyproject.toml", body)
+    if line is None:
+        out = tmp_path / "g.toml"
+        result = cli("import", str(path), "--gpu", "none", "-o", str(out), "--json")
+        assert result.code == 0, result.out
+        assert "numpy" in {e["package"] for e in json.loads(result.out)["kept"]}
+        return
+    (problem,) = _problems(_import(cli, tmp_path, path))
+    assert problem["file"] == "pyproject.toml" and problem["line"] == line, problem
+
+
+def test_a_long_freeze_is_imported_in_linear_time(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """15,000 pins (a 260 kB file, far under the size limit) took over a minute while the
+    writer built the array with tomlkit's add_line, which re-indexes on every call."""
+    path = _hostile(tmp_path, "requirements.txt", "".join(f"p{i}==1.0\n" for i in range(15_000)))
+    out = tmp_path / "g.toml"
+    started = time.monotonic()
+    result = cli("import", str(path), "--gpu", "none", "-o", str(out), "-q")
+    assert result.code == 0, result.err
+    assert time.monotonic() - started < 25  # 4-12 s here on shared cores; 40 s before
+    text = out.read_text()
+    assert '    "p14999==1.0", # requirements.txt:15000 p14999==1.0\n]' in text
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "shown"),
+    [
+        ("environment.yml", 'name: "ldm\\e"\ndependencies:\n  - numpy=1.26.4\n', "ldm\\x1b"),
+        ("pyproject.toml", '[project]\nname = "p\\u001b"\ndependencies = ["numpy==1.26.4"]\n', "p\\x1b"),
+        ("Dockerfile", "FROM python:3.10\x7f\nRUN pip install numpy==1.26.4\n", "3.10\\x7f"),
+    ],
+)  # fmt: skip
+def test_a_control_character_in_the_input_is_escaped_in_the_written_comments(
+    cli: Callable[..., CliResult], tmp_path: Path, name: str, content: str, shown: str
+) -> None:
+    """TOML comments may not hold control characters: tomlkit refused the comment that
+    quoted the input, and the import was exit 70."""
+    path = _hostile(tmp_path, name, content)
+    out = tmp_path / "g.toml"
+    result = cli("import", str(path), "--gpu", "none", "-o", str(out))
+    assert result.code == 0, result.err
+    assert shown in out.read_text()

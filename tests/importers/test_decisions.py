@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pytest
 
@@ -199,3 +200,34 @@ def test_import_decides_the_nearest_reproduction(
     imported = run_import(inputs, target=target)
     _check_report(imported, expect)
     _check_spec(cli, imported, expect)
+
+
+def test_a_paper_that_pins_no_torch_says_so(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """The reason read "no release in '' fits this target" when no file named torch."""
+    path = tmp_path / "requirements.txt"
+    path.write_text("numpy==1.26.4\n")
+    imported = run_import(path)
+    assert imported.result.code == 0, imported.result.out
+    why = imported.entries("changed")["torch"]["why"]
+    assert why.startswith("the files pin no torch version; ") and "''" not in why
+
+
+@pytest.mark.parametrize("python_requires", [None, ">=3.8"])
+def test_a_free_python_never_moves_a_pinned_torch(
+    run_import: Callable[..., Imported], tmp_path: Path, python_requires: str | None
+) -> None:
+    """torch==1.13.1 for a CPU target moved to 2.0.1: the Python was fixed first at 3.11,
+    the series' newest, which torch 1.13's CPU wheels lack. With no exact Python named,
+    the Python is chosen for the torch build, not the other way round."""
+    (tmp_path / "requirements.txt").write_text("torch==1.13.1\nnumpy==1.24.4\n")
+    if python_requires:
+        (tmp_path / "setup.py").write_text(
+            f"from setuptools import setup\nsetup(name='x', python_requires={python_requires!r})\n"
+        )
+    imported = run_import(tmp_path, target="cpu")
+    assert imported.result.code == 0, imported.result.out
+    assert imported.torch() == "1.13.1+cpu"
+    spec = imported.spec.read_text()
+    assert 'python = "3.10"' in spec and 'torch = "1.13.1"' in spec

@@ -210,6 +210,27 @@ def test_pyproject_pep621_poetry_and_uv(tmp_path: Path) -> None:
     assert "optional group 'test' left out" in notes(readings)
 
 
+def test_poetry_multiple_constraints_keep_the_entry_for_linux(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path,
+        {
+            "pyproject.toml": (
+                "[tool.poetry.dependencies]\n"
+                'python = "^3.10"\n'
+                "torch = [\n"
+                '  { version = "2.1.2", markers = "sys_platform == \'darwin\'" },\n'
+                '  { version = "2.1.2+cu121", markers = "sys_platform == \'linux\'" },\n'
+                "]\n"
+                'numpy = { version = "1.26.4", python = ">=3.9" }\n'
+            )
+        },
+    )
+    torch = [a for a in readings[0].asks if a.name == "torch"]
+    assert [a.marker for a in torch] == ['sys_platform == "darwin"', 'sys_platform == "linux"']
+    assert [a.origin.line for a in torch] == [4, 5]
+    assert asks(readings)["numpy"].marker == 'python_full_version >= "3.9"'
+
+
 def test_setup_py_read_statically() -> None:
     readings, _ = read_inputs((IMPORTS / "detectron2" / "setup.py",), foreign_knowledge())
     found = asks(readings)

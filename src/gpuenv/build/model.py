@@ -27,8 +27,13 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from gpuenv.errors import FileFormatError
+from gpuenv.versions import CudaVersion
+
+if TYPE_CHECKING:
+    from gpuenv.compat import KnowledgeBase
 
 IDENTITY_FORMAT = 1
 SOURCE_KINDS = ("sdist", "git")
@@ -203,12 +208,47 @@ def _arch_key(entry: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-def arch_list(compute_capabilities: Sequence[str], extra: Sequence[str] = ()) -> str | None:
+def _within(
+    key: tuple[int, int], ceiling: tuple[int, int], torch_archs: Sequence[str]
+) -> tuple[tuple[int, int], bool]:
+    """The arch to compile for a GPU of ``key`` with an nvcc whose newest arch is
+    ``ceiling``: the GPU's own when nvcc knows it; else the newest arch of torch's own
+    build of the same major (machine code for X.y runs on X.z, z >= y: what torch's
+    kernels run on there too); else nvcc's newest, as PTX the driver compiles."""
+    if key <= ceiling:
+        return key, False
+    same_major = [
+        k
+        for k in (_arch_key(a.strip().split("+")[0]) for a in torch_archs)
+        if k[0] == key[0] and k <= ceiling
+    ]
+    return (max(same_major), False) if same_major else (ceiling, True)
+
+
+def arch_list(
+    compute_capabilities: Sequence[str],
+    extra: Sequence[str] = (),
+    *,
+    nvcc_max: str | None = None,
+    torch_archs: Sequence[str] = (),
+) -> str | None:
     """``TORCH_CUDA_ARCH_LIST`` for GPUs of these compute capabilities, plus ``extra``
     entries: machine code for each, sorted, and PTX of the highest so that newer GPUs
-    still run (the driver JIT-compiles it). None for a CPU target."""
+    still run (the driver JIT-compiles it). None for a CPU target.
+
+    ``nvcc_max`` is the newest arch the toolkit's nvcc generates code for: a GPU newer
+    than that (an RTX 4090, 8.9, with torch 1.13's CUDA 11.7) is given the arch torch's
+    own build (``torch_archs``) runs on it with, as nvcc refuses an arch it does not know."""
+    ceiling = _arch_key(nvcc_max) if nvcc_max else None
     wanted: dict[tuple[int, int], bool] = {}
-    for entry in (*compute_capabilities, *extra):
+    for entry in compute_capabilities:
+        key = _arch_key(entry.strip())
+        ptx = entry.strip().upper().endswith("+PTX")
+        if ceiling is not None:
+            key, forced = _within(key, ceiling, torch_archs)
+            ptx = ptx or forced
+        wanted[key] = wanted.get(key, False) or ptx
+    for entry in extra:
         key = _arch_key(entry.strip())
         wanted[key] = wanted.get(key, False) or entry.strip().upper().endswith("+PTX")
     if not wanted:
@@ -220,6 +260,14 @@ def arch_list(compute_capabilities: Sequence[str], extra: Sequence[str] = ()) ->
     if not parts[-1].endswith("+PTX"):
         parts[-1] += "+PTX"
     return ";".join(parts)
+
+
+def nvcc_arch_max(kb: KnowledgeBase, cuda: str | None) -> str | None:
+    """The newest arch the nvcc of this CUDA generates code for (None: not known)."""
+    release = kb.cuda(CudaVersion.parse(cuda)) if cuda else None
+    if release is None or release.arch_max is None:
+        return None
+    return f"{release.arch_max.major}.{release.arch_max.minor}"
 
 
 def arch_problem(entry: str) -> str | None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from gpuenv._marker import TARGET_NAME_PATTERN, TARGET_NAME_RULE
 from gpuenv.compat import DriverCompat, KnowledgeBase
 from gpuenv.compat.foreign import ForeignKnowledge
 from gpuenv.errors import UsageError
@@ -72,9 +73,17 @@ class TargetRequest:
         return (self.gpu or "").lower() == "none"
 
     def check(self, kb: KnowledgeBase) -> None:
-        """Refuse a GPU the knowledge base does not know, or a malformed driver (exit 2)."""
+        """Refuse a GPU the knowledge base does not know, a malformed driver or a target
+        name a spec cannot hold (exit 2, naming the flag rather than the unwritten file)."""
+        if self.name is not None and re.fullmatch(TARGET_NAME_PATTERN, self.name) is None:
+            raise UsageError(
+                f"--target {self.name!r} is not a valid target name",
+                hint=f"use {TARGET_NAME_RULE} characters; no '.'",
+            )
         if self.cpu:
             return
+        if self.gpu is not None and not self.gpu.strip():
+            raise UsageError("--gpu names no GPU", hint='pass a name such as "H100", or "none"')
         if self.driver is not None:
             try:
                 DriverVersion.parse(self.driver)
@@ -228,6 +237,8 @@ def _moved_torch_why(paper: PaperTorch, choice: Choice, kb: KnowledgeBase) -> st
     plan = choice.plan
     version = paper.version
     obstacle = f" ({choice.rejected[0]})" if choice.rejected else ""
+    if version is None and not paper.specifier:
+        return f"the files pin no torch version; {plan.torch} is what the planner chose here"
     if version is None:
         return f"no release in {paper.specifier!r} fits this target{obstacle}; {plan.torch} does"
     if version.is_prerelease:

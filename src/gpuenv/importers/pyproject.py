@@ -13,6 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
 from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import key_lines, line_of
 from gpuenv.importers import requirements
@@ -56,8 +58,16 @@ def _caret(version: str) -> str:
 
 def _tilde(version: str) -> str:
     parts = [int(p) for p in re.findall(r"\d+", version)[:3]]
+    if not parts:
+        return f"~{version}"  # not a version: the requirement parser says so, with the line
     upper = [parts[0] + 1] if len(parts) == 1 else [parts[0], parts[1] + 1]
     return f">={version},<{'.'.join(str(p) for p in upper)}"
+
+
+def _table(value: Any) -> dict[str, Any]:
+    """A TOML table, or an empty one where the file holds something else there (the
+    readers look for what they know and leave the rest, so a stray type is not an error)."""
+    return value if isinstance(value, dict) else {}
 
 
 def poetry_to_pep440(constraint: str) -> str:
@@ -130,13 +140,23 @@ class _Reader:
                 continue
             self.requirement_list((*key, name), items, name)
 
-    def poetry_dependency(self, key: KeyPath, name: str, value: Any, group: str | None) -> None:
+    def poetry_dependency(
+        self, key: KeyPath, name: str, value: Any, group: str | None, *, nested: bool = False
+    ) -> None:
         origin = self.origin(key, f"{name} = {value!r}")
         if name.lower() == "python":
             if isinstance(value, str):
                 self.builder.fact(PYTHON, poetry_to_pep440(value), origin)
             return
+        if isinstance(value, list) and not nested:
+            # Poetry's multiple-constraints form: one entry per platform or Python range;
+            # the merge keeps the entries whose markers hold on the target.
+            for index, entry in enumerate(value):
+                self.poetry_dependency((*key, index), name, entry, group, nested=True)
+            return
+        marker = ""
         if isinstance(value, dict):
+            marker = self.poetry_marker(origin, name, value)
             if "git" in value:
                 ref = value.get("rev") or value.get("tag") or value.get("branch") or ""
                 url = f"git+{value['git']}" + (f"@{ref}" if ref else "")
@@ -145,15 +165,39 @@ class _Reader:
             if "path" in value or "url" in value:
                 self.builder.note(UNMANAGED, f"{name}: a local path or URL source", origin)
                 return
-            extras = ",".join(value.get("extras", []))
+            extras_value = value.get("extras", [])
+            if not isinstance(extras_value, list) or not all(
+                isinstance(e, str) for e in extras_value
+            ):
+                fail(self.display, origin.line, f"{name}: extras must be a list of names")
+            extras = ",".join(extras_value)
             value = value.get("version", "*")
             name = f"{name}[{extras}]" if extras else name
         if not isinstance(value, str):
             fail(self.display, origin.line, f"{name}: not a Poetry version constraint")
         before = len(self.builder.asks)
-        self.feeder.requirement(f"{name}{poetry_to_pep440(value)}", origin)
+        self.feeder.requirement(f"{name}{poetry_to_pep440(value)}{marker}", origin)
         if group and len(self.builder.asks) > before:
             self.builder.asks[-1] = replace(self.builder.asks[-1], group=group)
+
+    def poetry_marker(self, origin: Origin, name: str, value: dict[str, Any]) -> str:
+        """A dependency table's ``markers`` and ``python`` keys as a PEP 508 marker."""
+        conditions = []
+        python = value.get("python")
+        if python is not None:
+            try:
+                if not isinstance(python, str):
+                    raise InvalidSpecifier(repr(python))
+                specifiers = SpecifierSet(poetry_to_pep440(python))
+            except InvalidSpecifier:
+                fail(self.display, origin.line, f"{name}: python = {python!r} is not a constraint")
+            conditions += [f'python_full_version {s.operator} "{s.version}"' for s in specifiers]
+        markers = value.get("markers")
+        if markers is not None:
+            if not isinstance(markers, str):
+                fail(self.display, origin.line, f"{name}: markers must be text")
+            conditions.append(f"({markers})")
+        return f"; {' and '.join(conditions)}" if conditions else ""
 
     def poetry(self, table: dict[str, Any]) -> None:
         base: KeyPath = ("tool", "poetry")
@@ -168,20 +212,28 @@ class _Reader:
                     DROPPED, f"Poetry group {group!r} left out", self.origin(where, group)
                 )
                 continue
-            for name, value in (body.get("dependencies") or {}).items():
+            members = _table(body).get("dependencies") or {}
+            if not isinstance(members, dict):
+                fail(
+                    self.display,
+                    line_of(self.lines, where),
+                    f"{'.'.join(map(str, where))}: not a table",
+                )
+            for name, value in members.items():
                 self.poetry_dependency((*where, name), name, value, group)
-        for index, source in enumerate(table.get("source", []) or []):
+        sources = table.get("source", [])
+        for index, source in enumerate(sources if isinstance(sources, list) else []):
             if isinstance(source, dict) and isinstance(source.get("url"), str):
                 where = (*base, "source", index)
                 requirements.index_facts(self.builder, source["url"], self.origin(where, "source"))
 
     def tools(self) -> None:
-        tool = self.data.get("tool", {})
-        for index, entry in enumerate(tool.get("uv", {}).get("index", []) or []):
+        indexes = _table(_table(self.data.get("tool")).get("uv")).get("index", [])
+        for index, entry in enumerate(indexes if isinstance(indexes, list) else []):
             if isinstance(entry, dict) and isinstance(entry.get("url"), str):
                 where: KeyPath = ("tool", "uv", "index", index)
                 requirements.index_facts(self.builder, entry["url"], self.origin(where, "index"))
-        build = self.data.get("build-system", {}).get("requires", [])
+        build = _table(self.data.get("build-system")).get("requires", [])
         for index, item in enumerate(build if isinstance(build, list) else []):
             if isinstance(item, str) and re.match(r"^\s*torch\b", item):
                 where = ("build-system", "requires", index)
@@ -195,7 +247,7 @@ class _Reader:
     def read(self) -> None:
         if isinstance(self.data.get("project"), dict):
             self.project(self.data["project"])
-        poetry = self.data.get("tool", {}).get("poetry")
+        poetry = _table(self.data.get("tool")).get("poetry")
         if isinstance(poetry, dict):
             if isinstance(poetry.get("name"), str) and "project" not in self.data:
                 where: KeyPath = ("tool", "poetry", "name")

@@ -117,6 +117,17 @@ def planner_python(wanted: str | None) -> str:
     return min(KNOWN_PYTHONS, key=lambda p: abs(int(p.split(".")[1]) - minor))
 
 
+def pythons_for(release: TorchRelease, wanted: str | None) -> tuple[str, ...]:
+    """The Pythons to try with ``release``: the one ``python_for`` picks, then, where the
+    paper pins no exact Python, its range for the planner to choose in: the series'
+    newest Python may be one the target's build lacks (torch 1.13's CPU wheels stop at
+    3.10, its cu117 ones at 3.11), and a free Python must not move a pinned torch."""
+    first = python_for(release, wanted)
+    if wanted is not None and wanted[:1].isdigit():
+        return (first,)
+    return (first, planner_python(wanted))
+
+
 def _series(version: Version) -> tuple[int, int]:
     return (version.major, version.minor)
 
@@ -160,19 +171,33 @@ def _pinned(
     release = planning.kb.torch_release(paper.version)
     if release is None:
         return None, "", ()
-    python = python_for(release, paper.python)
+    pythons = pythons_for(release, paper.python)
     torch = f"=={release.version}"
     rejected: tuple[str, ...] = ()
     cuda = _cuda_of(paper.build)
     if cuda is not None and release.build(paper.build or "") is not None:
-        found = planning.attempt(torch, python, cuda, paper)
+        found = _attempt(planning, torch, pythons, cuda, paper)
         if not isinstance(found, NoCompatiblePlan):
             return found, "exact", ()
         rejected = obstacles(found)
-    found = planning.attempt(torch, python, None, paper)
+    found = _attempt(planning, torch, pythons, None, paper)
     if not isinstance(found, NoCompatiblePlan):
         return found, "exact" if cuda is None else "other-build", rejected
     return None, "", rejected or obstacles(found)
+
+
+def _attempt(
+    planning: Planning, torch: str, pythons: tuple[str, ...], cuda: str | None, paper: PaperTorch
+) -> TargetPlan | NoCompatiblePlan:
+    """The first plan one of ``pythons`` gives (the first one's refusal when none does)."""
+    first: NoCompatiblePlan | None = None
+    for python in pythons:
+        found = planning.attempt(torch, python, cuda, paper)
+        if not isinstance(found, NoCompatiblePlan):
+            return found
+        first = first or found
+    assert first is not None
+    return first
 
 
 def _start_of(paper: PaperTorch, kb: KnowledgeBase) -> Version:
@@ -213,8 +238,8 @@ def choose(planning: Planning, paper: PaperTorch) -> Choice:
         rejected, last_error = obstacles(attempt), attempt
     start = _start_of(paper, planning.kb)
     for step, release_found in _walk(planning.kb, start):
-        python = python_for(release_found, paper.python)
-        plan = planning.attempt(f"=={release_found.version}", python, None, paper)
+        pythons = pythons_for(release_found, paper.python)
+        plan = _attempt(planning, f"=={release_found.version}", pythons, None, paper)
         if not isinstance(plan, NoCompatiblePlan):
             return Choice(plan, step, rejected)
         last_error = plan

@@ -193,8 +193,11 @@ def lock_builds(
     toolkit: str | None,
     previous: LockedTarget | None,
     environ: Mapping[str, str] | None = None,
+    *,
+    nvcc_max: str | None = None,
 ) -> LockedBuilds:
-    """The build entries of one target, and its pip list without their sdists."""
+    """The build entries of one target, and its pip list without their sdists.
+    ``nvcc_max``: the newest arch the toolkit's nvcc knows (the knowledge base's)."""
     by_name = {p.name: p for p in pip}
     hashes = {p.name: p.sha256 for p in pip}
     before = {b.name: b for b in previous.builds} if previous is not None else {}
@@ -214,7 +217,7 @@ def lock_builds(
                     ],
                 )
             continue  # the knowledge base's package, but only wheels exist: take the wheel
-        entry = _entry(plan, package, w, by_name, toolkit, before.get(name), environ)
+        entry = _entry(plan, package, w, by_name, toolkit, before.get(name), environ, nvcc_max)
         entries.append(entry)
     return LockedBuilds(
         tuple(p for p in pip if p.name not in {e.name for e in entries}),
@@ -241,6 +244,7 @@ def _entry(
     toolkit: str | None,
     previous: BuildEntry | None,
     environ: Mapping[str, str] | None,
+    nvcc_max: str | None,
 ) -> BuildEntry:
     torch = by_name.get("torch") if w.against_torch else None
     uses_nvcc = w.toolkit and plan.cuda is not None and toolkit is not None
@@ -264,7 +268,11 @@ def _entry(
         torch_sha256=torch.sha256 if torch else None,
         cuda=plan.cuda if uses_nvcc else None,
         toolkit=toolkit if uses_nvcc else None,
-        arch_list=arch_list(ccs, w.extra_archs) if uses_nvcc else None,
+        arch_list=(
+            arch_list(ccs, w.extra_archs, nvcc_max=nvcc_max, torch_archs=plan.arch_list)
+            if uses_nvcc
+            else None
+        ),
         host_compiler=host,
         env=w.env,
         build_requires=tuple(sorted(normalize_name(Requirement(r).name) for r in w.build_requires)),

@@ -29,6 +29,7 @@ from packaging.version import InvalidVersion, Version
 from gpuenv._network import Index, Mirrors, pip_indexes
 from gpuenv._progress import failed
 from gpuenv._redact import redact_url
+from gpuenv.build.model import nvcc_arch_max
 from gpuenv.errors import Alternative, ExternalToolError, NetworkError, NoCompatiblePlan
 from gpuenv.lock import builds as build_lock
 from gpuenv.lock.builds import BuildNeeds
@@ -380,7 +381,9 @@ def _lock_target(
     )
     conda = tuple(replace(c, url=redact_url(c.url), channel=redact_url(c.channel)) for c in conda)
     toolkit = build_lock.toolkit_version(spec, plan, pip, conda)
-    locked_builds = build_lock.lock_builds(plan, pip, found, toolkit, previous)
+    locked_builds = build_lock.lock_builds(
+        plan, pip, found, toolkit, previous, nvcc_max=nvcc_arch_max(kb, plan.cuda)
+    )
     pip = locked_builds.pip
     hw = plan.hardware
     locked = LockedTarget(
