@@ -104,13 +104,15 @@ def is_read_only(exc: BaseException) -> bool:
 
 def _only_replaces_a_file(path: Path) -> None:
     """The rename replaces whatever ``path`` names: a device (``-o /dev/full`` as root
-    put a regular file where the device was), a FIFO or a socket. Only a regular file, or
-    a link to one, is replaced."""
+    put a regular file where the device was), a FIFO or a socket. Only a regular file or
+    a symbolic link is replaced: renaming over a link replaces the link, never what it
+    points to, so gpuenv's own cache files can always be rewritten (one that a link made
+    into ``/dev/zero`` included); ``output_path`` writes through a link a user named."""
     try:
-        info = path.stat()
+        info = path.lstat()
     except OSError:
         return  # nothing there (or unreadable: the write itself says why)
-    if not stat.S_ISREG(info.st_mode):
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
         kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
         raise OSError(errno.EEXIST, f"it is {kind}: gpuenv replaces only files", str(path))
 

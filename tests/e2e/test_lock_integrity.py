@@ -149,6 +149,15 @@ def other_python_wheel(raw: Raw, index: PkgIndex) -> None:
     _same_version_other_tags(raw, index, "cp310-cp310-manylinux_2_17_x86_64")
 
 
+def cpu_torch_from_pypi(raw: Raw) -> None:
+    # PyPI's torch of the same version (x86_64: a CUDA build) in place of the +cpu one:
+    # the stack's public version still matches and no CUDA runtime is locked.
+    entry = _entry(raw, "cpu", "torch")
+    public = entry["version"].split("+")[0]
+    filename = entry["url"].rsplit("/", 1)[-1].replace(entry["version"], public)
+    entry.update(version=public, url=f"https://files.example/torch/{filename}", sha256="1" * 64)
+
+
 def version_edit(raw: Raw) -> None:
     _entry(raw, "cpu", "transformers")["version"] = "9.9.9"
 
@@ -206,6 +215,7 @@ EDITS: dict[str, tuple[Callable[..., None], str, str]] = {
     # time, which lock --check called up to date.
     "other-platform-wheel": (other_platform_wheel, "cpu", "does not install on this target"),
     "other-python-wheel": (other_python_wheel, "cpu", "does not install on this target"),
+    "cpu-torch-from-pypi": (cpu_torch_from_pypi, "cpu", "has no +cpu label"),
 }
 NEEDS_INDEX = (other_version_under_old_version, other_platform_wheel, other_python_wheel)
 

@@ -54,6 +54,10 @@ CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
 MAX_SHOWN = 20  # problems listed per target; the rest are counted
 ARCHES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}  # the platforms gpuenv locks
 LEGACY_MANYLINUX = {"manylinux1": 5, "manylinux2010": 12, "manylinux2014": 17}  # PEP 600
+# Platforms whose unlabelled torch wheels are all CUDA builds: PyPI's x86_64 torch has
+# always carried CUDA, and PyTorch's CPU index labels its x86_64 wheels +cpu. (On
+# aarch64, PyPI's and the CPU index's unlabelled wheels were CPU builds for years.)
+UNLABELLED_TORCH_IS_CUDA = frozenset({"linux-64"})
 
 
 def content_hash(name: str, table: Mapping[str, Any]) -> str:
@@ -279,13 +283,28 @@ def _local(version: str) -> str | None:
     return parsed.local if parsed else None
 
 
-def _runtime_problems(stack: StackSummary, torch: PipPackage, pip: list[PipPackage]) -> list[str]:
+def unlabelled_cpu_torch_problem(platform: str, version: str) -> str | None:
+    """Why an unlabelled torch cannot be a CPU build on ``platform``, or None."""
+    if platform not in UNLABELLED_TORCH_IS_CUDA:
+        return None
+    return (
+        f"torch {version} has no +cpu label: on {platform} only PyTorch's CPU index has "
+        "CPU builds, all labelled +cpu (an unlabelled torch is PyPI's, a CUDA build)"
+    )
+
+
+def _runtime_problems(
+    stack: StackSummary, torch: PipPackage, pip: list[PipPackage], platform: str
+) -> list[str]:
     """An unlabelled torch (PyPI's build) shows its CUDA by the nvidia-cuda-runtime it pulls."""
     if _local(torch.version) is not None:
         return []
     runtime = next((p for p in pip if CUDA_RUNTIME.match(p.name)), None)
     if stack.cuda is None:
-        return [f"stack: cpu build, but {runtime.name} is locked"] if runtime else []
+        if runtime is not None:
+            return [f"stack: cpu build, but {runtime.name} is locked"]
+        problem = unlabelled_cpu_torch_problem(platform, torch.version)
+        return [f"stack: cpu build, but {problem}"] if problem else []
     found = ".".join(runtime.version.split(".")[:2]) if runtime else None
     if found == stack.cuda:
         return []
@@ -321,7 +340,7 @@ def stack_problems(target: LockedTarget) -> list[str]:
                 f"stack: a {stack.cu_tag} build, but {name} {package.version} is a {label} build"
             )
     if "torch" in by_name:
-        problems.extend(_runtime_problems(stack, by_name["torch"], pip))
+        problems.extend(_runtime_problems(stack, by_name["torch"], pip, target.platform))
     return problems
 
 

@@ -31,6 +31,7 @@ from gpuenv._progress import failed
 from gpuenv._redact import redact_url
 from gpuenv.build.model import nvcc_arch_max
 from gpuenv.errors import Alternative, ExternalToolError, NetworkError, NoCompatiblePlan
+from gpuenv.lock import _integrity
 from gpuenv.lock import builds as build_lock
 from gpuenv.lock.builds import BuildNeeds
 from gpuenv.lock.format import LATEST
@@ -312,7 +313,8 @@ def _runtime_problems(
     runtime = next((p for p in pip if _CUDA_RUNTIME.match(p.name)), None)
     if plan.cuda is None:
         if runtime is None:
-            return []
+            problem = _integrity.unlabelled_cpu_torch_problem(plan.hardware.platform, torch.version)
+            return [f"{problem}, planned cpu"] if problem else []
         return [
             f"torch {torch.version} pulls {runtime.name} {runtime.version}: "
             "a CUDA build, planned cpu"
@@ -565,8 +567,6 @@ def _check_conda_toolkit(spec: Spec, plan: TargetPlan, need: BuildNeeds, more: B
 def _check_resolved(target: LockedTarget) -> None:
     """What the resolvers returned passes the checks every reader of the lock applies
     (a source distribution, say, is refused here rather than in every later read)."""
-    from gpuenv.lock import _integrity
-
     problems = _integrity.unprintable(
         [p.__dict__ for p in target.pip] + [c.__dict__ for c in target.conda], target.name
     ) + _integrity.entry_problems(target)
