@@ -207,3 +207,32 @@ def test_a_fifo_or_dev_zero_anywhere_in_the_environment_never_hangs(
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     assert report.environment  # it finished, with whatever it could read
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_an_interpreter_whose_pyvenv_cfg_would_block_it_is_not_asked(
+    clean_env: FakeEnv, run: Run, kind: str
+) -> None:
+    import signal
+
+    (clean_env.prefix / "bin").mkdir()
+    (clean_env.prefix / "bin" / "python").symlink_to(sys.executable)
+    cfg = clean_env.prefix / "pyvenv.cfg"
+    cfg.unlink()
+    if kind == "fifo":
+        os.mkfifo(cfg)  # Python blocks opening it (until the 30 s ask timeout)
+    else:
+        cfg.symlink_to("/dev/zero")  # Python reads it until memory runs out
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError(f"doctor waited on an interpreter blocked by a {kind} pyvenv.cfg")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        report = run(clean_env)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert "pyvenv.cfg is not a regular file" in report.environment["interpreter_not_asked"]
+    assert report.environment["sys_path_from"] == "modelled from the files"

@@ -27,6 +27,7 @@ from gpuenv.doctor import _syspath
 from gpuenv.doctor._fsafe import (
     MAX_TEXT,
     executable,
+    exists,
     is_dir,
     is_file,
     read_bytes,
@@ -242,7 +243,12 @@ def locate(
         raise UsageError(f"no environment at {prefix}: not a directory")
     interpreter = _prefix_python(prefix)
     problem = None
-    if interpreter is not None and executable(interpreter):
+    cfg = prefix / "pyvenv.cfg"
+    if exists(cfg) and not is_file(cfg):
+        # Python reads pyvenv.cfg before anything else: a FIFO there blocks it, a link
+        # to /dev/zero fills its memory. Asking it would only wait for the timeout.
+        problem = f"{cfg} is not a regular file, so the interpreter cannot start"
+    elif interpreter is not None and executable(interpreter):
         try:
             return _from_python(interpreter, environ, here, prefix=prefix)
         except (ExternalToolError, UsageError) as exc:
