@@ -159,3 +159,80 @@ def test_the_real_interpreter_survives_a_hostile_environment(clean_env: FakeEnv)
         environment.locate(
             prefix=None, python=Path(sys.executable), environ=environ, default_prefix=None
         )
+
+
+# Every file the doctor opens in an environment, by where it sits in the clean venv.
+_ENV_FILES = (
+    "pyvenv.cfg",
+    "lib/python3.11/site-packages/torch-2.4.1+cu124.dist-info/INSTALLER",
+    "lib/python3.11/site-packages/torch-2.4.1+cu124.dist-info/RECORD",
+    "lib/python3.11/site-packages/torch-2.4.1+cu124.dist-info/METADATA",
+    "lib/python3.11/site-packages/torch/__init__.py",
+    "lib/python3.11/site-packages/torch/version.py",
+    "lib/python3.11/site-packages/torch/lib/libtorch_cuda.so",
+    "lib/python3.11/site-packages/nvidia/cuda_runtime/lib/libcudart.so.12",
+    "lib/python3.11/site-packages/odd.pth",
+    "lib/python3.11/site-packages/odd-1.0.dist-info/METADATA",
+    "lib/python3.11/site-packages/odd-1.0.dist-info/gpuenv-build.json",
+    "conda-meta/odd-1.0-0.json",
+)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+@pytest.mark.parametrize("rel", _ENV_FILES)
+def test_a_fifo_or_dev_zero_anywhere_in_the_environment_never_hangs(
+    clean_env: FakeEnv, run: Run, rel: str, kind: str
+) -> None:
+    import signal
+
+    odd = clean_env.dist("odd", "1.0", files=["odd/_C.so"])
+    (odd / "gpuenv-build.json").write_text("{}")
+    clean_env.conda("odd", "1.0", files=["lib/libodd.so"])
+    target = clean_env.prefix / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/zero")
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError(f"doctor hung on {kind} {rel}")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(20)
+    try:
+        report = run(clean_env, environ={"CUDA_HOME": str(clean_env.prefix)})
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert report.environment  # it finished, with whatever it could read
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev-zero"])
+def test_an_interpreter_whose_pyvenv_cfg_would_block_it_is_not_asked(
+    clean_env: FakeEnv, run: Run, kind: str
+) -> None:
+    import signal
+
+    (clean_env.prefix / "bin").mkdir()
+    (clean_env.prefix / "bin" / "python").symlink_to(sys.executable)
+    cfg = clean_env.prefix / "pyvenv.cfg"
+    cfg.unlink()
+    if kind == "fifo":
+        os.mkfifo(cfg)  # Python blocks opening it (until the 30 s ask timeout)
+    else:
+        cfg.symlink_to("/dev/zero")  # Python reads it until memory runs out
+
+    def hung(signum: int, frame: object) -> None:
+        raise TimeoutError(f"doctor waited on an interpreter blocked by a {kind} pyvenv.cfg")
+
+    previous = signal.signal(signal.SIGALRM, hung)
+    signal.alarm(10)
+    try:
+        report = run(clean_env)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert "pyvenv.cfg is not a regular file" in report.environment["interpreter_not_asked"]
+    assert report.environment["sys_path_from"] == "modelled from the files"

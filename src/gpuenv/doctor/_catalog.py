@@ -12,6 +12,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from gpuenv.doctor._fsafe import read_text
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
@@ -105,10 +107,8 @@ def torch_preload(init_py: Path) -> Preload:
     file's copy when the file is absent or states no list (a torch too old to preload
     is described by an empty order)."""
     default = catalog().preload
-    try:
-        with init_py.open(encoding="utf-8", errors="replace") as fh:
-            text = fh.read(_MAX_INIT)
-    except OSError:
+    text = read_text(init_py, _MAX_INIT)
+    if text is None:
         return default
     body = _PRELOAD_FN.search(text)
     if body is None:

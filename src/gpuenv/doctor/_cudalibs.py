@@ -48,6 +48,7 @@ VIA_LD_PRELOAD = "LD_PRELOAD"
 _MAX_CONF_DEPTH = 4
 _MAX_TOOLKIT_DEPTH = 4
 _MAX_DEPTH = 8  # libraries needing libraries
+_MAX_VERSION_FILE = 1 << 20  # a toolkit's version.json is a few kB
 _CU_DIR = re.compile(r"^cu(\d+)$")
 _TOOLKIT_DIR = re.compile(r"^cuda-(\d+\.\d+)$")
 _CUDA_VERSION_DEP = re.compile(r"^cuda-version\s*[><=!~ ]*\s*(\d+)")
@@ -300,14 +301,14 @@ def _environment_dirs(ctx: Context) -> Iterator[SearchDir]:
 
 def toolkit_files_version(root: Path) -> tuple[str, str] | None:
     """A toolkit's CUDA version from its ``version.json`` or ``version.txt``."""
-    try:
-        data = json.loads((root / "version.json").read_text(encoding="utf-8"))
-        return str(data["cuda"]["version"]), str(root / "version.json")
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    try:
-        text = (root / "version.txt").read_text(encoding="utf-8")
-    except OSError:
+    raw = read_text(root / "version.json", _MAX_VERSION_FILE)
+    if raw is not None:
+        try:
+            return str(json.loads(raw)["cuda"]["version"]), str(root / "version.json")
+        except (ValueError, KeyError, TypeError, RecursionError):
+            pass
+    text = read_text(root / "version.txt", _MAX_VERSION_FILE)
+    if text is None:
         return None
     match = re.search(r"CUDA Version (\d+\.\d+(?:\.\d+)?)", text)
     return (match[1], str(root / "version.txt")) if match else None

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from gpuenv.doctor._fsafe import open_binary
+
 _PT_LOAD = 1
 _PT_DYNAMIC = 2
 _DT_NULL = 0
@@ -152,8 +154,11 @@ def _split(values: list[str]) -> tuple[str, ...]:
 
 def read_dynamic(path: Path) -> ElfDynamic | None:
     """The dynamic section of ``path``; None when it is not a readable ELF file."""
+    fh = open_binary(path)  # a FIFO or a device named like a library is not one
+    if fh is None:
+        return None
     try:
-        with path.open("rb") as fh:
+        with fh:
             return _read(fh)
     except (OSError, struct.error):
         return None

@@ -13,6 +13,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+from gpuenv.doctor._fsafe import read_bytes
+
 _OLD_MAGIC = b"ld.so-1.7.0"
 _NEW_MAGIC = b"glibc-ld.so.cache1.1"
 _NEW_HEADER = struct.Struct("<20sIIB3xI12x")  # magic+version, nlibs, strings, flags, ext.
@@ -75,9 +77,7 @@ def parse(data: bytes) -> dict[str, str]:
 def read(path: Path) -> dict[str, str] | None:
     """The cache at ``path``; None when there is none (the caller then models the
     ``ld.so.conf`` directories instead)."""
-    try:
-        with path.open("rb") as fh:
-            data = fh.read(_MAX_CACHE)
-    except OSError:
+    data = read_bytes(path, _MAX_CACHE)
+    if data is None:
         return None
     return parse(data)

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuenv.doctor._fsafe import read_bytes, resolved
+from gpuenv.doctor._fsafe import open_binary, read_bytes, resolved
 from gpuenv.doctor.environment import CondaPackage, Dist, Environment
 
 HASH_LIMIT = 32 << 20  # larger files are judged by size alone
@@ -246,8 +246,11 @@ def file_sha256(path: str) -> str | None:
     import hashlib  # only for the few shared files whose size does not decide
 
     sha = hashlib.sha256()
+    fh = open_binary(path)  # a FIFO would hang, /dev/zero would never end
+    if fh is None:
+        return None
     try:
-        with open(path, "rb") as fh:
+        with fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 sha.update(block)
     except (OSError, ValueError):

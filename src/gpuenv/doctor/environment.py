@@ -27,6 +27,7 @@ from gpuenv.doctor import _syspath
 from gpuenv.doctor._fsafe import (
     MAX_TEXT,
     executable,
+    exists,
     is_dir,
     is_file,
     read_bytes,
@@ -48,6 +49,7 @@ def canonicalize_name(name: str) -> str:
 _DIST_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+?)(?:-py\d.*)?\.(?:dist|egg)-info$")
 _ASSIGN_RE = re.compile(r"^(?P<key>\w+)\s*(?::[^=]*)?=\s*(?P<value>.+)$")
 _ASK_TIMEOUT = 30.0
+_MAX_SMALL = 1 << 16  # an INSTALLER or a pyvenv.cfg is a few lines
 
 
 @dataclass(frozen=True)
@@ -63,10 +65,8 @@ class Dist:
         return self.path.parent
 
     def installer(self) -> str | None:
-        try:
-            return (self.path / "INSTALLER").read_text(encoding="utf-8").strip() or None
-        except OSError:
-            return None
+        text = read_text(self.path / "INSTALLER", _MAX_SMALL)
+        return (text.strip() or None) if text is not None else None
 
     def local_tag(self) -> str | None:
         return local_tag(self.version)
@@ -243,7 +243,12 @@ def locate(
         raise UsageError(f"no environment at {prefix}: not a directory")
     interpreter = _prefix_python(prefix)
     problem = None
-    if interpreter is not None and executable(interpreter):
+    cfg = prefix / "pyvenv.cfg"
+    if exists(cfg) and not is_file(cfg):
+        # Python reads pyvenv.cfg before anything else: a FIFO there blocks it, a link
+        # to /dev/zero fills its memory. Asking it would only wait for the timeout.
+        problem = f"{cfg} is not a regular file, so the interpreter cannot start"
+    elif interpreter is not None and executable(interpreter):
         try:
             return _from_python(interpreter, environ, here, prefix=prefix)
         except (ExternalToolError, UsageError) as exc:
@@ -267,9 +272,8 @@ def _site_version(site: tuple[Path, ...]) -> str | None:
 
 def _venv_isolated(prefix: Path) -> bool:
     """A venv without system site-packages: its user site is off."""
-    try:
-        text = (prefix / "pyvenv.cfg").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    text = read_text(prefix / "pyvenv.cfg", _MAX_SMALL)
+    if text is None:
         return False
     for line in text.splitlines():
         key, _, value = line.partition("=")
@@ -349,19 +353,18 @@ def scan_dists(site_packages: Path) -> Iterator[Dist]:
 def _metadata_name(path: Path) -> tuple[str | None, str | None]:
     name = version = None
     for filename in ("METADATA", "PKG-INFO"):
-        try:
-            with (path / filename).open(encoding="utf-8", errors="replace") as fh:
-                for line in fh:
-                    if not line.strip():
-                        break
-                    key, _, value = line.partition(":")
-                    if key == "Name":
-                        name = value.strip()
-                    elif key == "Version":
-                        version = value.strip()
-            return name, version
-        except OSError:
+        text = read_text(path / filename)
+        if text is None:
             continue
+        for line in text.splitlines():
+            if not line.strip():
+                break
+            key, _, value = line.partition(":")
+            if key == "Name":
+                name = value.strip()
+            elif key == "Version":
+                version = value.strip()
+        return name, version
     return None, None
 
 

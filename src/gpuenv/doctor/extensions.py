@@ -30,6 +30,7 @@ from gpuenv.build.elfscan import defined_symbols, gpu_code, undefined_symbols
 from gpuenv.build.wheelfile import RECORD_NAME
 from gpuenv.doctor._context import Context
 from gpuenv.doctor._elf import read_dynamic
+from gpuenv.doctor._fsafe import read_bytes, read_text
 from gpuenv.doctor.environment import Dist
 from gpuenv.doctor.model import Finding, Severity
 
@@ -49,13 +50,10 @@ class Extension:
 
 
 def _shared_objects(dist: Dist) -> list[Path]:
-    try:
-        record = dist.path / "RECORD"
-        if record.stat().st_size > _MAX_RECORD_BYTES:
-            return []
-        lines = record.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+    text = read_text(dist.path / "RECORD", _MAX_RECORD_BYTES + 1)
+    if text is None or len(text) > _MAX_RECORD_BYTES:
         return []
+    lines = text.splitlines()
     out = []
     for line in lines:
         rel = line.split(",", 1)[0]
@@ -70,11 +68,12 @@ def _shared_objects(dist: Dist) -> list[Path]:
 
 def _record(dist: Dist) -> dict[str, Any] | None:
     path = dist.path / RECORD_NAME
+    raw = read_bytes(path, (1 << 20) + 1)  # gpuenv writes a few hundred bytes
+    if raw is None or len(raw) > 1 << 20:
+        return None
     try:
-        if path.stat().st_size > 1 << 20:  # gpuenv writes a few hundred bytes
-            return None
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) else None
 

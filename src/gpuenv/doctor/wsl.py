@@ -11,7 +11,7 @@ from pathlib import Path
 
 from gpuenv.doctor._context import Context
 from gpuenv.doctor._cudalibs import ld_so_conf_dirs
-from gpuenv.doctor._fsafe import resolved
+from gpuenv.doctor._fsafe import read_text, resolved
 from gpuenv.doctor.model import Finding, Severity
 
 _DRIVER_LIB = re.compile(r"^lib(cuda|nvidia-ml)\.so(\.\d+)*$")
@@ -22,10 +22,10 @@ def wsl_release(ctx: Context) -> str | None:
     """The kernel release when it is a WSL kernel."""
     host = ctx.request.host
     for name in ("/proc/sys/kernel/osrelease", "/proc/version"):
-        try:
-            text = host.path(name).read_text(encoding="utf-8").strip()
-        except OSError:
+        raw = read_text(host.path(name), 1 << 16)
+        if raw is None:
             continue
+        text = raw.strip()
         return text if "microsoft" in text.lower() else None
     return None
 
