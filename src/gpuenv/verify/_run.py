@@ -50,6 +50,9 @@ def run_probe(
     """Run the probe with ``python`` (``-I`` unless ``isolated`` is False) under ``env``
     (None: this process's environment) and judge its output. ``progress`` hears
     "checking <name>" as the probe starts each check."""
+    blocked = _blocking_venv_config(python)
+    if blocked is not None:
+        return ProbeResult(passed=False, reason=blocked)
     if expectations.time_budget is None:
         expectations = expectations.with_budget(probe_budget(timeout))
     payload = json.dumps(expectations.to_json(), separators=(",", ":"))
@@ -75,6 +78,26 @@ def run_probe(
         required=expectations.required_checks(),
         seconds=proc.seconds,
     )
+
+
+def _blocking_venv_config(python: Path) -> str | None:
+    """Why ``python`` cannot start, if its ``pyvenv.cfg`` is not a regular file: the
+    interpreter reads it before anything else, so a FIFO there blocks it until the
+    probe's timeout and a link to ``/dev/zero`` fills its memory."""
+    import stat
+
+    for directory in (python.parent, python.parent.parent):
+        cfg = directory / "pyvenv.cfg"
+        try:
+            mode = cfg.stat().st_mode
+        except OSError:
+            continue  # absent (or unreadable: Python says so itself)
+        if not stat.S_ISREG(mode):
+            return (
+                f"{cfg} is not a regular file, so {python} cannot start; "
+                "reinstall the environment (gpuenv install)"
+            )
+    return None
 
 
 def _check_reporter(progress: Callable[[str], None]) -> Callable[[str], None]:
