@@ -151,14 +151,6 @@ def atomic_write_text(
             raise
 
 
-_NOT_FILES = (
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
 def output_path(path: Path, *, hint: str) -> Path:
     """Where to write the file a user named (``-o PATH``) so that the atomic rename
     replaces a file and nothing else: a symbolic link is followed (the link stays, the
@@ -170,14 +162,14 @@ def output_path(path: Path, *, hint: str) -> Path:
         mode = target.stat().st_mode
     except OSError:
         return target  # nothing there yet (or unreadable): the write says what is wrong
-    for test, kind in _NOT_FILES:
-        if test(mode):
-            shown = str(path) if target == path else f"{path} (-> {target})"
-            raise UsageError(
-                f"{shown} is {kind}, not a regular file: gpuenv writes its output by renaming "
-                "a complete file over the path, which would replace it",
-                hint=hint,
-            )
+    kind = special_kind(mode)
+    if kind is not None:
+        shown = str(path) if target == path else f"{path} (-> {target})"
+        raise UsageError(
+            f"{shown} is {kind}, not a regular file: gpuenv writes its output by renaming "
+            "a complete file over the path, which would replace it",
+            hint=hint,
+        )
     return target
 
 
@@ -212,6 +204,7 @@ from gpuenv._fsread import (  # noqa: E402 - the read side, re-exported
     nested_deeper_than,
     read_bytes,
     read_text,
+    special_kind,
 )
 
 __all__ = [
@@ -229,6 +222,7 @@ __all__ = [
     "output_path",
     "read_bytes",
     "read_text",
+    "special_kind",
     "storage_error",
     "writing",
 ]

@@ -34,8 +34,15 @@ _KINDS = (
 )
 
 
+def special_kind(mode: int) -> str | None:
+    """What a path of ``mode`` is when it is a FIFO, a device or a socket ("a FIFO
+    (named pipe)", ...), else None: what gpuenv never reads as a file (a FIFO blocks,
+    ``/dev/zero`` never ends) nor renames a file over (the device would be gone)."""
+    return next((name for test, name in _KINDS if test(mode)), None)
+
+
 def _kind(mode: int) -> str:
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return special_kind(mode) or "not a regular file"
 
 
 def read_bytes(path: str | os.PathLike[str], *, limit: int, what: str = "file") -> bytes:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import tomlkit
 from tomlkit.items import Table
 
-from gpuenv._fs import atomic_write_text
+from gpuenv._fs import atomic_write_text, special_kind
 from gpuenv.compat import knowledge_base
 from gpuenv.errors import UsageError
 from gpuenv.spec import parse_spec_text
@@ -151,19 +151,10 @@ def starter_text(options: StarterOptions) -> tuple[str, list[str]]:
 def _refuse_what_is_not_a_file(path: Path) -> None:
     """--force replaces a spec file; a FIFO or a device there (``-f /dev/full``) would be
     replaced by the rename of the new file, so it is refused, and left as it is."""
-    import stat
-
     try:
-        mode = path.stat().st_mode
+        kind = special_kind(path.stat().st_mode)
     except OSError:
         return  # nothing there (or the write says why)
-    kinds = (
-        (stat.S_ISFIFO, "a FIFO (named pipe)"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-    )
-    kind = next((name for test, name in kinds if test(mode)), None)
     if kind is not None:
         raise UsageError(
             f"{path}: {kind}, not a spec file: refusing to replace it",

@@ -281,7 +281,8 @@ def test_a_pipe_is_refused_at_once_not_waited_on_nor_called_altered(tmp_path: Pa
     with pytest.raises(ArchiveError) as refused:
         unpack(fifo, Store(tmp_path / "air-store"))
     assert time.monotonic() - started < 4
-    assert "a FIFO, not a file" in str(refused.value) and "altered" not in str(refused.value)
+    message = str(refused.value)
+    assert "a FIFO (named pipe), not a file" in message and "altered" not in message
     writer.join(timeout=10)
 
 

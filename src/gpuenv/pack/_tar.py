@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import tarfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
@@ -24,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Literal, Protocol
 
+from gpuenv._fs import special_kind
 from gpuenv.errors import ArchiveError, InstallError
 
 FORMAT: Literal[2] = tarfile.PAX_FORMAT
@@ -186,14 +186,6 @@ def check_member(member: tarfile.TarInfo, archive: Path, seen: set[str]) -> None
     seen.add(name)
 
 
-_NOT_FILES = (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-)
-
-
 @contextmanager
 def open_archive(archive: Path) -> Iterator[tarfile.TarFile]:
     """The archive for streaming reads; ``ArchiveError`` when it is not a plain tar.
@@ -202,15 +194,14 @@ def open_archive(archive: Path) -> Iterator[tarfile.TarFile]:
     writer would block open(2) for ever, and a pipe (``--from <(curl ...)``) or a device
     cannot be read twice, as unpacking does."""
     try:
-        mode = archive.stat().st_mode
+        kind = special_kind(archive.stat().st_mode)
     except OSError:
-        mode = 0  # missing or unreadable: the open below says which
-    for test, kind in _NOT_FILES:
-        if test(mode):
-            raise ArchiveError(
-                f"{archive} is {kind}, not a file: install --from reads the archive more than once",
-                hint="save it to a file first, then: gpuenv install --from FILE",
-            )
+        kind = None  # missing or unreadable: the open below says which
+    if kind is not None:
+        raise ArchiveError(
+            f"{archive} is {kind}, not a file: install --from reads the archive more than once",
+            hint="save it to a file first, then: gpuenv install --from FILE",
+        )
     try:
         tar = tarfile.open(archive, mode="r:", encoding=ENCODING, errors="strict")  # noqa: SIM115
     except FileNotFoundError:
