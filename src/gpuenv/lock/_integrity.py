@@ -26,7 +26,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from packaging.tags import Tag, compatible_tags, cpython_tags
 from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
@@ -37,6 +36,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpuenv._marker import TARGET_NAME_RULE, valid_target_name
 from gpuenv._network import is_fetchable_url
+from gpuenv.lock._tags import ARCHES, linux_tags
 from gpuenv.lock.model import (
     CondaPackage,
     LockedTarget,
@@ -52,8 +52,6 @@ CONDA_SUFFIXES = (".conda", ".tar.bz2")
 SDIST_SUFFIXES = (".tar.gz", ".zip")
 CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
 MAX_SHOWN = 20  # problems listed per target; the rest are counted
-ARCHES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}  # the platforms gpuenv locks
-LEGACY_MANYLINUX = {"manylinux1": 5, "manylinux2010": 12, "manylinux2014": 17}  # PEP 600
 # Platforms whose unlabelled torch wheels are all CUDA builds: PyPI's x86_64 torch has
 # always carried CUDA, and PyTorch's CPU index labels its x86_64 wheels +cpu. (On
 # aarch64, PyPI's and the CPU index's unlabelled wheels were CPU builds for years.)
@@ -166,24 +164,6 @@ def pip_problems(pip: Iterable[PipPackage], builds: frozenset[str]) -> list[str]
 # --- wheel tags -----------------------------------------------------------------------------
 
 
-def _platform_fits(platform: str, arch: str, glibc: tuple[int, int] | None) -> bool:
-    """Whether a wheel's platform tag installs on Linux ``arch`` with glibc ``glibc``
-    (None: not locked, any manylinux level)."""
-    if platform in ("any", f"linux_{arch}"):
-        return True
-    if not platform.endswith(f"_{arch}"):
-        return False
-    base = platform[: -len(arch) - 1]
-    if base in LEGACY_MANYLINUX:
-        level = (2, LEGACY_MANYLINUX[base])
-    else:
-        match = re.fullmatch(r"manylinux_(\d+)_(\d+)", base)
-        if match is None:
-            return False  # musllinux, macOS, Windows
-        level = (int(match[1]), int(match[2]))
-    return glibc is None or level <= glibc
-
-
 def _major_minor(text: str | None) -> tuple[int, int] | None:
     match = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+)?", text or "")
     return (int(match[1]), int(match[2])) if match else None
@@ -193,25 +173,12 @@ def wheel_tag_problems(target: LockedTarget) -> list[str]:
     """Each wheel installs on the target: one of its tags is for the stack's CPython and
     the target's platform (and locked glibc). Another wheel of the same name and version
     passes every other check, and uv only refuses it at install time."""
-    arch = ARCHES.get(target.platform)
     python = _major_minor(target.stack.python)
-    if arch is None or python is None:
+    if target.platform not in ARCHES or python is None:
         return []  # nothing gpuenv locks: the platform or Python check says so elsewhere
     glibc = _major_minor(target.virtual_packages.get("__glibc"))
-    cp = f"cp{python[0]}{python[1]}"
-    interpreters = {
-        (t.interpreter, t.abi)
-        for t in (
-            *cpython_tags(python, abis=[cp], platforms=["any"]),
-            *compatible_tags(python, cp, platforms=["any"]),
-        )
-    }
-
-    def fits(tag: Tag) -> bool:
-        return (tag.interpreter, tag.abi) in interpreters and _platform_fits(
-            tag.platform, arch, glibc
-        )
-
+    # No glibc locked: any manylinux level (2.99 is above every glibc there is).
+    installs = set(linux_tags(target.platform, python, glibc[1] if glibc else 99))
     problems = []
     for i, p in enumerate(target.pip):
         if not is_fetchable_url(p.url):
@@ -223,7 +190,7 @@ def wheel_tag_problems(target: LockedTarget) -> list[str]:
             tags = parse_wheel_filename(filename)[3]
         except (InvalidWheelFilename, InvalidVersion):
             continue  # said by the artifact check
-        if not any(fits(tag) for tag in tags):
+        if installs.isdisjoint(tags):
             on = f"Python {python[0]}.{python[1]}, {target.platform}"
             on += f", glibc {glibc[0]}.{glibc[1]}" if glibc else ""
             problems.append(

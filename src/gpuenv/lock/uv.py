@@ -46,7 +46,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.tags import Tag, compatible_tags, cpython_tags
+from packaging.tags import Tag
 from packaging.utils import parse_wheel_filename
 
 from gpuenv import _proc
@@ -63,12 +63,12 @@ from gpuenv._network import (
 )
 from gpuenv._redact import redact, redact_url
 from gpuenv.errors import ExternalToolError, NetworkError, NoCompatiblePlan
+from gpuenv.lock._tags import ARCHES, linux_tags
 from gpuenv.lock.model import PipPackage, PipRequest, normalize_name
 
 PROJECT_NAME = "gpuenv-lock-request"
 DEFAULT_TIMEOUT = 600.0
 _MAX_PASSES = 4
-_ARCHES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
 # The manylinux levels uv's --python-platform accepts, newest first.
 _UV_GLIBC_LEVELS = (40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 28, 17)
 
@@ -122,10 +122,10 @@ class _Run:
 def target_platform(request: PipRequest) -> str:
     """uv's ``--python-platform`` for the target: the arch and the newest manylinux
     level not above the target's glibc."""
-    arch = _ARCHES.get(request.platform)
+    arch = ARCHES.get(request.platform)
     if arch is None:
         raise NoCompatiblePlan(
-            f"pip resolution supports platforms {', '.join(sorted(_ARCHES))}, "
+            f"pip resolution supports platforms {', '.join(sorted(ARCHES))}, "
             f"not {request.platform!r}"
         )
     major, _, minor = request.glibc.partition(".")
@@ -141,19 +141,9 @@ def target_platform(request: PipRequest) -> str:
 
 def target_tags(request: PipRequest) -> list[Tag]:
     """The target's wheel tags, most preferred first (what an installer would rank)."""
-    arch = _ARCHES[request.platform]
     level = int(target_platform(request).rsplit("_", 1)[-1])
-    legacy = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}
-    platforms: list[str] = []
-    for minor in range(level, 4, -1):
-        platforms.append(f"manylinux_2_{minor}_{arch}")
-        if minor in legacy:
-            platforms.append(f"{legacy[minor]}_{arch}")
-    platforms.append(f"linux_{arch}")
     version = tuple(int(p) for p in request.python.split(".")[:2])
-    tags = list(cpython_tags(version, platforms=platforms))
-    tags += list(compatible_tags(version, f"cp{version[0]}{version[1]}", platforms))
-    return tags
+    return linux_tags(request.platform, (version[0], version[1]), level)
 
 
 class UvResolver:

@@ -1,0 +1,29 @@
+"""The wheel tags a Linux target installs, most preferred first: one list for the
+resolver (how uv's candidate files are ranked) and the lock reader (a locked wheel none
+of whose tags is in it does not install on the target)."""
+
+from __future__ import annotations
+
+from packaging.tags import Tag, compatible_tags, cpython_tags
+
+ARCHES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}  # the platforms gpuenv locks
+_LEGACY_MANYLINUX = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}  # PEP 600
+_OLDEST_GLIBC_MINOR = 5  # manylinux1
+
+
+def linux_tags(platform: str, python: tuple[int, int], glibc_minor: int) -> list[Tag]:
+    """The tags of CPython ``python`` on ``platform`` (a key of ``ARCHES``) with glibc
+    2.``glibc_minor``: every manylinux level up to it (PEP 600 and the legacy aliases),
+    then ``linux_<arch>``, then the pure-Python and abi3 tags."""
+    arch = ARCHES[platform]
+    platforms: list[str] = []
+    for minor in range(glibc_minor, _OLDEST_GLIBC_MINOR - 1, -1):
+        platforms.append(f"manylinux_2_{minor}_{arch}")
+        if minor in _LEGACY_MANYLINUX:
+            platforms.append(f"{_LEGACY_MANYLINUX[minor]}_{arch}")
+    platforms.append(f"linux_{arch}")
+    cp = f"cp{python[0]}{python[1]}"
+    return [
+        *cpython_tags(python, abis=[cp], platforms=platforms),
+        *compatible_tags(python, cp, platforms),
+    ]
