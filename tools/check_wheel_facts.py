@@ -19,7 +19,7 @@ derives:
   ``torch.cuda.get_arch_list()`` returns, read from ``torch/lib/libtorch_python.so``
   inside the wheel (about 10 MB of range requests per wheel, no GPU needed).
 
-It prints every difference from ``src/gpuenv/compat/data/torch.toml``, naming the data
+It prints every difference from ``src/gpuenv/knowledge/data/torch.toml``, naming the data
 entry, and with ``--write`` writes the differences it can (python ranges, PyPI's builds,
 companions, cuDNN/NCCL pins, measured arch lists) into the file, setting the entry's
 ``checked`` date; releases or builds the data lacks are reported for a person to add
@@ -56,7 +56,7 @@ from packaging.version import InvalidVersion, Version
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from gpuenv.compat.wheelfacts import (  # noqa: E402
+from gpuenv.knowledge.wheelfacts import (  # noqa: E402
     arch_flags_in_binary,
     arch_list_from_flags,
     torch_facts,
@@ -651,8 +651,8 @@ def _refuse(message: str) -> NoReturn:
 def _knowledge(data: Path | None) -> Any:
     """The knowledge base, with ``data`` (another torch.toml) merged over the shipped one;
     a ``data`` that cannot be read or is not valid is exit 2 naming it."""
-    from gpuenv.compat._load import load_knowledge_base
     from gpuenv.errors import FileFormatError
+    from gpuenv.knowledge._load import load_knowledge_base
 
     if data is None:
         return load_knowledge_base(None, None)
@@ -674,7 +674,7 @@ def main(argv: list[str] | None = None) -> int:
     from datetime import date
 
     args = parse_args(argv)
-    data = args.data or REPO / "src" / "gpuenv" / "compat" / "data" / "torch.toml"
+    data = args.data or REPO / "src" / "gpuenv" / "knowledge" / "data" / "torch.toml"
     kb = _knowledge(args.data)
     torch_index = None
     if not args.no_torch_index:

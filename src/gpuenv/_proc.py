@@ -14,7 +14,7 @@ when the *thread* that started the child ends; ``run`` and ``stream`` wait for t
 child in the thread that started it, so the child is always gone before that thread
 can end. A grandchild does not inherit the death signal: on a SIGKILL of gpuenv, one
 whose parent does not pass it on (the probe's NCCL ranks ask for it, builds run under
-``build/_supervise.py``) outlives it.
+``builds/_supervise.py``) outlives it.
 
 The child's stdin is ``/dev/null`` unless ``input_text`` is given: in its own session
 it has no terminal to read, and nothing gpuenv runs should wait on one.

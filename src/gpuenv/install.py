@@ -12,7 +12,7 @@ Order of a build, under the prefix's file lock:
 4. the CUDA toolkit, when the spec asks for one (or a build needs one), is located (the
    prefix's own, or a pinned system toolkit whose ``nvcc --version`` must match the
    locked CUDA);
-5. the lock's builds (``gpuenv.build``): each wheel from the build cache, or built now
+5. the lock's builds (``gpuenv.builds``): each wheel from the build cache, or built now
    against the prefix's torch and cached by its identity, then installed by uv; a
    failing build fails the install (nothing is marked installed);
 6. activation scripts and the run-time environment delta are written;
@@ -60,7 +60,7 @@ from gpuenv._network import (
 from gpuenv._progress import Prefixed
 from gpuenv._redact import redact
 from gpuenv.activation import ActivationInputs, write_activation_files
-from gpuenv.build.model import BuildOutcome, arch_list, nvcc_arch_max
+from gpuenv.builds.model import BuildOutcome, arch_list, nvcc_arch_max
 from gpuenv.errors import ExternalToolError, InstallError, NetworkError, StorageError
 from gpuenv.lock.model import CondaPackage, Lock, LockedTarget, PipPackage
 from gpuenv.shells import write_shell_entrypoints
@@ -536,7 +536,7 @@ def jit_arch_list(target: LockedTarget) -> str | None:
     own cpp_extension refuses 8.9: "Unknown CUDA arch"). None for a CPU build."""
     if target.stack.cuda is None:
         return None
-    from gpuenv.compat import knowledge_base
+    from gpuenv.knowledge import knowledge_base
 
     return arch_list(
         target.hardware.compute_capabilities,
@@ -602,7 +602,7 @@ def _build(
     home = cuda_home(prefix, target, _toolkit_of(request))
     outcomes: tuple[BuildOutcome, ...] = ()
     if target.builds:
-        from gpuenv.build.install import Tools, install_builds
+        from gpuenv.builds.install import Tools, install_builds
 
         hashes = {p.name: p.sha256 for p in target.pip}
         outcomes = install_builds(

@@ -11,8 +11,8 @@ import tomlkit
 from tomlkit.items import Table
 
 from gpuenv._fs import atomic_write_text, special_kind
-from gpuenv.compat import knowledge_base
 from gpuenv.errors import UsageError
+from gpuenv.knowledge import knowledge_base
 from gpuenv.spec import parse_spec_text
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ Layout under the store root (``$GPUENV_HOME``, default ``$XDG_DATA_HOME/gpuenv``
     roots/<digest>.gone            when gc first found the pointer's project gone
     cache/uv, cache/rattler        package caches shared by every prefix
     cache/torch-extensions/<name>  the prefix's TORCH_EXTENSIONS_DIR (JIT-built extensions)
-    builds/<identity>/             built wheels by build identity (gpuenv.build.cache)
+    builds/<identity>/             built wheels by build identity (gpuenv.builds.cache)
     trash/                         prefixes being deleted (renamed first, then removed)
 
 A prefix that installed builds lists their identities in ``etc/gpuenv/builds.json``: gc
@@ -372,7 +372,7 @@ class Store:
         builds, build_bytes = self._gc_builds(live, dry_run=dry_run)
         return GcResult(removed, freed + build_bytes, kept, builds, tuple(graced), tuple(busy))
 
-    # --- the build cache (gpuenv.build.cache writes it; gc reads what prefixes list) -----
+    # --- the build cache (gpuenv.builds.cache writes it; gc reads what prefixes list) -----
 
     def build_identities(self, prefix: Path) -> set[str]:
         """The build identities a prefix's ``builds.json`` lists (empty when unreadable)."""

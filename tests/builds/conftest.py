@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.build.model import BuildEntry, BuildInputs, BuildSource, compute_identity
+from gpuenv.builds.model import BuildEntry, BuildInputs, BuildSource, compute_identity
 from tests.fixtures.pkgindex.plugin import PkgIndex
 from tests.fixtures.sdists import SdistSpec, build_sdist
 

@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from gpuenv.build.cache import BuildCache
-from gpuenv.build.runner import BuildContext, wheel_for
+from gpuenv.builds.cache import BuildCache
+from gpuenv.builds.runner import BuildContext, wheel_for
 from gpuenv.store import Store
 from tests.builds.conftest import entry_for, make_prefix, uv_bin, write_sdist
 from tests.fixtures.pkgindex.plugin import PkgIndex
@@ -25,9 +25,9 @@ REPO = Path(__file__).resolve().parents[2]
 BUILDER = """
 import json, sys
 from pathlib import Path
-from gpuenv.build.cache import BuildCache
-from gpuenv.build.model import BuildEntry, BuildInputs, BuildSource
-from gpuenv.build.runner import BuildContext, wheel_for
+from gpuenv.builds.cache import BuildCache
+from gpuenv.builds.model import BuildEntry, BuildInputs, BuildSource
+from gpuenv.builds.runner import BuildContext, wheel_for
 from gpuenv.store import Store
 args = json.loads(Path(sys.argv[1]).read_text())
 e = args["entry"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.build.install import extensions_of, ordered, read_record
+from gpuenv.builds.install import extensions_of, ordered, read_record
 from gpuenv.errors import InstallError
 from gpuenv.install import InstallRequest, _toolkit_of
 from tests.builds.conftest import entry_for

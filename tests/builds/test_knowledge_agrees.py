@@ -1,5 +1,5 @@
 """Two data files speak of the same packages from two sides: build/data/packages.toml
-(how to compile them) and compat/data/companions.toml (how they move with torch, for
+(how to compile them) and knowledge/data/companions.toml (how they move with torch, for
 `gpuenv import`). Where both name a package, they must agree on whether and when it
 is compiled, and whether against torch: one fact, not two that can drift apart.
 
@@ -8,8 +8,8 @@ first use) is, for installing, a package whose sdist is built when no wheel exis
 
 from __future__ import annotations
 
-from gpuenv.build.knowledge import packages
-from gpuenv.compat.foreign import load_foreign_knowledge
+from gpuenv.builds.knowledge import packages
+from gpuenv.knowledge.foreign import load_foreign_knowledge
 
 
 def test_the_build_defaults_and_the_companion_facts_agree() -> None:
@@ -26,7 +26,7 @@ def test_the_build_defaults_and_the_companion_facts_agree() -> None:
 def test_the_spec_refuses_exactly_the_variables_a_build_manages() -> None:
     """Two copies of one list (spec validation must not import the build package, whose
     model sits on the lock reader's path and must stay free of pydantic)."""
-    from gpuenv.build.model import MANAGED_ENV
+    from gpuenv.builds.model import MANAGED_ENV
     from gpuenv.spec._models import _MANAGED_ENV
 
     assert MANAGED_ENV == _MANAGED_ENV

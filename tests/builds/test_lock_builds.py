@@ -179,7 +179,7 @@ def test_new_build_knowledge_makes_a_lock_with_builds_stale_and_no_other(
     fakes: tuple[FakePip, FakeConda],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from gpuenv.build import knowledge
+    from gpuenv.builds import knowledge
 
     with_builds = tmp_path / "a"
     plain = tmp_path / "b"

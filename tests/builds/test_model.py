@@ -1,5 +1,5 @@
 """Build identity, the arch list, MAX_JOBS, host compilers and failure diagnoses: the pure
-and nearly pure parts of gpuenv.build."""
+and nearly pure parts of gpuenv.builds."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.build import compiler, knowledge
-from gpuenv.build.diagnose import diagnose, tail
-from gpuenv.build.jobs import GIB, available_memory, max_jobs
-from gpuenv.build.model import (
+from gpuenv.builds import compiler, knowledge
+from gpuenv.builds.diagnose import diagnose, tail
+from gpuenv.builds.jobs import GIB, available_memory, max_jobs
+from gpuenv.builds.model import (
     BuildInputs,
     BuildSource,
     arch_list,

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.build.cache import BuildCache
-from gpuenv.build.elfscan import gpu_code
-from gpuenv.build.runner import BuildContext, nvcc_release, wheel_for
+from gpuenv.builds.cache import BuildCache
+from gpuenv.builds.elfscan import gpu_code
+from gpuenv.builds.runner import BuildContext, nvcc_release, wheel_for
 from gpuenv.store import Store
 from tests.builds.conftest import entry_for, gcc_major, make_prefix, uv_bin, write_sdist
 from tests.e2e.conftest import Project

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.build.cache import BuildCache
-from gpuenv.build.runner import BuildContext, wheel_for
+from gpuenv.builds.cache import BuildCache
+from gpuenv.builds.runner import BuildContext, wheel_for
 from gpuenv.errors import BuildError
 from gpuenv.store import Store
 from tests.builds.conftest import (
@@ -123,8 +123,8 @@ def test_a_failing_build_shows_the_log_tail_and_leaves_no_entry(
 
 
 def test_the_build_environment_keeps_index_settings_and_drops_the_rest(tmp_path: Path) -> None:
-    from gpuenv.build.jobs import Jobs
-    from gpuenv.build.runner import build_env
+    from gpuenv.builds.jobs import Jobs
+    from gpuenv.builds.runner import build_env
 
     spec = SdistSpec("fixture-pure", "0.3.0", "fixture_pure", needs_torch=False)
     entry = entry_for(tmp_path / "x.tar.gz", "a" * 64, spec, env=(("HOSTILE", "$(id)"),))

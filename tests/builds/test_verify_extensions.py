@@ -1,5 +1,5 @@
 """Verification of built extensions: the probe imports each one and reads the GPU code of
-each shared object (the same fat-binary layout as gpuenv.build.elfscan), against the fake
+each shared object (the same fat-binary layout as gpuenv.builds.elfscan), against the fake
 torch's GPUs."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from gpuenv.build.elfscan import gpu_code
+from gpuenv.builds.elfscan import gpu_code
 from gpuenv.verify import run_probe
 from tests.builds.fatbins import ext_suffix, shared_object
 from tests.verify.conftest import LOCKED, check, fake_env, load_probe_module

@@ -121,7 +121,7 @@ def test_an_invalid_facts_file_is_refused_naming_the_file_and_key(
 def test_the_facts_file_is_part_of_the_knowledge_digest(facts: Path) -> None:
     """Locks record the digest in each target's input hash: editing the facts file makes
     them stale, as editing the shipped data does."""
-    from gpuenv.compat._data import data_digest
+    from gpuenv.knowledge._data import data_digest
 
     assert data_digest(facts) == data_digest(None)  # no file yet: no facts
     facts.write_text(FACTS)

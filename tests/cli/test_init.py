@@ -3,7 +3,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from gpuenv.compat import knowledge_base
+from gpuenv.knowledge import knowledge_base
 from gpuenv.spec import load_spec
 from tests.conftest import CliResult
 

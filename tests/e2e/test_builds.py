@@ -376,7 +376,7 @@ def test_a_known_package_found_only_as_an_sdist_gets_its_declared_dependencies(
 ) -> None:
     """Like xformers without a wheel for the locked torch: the knowledge base says how it
     is built and what it depends on; nothing is in the spec. In-process, real uv."""
-    from gpuenv.build import knowledge
+    from gpuenv.builds import knowledge
 
     known = knowledge.PackageDefaults(
         "fixture-attn",

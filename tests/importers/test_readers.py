@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from packaging.specifiers import SpecifierSet
 
-from gpuenv.compat.foreign import foreign_knowledge
 from gpuenv.errors import ForeignFileError
 from gpuenv.importers import read_inputs
 from gpuenv.importers.discover import discover
 from gpuenv.importers.merge import merge
 from gpuenv.importers.model import Ask, Authority, Reading
 from gpuenv.importers.pyproject import poetry_to_pep440
+from gpuenv.knowledge.foreign import foreign_knowledge
 from tests.importers.conftest import IMPORTS
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpuenv.compat import knowledge_base
+from gpuenv.knowledge import knowledge_base
 from gpuenv.lock import locker
 from gpuenv.lock.seen import (
     newest_torch_on,

@@ -131,7 +131,7 @@ def test_against_the_fixture_server_with_and_without_pep_658(pkgindex: PkgIndex)
 def test_verify_expects_the_pins_the_wheels_stated(tmp_path: Any) -> None:
     """The lock's wheel facts are what the prefix holds: verify checks cuDNN/NCCL against
     them, not against the knowledge base (which may be stale)."""
-    from gpuenv.compat import knowledge_base
+    from gpuenv.knowledge import knowledge_base
     from gpuenv.lock.model import LockedHardware, LockedTarget, StackSummary, WheelFacts
     from gpuenv.verify.target import expectations_for
 

@@ -16,11 +16,11 @@ from types import ModuleType
 
 import pytest
 
-from gpuenv.compat._data import read_data
+from gpuenv.knowledge._data import read_data
 from tests.fixtures.pkgindex.plugin import PkgIndex
 
 REPO = Path(__file__).resolve().parents[2]
-DATA = REPO / "src" / "gpuenv" / "compat" / "data" / "torch.toml"
+DATA = REPO / "src" / "gpuenv" / "knowledge" / "data" / "torch.toml"
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ def test_an_unreachable_index_is_exit_5(
 
 
 def test_arch_flags_are_read_from_the_binary_string(tool: ModuleType) -> None:
-    from gpuenv.compat.wheelfacts import arch_flags_in_binary, arch_list_from_flags
+    from gpuenv.knowledge.wheelfacts import arch_flags_in_binary, arch_list_from_flags
 
     blob = b"\x00std::string ipc_hsm_70 sm_90 sm_120 compute_120\x00/torch/csrc/cuda/Module.cpp\x00"
     flags = arch_flags_in_binary(blob)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.compat import knowledge_base
 from gpuenv.errors import NoCompatiblePlan
 from gpuenv.hardware import GpuFacts, HardwareFacts
+from gpuenv.knowledge import knowledge_base
 from gpuenv.plan import DEFAULT_TORCH_INDEX, make_plan
 from gpuenv.spec import Spec, load_spec, parse_spec_text
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpuenv.compat import knowledge_base
 from gpuenv.errors import NoCompatiblePlan, SpecError
 from gpuenv.hardware import GpuFacts, HardwareFacts
+from gpuenv.knowledge import knowledge_base
 from gpuenv.plan import make_plan, plan_target
 from gpuenv.spec import Spec, parse_spec_text
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion

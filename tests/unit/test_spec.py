@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.compat import knowledge_base
 from gpuenv.errors import SpecError, UsageError
+from gpuenv.knowledge import knowledge_base
 from gpuenv.spec import json_schema, load_spec, parse_spec_text, parse_version_spec
 
 REPO = Path(__file__).resolve().parents[2]

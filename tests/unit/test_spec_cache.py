@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.compat import knowledge_base
 from gpuenv.errors import SpecError
+from gpuenv.knowledge import knowledge_base
 from gpuenv.spec import load_spec
 
 SPEC = """[project]
@@ -28,7 +28,7 @@ def _load_in_subprocess(spec: Path, cache: Path) -> set[str]:
     code = (
         "import sys\n"
         "from pathlib import Path\n"
-        "from gpuenv.compat import knowledge_base\n"
+        "from gpuenv.knowledge import knowledge_base\n"
         "from gpuenv.spec import load_spec\n"
         f"loaded = load_spec({str(spec)!r}, kb=knowledge_base(), cache_dir=Path({str(cache)!r}))\n"
         "assert loaded.spec.targets['h100'].driver == '550.54.15'\n"

@@ -47,8 +47,8 @@ def _target(args: argparse.Namespace, names: list[str]) -> str:
 def run(args: argparse.Namespace) -> int:
     from gpuenv import export
     from gpuenv._fs import atomic_write_text, output_path
-    from gpuenv.compat import knowledge_base
     from gpuenv.errors import UsageError
+    from gpuenv.knowledge import knowledge_base
     from gpuenv.lock.format import LOCK_FILENAME, read_lock
     from gpuenv.spec import load_spec
     from gpuenv.verify.record import list_records

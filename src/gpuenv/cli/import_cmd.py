@@ -66,11 +66,11 @@ def _target(args: argparse.Namespace) -> TargetRequest:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpuenv.compat import knowledge_base
-    from gpuenv.compat.foreign import foreign_knowledge
     from gpuenv.importers import ImportRequest, reproduce
     from gpuenv.importers.report import render_markdown
     from gpuenv.importers.write import write_spec
+    from gpuenv.knowledge import knowledge_base
+    from gpuenv.knowledge.foreign import foreign_knowledge
 
     target = _target(args)
     output = Path(args.output) if args.output else Path.cwd() / "gpuenv.toml"

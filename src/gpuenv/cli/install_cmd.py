@@ -10,8 +10,8 @@ from gpuenv.cli import _common, _hardware, _output, _progress
 from gpuenv.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
-    from gpuenv.compat import KnowledgeBase
     from gpuenv.install import InstallResult
+    from gpuenv.knowledge import KnowledgeBase
     from gpuenv.lock.model import Lock
     from gpuenv.spec import Spec
 
@@ -60,9 +60,9 @@ def run(args: argparse.Namespace) -> int:
         return _install_from(args)
     from gpuenv._artifacts import ArtifactSources
     from gpuenv.cli.lock_cmd import backends
-    from gpuenv.compat import knowledge_base
-    from gpuenv.compat._data import data_digest
     from gpuenv.install import InstallRequest, install_target, record_lock_state
+    from gpuenv.knowledge import knowledge_base
+    from gpuenv.knowledge._data import data_digest
     from gpuenv.lock.format import LOCK_FILENAME
     from gpuenv.lock.locker import LockOptions, ensure_lock, install_indexes
     from gpuenv.spec import load_spec
@@ -120,8 +120,8 @@ def _install_from(args: argparse.Namespace) -> int:
     this directory its project if it is none, and install from those files only."""
     from gpuenv import pack
     from gpuenv.cli.pack_cmd import progress_display
-    from gpuenv.compat import knowledge_base
     from gpuenv.install import InstallRequest, install_target, record_lock_state
+    from gpuenv.knowledge import knowledge_base
     from gpuenv.spec import load_spec
 
     if args.frozen:

@@ -44,9 +44,9 @@ def backends() -> tuple[PipResolver, CondaSolver]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpuenv.compat import knowledge_base
-    from gpuenv.compat._data import data_digest
     from gpuenv.errors import UnreadableLockError
+    from gpuenv.knowledge import knowledge_base
+    from gpuenv.knowledge._data import data_digest
     from gpuenv.lock.format import LOCK_FILENAME, load_lock
     from gpuenv.lock.locker import LockOptions, lock_and_write, relock_basis
     from gpuenv.spec import load_spec
@@ -117,7 +117,7 @@ def _check(
 ) -> int:
     """``--check``: the selected targets (all without ``--target``) are locked, fresh,
     and pass every check a reader of the lock applies. No network, nothing written."""
-    from gpuenv.compat import knowledge_base
+    from gpuenv.knowledge import knowledge_base
     from gpuenv.lock.locker import damage_reasons, stale_reasons
 
     selected = options.targets or tuple(loaded.spec.targets)

@@ -37,8 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _request(args: argparse.Namespace) -> PackRequest:
     from gpuenv import pack
     from gpuenv._artifacts import ArtifactSources
-    from gpuenv.compat import knowledge_base
     from gpuenv.errors import UsageError
+    from gpuenv.knowledge import knowledge_base
     from gpuenv.lock.format import LOCK_FILENAME, read_lock
     from gpuenv.pack._fetch import credentials_from
     from gpuenv.spec import load_spec

@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpuenv.compat import knowledge_base
+    from gpuenv.knowledge import knowledge_base
     from gpuenv.plan import make_plan
     from gpuenv.spec import load_spec
 

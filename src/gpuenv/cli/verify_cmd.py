@@ -106,8 +106,8 @@ def verify_and_record(
 ) -> tuple[str, TargetVerification]:
     """What ``verify_installed_target`` does, with the record it wrote."""
     from gpuenv import runtime
-    from gpuenv.compat import knowledge_base
     from gpuenv.errors import NotInstalled
+    from gpuenv.knowledge import knowledge_base
     from gpuenv.lock.format import LOCK_FILENAME, read_lock
     from gpuenv.spec import load_spec
     from gpuenv.verify.target import verify_target

@@ -16,9 +16,9 @@ from gpuenv.doctor.model import DoctorRequest
 from gpuenv.versions import CudaVersion, VersionFormatError
 
 if TYPE_CHECKING:
-    from gpuenv.compat import KnowledgeBase, TorchBuild, TorchRelease
     from gpuenv.doctor._cudalibs import LibraryIndex
     from gpuenv.doctor._records import Records
+    from gpuenv.knowledge import KnowledgeBase, TorchBuild, TorchRelease
 
 
 T = TypeVar("T")
@@ -41,7 +41,7 @@ class Context:
 
     @cached_property
     def kb(self) -> KnowledgeBase:
-        from gpuenv.compat import knowledge_base
+        from gpuenv.knowledge import knowledge_base
 
         return knowledge_base()
 

@@ -9,9 +9,9 @@ floor, or for another major, CUDA fails to initialise.
 
 from __future__ import annotations
 
-from gpuenv.compat import DriverCompat
 from gpuenv.doctor._context import Context
 from gpuenv.doctor.model import Finding, Severity
+from gpuenv.knowledge import DriverCompat
 from gpuenv.versions import CudaVersion
 
 

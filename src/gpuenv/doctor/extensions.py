@@ -26,8 +26,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from gpuenv.build.elfscan import defined_symbols, gpu_code, undefined_symbols
-from gpuenv.build.wheelfile import RECORD_NAME
+from gpuenv.builds.elfscan import defined_symbols, gpu_code, undefined_symbols
+from gpuenv.builds.wheelfile import RECORD_NAME
 from gpuenv.doctor._context import Context
 from gpuenv.doctor._elf import read_dynamic
 from gpuenv.doctor._fsafe import read_bytes, read_text

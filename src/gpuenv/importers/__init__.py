@@ -16,8 +16,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuenv.compat import KnowledgeBase
-from gpuenv.compat.foreign import ForeignKnowledge
 from gpuenv.importers._context import Context
 from gpuenv.importers._text import fail
 from gpuenv.importers.decide import Decision, TargetRequest, decide
@@ -27,6 +25,8 @@ from gpuenv.importers.merge import Merged, merge
 from gpuenv.importers.model import NAME, Reading
 from gpuenv.importers.report import ASSUMPTION, Entry, Report
 from gpuenv.importers.torch_choice import Planning
+from gpuenv.knowledge import KnowledgeBase
+from gpuenv.knowledge.foreign import ForeignKnowledge
 
 __all__ = ["ImportRequest", "Reproduction", "TargetRequest", "read_inputs", "reproduce"]
 

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuenv.compat.foreign import ForeignKnowledge
 from gpuenv.importers._text import fail, read_text
 from gpuenv.importers.model import Reading
+from gpuenv.knowledge.foreign import ForeignKnowledge
 
 MAX_INCLUDE_DEPTH = 8
 MAX_FILES = 64  # files read in one import, includes counted

@@ -1,4 +1,4 @@
-"""How each companion package (``compat/data/companions.toml``) follows the torch the
+"""How each companion package (``knowledge/data/companions.toml``) follows the torch the
 reproduction chose: kept, moved to its release paired with the new torch, built from
 source for the target's GPU (with the nvcc it needs), or not reproducible."""
 
@@ -10,7 +10,6 @@ from typing import Any
 
 from packaging.version import Version
 
-from gpuenv.compat.foreign import Companion, CompanionRelease
 from gpuenv.importers.merge import Resolved
 from gpuenv.importers.report import (
     CHANGED,
@@ -24,6 +23,7 @@ from gpuenv.importers.report import (
     UNREPRODUCIBLE,
     Entry,
 )
+from gpuenv.knowledge.foreign import Companion, CompanionRelease
 from gpuenv.versions import ComputeCapability
 
 

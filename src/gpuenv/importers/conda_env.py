@@ -2,7 +2,7 @@
 
 Match specs (``pytorch=1.12.1=py3.8_cuda11.3_cudnn8.3.2_0``, ``pytorch::pytorch>=2``,
 ``numpy 1.21.*``) are parsed by rattler's ``MatchSpec``. Each conda package becomes
-what it means for a pip-based environment (``compat/data/conda_cuda.toml`` and
+what it means for a pip-based environment (``knowledge/data/conda_cuda.toml`` and
 ``conda_names.toml``): the Python, the CUDA build of torch (cudatoolkit, pytorch-cuda,
 cuda-version, a build string), a toolkit, a pip requirement under its PyPI name, a
 conda-only tool, or one of conda's runtime libraries (not carried over). The ``pip:``

@@ -1,7 +1,7 @@
 """The decision for one target: what to keep, move, build or report, from the merged
 environment, with the planner choosing torch (``torch_choice``) and the companion data
 moving what is tied to it (``companions``). Everything else stays as the paper pinned
-it, unless the new Python or torch rules the pin out (``compat/data/companions.toml``:
+it, unless the new Python or torch rules the pin out (``knowledge/data/companions.toml``:
 Python floors, torch constraints), and then it moves to the nearest version that can.
 """
 
@@ -14,8 +14,6 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from gpuenv._marker import TARGET_NAME_PATTERN, TARGET_NAME_RULE
-from gpuenv.compat import DriverCompat, KnowledgeBase
-from gpuenv.compat.foreign import ForeignKnowledge
 from gpuenv.errors import UsageError
 from gpuenv.importers import companions as moves
 from gpuenv.importers.images import IMPLIED
@@ -51,6 +49,8 @@ from gpuenv.importers.report import (
 )
 from gpuenv.importers.report import UNMANAGED as UNMANAGED_ENTRY
 from gpuenv.importers.torch_choice import Choice, PaperTorch, Planning, choose
+from gpuenv.knowledge import DriverCompat, KnowledgeBase
+from gpuenv.knowledge.foreign import ForeignKnowledge
 from gpuenv.plan import TargetPlan, spec_text
 from gpuenv.spec import Target
 from gpuenv.versions import DriverVersion, VersionFormatError

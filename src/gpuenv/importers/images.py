@@ -1,5 +1,5 @@
 """What a container image a Dockerfile starts ``FROM`` gave the paper: its torch (with
-the CUDA build), Python and toolkit, from the tag and ``compat/data/images.toml``.
+the CUDA build), Python and toolkit, from the tag and ``knowledge/data/images.toml``.
 
 - ``pytorch/pytorch:<torch>-cuda<X.Y>-cudnn<N>-<runtime|devel>``: torch and its build;
   Python per torch series; devel images have nvcc.
@@ -19,7 +19,6 @@ import re
 
 from packaging.version import Version
 
-from gpuenv.compat.foreign import ForeignKnowledge
 from gpuenv.importers.model import (
     IMAGE,
     PYTHON,
@@ -30,6 +29,7 @@ from gpuenv.importers.model import (
     Origin,
     ReadingBuilder,
 )
+from gpuenv.knowledge.foreign import ForeignKnowledge
 
 IMPLIED = "implied by the base image"
 

@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from gpuenv.compat import KnowledgeBase, TorchRelease
 from gpuenv.errors import NoCompatiblePlan
+from gpuenv.knowledge import KnowledgeBase, TorchRelease
 from gpuenv.plan import KNOWN_PYTHONS, TargetPlan, plan_target
 from gpuenv.spec import Project, Spec, Stack, Target
 

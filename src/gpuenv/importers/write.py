@@ -12,10 +12,10 @@ import tomlkit
 from tomlkit.items import Array, Table
 
 from gpuenv._fs import atomic_write_text
-from gpuenv.compat import KnowledgeBase
 from gpuenv.errors import UsageError
 from gpuenv.importers.decide import Decision, Line
 from gpuenv.importers.report import Report
+from gpuenv.knowledge import KnowledgeBase
 from gpuenv.spec import parse_spec_text
 
 _MAX_COMMENT = 200

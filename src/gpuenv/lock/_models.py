@@ -62,7 +62,7 @@ class PipModel(_Model):
 
 class BuildModel(_Model):
     """A package compiled at install: its source and build inputs; ``identity`` is their
-    hash (gpuenv.build.model.compute_identity) and names its entry in the build cache."""
+    hash (gpuenv.builds.model.compute_identity) and names its entry in the build cache."""
 
     name: str
     version: str

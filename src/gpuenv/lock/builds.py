@@ -1,5 +1,5 @@
 """Locking builds: which packages of a target are compiled at install, and the exact
-inputs of each (``gpuenv.build.model``), recorded in the target's ``builds`` list beside
+inputs of each (``gpuenv.builds.model``), recorded in the target's ``builds`` list beside
 (not inside) its ``pip`` list.
 
 A package is a build when
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
 
-from gpuenv.build import compiler, knowledge
-from gpuenv.build.model import BuildEntry, BuildInputs, BuildSource, arch_list, compute_identity
+from gpuenv.builds import compiler, knowledge
+from gpuenv.builds.model import BuildEntry, BuildInputs, BuildSource, arch_list, compute_identity
 from gpuenv.errors import Alternative, NoCompatiblePlan
 from gpuenv.lock.model import CondaPackage, LockedTarget, PipPackage, normalize_name
 from gpuenv.spec import BuildOptions, Spec

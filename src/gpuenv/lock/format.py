@@ -23,9 +23,9 @@ and written again. Writing sorts everything (targets by name, packages by name,
 virtual packages by name), so the same lock always gives the same bytes, and reading
 then writing a file returns it unchanged.
 
-``[[targets.<name>.builds]]`` holds the packages compiled at install (``gpuenv.build``);
+``[[targets.<name>.builds]]`` holds the packages compiled at install (``gpuenv.builds``);
 like every other table of a target it is covered by the content hash, and each entry's
-identity is checked against its inputs (``gpuenv.build.model.check_entry``).
+identity is checked against its inputs (``gpuenv.builds.model.check_entry``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from typing import Any
 
 from gpuenv import _fs
 from gpuenv._fs import atomic_write_text
-from gpuenv.build.model import BuildEntry, BuildInputs, BuildSource, check_entry
+from gpuenv.builds.model import BuildEntry, BuildInputs, BuildSource, check_entry
 from gpuenv.errors import FileFormatError, InputFileError, LockIntegrityError, UnreadableLockError
 from gpuenv.lock import _integrity
 from gpuenv.lock.model import (

@@ -29,7 +29,7 @@ from packaging.version import InvalidVersion, Version
 from gpuenv._network import Index, Mirrors, pip_indexes
 from gpuenv._progress import failed
 from gpuenv._redact import redact_url
-from gpuenv.build.model import nvcc_arch_max
+from gpuenv.builds.model import nvcc_arch_max
 from gpuenv.errors import Alternative, ExternalToolError, NetworkError, NoCompatiblePlan
 from gpuenv.lock import _integrity
 from gpuenv.lock import builds as build_lock
@@ -54,8 +54,8 @@ from gpuenv.spec import LoadedSpec, Spec
 # The planner (and the knowledge base behind it) loads only when something is
 # planned: `install` from a fresh lock never needs it (see stale_reasons).
 if TYPE_CHECKING:
-    from gpuenv.compat import KnowledgeBase
     from gpuenv.hardware import HardwareFacts
+    from gpuenv.knowledge import KnowledgeBase
     from gpuenv.lock.format import LockReading
     from gpuenv.plan import TargetPlan
 
@@ -140,7 +140,7 @@ def input_hash(spec: Spec, target: str, kb_digest: str) -> str:
         ),
     }
     if build_lock.declared(spec):  # only then: other specs keep the hashes they had
-        from gpuenv.build import knowledge
+        from gpuenv.builds import knowledge
 
         payload["build-knowledge"] = knowledge.digest()
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)

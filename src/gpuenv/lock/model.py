@@ -19,7 +19,7 @@ from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
 from gpuenv._network import Mirrors
-from gpuenv.build.model import BuildEntry
+from gpuenv.builds.model import BuildEntry
 
 
 def normalize_name(name: str) -> str:
@@ -170,7 +170,7 @@ class LockedTarget:
     virtual_packages: Mapping[str, str]
     conda: tuple[CondaPackage, ...] = ()
     pip: tuple[PipPackage, ...] = ()
-    builds: tuple[BuildEntry, ...] = ()  # packages compiled at install (gpuenv.build)
+    builds: tuple[BuildEntry, ...] = ()  # packages compiled at install (gpuenv.builds)
     wheel_facts: WheelFacts | None = None  # None: not read (an older lock, or unreadable)
 
     def pip_package(self, name: str) -> PipPackage | None:

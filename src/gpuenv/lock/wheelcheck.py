@@ -28,12 +28,12 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from gpuenv._redact import redact
-from gpuenv.compat.wheelfacts import parse_metadata, torch_facts, torch_requirement
 from gpuenv.errors import ExternalToolError
+from gpuenv.knowledge.wheelfacts import parse_metadata, torch_facts, torch_requirement
 from gpuenv.lock.model import PipPackage, PipRequest, WheelFacts
 
 if TYPE_CHECKING:
-    from gpuenv.compat import KnowledgeBase
+    from gpuenv.knowledge import KnowledgeBase
     from gpuenv.plan import TargetPlan
 
 FAMILY = ("torch", "torchvision", "torchaudio")

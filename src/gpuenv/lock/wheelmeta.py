@@ -27,8 +27,8 @@ from urllib.error import HTTPError, URLError
 from urllib.parse import unquote, urlsplit, urlunsplit
 from urllib.request import Request, urlopen
 
-from gpuenv.compat.wheelfacts import parse_metadata
 from gpuenv.errors import ExternalToolError
+from gpuenv.knowledge.wheelfacts import parse_metadata
 
 __all__ = [
     "MetadataUnavailable",

@@ -123,7 +123,7 @@ def _filename(url: str) -> str:
 
 
 def _build_sources(target: LockedTarget) -> list[tuple[str, str]]:
-    """The sdists the target's builds compile (gpuenv.build): packed like wheels."""
+    """The sdists the target's builds compile (gpuenv.builds): packed like wheels."""
     out = []
     for build in target.builds:
         if build.source.kind != "sdist" or build.source.sha256 is None:

@@ -21,9 +21,9 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
-from gpuenv.compat import DriverCompat, KnowledgeBase
 from gpuenv.errors import NoCompatiblePlan
 from gpuenv.hardware import HardwareFacts
+from gpuenv.knowledge import DriverCompat, KnowledgeBase
 from gpuenv.plan._hardware import (
     driver_range_problem,
     gpu_models,

@@ -15,8 +15,8 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from gpuenv.compat import DriverCompat, KnowledgeBase, TorchRelease
 from gpuenv.errors import Alternative
+from gpuenv.knowledge import DriverCompat, KnowledgeBase, TorchRelease
 from gpuenv.plan._model import KNOWN_PYTHONS, Constraints, TargetHardware
 from gpuenv.plan._search import Found, companion_problem, python_for, search, spec_text
 from gpuenv.versions import ComputeCapability, DriverVersion

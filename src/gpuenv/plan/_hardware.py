@@ -3,9 +3,9 @@ before any build is looked at: a driver the GPU cannot run, a Jetson's L4T softw
 
 from __future__ import annotations
 
-from gpuenv.compat import GpuModel, KnowledgeBase
 from gpuenv.errors import Alternative, NoCompatiblePlan
 from gpuenv.hardware import HardwareFacts
+from gpuenv.knowledge import GpuModel, KnowledgeBase
 from gpuenv.plan._model import DEFAULT_TORCH_INDEX, TargetHardware
 from gpuenv.spec import Target
 from gpuenv.versions import ComputeCapability, DriverVersion

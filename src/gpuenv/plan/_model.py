@@ -8,7 +8,7 @@ from typing import Any
 
 from packaging.specifiers import SpecifierSet
 
-from gpuenv.compat import DriverCompat, Provenance
+from gpuenv.knowledge import DriverCompat, Provenance
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
 
 DEFAULT_TORCH_INDEX = "https://download.pytorch.org/whl"

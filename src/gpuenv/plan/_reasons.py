@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpuenv.compat import DriverCompat, GpuModel, KnowledgeBase
+from gpuenv.knowledge import DriverCompat, GpuModel, KnowledgeBase
 from gpuenv.plan._model import Constraints, TargetHardware, UnverifiedFact
 from gpuenv.plan._search import Found, Notes, spec_text
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from packaging.specifiers import SpecifierSet
 
-from gpuenv.compat import KnowledgeBase, TorchBuild, TorchRelease
+from gpuenv.knowledge import KnowledgeBase, TorchBuild, TorchRelease
 from gpuenv.plan._model import KNOWN_PYTHONS, Constraints, TargetHardware
 from gpuenv.spec import parse_version_spec
 from gpuenv.versions import CudaVersion

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from packaging.version import Version
 
-from gpuenv.compat import KnowledgeBase, TorchRelease
 from gpuenv.errors import Alternative, NoCompatiblePlan
 from gpuenv.hardware import HardwareFacts
+from gpuenv.knowledge import KnowledgeBase, TorchRelease
 from gpuenv.plan._hardware import driver_range_problem, gpu_models, l4t_problem, target_hardware
 from gpuenv.plan._model import Constraints, TargetHardware
 from gpuenv.plan._search import Notes, fit

@@ -111,7 +111,7 @@ class Target:
 @dataclass(frozen=True)
 class BuildOptions:
     """``[pip.build.<name>]``: how one package is built from source (None: the
-    knowledge base's default, see ``gpuenv.build.knowledge``)."""
+    knowledge base's default, see ``gpuenv.builds.knowledge``)."""
 
     no_build_isolation: bool | None = None
     against_torch: bool | None = None

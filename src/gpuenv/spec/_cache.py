@@ -31,7 +31,7 @@ def key(text: str, *, with_knowledge: bool) -> str:
     digest = hashlib.sha256()
     digest.update(f"gpuenv {__version__} cache {FORMAT}\n".encode())
     if with_knowledge:
-        from gpuenv.compat._data import data_digest
+        from gpuenv.knowledge._data import data_digest
 
         digest.update(data_digest().encode())
     digest.update(b"\0" + text.encode())

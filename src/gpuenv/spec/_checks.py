@@ -13,8 +13,8 @@ from packaging.requirements import Requirement
 
 from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import line_of
-from gpuenv.compat import KnowledgeBase
 from gpuenv.errors import SpecProblem
+from gpuenv.knowledge import KnowledgeBase
 from gpuenv.spec import CONDA_TORCH_NAMES, TORCH_FAMILY, Spec, Target
 from gpuenv.spec._render import render_path
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion

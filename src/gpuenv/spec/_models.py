@@ -153,7 +153,7 @@ def _url(text: str) -> str:
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# Set by gpuenv for every build, from the lock (gpuenv.build.model.MANAGED_ENV).
+# Set by gpuenv for every build, from the lock (gpuenv.builds.model.MANAGED_ENV).
 _MANAGED_ENV = frozenset(
     {
         "CUDA_HOME",

@@ -282,7 +282,7 @@ def arch_hints(torch_version: str | None) -> dict[str, tuple[str, ...]]:
     (empty when the release is unknown), so an arch failure can name the build to use."""
     if not torch_version:
         return {}
-    from gpuenv.compat import knowledge_base
+    from gpuenv.knowledge import knowledge_base
 
     try:
         release = knowledge_base().torch_release(torch_version.split("+", 1)[0])

@@ -186,7 +186,7 @@ def builds_covering(cc: Sequence[int], builds: Dict[str, Sequence[str]]) -> List
 
 # ---- compiled extensions: the GPU code in a shared object's fat binary -------------------
 #
-# The layout gpuenv.build.elfscan reads (the tests hold the two readers together): the
+# The layout gpuenv.builds.elfscan reads (the tests hold the two readers together): the
 # ``.nv_fatbin`` section holds fatbins (magic 0xBA55ED50; u16 version, u16 header size,
 # u64 size), each a list of entries (u16 kind: 1 PTX, 2 cubin; u32 header size at 4; u64
 # payload size at 8; u32 arch at 28).

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from gpuenv.compat import KnowledgeBase
+from gpuenv.knowledge import KnowledgeBase
 from gpuenv.lock.model import LockedTarget
 from gpuenv.runtime import Selected, child_environment
 from gpuenv.verify._run import run_probe
@@ -37,7 +37,7 @@ def expectations_for(
         package = target.pip_package(name)
         return package.version if package else None
 
-    from gpuenv.build.install import extensions_of
+    from gpuenv.builds.install import extensions_of
 
     release = kb.torch_release(stack.torch) if kb is not None else None
     release = release.on(target.platform) if release else None

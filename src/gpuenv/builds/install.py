@@ -21,11 +21,11 @@ from gpuenv import _proc
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._fs import atomic_write_text
 from gpuenv._progress import detail
-from gpuenv.build import wheelfile
-from gpuenv.build.cache import BuildCache, CachedWheel
-from gpuenv.build.model import BuildEntry, BuildOutcome, check_entry
-from gpuenv.build.progress import BuildProgress
-from gpuenv.build.runner import BuildContext, wheel_for
+from gpuenv.builds import wheelfile
+from gpuenv.builds.cache import BuildCache, CachedWheel
+from gpuenv.builds.model import BuildEntry, BuildOutcome, check_entry
+from gpuenv.builds.progress import BuildProgress
+from gpuenv.builds.runner import BuildContext, wheel_for
 from gpuenv.errors import ExternalToolError, InstallError
 from gpuenv.store import BUILDS_RECORD, Store
 

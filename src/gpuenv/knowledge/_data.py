@@ -23,7 +23,7 @@ SCHEMA_VERSION = 1
 
 
 def _data_bytes(name: str) -> bytes:
-    return resources.files("gpuenv.compat").joinpath("data").joinpath(name).read_bytes()
+    return resources.files("gpuenv.knowledge").joinpath("data").joinpath(name).read_bytes()
 
 
 def facts_file_bytes(path: Path | None) -> bytes | None:
@@ -67,6 +67,6 @@ def read_data(name: str) -> dict[str, Any]:
     data: dict[str, Any] = tomllib.loads(_data_bytes(name).decode("utf-8"))
     if data.get("schema") != SCHEMA_VERSION:
         raise FileFormatError(
-            f"compat/data/{name}: schema {data.get('schema')!r}, expected {SCHEMA_VERSION}"
+            f"knowledge/data/{name}: schema {data.get('schema')!r}, expected {SCHEMA_VERSION}"
         )
     return data

@@ -1,13 +1,13 @@
-"""Load and validate the knowledge-base data files shipped in ``gpuenv/compat/data``.
+"""Load and validate the knowledge-base data files shipped in ``gpuenv/knowledge/data``.
 
 The files are TOML, read with the standard library's parser (``tomllib``; ``tomli``
 on Python 3.10): they are large enough that tomlkit's comment-preserving parser
 would show in ``gpuenv plan``'s start-up. They are package data, not user input, so
 their full schema (unknown keys forbidden, a ``source`` and ``checked`` date on
 every entry) is enforced by pydantic models in the test suite
-(``tests/unit/compat/test_data_schema.py``), not on every run: building those
+(``tests/knowledge/test_data_schema.py``), not on every run: building those
 models costs about 150 ms, more than the whole plan. At run time each entry is
-converted into the frozen values of ``compat.model``, and any malformed entry
+converted into the frozen values of ``knowledge.model``, and any malformed entry
 still fails loudly as a ``FileFormatError`` naming the file and the entry.
 """
 
@@ -22,14 +22,15 @@ from typing import Any, TypeVar
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from gpuenv.compat._data import (
+from gpuenv.errors import FileFormatError
+from gpuenv.knowledge._data import (
     DATA_FILES,
     SCHEMA_VERSION,
     data_digest,
     facts_file_bytes,
     read_data,
 )
-from gpuenv.compat.model import (
+from gpuenv.knowledge.model import (
     Architecture,
     CudaFamily,
     CudaRelease,
@@ -41,7 +42,6 @@ from gpuenv.compat.model import (
     gpu_tokens,
     sorted_releases,
 )
-from gpuenv.errors import FileFormatError
 from gpuenv.versions import (
     ArchTarget,
     ComputeCapability,
@@ -69,8 +69,9 @@ def _entries(
         except (KeyError, TypeError, ValueError, InvalidVersion, InvalidSpecifier) as exc:
             label = entry.get("name") or entry.get("cuda") or entry.get("minor") or number
             user = entry.get("_user")
+            where = user or f"knowledge/data/{name}"
             raise FileFormatError(
-                f"{user or f'compat/data/{name}'}: {table} ({label}): {type(exc).__name__}: {exc}",
+                f"{where}: {table} ({label}): {type(exc).__name__}: {exc}",
                 hint="fix that entry of your facts file"
                 if user
                 else "the knowledge base shipped with gpuenv is damaged; reinstall gpuenv",
@@ -136,7 +137,7 @@ def read_facts_file(path: Path) -> dict[str, Any] | None:
             f"{path}: not valid TOML: nested too deeply", hint=f"see {FACTS_DOC}"
         ) from None
     from gpuenv._tomlpos import key_lines, line_of
-    from gpuenv.compat._schema import validate_facts_file
+    from gpuenv.knowledge._schema import validate_facts_file
 
     problems = validate_facts_file(raw)
     if raw.get("schema") != SCHEMA_VERSION:

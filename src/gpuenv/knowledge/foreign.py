@@ -315,9 +315,9 @@ def _validated(name: str) -> Raw:
     """One data file, checked against its schema (unknown keys, sources, versions)."""
     from pydantic import ValidationError
 
-    from gpuenv.compat._data import read_data
-    from gpuenv.compat._foreign_schema import SCHEMAS
     from gpuenv.errors import FileFormatError
+    from gpuenv.knowledge._data import read_data
+    from gpuenv.knowledge._foreign_schema import SCHEMAS
 
     try:
         model = SCHEMAS[name].model_validate(read_data(name))
@@ -325,7 +325,7 @@ def _validated(name: str) -> Raw:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise FileFormatError(
-            f"compat/data/{name}: {where}: {first['msg']}",
+            f"knowledge/data/{name}: {where}: {first['msg']}",
             hint="the knowledge base shipped with gpuenv is damaged; reinstall gpuenv",
         ) from None
     dumped: Raw = model.model_dump(mode="json", by_alias=True)
@@ -338,7 +338,7 @@ def _digest() -> str:
 
     digest = hashlib.sha256()
     for name in FOREIGN_FILES:
-        data = resources.files("gpuenv.compat").joinpath("data").joinpath(name).read_bytes()
+        data = resources.files("gpuenv.knowledge").joinpath("data").joinpath(name).read_bytes()
         digest.update(name.encode() + b"\0" + data)
     return digest.hexdigest()
 
@@ -377,7 +377,7 @@ def load_foreign_knowledge(cache_dir: Path | None = None) -> ForeignKnowledge:
         from gpuenv.errors import FileFormatError
 
         raise FileFormatError(
-            f"compat/data: the foreign-format facts do not load: {type(exc).__name__}: {exc}",
+            f"knowledge/data: the foreign-format facts do not load: {type(exc).__name__}: {exc}",
             hint="remove gpuenv's cache directory, or reinstall gpuenv",
         ) from exc
 

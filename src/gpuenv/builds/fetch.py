@@ -17,7 +17,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from gpuenv import _proc
-from gpuenv.build.model import BuildSource
+from gpuenv.builds.model import BuildSource
 from gpuenv.errors import BuildError, ExternalToolError
 
 DOWNLOAD_TIMEOUT = 120.0

@@ -8,7 +8,7 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from gpuenv.compat import DriverCompat, KnowledgeBase, TorchBuild, gpu_tokens, knowledge_base
+from gpuenv.knowledge import DriverCompat, KnowledgeBase, TorchBuild, gpu_tokens, knowledge_base
 from gpuenv.versions import ArchTarget, ComputeCapability, CudaVersion, DriverVersion
 
 

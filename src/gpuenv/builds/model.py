@@ -33,7 +33,7 @@ from gpuenv.errors import FileFormatError
 from gpuenv.versions import CudaVersion
 
 if TYPE_CHECKING:
-    from gpuenv.compat import KnowledgeBase
+    from gpuenv.knowledge import KnowledgeBase
 
 IDENTITY_FORMAT = 1
 SOURCE_KINDS = ("sdist", "git")

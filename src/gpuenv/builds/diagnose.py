@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass
 
-from gpuenv.build import knowledge
+from gpuenv.builds import knowledge
 
 TAIL_LINES = 25
 

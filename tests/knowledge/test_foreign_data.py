@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from packaging.version import Version
 
-from gpuenv.compat import _data, knowledge_base
-from gpuenv.compat.foreign import FOREIGN_FILES, ForeignKnowledge, load_foreign_knowledge
 from gpuenv.errors import FileFormatError
+from gpuenv.knowledge import _data, knowledge_base
+from gpuenv.knowledge.foreign import FOREIGN_FILES, ForeignKnowledge, load_foreign_knowledge
 from gpuenv.plan import KNOWN_PYTHONS
 
 
@@ -63,7 +63,9 @@ def test_a_damaged_file_names_the_file_and_entry(monkeypatch: pytest.MonkeyPatch
         return data
 
     monkeypatch.setattr(_data, "read_data", damaged)
-    with pytest.raises(FileFormatError, match=r"compat/data/companions.toml: companion\.0\.moves"):
+    with pytest.raises(
+        FileFormatError, match=r"knowledge/data/companions.toml: companion\.0\.moves"
+    ):
         load_foreign_knowledge(None)
 
 

@@ -16,8 +16,8 @@ from urllib.parse import urlparse
 import pytest
 from packaging.version import Version
 
-from gpuenv.compat import KnowledgeBase, gpu_tokens, knowledge_base
-from gpuenv.compat._data import DATA_FILES, read_data
+from gpuenv.knowledge import KnowledgeBase, gpu_tokens, knowledge_base
+from gpuenv.knowledge._data import DATA_FILES, read_data
 from gpuenv.versions import ComputeCapability, CudaVersion
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuenv import _proc
-from gpuenv.build import knowledge
+from gpuenv.builds import knowledge
 from gpuenv.errors import BuildError, ExternalToolError
 
 _GNUC_MAX = re.compile(r"^\s*#\s*if\s+__GNUC__\s*>\s*(\d+)\s*$", re.MULTILINE)

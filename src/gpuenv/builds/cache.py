@@ -34,7 +34,7 @@ from typing import Any
 
 from gpuenv import __version__
 from gpuenv._fs import atomic_write_text, writing
-from gpuenv.build.model import BuildEntry
+from gpuenv.builds.model import BuildEntry
 from gpuenv.store import Store
 
 ENTRY_FILE = "entry.json"

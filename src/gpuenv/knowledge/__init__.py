@@ -1,7 +1,7 @@
 """The compatibility knowledge base: data files with provenance, and queries over them.
 
 ``knowledge_base()`` loads and validates ``data/*.toml`` once per process. Adding a
-CUDA release or a torch release is a data-only change; ``tests/unit/compat`` holds
+CUDA release or a torch release is a data-only change; ``tests/knowledge`` holds
 the invariants that guard it.
 """
 
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any
 
-    from gpuenv.compat.model import (
+    from gpuenv.knowledge.model import (
         Architecture,
         CudaFamily,
         CudaRelease,
@@ -45,13 +45,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    # The model loads on first use: importing gpuenv.compat (for the data digest, say)
+    # The model loads on first use: importing gpuenv.knowledge (for the data digest, say)
     # must not cost the model's imports.
     if name in __all__:
-        from gpuenv.compat import model
+        from gpuenv.knowledge import model
 
         return getattr(model, name)
-    raise AttributeError(f"module 'gpuenv.compat' has no attribute {name!r}")
+    raise AttributeError(f"module 'gpuenv.knowledge' has no attribute {name!r}")
 
 
 def knowledge_base() -> KnowledgeBase:
@@ -74,6 +74,6 @@ def knowledge_base() -> KnowledgeBase:
 @lru_cache(maxsize=4)
 def _cached(facts: Path | None, stamp: tuple[int, int] | None) -> KnowledgeBase:
     from gpuenv import _settings
-    from gpuenv.compat._load import load_knowledge_base
+    from gpuenv.knowledge._load import load_knowledge_base
 
     return load_knowledge_base(_settings.cache_dir, facts)

@@ -1,7 +1,7 @@
 """The full schema of the knowledge-base files (pydantic), and the check of a user's file.
 
 The shipped data files are checked against these models by the test suite
-(``tests/unit/compat/test_data_schema.py``), not on every run: importing pydantic and
+(``tests/knowledge/test_data_schema.py``), not on every run: importing pydantic and
 building the models costs more than the whole plan. A user's facts file is checked
 with them when gpuenv first reads it (its parsed form is then cached by digest, like the
 shipped data): it is input from disk, and believed only once it passed.

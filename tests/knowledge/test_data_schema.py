@@ -1,17 +1,17 @@
 """The knowledge base's full schema, enforced on the shipped data files.
 
 Run-time loading converts entries without pydantic (start-up cost, see
-``gpuenv.compat._load``); this test is where unknown keys, missing sources and
+``gpuenv.knowledge._load``); this test is where unknown keys, missing sources and
 malformed versions are caught, before they ship. The models live in
-``gpuenv.compat._schema``, which also checks a user's facts file when it is read.
+``gpuenv.knowledge._schema``, which also checks a user's facts file when it is read.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from gpuenv.compat._data import DATA_FILES, read_data
-from gpuenv.compat._schema import MODELS, RawCudaFile
+from gpuenv.knowledge._data import DATA_FILES, read_data
+from gpuenv.knowledge._schema import MODELS, RawCudaFile
 
 
 @pytest.mark.parametrize("name", DATA_FILES)

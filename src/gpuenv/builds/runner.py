@@ -39,12 +39,12 @@ from packaging.version import Version
 from gpuenv import __version__, _proc
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._network import is_network_setting
-from gpuenv.build import diagnose, fetch, knowledge, wheelfile
-from gpuenv.build.cache import BuildCache, CachedWheel
-from gpuenv.build.compiler import HostCompiler, select
-from gpuenv.build.jobs import Jobs, max_jobs
-from gpuenv.build.model import MANAGED_ENV, BuildEntry, BuildOutcome
-from gpuenv.build.progress import ProgressCallback, Tracker
+from gpuenv.builds import diagnose, fetch, knowledge, wheelfile
+from gpuenv.builds.cache import BuildCache, CachedWheel
+from gpuenv.builds.compiler import HostCompiler, select
+from gpuenv.builds.jobs import Jobs, max_jobs
+from gpuenv.builds.model import MANAGED_ENV, BuildEntry, BuildOutcome
+from gpuenv.builds.progress import ProgressCallback, Tracker
 from gpuenv.errors import BuildError, ExternalToolError
 
 DEFAULT_TIMEOUT = 6 * 3600.0

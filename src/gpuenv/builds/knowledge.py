@@ -1,4 +1,4 @@
-"""What gpuenv knows about building extensions, read from ``gpuenv/build/data``:
+"""What gpuenv knows about building extensions, read from ``gpuenv/builds/data``:
 
 - ``packages.toml``: how the well-known extension packages are built (against torch,
   in the prefix, with a toolkit, the variables and build requirements they need, the
@@ -74,26 +74,26 @@ def digest() -> str:
     h = hashlib.sha256()
     for name in DATA_FILES:
         h.update(name.encode() + b"\0")
-        h.update(resources.files("gpuenv.build").joinpath("data").joinpath(name).read_bytes())
+        h.update(resources.files("gpuenv.builds").joinpath("data").joinpath(name).read_bytes())
     return h.hexdigest()
 
 
 def _read(name: str) -> dict[str, Any]:
     try:
         text = (
-            resources.files("gpuenv.build")
+            resources.files("gpuenv.builds")
             .joinpath("data")
             .joinpath(name)
             .read_text(encoding="utf-8")
         )
         data: dict[str, Any] = tomllib.loads(text)
     except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise FileFormatError(f"gpuenv/build/data/{name}: {exc}") from None
+        raise FileFormatError(f"gpuenv/builds/data/{name}: {exc}") from None
     return data
 
 
 def _bad(name: str, entry: str, exc: Exception) -> FileFormatError:
-    return FileFormatError(f"gpuenv/build/data/{name}: {entry}: malformed entry ({exc!r})")
+    return FileFormatError(f"gpuenv/builds/data/{name}: {entry}: malformed entry ({exc!r})")
 
 
 def _package(name: str, raw: dict[str, Any]) -> PackageDefaults:
