@@ -35,6 +35,7 @@ from gpuenv.knowledge.model import (
     CudaFamily,
     CudaRelease,
     GpuModel,
+    JetPack,
     KnowledgeBase,
     Provenance,
     TorchBuild,
@@ -67,7 +68,13 @@ def _entries(
         try:
             out.append(convert(entry))
         except (KeyError, TypeError, ValueError, InvalidVersion, InvalidSpecifier) as exc:
-            label = entry.get("name") or entry.get("cuda") or entry.get("minor") or number
+            label = (
+                entry.get("name")
+                or entry.get("jetpack")
+                or entry.get("cuda")
+                or entry.get("minor")
+                or number
+            )
             user = entry.get("_user")
             where = user or f"knowledge/data/{name}"
             raise FileFormatError(
@@ -313,6 +320,19 @@ def _gpu(raw: dict[str, Any]) -> GpuModel:
     )
 
 
+def _jetpack(raw: dict[str, Any]) -> JetPack:
+    driver = raw.get("driver")
+    return JetPack(
+        version=str(raw["jetpack"]),
+        l4t=str(raw["l4t"]),
+        cuda=CudaVersion.parse(raw["cuda"]),
+        driver=DriverVersion.parse(driver) if driver else None,
+        gpus=tuple(str(g) for g in raw["gpus"]),
+        source=raw["source"],
+        provenance=_provenance(raw, f"gpus.toml: jetpack {raw['jetpack']}"),
+    )
+
+
 def _build(raw: dict[str, Any], series: dict[str, Any]) -> TorchBuild:
     tag = raw["tag"]
     platform = raw.get("platform", "linux-64")
@@ -390,4 +410,5 @@ def load_knowledge_base(
             r for group in _entries(raw, "torch.toml", "series", _series) for r in group
         ),
         facts_file=str(facts_file) if has_facts else None,
+        jetpacks=_entries(raw, "gpus.toml", "jetpack", _jetpack),
     )

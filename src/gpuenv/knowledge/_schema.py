@@ -100,10 +100,19 @@ class RawGpu(_Sourced):
     l4t: str | None = None
 
 
+class RawJetPack(_Sourced):
+    jetpack: str = Field(pattern=r"^\d+\.\d+(\.\d+)?$")
+    l4t: str = Field(pattern=r"^\d+\.\d+(\.\d+)?$")
+    cuda: Cuda
+    driver: Driver | None = None
+    gpus: list[str] = Field(min_length=1)
+
+
 class RawGpuFile(_Strict):
     schema_version: int = Field(alias="schema")
     architecture: list[RawArchitecture]
     gpu: list[RawGpu]
+    jetpack: list[RawJetPack] = []
 
 
 class RawRelease(_Strict):

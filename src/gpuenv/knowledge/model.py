@@ -132,6 +132,24 @@ class GpuModel:
 
 
 @dataclass(frozen=True)
+class JetPack:
+    """One JetPack release: its Jetson Linux (L4T), the CUDA it ships and runs, the driver
+    nvidia-smi reports on it (numbered apart from desktop drivers; None before JetPack 6,
+    which had no nvidia-smi) and the boards it supports."""
+
+    version: str
+    l4t: str
+    cuda: CudaVersion
+    driver: DriverVersion | None
+    gpus: tuple[str, ...]
+    source: str
+    provenance: Provenance = NO_PROVENANCE
+
+    def describe(self) -> str:
+        return f"JetPack {self.version} (L4T {self.l4t})"
+
+
+@dataclass(frozen=True)
 class TorchBuild:
     tag: str
     cuda: CudaVersion | None
@@ -224,6 +242,7 @@ class KnowledgeBase:
     gpus: tuple[GpuModel, ...]
     torch_releases: tuple[TorchRelease, ...]  # newest first
     facts_file: str | None = None  # the user's facts file merged over the shipped data
+    jetpacks: tuple[JetPack, ...] = ()  # oldest first
 
     # --- CUDA and drivers -------------------------------------------------------
 
@@ -249,6 +268,19 @@ class KnowledgeBase:
         return max(fits) if fits else None
 
     # --- GPUs ---------------------------------------------------------------------
+
+    def jetpacks_of(self, gpu: GpuModel) -> tuple[JetPack, ...]:
+        """The JetPack releases that support a Jetson board, oldest first (none: not a
+        Jetson)."""
+        name = gpu_tokens(gpu.name)
+        return tuple(j for j in self.jetpacks if any(gpu_tokens(g) == name for g in j.gpus))
+
+    def jetpack_running(self, gpu: GpuModel, driver: DriverVersion) -> JetPack | None:
+        """The JetPack release of ``gpu`` whose driver is ``driver`` (of several with one
+        driver, the newest the data does not mark unverified)."""
+        found = [j for j in self.jetpacks_of(gpu) if j.driver == driver]
+        found.sort(key=lambda j: (j.provenance.unverified is None, j.version.split(".")))
+        return found[-1] if found else None
 
     def architecture_of(self, cc: ComputeCapability) -> str | None:
         found = self.architecture(cc)

@@ -25,6 +25,7 @@ from gpuenv.errors import NoCompatiblePlan
 from gpuenv.hardware import HardwareFacts
 from gpuenv.knowledge import DriverCompat, KnowledgeBase
 from gpuenv.plan._hardware import (
+    cuda_ceiling,
     driver_range_problem,
     gpu_models,
     l4t_problem,
@@ -98,10 +99,9 @@ def constraints(spec: Spec, target: str | None = None) -> Constraints:
 
 def _virtual_packages(hw: TargetHardware, kb: KnowledgeBase) -> dict[str, str]:
     packages = {"__glibc": hw.glibc, "__linux": "5.10", "__unix": "0"}
-    if hw.driver is not None:
-        ceiling = kb.newest_cuda_for_driver(hw.driver)
-        if ceiling is not None:
-            packages["__cuda"] = str(ceiling)
+    ceiling = cuda_ceiling(hw, kb)
+    if ceiling is not None:
+        packages["__cuda"] = str(ceiling)
     if hw.min_cc is not None:
         packages["__cuda_arch"] = str(hw.min_cc)
     return dict(sorted(packages.items()))
@@ -131,7 +131,7 @@ def _target_plan(
 ) -> TargetPlan:
     found, hw = choice.found, choice.hw
     release, build = found.release, found.build
-    ceiling = kb.newest_cuda_for_driver(hw.driver) if hw.driver else None
+    ceiling = cuda_ceiling(hw, kb)
     return TargetPlan(
         target=choice.name,
         hardware=hw,

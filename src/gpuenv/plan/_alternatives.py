@@ -3,8 +3,9 @@
 Alternatives are found by relaxing one constraint at a time and come in the order of how
 little they change of what was asked: another build of the same release (another CUDA,
 or CUDA minor-version compatibility), then the nearest release that fits, then a driver
-the GPU can run, then another Python or companion, then a CPU build. None proposes a
-driver outside the GPU's own driver branches.
+the GPU can run (on a Jetson, a JetPack release: its driver comes with it), then another
+Python or companion, then a CPU build. None proposes a driver outside the GPU's own driver
+branches.
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ from packaging.version import Version
 from gpuenv.errors import Alternative
 from gpuenv.knowledge import DriverCompat, KnowledgeBase, TorchRelease
 from gpuenv.plan._model import KNOWN_PYTHONS, Constraints, TargetHardware
-from gpuenv.plan._search import Found, companion_problem, python_for, search, spec_text
+from gpuenv.plan._search import (
+    Found,
+    companion_problem,
+    jetpack_problem,
+    python_for,
+    search,
+    spec_text,
+)
 from gpuenv.versions import ComputeCapability, DriverVersion
 
 FACTS_HINT = "add the facts in your facts file ({where}; same format as gpuenv's data files)"
@@ -52,7 +60,10 @@ def _cuda_obstacles(
             f"(torch {releases[0].version} has: {available})"
         )
     floor = kb.driver_floor(c.cuda, c.mode)
-    if hw.driver is not None and floor is not None and hw.driver < floor:
+    if hw.jetpack is not None:
+        problem = jetpack_problem(c.cuda, hw.jetpack, c.mode)
+        found += [f"CUDA {c.cuda}: {problem}"] if problem else []
+    elif hw.driver is not None and floor is not None and hw.driver < floor:
         found.append(f"CUDA {c.cuda} needs driver >= {floor}; this target has {hw.driver}")
     return found
 
@@ -94,6 +105,18 @@ def _gpu_obstacles(
     covering = [
         b for b in builds if all(b.covering(cc) for cc in hw.compute_capabilities) and b.cuda
     ]
+    if hw.jetpack is not None:
+        jetpack = hw.jetpack
+        if covering and all(
+            b.cuda is not None and jetpack_problem(b.cuda, jetpack, c.mode) for b in covering
+        ):
+            cudas = sorted({str(b.cuda) for b in covering})
+            found.append(
+                f"{jetpack.describe()} (driver {hw.driver}) runs CUDA up to {jetpack.cuda} "
+                f"({c.mode.value}); every torch {c.torch_text} build that covers "
+                f"{hw.gpu_name or 'the GPU'} needs CUDA {' or '.join(cudas)}"
+            )
+        return found
     floors = [kb.driver_floor(b.cuda, c.mode) for b in covering if b.cuda is not None]
     if covering and not any(f is not None and hw.driver >= f for f in floors):
         needs = sorted(
@@ -213,10 +236,42 @@ def _alt_nearby_release(p: Problem) -> Alternative | None:
     return None
 
 
+def _alt_jetpack(p: Problem) -> Alternative | None:
+    """On a Jetson the driver comes with the board's JetPack release: the smallest newer
+    JetPack that makes a build fit (the asked releases first, then the nearest)."""
+    assert p.hw.driver is not None
+    newer = [
+        j
+        for j in p.hw.jetpacks
+        if j.driver is not None
+        and j.driver != p.hw.driver
+        and (p.hw.jetpack is None or j.cuda > p.hw.jetpack.cuda)
+    ]
+    pools = [p.matching, *([r] for r in _nearest_first(p))]
+    for pool in pools:
+        for jetpack in newer:
+            assert jetpack.driver is not None
+            found = p.search(pool=pool, hw=replace(p.hw, driver=jetpack.driver, jetpack=jetpack))
+            if found is None:
+                continue
+            changes = {f"targets.{p.name}.driver": str(jetpack.driver)}
+            if pool is not p.matching:
+                changes[p.c.torch_key] = f"=={found.release.version}"
+            return Alternative(
+                f"flash {jetpack.describe()} (driver {jetpack.driver}, CUDA {jetpack.cuda}); "
+                f"a Jetson's driver comes with its JetPack: {found.describe()}",
+                changes,
+            )
+    return None
+
+
 def _alt_driver(p: Problem) -> Alternative | None:
-    """A driver upgrade, within the branches the GPU can run."""
+    """A driver upgrade, within the branches the GPU can run; on a Jetson, a JetPack
+    release (its driver cannot be upgraded alone)."""
     if p.hw.cpu or p.hw.driver is None:
         return None
+    if p.hw.jetson:
+        return _alt_jetpack(p)
     last = min(
         (d for d in (p.kb.drivers_for(cc).last for cc in p.hw.compute_capabilities) if d),
         default=None,

@@ -8,7 +8,7 @@ from gpuenv.hardware import HardwareFacts
 from gpuenv.knowledge import GpuModel, KnowledgeBase
 from gpuenv.plan._model import DEFAULT_TORCH_INDEX, TargetHardware
 from gpuenv.spec import Target
-from gpuenv.versions import ComputeCapability, DriverVersion
+from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
 
 
 def gpu_models(target: Target, kb: KnowledgeBase, detected: HardwareFacts | None) -> list[GpuModel]:
@@ -77,9 +77,9 @@ def target_hardware(
 ) -> TargetHardware:
     gpu = (target.gpu or "").strip()
     models = gpu_models(target, kb, detected)
-    common = {"platform": target_platform(target, models), "glibc": target.glibc}
+    platform, glibc = target_platform(target, models), target.glibc
     if gpu.lower() == "none":
-        return TargetHardware(True, None, (), None, "declared", **common)
+        return TargetHardware(True, None, (), None, "declared", platform=platform, glibc=glibc)
     wants_detect = gpu.lower() == "detect" or target.driver == "detect"
     if wants_detect and detected is None:
         raise NoCompatiblePlan(
@@ -95,7 +95,28 @@ def target_hardware(
     source = (
         ("measured" if detected and detected.measured else "file") if wants_detect else "declared"
     )
-    return TargetHardware(False, gpu_name, ccs, driver, source, **common)
+    board = next((m for m in models if kb.jetpacks_of(m)), None)
+    jetpacks = kb.jetpacks_of(board) if board is not None else ()
+    jetpack = kb.jetpack_running(board, driver) if board is not None else None
+    return TargetHardware(
+        False,
+        gpu_name,
+        ccs,
+        driver,
+        source,
+        platform=platform,
+        glibc=glibc,
+        jetpacks=jetpacks,
+        jetpack=jetpack,
+    )
+
+
+def cuda_ceiling(hw: TargetHardware, kb: KnowledgeBase) -> CudaVersion | None:
+    """The newest CUDA the target's driver runs: its JetPack's on a Jetson whose driver a
+    JetPack release names, else the newest CUDA release whose minimum driver it meets."""
+    if hw.jetpack is not None:
+        return hw.jetpack.cuda
+    return kb.newest_cuda_for_driver(hw.driver) if hw.driver is not None else None
 
 
 def driver_range_problem(
@@ -109,11 +130,19 @@ def driver_range_problem(
         if drivers.admits(hw.driver):
             continue
         arch = kb.architecture_of(cc) or f"compute capability {cc}"
-        if drivers.first is not None and hw.driver.key[0] < drivers.first:
+        first = drivers.first
+        jetpack = next(
+            (j for j in hw.jetpacks if j.driver and first and j.driver.key[0] >= first), None
+        )
+        if first is not None and hw.driver.key[0] < first and jetpack is not None:
+            assert jetpack.driver is not None
             wanted, text = (
-                f">={drivers.first}",
-                f"install a driver of branch R{drivers.first} or newer",
+                str(jetpack.driver),
+                f"flash {jetpack.describe()} (driver {jetpack.driver}, CUDA {jetpack.cuda}): "
+                "a Jetson's driver comes with its JetPack",
             )
+        elif first is not None and hw.driver.key[0] < first:
+            wanted, text = (f">={first}", f"install a driver of branch R{first} or newer")
         else:
             wanted = f"<={drivers.last}.999"
             text = f"declare the driver those machines run: {arch} ends with branch R{drivers.last}"

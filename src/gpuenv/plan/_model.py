@@ -8,7 +8,7 @@ from typing import Any
 
 from packaging.specifiers import SpecifierSet
 
-from gpuenv.knowledge import DriverCompat, Provenance
+from gpuenv.knowledge import DriverCompat, JetPack, Provenance
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
 
 DEFAULT_TORCH_INDEX = "https://download.pytorch.org/whl"
@@ -26,6 +26,14 @@ class TargetHardware:
     source: str  # "declared", "measured" or "file"
     platform: str = "linux-64"
     glibc: str = "2.28"
+    # A Jetson: the JetPack releases its board has (oldest first), and the one its driver
+    # is (None: a driver no JetPack release names, judged like a desktop one).
+    jetpacks: tuple[JetPack, ...] = ()
+    jetpack: JetPack | None = None
+
+    @property
+    def jetson(self) -> bool:
+        return bool(self.jetpacks)
 
     @property
     def min_cc(self) -> ComputeCapability | None:

@@ -37,7 +37,19 @@ def _python_reason(choice: Choice, c: Constraints) -> str:
 def _gpu_reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes) -> list[str]:
     hw, build = choice.hw, choice.found.build
     assert hw.driver is not None and build.cuda is not None
-    if c.mode is DriverCompat.STRICT:
+    jetpack = hw.jetpack
+    if jetpack is not None:
+        reasons = [
+            f"driver {hw.driver} is the driver of {jetpack.describe()} (Jetson drivers are "
+            f"numbered apart from desktop ones): it runs CUDA {jetpack.cuda}"
+            + (
+                " and older (strict)"
+                if c.mode is DriverCompat.STRICT
+                else f" and, with minor-version compatibility, any {jetpack.cuda.major}.x"
+            )
+            + jetpack.provenance.label()
+        ]
+    elif c.mode is DriverCompat.STRICT:
         ceiling = kb.newest_cuda_for_driver(hw.driver)
         reasons = [
             f"driver {hw.driver} runs CUDA builds up to {ceiling} "
@@ -63,10 +75,12 @@ def _gpu_reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes
     how = "; ".join(cov.how(cc) for cc in ccs if (cov := build.covering(cc)) is not None)
     why = "as asked" if c.cuda is not None else "newest CUDA that fits"
     floor = kb.driver_floor(build.cuda, c.mode)
-    reasons.append(
-        f"{build.tag} chosen ({why}): driver {hw.driver} >= {floor}; {how}"
-        + build.provenance.label()
+    runs = (
+        f"{jetpack.describe()} runs CUDA {build.cuda} builds ({c.mode.value})"
+        if jetpack is not None
+        else f"driver {hw.driver} >= {floor}"
     )
+    reasons.append(f"{build.tag} chosen ({why}): {runs}; {how}" + build.provenance.label())
     return reasons
 
 
@@ -178,4 +192,7 @@ def unverified(choice: Choice, kb: KnowledgeBase) -> tuple[UnverifiedFact, ...]:
         ),
         *(UnverifiedFact.of(f"GPU {m.name}", m.provenance) for m in choice.models),
     ]
+    if choice.hw.jetpack is not None:
+        jetpack = choice.hw.jetpack
+        kb_facts.append(UnverifiedFact.of(f"{jetpack.describe()}", jetpack.provenance))
     return tuple(f for f in kb_facts if f is not None)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from packaging.specifiers import SpecifierSet
 
-from gpuenv.knowledge import KnowledgeBase, TorchBuild, TorchRelease
+from gpuenv.knowledge import DriverCompat, JetPack, KnowledgeBase, TorchBuild, TorchRelease
 from gpuenv.plan._model import KNOWN_PYTHONS, Constraints, TargetHardware
 from gpuenv.spec import parse_version_spec
 from gpuenv.versions import CudaVersion
@@ -70,6 +70,18 @@ def companion_problem(release: TorchRelease, package: str, wanted: str | bool | 
     return None
 
 
+def jetpack_problem(cuda: CudaVersion, jetpack: JetPack, mode: DriverCompat) -> str | None:
+    """Why a Jetson on ``jetpack`` cannot run a build for ``cuda`` (None: it can). Its
+    driver runs the JetPack's CUDA and older (strict), or with minor-version
+    compatibility any release of that CUDA major too."""
+    if cuda <= jetpack.cuda or (mode is DriverCompat.MINOR and cuda.major == jetpack.cuda.major):
+        return None
+    return (
+        f"needs CUDA {cuda}; {jetpack.describe()} (driver {jetpack.driver}) runs CUDA up to "
+        f"{jetpack.cuda} ({mode.value})"
+    )
+
+
 def build_problems(
     build: TorchBuild, hw: TargetHardware, c: Constraints, kb: KnowledgeBase
 ) -> list[str]:
@@ -79,7 +91,10 @@ def build_problems(
     if c.cuda is not None and build.cuda != c.cuda:
         problems.append(f"CUDA {build.cuda}, not the requested {c.cuda}")
     floor = kb.driver_floor(build.cuda, c.mode)
-    if floor is None:
+    if hw.jetpack is not None:
+        problem = jetpack_problem(build.cuda, hw.jetpack, c.mode)
+        problems += [problem] if problem else []
+    elif floor is None:
         problems.append(f"CUDA {build.cuda} is not in the knowledge base")
     elif hw.driver < floor:
         problems.append(f"needs driver >= {floor} ({c.mode.value}), target has {hw.driver}")
