@@ -60,6 +60,7 @@ def _isolated_home(
     monkeypatch.delenv("GPUENV_FACTS", raising=False)
     monkeypatch.delenv("GPUENV_CACHE_DIR", raising=False)
     monkeypatch.delenv("GPUENV_NO_CACHE", raising=False)
+    monkeypatch.setenv("GPUENV_IMPORT_INDEX", "off")  # import asks no index unless a test says
 
 
 pytest_plugins = ["tests.fixtures.pkgindex.plugin", "tests.fixtures.condachannel.plugin"]

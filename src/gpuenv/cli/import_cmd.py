@@ -10,7 +10,7 @@ from gpuenv.cli import _common, _hardware, _output
 from gpuenv.errors import UsageError
 
 if TYPE_CHECKING:
-    from gpuenv.importers import TargetRequest
+    from gpuenv.importers import TargetRequest, WheelIndex
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,6 +36,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="where to write (default: ./gpuenv.toml)",
     )
     parser.add_argument("--force", action="store_true", help="replace an existing file")
+    parser.add_argument(
+        "--check-resolves",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="ask the package index which Pythons every pin has wheels for, and choose the "
+        "nearest to the paper's where they all do (default; the index is $GPUENV_INDEX_URL, "
+        "else uv's default; GPUENV_IMPORT_INDEX=off turns it off; an unreachable index is "
+        "reported, not fatal)",
+    )
     _common.add_json_flag(parser)
 
 
@@ -65,6 +74,28 @@ def _target(args: argparse.Namespace) -> TargetRequest:
     return TargetRequest(args.target_name, args.gpu, args.driver)
 
 
+def _wheel_index() -> WheelIndex | None:
+    """The index ``--check-resolves`` asks: GPUENV_IMPORT_INDEX (``off``: none), else
+    GPUENV_INDEX_URL, else the one uv uses when none is configured (as uv states it);
+    None when none can be had."""
+    from gpuenv.errors import ExternalToolError
+    from gpuenv.importers import WheelIndex
+
+    if (_common.env_override("GPUENV_IMPORT_INDEX") or "").lower() == "off":
+        return None
+    index = _common.url_override("GPUENV_IMPORT_INDEX") or _common.url_override("GPUENV_INDEX_URL")
+    if index is None:
+        from gpuenv.lock.uv import UvResolver
+
+        try:
+            index = UvResolver().default_index_url()
+        except ExternalToolError:
+            return None
+    if index is None or not index.startswith(("http://", "https://")):
+        return None
+    return WheelIndex(index, _common.cache_dir())
+
+
 def run(args: argparse.Namespace) -> int:
     from gpuenv.importers import ImportRequest, reproduce
     from gpuenv.importers.report import render_markdown
@@ -82,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
         target,
         kb,
         foreign_knowledge(),
+        _wheel_index() if args.check_resolves else None,
     )
     result = reproduce(request)
     write_spec(result.spec_text, output, kb, force=args.force)

@@ -25,10 +25,18 @@ from gpuenv.importers.merge import Merged, merge
 from gpuenv.importers.model import NAME, Reading
 from gpuenv.importers.report import ASSUMPTION, Entry, Report
 from gpuenv.importers.torch_choice import Planning
+from gpuenv.importers.wheels import WheelIndex
 from gpuenv.knowledge import KnowledgeBase
 from gpuenv.knowledge.foreign import ForeignKnowledge
 
-__all__ = ["ImportRequest", "Reproduction", "TargetRequest", "read_inputs", "reproduce"]
+__all__ = [
+    "ImportRequest",
+    "Reproduction",
+    "TargetRequest",
+    "WheelIndex",
+    "read_inputs",
+    "reproduce",
+]
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,7 @@ class ImportRequest:
     target: TargetRequest
     kb: KnowledgeBase
     knowledge: ForeignKnowledge
+    wheels: WheelIndex | None = None  # --check-resolves: the index asked for wheels
 
 
 @dataclass(frozen=True)
@@ -148,7 +157,13 @@ def reproduce(request: ImportRequest) -> Reproduction:
     planning = Planning(
         _project_name(merged, request.paths)[0], target, request.target.target(), request.kb
     )
-    decision = decide(merged, planning, request.knowledge, _project_name(merged, request.paths))
+    decision = decide(
+        merged,
+        planning,
+        request.knowledge,
+        _project_name(merged, request.paths),
+        request.wheels,
+    )
     decision.entries.extend(skipped)
     hardware = decision.plan.hardware.describe()
     report = Report(

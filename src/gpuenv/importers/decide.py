@@ -8,14 +8,15 @@ Python floors, torch constraints), and then it moves to the nearest version that
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from gpuenv._marker import TARGET_NAME_PATTERN, TARGET_NAME_RULE
-from gpuenv.errors import UsageError
+from gpuenv.errors import NoCompatiblePlan, UsageError
 from gpuenv.importers import companions as moves
+from gpuenv.importers import wheels as wheel_index
 from gpuenv.importers.images import IMPLIED
 from gpuenv.importers.merge import Merged, Resolved
 from gpuenv.importers.model import (
@@ -126,6 +127,8 @@ class Decision:
     conda: list[Line] = field(default_factory=list)
     entries: list[Entry] = field(default_factory=list)
     needs_toolkit: list[str] = field(default_factory=list)
+    wheels: wheel_index.WheelIndex | None = None  # the index asked for wheels, if any
+    python_why: str | None = None  # why the Python moved for wheels (the index's word)
 
     def add(self, entry: Entry) -> None:
         self.entries.append(entry)
@@ -416,6 +419,11 @@ def _python_entry(
             f"no Python named in the files: Python {plan.python}, "
             f"the newest torch {plan.torch} supports{held}"
         )
+        if d.python_why:
+            text = (
+                f"no Python named in the files: Python {plan.python}, the newest torch "
+                f"{plan.torch} supports where {d.python_why}"
+            )
         d.add(Entry(ASSUMPTION, "python", text))
         d.stack_comments["python"] = text
         return
@@ -429,7 +437,7 @@ def _python_entry(
         entry = Entry(
             KEPT,
             "python",
-            f"torch {plan.torch} supports it",
+            f"torch {plan.torch} supports it" + (f", and {d.python_why}" if d.python_why else ""),
             origin=origin,
             was=wanted,
             now=plan.python,
@@ -439,7 +447,8 @@ def _python_entry(
         entry = Entry(
             CHANGED,
             "python",
-            f"torch {plan.torch} supports Python {supports}; {plan.python} is the nearest",
+            f"torch {plan.torch} supports Python {supports}; {plan.python} is the nearest"
+            + (f" where {d.python_why}" if d.python_why else ""),
             origin=origin,
             was=wanted,
             now=plan.python,
@@ -584,6 +593,16 @@ def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
                 KEPT, resolved.name, "a conda-only package", origin=ask.origin, was=spec, now=spec
             )
         )
+        return
+    moved = _wheel_move(d, resolved) if not ask.url else None
+    if moved is not None:
+        d.add(moved)
+        if moved.kind == CHANGED:
+            d.pip.append(Line(_requirement_of(resolved, f"=={moved.now}"), moved.comment()))
+        elif moved.kind == NEEDS_BUILD:
+            d.pip.append(Line(_requirement_of(resolved), moved.comment()))
+        else:
+            d.left_out.append(Line(_requirement_of(resolved), f"{ask.origin.where()}: {moved.why}"))
         return
     floor = _python_floor(resolved, d.plan.python, fk)
     if floor is not None:
@@ -793,14 +812,209 @@ def _cuda_comment(merged: Merged, plan: TargetPlan, d: Decision) -> str:
     return f"{where}: {torch.why}"
 
 
+# --- wheels: a Python every pin installs on ------------------------------------------
+
+
+def _checked(merged: Merged, fk: ForeignKnowledge, plan: TargetPlan) -> list[tuple[str, str]]:
+    """(package, specifier) for every pip requirement the index can judge: the paired
+    torchvision/torchaudio and every plain package (companions move with torch by their
+    own data; URLs, git, conda-only and editable asks are not on an index)."""
+    out: list[tuple[str, str]] = []
+    for package in ("torchvision", "torchaudio"):
+        version = getattr(plan, package)
+        if package in merged.packages and version:
+            out.append((package, f"=={version}"))
+    for name, resolved in merged.packages.items():
+        ask = resolved.ask
+        if name in TRIO or ask.url or ask.conda_only or ask.editable or ask.manager == "image":
+            continue
+        if fk.companion(moves.companion_name(name)) is not None:
+            continue
+        out.append((name, resolved.specifier))
+    return out
+
+
+def _python_order(plan: TargetPlan, kb: KnowledgeBase, wanted: str | None) -> list[str]:
+    """The Pythons torch ``plan.torch`` supports, the planner's own choice first, then
+    nearest to the paper's (a range: inside it, newest first; none: newest first)."""
+    from gpuenv.plan import KNOWN_PYTHONS
+
+    release = kb.torch_release(plan.torch)
+    supported = [p for p in KNOWN_PYTHONS if release is None or release.python.contains(p)]
+
+    def minor(p: str) -> int:
+        return int(p.split(".")[1])
+
+    if wanted is not None and wanted[:1].isdigit():
+        want = minor(wanted) if "." in wanted else 0
+        order = sorted(supported, key=lambda p: (abs(minor(p) - want), -minor(p)))
+    else:
+        try:
+            spec = SpecifierSet(wanted or "")
+        except InvalidSpecifier:
+            spec = SpecifierSet()
+        order = sorted(supported, key=lambda p: (not spec.contains(p), -minor(p)))
+    return [plan.python, *(p for p in order if p != plan.python)]
+
+
+def _blockers(
+    wheels: wheel_index.WheelIndex, asks: list[tuple[str, str]], python: str, platform: str
+) -> list[str]:
+    found = []
+    for name, specifier in asks:
+        if not wheel_index.verdict(wheels, name, specifier, python, platform).fits:
+            found.append(f"{name}{specifier}")
+    return found
+
+
+def _python_for_wheels(
+    planning: Planning,
+    paper: PaperTorch,
+    plan: TargetPlan,
+    merged: Merged,
+    ctx: tuple[ForeignKnowledge, wheel_index.WheelIndex],
+) -> tuple[TargetPlan, str | None]:
+    """The plan with the Python nearest to the paper's on which every pin the index
+    knows has a wheel (the fewest without one when no Python has them all), and why it
+    differs from the planner's first choice; the plan unchanged when nothing moved."""
+    fk, wheels = ctx
+    asks = _checked(merged, fk, plan)
+    if not asks:
+        return plan, None
+    wheels.prefetch(name for name, _ in asks)
+    platform = plan.hardware.platform
+    first = _blockers(wheels, asks, plan.python, platform)
+    if not first or wheels.failure is not None:
+        return plan, None
+    best: tuple[TargetPlan, list[str]] = (plan, first)
+    wanted, _ = _python_wanted(merged)
+    for python in _python_order(plan, planning.kb, wanted)[1:]:
+        missing = _blockers(wheels, asks, python, platform)
+        if len(missing) >= len(best[1]):
+            continue
+        other = planning.attempt(f"=={plan.torch}", python, plan.cuda, paper)
+        if isinstance(other, NoCompatiblePlan) or (other.torch, other.cu_tag) != (
+            plan.torch,
+            plan.cu_tag,
+        ):
+            continue
+        best = (other, missing)
+        if not missing:
+            break
+    if best[0] is plan:
+        return plan, None
+    shown = ", ".join(first[:3]) + (f" and {len(first) - 3} more" if len(first) > 3 else "")
+    tail = (
+        "every pin has a wheel" if not best[1] else f"the fewest pins lack a wheel ({len(best[1])})"
+    )
+    return best[0], (f"{tail} ({shown}: no wheel for Python {plan.python} on the index)")
+
+
+def _wheel_check_entry(d: Decision, asked: int) -> None:
+    from gpuenv._redact import redact_url
+
+    wheels = d.wheels
+    if wheels is None:
+        return
+    where = redact_url(wheels.index)
+    if wheels.failure is not None:
+        d.add(
+            Entry(
+                ASSUMPTION,
+                None,
+                f"the index {where} could not be read ({redact_url(wheels.failure)}): "
+                "the Python and the pins were not checked for wheels",
+                risk=LOW,
+            )
+        )
+        return
+    if wheels.skipped:
+        names = ", ".join(sorted(set(wheels.skipped))[:5])
+        d.add(
+            Entry(
+                ASSUMPTION,
+                None,
+                f"not checked for wheels (over the import's bounds): {names}",
+                risk=LOW,
+            )
+        )
+    if asked:
+        d.add(
+            Entry(
+                ASSUMPTION,
+                None,
+                f"{asked} requirements checked for wheels for Python {d.plan.python} on {where}",
+            )
+        )
+
+
+def _wheel_move(d: Decision, resolved: Resolved) -> Entry | None:
+    """The entry for a pin the index has no wheel of for the chosen Python: moved to
+    the nearest release that has one, or built from its sdist, or not reproducible."""
+    wheels = d.wheels
+    if wheels is None or wheels.failure is not None:
+        return None
+    python, platform = d.plan.python, d.plan.hardware.platform
+    found = wheel_index.verdict(wheels, resolved.name, resolved.specifier, python, platform)
+    if found.fits:
+        return None
+    ask = resolved.ask
+    exact = resolved.exact
+    was = resolved.specifier or "any"
+    if exact is not None:
+        nearest = wheel_index.nearest_with_wheel(
+            wheels, resolved.name, Version(exact.public), python, platform
+        )
+        if nearest is not None:
+            return Entry(
+                CHANGED,
+                resolved.name,
+                f"{exact.public} has no wheel for Python {python} on the index; {nearest} "
+                f"is the nearest release that has one",
+                origin=ask.origin,
+                was=str(exact.public),
+                now=f"{nearest}",
+                risk=MEDIUM,
+                risk_text="another release: behaviour may differ",
+            )
+    if found.sdist:
+        return Entry(
+            NEEDS_BUILD,
+            resolved.name,
+            f"no release in {was!r} has a wheel for Python {python} on the index: "
+            "it builds from its source archive at install",
+            origin=ask.origin,
+            was=was,
+            now=was,
+            risk=MEDIUM,
+        )
+    return Entry(
+        UNREPRODUCIBLE,
+        resolved.name,
+        f"no release in {was!r} has a wheel for Python {python} on the index, nor a source archive",
+        origin=ask.origin,
+        was=was,
+        risk=HIGH,
+    )
+
+
 def decide(
-    merged: Merged, planning: Planning, fk: ForeignKnowledge, project: tuple[str, str]
+    merged: Merged,
+    planning: Planning,
+    fk: ForeignKnowledge,
+    project: tuple[str, str],
+    wheels: wheel_index.WheelIndex | None = None,
 ) -> Decision:
-    """The reproduction for ``planning``'s target: ``NoCompatiblePlan`` when nothing fits."""
+    """The reproduction for ``planning``'s target: ``NoCompatiblePlan`` when nothing fits.
+    With ``wheels``, the Python is the nearest on which the pins have wheels there."""
     paper, _ = paper_torch(merged, planning.kb, fk)
     choice = choose(planning, paper)
-    plan = choice.plan
+    plan, python_why = choice.plan, None
+    if wheels is not None:
+        plan, python_why = _python_for_wheels(planning, paper, plan, merged, (fk, wheels))
+        choice = replace(choice, plan=plan)
     d = Decision(project[0], project[1], planning.target, planning.target_spec, plan)
+    d.wheels, d.python_why = wheels, python_why
     _torch_entries(d, merged, paper, choice, (planning.kb, fk))
     d.stack["python"] = plan.python
     d.stack["torch"] = plan.torch
@@ -816,4 +1030,5 @@ def decide(
     _toolkit(d, merged)
     _notes(d, merged)
     _facts(d, merged)
+    _wheel_check_entry(d, len(_checked(merged, fk, plan)) if wheels is not None else 0)
     return d

@@ -1,0 +1,232 @@
+"""`--check-resolves`: the Python is chosen so that every pin has a wheel on the index.
+
+Unit tests read pages from a dictionary (the shapes the real index serves: PEP 691 JSON
+with ``requires-python``, PEP 503 HTML with ``data-requires-python``); the import tests ask
+the fixture index served on loopback (`tests/fixtures/pkgindex`: numpy 1.26.4 and
+torchvision 0.19.1 have cp310/cp311 wheels only, fixture-pure is an sdist)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from gpuenv.importers.wheels import (
+    NotOnIndex,
+    Unreachable,
+    WheelIndex,
+    nearest_with_wheel,
+    parse_page,
+    verdict,
+)
+from tests.fixtures.pkgindex.plugin import PkgIndex, closed_port
+from tests.importers.conftest import Imported
+
+# torchvision 0.14.1's real wheel set stops at cp310; scipy 1.7.1's at cp39.
+SCIPY = {
+    "files": [
+        {"filename": f"scipy-1.7.1-cp{py}-cp{py}-manylinux_2_5_x86_64.manylinux1_x86_64.whl",
+         "requires-python": ">=3.7,<3.10"} for py in ("37", "38", "39")
+    ] + [
+        {"filename": "scipy-1.7.1.tar.gz", "requires-python": ">=3.7,<3.10"},
+        {"filename": "scipy-1.9.3-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",
+         "requires-python": ">=3.8"},
+        {"filename": "scipy-1.9.3-cp310-cp310-macosx_12_0_arm64.whl", "requires-python": ">=3.8"},
+    ]
+}  # fmt: skip
+TORCHVISION_HTML = """<!DOCTYPE html><html><body>
+<a href="/f/torchvision-0.14.1-cp310-cp310-manylinux1_x86_64.whl#sha256=ab"
+   data-requires-python="&gt;=3.7">torchvision-0.14.1-cp310-cp310-manylinux1_x86_64.whl</a>
+<a href="/f/torchvision-0.14.1-cp39-cp39-manylinux1_x86_64.whl#sha256=cd"
+   data-requires-python="&gt;=3.7">torchvision-0.14.1-cp39-cp39-manylinux1_x86_64.whl</a>
+<a href="/f/torchvision-0.14.1-cp311-cp311-win_amd64.whl" data-yanked="">x</a>
+<a href="/f/other-1.0-py3-none-any.whl">other</a>
+</body></html>"""
+
+
+def _index(pages: dict[str, bytes], cache: Path | None = None) -> WheelIndex:
+    asked: list[str] = []
+
+    def fetch(url: str, timeout: float) -> bytes:
+        asked.append(url)
+        project = url.rstrip("/").rsplit("/", 1)[-1]
+        if project == "down":
+            raise Unreachable("connection refused")
+        if project not in pages:
+            raise NotOnIndex(url)
+        return pages[project]
+
+    index = WheelIndex("http://index.test/simple", cache, fetch=fetch)
+    index.asked = asked  # type: ignore[attr-defined]
+    return index
+
+
+PAGES = {"scipy": json.dumps(SCIPY).encode(), "torchvision": TORCHVISION_HTML.encode()}
+
+
+def test_pages_in_json_and_html_give_the_same_files() -> None:
+    html = parse_page(TORCHVISION_HTML.encode(), "torchvision")
+    assert [str(f.version) for f in html] == ["0.14.1"] * 3  # "other" is another project
+    assert html[0].requires_python == ">=3.7" and html[2].yanked
+    scipy = parse_page(json.dumps(SCIPY).encode(), "scipy")
+    assert sum(f.tags is None for f in scipy) == 1
+
+
+@pytest.mark.parametrize(
+    ("project", "specifier", "python", "fits"),
+    [
+        ("scipy", "==1.7.1", "3.9", True),
+        ("scipy", "==1.7.1", "3.10", False),  # Requires-Python and tags both stop at 3.9
+        ("scipy", ">=1.7", "3.11", True),  # a later release has a wheel
+        ("scipy", ">=1.7", "3.10", False),  # 1.9.3's cp310 wheel is for macOS only
+        ("torchvision", "==0.14.1", "3.10", True),
+        ("torchvision", "==0.14.1", "3.11", False),  # only a yanked Windows wheel
+        ("torchvision", "==0.14.1.0", "3.10", True),  # PEP 440: 0.14.1.0 is 0.14.1
+    ],
+)
+def test_a_verdict_follows_tags_requires_python_and_platform(
+    project: str, specifier: str, python: str, fits: bool
+) -> None:
+    found = verdict(_index(PAGES), project, specifier, python, "linux-64")
+    assert (found.fits, found.known) == (fits, True)
+
+
+def test_nothing_is_said_of_what_the_index_does_not_hold_or_cannot_serve() -> None:
+    index = _index(PAGES)
+    assert verdict(index, "not-here", "==1.0", "3.11", "linux-64").known is False
+    assert verdict(index, "scipy", "==0.1", "3.11", "linux-64").known is False
+    assert verdict(index, "down", "==1.0", "3.11", "linux-64").fits is True
+    assert index.failure == "connection refused"
+    assert verdict(index, "torchvision", "==0.14.1", "3.11", "linux-64").known is False
+    assert index.asked == [  # type: ignore[attr-defined]
+        "http://index.test/simple/not-here/",
+        "http://index.test/simple/scipy/",
+        "http://index.test/simple/down/",
+    ], "after a failure the index is not asked again"
+
+
+def test_the_nearest_release_with_a_wheel() -> None:
+    index = _index(PAGES)
+    assert nearest_with_wheel(index, "scipy", Version("1.7.1"), "3.11", "linux-64") == Version(
+        "1.9.3"
+    )
+    assert nearest_with_wheel(index, "scipy", Version("1.7.1"), "3.10", "linux-64") is None
+    assert nearest_with_wheel(index, "scipy", Version("2.0"), "3.8", "linux-64") == Version("1.7.1")
+
+
+def test_pages_are_cached_for_the_next_import(tmp_path: Path) -> None:
+    first = _index(PAGES, tmp_path)
+    assert verdict(first, "scipy", "==1.7.1", "3.10", "linux-64").fits is False
+    second = _index({}, tmp_path)
+    assert verdict(second, "scipy", "==1.7.1", "3.10", "linux-64").fits is False
+    assert verdict(second, "scipy", "==1.7.1", "3.9", "linux-64").fits is True
+    assert second.asked == []  # type: ignore[attr-defined]
+
+
+def test_hostile_pages_are_read_as_nothing() -> None:
+    pages = {
+        "a": b"{not json",
+        "b": b'{"files": [{"filename": "b-1.0-cp3x-none-any.whl"}, 7, "x"]}',
+        "c": b"<a href='c-1.0-py3-none-any.whl' data-requires-python='>=>=3'>",
+        "d": b"\xff\xfe<a href=" * 1000,
+    }
+    index = _index(pages)
+    found = {name: verdict(index, name, "==1.0", "3.11", "linux-64") for name in pages}
+    assert {name: (v.known, v.fits) for name, v in found.items()} == {
+        "a": (False, True),
+        "b": (True, False),  # a wheel for no real interpreter installs nowhere
+        "c": (True, True),  # an unparsable Requires-Python is no obstacle
+        "d": (False, True),
+    }
+
+
+def test_the_number_of_pages_and_the_time_are_bounded() -> None:
+    index = _index({f"p{i}": b"{}" for i in range(100)})
+    index.prefetch(f"p{i}" for i in range(100))
+    assert len(index.skipped) == 100 - 64
+    slow = _index(PAGES)
+    slow.deadline = 0.0
+    slow.prefetch(["scipy"])
+    assert slow.skipped == ["scipy"] and slow.files("scipy") is None
+
+
+# --- through `gpuenv import`, against the fixture index -----------------------------------
+
+
+@pytest.fixture
+def index_env(pkgindex: PkgIndex, monkeypatch: pytest.MonkeyPatch) -> PkgIndex:
+    monkeypatch.setenv("GPUENV_IMPORT_INDEX", pkgindex.default_index)
+    return pkgindex
+
+
+def _requirements(tmp_path: Path, text: str, name: str = "requirements.txt") -> Path:
+    path = tmp_path / "paper" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _python(imported: Imported) -> dict[str, object]:
+    entries = [e for e in imported.report["kept"] + imported.report["changed"]]
+    entries += imported.report["assumptions"]
+    return next(e for e in entries if e["package"] == "python")
+
+
+def test_the_python_is_one_every_pin_has_wheels_for(
+    run_import: Callable[..., Imported], index_env: PkgIndex, tmp_path: Path
+) -> None:
+    # torch 2.4.1 supports 3.8-3.12; the index's torchvision 0.19.1 and numpy 1.26.4 stop
+    # at cp311: without the check the newest (3.12) is written and the lock builds them.
+    req = _requirements(tmp_path, "torch==2.4.1\ntorchvision==0.19.1\nnumpy==1.26.4\n")
+    checked = run_import(req, target="cpu")
+    assert checked.result.code == 0, checked.result.err
+    assert 'python = "3.11"' in checked.spec.read_text()
+    why = str(_python(checked)["why"])
+    assert "every pin has a wheel" in why and "no wheel for Python 3.12" in why
+    assert "torchvision==0.19.1" in why
+    assert any(
+        "checked for wheels for Python 3.11" in a["why"] for a in checked.report["assumptions"]
+    )
+    unchecked = run_import(req, target="cpu", extra=("--no-check-resolves",))
+    assert 'python = "3.12"' in unchecked.spec.read_text()
+
+
+def test_a_pinned_python_moves_to_the_nearest_one_with_wheels(
+    run_import: Callable[..., Imported], index_env: PkgIndex, tmp_path: Path
+) -> None:
+    req = _requirements(tmp_path, "torch==2.4.1\nnumpy==1.26.4  # cp310/cp311 only\n")
+    (req.parent / ".python-version").write_text("3.9\n")
+    env = _requirements(tmp_path, "name: p\ndependencies:\n  - python=3.9\n", "environment.yml")
+    imported = run_import(req, env, target="h100")
+    assert imported.result.code == 0, imported.result.err
+    python = imported.entries("changed")["python"]
+    assert (python["from"], python["to"]) == ("3.9", "3.10")
+    assert "numpy==1.26.4: no wheel for Python 3.9" in python["why"]
+    assert imported.entries("kept")["numpy"]["to"] == "==1.26.4"
+
+
+def test_a_pin_without_any_wheel_is_reported_as_a_build(
+    run_import: Callable[..., Imported], index_env: PkgIndex, tmp_path: Path
+) -> None:
+    req = _requirements(tmp_path, "torch==2.4.1\nnumpy==1.26.4\nfixture-pure==0.3.0\n")
+    imported = run_import(req, target="cpu")
+    assert imported.result.code == 0, imported.result.err
+    built = imported.entries("needs_build")["fixture-pure"]
+    assert "has a wheel for Python 3.11" in built["why"] and "source archive" in built["why"]
+    assert '"fixture-pure==0.3.0"' in imported.spec.read_text()
+    assert 'python = "3.11"' in imported.spec.read_text()  # numpy still decides
+
+
+def test_an_unreachable_index_is_reported_and_changes_nothing(
+    run_import: Callable[..., Imported], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("GPUENV_IMPORT_INDEX", f"http://u:secret@127.0.0.1:{closed_port()}/simple")
+    req = _requirements(tmp_path, "torch==2.4.1\nnumpy==1.26.4\n")
+    imported = run_import(req, target="cpu")
+    assert imported.result.code == 0, imported.result.err
+    assert 'python = "3.12"' in imported.spec.read_text()
+    note = next(a["why"] for a in imported.report["assumptions"] if "could not be read" in a["why"])
+    assert "not checked for wheels" in note and "secret" not in imported.result.out
