@@ -1,6 +1,6 @@
 """Process-wide settings the CLI decides once at start-up and the library reads.
 
-The library never reads the environment itself (STYLE.md R1); ``gpuenv.cli`` fills
+The library never reads the environment itself (docs/dev/style.md R1); ``gpuenv.cli`` fills
 this in after parsing flags. Standard library only, and nothing imported: setting it
 must cost nothing for commands that never use it.
 """

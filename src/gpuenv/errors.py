@@ -1,6 +1,6 @@
 """The one error module: every failure gpuenv reports is a ``GpuenvError``.
 
-Each class carries a fixed exit code (the CLI contract in DESIGN.md) and a ``kind``
+Each class carries a fixed exit code (the CLI contract in docs/dev/design.md) and a ``kind``
 that ``--json`` output uses as ``{"error": {"kind": ...}}``. Only ``gpuenv.cli``
 turns these into output and an exit status; the library raises and never prints.
 

@@ -1,4 +1,4 @@
-"""The README's "Your first day" walkthrough, run as written: each command of its block,
+"""The "Your first day" walkthrough of docs/getting-started.md, run as written: each command of its block,
 in a fresh directory, against the local index (the only change: GPUENV_INDEX_URL and
 GPUENV_TORCH_INDEX point at it, as a mirror would)."""
 
@@ -17,16 +17,16 @@ from pathlib import Path
 from tests.e2e.conftest import Project
 from tests.fixtures.pkgindex.plugin import PkgIndex
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+GETTING_STARTED = Path(__file__).resolve().parents[2] / "docs" / "getting-started.md"
 
 
 def walkthrough() -> list[list[str]]:
-    """The commands of the README's first-day block, comments dropped."""
-    text = README.read_text(encoding="utf-8")
+    """The commands of the getting-started page's first-day block, comments dropped."""
+    text = GETTING_STARTED.read_text(encoding="utf-8")
     found = re.search(
         r"<!-- first-day:begin -->\n```sh\n(.*?)```\n<!-- first-day:end -->", text, re.S
     )
-    assert found, "README.md has no first-day block"
+    assert found, "docs/getting-started.md has no first-day block"
     return [
         shlex.split(line, comments=True) for line in found.group(1).splitlines() if line.strip()
     ]
@@ -53,7 +53,7 @@ def _give_the_probe_a_torch(project: Path, env: dict[str, str]) -> None:
     )
 
 
-def test_the_readme_walkthrough_runs_as_written(
+def test_the_getting_started_walkthrough_runs_as_written(
     make_project: Callable[..., Project], pkgindex: PkgIndex
 ) -> None:
     project = make_project()

@@ -310,6 +310,7 @@ def test_doctor_says_when_a_configured_torch_mirror_lacks_the_layout(
     assert found["severity"] == "warning"
     assert f"flat layout: {flat}/torch/ exists" in found["message"]
     assert "GPUENV_MIRRORS" in found["message"] and DEFAULT_TORCH_INDEX in found["message"]
+    assert found["fix"].endswith("(gpuenv docs/how-to/indexes-and-credentials.md#mirrors)")
     project.env["GPUENV_MIRRORS"] = f"{DEFAULT_TORCH_INDEX}={pkgindex.torch_base}"
     result = project.gpuenv("doctor", "--python", sys.executable, "--json")
     assert "mirror-layout" not in result.stdout, result.stdout

@@ -1,6 +1,6 @@
 """Data-only guards on the shipped knowledge base.
 
-Adding a CUDA release, a GPU or a torch release is a data-only change (STYLE.md R5);
+Adding a CUDA release, a GPU or a torch release is a data-only change (docs/dev/style.md R5);
 these invariants are what keeps such a change honest. They read the loaded
 ``KnowledgeBase`` and, where provenance matters, the raw TOML.
 """

@@ -99,7 +99,7 @@ def newest_torch_seen() -> str | None:
 
 
 def hardware_overrides() -> Any:
-    """GPUENV_OVERRIDE_* variables, read once here and passed down (STYLE.md R6)."""
+    """GPUENV_OVERRIDE_* variables, read once here and passed down (docs/dev/style.md R6)."""
     from gpuenv.hardware import DetectOverrides
 
     return DetectOverrides.from_environ(os.environ)

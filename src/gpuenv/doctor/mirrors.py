@@ -9,10 +9,13 @@ is); any network failure here is no finding: ``lock`` names those with their fix
 
 from __future__ import annotations
 
+from gpuenv._docs import doc
 from gpuenv._redact import redact, redact_url
 from gpuenv.doctor._context import Context
 from gpuenv.doctor.model import Finding, Severity
 from gpuenv.errors import GpuenvError
+
+_MIRRORS_DOC = doc("how-to/indexes-and-credentials.md", "mirrors")
 
 BUILD = "cpu"  # every torch release has a CPU build: the page a mirror must have
 
@@ -35,7 +38,7 @@ def check(ctx: Context) -> list[Finding]:
                 severity=Severity.WARNING,
                 message=f"the mirror configuration cannot be used: {exc.message}",
                 evidence={"error": exc.message},
-                fix=exc.hint or "fix it (README.md, 'Mirrors')",
+                fix=exc.hint or f"fix it ({_MIRRORS_DOC})",
             )
         ]
     canonical = f"{DEFAULT_TORCH_INDEX}/{BUILD}"
@@ -73,7 +76,7 @@ def check(ctx: Context) -> list[Finding]:
             },
             fix=(
                 "mirror the index as it is, one index per build: <base>/<cu tag>/<package>/ "
-                "(README.md, 'Mirrors')"
+                f"({_MIRRORS_DOC})"
             ),
         )
     ]

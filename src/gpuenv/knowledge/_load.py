@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from gpuenv._docs import doc
 from gpuenv.errors import FileFormatError
 from gpuenv.knowledge._data import (
     DATA_FILES,
@@ -164,7 +165,7 @@ def read_facts_file(path: Path) -> dict[str, Any] | None:
     return raw
 
 
-FACTS_DOC = "README.md, 'Your own facts'"
+FACTS_DOC = doc("how-to/own-facts.md")
 
 Problem = tuple[tuple[str | int, ...], str]
 

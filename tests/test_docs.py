@@ -1,0 +1,173 @@
+"""The documentation in the repository: the README stays a short entry whose commands CI
+runs, every link and cited page exists, and the reference pages name everything they
+claim to (every spec key, command, flag, exit code and variable)."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import inspect
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gpuenv import errors
+from gpuenv.cli._parser import COMMANDS, build_parser
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+PAGES = sorted(DOCS.rglob("*.md"))
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def _slug(heading: str) -> str:
+    """The anchor a Markdown renderer (GitHub's) gives a heading."""
+    text = heading.strip().lower().replace("`", "")
+    return re.sub(r"\s", "-", re.sub(r"[^\w\s-]", "", text))
+
+
+def _anchors(page: Path) -> set[str]:
+    out, fenced = set(), False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        elif not fenced and (found := re.match(r"#{1,6} (.+)", line)):
+            out.add(_slug(found.group(1)))
+    return out
+
+
+def _code(text: str, first_line: str) -> str:
+    found = re.search(r"```sh\n(" + re.escape(first_line) + r".*?)\n```", text, re.S)
+    assert found, f"no sh block starting {first_line!r}"
+    return found.group(1)
+
+
+def test_the_readme_is_a_short_entry_whose_test_command_ci_runs_exactly() -> None:
+    text = README.read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    install = _code(text, "python3 -m venv .venv && .venv/bin/pip install -e . ")
+    assert install.endswith("gpuenv -f examples/h100-and-cpu/gpuenv.toml plan")
+    tests = _code(text, "python3 -m venv .venv && .venv/bin/pip install -e '.[test]'")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert tests in ci.splitlines()
+
+
+@pytest.mark.parametrize("page", [README, *PAGES], ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_points_at_a_page_and_heading_that_exist(page: Path) -> None:
+    fenced, broken = False, []
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        for target in [] if fenced else LINK.findall(line):
+            if re.match(r"[a-z]+:", target):
+                continue
+            path, _, anchor = target.partition("#")
+            dest = (page.parent / path).resolve() if path else page
+            if not dest.exists() or (
+                anchor and dest.suffix == ".md" and anchor not in _anchors(dest)
+            ):
+                broken.append(target)
+    assert not broken
+
+
+def test_every_page_a_message_cites_exists_with_its_section() -> None:
+    cited = []
+    for source in (ROOT / "src" / "gpuenv").rglob("*.py"):
+        for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "doc":
+                cited.append([ast.literal_eval(arg) for arg in node.args])
+    assert len(cited) >= 2
+    for page, *section in cited:
+        assert (DOCS / page).is_file(), page
+        assert not section or section[0] in _anchors(DOCS / page), (page, section)
+    assert "README.md," not in "".join(
+        p.read_text(encoding="utf-8") for p in (ROOT / "src" / "gpuenv").rglob("*.py")
+    )
+
+
+def test_the_exit_code_table_names_every_error_class_with_its_code_and_kind() -> None:
+    text = (DOCS / "reference" / "exit-codes.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 3 and cells[0][:1].isdigit():
+            rows[cells[0]] = cells[2]
+    classes = [
+        c
+        for _, c in inspect.getmembers(errors, inspect.isclass)
+        if issubclass(c, errors.GpuenvError)
+    ]
+    for cls in classes:
+        if cls is errors.GpuenvError:
+            continue
+        row = rows.get(str(cls.exit_code), "")
+        assert f"`{cls.__name__}` (`{cls.kind}`)" in row or (
+            f"`{cls.__name__}`" in row and f"(`{cls.kind}`)" in row
+        ), cls.__name__
+    assert {"0", "1", "2", "3", "4", "5", "70"} <= set(rows)
+
+
+def _schema_keys() -> set[str]:
+    schema = json.loads((ROOT / "schemas" / "gpuenv.schema.json").read_text(encoding="utf-8"))
+    defs = schema["$defs"]
+    keys = set()
+    for table, node in schema["properties"].items():
+        ref = node.get("$ref") or next(
+            (n["$ref"] for n in node.get("anyOf", []) if "$ref" in n),
+            None,
+        )
+        if table == "targets":
+            ref = "#/$defs/Target"
+        for key in defs[ref.rsplit("/", 1)[1]]["properties"] if ref else ():
+            keys.add(f"{table}.{key}")
+    for key in defs["Build"]["properties"]:
+        keys.add(f"pip.build.{key}")
+    return keys
+
+
+def test_the_spec_reference_names_every_key_of_the_schema() -> None:
+    text = (DOCS / "reference" / "gpuenv-toml.md").read_text(encoding="utf-8")
+    named = set()
+    for table, key in re.findall(
+        r"^\| `\[([a-z.]+)(?:\.NAME|\.PKG)?\](?: ([a-z-]+))?`", text, re.M
+    ):
+        named.add(f"{table}.{key}" if key else table)
+    keys = _schema_keys()
+    assert len(keys) > 30
+    assert keys <= named, sorted(keys - named)
+
+
+def test_the_environment_reference_names_every_variable_gpuenv_reads() -> None:
+    text = (DOCS / "reference" / "environment.md").read_text(encoding="utf-8")
+    read = set()
+    for source in (ROOT / "src" / "gpuenv").rglob("*.py"):
+        read |= set(re.findall(r"""["'](GPUENV_[A-Z_]+[A-Z])["']""", source.read_text()))
+    read -= {"GPUENV_CONDA", "GPUENV_PIP", "GPUENV_DEFAULT"}  # heredoc words, an index name
+    assert len(read) > 10
+    assert not [v for v in sorted(read) if f"`{v}" not in text]
+
+
+def test_the_command_reference_names_every_command_and_flag() -> None:
+    text = (DOCS / "reference" / "commands.md").read_text(encoding="utf-8")
+    missing = []
+    for name in COMMANDS:
+        if f"`gpuenv {name}" not in text:
+            missing.append(name)
+        parser = build_parser(only=name)
+        sub = next(
+            a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"
+        ).choices[name]
+        missing += [
+            f"{name} {flag}"
+            for action in sub._actions
+            for flag in action.option_strings
+            if flag.startswith("--")
+            and flag != "--help"
+            and action.help != argparse.SUPPRESS
+            and flag not in text
+        ]
+    assert not missing
