@@ -138,7 +138,7 @@ def test_the_spec_reference_names_every_key_of_the_schema() -> None:
         named.add(f"{table}.{key}" if key else table)
     keys = _schema_keys()
     assert len(keys) > 30
-    assert keys <= named, sorted(keys - named)
+    assert keys <= named, f"document in docs/reference/gpuenv-toml.md: {sorted(keys - named)}"
 
 
 def test_the_environment_reference_names_every_variable_gpuenv_reads() -> None:
@@ -148,7 +148,8 @@ def test_the_environment_reference_names_every_variable_gpuenv_reads() -> None:
         read |= set(re.findall(r"""["'](GPUENV_[A-Z_]+[A-Z])["']""", source.read_text()))
     read -= {"GPUENV_CONDA", "GPUENV_PIP", "GPUENV_DEFAULT"}  # heredoc words, an index name
     assert len(read) > 10
-    assert not [v for v in sorted(read) if f"`{v}" not in text]
+    missing = [v for v in sorted(read) if f"`{v}" not in text]
+    assert not missing, f"document these in docs/reference/environment.md: {missing}"
 
 
 def test_the_command_reference_names_every_command_and_flag() -> None:
@@ -170,4 +171,4 @@ def test_the_command_reference_names_every_command_and_flag() -> None:
             and action.help != argparse.SUPPRESS
             and flag not in text
         ]
-    assert not missing
+    assert not missing, f"document these in docs/reference/commands.md: {missing}"
