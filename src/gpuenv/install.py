@@ -105,9 +105,9 @@ class InstallResult:
 def _uv_binary(request: InstallRequest) -> Path:
     if request.uv is not None:
         return request.uv
-    import uv
+    from gpuenv._uvbin import find_uv
 
-    return Path(uv.find_uv_bin())
+    return Path(find_uv())
 
 
 def _uv_env(store: Store, request: InstallRequest) -> dict[str, str]:

@@ -74,12 +74,10 @@ _UV_GLIBC_LEVELS = (40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 28, 17)
 
 
 def find_uv() -> str:
-    """The uv binary shipped by the ``uv`` package."""
-    try:
-        import uv as uv_package
-    except ImportError as exc:  # pragma: no cover - uv is a dependency
-        raise ExternalToolError("the 'uv' package is not installed") from exc
-    return str(uv_package.find_uv_bin())
+    """The uv binary shipped by the ``uv`` package (``gpuenv._uvbin``)."""
+    from gpuenv._uvbin import find_uv as look_up
+
+    return look_up()
 
 
 @dataclass(frozen=True)
@@ -147,17 +145,17 @@ def target_tags(request: PipRequest) -> list[Tag]:
 
 
 class UvResolver:
-    """``PipResolver`` backed by uv."""
+    """``PipResolver`` backed by uv. uv is looked up when the resolver is made, on the
+    thread that makes it: ``lock`` makes it on the main thread before any background
+    work starts (``gpuenv._uvbin`` says why that matters)."""
 
     def __init__(self, uv_bin: str | None = None, *, timeout: float = DEFAULT_TIMEOUT) -> None:
-        self._uv = uv_bin
+        self._uv = uv_bin if uv_bin is not None else find_uv()
         self.timeout = timeout
         self._version: str | None = None
 
     @property
     def uv_bin(self) -> str:
-        if self._uv is None:
-            self._uv = find_uv()
         return self._uv
 
     def describe(self) -> str:
