@@ -54,16 +54,6 @@ def test_a_bad_file_exits_2_with_its_file_and_line(
     assert text in str(problem["message"])
 
 
-def test_conflicting_pins_across_files_name_both(
-    cli: Callable[..., CliResult], tmp_path: Path
-) -> None:
-    result = _import(cli, tmp_path, BAD / "requirements-a.txt", BAD / "requirements-b.txt")
-    (problem,) = _problems(result)
-    assert problem["file"] == "requirements-b.txt" and problem["line"] == 2
-    assert "requirements-a.txt:1 torch==1.12.1" in str(problem["message"])
-    assert problem["path"] == "torch"
-
-
 def test_text_output_of_an_error_names_file_and_line(
     cli: Callable[..., CliResult], tmp_path: Path
 ) -> None:
@@ -304,15 +294,6 @@ def test_a_conda_lock_entry_without_a_manager_is_exit_2(
     path = _hostile(tmp_path, "conda-lock.yml", text.replace("  manager: conda\n", "", 1))
     (problem,) = _problems(_import(cli, tmp_path, path))
     assert "not a valid conda-lock file" in str(problem["message"])
-
-
-def test_a_malformed_version_in_collect_env_is_exit_2(
-    cli: Callable[..., CliResult], tmp_path: Path
-) -> None:
-    text = (IMPORTS / "collect-env" / "collect_env.txt").read_text()
-    path = _hostile(tmp_path, "collect_env.txt", text.replace("1.13.1+cu117", "1.13.1!cu117", 1))
-    (problem,) = _problems(_import(cli, tmp_path, path))
-    assert problem["line"] == 2 and "not a version" in str(problem["message"])
 
 
 def test_mutated_fixtures_never_crash(cli: Callable[..., CliResult], tmp_path: Path) -> None:

@@ -91,6 +91,15 @@ def test_pip_freeze_is_a_record(tmp_path: Path) -> None:
     assert reading.format == "pip-freeze" and reading.authority is Authority.RECORD
 
 
+def test_a_short_file_of_exact_pins_is_a_definition_not_a_freeze(tmp_path: Path) -> None:
+    # Hand-written requirements often pin everything; a freeze lists a whole environment.
+    pins = "".join(f"pkg{i}==1.{i}\n" for i in range(14))
+    (short,) = read(tmp_path, {"requirements.txt": pins})
+    assert short.format == "requirements" and short.authority is Authority.DEFINITION
+    (long,) = read(tmp_path / "b", {"requirements.txt": pins + "extra==1.0\n"})
+    assert long.format == "pip-freeze"
+
+
 def test_equals_forms_of_pip_options(tmp_path: Path) -> None:
     readings = read(
         tmp_path, {"requirements.txt": "--index-url=https://download.pytorch.org/whl/cpu\nnumpy\n"}

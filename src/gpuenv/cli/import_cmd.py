@@ -37,6 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--force", action="store_true", help="replace an existing file")
     parser.add_argument(
+        "--prefer",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="where the files disagree, this one wins (repeatable; see the precedence rules)",
+    )
+    parser.add_argument(
         "--check-resolves",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -96,6 +103,22 @@ def _wheel_index() -> WheelIndex | None:
     return WheelIndex(index, _common.cache_dir())
 
 
+def _last_commit(root: Path, file: str) -> float | None:
+    """When ``file`` (relative to ``root``) last changed in its git checkout; None when
+    it is not in one, or git is missing. Hooks and fsmonitor are turned off."""
+    from gpuenv import _proc
+    from gpuenv.errors import ExternalToolError
+
+    argv = ["git", "-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null"]
+    argv += ["-C", str(root), "log", "-1", "--format=%ct", "--", file]
+    try:
+        result = _proc.run(argv, timeout=10, check=False, what="git log")
+    except ExternalToolError:
+        return None
+    text = result.stdout.strip()
+    return float(text) if result.returncode == 0 and text.isdigit() else None
+
+
 def run(args: argparse.Namespace) -> int:
     from gpuenv.importers import ImportRequest, reproduce
     from gpuenv.importers.report import render_markdown
@@ -114,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
         kb,
         foreign_knowledge(),
         _wheel_index() if args.check_resolves else None,
+        tuple(Path(p) for p in args.prefer),
+        _last_commit,
     )
     result = reproduce(request)
     write_spec(result.spec_text, output, kb, force=args.force)

@@ -12,7 +12,9 @@ assumptions, ordered by risk) and ``write`` (a commented, validated ``gpuenv.tom
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +48,9 @@ class ImportRequest:
     kb: KnowledgeBase
     knowledge: ForeignKnowledge
     wheels: WheelIndex | None = None  # --check-resolves: the index asked for wheels
+    prefer: tuple[Path, ...] = ()  # --prefer: files that win every disagreement
+    # A file's last commit time in its git checkout (root, path relative to it), or None.
+    recency: Callable[[Path, str], float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -64,14 +69,38 @@ def _read_one(ctx: Context, path: Path, fmt: str | None) -> None:
     READERS[kind](ctx, path, text, kind)
 
 
+def _root(paths: tuple[Path, ...]) -> Path:
+    first = paths[0]
+    return first if first.is_dir() else first.parent
+
+
+def _preferred(prefer: tuple[Path, ...], readings: list[Reading], root: Path) -> list[str]:
+    """The display paths ``--prefer`` names; exit 2 when one names no file read."""
+    from gpuenv.errors import UsageError
+
+    read = {r.file for r in readings}
+    out = []
+    for path in prefer:
+        candidates = {str(path), path.name}
+        with contextlib.suppress(ValueError):
+            candidates.add(str(path.absolute().relative_to(root.absolute())))
+        found = sorted(read & candidates) or sorted(f for f in read if Path(f).name == str(path))
+        if not found:
+            raise UsageError(
+                f"--prefer {path}: no such file was imported",
+                hint=f"the files read: {', '.join(sorted(read))}",
+            )
+        out.extend(found)
+    return out
+
+
 def read_inputs(
     paths: tuple[Path, ...], knowledge: ForeignKnowledge
 ) -> tuple[list[Reading], list[Entry]]:
     """Every file named (folders searched), read; entries note what discovery skipped."""
     if not paths:
         raise ValueError("no paths")
-    first = paths[0]
-    root = first if first.is_dir() else first.parent
+    root = _root(paths)
     ctx = Context(root=root, knowledge=knowledge, reader=_read_one)
     skipped: list[Entry] = []
     for path in paths:
@@ -152,7 +181,14 @@ def reproduce(request: ImportRequest) -> Reproduction:
 
     request.target.check(request.kb)
     readings, skipped = read_inputs(request.paths, request.knowledge)
-    merged = merge(readings)
+    root = _root(request.paths)
+    prefer = _preferred(request.prefer, readings, root)
+    recency = request.recency
+    merged = merge(
+        readings,
+        prefer=prefer,
+        recency=(lambda file: recency(root, file)) if recency is not None else None,
+    )
     target = _target_name(request.target, request.kb)
     planning = Planning(
         _project_name(merged, request.paths)[0], target, request.target.target(), request.kb

@@ -104,6 +104,7 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
     platform = PLATFORM if PLATFORM in platforms else (platforms[0] if platforms else PLATFORM)
     head = Origin(display, 1, "conda-lock.yml")
     if platform != PLATFORM:
+        builder.platform = platform
         builder.note(UNMANAGED, f"no {PLATFORM} packages: read {platform}'s instead", head)
     channels = [getattr(c, "url", str(c)) for c in lock.metadata.channels]
     builder.fact(CHANNELS, ",".join(channels), head)

@@ -79,7 +79,7 @@ def _yaml_kind(text: str) -> str | None:
 def _text_kind(name: str, text: str) -> str | None:
     if collect_env.looks_like_collect_env(text):
         return "collect-env"
-    if requirements.looks_like_freeze(text):
+    if requirements.looks_like_freeze(text, name):
         return "pip-freeze"
     if name.lower().endswith((".txt", ".in", ".pip")) or "requirements" in name.lower():
         return "requirements"

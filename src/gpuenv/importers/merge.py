@@ -1,12 +1,24 @@
 """Merging several files' readings into one environment, with provenance.
 
-Per package, every file's ask is weighed: a record of an installed environment beats an
-environment definition, which beats package metadata (``Authority``); within one
-authority, a stated requirement beats what a base image implies, and in one file pip's
-copy beats conda's (pip installed over it). The winner's specifier is narrowed by every
-compatible ask. Asks that cannot both hold are either decided by those rules (and
-reported as a ``Disagreement``: which file won and why) or, when nothing ranks one above
-the other, an error (exit 2) naming both files and lines.
+Per package, every file's ask is weighed, in this order (``PRECEDENCE``; the first rule
+that tells two contradicting asks apart decides, and the report says which):
+
+1. a file named by ``--prefer``;
+2. a record of an installed environment (pip freeze, conda env export, conda-lock,
+   collect_env) over the project's own exact pins (``==`` in pyproject.toml, setup.py,
+   setup.cfg: ``pip install -e .`` of the project needs them) over an environment
+   definition (environment.yml, requirements files, Dockerfile, cog.yaml) over the
+   project's other metadata (ranges);
+3. a stated requirement over what a base image implies;
+4. in one file, pip's copy over conda's (pip installed over it);
+5. an exact pin over a range;
+6. in a git checkout, the file changed more recently;
+7. the file read first (the order named, or found: the top level first).
+
+Disagreement is never an error. Versions equal under PEP 440 (``0.6`` and ``0.6.0``)
+agree. The winner's specifier is narrowed by every compatible ask. Files for another
+platform (a conda-lock file with only ppc64le packages, ``environment-macos.yml``) are
+set aside and named when a file for Linux is there.
 
 Markers are evaluated for the machines gpuenv targets (Linux, x86_64) and the paper's
 Python; asks whose marker is false are dropped with a note.
@@ -14,16 +26,26 @@ Python; asks whose marker is false are dropped with a note.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
+from functools import cmp_to_key
 
 from packaging.markers import InvalidMarker, Marker, UndefinedComparison
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from gpuenv.errors import ForeignFileError, SpecProblem
 from gpuenv.importers.images import IMPLIED
-from gpuenv.importers.model import DROPPED, PYTHON, Ask, Authority, Fact, Note, Origin, Reading
+from gpuenv.importers.model import (
+    DROPPED,
+    PYTHON,
+    UNREADABLE,
+    Ask,
+    Authority,
+    Fact,
+    Note,
+    Origin,
+    Reading,
+)
 
 
 @dataclass(frozen=True)
@@ -92,7 +114,7 @@ def _compatible(a: Ask, b: Ask) -> bool:
     pa, pb = exact_version(a.specifier), exact_version(b.specifier)
     try:
         if pa is not None and pb is not None:
-            return pa.public == pb.public
+            return Version(pa.public) == Version(pb.public)
         if pa is not None:
             return SpecifierSet(b.specifier).contains(pa, prereleases=True)
         if pb is not None:
@@ -113,58 +135,91 @@ def _narrow(specifier: str, other: str) -> str:
         return specifier
 
 
+_METADATA_PIN = 2.5  # the project's own exact pins: between a definition and a record
+
+
 class _Merger:
-    def __init__(self, readings: Iterable[Reading]) -> None:
+    def __init__(
+        self,
+        readings: Iterable[Reading],
+        prefer: frozenset[str] = frozenset(),
+        recency: Callable[[str], float | None] | None = None,
+    ) -> None:
         self.readings = tuple(readings)
         self.by_file = {r.file: r for r in self.readings}
+        self.order = {r.file: i for i, r in enumerate(self.readings)}
+        self.prefer = prefer
+        self.recency = recency
+        self._recent: dict[str, float | None] = {}
         self.disagreements: list[Disagreement] = []
-        self.problems: list[SpecProblem] = []
         self.notes: list[Note] = [n for r in self.readings for n in r.notes]
 
-    def rank(self, ask: Ask) -> tuple[int, int, int, int]:
+    def _weight(self, ask: Ask) -> float:
+        authority = _authority_of(ask, self.by_file)
+        if authority == Authority.METADATA and exact_version(ask.specifier) is not None:
+            return _METADATA_PIN
+        return float(authority)
+
+    def _criteria(self, ask: Ask) -> tuple[tuple[float, str], ...]:
+        """(key, why when it decides) for rules 1-5 of ``PRECEDENCE``: lower keys win."""
+        file = ask.origin.file
+        weight = self._weight(ask)
+        exact = exact_version(ask.specifier) is not None or ask.url is not None
         return (
-            -int(_authority_of(ask, self.by_file)),
-            int(ask.manager == "image"),
-            int(ask.manager == "conda"),  # pip installs after conda, over it
-            int(exact_version(ask.specifier) is None and ask.url is None),
+            (float(file not in self.prefer), f"--prefer names {file}"),
+            (-weight, f"{file} is {_weight_text(weight)}"),
+            (float(ask.manager == "image"), "what is installed replaces the base image's copy"),
+            (float(ask.manager == "conda"), "pip installed its copy over conda's"),
+            (float(not exact), "an exact pin beats a range"),
         )
 
-    def why_won(self, winner: Ask, loser: Ask) -> str | None:
-        """Why ``winner`` beats a contradicting ``loser``; None when nothing ranks it."""
-        a, b = _authority_of(winner, self.by_file), _authority_of(loser, self.by_file)
-        if a > b:
-            return f"{winner.origin.file} is {a.describe()}; {loser.origin.file} is {b.describe()}"
-        if loser.manager == "image" and winner.manager != "image":
-            return "the base image's copy is replaced by what is installed on top of it"
-        if winner.origin.file == loser.origin.file and {winner.manager, loser.manager} == {
-            "pip",
-            "conda",
-        }:
-            return "pip installed its copy over conda's"
-        return None
+    def _ties(self, ask: Ask) -> tuple[tuple[float, str], ...]:
+        """Rules 6 and 7, asked only between contradicting asks that rules 1-5 tie."""
+        file = ask.origin.file
+        if file not in self._recent:
+            self._recent[file] = self.recency(file) if self.recency else None
+        when = self._recent[file]
+        return (
+            (-(when or 0.0), f"{file} was changed more recently (git)"),
+            (float(self.order.get(file, len(self.order))), f"{file} was read first"),
+        )
+
+    def compare(self, a: Ask, b: Ask) -> int:
+        ka, kb = self.rank(a), self.rank(b)
+        if ka != kb:
+            return -1 if ka < kb else 1
+        if _compatible(a, b):
+            return 0
+        ta, tb = [k for k, _ in self._ties(a)], [k for k, _ in self._ties(b)]
+        return -1 if ta < tb else (1 if ta > tb else 0)
+
+    def rank(self, ask: Ask) -> tuple[float, ...]:
+        return tuple(key for key, _ in self._criteria(ask))
+
+    def why_won(self, winner: Ask, loser: Ask) -> str:
+        """Why ``winner`` beats a contradicting ``loser``: the first rule that tells them
+        apart (the order ``compare`` sorts by)."""
+        mine = self._criteria(winner) + self._ties(winner)
+        theirs = self._criteria(loser) + self._ties(loser)
+        for (key, why), (other, _) in zip(mine, theirs, strict=True):
+            if key < other:
+                if why.startswith(f"{winner.origin.file} is "):
+                    return f"{why}; {loser.origin.file} is {_weight_text(self._weight(loser))}"
+                return why
+            if key > other:
+                break
+        return "both carry the same weight: the first one read wins"
 
     def resolve(self, name: str, asks: list[Ask]) -> Resolved:
-        ordered = sorted(asks, key=self.rank)
+        ordered = sorted(asks, key=cmp_to_key(self.compare))
         winner = ordered[0]
         specifier, losers, reasons = winner.specifier, [], []
         for other in ordered[1:]:
             if _compatible(winner, other):
                 specifier = _narrow(specifier, other.specifier)
                 continue
-            why = self.why_won(winner, other)
-            if why is None:
-                self.problems.append(
-                    SpecProblem(
-                        other.origin.file,
-                        other.origin.line,
-                        name,
-                        f"{other.origin.text!r} contradicts {winner.origin.cite()!r}",
-                        "both files carry the same weight: edit one, or import only one of them",
-                    )
-                )
-                continue
             losers.append(other.origin)
-            reasons.append(why)
+            reasons.append(self.why_won(winner, other))
         if losers:
             self.disagreements.append(
                 Disagreement(name, winner.origin, tuple(losers), "; ".join(dict.fromkeys(reasons)))
@@ -172,13 +227,15 @@ class _Merger:
         build = next((a.build for a in ordered if a.build), None)
         return Resolved(name, winner, specifier, build, tuple(ordered))
 
-    def fact_rank(self, fact: Fact) -> tuple[int, int, int]:
-        """Exact statements first (a range says what is accepted, not what ran), then
-        what the files state outright over what an image implies, then authority."""
+    def fact_rank(self, fact: Fact) -> tuple[int, int, int, int]:
+        """A file ``--prefer`` names first, then exact statements (a range says what is
+        accepted, not what ran), then what the files state outright over what an image
+        implies, then authority."""
         reading = self.by_file.get(fact.origin.file)
         authority = int(reading.authority) if reading else 0
         ranged = int(any(c in fact.value for c in "<>=!~^,"))
-        return (ranged, int(_implied(fact)), -authority)
+        preferred = int(fact.origin.file not in self.prefer)
+        return (preferred, ranged, int(_implied(fact)), -authority)
 
     def facts(self) -> dict[str, tuple[Fact, ...]]:
         grouped: dict[str, list[Fact]] = {}
@@ -198,11 +255,54 @@ class _Merger:
         if losers:
             implied = [_implied(f) for f in facts[1:] if f.origin in losers]
             why = (
-                "what the files state outright beats what a base image implies"
+                f"--prefer names {best.origin.file}"
+                if best.origin.file in self.prefer
+                else "what the files state outright beats what a base image implies"
                 if all(implied) and not _implied(best)
                 else "the most authoritative, most specific statement wins"
             )
             self.disagreements.append(Disagreement(key, best.origin, losers, why))
+
+
+def _weight_text(weight: float) -> str:
+    if weight == _METADATA_PIN:
+        return "the project's own exact pin (`pip install -e .` needs it)"
+    return Authority(int(weight)).describe()
+
+
+# Words in a file's name that say it is for another platform than Linux.
+_OTHER_PLATFORMS = {
+    "osx": "macOS",
+    "macos": "macOS",
+    "mac": "macOS",
+    "darwin": "macOS",
+    "m1": "macOS",
+    "apple": "macOS",
+    "win": "Windows",
+    "win64": "Windows",
+    "windows": "Windows",
+    "ppc64le": "ppc64le",
+    "ppc": "ppc64le",
+    "s390x": "s390x",
+}
+
+
+def other_platform(reading: Reading) -> str | None:
+    """The platform a file is for, when it is not Linux (x86_64 or aarch64)."""
+    if reading.platform is not None:
+        return (
+            None
+            if reading.platform.startswith("linux-")
+            and not reading.platform.endswith(("ppc64le", "s390x"))
+            else reading.platform
+        )
+    import re
+
+    stem = reading.file.rsplit("/", 1)[-1].lower()
+    for word in re.split(r"[^a-z0-9]+", stem):
+        if word in _OTHER_PLATFORMS:
+            return _OTHER_PLATFORMS[word]
+    return None
 
 
 def _implied(fact: Fact) -> bool:
@@ -264,10 +364,39 @@ def paper_python(readings: Iterable[Reading]) -> str:
     return "3.10"
 
 
-def merge(readings: Iterable[Reading]) -> Merged:
-    """One environment from every reading; ``ForeignFileError`` on contradictions that
-    no rule decides, listing each with both files and lines."""
-    merger = _Merger(readings)
+def set_aside(readings: Iterable[Reading]) -> tuple[list[Reading], list[Note]]:
+    """The readings to merge, and a note for each file set aside as another platform's
+    (kept when every file is another platform's: then there is nothing else to read)."""
+    readings = list(readings)
+    linux = [r for r in readings if other_platform(r) is None]
+    if not linux:
+        return readings, []
+    notes = []
+    for reading in readings:
+        platform = other_platform(reading)
+        if platform is not None:
+            notes.append(
+                Note(
+                    DROPPED,
+                    f"{reading.file} set aside: it is for {platform}, not Linux",
+                    Origin(reading.file, None, ""),
+                )
+            )
+    return linux, notes
+
+
+def merge(
+    readings: Iterable[Reading],
+    *,
+    prefer: Iterable[str] = (),
+    recency: Callable[[str], float | None] | None = None,
+) -> Merged:
+    """One environment from every reading. Disagreements are decided by ``PRECEDENCE``
+    (``prefer``: display paths that win; ``recency``: a display path's last commit time,
+    None when unknown) and listed; nothing here is an error."""
+    kept, aside = set_aside(readings)
+    merger = _Merger(kept, frozenset(prefer), recency)
+    merger.notes.extend(aside)
     python = paper_python(merger.readings)
     environment = marker_environment(python)
     grouped: dict[str, list[Ask]] = {}
@@ -275,12 +404,12 @@ def merge(readings: Iterable[Reading]) -> Merged:
     for reading in merger.readings:
         for ask in reading.asks:
             if not _valid_specifier(ask):
-                merger.problems.append(
-                    SpecProblem(
-                        ask.origin.file,
-                        ask.origin.line,
-                        ask.name,
-                        f"{ask.specifier!r} is not a version or PEP 440 specifier",
+                merger.notes.append(
+                    Note(
+                        UNREADABLE,
+                        f"not read: {ask.origin.text}: {ask.specifier!r} is not a version "
+                        "or PEP 440 specifier",
+                        ask.origin,
                     )
                 )
                 continue
@@ -305,8 +434,6 @@ def merge(readings: Iterable[Reading]) -> Merged:
                 narrowed = _narrow(narrowed, ask.specifier)
             packages[name] = replace(resolved, specifier=narrowed)
     facts = merger.facts()
-    if merger.problems:
-        raise ForeignFileError(merger.problems, hint="the files contradict each other")
     return Merged(
         readings=merger.readings,
         packages=packages,

@@ -143,6 +143,7 @@ class Reading:
     asks: tuple[Ask, ...] = ()
     facts: tuple[Fact, ...] = ()
     notes: tuple[Note, ...] = ()
+    platform: str | None = None  # the one platform the file is for ("osx-arm64"), if any
 
 
 @dataclass
@@ -155,6 +156,7 @@ class ReadingBuilder:
     asks: list[Ask] = field(default_factory=list)
     facts: list[Fact] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
+    platform: str | None = None
 
     def note(self, kind: str, message: str, origin: Origin) -> None:
         self.notes.append(Note(kind, message, origin))
@@ -173,4 +175,5 @@ class ReadingBuilder:
             tuple(self.asks),
             tuple(self.facts),
             tuple(self.notes),
+            self.platform,
         )

@@ -304,12 +304,20 @@ def _skip_option(token: str, tokens: list[str], i: int) -> int:
     return 1
 
 
-def looks_like_freeze(text: str) -> bool:
-    """Every line a pinned requirement as ``pip freeze`` writes them (comments aside)."""
+# A whole environment's ``pip freeze`` lists dozens of packages (their dependencies too);
+# a short file of ``==`` pins is a hand-written requirements file.
+FREEZE_MIN_ENTRIES = 15
+
+
+def looks_like_freeze(text: str, name: str = "") -> bool:
+    """Every line a pinned requirement as ``pip freeze`` writes them (comments aside),
+    and either the file's name says freeze or it lists a whole environment."""
     lines = [line.strip() for line in text.splitlines()]
     entries = [line for line in lines if line and not line.startswith("#")]
+    named = any(word in name.lower() for word in ("freeze", "frozen"))
     return (
-        bool(entries)
+        (named or len(entries) >= FREEZE_MIN_ENTRIES)
+        and bool(entries)
         and all(_FREEZE_LINE.match(line) for line in entries)
         and any("==" in line for line in entries)
     )
