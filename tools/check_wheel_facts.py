@@ -407,15 +407,19 @@ def _release_differences(b: BuildObservation, kb: Any) -> list[Difference]:
                 ("release", _minor(b.version), b.version, key),
             )
         )
-    if b.platform == "linux-64" and b.pythons and _pythons_of(on.python) != set(b.pythons):
+    # PyPI's Pythons: the release's, or its pypi_python where the PyTorch index has more
+    # (an experimental Python); that key is the series' and is left for a person to edit.
+    pypi_python = on.pypi_python if on.pypi_python is not None else on.python
+    if b.platform == "linux-64" and b.pythons and _pythons_of(pypi_python) != set(b.pythons):
+        key = "python" if on.pypi_python is None else "pypi_python"
         out.append(
             Difference(
                 on.provenance.where,
-                "python",
-                str(on.python),
+                key,
+                str(pypi_python),
                 python_range(b.pythons),
                 b.wheel,
-                ("release", _minor(b.version), b.version, "python"),
+                ("release", _minor(b.version), b.version, key) if key == "python" else None,
             )
         )
     return out

@@ -348,6 +348,7 @@ def _build(raw: dict[str, Any], series: dict[str, Any]) -> TorchBuild:
         source=raw["source"],
         platform=platform,
         python=SpecifierSet(python) if python else None,
+        off_matrix=bool(raw.get("off_matrix", False)),
         provenance=_provenance(
             dict(raw, _user=series.get("_user"), unverified=_unverified(raw, series)), where
         ),
@@ -378,6 +379,7 @@ def _release(
         source=raw["source"],
         all_builds=mine,
         pypi_defaults=defaults,
+        pypi_python=SpecifierSet(raw["pypi_python"]) if raw.get("pypi_python") else None,
         provenance=_provenance(
             dict(rel, _user=raw.get("_user"), unverified=_unverified(rel, raw)), where
         ),

@@ -133,11 +133,13 @@ class RawBuild(_Sourced):
     nccl: str | None = None
     python: Specifier | None = None
     only: list[Pep440] | None = None
+    off_matrix: bool = False
 
 
 class RawSeries(_Sourced):
     minor: str = Field(pattern=r"^\d+\.\d+$")
     python: Specifier
+    pypi_python: Specifier | None = None
     releases: list[RawRelease]
     builds: list[RawBuild]
 

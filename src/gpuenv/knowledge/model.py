@@ -160,6 +160,8 @@ class TorchBuild:
     platform: str = "linux-64"
     python: SpecifierSet | None = None  # narrower than the release's, for this build only
     provenance: Provenance = NO_PROVENANCE
+    # Served by the PyTorch index outside the release's official CUDA matrix.
+    off_matrix: bool = False
 
     @property
     def is_cpu(self) -> bool:
@@ -190,6 +192,12 @@ class TorchRelease:
     all_builds: tuple[TorchBuild, ...] = ()  # every platform's
     pypi_defaults: tuple[tuple[str, str], ...] = ()  # (platform, tag) for every platform
     provenance: Provenance = NO_PROVENANCE
+    # The Pythons PyPI's wheels cover, where the PyTorch index has more (experimental ones)
+    pypi_python: SpecifierSet | None = None
+
+    def on_pypi(self, python: str) -> bool:
+        """Whether PyPI has wheels of this release for ``python``."""
+        return self.pypi_python is None or self.pypi_python.contains(python)
 
     def on(self, platform: str) -> TorchRelease:
         """This release for ``platform``: its builds there, and PyPI's build there."""

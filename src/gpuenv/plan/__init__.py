@@ -145,7 +145,7 @@ def _target_plan(
         cudnn=build.cudnn,
         nccl=build.nccl,
         index_url=choice.index_url,
-        pypi_default=release.pypi_default == build.tag,
+        pypi_default=release.pypi_default == build.tag and release.on_pypi(found.python),
         driver_compat=c.mode.value,
         driver_cuda=str(ceiling) if ceiling else None,
         virtual_packages=_virtual_packages(hw, kb),

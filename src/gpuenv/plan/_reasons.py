@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gpuenv.knowledge import DriverCompat, GpuModel, KnowledgeBase
 from gpuenv.plan._model import Constraints, TargetHardware, UnverifiedFact
-from gpuenv.plan._search import Found, Notes, spec_text
+from gpuenv.plan._search import Found, Notes, official_search, spec_text
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,11 @@ class Choice:
 def _python_reason(choice: Choice, c: Constraints) -> str:
     release = choice.found.release
     supports = spec_text(release.python_of(choice.found.build))
+    if not release.on_pypi(choice.found.python):
+        return (
+            f"python {choice.found.python}: as asked; experimental for torch {release.version} "
+            "(RELEASE.md), its wheels are on the PyTorch index only" + release.provenance.label()
+        )
     if choice.found.python == c.python:
         return f"python {c.python}: as asked (torch {release.version} supports {supports})"
     return (
@@ -118,7 +123,12 @@ def _package_reasons(choice: Choice, c: Constraints) -> list[str]:
             f"{build.tag} wheels bring cuDNN {build.cudnn or '-'} and NCCL {build.nccl or '-'}"
             + build.provenance.label()
         )
-    if release.pypi_default == build.tag:
+    if not release.on_pypi(choice.found.python):
+        reasons.append(
+            f"index {choice.index_url}: PyPI has no Python {choice.found.python} wheels of "
+            f"torch {release.version} (experimental: on the PyTorch index only)"
+        )
+    elif release.pypi_default == build.tag:
         reasons.append(
             f"index {choice.index_url}; PyPI's plain torch {release.version} "
             f"({release.platform}) is this same build, so the default index also serves it"
@@ -162,6 +172,24 @@ def compress(release_notes: list[str]) -> list[str]:
     return out
 
 
+def _off_matrix_reason(choice: Choice, c: Constraints, kb: KnowledgeBase) -> str:
+    """Why a build outside its release's official CUDA matrix was taken: newest release
+    first across every build, and what the official matrices alone would have given."""
+    release, build = choice.found.release, choice.found.build
+    older = [r for r in kb.torch_matching(c.torch) if r.version < release.version]
+    official = official_search(older, choice.hw, c, kb)
+    head = (
+        f"{build.tag} is outside torch {release.version}'s official CUDA matrix (the PyTorch "
+        "index serves it); newest release first across every build"
+    )
+    if official is None:
+        return head + f": no older torch matching {c.torch_text!r} has an official build that fits"
+    return head + (
+        f": preferred over torch {official.release.version}'s official "
+        f"{official.build.tag}, the newest official build that fits"
+    )
+
+
 def reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes) -> list[str]:
     gpu_labels = "".join(m.provenance.label() for m in choice.models)
     out = [f"target {choice.name}: {choice.hw.describe()} ({choice.hw.source}){gpu_labels}"]
@@ -172,6 +200,8 @@ def reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes) -> 
         )
     out.extend(compress(notes.release_notes))
     out.append(choice.torch_reason + choice.found.release.provenance.label())
+    if choice.found.build.off_matrix:
+        out.append(_off_matrix_reason(choice, c, kb))
     out.append(_python_reason(choice, c))
     if choice.hw.cpu:
         out.append("cpu build: the target has no GPU")

@@ -9,7 +9,7 @@ and for the refusal when nothing fits.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from packaging.specifiers import SpecifierSet
 
@@ -53,6 +53,18 @@ def python_for(pythons: SpecifierSet, wanted: str) -> str | None:
     spec = SpecifierSet(f"=={wanted}.*" if wanted[:1].isdigit() else wanted)
     fits = [p for p in KNOWN_PYTHONS if spec.contains(p) and pythons.contains(p)]
     return fits[-1] if fits else None
+
+
+def choose_python(release: TorchRelease, build: TorchBuild, c: Constraints) -> str | None:
+    """The Python for ``build``: as ``python_for``, but a range prefers the Pythons PyPI
+    covers over an experimental one only the PyTorch index has (taken when asked for
+    exactly, or when the range holds nothing else)."""
+    pythons = release.python_of(build)
+    if release.pypi_python is not None and c.python not in KNOWN_PYTHONS:
+        stable = python_for(release.pypi_python, c.python)
+        if stable is not None and pythons.contains(stable):
+            return stable
+    return python_for(pythons, c.python)
 
 
 def companion_problem(release: TorchRelease, package: str, wanted: str | bool | None) -> str | None:
@@ -155,7 +167,7 @@ def fit(
         return None
     if hw.cpu:
         cpu = release.build("cpu")
-        python = python_for(release.python_of(cpu), c.python) if cpu else None
+        python = choose_python(release, cpu, c) if cpu else None
         if cpu is not None and python is not None:
             return Found(release, cpu, python)
         if notes is not None:
@@ -168,7 +180,7 @@ def fit(
             notes.release_notes.append(f"torch {release.version} skipped: no build fits")
         return None
     best = max(fits, key=lambda b: b.cuda or CudaVersion(0, 0))
-    python = python_for(release.python_of(best), c.python)
+    python = choose_python(release, best, c)
     assert python is not None
     return Found(release, best, python)
 
@@ -183,6 +195,20 @@ def search(
     """The newest release (then the newest CUDA) that fits."""
     for release in releases:
         found = fit(release.on(hw.platform), hw, c, kb, notes)
+        if found is not None:
+            return found
+    return None
+
+
+def official_search(
+    releases: Iterable[TorchRelease], hw: TargetHardware, c: Constraints, kb: KnowledgeBase
+) -> Found | None:
+    """Like ``search``, but with each release's official CUDA matrix only (no build the
+    index serves outside it)."""
+    for release in releases:
+        view = release.on(hw.platform)
+        view = replace(view, builds=tuple(b for b in view.builds if not b.off_matrix))
+        found = fit(view, hw, c, kb)
         if found is not None:
             return found
     return None
