@@ -93,12 +93,18 @@ def _named_targets(spec: str) -> list[str] | None:
 def select(project: str, target: str | None, *, spec: str | None = None) -> Selected:
     """The prefix to activate: ``target``'s, or the only installed one. ``spec`` (default
     ``<project>/gpuenv.toml``) tells a target it does not name from one not installed."""
+    spec_file = spec or os.path.join(project, SPEC_FILENAME)
     if target is None:
         installed = installed_targets(project)
+        if not installed and not os.path.isfile(spec_file):
+            raise NotInstalled(
+                f"no {SPEC_FILENAME} here: {spec_file} does not exist",
+                hint=f"write one with 'gpuenv init' (then 'gpuenv lock' and 'gpuenv install'), "
+                f"or pass -f PATH to a project's {SPEC_FILENAME}",
+            )
         if not installed:
             raise NotInstalled(
-                f"nothing is installed for {os.path.join(project, SPEC_FILENAME)}",
-                hint="run 'gpuenv install' first",
+                f"nothing is installed for {spec_file}", hint="run 'gpuenv install' first"
             )
         if len(installed) > 1:
             raise UsageError(
@@ -109,7 +115,7 @@ def select(project: str, target: str | None, *, spec: str | None = None) -> Sele
     prefix = resolve_pointer(pointer(project, target))
     marker, why = read_marker_checked(prefix) if prefix is not None else (None, None)
     if prefix is None or marker is None:
-        named = _named_targets(spec or os.path.join(project, SPEC_FILENAME))
+        named = _named_targets(spec_file)
         if named is not None and target not in named:
             raise UsageError(
                 f"no target named {target!r}", hint=f"targets in this spec: {', '.join(named)}"

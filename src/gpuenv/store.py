@@ -535,12 +535,15 @@ def rollback(store: Store, project: Path, target: str) -> tuple[Path, Path]:
     with store.roots_locked():
         now, before = _resolve_pointer(current), _resolve_pointer(previous)
         if before is None or not before.exists():
-            raise InstallError(
+            raise NotInstalled(
                 f"target {target} has no previous generation to roll back to",
-                hint="a previous generation exists after an install replaced another one",
+                hint="a previous generation exists once an install replaced another one",
             )
         if now is None:
-            raise InstallError(f"target {target} is not installed in this project")
+            raise NotInstalled(
+                f"target {target} is not installed in this project",
+                hint=f"run 'gpuenv install --target {target}'",
+            )
         marker = _check_generation(store, before, target)
         _replace_symlink(current, before, what="the project's pointer")
         _replace_symlink(previous, now, what="the project's previous-generation pointer")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.errors import InstallError
+from gpuenv.errors import NotInstalled
 from gpuenv.store import (
     Store,
     current_prefix,
@@ -110,8 +110,9 @@ def test_rollback_without_a_previous_generation_is_refused(tmp_path: Path) -> No
     store = Store(tmp_path / "store")
     project = tmp_path / "project"
     point_project(store, project, "cpu", make_prefix(store, "cpu", HASH_A))
-    with pytest.raises(InstallError, match="no previous generation"):
+    with pytest.raises(NotInstalled, match="no previous generation") as refused:
         rollback(store, project, "cpu")
+    assert refused.value.exit_code == 4, "not ready (documented), not an install failure"
 
 
 def test_gc_keeps_what_live_pointers_reach_and_frees_the_rest(tmp_path: Path) -> None:

@@ -185,9 +185,7 @@ def _full_main(argv: list[str]) -> int:
     as_json = "--json" in _head(argv)
     verbose = 0
     try:
-        name = _parser.command_name(argv)
-        parser = _parser.build_parser(only=name)
-        args = parser.parse_args(argv)
+        parser, args = _parser.parse(argv)
         verbose = args.verbose or 0
         as_json = bool(getattr(args, "json", False))
         if args.command is None:

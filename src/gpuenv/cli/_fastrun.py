@@ -1,10 +1,16 @@
 """``gpuenv run``, recognised before argparse is imported.
 
-``gpuenv run [-f FILE] [-t T] [--unverified] [--] CMD ...`` adds its whole start-up
-to the user's command, so it is parsed by hand here and executed with ``execvpe``:
-the command replaces gpuenv, so its exit code and signals reach the caller as if
-gpuenv were not there. Anything unusual (``--help``, an unknown option, no command)
-falls back to the full parser (``run_cmd``), which shares ``execute``.
+``gpuenv [-f FILE] [-v] [-q] run [-f FILE] [-t T] [--unverified] [-v] [-q] [--] CMD ...``
+adds its whole start-up to the user's command, so it is parsed by hand here and
+executed with ``execvpe``: the command replaces gpuenv, so its exit code and signals
+reach the caller as if gpuenv were not there.
+
+``split`` is the one place that decides where the user's command begins (after the
+first ``--``, else at the first word that is not one of gpuenv's options): the fast
+path and the full parser (``run_cmd``) both use it, so they never disagree on the
+command. Anything unusual (``--help``, an unknown option, a missing value, no
+command) falls back to the full parser, which explains it (exit 2) and shares
+``execute``.
 """
 
 from __future__ import annotations
@@ -18,59 +24,126 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+# Options that take a value, in each of their spellings; before ``run`` only the
+# global ones are known to argparse, after it both.
+_GLOBAL_VALUE = ("-f", "--file")
+_RUN_VALUE = ("-t", "--target")
+# Flags the fast path understands: how much each adds to the verbosity.
+_FLAGS = {"-q": 0, "--quiet": 0, "--verbose": 1, "-v": 1, "-vv": 2, "-vvv": 3}
+
 
 class FastRun:
-    __slots__ = ("command", "file", "target", "unverified")
+    __slots__ = ("command", "file", "target", "unverified", "verbose")
 
     def __init__(
-        self, file: str | None, target: str | None, unverified: bool, command: list[str]
+        self,
+        file: str | None,
+        target: str | None,
+        unverified: bool,
+        command: list[str],
+        verbose: int = 0,
     ) -> None:
         self.file = file
         self.target = target
         self.unverified = unverified
         self.command = command
+        self.verbose = verbose
+
+    def fields(self) -> tuple[object, ...]:
+        """What the run is made of (the fast path and the full parser are compared by it)."""
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"FastRun({fields})"
 
 
-def _value(args: Sequence[str], index: int, option: str) -> tuple[str | None, int]:
-    """The value of ``--opt=V`` or ``--opt V`` at ``index`` (None if malformed)."""
+def split(argv: Sequence[str]) -> tuple[list[str], list[str]] | None:
+    """A ``gpuenv run`` command line cut in two: gpuenv's arguments (up to and
+    including ``run``'s options, without the ``--``) and the user's command. None when
+    ``argv`` is not a ``run`` command line."""
+    args = list(argv)
+    i = 0
+    while i < len(args) and args[i] != "--":
+        arg = args[i]
+        if arg in _GLOBAL_VALUE:
+            i += 2
+        elif arg.startswith("-"):
+            i += 1
+        elif arg == "run":
+            break
+        else:
+            return None
+    if i >= len(args) or args[i] != "run":
+        return None
+    i += 1
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            return args[:i], args[i + 1 :]
+        if arg in _GLOBAL_VALUE + _RUN_VALUE:
+            i += 2
+        elif arg.startswith("-") and arg != "-":
+            i += 1
+        else:
+            break
+    return args[:i], args[i:]
+
+
+def _value(args: Sequence[str], index: int) -> tuple[str | None, int]:
+    """The value of the option at ``index`` (``--opt=V``, ``-tV`` or ``--opt V``), and
+    the index after it; None when it is missing, empty or looks like an option (the
+    full parser explains those)."""
     arg = args[index]
-    if arg.startswith(option + "="):
-        return arg.split("=", 1)[1], index + 1
-    if index + 1 < len(args):
-        return args[index + 1], index + 2
-    return None, index + 1
+    if arg.startswith("--"):
+        _name, equals, value = arg.partition("=")
+        if not equals:
+            if index + 1 >= len(args):
+                return None, index + 1
+            value, index = args[index + 1], index + 1
+    elif len(arg) > 2:
+        value = arg[2:]
+    else:
+        if index + 1 >= len(args):
+            return None, index + 1
+        value, index = args[index + 1], index + 1
+    if not value or value.startswith("-"):
+        return None, index + 1
+    return value, index + 1
 
 
 def parse(argv: Sequence[str]) -> FastRun | None:
-    spec: str | None = None
-    i = 0
-    while i < len(argv) and argv[i] != "run":
-        arg = argv[i]
-        if arg in ("-f", "--file") or arg.startswith("--file="):
-            spec, i = _value(argv, i, "--file" if arg.startswith("--") else "-f")
-        elif arg in ("-v", "-vv"):
-            i += 1
-        else:
-            return None
-    if i >= len(argv):
+    """The run to do, when ``argv`` is a ``run`` command line of the usual shapes;
+    None for the full parser."""
+    parts = split(argv)
+    if parts is None:
         return None
-    i += 1
-    target, unverified = None, False
-    while i < len(argv):
-        arg = argv[i]
-        if arg == "--":
-            i += 1
-            break
-        if arg in ("-t", "--target") or arg.startswith("--target="):
-            target, i = _value(argv, i, "--target" if arg.startswith("--") else "-t")
-        elif arg == "--unverified":
+    head, command = parts
+    if not command:
+        return None
+    spec: str | None = None
+    target: str | None = None
+    unverified, verbose, after_run = False, 0, False
+    i = 0
+    while i < len(head):
+        arg = head[i]
+        if arg == "run" and not after_run:
+            after_run, i = True, i + 1
+        elif arg in _FLAGS:
+            verbose, i = verbose + _FLAGS[arg], i + 1
+        elif arg == "--unverified" and after_run:
             unverified, i = True, i + 1
-        elif arg.startswith("-"):
-            return None  # --help, or something the full parser should explain
+        elif arg.split("=", 1)[0] in _GLOBAL_VALUE or arg[:2] == "-f":
+            spec, i = _value(head, i)
+            if spec is None:
+                return None
+        elif after_run and (arg.split("=", 1)[0] in _RUN_VALUE or arg[:2] == "-t"):
+            target, i = _value(head, i)
+            if target is None:
+                return None
         else:
-            break
-    command = list(argv[i:])
-    return FastRun(spec, target, unverified, command) if command else None
+            return None  # --help, or something the full parser should explain
+    return FastRun(spec, target, unverified, command, verbose)
 
 
 def _say(line: str) -> None:
@@ -110,7 +183,7 @@ def main(run: FastRun) -> int:
     except GpuenvError as error:
         from gpuenv.cli import _output
 
-        _output.render_error(error, as_json=False, verbose=0)
+        _output.render_error(error, as_json=False, verbose=run.verbose)
         return error.exit_code
     except KeyboardInterrupt as interrupt:
         from gpuenv.cli import _output, interrupt_code

@@ -7,7 +7,7 @@ import argparse
 import importlib
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NoReturn, Protocol, cast
+from typing import Any, NoReturn, Protocol, cast
 
 from gpuenv import __version__
 from gpuenv.errors import UsageError
@@ -55,6 +55,13 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
 
+    def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
+        # `--torch=--`: argparse (3.10, 3.11) drops the "--" and hands the option an
+        # empty list where every command expects a string.
+        if action.option_strings and action.nargs is None and arg_strings == ["--"]:
+            self.error(f"argument {'/'.join(action.option_strings)}: '--' is not a value")
+        return super()._get_values(action, arg_strings)
+
 
 def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
     # Defined on the main parser and again on each subcommand, so both
@@ -68,10 +75,13 @@ def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         default=default,
         help="the spec file (default: ./gpuenv.toml)",
     )
+    # After the command, -v counts into its own name: argparse copies a subcommand's
+    # values over the main parser's, so `-v run -v` would be 1, not 2 (``parse`` adds).
     parser.add_argument(
         "-v",
         "--verbose",
         action="count",
+        dest="verbose_after" if suppress else "verbose",
         default=argparse.SUPPRESS if suppress else 0,
         help="more detail; tracebacks on errors",
     )
@@ -106,6 +116,25 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         _add_common(command_parser, suppress=True)
         load(name).add_arguments(command_parser)
     return parser
+
+
+def parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Namespace]:
+    """The parser (with the named command's subparser only) and what it read. A
+    ``run`` line is cut where the user's command begins first (``_fastrun.split``,
+    which the fast path uses too): argparse never sees the command, so none of its
+    options is read as gpuenv's and both paths agree on what runs."""
+    from gpuenv.cli import _fastrun
+
+    name = command_name(argv)
+    parser = build_parser(only=name)
+    parts = _fastrun.split(argv) if name == "run" else None
+    args = parser.parse_args(argv if parts is None else parts[0])
+    if parts is not None:
+        args.argv = parts[1]
+    elif args.command == "run" and args.argv[:1] == ["--"]:  # `--fil x run -- ...`
+        args.argv = args.argv[1:]
+    args.verbose = (args.verbose or 0) + vars(args).pop("verbose_after", 0)
+    return parser, args
 
 
 def command_name(argv: Sequence[str]) -> str | None:

@@ -1,4 +1,7 @@
-"""`gpuenv rollback`: point a target back at its previous generation, atomically."""
+"""`gpuenv rollback`: point a target back at its previous generation, atomically.
+
+Exit 4 (not ready) when there is nothing to roll back to: no project, nothing
+installed, or no previous generation (one exists once an install replaced another)."""
 
 from __future__ import annotations
 
@@ -17,8 +20,9 @@ def run(args: argparse.Namespace) -> int:
     from gpuenv import runtime
     from gpuenv.store import rollback
 
-    project = runtime.project_of(runtime.find_spec(getattr(args, "file", None), str(Path.cwd())))
-    target = args.target or runtime.select(project, None).target
+    spec = runtime.find_spec(getattr(args, "file", None), str(Path.cwd()))
+    project = runtime.project_of(spec)
+    target = args.target or runtime.select(project, None, spec=spec).target
     before, after = rollback(_common.store(), Path(project), target)
     if args.json:
         _output.emit_json({"target": target, "from": str(before), "to": str(after)})

@@ -1,14 +1,21 @@
 """`gpuenv run -- CMD`: run a command with a target's prefix activated.
 
 The usual forms never reach this module: ``gpuenv.cli._fastrun`` handles them before
-argparse is imported. This is the full parser's view (``--help``, odd spellings).
+argparse is imported. This is the full parser's view (``--help``, odd spellings, the
+mistakes it explains). The command itself is cut off before argparse sees the line
+(``_fastrun.split``, in ``gpuenv.cli._full_main``), so an option of the user's
+command is never read as gpuenv's and both paths run the same command.
 """
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common
+
+if TYPE_CHECKING:
+    from gpuenv.cli._fastrun import FastRun
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,16 +25,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run even without a passing verification on this machine (warns)",
     )
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="the command and its arguments")
+    # Not "command": that is the name of the chosen subcommand in the namespace.
+    parser.add_argument(
+        "argv",
+        nargs=argparse.REMAINDER,
+        metavar="COMMAND",
+        help="the command and its arguments",
+    )
+
+
+def fast_run(args: argparse.Namespace) -> FastRun:
+    """The ``_fastrun.FastRun`` this command line means (what ``run`` executes)."""
+    from gpuenv.cli._fastrun import FastRun
+    from gpuenv.errors import UsageError
+
+    command = list(args.argv)
+    if not command:
+        raise UsageError(
+            "gpuenv run: no command given",
+            hint="name the command after '--': gpuenv run -- python train.py",
+        )
+    if args.target == "":
+        raise UsageError("gpuenv run: --target needs a target's name", hint="gpuenv run --help")
+    if getattr(args, "file", None) == "":
+        raise UsageError("gpuenv run: --file needs a path", hint="gpuenv run --help")
+    return FastRun(
+        getattr(args, "file", None), args.target, args.unverified, command, args.verbose or 0
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpuenv.cli._fastrun import FastRun, execute
-    from gpuenv.errors import UsageError
+    from gpuenv.cli._fastrun import execute
 
-    command = list(args.command)
-    if command and command[0] == "--":
-        command = command[1:]
-    if not command:
-        raise UsageError("gpuenv run: no command given", hint="gpuenv run -- python train.py")
-    return execute(FastRun(getattr(args, "file", None), args.target, args.unverified, command))
+    return execute(fast_run(args))

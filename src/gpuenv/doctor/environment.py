@@ -287,8 +287,16 @@ def _from_python(
 ) -> Location:
     from gpuenv import _proc
 
-    if not python.exists():
-        raise UsageError(f"--python {python}: no such file")
+    python = _on_path(python, environ)
+    try:
+        found = python.exists()
+    except OSError as exc:  # a name too long for the file system, a loop of links
+        raise UsageError(f"--python {python}: {exc.strerror}") from None
+    if not found:
+        raise UsageError(
+            f"--python {python}: no such file"
+            + ("" if os.sep in str(python) else " (and no such command on PATH)")
+        )
     result = _proc.run(
         [python, "-c", _syspath.QUERY],
         timeout=_ASK_TIMEOUT,
@@ -302,6 +310,18 @@ def _from_python(
         raise UsageError(f"--python {python}: not a Python interpreter we can ask") from exc
     search = _syspath.from_answer(answer, environ, cwd)
     return Location(prefix or answer.prefix, answer.executable, answer.site, search, True)
+
+
+def _on_path(python: Path, environ: Mapping[str, str]) -> Path:
+    """A bare name (``--python python3.12``) is a command, looked up on ``PATH`` as the
+    shell would; a path is taken as it is."""
+    import shutil
+
+    text = str(python)
+    if os.sep in text or not text:
+        return python
+    found = shutil.which(text, path=environ.get("PATH", os.defpath))
+    return Path(found) if found else python
 
 
 def _prefix_python(prefix: Path) -> Path | None:
