@@ -102,6 +102,43 @@ def test_conda_lock_is_read_back_by_conda_lock_with_the_same_packages_and_hashes
     assert parsed.metadata.platforms == ["linux-64"]
 
 
+def test_conda_lock_without_the_extra_says_how_to_add_it(
+    conda_project: Project, tmp_path: Path
+) -> None:
+    """A plain `pip install gpuenv` has no conda-lock: the export says which extra adds it."""
+    stub = tmp_path / "site" / "conda_lock"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text(
+        "raise ModuleNotFoundError(\"No module named 'conda_lock'\", name='conda_lock')\n"
+    )
+    env = dict(conda_project.env)
+    env["PYTHONPATH"] = os.pathsep.join([str(stub.parent), env["PYTHONPATH"]])
+    out = tmp_path / "conda-lock.yml"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuenv",
+            "export",
+            "conda-lock",
+            "--target",
+            "h100",
+            "-o",
+            str(out),
+        ],
+        cwd=conda_project.dir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "gpuenv export conda-lock needs conda-lock" in result.stderr
+    assert "pip install 'gpuenv[conda-lock]'" in result.stderr
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
 def test_conda_lock_refuses_a_target_whose_pip_packages_have_no_conda_python(
     pip_project: Project,
 ) -> None:

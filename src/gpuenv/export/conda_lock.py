@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from gpuenv._extras import missing_extra
 from gpuenv.errors import UsageError
 from gpuenv.export._common import ExportContext, Exported, channels, clean_url, conda_python
 from gpuenv.lock.model import CondaPackage, LockedTarget, PipPackage
@@ -60,8 +61,11 @@ def _refuse_without_python(target: LockedTarget) -> None:
 
 
 def render(context: ExportContext) -> Exported:
-    from conda_lock.lockfile import write_conda_lock_file
-    from conda_lock.lockfile.v2prelim import models
+    try:
+        from conda_lock.lockfile import write_conda_lock_file
+        from conda_lock.lockfile.v2prelim import models
+    except ImportError as exc:
+        raise missing_extra(exc, "conda-lock", "gpuenv export conda-lock") from None
 
     target = context.target
     _refuse_without_python(target)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gpuenv._extras import missing_extra
 from gpuenv.importers._context import Context
 from gpuenv.importers._text import fail
 from gpuenv.importers._yaml import YNode, load
@@ -36,8 +37,11 @@ def _model(data: dict[str, Any], display: str, packages: YNode | None) -> Any:
 
     with warnings.catch_warnings():  # conda-lock's vendored conda warns about itself
         warnings.simplefilter("ignore")
-        from conda_lock.lockfile.v1.models import Lockfile as LockfileV1
-        from conda_lock.lockfile.v2prelim.models import Lockfile, lockfile_v1_to_v2
+        try:
+            from conda_lock.lockfile.v1.models import Lockfile as LockfileV1
+            from conda_lock.lockfile.v2prelim.models import Lockfile, lockfile_v1_to_v2
+        except ImportError as exc:
+            raise missing_extra(exc, "conda-lock", "reading a conda-lock.yml") from None
 
     version = data.pop("version", None)
     try:
