@@ -287,3 +287,21 @@ def test_a_url_that_does_not_parse_damages_its_target_and_crashes_nothing(bad: s
     reading = parse_lock_text(text.replace(f'url = "{url}"', f'url = "{bad}"', 1))
     assert "cpu" in reading.damaged and "cpu" not in reading.lock.targets
     assert any("is not an http(s):// or file:// URL" in p for p in reading.damaged["cpu"])
+
+
+def test_what_is_written_is_checked_from_its_values_and_reads_back_as_them(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "gpuenv.lock"
+    lock = sample()
+    write_lock(path, lock)
+    reading = parse_lock_text(path.read_text(), file=str(path))
+    hashes = {name: t.content_hash for name, t in lock.targets.items()}
+    assert not reading.damaged
+    assert {name: t.content_hash for name, t in reading.lock.targets.items()} == hashes
+    h100 = lock.targets["h100"]
+    bad = replace(h100, pip=(replace(h100.pip[0], sha256="not-a-hash"), *h100.pip[1:]))
+    with pytest.raises(AssertionError, match=r"gpuenv wrote a lock it refuses.*sha256"):
+        write_lock(path, replace(lock, targets={**lock.targets, "h100": bad}))
+    again = parse_lock_text(path.read_text()).lock.targets
+    assert {name: t.content_hash for name, t in again.items()} == hashes, "nothing written"

@@ -471,3 +471,57 @@ def test_user_uv_settings_in_the_environment_are_ignored(
     got = resolve("torch==2.4.1")
     assert got["torch"].version == "2.4.1+cu124"
     assert got["filelock"].index == pkgindex.default_index
+
+
+# -- one resolution's cost -----------------------------------------------------------------
+
+
+def test_the_artifacts_are_read_offline_from_what_the_first_run_fetched(
+    resolver: UvResolver, serve_index, tmp_path: Path, uv_calls: list[tuple[str, ...]]
+) -> None:
+    from tests.fixtures.pkgindex.index import Seen
+
+    seen = Seen()
+    index = serve_index(seen=seen)
+    request = PipRequest(
+        requirements=("torch==2.4.1", "transformers"),
+        python="3.11",
+        default_index=index.default_index,
+        torch_index=index.torch_index("cu124"),
+        cache_dir=tmp_path,  # a cold cache
+    )
+    got = {p.name: p for p in resolver.resolve(request)}
+    assert got["torch"].version == "2.4.1+cu124" and "transformers" in got
+    annotated, pylock = uv_calls
+    assert "--emit-index-annotation" in annotated and "--offline" not in annotated
+    assert "pylock.toml" in pylock and "--offline" in pylock
+    paths = [path for path, _auth in seen.requests]
+    assert paths, "the first run reads the index"
+    assert len(paths) == len(set(paths)), "no page or metadata file is fetched twice"
+
+
+def test_what_the_cache_cannot_answer_is_read_online(
+    resolver: UvResolver,
+    pkgindex: PkgIndex,
+    uv_cache: Path,
+    uv_calls: list[tuple[str, ...]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = UvResolver._run_uv
+
+    def no_cache(self: UvResolver, run, argv) -> None:
+        if "--offline" in [str(a) for a in argv]:
+            raise NoCompatiblePlan("Because triton was not found in the cache, ...")
+        real(self, run, argv)
+
+    monkeypatch.setattr(UvResolver, "_run_uv", no_cache)
+    request = PipRequest(
+        requirements=("torch==2.4.1",),
+        python="3.11",
+        default_index=pkgindex.default_index,
+        torch_index=pkgindex.torch_index("cu124"),
+        cache_dir=uv_cache,
+    )
+    got = {p.name: p for p in resolver.resolve(request)}
+    assert got["torch"].sha256 == pkgindex.artifact(got["torch"].filename, "whl/cu124").sha256
+    assert ["--offline" in call for call in uv_calls] == [False, False]  # the offline try raised

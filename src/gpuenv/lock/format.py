@@ -557,7 +557,7 @@ def render_lock(lock: Lock) -> str:
     The lock carries no comments to preserve, so it is emitted directly rather than
     through tomlkit (which gpuenv uses where a user's layout and comments must
     survive, as in ``gpuenv init``): that keeps ``gpuenv lock`` about 65 ms faster.
-    ``write_lock`` reads every lock it writes back through ``parse_lock_text``.
+    ``write_lock`` checks every target it writes as ``parse_lock_text`` checks one read.
     """
     lines = [
         HEADER.rstrip("\n"),
@@ -573,10 +573,14 @@ def write_lock(path: Path, lock: Lock, *, cache_dir: Path | None = None) -> bool
     """Write ``lock`` to ``path`` atomically; returns False when the bytes were already
     there. What is written passes the same checks as any lock read (a lock gpuenv
     writes and then refuses would be a bug: it is raised as one, before writing)."""
+    damaged = {  # checked from the values, as a reader checks what it parsed
+        name: problems
+        for name, target in lock.targets.items()
+        if (problems := _integrity.target_problems(name, target_table(target), target))
+    }
+    if damaged:
+        raise AssertionError(f"gpuenv wrote a lock it refuses: {damaged}")
     text = render_lock(lock)
-    reading = _checked(tomllib.loads(text), str(path), schema=False)
-    if reading.damaged:
-        raise AssertionError(f"gpuenv wrote a lock it refuses: {dict(reading.damaged)}")
     _remember(cache_dir, text)  # gpuenv's own output: no need to validate it on reading
     try:
         if _fs.read_text(path, limit=_fs.LOCK_LIMIT) == text:

@@ -638,7 +638,9 @@ def lock_project(
     spec = loaded.spec
     selected = options.targets or tuple(spec.targets)
     report = progress or (lambda _message: None)
-    backends = _Backends(pip, conda)
+    from gpuenv.lock._share import shared_conda, shared_pip
+
+    backends = _Backends(shared_pip(pip), shared_conda(conda))  # identical requests: once
     targets: dict[str, LockedTarget] = {}
     changes: list[TargetChange] = []
     failures: dict[str, NetworkError] = {}

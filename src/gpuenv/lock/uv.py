@@ -14,10 +14,12 @@ settings, but with the network ones: proxies, certificates, timeouts):
    returns is mapped back to the canonical URLs before anything is returned.
 2. ``uv pip compile`` resolves it for the target (``--python-version`` and
    ``--python-platform``, e.g. ``x86_64-manylinux_2_28``), never for this machine. The
-   same resolution is read twice, by two uv runs side by side: the annotated
+   same resolution is read twice, by two uv runs one after the other: the annotated
    requirements format (``--emit-index-annotation``) gives each package's version, its
-   index and who required it (the dependency edges); ``--format pylock.toml`` gives the
-   target-compatible wheel URLs with their sha256. Preferences (existing pins) are seeded
+   index and who required it (the dependency edges); then ``--format pylock.toml``
+   gives the target-compatible wheel URLs with their sha256, run ``--offline`` on what
+   the first run left in uv's cache (online again only if the cache cannot answer), so
+   each page and metadata file is fetched once. Preferences (existing pins) are seeded
    in both output files, which uv reads back and keeps where they still fit. Should the
    two reads ever disagree, the artifacts are read again with every version pinned.
    A failure to reach an index (name resolution, refused, timeout, TLS, 401/403, 404)
@@ -39,7 +41,6 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -251,21 +252,16 @@ class UvResolver:
     def _attempt(
         self, run: _Run, folder: Path, promoted: frozenset[str]
     ) -> tuple[dict[str, _Resolved], dict[str, tuple[str, str, str]]]:
-        """One resolution, read twice at once: annotated (versions, indexes, edges) and
-        pylock.toml (URLs, hashes). Same inputs and preferences give the same answer."""
+        """One resolution, read twice: annotated (versions, indexes, edges), then
+        pylock.toml (URLs, hashes) from what the first run left in uv's cache, offline.
+        Same inputs, preferences and index pages give the same answer."""
         folder.mkdir()
         project = _write_project(folder, run, promoted)
         annotated, pylock = folder / "resolved.txt", folder / "pylock.toml"
         _seed_preferences(annotated, pylock, run.request.preferences)
         base = self._base_argv(run, project)
-        argvs = (
-            [*base, "--emit-index-annotation", "-o", annotated],
-            [*base, "--format", "pylock.toml", "-o", pylock],
-        )
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            futures = [pool.submit(self._run_uv, run, argv) for argv in argvs]
-            for future in futures:
-                future.result()  # the annotated run's error first: it is the clearer one
+        self._run_uv(run, [*base, "--emit-index-annotation", "-o", annotated])
+        self._cached_then_online(run, [*base, "--format", "pylock.toml", "-o", pylock])
         return (
             parse_annotated(annotated.read_text(encoding="utf-8")),
             parse_pylock(
@@ -286,13 +282,14 @@ class UvResolver:
         project = _write_project(folder, run, promoted)
         pins = folder / "pins.txt"
         pins.write_text(
-            "".join(f"{name}=={r.version}\n" for name, r in sorted(resolved.items())),
+            # A git requirement has no version here: its commit is in the project.
+            "".join(f"{name}=={r.version}\n" for name, r in sorted(resolved.items()) if r.version),
             encoding="utf-8",
         )
         output = folder / "pinned" / "pylock.toml"
         output.parent.mkdir()
         argv = [*self._base_argv(run, project), "-c", pins, "--format", "pylock.toml"]
-        self._run_uv(run, [*argv, "-o", output])
+        self._cached_then_online(run, [*argv, "-o", output])
         locked = parse_pylock(
             output.read_text(encoding="utf-8"),
             target_tags(run.request),
@@ -336,6 +333,16 @@ class UvResolver:
         for extra in run.extras:
             argv += ["--index", f"{extra.name}={extra.url}"]
         return argv
+
+    def _cached_then_online(self, run: _Run, argv: list[str | os.PathLike[str]]) -> None:
+        """``argv`` with ``--offline``: the run before it fetched every page and metadata
+        file this one reads, so it needs no network (an index that sends no caching
+        headers would otherwise be asked for each page again). Whatever the cache
+        cannot answer, the same run online answers."""
+        try:
+            self._run_uv(run, [*argv, "--offline"])
+        except (ExternalToolError, NoCompatiblePlan, NetworkError):
+            self._run_uv(run, argv)
 
     def _run_uv(self, run: _Run, argv: list[str | os.PathLike[str]]) -> None:
         result = _proc.run(

@@ -1,0 +1,110 @@
+"""One resolution per distinct request within a lock.
+
+Targets that describe the same machine class (four H100 nodes with the same driver,
+say) build identical pip and conda requests: each is resolved once and every target
+that asks again gets the same answer, or the same error. A request is identified by
+its whole value (its ``repr``: the requirements, the Python, the platform, the
+indexes, the preferences, the mirrors), so two requests share only when every part
+that can change the answer is the same. A key is held while it is resolved: a target
+asking for it meanwhile (from another thread) waits and reads the answer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+from gpuenv.lock.model import (
+    CondaPackage,
+    CondaRequest,
+    CondaSolver,
+    PipPackage,
+    PipRequest,
+    PipResolver,
+)
+
+R = TypeVar("R")
+A = TypeVar("A")
+
+
+class _Memo(Generic[R, A]):
+    """``call(request)`` once per distinct request; answers and errors are kept."""
+
+    def __init__(self, call: Callable[[R], A]) -> None:
+        self._call = call
+        self._guard = threading.Lock()
+        self._keys: dict[str, threading.Lock] = {}
+        self._answers: dict[str, tuple[A | None, BaseException | None]] = {}
+        self.calls = 0  # how many requests were really resolved
+
+    def __call__(self, request: R) -> A:
+        key = repr(request)
+        with self._guard:
+            key_lock = self._keys.setdefault(key, threading.Lock())
+        with key_lock:
+            if key not in self._answers:
+                self.calls += 1
+                try:
+                    self._answers[key] = (self._call(request), None)
+                except (KeyboardInterrupt, SystemExit):
+                    raise  # nothing to share: the whole lock stops
+                except BaseException as exc:  # noqa: BLE001 - raised again below, to each asker
+                    self._answers[key] = (None, exc)
+            answer, error = self._answers[key]
+        if error is not None:
+            raise error
+        return answer  # type: ignore[return-value]
+
+
+class SharedPip:
+    """A ``PipResolver`` that resolves each distinct request once. It reads wheel
+    metadata through the resolver it wraps when that one can (``wheel_metadata``)."""
+
+    def __init__(self, inner: PipResolver) -> None:
+        self.inner = inner
+        self._resolve: _Memo[PipRequest, tuple[PipPackage, ...]] = _Memo(inner.resolve)
+
+    @property
+    def resolutions(self) -> int:
+        return self._resolve.calls
+
+    def resolve(self, request: PipRequest) -> tuple[PipPackage, ...]:
+        return self._resolve(request)
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+
+class SharedPipWithMetadata(SharedPip):
+    def wheel_metadata(self, package: PipPackage, request: PipRequest) -> str:
+        return self.inner.wheel_metadata(package, request)  # type: ignore[attr-defined, no-any-return]
+
+
+class SharedConda:
+    """A ``CondaSolver`` that solves each distinct request once."""
+
+    def __init__(self, inner: CondaSolver) -> None:
+        self.inner = inner
+        self._resolve: _Memo[CondaRequest, tuple[CondaPackage, ...]] = _Memo(inner.resolve)
+
+    def resolve(self, request: CondaRequest) -> tuple[CondaPackage, ...]:
+        return self._resolve(request)
+
+    def describe(self) -> str:
+        return self.inner.describe()
+
+
+def shared_pip(resolver: PipResolver) -> SharedPip:
+    """``resolver`` behind a per-request memo (already shared: itself)."""
+    if isinstance(resolver, SharedPip):
+        return resolver
+    from gpuenv.lock.wheelcheck import WheelMetadataSource
+
+    if isinstance(resolver, WheelMetadataSource):
+        return SharedPipWithMetadata(resolver)
+    return SharedPip(resolver)
+
+
+def shared_conda(solver: CondaSolver) -> SharedConda:
+    return solver if isinstance(solver, SharedConda) else SharedConda(solver)

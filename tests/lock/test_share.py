@@ -1,0 +1,172 @@
+"""Identical per-target requests are resolved once within a lock and shared."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from unittest.mock import create_autospec
+
+import pytest
+
+from gpuenv.cli import lock_cmd
+from gpuenv.errors import NetworkError
+from gpuenv.lock._share import SharedPip, SharedPipWithMetadata, shared_conda, shared_pip
+from gpuenv.lock.format import read_lock
+from gpuenv.lock.model import PipRequest
+from tests.conftest import CliResult
+from tests.lock.fakes import FakeConda, FakePip
+
+# Four nodes of one cluster (the same GPU and driver) and a CPU login node, modelled on
+# the multi-node layouts of cluster repositories: targets per machine class.
+CLUSTER = """[project]
+name = "cluster"
+
+[stack]
+python = "3.11"
+torch = "2.4.*"
+torchvision = "*"
+
+[targets.node-a]
+gpu = "H100"
+driver = "550.54.15"
+
+[targets.node-b]
+gpu = "H100"
+driver = "550.54.15"
+
+[targets.node-c]
+gpu = "H100"
+driver = "550.54.15"
+
+[targets.node-d]
+gpu = "H100"
+driver = "550.54.15"
+
+[targets.login]
+gpu = "none"
+
+[pip]
+dependencies = ["transformers>=1"]
+
+[conda]
+channels = ["conda-forge"]
+dependencies = ["ffmpeg"]
+"""
+
+
+@pytest.fixture
+def fakes(monkeypatch: pytest.MonkeyPatch) -> tuple[FakePip, FakeConda]:
+    pip, conda = FakePip(), FakeConda()
+    fake = create_autospec(lock_cmd.backends, return_value=(pip, conda))
+    monkeypatch.setattr(lock_cmd, "backends", fake)
+    return pip, conda
+
+
+def test_identical_targets_are_resolved_once_and_locked_alike(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(CLUSTER)
+    result = cli("-f", str(spec), "lock")
+    assert result.code == 0, result.err
+    pip, conda = fakes
+    assert len(pip.requests) == 2, "one resolution for the four nodes, one for login"
+    assert len(conda.requests) == 2
+    lock = read_lock(tmp_path / "gpuenv.lock")
+    assert lock is not None and len(lock.targets) == 5
+    nodes = [lock.targets[f"node-{n}"] for n in "abcd"]
+    assert all(t.pip == nodes[0].pip and t.conda == nodes[0].conda for t in nodes)
+    assert nodes[0].pip_package("torch").version.endswith("+cu124")
+    assert lock.targets["login"].pip_package("torch").version.endswith("+cpu")
+    assert len({t.content_hash for t in nodes}) == 4, "each target is still its own entry"
+
+
+def test_only_what_changes_the_request_splits_it(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    # Another driver that runs the same build: the same request. Another glibc: not.
+    text = CLUSTER.replace('driver = "550.54.15"', 'driver = "560.35.03"', 1)
+    text = text.replace(
+        '[targets.node-d]\ngpu = "H100"', '[targets.node-d]\nglibc = "2.17"\ngpu = "H100"'
+    )
+    spec.write_text(text)
+    assert cli("-f", str(spec), "lock").code == 0
+    requests = fakes[0].requests
+    assert sorted((r.torch_index or "").rsplit("/", 1)[-1] + "/" + r.glibc for r in requests) == [
+        "cpu/2.28",
+        "cu124/2.17",
+        "cu124/2.28",
+    ]
+
+
+def test_an_unreachable_index_fails_every_target_that_shares_the_request_once(
+    cli: Callable[..., CliResult],
+    tmp_path: Path,
+    fakes: tuple[FakePip, FakeConda],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pip = fakes[0]
+    real = FakePip.resolve
+    calls: list[str | None] = []
+
+    def flaky(self: FakePip, request: PipRequest):
+        calls.append(request.torch_index)
+        if request.torch_index and request.torch_index.endswith("cu124"):
+            raise NetworkError("cannot reach the index", cause="refused", url=request.torch_index)
+        return real(self, request)
+
+    monkeypatch.setattr(FakePip, "resolve", flaky)
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(CLUSTER)
+    result = cli("-f", str(spec), "lock", "--json")
+    assert result.code == 5
+    failed = result.json()["error"]["failed"]
+    assert sorted(failed) == ["node-a", "node-b", "node-c", "node-d"]
+    assert len(calls) == 2, "the failing request was tried once, not once per target"
+    lock = read_lock(tmp_path / "gpuenv.lock")
+    assert lock is not None and set(lock.targets) == {"login"}
+    assert pip.requests and all(not r.torch_index.endswith("cu124") for r in pip.requests)
+
+
+def test_concurrent_askers_of_one_request_wait_for_one_resolution() -> None:
+    started, release = threading.Event(), threading.Event()
+    count = 0
+
+    class Slow(FakePip):
+        def resolve(self, request: PipRequest):
+            nonlocal count
+            count += 1
+            started.set()
+            release.wait(10)
+            return super().resolve(request)
+
+    shared = shared_pip(Slow())
+    request = PipRequest(requirements=("torch==2.4.1",), python="3.11")
+    answers: list[object] = []
+    threads = [threading.Thread(target=lambda: answers.append(shared.resolve(request)))]
+    threads[0].start()
+    assert started.wait(10)
+    threads += [threading.Thread(target=lambda: answers.append(shared.resolve(request)))]
+    threads[1].start()
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    assert count == 1 and len(answers) == 2 and answers[0] == answers[1]
+
+
+def test_the_wrapper_reads_metadata_only_through_a_resolver_that_can() -> None:
+    class NoMetadata:
+        def resolve(self, request: PipRequest):
+            return ()
+
+        def describe(self) -> str:
+            return "plain"
+
+    plain = shared_pip(NoMetadata())
+    assert type(plain) is SharedPip and not hasattr(plain, "wheel_metadata")
+    assert isinstance(shared_pip(FakePip()), SharedPipWithMetadata)
+    assert shared_pip(plain) is plain and plain.describe() == "plain"
+    conda = shared_conda(FakeConda())
+    assert shared_conda(conda) is conda and conda.describe() == "fake-conda"
