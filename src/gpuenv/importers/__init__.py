@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpuenv.errors import ForeignFileError
 from gpuenv.importers._context import Context
 from gpuenv.importers._text import fail
 from gpuenv.importers.decide import Decision, TargetRequest, decide
@@ -94,6 +95,20 @@ def _preferred(prefer: tuple[Path, ...], readings: list[Reading], root: Path) ->
     return out
 
 
+def _read_found(ctx: Context, path: Path, skipped: list[Entry]) -> None:
+    """A file discovery found: one that cannot be read at all is listed as not read
+    (naming the problem and its line) and the others are used; a file named on the
+    command line is read or refused (exit 2)."""
+    readings = len(ctx.readings)
+    try:
+        _read_one(ctx, path, None)
+    except ForeignFileError as exc:
+        del ctx.readings[readings:]
+        for found in exc.problems:
+            where = f"{found.file}:{found.line}" if found.line else found.file
+            skipped.append(Entry(ASSUMPTION, None, f"not read: {where}: {found.message}", risk=1))
+
+
 def read_inputs(
     paths: tuple[Path, ...], knowledge: ForeignKnowledge
 ) -> tuple[list[Reading], list[Entry]]:
@@ -117,7 +132,7 @@ def read_inputs(
                 )
             for file in found.files:
                 if ctx.claim(file):
-                    _read_one(ctx, file, None)
+                    _read_found(ctx, file, skipped)
         elif ctx.claim(path):
             _read_one(ctx, path, None)
     return ctx.readings, skipped

@@ -7,10 +7,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import NoReturn
 
 from gpuenv.errors import ForeignFileError, SpecProblem
+from gpuenv.importers.model import UNREADABLE, Origin, ReadingBuilder
 
 MAX_BYTES = 8 * 1024 * 1024  # the largest environment file imported (conda-lock files of
 # big multi-platform environments reach a few MiB; nothing legitimate comes near this)
@@ -22,6 +25,19 @@ def problem(file: str, line: int | None, message: str, hint: str | None = None) 
 
 def fail(file: str, line: int | None, message: str, hint: str | None = None) -> NoReturn:
     raise ForeignFileError([problem(file, line, message, hint)])
+
+
+@contextmanager
+def line_not_read(builder: ReadingBuilder, origin: Origin) -> Iterator[None]:
+    """One entry that cannot be understood is listed under "not read" (with its file
+    and line) and the rest of the file is used: a valid shell line gpuenv cannot split,
+    an option it does not know, a malformed requirement."""
+    try:
+        yield
+    except ForeignFileError as exc:
+        for found in exc.problems:
+            where = Origin(found.file, found.line or origin.line, origin.text)
+            builder.note(UNREADABLE, f"not read: {found.message}", where)
 
 
 def _open_error(display: str, exc: OSError) -> NoReturn:

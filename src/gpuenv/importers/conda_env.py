@@ -19,7 +19,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
-from gpuenv.importers._text import fail
+from gpuenv.importers._text import fail, line_not_read
 from gpuenv.importers._yaml import YNode, load
 from gpuenv.importers.model import (
     CHANNELS,
@@ -160,7 +160,12 @@ def _pip_section(ctx: Context, builder: ReadingBuilder, node: YNode, base: Path)
     for item in node.children():
         line = item.text()
         if line is None:
-            fail(builder.file, item.line, "a pip: entry must be a requirement string")
+            builder.note(
+                UNREADABLE,
+                "not read: a pip: entry must be a requirement string",
+                Origin(builder.file, item.line, "pip:"),
+            )
+            continue
         feeder.line(item.line, line.strip())
 
 
@@ -192,8 +197,10 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
             _pip_section(ctx, builder, item.value["pip"], path.parent)
             continue
         spec = item.text()
-        if spec is None:
-            fail(display, item.line, "a dependency must be a conda package spec or 'pip:'")
-        sink.spec(spec.strip(), Origin(display, item.line, spec.strip()))
+        origin = Origin(display, item.line, (spec or "").strip())
+        with line_not_read(builder, origin):
+            if spec is None:
+                fail(display, item.line, "a dependency must be a conda package spec or 'pip:'")
+            sink.spec(spec.strip(), origin)
     sink.finish()
     ctx.readings.append(builder.build())

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gpuenv.importers import images, requirements
 from gpuenv.importers._context import Context
-from gpuenv.importers._text import fail
+from gpuenv.importers._text import fail, line_not_read
 from gpuenv.importers.conda_env import CondaSink
 from gpuenv.importers.model import (
     INCLUDED,
@@ -29,7 +29,6 @@ from gpuenv.importers.model import (
 
 _INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)\s*(.*)$", re.DOTALL)
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
-_SEPARATORS = re.compile(r"\s*(?:&&|\|\||;|\|)\s*")
 _PIP = ("pip", "pip3", "pip3.8", "pip3.9", "pip3.10", "pip3.11", "pip3.12")
 _CONDA = ("conda", "mamba", "micromamba")
 _CONDA_VALUE_OPTIONS = {"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file"}
@@ -66,8 +65,9 @@ def instructions(text: str, display: str) -> list[tuple[int, str, str]]:
 
 def _append(out: list[tuple[int, str, str]], line: int, text: str, display: str) -> None:
     match = _INSTRUCTION.match(text)
-    if match is None:
-        fail(display, line, f"not a Dockerfile instruction: {text.strip()[:60]!r}")
+    if match is None:  # listed as not read by ``read``
+        out.append((line, "", text.strip()[:60]))
+        return
     out.append((line, match.group(1).upper(), match.group(2).strip()))
 
 
@@ -215,11 +215,7 @@ def _run(state: _State, line: int, args: str) -> None:
         except ValueError:
             fail(state.builder.file, line, "RUN [...]: not a JSON array")
     else:
-        commands = [
-            requirements.shell_tokens(part, origin)
-            for part in _SEPARATORS.split(args)
-            if part.strip()
-        ]
+        commands = requirements.shell_commands(args, origin)
     for tokens in commands:
         if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
             fail(state.builder.file, line, "RUN [...]: not an array of strings")
@@ -256,6 +252,21 @@ def _command(state: _State, tokens: list[str], origin: Origin) -> None:
         )
 
 
+def _instruction(state: _State, line: int, name: str, args: str) -> None:
+    if name == "":
+        fail(state.builder.file, line, f"not a Dockerfile instruction: {args!r}")
+    if name == "ARG" and state.base is None:
+        state.args.update(_assignments(args))
+    elif name == "ARG":
+        state.args.update({k: v for k, v in _assignments(args).items() if v})
+    elif name == "ENV":
+        state.env.update(_assignments(args))
+    elif name == "FROM":
+        _from(state, line, args)
+    elif name == "RUN":
+        _run(state, line, args)
+
+
 def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
     display = ctx.display(path)
     parsed = instructions(text, display)
@@ -263,17 +274,10 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
         fail(display, 1, "no FROM instruction: not a Dockerfile")
     state = _State(ctx, path, ReadingBuilder(display, "dockerfile", Authority.DEFINITION))
     for line, name, args in parsed:
-        if name == "ARG" and state.base is None:
-            state.args.update(_assignments(args))
-        elif name == "ARG":
-            state.args.update({k: v for k, v in _assignments(args).items() if v})
-        elif name == "ENV":
-            state.env.update(_assignments(args))
-        elif name == "FROM":
-            _from(state, line, args)
-        elif name == "RUN":
-            _run(state, line, args)
-    assert state.base is not None
+        with line_not_read(state.builder, Origin(display, line, f"{name} {args}"[:200].strip())):
+            _instruction(state, line, name, args)
+    if state.base is None:
+        fail(display, 1, "no FROM instruction gpuenv can read: not a Dockerfile it can use")
     image, origin = state.base
     image_builder = ReadingBuilder(display, "dockerfile", Authority.DEFINITION)
     images.image_facts(image, origin, image_builder, ctx.knowledge)

@@ -19,13 +19,14 @@ from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import key_lines, line_of
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
-from gpuenv.importers._text import fail
+from gpuenv.importers._text import fail, line_not_read
 from gpuenv.importers.model import (
     CUDA_EXTENSION,
     DROPPED,
     NAME,
     PYTHON,
     UNMANAGED,
+    UNREADABLE,
     Authority,
     Origin,
     ReadingBuilder,
@@ -110,10 +111,13 @@ class _Reader:
         if not isinstance(items, list):
             fail(self.display, line_of(self.lines, key), f"{'.'.join(map(str, key))}: not a list")
         for index, item in enumerate(items):
+            origin = self.origin((*key, index), str(item)[:200])
             if not isinstance(item, str):
-                fail(self.display, line_of(self.lines, (*key, index)), "a requirement must be text")
+                self.builder.note(UNREADABLE, "not read: a requirement must be text", origin)
+                continue
             before = len(self.builder.asks)
-            self.feeder.requirement(item, self.origin((*key, index), item))
+            with line_not_read(self.builder, origin):
+                self.feeder.requirement(item, origin)
             if group is not None:
                 for i in range(before, len(self.builder.asks)):
                     self.builder.asks[i] = replace(self.builder.asks[i], group=group)
@@ -203,10 +207,12 @@ class _Reader:
         base: KeyPath = ("tool", "poetry")
         deps = table.get("dependencies", {})
         for name, value in deps.items() if isinstance(deps, dict) else []:
-            self.poetry_dependency((*base, "dependencies", name), name, value, None)
+            where: KeyPath = (*base, "dependencies", name)
+            with line_not_read(self.builder, self.origin(where, f"{name} = {value!r}"[:200])):
+                self.poetry_dependency(where, name, value, None)
         groups = table.get("group", {})
         for group, body in groups.items() if isinstance(groups, dict) else []:
-            where: KeyPath = (*base, "group", group, "dependencies")
+            where = (*base, "group", group, "dependencies")
             if is_dev_group(group):
                 self.builder.note(
                     DROPPED, f"Poetry group {group!r} left out", self.origin(where, group)
@@ -220,7 +226,9 @@ class _Reader:
                     f"{'.'.join(map(str, where))}: not a table",
                 )
             for name, value in members.items():
-                self.poetry_dependency((*where, name), name, value, group)
+                origin = self.origin((*where, name), f"{name} = {value!r}"[:200])
+                with line_not_read(self.builder, origin):
+                    self.poetry_dependency((*where, name), name, value, group)
         sources = table.get("source", [])
         for index, source in enumerate(sources if isinstance(sources, list) else []):
             if isinstance(source, dict) and isinstance(source.get("url"), str):

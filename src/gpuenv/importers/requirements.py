@@ -22,7 +22,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from gpuenv.importers._context import Context
-from gpuenv.importers._text import fail
+from gpuenv.importers._text import fail, line_not_read
 from gpuenv.importers.model import (
     DROPPED,
     INDEX,
@@ -253,6 +253,22 @@ class PipLines:
 
     def line(self, number: int | None, line: str) -> None:
         origin = Origin(self.builder.file, number, line)
+        with line_not_read(self.builder, origin):
+            self._line(number, line, origin)
+
+    def _line(self, number: int | None, line: str, origin: Origin) -> None:
+        if not line.startswith("-"):
+            requirement, options = _requirement_options(line)
+            if options:
+                # pip parses options after a requirement on the same line: the
+                # per-requirement ones (--hash, --config-settings) and global ones such as
+                # --index-url, which then apply to the whole install.
+                hashes = [o for o in options if o.startswith("--hash")]
+                self.requirement(" ".join([requirement, *hashes]), origin)
+                for option in options:
+                    if not option.startswith("--hash"):
+                        self._line(number, option, origin)
+                return
         if line.startswith("-"):
             if line == "--pre":
                 self.builder.fact(PRE, "pre", origin, "pip --pre")
@@ -264,7 +280,7 @@ class PipLines:
             if line.startswith(_IGNORED_OPTIONS):
                 self.builder.note(DROPPED, f"option not carried over: {line}", origin)
                 return
-            fail(origin.file, number, f"unknown pip option: {line}")
+            fail(origin.file, number, f"unknown pip option: {line.split(maxsplit=1)[0]}")
         self.requirement(line, origin)
 
     def args(self, tokens: list[str], origin: Origin) -> None:
@@ -336,8 +352,41 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
     ctx.readings.append(builder.build())
 
 
+def _requirement_options(line: str) -> tuple[str, list[str]]:
+    """``torch==2.2.2 --index-url URL --hash=sha256:x`` -> (``torch==2.2.2``, [the
+    options, each with its value]); no options: (line, [])."""
+    parts = re.split(r"\s+(?=--?[A-Za-z])", line)
+    if len(parts) == 1:
+        return line, []
+    return parts[0], parts[1:]
+
+
 def shell_tokens(text: str, origin: Origin) -> list[str]:
     try:
         return shlex.split(text, comments=True, posix=True)
     except ValueError as exc:
         fail(origin.file, origin.line, f"cannot split the command line: {exc}")
+
+
+_OPERATORS = frozenset({";", "&&", "||", "|", "&", ";;", "|&"})
+
+
+def shell_commands(text: str, origin: Origin) -> list[list[str]]:
+    """The simple commands of a shell line (split at ``;``, ``&&``, ``||``, ``|``
+    outside quotes), each as its words; quotes nest as the shell's do
+    (``A="$(echo "$B" | tr ';' ' ')"`` is one word)."""
+    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    commands: list[list[str]] = [[]]
+    try:
+        for token in lexer:
+            if token in _OPERATORS:
+                commands.append([])
+            elif token.startswith("#") and not commands[-1]:
+                break  # a comment: the rest of the line
+            else:
+                commands[-1].append(token)
+    except ValueError as exc:
+        fail(origin.file, origin.line, f"cannot split the shell line: {exc}")
+    return [c for c in commands if c]

@@ -32,6 +32,14 @@ from gpuenv.importers.pyproject import is_dev_group
 _KEYWORDS = ("install_requires", "extras_require", "python_requires", "name")
 
 
+MAX_LITERAL = 1024 * 1024  # characters or items of one value read from setup.py
+MAX_STEPS = 10_000  # nodes followed to read one keyword's value
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, (str, bytes, list, tuple, dict, set)) else 1
+
+
 def _parse(text: str, display: str) -> ast.Module:
     try:
         return ast.parse(text, filename=display)
@@ -45,6 +53,7 @@ def _parse(text: str, display: str) -> ast.Module:
 
 class _Reader(ast.NodeVisitor):
     def __init__(self, ctx: Context, path: Path, tree: ast.Module) -> None:
+        self.steps = 0
         self.ctx = ctx
         self.display = ctx.display(path)
         self.tree = tree
@@ -95,16 +104,29 @@ class _Reader(ast.NodeVisitor):
     # --- values ---------------------------------------------------------------------------
 
     def literal(self, node: ast.expr, depth: int = 0) -> Any:
-        """A literal value (following names and ``+``), or raise ValueError."""
+        """A literal value (following names and ``+``), or raise ValueError. Bounded: a
+        few KB of nested sums (``a = b + b; b = c + c; ...``) would otherwise build
+        gigabytes, so values over ``MAX_LITERAL`` and trees over ``MAX_STEPS`` are refused."""
         if depth > 20:
             raise ValueError("too indirect")
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise ValueError("too many steps")
         if isinstance(node, ast.Name) and node.id in self.names:
             return self.literal(self.names[node.id], depth + 1)
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            return self.literal(node.left, depth + 1) + self.literal(node.right, depth + 1)
-        return ast.literal_eval(node)
+            left = self.literal(node.left, depth + 1)
+            right = self.literal(node.right, depth + 1)
+            if _size(left) + _size(right) > MAX_LITERAL:
+                raise ValueError("too large")
+            return left + right
+        value = ast.literal_eval(node)
+        if _size(value) > MAX_LITERAL:
+            raise ValueError("too large")
+        return value
 
     def requirement_values(self, node: ast.expr, keyword: str, group: str | None) -> None:
+        self.steps = 0
         try:
             value = self.literal(node)
         except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
