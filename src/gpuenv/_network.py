@@ -53,6 +53,14 @@ def is_fetchable_url(url: str) -> bool:
     return True
 
 
+def literal_url(url: str) -> str:
+    """``url`` in a form no requirements-file reader expands: uv and pip replace
+    ``${NAME}`` in a requirements file by the installing machine's environment variable,
+    so an index linking to ``...?x=${SECRET}`` would collect it. ``$`` is written
+    ``%24`` there, which every server reads as the same character."""
+    return url.replace("${", "%24{")
+
+
 DEFAULT_INDEX_NAME = "gpuenv-default"
 TORCH_INDEX_NAME = "gpuenv-torch"
 

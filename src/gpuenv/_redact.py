@@ -7,14 +7,16 @@ through ``redact``. Standard library only, and cheap to import: error rendering 
 
 What is removed:
 
-- the userinfo of a URL: ``https://user:token@host/`` -> ``https://host/``;
+- the userinfo of a URL: ``https://user:token@host/`` -> ``https://host/``, up to the
+  last ``@`` before the host as uv and pip parse it (``u:pa@ss@host`` -> ``host``);
 - query parameters whose name says secret (case-insensitive): ``token``, ``access_token``,
   ``auth``, ``key``, ``password``, ``secret``, ``sig``, ``signature``, ``policy``,
   ``credential``, ``jwt``, ``session``, ``code`` and their ``_token``/``_key``-style variants
   (any name containing ``token``, ``secret``, ``passw``, ``signature``, ``credential``,
   ``apikey``/``api_key``/``api-key``), and every ``X-Amz-*``, ``X-Goog-*`` and ``X-Ms-*``
   parameter (pre-signed cloud storage URLs);
-- a conda token path segment, ``/t/<token>/`` (anaconda.org style);
+- a conda token path segment, ``/t/<token>/`` as the path's first segment (anaconda.org
+  style; a ``/t/`` folder deeper in a path is left alone: rewriting it broke URLs);
 - the value of an ``Authorization:`` header in text, and of upper-case ``*_PASSWORD=``,
   ``*_TOKEN=``, ``*_SECRET=`` assignments (environment variables);
 - any value registered with ``remember_secret`` (credentials gpuenv itself split off
@@ -70,12 +72,19 @@ _SECRET_PREFIXES = ("x-amz-", "x-goog-", "x-ms-")
 _MIN_SECRET = 6  # shorter remembered values would mangle ordinary words
 
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
-_USERINFO = re.compile(r"(?<=://)[^/?#\s@'\"<>`]*@")
-_CONDA_TOKEN = re.compile(r"/t/[^/\s?#]+(?=/)")
+# The userinfo ends at the LAST "@" before the host, as uv, pip and urllib split it: a
+# password may hold a raw "@" (``u:pa@ss@host``), and all of it is the secret.
+_USERINFO = re.compile(r"(?<=://)[^/?#\s'\"<>`]*@")
+# anaconda.org's token form: the first segment of the path (``host/t/<token>/channel``);
+# a ``/t/<name>/`` deeper in a path is an ordinary folder of some index.
+_CONDA_TOKEN = re.compile(r"(?<=://)([^/?#\s'\"<>`]*)/t/[^/\s?#'\"<>`]+(?=/)")
 _HEADER = re.compile(r"(?i)(authorization\s*[:=]\s*)(?:(basic|bearer|token)\s+)?\S+")
 # An environment-style assignment (upper case, as in ``UV_INDEX_X_PASSWORD=...``): not
-# ``tokenizers==0.20`` or ``max_tokens=5``.
-_ASSIGN = re.compile(r"\b([A-Z][A-Z0-9_]*(?:PASSWORD|TOKEN|SECRET)[A-Z0-9_]*=)(?!=)\S+")
+# ``tokenizers==0.20`` or ``max_tokens=5``, and not a segment of a path or URL
+# (``.../A_TOKEN=q/``: a folder name, and a secret query parameter is redact_url's).
+_ASSIGN = re.compile(
+    r"(?<![/?&#;=.%-])\b([A-Z][A-Z0-9_]*(?:PASSWORD|TOKEN|SECRET)[A-Z0-9_]*=)(?!=)\S+"
+)
 
 _remembered: set[str] = set()
 
@@ -105,7 +114,7 @@ def redact_url(url: str) -> str:
         return url
     from urllib.parse import unquote_plus, urlsplit, urlunsplit
 
-    url = _CONDA_TOKEN.sub("", _USERINFO.sub("", url, count=1), count=1)
+    url = _CONDA_TOKEN.sub(r"\1", _USERINFO.sub("", url, count=1), count=1)
     try:
         parts = urlsplit(url)
     except ValueError:  # e.g. an invalid IPv6 literal: keep what is already removed

@@ -15,6 +15,7 @@ from gpuenv._network import (
     Mirrors,
     classify,
     index_of,
+    literal_url,
     load_mirrors,
     network_error,
     network_settings,
@@ -80,6 +81,21 @@ def test_index_credentials_go_to_uvs_variables_not_the_url() -> None:
         i.name for i in pip_indexes("https://d/simple", ["https://e/simple"], "https://t/cu124")
     ]
     assert names == ["gpuenv-default", "gpuenv-extra-1", "gpuenv-torch"]
+
+
+def test_a_raw_at_in_a_password_goes_whole_to_uv_and_nowhere_else() -> None:
+    index = Index.parse("gpuenv-default", "https://u2:pa@ss-LEAKY-42@h/simple")
+    assert (index.url, index.shown) == ("https://h/simple", "https://h/simple")
+    env = uv_environment({}, [index])
+    assert env["UV_INDEX_GPUENV_DEFAULT_PASSWORD"] == "pa@ss-LEAKY-42"
+
+
+def test_a_url_written_for_uv_holds_no_expandable_variable() -> None:
+    assert (
+        literal_url("https://h/x.whl?x=${SECRET}&y=${A}")
+        == "https://h/x.whl?x=%24{SECRET}&y=%24{A}"
+    )
+    assert literal_url("https://h/$HOME/x.whl") == "https://h/$HOME/x.whl"  # uv expands ${} only
 
 
 # --- mirrors ----------------------------------------------------------------------------------

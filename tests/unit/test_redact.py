@@ -34,6 +34,11 @@ SECRET = "s3cr3t-V4lue"
         ("not a url", "not a url"),
         ("https://[::1", "https://[::1"),  # unparsable: left as it is
         ("https://host?x=a@b", "https://host?x=a@b"),  # an @ in the query is not userinfo
+        # A raw "@" in a password: the userinfo ends at the last "@" before the host.
+        ("https://u2:pa@ss-LEAKY-42@host/simple", "https://host/simple"),
+        ("https://u:a@b@c@host:8/x@y?q=a@b", "https://host:8/x@y?q=a@b"),
+        # "/t/<name>/" deeper in a path, and a folder named like an assignment, stay.
+        ("https://h/simple/t/team/A_TOKEN=q/x.whl", "https://h/simple/t/team/A_TOKEN=q/x.whl"),
     ],
 )  # fmt: skip
 def test_redact_url_removes_every_secret_form(url: str, clean: str) -> None:
@@ -66,6 +71,12 @@ def test_text_forms_uv_and_rattler_print() -> None:
         assert secret not in got
     assert "https://h/simple/torch/" in got and "(https://h/x.whl)." in got
     assert "Authorization: Basic ***" in got and "ok=1" in got
+
+
+def test_text_rules_leave_url_paths_whole_and_catch_a_raw_at_password() -> None:
+    got = redact("fetched https://u2:pa@ss-LEAKY-42@h/simple/t/team/A_TOKEN=q/x.whl; A_TOKEN=z")
+    assert got == "fetched https://h/simple/t/team/A_TOKEN=q/x.whl; A_TOKEN=***"
+    assert redact("/home/a;touch P;#/B_TOKEN=z/x") == "/home/a;touch P;#/B_TOKEN=z/x"
 
 
 def test_remembered_secrets_are_masked_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:

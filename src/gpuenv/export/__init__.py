@@ -2,9 +2,16 @@
 
 One module per format, each with ``render(context) -> Exported``, reading only the lock
 model (and, for ``notes``, the verification records the caller read from the prefix).
-Nothing here touches the network or re-resolves: the lock is the single source. Every
-URL written goes through ``clean_url`` and every output through ``clean_text``, so no
-credential reaches an export even from a lock edited by hand.
+Nothing here touches the network or re-resolves: the lock is the single source.
+
+Secrets are removed from the values, never from the finished text: ``export`` hands each
+format a target whose every URL went through the one redaction function
+(``_common.redacted``), and each format writes those values with its own quoting
+(``shlex.quote``, TOML and YAML writers, JSON strings). Rewriting the finished text would
+cut through that quoting (a project path holding ``B_TOKEN=z`` once ate the closing
+quote of the Slurm script's ``project=`` line and ran the rest of the path as commands).
+The values themselves are checked as what they are by the lock reader (versions, known
+platforms, URL schemes, no ``${``: ``lock._integrity.value_problems``).
 
 | format          | writes            | installed by                                   |
 | --------------- | ----------------- | ---------------------------------------------- |
@@ -21,7 +28,7 @@ from __future__ import annotations
 
 import importlib
 
-from gpuenv.export._common import ExportContext, Exported, clean_text
+from gpuenv.export._common import ExportContext, Exported, redacted
 
 __all__ = ["FORMATS", "ExportContext", "Exported", "export"]
 
@@ -40,8 +47,9 @@ FORMATS: dict[str, tuple[str, str]] = {
 def export(fmt: str, context: ExportContext) -> Exported:
     """``context.target`` written as ``fmt`` (one of ``FORMATS``)."""
     module = importlib.import_module(FORMATS[fmt][0])
+    context = redacted(context)
     exported: Exported = module.render(context)
-    return Exported(clean_text(exported.text), (*exported.notes, *_builds_left_out(context, fmt)))
+    return Exported(exported.text, (*exported.notes, *_builds_left_out(context, fmt)))
 
 
 # Formats that use the installed prefix (its builds are in it).

@@ -12,7 +12,7 @@ from __future__ import annotations
 from shlex import quote
 
 from gpuenv.errors import UsageError
-from gpuenv.export._common import ExportContext, Exported, origin
+from gpuenv.export._common import ExportContext, Exported, one_line, origin
 
 
 def render(context: ExportContext) -> Exported:
@@ -32,7 +32,7 @@ def render(context: ExportContext) -> Exported:
         "# Each task starts COMMAND through `gpuenv run`: the prefix activated, and refused",
         "# (exit 4) on a node without a passing verification of this lock. Verify the nodes",
         f"# first, from the login node: {verify}",
-        f"#SBATCH --job-name={quote(f'{context.project}-{name}')}",
+        f"#SBATCH --job-name={quote(one_line(f'{context.project}-{name}'))}",
         "#SBATCH --ntasks-per-node=1",
         "set -euo pipefail",
         f"export GPUENV_HOME={quote(str(context.store_root))}",
