@@ -54,6 +54,7 @@ from gpuenv._network import (
     classify,
     index_of,
     is_fetchable_url,
+    literal_url,
     network_error,
     uv_environment,
 )
@@ -340,7 +341,7 @@ def make_venv(
     try:
         extra = ["--allow-existing"] if allow_existing else []
         _proc.run(
-            [uv, "venv", "--no-config", "--quiet", *extra, "--python", interpreter, prefix],
+            [uv, "venv", "--no-config", "--quiet", *extra, "--python", interpreter, "--", prefix],
             timeout=600,
             env=env,
             what="uv venv",
@@ -374,7 +375,7 @@ def requirement_line(p: PipPackage, url: str | None = None) -> str:
             "and sha256",
             hint="run 'gpuenv lock' to rewrite gpuenv.lock",
         )
-    return f"{p.name} @ {fetched} --hash=sha256:{p.sha256}"
+    return f"{p.name} @ {literal_url(fetched)} --hash=sha256:{p.sha256}"
 
 
 def requirements_text(target: LockedTarget, sources: ArtifactSources | None = None) -> str:

@@ -230,3 +230,76 @@ def test_a_gpu_newer_than_the_toolkit_gets_the_arch_torchs_build_runs_it_with(
     (build,) = lock.targets["h100"].builds
     assert build.inputs.cuda == "11.6"
     assert build.inputs.arch_list == "8.6+PTX"
+
+
+@pytest.mark.parametrize(
+    ("changes", "why"),
+    [
+        # git reads a URL that starts with "-" as an option: --upload-pack runs a command.
+        (
+            {"source": "git", "url": "git+--upload-pack=touch${IFS}PWNED", "commit": "a" * 40},
+            "is not a git+https:// or git+ssh:// URL",
+        ),
+        ({"source": "git", "url": "git+file:///srv/x", "commit": "a" * 40}, "git+ssh://"),
+        ({"url": "/etc/passwd"}, "is not an http(s):// or file:// URL"),
+        ({"version": "1.0/../../x"}, "is not a version"),
+        ({"python": "3.11;touch PWNED"}, "is not a Python version"),
+        ({"platform": 'x" or "1"=="1'}, "is not a known platform"),
+        ({"arch-list": "9.0+PTX $(id)"}, "is not a CUDA architecture list"),
+        ({"host-compiler": "--version"}, "is not a compiler name"),
+    ],
+)
+def test_a_build_entry_with_a_hostile_value_and_a_recomputed_identity_is_refused(
+    cli: Callable[..., CliResult],
+    tmp_path: Path,
+    fakes: tuple[FakePip, FakeConda],
+    changes: dict[str, str],
+    why: str,
+) -> None:
+    import tomlkit
+
+    from gpuenv.builds.model import compute_identity
+    from gpuenv.lock import _integrity
+    from gpuenv.lock.format import _build
+
+    raw = tomlkit.parse(_lock(cli, tmp_path, '"flash-attn==2.6.3"').read_text()).unwrap()
+    table = raw["targets"]["h100"]
+    entry = table["builds"][0]
+    entry.update(changes)
+    if entry["source"] == "git":
+        entry.pop("sha256", None)
+    hashes = {p["name"]: p["sha256"] for p in table["pip"]}
+    build = _build(entry)  # what someone who knows the format would do to hide the edit
+    entry["identity"] = compute_identity(
+        build.name, build.version, build.source, build.inputs, hashes
+    )
+    table["content-hash"] = _integrity.content_hash("h100", table)
+    reading = parse_lock_text(tomlkit.dumps(raw))
+    assert "h100" not in reading.lock.targets
+    assert any(why in problem for problem in reading.damaged["h100"]), reading.damaged
+
+
+def test_git_gets_the_source_url_as_an_operand_never_an_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from gpuenv.builds import fetch
+    from gpuenv.builds.model import BuildSource
+    from gpuenv.errors import BuildError, ExternalToolError
+
+    seen: list[list[str]] = []
+
+    def run(argv: list[object], **_: object) -> object:
+        seen.append([str(a) for a in argv])
+        if "fetch" in seen[-1]:
+            raise ExternalToolError("git fetch failed")
+        return SimpleNamespace(stdout="", stderr="", returncode=0)
+
+    monkeypatch.setattr(fetch._proc, "run", run)
+    source = BuildSource("git", "git+--upload-pack=touch PWNED", commit="a" * 40)
+    with pytest.raises(BuildError):
+        fetch.git_checkout(source, tmp_path)
+    fetch_argv = next(a for a in seen if "fetch" in a)
+    at = fetch_argv.index("--upload-pack=touch PWNED")
+    assert fetch_argv[at - 1] == "--", fetch_argv

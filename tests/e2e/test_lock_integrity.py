@@ -193,6 +193,43 @@ def sdist_url(raw: Raw) -> None:
     entry["url"] = entry["url"].rsplit("/", 1)[0] + f"/transformers-{entry['version']}.tar.gz"
 
 
+# Values a tool consumes (issue 24, finding 3): each is checked as what it is.
+def python_command(raw: Raw) -> None:
+    raw["targets"]["cpu"]["stack"]["python"] = "3.11;touch PWNED"
+
+
+def platform_marker(raw: Raw) -> None:
+    raw["targets"]["cpu"]["platform"] = 'x" or "1"=="1'
+
+
+def huge_version(raw: Raw) -> None:
+    _entry(raw, "cpu", "transformers")["version"] = "1" * 5000
+
+
+def traversal_version(raw: Raw) -> None:
+    _entry(raw, "cpu", "transformers")["version"] = "1.0/../../x"
+
+
+def expanded_url(raw: Raw) -> None:
+    _entry(raw, "cpu", "filelock")["url"] += "?x=${SECRET}"
+
+
+def expanded_index(raw: Raw) -> None:
+    raw["targets"]["cpu"]["stack"]["index"] += "/${HOME}"
+
+
+def etc_passwd_url(raw: Raw) -> None:
+    _entry(raw, "cpu", "transformers")["url"] = "/etc/passwd"
+
+
+def conda_subdir(raw: Raw) -> None:
+    raw["targets"]["cpu"]["conda"][0]["subdir"] = "../../x"
+
+
+def cuda_command(raw: Raw) -> None:
+    raw["targets"]["h100"]["stack"]["cuda"] = "12.4 --index-url=x"
+
+
 def _truncate_at_an_entry(text: str) -> str:
     cut = text.rindex("\n[[targets.h100.pip]]")  # the last entry and all after it go
     return text[: cut + 1]
@@ -216,6 +253,15 @@ EDITS: dict[str, tuple[Callable[..., None], str, str]] = {
     "other-platform-wheel": (other_platform_wheel, "cpu", "does not install on this target"),
     "other-python-wheel": (other_python_wheel, "cpu", "does not install on this target"),
     "cpu-torch-from-pypi": (cpu_torch_from_pypi, "cpu", "has no +cpu label"),
+    "python-command": (python_command, "cpu", "is not a Python version"),
+    "platform-marker": (platform_marker, "cpu", "is not one of linux-64"),
+    "huge-version": (huge_version, "cpu", "is not a version"),
+    "traversal-version": (traversal_version, "cpu", "is not a version"),
+    "expanded-url": (expanded_url, "cpu", "which uv and pip expand"),
+    "expanded-index": (expanded_index, "cpu", "which uv and pip expand"),
+    "etc-passwd-url": (etc_passwd_url, "cpu", "is not an http(s):// or file:// URL"),
+    "conda-subdir": (conda_subdir, "cpu", "is not a conda platform"),
+    "cuda-command": (cuda_command, "h100", "is not a CUDA release"),
 }
 NEEDS_INDEX = (other_version_under_old_version, other_platform_wheel, other_python_wheel)
 

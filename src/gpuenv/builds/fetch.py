@@ -86,7 +86,8 @@ def git_checkout(source: BuildSource, workdir: Path) -> Path:
     url = source.url.removeprefix("git+")
     steps: tuple[list[str | Path], ...] = (
         ["git", "init", "--quiet", checkout],
-        ["git", "-C", checkout, "fetch", "--quiet", "--depth", "1", url, source.commit],
+        # "--": the URL is an operand even if a lock made it look like an option.
+        ["git", "-C", checkout, "fetch", "--quiet", "--depth", "1", "--", url, source.commit],
         ["git", "-C", checkout, "checkout", "--quiet", "--detach", "FETCH_HEAD"],
         ["git", "-C", checkout, "submodule", "update", "--quiet", "--init", "--recursive"],
     )

@@ -15,6 +15,15 @@ an entry whose name or version disagrees with its file name, two versions of one
 package, control characters anywhere (a newline in a URL or a name would inject
 lines into the requirements uv reads), source distributions without a declared
 build, dependencies that point at nothing.
+
+``value_problems`` checks every value that a tool consumes as what it is, before any
+tool sees it: versions are PEP 440 (and short: a 5000-digit release number is refused
+here, not by ``int()``'s limit deep in packaging), platforms and conda subdirs are known
+names, Pythons and CUDA releases are dotted numbers, URLs are http(s)/file (a build's
+git source ``git+https``/``git+ssh``) and hold no ``${`` (uv and pip expand
+environment variables there, sending the installing machine's secrets to an index).
+An edited lock, even with its hash recomputed, cannot make a Dockerfile ``RUN`` a
+command, a pylock marker always true, or ``git fetch`` read a URL as an option.
 """
 
 from __future__ import annotations
@@ -94,10 +103,17 @@ def unprintable(value: object, where: str) -> list[str]:
     return sorted(found)
 
 
+MAX_VERSION = 64  # characters; the longest real version gpuenv locks is about 30
+
+
 def _version(text: str) -> Version | None:
+    """``text`` as a PEP 440 version, or None (also for one too long to be real: its
+    digits would pass Python's integer-string limit and raise ValueError)."""
+    if len(text) > MAX_VERSION:
+        return None
     try:
         return Version(text)
-    except InvalidVersion:
+    except ValueError:  # InvalidVersion, and an int() limit that MAX_VERSION should prevent
         return None
 
 
@@ -311,6 +327,126 @@ def stack_problems(target: LockedTarget) -> list[str]:
     return problems
 
 
+# --- values tools consume -------------------------------------------------------------------
+
+# conda's platform names: the ones gpuenv locks, and the others its targets may name.
+PLATFORMS = frozenset(
+    {"linux-64", "linux-aarch64", "linux-ppc64le", "osx-64", "osx-arm64", "win-64"}
+)
+SUBDIRS = PLATFORMS | {"noarch"}
+PYTHON = re.compile(r"^3\.\d{1,2}(?:\.\d{1,3})?$")
+CUDA = re.compile(r"^\d{1,2}\.\d{1,2}(?:\.\d{1,3})?$")
+ARCH = re.compile(r"^\d{1,2}\.\d{1,2}[a-z]?(?:\+PTX)?$")  # "8.0", "9.0a", "12.0+PTX"
+ARCH_LIST = re.compile(
+    r"^\d{1,2}\.\d{1,2}[a-z]?(?:\+PTX)?(?:[; ]\d{1,2}\.\d{1,2}[a-z]?(?:\+PTX)?)*$"
+)
+DRIVER = re.compile(r"^\d{1,4}(?:\.\d{1,4}){0,3}$")
+VIRTUAL_NAME = re.compile(r"^__[a-z0-9_]{1,32}$")
+CONDA_TOKEN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+!*-]{0,127}$")  # a conda name, version, build
+COMPILER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$")  # "gcc-12"
+GIT_SCHEMES = ("git+https://", "git+ssh://")
+EXPANDED = "${"
+
+
+def url_problem(url: str, *, git: bool = False) -> str | None:
+    """Why ``url`` cannot be handed to uv, rattler or git (None: it can). ``git``: a
+    build's git source, ``git+https://`` or ``git+ssh://`` only."""
+    if git:
+        rest = url.split("://", 1)[-1]
+        if not (url.startswith(GIT_SCHEMES) and is_fetchable_url("https://" + rest)):
+            return f"{_show(url)} is not a git+https:// or git+ssh:// URL"
+    elif not is_fetchable_url(url):
+        return f"{_show(url)} is not an http(s):// or file:// URL"
+    return expansion_problem(url)
+
+
+def expansion_problem(url: str) -> str | None:
+    if EXPANDED not in url:
+        return None
+    return (
+        f"{_show(url)} holds '${{', which uv and pip expand from the installing machine's "
+        "environment (write it %24{ to mean the characters)"
+    )
+
+
+def _check(
+    problems: list[str], where: str, value: str | None, rule: re.Pattern[str], what: str
+) -> None:
+    if value is not None and not rule.match(value):
+        problems.append(f"{where}: {_show(value)} is not {what}")
+
+
+def _check_version(problems: list[str], where: str, value: str | None) -> None:
+    if value is not None and _version(value) is None:
+        problems.append(
+            f"{where}: {_show(value)} is not a version (PEP 440, at most {MAX_VERSION} characters)"
+        )
+
+
+def value_problems(target: LockedTarget) -> list[str]:
+    """Each value a tool or an export consumes is what it says it is (see the module doc)."""
+    problems: list[str] = []
+    if target.platform not in PLATFORMS:
+        problems.append(
+            f"platform {_show(target.platform)} is not one of {', '.join(sorted(PLATFORMS))}"
+        )
+    hw, st = target.hardware, target.stack
+    for cc in hw.compute_capabilities:
+        _check(problems, "hardware.compute-capabilities", cc, ARCH, "a compute capability")
+    _check(problems, "hardware.driver", hw.driver, DRIVER, "a driver version")
+    _check(problems, "hardware.driver-cuda", hw.driver_cuda, CUDA, "a CUDA release")
+    _check(problems, "stack.python", st.python, PYTHON, "a Python version (3.X or 3.X.Y)")
+    _check(problems, "stack.cuda", st.cuda, CUDA, "a CUDA release")
+    for key in ("torch", "torchvision", "torchaudio", "cudnn", "nccl"):
+        _check_version(problems, f"stack.{key}", getattr(st, key))
+    for arch in st.arch_list:
+        _check(problems, "stack.arch-list", arch, ARCH, "a CUDA architecture")
+    for key, value in target.virtual_packages.items():
+        _check(problems, "virtual-packages", key, VIRTUAL_NAME, "a virtual package name")
+        _check(problems, f"virtual-packages.{key}", value, CONDA_TOKEN, "a version")
+    urls: list[tuple[str, str | None]] = [("stack.index", st.index)]
+    for i, p in enumerate(target.pip):
+        urls += [(f"pip[{i}] ({p.name}).url", p.url), (f"pip[{i}] ({p.name}).index", p.index)]
+    for i, c in enumerate(target.conda):
+        where = f"conda[{i}] ({c.name})"
+        for key in ("name", "version", "build"):
+            _check(problems, f"{where}.{key}", getattr(c, key), CONDA_TOKEN, f"a conda {key}")
+        if c.subdir not in SUBDIRS:
+            problems.append(f"{where}: subdir {_show(c.subdir)} is not a conda platform")
+        urls += [(f"{where}.url", c.url), (f"{where}.channel", c.channel)]
+    for where, url in urls:  # the other URL checks are the entries' own
+        problem = expansion_problem(url) if url is not None else None
+        if problem:
+            problems.append(f"{where}: {problem}")
+    problems.extend(build_value_problems(target))
+    return problems
+
+
+def build_value_problems(target: LockedTarget) -> list[str]:
+    """A build's values reach git, uv and the compiler's environment: each checked."""
+    problems: list[str] = []
+    for b in target.builds:
+        where = f"builds ({b.name})"
+        i = b.inputs
+        if not PIP_NAME.match(b.name):
+            problems.append(f"{where}: {_show(b.name)} is not a normalised package name")
+        _check_version(problems, f"{where}.version", b.version)
+        problem = url_problem(b.source.url, git=b.source.kind == "git")
+        if problem:
+            problems.append(f"{where}.url: {problem}")
+        _check(problems, f"{where}.python", i.python, PYTHON, "a Python version")
+        if i.platform not in PLATFORMS:
+            problems.append(f"{where}.platform: {_show(i.platform)} is not a known platform")
+        _check_version(problems, f"{where}.torch", i.torch)
+        _check(problems, f"{where}.cuda", i.cuda, CUDA, "a CUDA release")
+        _check(problems, f"{where}.arch-list", i.arch_list, ARCH_LIST, "a CUDA architecture list")
+        _check(problems, f"{where}.host-compiler", i.host_compiler, COMPILER, "a compiler name")
+        for name in i.build_requires:
+            if not PIP_NAME.match(name):
+                problems.append(f"{where}.build-requires: {_show(name)} is not a package name")
+    return problems
+
+
 # --- a whole target -------------------------------------------------------------------------
 
 
@@ -332,6 +468,7 @@ def entry_problems(target: LockedTarget, builds: frozenset[str] | None = None) -
     if builds is None:
         builds = frozenset(normalize_name(b.name) for b in target.builds)
     return [
+        *value_problems(target),
         *stack_problems(target),
         *pip_problems(target.pip, builds),
         *wheel_tag_problems(target),

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import InvalidVersion, Version
 
-from gpuenv._network import Index, Mirrors, pip_indexes
+from gpuenv._network import Index, Mirrors, literal_url, pip_indexes
 from gpuenv._progress import failed
 from gpuenv._redact import redact_url
 from gpuenv.builds.model import nvcc_arch_max
@@ -164,6 +164,11 @@ def _jsonable(value: object) -> object:
     return dict(value) if isinstance(value, Mapping) else list(value)  # type: ignore[call-overload]
 
 
+def _recorded(url: str) -> str:
+    """A URL as the lock records it: no credential, no "${" for uv to expand."""
+    return literal_url(redact_url(url))
+
+
 def _summary(plan: TargetPlan) -> StackSummary:
     return StackSummary(
         python=plan.python,
@@ -175,7 +180,7 @@ def _summary(plan: TargetPlan) -> StackSummary:
         cudnn=plan.cudnn,
         nccl=plan.nccl,
         arch_list=plan.arch_list,
-        index=redact_url(plan.index_url),
+        index=_recorded(plan.index_url),
     )
 
 
@@ -377,11 +382,10 @@ def _lock_target(
     check_against_plan(plan, pip)
     request = _pip_request(spec, plan, keep, options, python, need)
     facts, warnings = _wheel_facts(plan, pip, request, backends.pip, kb, progress)
-    # Whatever a backend returns, no credential (userinfo, token query) reaches the lock.
-    pip = tuple(
-        replace(p, url=redact_url(p.url), index=p.index and redact_url(p.index)) for p in pip
-    )
-    conda = tuple(replace(c, url=redact_url(c.url), channel=redact_url(c.channel)) for c in conda)
+    # Whatever a backend returns, no credential (userinfo, token query) reaches the lock,
+    # and no "${" that uv would expand when installing it (the lock reader refuses one).
+    pip = tuple(replace(p, url=_recorded(p.url), index=p.index and _recorded(p.index)) for p in pip)
+    conda = tuple(replace(c, url=_recorded(c.url), channel=_recorded(c.channel)) for c in conda)
     toolkit = build_lock.toolkit_version(spec, plan, pip, conda)
     locked_builds = build_lock.lock_builds(
         plan, pip, found, toolkit, previous, nvcc_max=nvcc_arch_max(kb, plan.cuda)
