@@ -30,19 +30,30 @@ def run(args: argparse.Namespace) -> int:
     shared = spec.stack.same_torch
     wanted = [spec.targets[args.target]] if args.target and not shared else spec.targets.values()
     detected = _hardware.machine_facts(args.facts) if any(t.uses_detect for t in wanted) else None
+    torch_index = _common.url_override("GPUENV_TORCH_INDEX")
     plan = make_plan(
         spec,
         kb,
         only=args.target,
         detected=detected,
-        torch_index=_common.url_override("GPUENV_TORCH_INDEX"),
+        torch_index=torch_index,
         newest_on_index=_common.newest_torch_seen(),
+        seen_builds=_seen_builds(torch_index or spec.pip.torch_index),
     )
     if args.json:
         _output.emit_json(plan.to_json())
     else:
         _output.out(render(plan, verbose=bool(args.verbose)))
     return 0
+
+
+def _seen_builds(torch_index: str | None) -> dict[str, dict[str, dict[str, list[str]]]]:
+    """The builds the last ``gpuenv lock`` saw on the torch index (from the cache)."""
+    from gpuenv.lock.index_builds import seen_builds
+    from gpuenv.plan import DEFAULT_TORCH_INDEX
+
+    cache = _common.cache_dir()
+    return seen_builds(cache, torch_index or DEFAULT_TORCH_INDEX) if cache is not None else {}
 
 
 def render(plan: Plan, *, verbose: bool) -> str:

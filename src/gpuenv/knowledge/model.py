@@ -40,11 +40,15 @@ class Provenance:
     where: str = ""  # "torch.toml: series 2.11, build cu130 (linux-64)"
     unverified: str | None = None  # the data's reason for marking it unverified
     user_file: str | None = None  # the user's facts file it came from, if any
+    seen: bool = False  # seen on the torch index by the last lock, not in the data
 
     def label(self) -> str:
-        """ " (unverified)" / " (from your facts file PATH)" for a reason's end."""
+        """ " (unverified)" / " (from your facts file PATH)" / " (seen on the index, not in
+        the knowledge base)" for a reason's end."""
         parts = []
-        if self.unverified:
+        if self.seen:
+            parts.append("seen on the index, not in the knowledge base")
+        elif self.unverified:
             parts.append("unverified")
         if self.user_file:
             parts.append(f"from your facts file {self.user_file}")
@@ -194,6 +198,8 @@ class TorchRelease:
     provenance: Provenance = NO_PROVENANCE
     # The Pythons PyPI's wheels cover, where the PyTorch index has more (experimental ones)
     pypi_python: SpecifierSet | None = None
+    # Pythons the torch index was seen to serve that the data lacks (``plan._seen``)
+    seen_pythons: tuple[str, ...] = ()
 
     def on_pypi(self, python: str) -> bool:
         """Whether PyPI has wheels of this release for ``python``."""

@@ -42,6 +42,7 @@ from gpuenv.plan._model import (
 )
 from gpuenv.plan._reasons import Choice, reasons, unverified
 from gpuenv.plan._search import Notes, search, spec_text
+from gpuenv.plan._seen import Seen, with_seen
 from gpuenv.plan._shared import SharedTorch, participates, shared_reason, shared_torch
 from gpuenv.spec import Spec, parse_version_spec
 from gpuenv.versions import CudaVersion
@@ -230,12 +231,17 @@ def make_plan(
     detected: HardwareFacts | None = None,
     torch_index: str | None = None,
     newest_on_index: str | None = None,
+    seen_builds: Seen | None = None,
 ) -> Plan:
     """Plan every target (or ``only`` one); the first unsatisfiable target raises.
     ``newest_on_index``: the newest torch an index showed (``gpuenv lock`` remembers it),
-    for a notice when the data does not know it yet."""
+    for a notice when the data does not know it yet. ``seen_builds``: the builds the torch
+    index served when ``gpuenv lock`` last read it (``lock.index_builds.seen_builds``):
+    those the data lacks are considered too, marked as seen on the index."""
     names = [only] if only else list(spec.targets)
     given_index = torch_index or spec.pip.torch_index
+    if seen_builds:
+        kb = with_seen(kb, seen_builds, given_index or DEFAULT_TORCH_INDEX)
     shared = (
         shared_torch(spec, kb, constraints(spec), detected=detected, torch_index=given_index)
         if spec.stack.same_torch

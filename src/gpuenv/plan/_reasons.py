@@ -26,6 +26,11 @@ class Choice:
 def _python_reason(choice: Choice, c: Constraints) -> str:
     release = choice.found.release
     supports = spec_text(release.python_of(choice.found.build))
+    if choice.found.python in release.seen_pythons:
+        return (
+            f"python {choice.found.python}: as asked; the torch index lists its wheels of "
+            f"torch {release.version} (seen on the index, not in the knowledge base)"
+        )
     if not release.on_pypi(choice.found.python):
         return (
             f"python {choice.found.python}: as asked; experimental for torch {release.version} "
@@ -126,7 +131,7 @@ def _package_reasons(choice: Choice, c: Constraints) -> list[str]:
     if not release.on_pypi(choice.found.python):
         reasons.append(
             f"index {choice.index_url}: PyPI has no Python {choice.found.python} wheels of "
-            f"torch {release.version} (experimental: on the PyTorch index only)"
+            f"torch {release.version} (they are on the PyTorch index only)"
         )
     elif release.pypi_default == build.tag:
         reasons.append(
