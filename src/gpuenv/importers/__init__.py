@@ -95,6 +95,18 @@ def _preferred(prefer: tuple[Path, ...], readings: list[Reading], root: Path) ->
     return out
 
 
+def _roots(paths: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The folders an import may read in: each folder named, each named file's folder."""
+    out = []
+    for path in paths:
+        folder = path if path.is_dir() else path.parent
+        try:
+            out.append(folder.resolve())
+        except (OSError, RuntimeError):
+            out.append(folder.absolute())
+    return tuple(dict.fromkeys(out))
+
+
 def _read_found(ctx: Context, path: Path, skipped: list[Entry]) -> None:
     """A file discovery found: one that cannot be read at all is listed as not read
     (naming the problem and its line) and the others are used; a file named on the
@@ -106,7 +118,12 @@ def _read_found(ctx: Context, path: Path, skipped: list[Entry]) -> None:
         del ctx.readings[readings:]
         for found in exc.problems:
             where = f"{found.file}:{found.line}" if found.line else found.file
-            skipped.append(Entry(ASSUMPTION, None, f"not read: {where}: {found.message}", risk=1))
+            text = (
+                f"{found.message}: {where}"
+                if found.message.startswith("not read")
+                else f"not read: {where}: {found.message}"
+            )
+            skipped.append(Entry(ASSUMPTION, None, text, risk=1))
 
 
 def read_inputs(
@@ -116,7 +133,7 @@ def read_inputs(
     if not paths:
         raise ValueError("no paths")
     root = _root(paths)
-    ctx = Context(root=root, knowledge=knowledge, reader=_read_one)
+    ctx = Context(root=root, knowledge=knowledge, reader=_read_one, roots=_roots(paths))
     skipped: list[Entry] = []
     for path in paths:
         if path.is_dir():

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuenv.importers._text import fail, read_text
+from gpuenv.importers._text import OUTSIDE, fail, read_text, under
 from gpuenv.importers.model import Reading
 from gpuenv.knowledge.foreign import ForeignKnowledge
 
@@ -23,6 +23,16 @@ class Context:
     seen: set[Path] = field(default_factory=set)
     depth: int = 0
     reader: Callable[[Context, Path, str | None], None] | None = None
+    # Resolved folders every file read must be inside (the folders imported, and the
+    # folder of each file named): a link or include pointing elsewhere is not read.
+    roots: tuple[Path, ...] = ()
+
+    def inside(self, path: Path) -> bool:
+        try:
+            real = path.resolve()
+        except (OSError, RuntimeError):
+            return False
+        return under(real, self.roots)
 
     def display(self, path: Path) -> str:
         try:  # as named (a link keeps its own name), then as resolved
@@ -48,13 +58,15 @@ class Context:
         return True
 
     def text(self, path: Path) -> str:
-        return read_text(path, self.display(path))
+        return read_text(path, self.display(path), self.roots)
 
     def include(self, path: Path, fmt: str | None, *, by: str, line: int | None) -> bool:
         """Read another file that one being read pulls in (``-r``, ``python_requirements``).
         Returns False when it was already read."""
         if self.depth >= MAX_INCLUDE_DEPTH:
             fail(by, line, f"includes nested more than {MAX_INCLUDE_DEPTH} deep")
+        if not self.inside(path):
+            fail(by, line, f"{OUTSIDE}: {self.display(path)}")
         if not path.is_file():
             fail(by, line, f"includes {self.display(path)}, which is not there")
         if not self.claim(path):

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import NoReturn
 
 from gpuenv.errors import ForeignFileError, SpecProblem
-from gpuenv.importers.model import UNREADABLE, Origin, ReadingBuilder
+from gpuenv.importers.model import UNREADABLE, Origin, ReadingBuilder, hide_secrets
 
 MAX_BYTES = 8 * 1024 * 1024  # the largest environment file imported (conda-lock files of
 # big multi-platform environments reach a few MiB; nothing legitimate comes near this)
 
 
 def problem(file: str, line: int | None, message: str, hint: str | None = None) -> SpecProblem:
-    return SpecProblem(file, line, "", message, hint)
+    return SpecProblem(file, line, "", hide_secrets(message), hint)
 
 
 def fail(file: str, line: int | None, message: str, hint: str | None = None) -> NoReturn:
@@ -37,7 +37,12 @@ def line_not_read(builder: ReadingBuilder, origin: Origin) -> Iterator[None]:
     except ForeignFileError as exc:
         for found in exc.problems:
             where = Origin(found.file, found.line or origin.line, origin.text)
-            builder.note(UNREADABLE, f"not read: {found.message}", where)
+            message = found.message
+            builder.note(
+                UNREADABLE,
+                message if message.startswith("not read") else f"not read: {message}",
+                where,
+            )
 
 
 def _open_error(display: str, exc: OSError) -> NoReturn:
@@ -50,16 +55,44 @@ def _open_error(display: str, exc: OSError) -> NoReturn:
     fail(display, None, f"cannot be read: {exc.strerror or exc}")
 
 
-def read_bytes(path: Path, display: str) -> bytes:
-    """The file's bytes, refusing anything but a regular file of at most MAX_BYTES.
+OUTSIDE = "not read (outside the repository)"
+
+
+def under(real: Path, roots: tuple[Path, ...]) -> bool:
+    """``real`` (a resolved path) is one of ``roots`` or inside one (empty: anywhere)."""
+    return not roots or any(real == root or real.is_relative_to(root) for root in roots)
+
+
+def _opened_path(fd: int, path: Path) -> Path:
+    """Where the descriptor really points (Linux: /proc/self/fd, so a link swapped in
+    after a check is seen); elsewhere the path resolved."""
+    try:
+        return Path(f"/proc/self/fd/{fd}").readlink()
+    except OSError:
+        return path.resolve()
+
+
+def read_bytes(path: Path, display: str, roots: tuple[Path, ...] = ()) -> bytes:
+    """The file's bytes, refusing anything but a regular file of at most MAX_BYTES, and
+    (with ``roots``) anything whose real path is outside them: its contents are never
+    read, so no error can show them.
 
     The type is checked on the opened descriptor, so a FIFO or device swapped in after a
     check is never read (opening is non-blocking for the same reason)."""
+    if roots:
+        try:
+            resolved = path.resolve()
+        except (OSError, RuntimeError):
+            resolved = path.absolute()
+        if not under(resolved, roots):
+            fail(display, None, OUTSIDE)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         _open_error(display, exc)
     try:
+        if roots and not under(_opened_path(fd, path), roots):
+            fail(display, None, OUTSIDE)
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             fail(display, None, "is a directory", "pass a file, or the folder itself to search it")
@@ -97,8 +130,8 @@ def decode(data: bytes, display: str) -> str:
     return text.removeprefix("\ufeff")
 
 
-def read_text(path: Path, display: str) -> str:
-    return decode(read_bytes(path, display), display)
+def read_text(path: Path, display: str, roots: tuple[Path, ...] = ()) -> str:
+    return decode(read_bytes(path, display, roots), display)
 
 
 def line_at(text: str, offset: int) -> int:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
-from gpuenv.importers._text import fail
+from gpuenv.importers._text import fail, line_not_read
 from gpuenv.importers._yaml import YNode, load
 from gpuenv.importers.model import (
     PYTHON,
@@ -60,7 +60,9 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
     extra = build.get("python_requirements")
     if extra is not None and extra.text():
         target = (path.parent / str(extra.text())).resolve()
-        ctx.include(target, "requirements", by=display, line=extra.line)
+        origin = Origin(display, extra.line, f"python_requirements: {extra.text()}")
+        with line_not_read(builder, origin):
+            ctx.include(target, "requirements", by=display, line=extra.line)
     system = _strings(build.get("system_packages"), display)
     if system:
         names = ", ".join(t for _, t in system[:8])

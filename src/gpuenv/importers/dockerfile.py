@@ -16,7 +16,7 @@ from pathlib import Path
 
 from gpuenv.importers import images, requirements
 from gpuenv.importers._context import Context
-from gpuenv.importers._text import fail, line_not_read
+from gpuenv.importers._text import OUTSIDE, fail, line_not_read
 from gpuenv.importers.conda_env import CondaSink
 from gpuenv.importers.model import (
     INCLUDED,
@@ -182,6 +182,9 @@ def _requirements_file(state: _State, name: str, origin: Origin) -> None:
     """``pip install -r FILE``: read FILE when it is here (the build context is unknown)."""
     for base in (state.path.parent, state.ctx.root):
         candidate = (base / name).resolve()
+        if not state.ctx.inside(candidate):
+            state.builder.note(UNREADABLE, f"{OUTSIDE}: pip install -r {name}", origin)
+            return
         if candidate.is_file():
             state.ctx.include(candidate, "requirements", by=origin.file, line=origin.line)
             state.builder.note(INCLUDED, f"reads {state.ctx.display(candidate)}", origin)

@@ -10,6 +10,7 @@ these values only.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -35,6 +36,17 @@ class Authority(IntEnum):
         }[self]
 
 
+# A netrc-shaped line (``machine h login u password p``) or ``password: p``: what
+# follows the word is never shown, whatever file it was found in.
+_SECRET_WORD = re.compile(r"(?i)\b(password|passwd|account)(\s*[:=]\s*|\s+)(\S+)")
+
+
+def hide_secrets(text: str) -> str:
+    if "ass" not in text.lower() and "account" not in text.lower():
+        return text
+    return _SECRET_WORD.sub(lambda m: f"{m.group(1)}{m.group(2)}***", text)
+
+
 @dataclass(frozen=True)
 class Origin:
     """Where something was read: a display path (relative to what was imported), the
@@ -43,6 +55,9 @@ class Origin:
     file: str
     line: int | None
     text: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "text", hide_secrets(self.text))
 
     def where(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
@@ -159,7 +174,7 @@ class ReadingBuilder:
     platform: str | None = None
 
     def note(self, kind: str, message: str, origin: Origin) -> None:
-        self.notes.append(Note(kind, message, origin))
+        self.notes.append(Note(kind, hide_secrets(message), origin))
 
     def fact(self, key: str, value: str, origin: Origin, note: str | None = None) -> None:
         if key == PYTHON and not _python_text(value):
