@@ -8,7 +8,8 @@ Order of a build, under the prefix's file lock:
    from the exact URLs, hash-checked, through the shared package cache; otherwise a
    virtual environment is made by uv from an interpreter of the locked Python;
 3. pip artifacts are installed by uv from their exact URLs with ``--require-hashes``
-   and ``--no-deps`` (the lock is complete), through uv's shared cache (hard links);
+   and ``--no-deps`` (the lock is complete), through uv's shared cache (hard links):
+   from the cache alone first (offline), online only when it lacks an artifact;
 4. the CUDA toolkit, when the spec asks for one (or a build needs one), is located (the
    prefix's own, or a pinned system toolkit whose ``nvcc --version`` must match the
    locked CUDA);
@@ -419,7 +420,7 @@ def install_pip(
     for index in request.all_indexes if request else ():
         argv += ["--index", f"{index.name}={index.url}"]  # declared for its credentials only
     try:
-        _proc.run([uv, *argv], timeout=INSTALL_TIMEOUT, env=env, what="uv pip install")
+        _cached_then_online([uv, *argv], env)
     except ExternalToolError as exc:
         tail = redact(exc.stderr_tail)
         storage = _storage_failure(tail, prefix, f"target prefix {prefix.name} (uv pip install)")
@@ -435,6 +436,21 @@ def install_pip(
         if network is not None:
             raise network from None
         raise
+
+
+def _cached_then_online(argv: list[str | Path], env: Mapping[str, str]) -> None:
+    """``uv pip install`` from uv's cache alone first: every locked artifact is pinned by
+    URL and sha256, so a cached copy is the artifact, and an index that sends no caching
+    headers is not asked about each file again. When the cache lacks one (uv resolves
+    before it installs anything, so nothing was installed), the same install online."""
+    if env.get("UV_OFFLINE") != "1":  # install --from: offline only, whatever the cache
+        offline = {**env, "UV_OFFLINE": "1"}
+        tried = _proc.run(
+            argv, timeout=INSTALL_TIMEOUT, env=offline, check=False, what="uv pip install"
+        )
+        if tried.returncode == 0:
+            return
+    _proc.run(argv, timeout=INSTALL_TIMEOUT, env=env, what="uv pip install")
 
 
 def python_version(prefix: Path) -> str:

@@ -358,3 +358,29 @@ def test_shell_starts_bash_activated_and_passes_its_exit_code(
         check=False,
     )
     assert refused.returncode == 4
+
+
+def test_a_reinstall_reads_every_artifact_from_uv_cache_without_asking_the_index(
+    make_project: Callable[..., Project], serve_index
+) -> None:
+    import shutil
+
+    from tests.fixtures.pkgindex.index import Seen
+
+    seen = Seen()
+    index = serve_index(seen=seen)
+    project = make_project(spec_text(index))
+    project.gpuenv("lock", "--target", "cpu", check=True)
+    seen.requests.clear()
+    project.gpuenv("install", "--target", "cpu", check=True)  # a cold cache: online
+    wheels = {path for path, _auth in seen.requests if path.endswith(".whl")}
+    assert "torch-2.4.1%2Bcpu-cp311-cp311-linux_x86_64.whl" in {
+        w.rsplit("/", 1)[-1] for w in wheels
+    }
+    shutil.rmtree(project.home / "prefixes")  # the environment goes, uv's cache stays
+    shutil.rmtree(project.dir / ".gpuenv")
+    seen.requests.clear()
+    project.gpuenv("install", "--target", "cpu", check=True)
+    assert seen.requests == [], "nothing asked of the index: every wheel from the cache"
+    prefix = installed_prefix(project)
+    assert python_of(prefix, "import torch, transformers; print(torch.__version__)") == "2.4.1+cpu"
