@@ -18,8 +18,10 @@ touches, and for ``_GPUENV_ACTIVE`` itself, it keeps the old value in
 unset), where ``<tag>`` is a short hash of P's path (``prefix_tag``). The names are
 P's own, so deactivating P restores exactly the state it was activated in, another
 prefix's activation included, and nothing another activation (or a forged variable)
-wrote is read. A prefix already active is left alone; one active further down the
-stack is not activated again (its records are in use): the caller is told.
+wrote is read. A prefix already active is left alone, when its effects are really in
+place (``in_place``: a ``_GPUENV_ACTIVE`` inherited by a shell that reset ``PATH`` is
+forgotten and the prefix activated again); one active further down the stack is not
+activated again (its records are in use): the caller is told.
 """
 
 from __future__ import annotations
@@ -201,15 +203,46 @@ def managed_names(ops: Sequence[Mapping[str, Any]]) -> list[str]:
     return [*dict.fromkeys(op["name"] for op in ops), ACTIVE_VAR]
 
 
+def in_place(ops: Sequence[Mapping[str, Any]], environ: Mapping[str, str]) -> bool:
+    """Whether every op's effect is really in ``environ``: each set variable holds its
+    value, each unset one is absent, each prepended variable starts with its entries."""
+    for op in ops:
+        kind, name = op["op"], op["name"]
+        if kind == "set":
+            if environ.get(name) != op["value"]:
+                return False
+        elif kind == "unset":
+            if name in environ:
+                return False
+        else:
+            entries = op["entries"]
+            if entries and environ.get(name, "").split(":")[: len(entries)] != entries:
+                return False
+    return True
+
+
+def stale(delta: Mapping[str, Any], environ: Mapping[str, str]) -> bool:
+    """Whether ``environ`` claims the delta's prefix is active (``_GPUENV_ACTIVE``)
+    while its effects are not in place: the marker was inherited by a shell that reset
+    ``PATH`` (a login shell, tmux, a Slurm profile). Such a marker is not trusted."""
+    active, ops = checked_ops(delta)
+    return environ.get(ACTIVE_VAR) == active and not in_place(ops, environ)
+
+
 def apply(delta: Mapping[str, Any], environ: Mapping[str, str]) -> tuple[dict[str, str], list[str]]:
     """``environ`` with the delta applied exactly as the activation script would apply
     it, and the stderr lines the script would print (dropped entries, a refusal) for
-    the caller to show."""
+    the caller to show. A marker saying the prefix is active is checked, not trusted:
+    when its effects are gone, it and the prefix's records are forgotten and the
+    prefix is activated again on the environment as it is."""
     active, ops = checked_ops(delta)
     env = dict(environ)
-    if env.get(ACTIVE_VAR) == active:
-        return env, []
     tag = prefix_tag(active)
+    if env.get(ACTIVE_VAR) == active:
+        if in_place(ops, env):
+            return env, []
+        del env[ACTIVE_VAR]
+        env.pop(unset_var(tag), None)
     if unset_var(tag) in env:
         return env, [beneath_message(active)]
     unset: list[str] = []

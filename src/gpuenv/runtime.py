@@ -25,7 +25,10 @@ from gpuenv.errors import FileFormatError, NotInstalled, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
+    from typing import Any, TypeVar
+
+    T = TypeVar("T")
 
 SPEC_FILENAME = "gpuenv.toml"
 DELTA = os.path.join("etc", "gpuenv", "env-delta.json")
@@ -136,11 +139,22 @@ def select(project: str, target: str | None, *, spec: str | None = None) -> Sele
 def child_environment(
     selected: Selected, environ: Mapping[str, str]
 ) -> tuple[dict[str, str], list[str]]:
-    """The environment a command runs with, and the notes activation prints."""
+    """The environment a command runs with, and the notes activation prints. An
+    inherited ``_GPUENV_ACTIVE`` is checked, not trusted (``_envdelta.apply``)."""
+    return _with_delta(selected, lambda delta: _envdelta.apply(delta, environ))
+
+
+def stale_activation(selected: Selected, environ: Mapping[str, str]) -> bool:
+    """Whether ``environ`` says the prefix is active while its PATH or variables are not
+    in place (``gpuenv activate`` then makes the script forget that marker)."""
+    return _with_delta(selected, lambda delta: _envdelta.stale(delta, environ))
+
+
+def _with_delta(selected: Selected, use: Callable[[Any], T]) -> T:
     path = os.path.join(selected.prefix, DELTA)
     try:
         delta = _fsread.load_json(path, limit=_fsread.STATE_LIMIT, what="environment delta")
-        return _envdelta.apply(delta, environ)  # type: ignore[arg-type]
+        return use(delta)
     except FileNotFoundError:
         why = f"{path} is missing"
     except FileFormatError as exc:  # InputFileError included: a FIFO, too large, not JSON

@@ -155,6 +155,7 @@ __all__ = [
     "emitter_for",
     "environment_delta",
     "fish_quote",
+    "forget_stale",
     "ops_from_delta",
     "pcre_literal",
     "prefix_tag",
@@ -192,6 +193,17 @@ EMITTERS: dict[str, Emitter] = {
     "zsh": ZshEmitter(),
     "fish": FishEmitter(),
 }
+
+
+def forget_stale(prefix: str, shell: str) -> str:
+    """Shell lines that forget an inherited ``_GPUENV_ACTIVE`` naming ``prefix`` and its
+    records, printed by ``gpuenv activate`` before the script when the marker is stale
+    (``gpuenv._envdelta.stale``: its PATH or variables are not in place), so the script
+    activates the prefix again instead of believing it is active."""
+    names = f"{ACTIVE_VAR} {unset_var(prefix_tag(prefix))}"
+    if emitter_for(shell).shell == "fish":
+        return f"set -e {names}\n"
+    return f"unset {names}\n"
 
 
 def emitter_for(shell: str) -> Emitter:

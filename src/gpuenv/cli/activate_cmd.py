@@ -4,12 +4,15 @@
 
 The script was written at install time; this only prints it, after the same gate as
 ``run`` and ``shell``: the prefix must be the current lock's and verified on this
-machine (``--unverified`` skips the verification, with a warning on stderr).
+machine (``--unverified`` skips the verification, with a warning on stderr). An
+inherited ``_GPUENV_ACTIVE`` naming the prefix whose PATH or variables are not in place
+(a login shell reset them) is forgotten first, so the script activates it again.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 from gpuenv.cli import _common, _output
@@ -35,5 +38,10 @@ def run(args: argparse.Namespace) -> int:
 
     for warning in admit(selected, unverified=args.unverified):
         _output.err(f"gpuenv: warning: {warning}")
-    _output.raw(activation_script(Path(selected.prefix), args.shell).rstrip("\n"))
+    script = activation_script(Path(selected.prefix), args.shell).rstrip("\n")
+    if runtime.stale_activation(selected, os.environ):  # a marker whose PATH is gone
+        from gpuenv.activation import forget_stale
+
+        script = forget_stale(selected.prefix, args.shell) + script
+    _output.raw(script)
     return 0
