@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -106,3 +107,33 @@ def test_unparseable_version_cannot_answer(tmp_path: Path, text: str) -> None:
     (nvidia / "gpus").mkdir(parents=True)
     (nvidia / "version").write_text(text)
     assert read_proc_fingerprint(str(tmp_path)) is None
+
+
+def test_the_nvml_library_is_found_where_the_loader_would_look(tmp_path: Path) -> None:
+    from gpuenv.hardware.fingerprint import NVML_LIBRARY, nvml_library_present
+
+    here = tmp_path / "lib"
+    here.mkdir()
+    (here / NVML_LIBRARY).write_bytes(b"\x7fELF")
+    assert nvml_library_present({"LD_LIBRARY_PATH": f"/nowhere::{here}"})
+    if not nvml_library_present({}):  # this machine has no NVIDIA driver
+        assert not nvml_library_present({"LD_LIBRARY_PATH": str(tmp_path)})
+
+
+def test_without_a_driver_library_nvml_is_never_imported(tmp_path: Path) -> None:
+    """A GPU target's `run --unverified` on a machine without NVIDIA's driver: NVML
+    could only say "library not found", so pynvml (about 30 ms) is not imported."""
+    from gpuenv.hardware.fingerprint import nvml_library_present
+
+    if nvml_library_present({}):
+        pytest.skip("this machine has libnvidia-ml.so.1")
+    code = (
+        "import sys, json; from gpuenv.hardware.fingerprint import fingerprint;"
+        f"found = fingerprint(proc_root={str(tmp_path)!r});"
+        "print(json.dumps([found.driver_version, found.source, 'pynvml' in sys.modules]))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env
+    )
+    assert json.loads(out.stdout) == [None, "none", False]

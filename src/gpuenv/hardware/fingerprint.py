@@ -15,7 +15,9 @@ reads, in this order:
    driver lives on the Windows host; some sandboxes), or a GPU's UUID shows as question
    marks (the driver prints those for a GPU it has not initialised yet, e.g. with
    persistence mode off and no process using it). ``fingerprint(nvml_fallback=False)``
-   skips this step.
+   skips this step, and so does a machine with no NVIDIA user-space driver at all:
+   when ``libnvidia-ml.so.1`` is nowhere the dynamic loader would look
+   (``nvml_library_present``), NVML could only answer "library not found".
 3. When neither answers, the fingerprint is empty (``driver_version`` is None): no
    NVIDIA driver is usable here, and no GPU-bound record can match it.
 """
@@ -28,7 +30,7 @@ from gpuenv.hardware.proctext import plausible_uuid, proc_driver_version, proc_f
 
 TYPE_CHECKING = False  # keeps typing off the `gpuenv run` path
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Mapping
 
 __all__ = ["Fingerprint", "fingerprint", "read_proc_fingerprint"]
 
@@ -99,10 +101,32 @@ def read_proc_fingerprint(proc_root: str = "/proc") -> Fingerprint | None:
     return Fingerprint.of(driver, uuids, source="proc")
 
 
+NVML_LIBRARY = "libnvidia-ml.so.1"
+# Where the dynamic loader looks after LD_LIBRARY_PATH and its cache (its trusted
+# directories), and where WSL2 puts the Windows driver's libraries.
+_LIBRARY_DIRS = ("/lib64", "/usr/lib64", "/lib", "/usr/lib", "/usr/lib/wsl/lib")
+_LD_CACHE = "/etc/ld.so.cache"
+
+
+def nvml_library_present(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``dlopen("libnvidia-ml.so.1")`` (what pynvml does) could find the library:
+    in ``LD_LIBRARY_PATH``, in the loader's cache, or in its trusted directories. A few
+    ``stat`` calls and one read of the cache file, instead of importing pynvml."""
+    env = os.environ if environ is None else environ
+    dirs = [d for d in env.get("LD_LIBRARY_PATH", "").split(":") if d]
+    if any(os.path.exists(os.path.join(d, NVML_LIBRARY)) for d in (*dirs, *_LIBRARY_DIRS)):
+        return True
+    try:
+        with open(_LD_CACHE, "rb") as cache:
+            return NVML_LIBRARY.encode() in cache.read(64 << 20)
+    except OSError:
+        return True  # no cache to read: let NVML's own search answer
+
+
 def fingerprint(*, proc_root: str = "/proc", nvml_fallback: bool = True) -> Fingerprint:
     """This machine's fingerprint: ``/proc`` first, then NVML (see the module doc)."""
     found = read_proc_fingerprint(proc_root)
-    if found is not None or not nvml_fallback:
+    if found is not None or not nvml_fallback or not nvml_library_present():
         return found or Fingerprint(None, (), "none")
     from gpuenv.hardware._nvml import nvml_fingerprint
 
