@@ -15,6 +15,7 @@ from gpuenv.importers import (
     conda_env,
     conda_lock,
     dockerfile,
+    lockfiles,
     pyproject,
     requirements,
     setup_cfg,
@@ -37,11 +38,18 @@ READERS: dict[str, Reader] = {
     "setup-py": setup_py.read,
     "setup-cfg": setup_cfg.read,
     "dockerfile": dockerfile.read,
+    "python-version": lockfiles.read_python_version,
+    "pipfile": lockfiles.read_pipfile,
+    "pipfile-lock": lockfiles.read_pipfile_lock,
+    "poetry-lock": lockfiles.read_poetry_lock,
+    "uv-lock": lockfiles.read_uv_lock,
+    "pixi": lockfiles.read_pixi,
 }
 
 KNOWN = (
     "environment.yml / conda env export, conda-lock.yml, cog.yaml, requirements*.txt, "
-    "pip freeze output, collect_env output, pyproject.toml, setup.py, setup.cfg, Dockerfile"
+    "pip freeze output, collect_env output, pyproject.toml, setup.py, setup.cfg, Dockerfile, "
+    "Pipfile, Pipfile.lock, poetry.lock, uv.lock, pixi.toml, .python-version"
 )
 
 
@@ -53,6 +61,12 @@ _NAMES = (
     (("setup.cfg",), "setup-cfg"),
     (("dockerfile*", "containerfile*", "*.dockerfile", "*.containerfile"), "dockerfile"),
     (("constraints*.txt",), "constraints"),
+    (("pipfile",), "pipfile"),
+    (("pipfile.lock",), "pipfile-lock"),
+    (("poetry.lock",), "poetry-lock"),
+    (("uv.lock",), "uv-lock"),
+    (("pixi.toml",), "pixi"),
+    ((".python-version",), "python-version"),
 )
 
 

@@ -1,0 +1,314 @@
+"""The newer project formats: ``.python-version``, ``Pipfile``/``Pipfile.lock``,
+``poetry.lock``, ``uv.lock`` and ``pixi.toml``.
+
+A lock file (``Pipfile.lock``, ``poetry.lock``, ``uv.lock``) records what a resolver chose
+for the whole environment: a record, like ``pip freeze`` (the project's own entry and
+development-only groups left out where the file says which they are). ``Pipfile`` and
+``pixi.toml`` are environment definitions: pixi's ``[dependencies]`` are conda packages
+(read as an environment.yml's are), ``[pypi-dependencies]`` pip's, and its features are
+read unless they are development or another platform's. ``.python-version`` names the
+Python only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from gpuenv._tomlpos import Path as KeyPath
+from gpuenv._tomlpos import key_lines, line_of
+from gpuenv.importers import requirements
+from gpuenv.importers._context import Context
+from gpuenv.importers._text import fail, line_not_read
+from gpuenv.importers.conda_env import CondaSink
+from gpuenv.importers.model import (
+    DROPPED,
+    NAME,
+    PYTHON,
+    UNMANAGED,
+    Authority,
+    Origin,
+    ReadingBuilder,
+)
+from gpuenv.importers.pyproject import is_dev_group, poetry_to_pep440
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 only
+    import tomli as tomllib
+
+_LINUX = ("linux-64", "linux-aarch64", "linux")
+
+
+def _toml(text: str, display: str) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        match = re.search(r"\(at line (\d+)", str(exc))
+        fail(display, int(match.group(1)) if match else None, f"not valid TOML: {exc}")
+    except RecursionError:
+        fail(display, None, "not valid TOML: nested too deeply")
+    return data
+
+
+def _table(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def read_python_version(ctx: Context, path: Path, text: str, fmt: str) -> None:
+    """pyenv's and uv's ``.python-version``: the first line that is not a comment."""
+    display = ctx.display(path)
+    builder = ReadingBuilder(display, "python-version", Authority.DEFINITION)
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        version = re.sub(r"^(cpython-|python)", "", line.split("/")[-1])
+        builder.fact(PYTHON, version, Origin(display, number, line))
+        break
+    ctx.readings.append(builder.build())
+
+
+# --- Pipfile and Pipfile.lock -----------------------------------------------------------
+
+
+def _pipfile_entry(name: str, value: Any) -> str | None:
+    """A Pipfile ``[packages]`` entry as a requirement line (None: not a requirement)."""
+    if isinstance(value, str):
+        return f"{name}{'' if value.strip() == '*' else value.strip()}"
+    if not isinstance(value, dict):
+        return None
+    extras = value.get("extras")
+    label = f"{name}[{','.join(extras)}]" if isinstance(extras, list) and extras else name
+    if isinstance(value.get("git"), str):
+        ref = value.get("ref")
+        return f"{label} @ git+{value['git']}" + (f"@{ref}" if isinstance(ref, str) else "")
+    if "path" in value or "file" in value:
+        return None
+    version = value.get("version", "*")
+    marker = value.get("markers")
+    text = f"{label}{'' if version == '*' else version}"
+    return text + (f"; {marker}" if isinstance(marker, str) else "")
+
+
+def read_pipfile(ctx: Context, path: Path, text: str, fmt: str) -> None:
+    display = ctx.display(path)
+    data = _toml(text, display)
+    lines = key_lines(text)
+    builder = ReadingBuilder(display, "pipfile", Authority.DEFINITION)
+    feeder = requirements.PipLines(ctx, builder, path.parent)
+    python = _table(data.get("requires")).get("python_version") or _table(data.get("requires")).get(
+        "python_full_version"
+    )
+    if isinstance(python, str):
+        where = ("requires", "python_version")
+        builder.fact(PYTHON, python, Origin(display, line_of(lines, where), f"python = {python}"))
+    sources = data.get("source")
+    for index, source in enumerate(sources if isinstance(sources, list) else []):
+        if isinstance(source, dict) and isinstance(source.get("url"), str):
+            origin = Origin(display, line_of(lines, ("source", index)), "[[source]]")
+            requirements.index_facts(builder, source["url"], origin)
+    for name, value in _table(data.get("packages")).items():
+        origin = Origin(display, line_of(lines, ("packages", name)), f"{name} = {value!r}"[:200])
+        line = _pipfile_entry(name, value)
+        if line is None:
+            builder.note(UNMANAGED, f"{name}: a local path or file source", origin)
+            continue
+        with line_not_read(builder, origin):
+            feeder.requirement(line, origin)
+    if _table(data.get("dev-packages")):
+        origin = Origin(display, line_of(lines, ("dev-packages",)), "[dev-packages]")
+        builder.note(DROPPED, "[dev-packages] left out (development tools)", origin)
+    ctx.readings.append(builder.build())
+
+
+def _json_line(text: str, key: str) -> int | None:
+    at = text.find(f'"{key}"')
+    return text.count("\n", 0, at) + 1 if at >= 0 else None
+
+
+def read_pipfile_lock(ctx: Context, path: Path, text: str, fmt: str) -> None:
+    display = ctx.display(path)
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        fail(display, None, f"not valid JSON: {exc}")
+    if not isinstance(data, dict):
+        fail(display, 1, "a Pipfile.lock is a JSON object (_meta, default, develop)")
+    builder = ReadingBuilder(display, "pipfile-lock", Authority.RECORD)
+    feeder = requirements.PipLines(ctx, builder, path.parent)
+    python = _table(_table(data.get("_meta")).get("requires")).get("python_version")
+    if isinstance(python, str):
+        builder.fact(PYTHON, python, Origin(display, _json_line(text, "python_version"), python))
+    for name, value in _table(data.get("default")).items():
+        origin = Origin(display, _json_line(text, name), f"{name} {value.get('version', '')}"
+                        if isinstance(value, dict) else name)  # fmt: skip
+        line = _pipfile_entry(name, value)
+        if line is None:
+            builder.note(UNMANAGED, f"{name}: a local path or file source", origin)
+            continue
+        with line_not_read(builder, origin):
+            feeder.requirement(line, origin)
+    if _table(data.get("develop")):
+        origin = Origin(display, _json_line(text, "develop"), "develop")
+        builder.note(DROPPED, "the develop section left out (development tools)", origin)
+    ctx.readings.append(builder.build())
+
+
+# --- poetry.lock and uv.lock ------------------------------------------------------------
+
+
+def _locked(
+    ctx: Context, path: Path, text: str, fmt: str, *, skip: frozenset[str] = frozenset()
+) -> tuple[ReadingBuilder, dict[str, Any], dict[KeyPath, int]]:
+    display = ctx.display(path)
+    data = _toml(text, display)
+    lines = key_lines(text)
+    builder = ReadingBuilder(display, fmt, Authority.RECORD)
+    packages = data.get("package", [])
+    if not isinstance(packages, list):
+        fail(display, line_of(lines, ("package",)), "package: not an array of tables")
+    newest: dict[str, tuple[int, str]] = {}
+    feeder = requirements.PipLines(ctx, builder, path.parent)
+    for index, package in enumerate(packages):
+        if not isinstance(package, dict):
+            continue
+        name, version = package.get("name"), package.get("version")
+        if not isinstance(name, str) or not isinstance(version, str) or name in skip:
+            continue
+        origin = Origin(display, line_of(lines, ("package", index)), f"{name}=={version}")
+        category = package.get("category")
+        if isinstance(category, str) and is_dev_group(category):
+            continue
+        source = _table(package.get("source"))
+        if "editable" in source or "virtual" in source or source.get("type") == "directory":
+            continue  # the project itself, or a path beside it
+        if name in newest:  # one entry per Python or platform fork: the newest is kept
+            builder.note(DROPPED, f"{name}=={newest[name][1]}: another fork's entry", origin)
+            continue
+        newest[name] = (index, version)
+        git = source.get("git") if isinstance(source.get("git"), str) else None
+        if git is None and source.get("type") == "git" and isinstance(source.get("url"), str):
+            ref = source.get("resolved_reference") or source.get("reference") or ""
+            git = f"{source['url']}@{ref}" if ref else source["url"]
+        line = f"{name} @ git+{git.split('?')[0]}" if git else f"{name}=={version}"
+        with line_not_read(builder, origin):
+            feeder.requirement(line, origin)
+    return builder, data, lines
+
+
+def read_poetry_lock(ctx: Context, path: Path, text: str, fmt: str) -> None:
+    builder, _data, _lines = _locked(ctx, path, text, "poetry-lock")
+    ctx.readings.append(builder.build())
+
+
+def read_uv_lock(ctx: Context, path: Path, text: str, fmt: str) -> None:
+    builder, data, lines = _locked(ctx, path, text, "uv-lock")
+    python = data.get("requires-python")
+    if isinstance(python, str):
+        origin = Origin(builder.file, line_of(lines, ("requires-python",)), python)
+        builder.fact(PYTHON, python, origin)
+    ctx.readings.append(builder.build())
+
+
+# --- pixi.toml --------------------------------------------------------------------------
+
+
+def _conda_text(name: str, value: Any) -> str | None:
+    if isinstance(value, str):
+        return name if value.strip() in ("", "*") else f"{name} {value.strip()}"
+    if isinstance(value, dict):
+        version = value.get("version", "*")
+        build = value.get("build")
+        text = name if version in ("", "*") else f"{name} {version}"
+        return f"{text} {build}" if isinstance(build, str) and version not in ("", "*") else text
+    return None
+
+
+def _pypi_text(name: str, value: Any) -> str | None:
+    if isinstance(value, str):
+        return f"{name}{poetry_to_pep440(value) if value.strip() not in ('', '*') else ''}"
+    if isinstance(value, dict):
+        if isinstance(value.get("git"), str):
+            ref = value.get("rev") or value.get("tag") or value.get("branch")
+            return f"{name} @ git+{value['git']}" + (f"@{ref}" if isinstance(ref, str) else "")
+        if "path" in value or "url" in value:
+            return None
+        extras = value.get("extras")
+        label = f"{name}[{','.join(extras)}]" if isinstance(extras, list) and extras else name
+        version = value.get("version", "*")
+        return f"{label}{'' if version in ('', '*') else poetry_to_pep440(str(version))}"
+    return None
+
+
+class _Pixi:
+    def __init__(self, ctx: Context, path: Path, text: str) -> None:
+        self.ctx = ctx
+        self.display = ctx.display(path)
+        self.data = _toml(text, self.display)
+        self.lines = key_lines(text)
+        self.builder = ReadingBuilder(self.display, "pixi", Authority.DEFINITION)
+        self.sink = CondaSink(ctx, self.builder)
+        self.feeder = requirements.PipLines(ctx, self.builder, path.parent)
+
+    def origin(self, key: KeyPath, text: str) -> Origin:
+        return Origin(self.display, line_of(self.lines, key), text[:200])
+
+    def tables(self, base: KeyPath, table: dict[str, Any]) -> None:
+        for name, value in _table(table.get("dependencies")).items():
+            origin = self.origin((*base, "dependencies", name), f"{name} = {value!r}")
+            spec = _conda_text(name, value)
+            with line_not_read(self.builder, origin):
+                if spec is None:
+                    fail(self.display, origin.line, f"{name}: not a conda version spec")
+                self.sink.spec(spec, origin)
+        for name, value in _table(table.get("pypi-dependencies")).items():
+            origin = self.origin((*base, "pypi-dependencies", name), f"{name} = {value!r}")
+            line = _pypi_text(name, value)
+            if line is None:
+                self.builder.note(UNMANAGED, f"{name}: a local path or URL source", origin)
+                continue
+            with line_not_read(self.builder, origin):
+                self.feeder.requirement(line, origin)
+        for platform, body in _table(table.get("target")).items():
+            key: KeyPath = (*base, "target", platform)
+            if platform in _LINUX or platform.startswith("unix"):
+                self.tables(key, _table(body))
+            else:
+                self.builder.note(
+                    DROPPED, f"target {platform!r}: another platform", self.origin(key, platform)
+                )
+
+    def read(self) -> None:
+        project = _table(self.data.get("workspace")) or _table(self.data.get("project"))
+        if isinstance(project.get("name"), str):
+            self.builder.fact(
+                NAME, project["name"], self.origin(("project", "name"), project["name"])
+            )
+        self.tables((), self.data)
+        for name, body in _table(self.data.get("feature")).items():
+            key: KeyPath = ("feature", name)
+            if is_dev_group(name) or name.lower() in ("cpu", "mac", "macos", "osx", "win"):
+                self.builder.note(DROPPED, f"feature {name!r} left out", self.origin(key, name))
+                continue
+            before = len(self.builder.asks)
+            self.tables(key, _table(body))
+            self.builder.asks[before:] = [
+                replace(a, group=name) for a in self.builder.asks[before:]
+            ]
+        system = _table(self.data.get("system-requirements"))
+        if "cuda" in system:
+            origin = self.origin(("system-requirements", "cuda"), f"cuda = {system['cuda']!r}")
+            self.builder.note(
+                DROPPED, "system-requirements cuda: the target's driver decides", origin
+            )
+        self.sink.finish()
+        self.ctx.readings.append(self.builder.build())
+
+
+def read_pixi(ctx: Context, path: Path, text: str, fmt: str) -> None:
+    _Pixi(ctx, path, text).read()

@@ -1,0 +1,145 @@
+"""Discovery walks the repository the way a person looks through it (bounded, skipping
+vendored and data folders) and names what it found and did not use; the newer formats
+(pixi, uv, Pipfile, .python-version) are read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from gpuenv.importers import read_inputs
+from gpuenv.importers.discover import discover
+from gpuenv.knowledge.foreign import foreign_knowledge
+from tests.importers.conftest import IMPORTS, Imported
+
+DOCKERFILE = "FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-devel\nRUN pip install timm==0.6.12\n"
+SETUP_OPS = (
+    "from setuptools import setup\n"
+    "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+    "setup(name='ops', ext_modules=[CUDAExtension('ops', ['src/a.cu'])],\n"
+    "      cmdclass={'build_ext': BuildExtension})\n"
+)
+TREE = {
+    "README.md": "# paper\n",
+    "requirements.txt": "torch==1.13.1\ntorchvision==0.14.1\n",
+    "requirements/base.txt": "einops==0.6.0\n",
+    "requirements/dev.txt": "pytest\n",
+    "requirements/cuda.in": "timm==0.6.12\n",
+    "docker/cuda/Dockerfile": DOCKERFILE,
+    "utils/docker/Dockerfile": DOCKERFILE,
+    "training/Dockerfile": DOCKERFILE,
+    "models/ops/setup.py": SETUP_OPS,
+    "examples/colab/requirements.txt": "gradio\n",
+    "docs/requirements.txt": "sphinx\n",
+    "tools/requirements.txt": "wandb\n",
+    "data/requirements.txt": "never-looked-at\n",
+    "third_party/apex/setup.py": "raise SystemExit\n",
+    "node_modules/x/Dockerfile": "FROM scratch\n",
+    "a/b/c/d/e/Dockerfile": "FROM too-deep\n",
+    "pixi.lock": "version: 5\n",
+}
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return root
+
+
+def test_the_walk_finds_what_a_person_would_and_lists_the_rest(tmp_path: Path) -> None:
+    root = _tree(tmp_path / "repo", TREE)
+    found = discover(root)
+    used = sorted(p.relative_to(root).as_posix() for p in found.files)
+    assert used == [
+        "docker/cuda/Dockerfile",
+        "models/ops/setup.py",
+        "requirements.txt",
+        "requirements/base.txt",
+        "requirements/cuda.in",
+        "training/Dockerfile",
+        "utils/docker/Dockerfile",
+    ]
+    listed = {p.relative_to(root).as_posix(): why for p, why in found.skipped}
+    assert listed == {
+        "pixi.lock": "pixi's lock holds every platform's solve: pixi.toml is read instead",
+        "docs/requirements.txt": "in docs/: not the paper's environment (pass it to use it)",
+        "requirements/dev.txt": "development requirements",
+        "tools/requirements.txt": "in a subfolder: not used (pass it to use it)",
+        "examples/colab/requirements.txt": (
+            "in examples/: not the paper's environment (pass it to use it)"
+        ),
+    }
+
+
+def test_the_subfolder_files_reach_the_report(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    root = _tree(tmp_path / "repo", TREE)
+    imported = run_import(root, target="rtx4090")
+    assert imported.result.code == 0, imported.result.out
+    inputs = {i["file"] for i in imported.report["inputs"]}
+    assert {"utils/docker/Dockerfile", "models/ops/setup.py", "requirements/base.txt"} <= inputs
+    assert "ops" in imported.entries("needs_build") or any(
+        "compiles CUDA code" in e["why"] for e in imported.report["needs_build"]
+    )
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert any("tools/requirements.txt not imported: in a subfolder" in n for n in notes)
+
+
+def test_a_pixi_project_is_read(run_import: Callable[..., Imported]) -> None:
+    imported = run_import("pixi-seg", target="h100")
+    assert imported.result.code == 0, imported.result.out
+    inputs = {i["file"]: i["format"] for i in imported.report["inputs"]}
+    assert inputs == {"pixi.toml": "pixi"}
+    spec = imported.spec.read_text()
+    assert 'python = "3.11"' in spec
+    assert '"segmentation-models-pytorch==0.3.3"' in spec
+    assert "pytest" not in spec  # the test feature is left out
+    assert "libomp" not in spec  # another platform's table
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert "pixi.lock not imported: pixi's lock holds every platform's solve: pixi.toml is read instead" in notes  # fmt: skip
+    assert any("feature 'test' left out" in n for n in notes)
+    # pytorch-cuda 12.1 of the cuda feature names the paper's build
+    assert imported.torch().startswith("2.1.2")
+    assert "ffmpeg" in spec.split("[conda]", 1)[-1]
+
+
+def test_a_uv_project_with_its_lock_and_python_version(
+    run_import: Callable[..., Imported],
+) -> None:
+    imported = run_import("uv-project", target="cpu")
+    assert imported.result.code == 0, imported.result.out
+    formats = {i["file"]: i["format"] for i in imported.report["inputs"]}
+    assert formats == {
+        ".python-version": "python-version",
+        "pyproject.toml": "pyproject",
+        "uv.lock": "uv-lock",
+    }
+    assert imported.torch().startswith("2.4.1")  # the lock's record beats the range
+    spec = imported.spec.read_text()
+    assert '"numpy==2.1.1"' in spec and '"einops==0.8.0"' in spec
+    assert "tiny-diffusion" not in spec.split("[pip]", 1)[-1]  # the project itself
+
+
+def test_a_pipenv_project(run_import: Callable[..., Imported]) -> None:
+    imported = run_import("pipenv-gan", target="rtx4090")
+    assert imported.result.code == 0, imported.result.out
+    formats = {i["file"]: i["format"] for i in imported.report["inputs"]}
+    assert formats == {"Pipfile": "pipfile", "Pipfile.lock": "pipfile-lock"}
+    assert imported.torch().startswith("1.13.1")
+    spec = imported.spec.read_text()
+    assert '"tensorboard==2.11.2' in spec and "pytest" not in spec and "black" not in spec
+    python = imported.entries("kept").get("python") or imported.entries("changed")["python"]
+    assert python["from"] == "3.9"
+
+
+def test_readers_of_the_new_formats_on_their_own() -> None:
+    readings, _ = read_inputs((IMPORTS / "pipenv-gan" / "Pipfile",), foreign_knowledge())
+    (pipfile,) = readings
+    asks = {a.name: a for a in pipfile.asks}
+    assert asks["torch"].specifier == "==1.13.1" and asks["torchvision"].specifier == ""
+    assert asks["stylegan-utils"].url == (
+        "git+https://github.com/example/stylegan-utils.git@3f2a9c1"
+    )
+    assert [n.message for n in pipfile.notes if "dev-packages" in n.message]
