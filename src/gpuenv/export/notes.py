@@ -56,7 +56,7 @@ def _stack(target: LockedTarget) -> list[str]:
         ["cuDNN", s.cudnn],
         ["NCCL", s.nccl],
         ["arch list", " ".join(s.arch_list)],
-        ["torch index", clean_url(s.index)],
+        ["index (torch from)", clean_url(s.index)],
     ]
     return ["## Stack", "", *_table(["", ""], rows)]
 

@@ -169,7 +169,9 @@ def _recorded(url: str) -> str:
     return literal_url(redact_url(url))
 
 
-def _summary(plan: TargetPlan) -> StackSummary:
+def _summary(plan: TargetPlan, came_from: str | None = None) -> StackSummary:
+    """The plan's stack; its index is the one torch came from (``came_from``: PyPI's own
+    build resolved from the default index), else the plan's torch index."""
     return StackSummary(
         python=plan.python,
         cuda=plan.cuda,
@@ -180,7 +182,7 @@ def _summary(plan: TargetPlan) -> StackSummary:
         cudnn=plan.cudnn,
         nccl=plan.nccl,
         arch_list=plan.arch_list,
-        index=_recorded(plan.index_url),
+        index=_recorded(came_from or plan.index_url),
     )
 
 
@@ -404,7 +406,7 @@ def _lock_target(
             driver_cuda=plan.driver_cuda,
             source=hw.source,
         ),
-        stack=_summary(plan),
+        stack=_summary(plan, None if request.torch_index else _index_of(pip, "torch")),
         virtual_packages=dict(plan.virtual_packages),
         conda=tuple(sorted(conda, key=lambda c: c.name)),
         pip=tuple(sorted(pip, key=lambda p: p.name)),
@@ -413,6 +415,10 @@ def _lock_target(
     )
     _check_resolved(locked)
     return locked, warnings
+
+
+def _index_of(pip: tuple[PipPackage, ...], name: str) -> str | None:
+    return next((p.index for p in pip if p.name == name), None)
 
 
 def _solve_conda(

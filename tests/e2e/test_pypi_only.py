@@ -1,0 +1,65 @@
+"""PyPI-only networks: a target whose build is PyPI's own locks and installs from the
+default index alone, and the torch index, counted through the fixture server's request
+log, is never asked."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from gpuenv.lock.format import read_lock
+from gpuenv.plan import DEFAULT_TORCH_INDEX
+from tests.e2e.conftest import Project
+from tests.fixtures.pkgindex.index import Seen
+from tests.fixtures.pkgindex.plugin import PkgIndex
+
+# H100 on driver 535 gets torch 2.4.1's cu121 build: PyPI's own.
+H100_ON_535 = """[project]
+name = "pypi-only"
+
+[stack]
+python = "3.11"
+torch = "2.4.1"
+torchvision = "*"
+torchaudio = false
+
+[targets.h100]
+gpu = "H100"
+driver = "535.104.05"
+
+[pip]
+index-url = "{default}"
+dependencies = ["transformers>=4.44"]
+"""
+
+
+def torch_requests(seen: Seen) -> list[str]:
+    return [path for path, _auth in seen.requests if path.startswith("/whl/")]
+
+
+def test_a_pypi_default_target_never_asks_the_torch_index(
+    make_project: Callable[..., Project], serve_index: Callable[..., PkgIndex]
+) -> None:
+    seen = Seen()
+    index = serve_index(seen=seen)
+    project = make_project(H100_ON_535.format(default=index.default_index))
+    # The torch index, were it asked, would be the counting server's /whl/.
+    project.env["GPUENV_MIRRORS"] = f"{DEFAULT_TORCH_INDEX}={index.torch_base}"
+    project.gpuenv("lock", check=True)
+    lock = read_lock(project.lock)
+    assert lock is not None
+    h100 = lock.targets["h100"]
+    torch = h100.pip_package("torch")
+    assert torch is not None and torch.version == "2.4.1"
+    assert torch.url.startswith(index.url + "/files/")
+    assert h100.stack.index == index.default_index, "the index the wheels came from"
+    result = project.gpuenv("install", "--target", "h100", "--frozen", "--json")
+    assert result.returncode == 0, result.stderr
+    prefix = Path(json.loads(result.stdout)["targets"]["h100"]["prefix"])
+    assert prefix.is_dir()
+    notes = project.gpuenv("export", "notes", "--target", "h100", check=True).stdout
+    assert DEFAULT_TORCH_INDEX not in notes
+    assert f"| index (torch from) | {index.default_index} |" in notes
+    assert torch_requests(seen) == [], torch_requests(seen)
+    assert any(path.startswith("/simple/torch/") for path, _auth in seen.requests)
