@@ -5,6 +5,7 @@ log, is never asked."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,3 +64,64 @@ def test_a_pypi_default_target_never_asks_the_torch_index(
     assert f"| index (torch from) | {index.default_index} |" in notes
     assert torch_requests(seen) == [], torch_requests(seen)
     assert any(path.startswith("/simple/torch/") for path, _auth in seen.requests)
+
+
+CPU_FROM_PYPI = """[project]
+name = "cpu-from-pypi"
+
+[stack]
+python = "3.11"
+torch = "2.4.1"
+torchvision = "*"
+torchaudio = false
+
+[targets.cpu]
+gpu = "none"
+build = "pypi"
+
+[pip]
+index-url = "{default}"
+"""
+
+
+def _give_the_probe_a_torch(prefix: Path, env: dict[str, str]) -> None:
+    """The index's torch wheels are empty stand-ins: the test torch, as PyPI's CUDA build
+    on a machine without a GPU."""
+    site = next(prefix.glob("lib/python3*/site-packages"))
+    fake = Path(__file__).resolve().parents[1] / "fixtures" / "fake_torch"
+    for name in ("torch", "torchvision"):
+        if (site / name).exists():
+            shutil.rmtree(site / name)
+        shutil.copytree(fake / name, site / name)
+    env["GPUENV_FAKE_TORCH"] = json.dumps(
+        {"version": "2.4.1", "cuda": "12.1", "devices": [], "torchvision": "0.19.1"}
+    )
+
+
+def test_a_cpu_target_with_build_pypi_locks_installs_and_verifies_from_the_default_index(
+    make_project: Callable[..., Project], serve_index: Callable[..., PkgIndex]
+) -> None:
+    seen = Seen()
+    index = serve_index(seen=seen)
+    project = make_project(CPU_FROM_PYPI.format(default=index.default_index))
+    project.env["GPUENV_MIRRORS"] = f"{DEFAULT_TORCH_INDEX}={index.torch_base}"
+    plan = project.gpuenv("plan", check=True).stdout
+    assert 'cu121 build: the target has no GPU, and build = "pypi"' in plan
+    assert "several GB more to download and store than the CPU build" in plan
+    project.gpuenv("lock", check=True)
+    lock = read_lock(project.lock)
+    assert lock is not None
+    cpu = lock.targets["cpu"]
+    torch = cpu.pip_package("torch")
+    assert torch is not None and torch.version == "2.4.1", "PyPI's own build, unlabelled"
+    assert cpu.pip_package("nvidia-cuda-runtime-cu12") is not None, "what it costs"
+    assert cpu.stack.index == index.default_index
+    assert "__cuda" not in cpu.virtual_packages
+    result = project.gpuenv("install", "--target", "cpu", "--frozen", "--json")
+    assert result.returncode == 0, result.stderr
+    prefix = Path(json.loads(result.stdout)["targets"]["cpu"]["prefix"])
+    _give_the_probe_a_torch(prefix, project.env)
+    verify = project.gpuenv("verify", "--target", "cpu", "--json", timeout=300)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+    assert project.gpuenv("run", "--", "python", "-c", "import torch").returncode == 0
+    assert torch_requests(seen) == [], torch_requests(seen)

@@ -303,10 +303,12 @@ def stack_problems(target: LockedTarget) -> list[str]:
         problems.append(f"stack: cu-tag {stack.cu_tag!r} is not the build of CUDA {stack.cuda}")
     if not is_fetchable_url(stack.index):
         problems.append(f"stack: index {_show(stack.index)} is not an http(s):// or file:// URL")
-    if target.hardware.cpu and stack.cu_tag != "cpu":
-        problems.append(f"stack: a CPU-only target with a {stack.cu_tag} build")
     pip = list(target.pip)
     by_name = {p.name: p for p in pip}
+    # A CPU target runs a CUDA build only as PyPI's own, unlabelled (build = "pypi").
+    torch_label = _local(by_name["torch"].version) if "torch" in by_name else None
+    if target.hardware.cpu and stack.cu_tag != "cpu" and torch_label is not None:
+        problems.append(f"stack: a CPU-only target with a {stack.cu_tag} build")
     family = (("torch", stack.torch), ("torchvision", stack.torchvision))
     for name, wanted in (*family, ("torchaudio", stack.torchaudio)):
         package = by_name.get(name)

@@ -49,7 +49,7 @@ from gpuenv.lock.model import (
     WheelFacts,
     normalize_name,
 )
-from gpuenv.spec import LoadedSpec, Spec
+from gpuenv.spec import LoadedSpec, Spec, Target
 
 # The planner (and the knowledge base behind it) loads only when something is
 # planned: `install` from a fresh lock never needs it (see stale_reasons).
@@ -122,9 +122,9 @@ def input_hash(spec: Spec, target: str, kb_digest: str) -> str:
         "lock-version": LATEST,
         "knowledge": kb_digest,
         "stack": spec.stack.__dict__,
-        "target": t.__dict__,
+        "target": _target_inputs(t),
         "sharing": sorted(
-            (name, other.__dict__)
+            (name, _target_inputs(other))
             for name, other in spec.targets.items()
             if shared and name != target and other.torch is None
         ),
@@ -158,6 +158,12 @@ def _pip_inputs(spec: Spec) -> dict[str, object]:
     if spec.pip.build:
         out["build"] = {name: o.__dict__ for name, o in sorted(spec.pip.build.items())}
     return out
+
+
+def _target_inputs(target: Target) -> dict[str, object]:
+    """A target's table as its input hash reads it: ``build`` only when set, so the
+    targets of specs without it keep the hashes (and locks) they had."""
+    return {k: v for k, v in target.__dict__.items() if k != "build" or v is not None}
 
 
 def _jsonable(value: object) -> object:

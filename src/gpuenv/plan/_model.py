@@ -59,6 +59,7 @@ class Constraints:
     torchvision: str | bool | None
     torchaudio: str | bool | None
     torch_key: str = "stack.torch"  # the spec key torch came from (a target's own wins)
+    pypi_build: bool = False  # a CPU target's build = "pypi": PyPI's default build
 
 
 @dataclass(frozen=True)

@@ -123,6 +123,12 @@ def _companions(choice: Choice, c: Constraints) -> str | None:
 def _package_reasons(choice: Choice, c: Constraints) -> list[str]:
     release, build = choice.found.release, choice.found.build
     reasons = [r for r in (_companions(choice, c),) if r]
+    if choice.hw.cpu and build.cuda is not None:
+        reasons.append(
+            f"the {build.tag} build runs on a CPU, but brings the CUDA libraries (nvidia-* "
+            "wheels): several GB more to download and store than the CPU build, which only the "
+            "PyTorch index serves"
+        )
     if build.cudnn or build.nccl:
         reasons.append(
             f"{build.tag} wheels bring cuDNN {build.cudnn or '-'} and NCCL {build.nccl or '-'}"
@@ -135,8 +141,9 @@ def _package_reasons(choice: Choice, c: Constraints) -> list[str]:
         )
     elif release.pypi_default == build.tag:
         reasons.append(
-            f"index {choice.index_url}; PyPI's plain torch {release.version} "
-            f"({release.platform}) is this same build, so the default index also serves it"
+            f"PyPI's plain torch {release.version} ({release.platform}) is this same build: "
+            f"it comes from the default index alone (the torch index {choice.index_url} only "
+            "when [pip] torch-index or GPUENV_TORCH_INDEX names one)"
         )
     else:
         default = release.pypi_default or "unknown"
@@ -208,7 +215,12 @@ def reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes) -> 
     if choice.found.build.off_matrix:
         out.append(_off_matrix_reason(choice, c, kb))
     out.append(_python_reason(choice, c))
-    if choice.hw.cpu:
+    if choice.hw.cpu and choice.found.build.cuda is not None:
+        out.append(
+            f'{choice.found.build.tag} build: the target has no GPU, and build = "pypi" asks '
+            "for PyPI's default build"
+        )
+    elif choice.hw.cpu:
         out.append("cpu build: the target has no GPU")
     else:
         out.extend(_gpu_reasons(choice, c, kb, notes))

@@ -166,14 +166,7 @@ def fit(
             notes.release_notes.append(f"torch {release.version} skipped: {problem}")
         return None
     if hw.cpu:
-        cpu = release.build("cpu")
-        python = choose_python(release, cpu, c) if cpu else None
-        if cpu is not None and python is not None:
-            return Found(release, cpu, python)
-        if notes is not None:
-            why = "no CPU build" if cpu is None else f"its CPU build has no Python {c.python}"
-            notes.release_notes.append(f"torch {release.version} skipped: {why}")
-        return None
+        return _fit_cpu(release, c, notes)
     fits = fitting_builds(release, hw, c, kb, notes)
     if not fits:
         if notes is not None:
@@ -183,6 +176,25 @@ def fit(
     python = choose_python(release, best, c)
     assert python is not None
     return Found(release, best, python)
+
+
+def _fit_cpu(release: TorchRelease, c: Constraints, notes: Notes | None) -> Found | None:
+    """A CPU target's build: the CPU one, or (``build = "pypi"``) PyPI's default build,
+    which runs on a CPU too, when PyPI has it for the Python."""
+    tag = release.pypi_default if c.pypi_build else "cpu"
+    build = release.build(tag) if tag else None
+    python = choose_python(release, build, c) if build else None
+    if build is not None and python is not None and (not c.pypi_build or release.on_pypi(python)):
+        return Found(release, build, python)
+    if notes is not None:
+        if c.pypi_build and build is None:
+            why = "PyPI has no build of it for this platform"
+        elif c.pypi_build:
+            why = f"PyPI has no Python {c.python} wheels of it"
+        else:
+            why = "no CPU build" if build is None else f"its CPU build has no Python {c.python}"
+        notes.release_notes.append(f"torch {release.version} skipped: {why}")
+    return None
 
 
 def search(

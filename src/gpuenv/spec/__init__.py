@@ -98,6 +98,7 @@ class Target:
     platform: str | None = None  # None: the GPU's own platform, else linux-64
     glibc: str = "2.28"
     torch: str | None = None  # this target's own torch specifier, instead of [stack] torch
+    build: str | None = None  # "pypi": a CPU target takes PyPI's default (CUDA) build
 
     @property
     def is_cpu(self) -> bool:
@@ -214,6 +215,7 @@ class Spec:
                     platform=t.get("platform"),
                     glibc=t["glibc"],
                     torch=t.get("torch"),
+                    build=t.get("build"),
                 )
                 for name, t in data["targets"].items()
             },

@@ -101,6 +101,13 @@ def _check_target(name: str, target: Target, kb: KnowledgeBase, found: _Findings
     if gpu == "none":
         _check_cpu_target(here, target, found)
         return
+    if target.build is not None:
+        found.add(
+            (*here, "build"),
+            f'build = "{target.build}" is for CPU targets (gpu = "none")',
+            "a GPU target takes PyPI's build when its CUDA is PyPI's: 'gpuenv plan' says "
+            "which index each target needs",
+        )
     if not gpu and target.compute_capability is None:
         found.add(
             here,

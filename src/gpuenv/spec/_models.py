@@ -295,6 +295,13 @@ class Target(_Model):
     glibc: Annotated[str, AfterValidator(_glibc)] = Field(
         default="2.28", description="glibc of the target machines (conda's __glibc)."
     )
+    build: Literal["pypi"] | None = Field(
+        default=None,
+        description='"pypi" (CPU targets): PyPI\'s default torch build, a CUDA build that also '
+        "runs on a CPU, locked from the default index alone, instead of the CPU build from the "
+        "PyTorch index: for networks that reach PyPI only. It brings the CUDA libraries "
+        "(several GB more to download and store).",
+    )
 
 
 EnvName = Annotated[str, AfterValidator(_env_name)]

@@ -1089,6 +1089,22 @@ class Probe:
     def check_versions_cpu(self) -> Outcome:
         torch = self.torch
         found = {"torch": str(torch.__version__), "cuda": torch.version.cuda}
+        if self.expect.get("cuda"):  # build = "pypi": PyPI's CUDA build on a CPU target
+            problems, fixes = self._compare_versions(dict(found, cuda=None))  # torch alone
+            if found["cuda"] is None or not version_matches(self.expect["cuda"], found["cuda"], 2):
+                problems.append(
+                    "torch %s is built for CUDA %s; the lock says CUDA %s"
+                    % (found["torch"], found["cuda"], self.expect["cuda"])
+                )
+                fixes.append("reinstall the prefix from the lock (gpuenv install)")
+            if problems:
+                return False, "; ".join(problems), "; ".join(fixes), {"found": found}
+            return (
+                True,
+                "torch %s, CUDA %s build, run on the CPU" % (found["torch"], found["cuda"]),
+                None,
+                {"found": found},
+            )
         problems, fixes = self._compare_versions(dict(found, cuda=None))
         if found["cuda"] is not None:
             problems.append(
@@ -1318,7 +1334,7 @@ class Probe:
         cuda_libs = [lib for lib in libs if lib["kind"] != "other"]
         outside = [lib for lib in cuda_libs if lib["kind"] == "outside"]
         data = {"roots": roots, "libraries": cuda_libs}
-        if self.cpu:
+        if self.cpu and not self.expect.get("cuda"):
             loaded = [lib["path"] for lib in cuda_libs]
             if loaded:
                 return (

@@ -52,7 +52,9 @@ def expectations_for(
         cudnn=(read.cudnn if read and read.cudnn else stack.cudnn),
         nccl=(read.nccl if read and read.nccl else stack.nccl),
         arch_list=stack.arch_list,
-        cpu=stack.cuda is None,
+        # A CPU target with build = "pypi" runs PyPI's CUDA build: the CPU checks, with
+        # the build's CUDA expected of torch.
+        cpu=stack.cuda is None or target.hardware.cpu,
         prefix=prefix,
         extra=extra,
         builds=builds,

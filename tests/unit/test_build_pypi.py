@@ -1,0 +1,85 @@
+"""`[targets.<name>] build = "pypi"`: a CPU target takes PyPI's default torch build (a
+CUDA build, which runs on a CPU) so it locks from the default index alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpuenv.errors import SpecError
+from gpuenv.knowledge import knowledge_base
+from gpuenv.lock.locker import input_hash
+from gpuenv.plan import plan_target
+from gpuenv.spec import parse_spec_text
+
+CPU = """[project]
+name = "cpu-only"
+
+[stack]
+python = "3.11"
+torch = "{torch}"
+
+[targets.cpu]
+gpu = "none"
+{extra}
+"""
+
+
+def _spec(torch: str = "2.4.1", extra: str = 'build = "pypi"') -> object:
+    return parse_spec_text(
+        CPU.format(torch=torch, extra=extra), file="gpuenv.toml", kb=knowledge_base()
+    ).spec
+
+
+@pytest.mark.parametrize(
+    ("torch", "tag", "cuda"), [("2.4.1", "cu121", "12.1"), ("2.6.0", "cu124", "12.4")]
+)
+def test_a_cpu_target_with_build_pypi_takes_pypis_default_build(
+    torch: str, tag: str, cuda: str
+) -> None:
+    plan = plan_target("cpu", _spec(torch), knowledge_base())  # type: ignore[arg-type]
+    assert (plan.cu_tag, plan.cuda, plan.pypi_default) == (tag, cuda, True)
+    assert plan.hardware.cpu and "__cuda" not in plan.virtual_packages
+    said = "\n".join(plan.reasons)
+    assert f'{tag} build: the target has no GPU, and build = "pypi"' in said
+    assert "several GB more to download and store than the CPU build" in said
+
+
+def test_without_build_a_cpu_target_keeps_the_cpu_build() -> None:
+    plan = plan_target("cpu", _spec(extra=""), knowledge_base())  # type: ignore[arg-type]
+    assert (plan.cu_tag, plan.cuda, plan.pypi_default) == ("cpu", None, False)
+
+
+def test_on_aarch64_pypis_build_is_the_cpu_one() -> None:
+    spec = _spec(extra='build = "pypi"\nplatform = "linux-aarch64"')
+    plan = plan_target("cpu", spec, knowledge_base())  # type: ignore[arg-type]
+    assert (plan.cu_tag, plan.pypi_default) == ("cpu", True)
+
+
+def test_build_on_a_gpu_target_is_refused_naming_the_key_and_line() -> None:
+    text = CPU.format(torch="2.4.1", extra="").replace(
+        'gpu = "none"', 'gpu = "H100"\ndriver = "535.104.05"\nbuild = "pypi"'
+    )
+    with pytest.raises(SpecError) as caught:
+        parse_spec_text(text, file="gpuenv.toml", kb=knowledge_base())
+    (problem,) = caught.value.problems
+    assert (problem.path, problem.line) == ("targets.cpu.build", 11)
+    assert 'build = "pypi" is for CPU targets' in problem.message
+
+
+def test_an_unknown_build_is_refused() -> None:
+    with pytest.raises(SpecError) as caught:
+        _spec(extra='build = "conda"')
+    assert caught.value.problems[0].path == "targets.cpu.build"
+
+
+def test_targets_without_build_keep_their_input_hash() -> None:
+    """The new key enters a target's input hash only when set: every lock written
+    before it stays fresh."""
+    without = _spec(extra="")
+    with_it = _spec()
+    assert input_hash(without, "cpu", "kb") != input_hash(with_it, "cpu", "kb")  # type: ignore[arg-type]
+    # The hash a spec without the key had before the key existed (pinned).
+    assert input_hash(without, "cpu", "kb") == PINNED  # type: ignore[arg-type]
+
+
+PINNED = "sha256:c7a2ffebb36b7f34969677a6584ee2866e92d9b2dbedf9abf09d93304c06acdf"
