@@ -52,10 +52,10 @@ def test_a_signal_disguised_as_another_exception_is_still_the_signal(
     """A signal's exception raised inside importlib's module-lock bookkeeping comes out
     as ``KeyError: <thread id>`` (seen once in ~20 start-up SIGTERMs): the handler's
     record makes it the signal's line and exit code, not "internal error"."""
-    from gpuenv import cli
+    from gpuenv.cli import _signals
 
-    monkeypatch.setattr(cli, "_received", [])
-    handler = cli._raise_interrupted if signum != 2 else cli._raise_keyboard_interrupt
+    monkeypatch.setattr(_signals, "_received", [])
+    handler = _signals._raise_interrupted if signum != 2 else _signals._raise_keyboard_interrupt
 
     def run(args: argparse.Namespace) -> int:
         try:

@@ -92,6 +92,7 @@ def test_module_imports_only_the_standard_library() -> None:
     assert ours == {
         "gpuenv",
         "gpuenv.hardware",
+        "gpuenv.hardware._identity",
         "gpuenv.hardware.proctext",
         "gpuenv.hardware.fingerprint",
     }

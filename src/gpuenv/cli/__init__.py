@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import sys
 
-from gpuenv.errors import EXIT_INTERNAL, EXIT_INTERRUPTED, GpuenvError, Interrupted
+from gpuenv.cli._signals import install_signal_handlers, interrupt_code, interrupt_received
+from gpuenv.errors import EXIT_INTERNAL, GpuenvError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,52 +51,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _full_main(args_list)
 
 
-# Names written out: the handler must not import anything (``signal.Signals`` would
-# import enum), since it can run in the middle of another import.
-_SIGNAL_NAMES = {1: "SIGHUP", 2: "SIGINT", 15: "SIGTERM"}
-
-# Every signal the handlers have seen, in order. An exception raised from a handler
-# can land inside the interpreter's own bookkeeping (importlib's module locks, seen
-# as a KeyError about a thread id) and come out as some other exception; this list
-# is how ``_unexpected`` still knows the process was asked to stop, not broken.
-_received: list[int] = []
-
-
-def _raise_keyboard_interrupt(signum: int, _frame: object) -> None:
-    _received.append(signum)
-    raise KeyboardInterrupt
-
-
-def _raise_interrupted(signum: int, _frame: object) -> None:
-    _received.append(signum)
-    raise Interrupted(signum, _SIGNAL_NAMES.get(signum, f"signal {signum}"))
-
-
-def install_signal_handlers() -> None:
-    """Ctrl-C raises ``KeyboardInterrupt``; SIGTERM and SIGHUP raise ``Interrupted``.
-    Through ``_signal``: the ``signal`` module imports ``enum``, milliseconds that
-    ``gpuenv run`` would add to every command."""
-    import _signal  # type: ignore[import-not-found]
-
-    _signal.signal(_signal.SIGINT, _raise_keyboard_interrupt)
-    for number in (_signal.SIGTERM, _signal.SIGHUP):
-        _signal.signal(number, _raise_interrupted)
-
-
-def _interrupt_received() -> KeyboardInterrupt | None:
-    """The interrupt a signal handler raised, if one did (the first signal wins)."""
-    if not _received:
-        return None
-    signum = _received[0]
-    if signum == 2:
-        return KeyboardInterrupt()
-    return Interrupted(signum, _SIGNAL_NAMES.get(signum, f"signal {signum}"))
-
-
-def interrupt_code(interrupt: KeyboardInterrupt) -> int:
-    return interrupt.exit_code if isinstance(interrupt, Interrupted) else EXIT_INTERRUPTED
-
-
 def entry() -> int:
     """The console script: ``main``, then the exit, with ``os._exit`` once stdout and
     stderr are flushed: nothing of gpuenv's runs after ``main`` and the interpreter's
@@ -117,7 +72,7 @@ def entry() -> int:
         # A signal's exception that the interpreter turned into another one on the way
         # out of ``main``: still the signal's line and code. Anything else is a bug and
         # keeps its traceback.
-        received = _interrupt_received()
+        received = interrupt_received()
         if received is None:
             raise
         from gpuenv.cli import _output
@@ -167,7 +122,7 @@ def _unexpected(exc: Exception, *, as_json: bool, verbose: int) -> int:
     (exit 70, with the bug-report hint)."""
     from gpuenv.cli import _output
 
-    received = _interrupt_received()
+    received = interrupt_received()
     if received is not None:  # the signal's exception, disguised by where it landed
         _output.render_interrupt(received, as_json=as_json)
         return interrupt_code(received)

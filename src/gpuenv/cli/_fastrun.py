@@ -186,7 +186,8 @@ def main(run: FastRun) -> int:
         _output.render_error(error, as_json=False, verbose=run.verbose)
         return error.exit_code
     except KeyboardInterrupt as interrupt:
-        from gpuenv.cli import _output, interrupt_code
+        from gpuenv.cli import _output
+        from gpuenv.cli._signals import interrupt_code
 
         _output.render_interrupt(interrupt, as_json=False)
         return interrupt_code(interrupt)

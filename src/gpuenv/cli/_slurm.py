@@ -20,12 +20,18 @@ if TYPE_CHECKING:
 
 
 def node(args: argparse.Namespace) -> int:
-    from gpuenv.cli.verify_cmd import verify_and_record
     from gpuenv.cluster.slurm import NodeRow, node_line, node_name, row_of
+    from gpuenv.verify.target import verify_installed
 
     host = node_name(os.environ)
     try:
-        _subject, verification = verify_and_record(args, args.timeout)
+        # The report goes back through srun: no progress lines on this node.
+        _selected, verification = verify_installed(
+            _common.spec_path(args),
+            args.target,
+            cache_dir=_common.cache_dir(),
+            timeout=args.timeout,
+        )
     except GpuenvError as err:
         row = NodeRow(host, (), None, False, failed=f"{err.kind}: {err.message}")
         sys.stdout.write(node_line(row, os.environ))

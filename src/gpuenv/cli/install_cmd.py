@@ -59,7 +59,6 @@ def run(args: argparse.Namespace) -> int:
     if args.archive is not None:
         return _install_from(args)
     from gpuenv._artifacts import ArtifactSources
-    from gpuenv.cli.lock_cmd import backends
     from gpuenv.install import InstallRequest, install_target, record_lock_state
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge._data import data_digest
@@ -89,7 +88,6 @@ def run(args: argparse.Namespace) -> int:
             lock_path=spec_file.parent / LOCK_FILENAME,
             options=options,
             frozen=args.frozen,
-            backends=backends,
             kb_digest=data_digest(),
             progress=progress,
         )
@@ -119,7 +117,7 @@ def _install_from(args: argparse.Namespace) -> int:
     """``--from FILE``: unpack the archive (checked) into the store's artifact cache, make
     this directory its project if it is none, and install from those files only."""
     from gpuenv import pack
-    from gpuenv.cli.pack_cmd import progress_display
+    from gpuenv.cli._pack_progress import progress_display
     from gpuenv.install import InstallRequest, install_target, record_lock_state
     from gpuenv.knowledge import knowledge_base
     from gpuenv.spec import load_spec

@@ -36,11 +36,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def backends() -> tuple[PipResolver, CondaSolver]:
-    """The real resolvers (tests replace this function)."""
-    from gpuenv.lock.rattler import RattlerSolver
-    from gpuenv.lock.uv import UvResolver
+    """The resolvers ``gpuenv lock`` runs (``gpuenv.lock.backends``; tests replace this
+    function to lock with fakes)."""
+    from gpuenv.lock.backends import resolvers
 
-    return UvResolver(), RattlerSolver()
+    return resolvers()
 
 
 def run(args: argparse.Namespace) -> int:

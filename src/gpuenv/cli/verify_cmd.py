@@ -16,7 +16,6 @@ from gpuenv.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
     from gpuenv.verify import ProbeResult
-    from gpuenv.verify.target import TargetVerification
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -97,46 +96,17 @@ def verify_installed_target(
     args: argparse.Namespace, timeout: float | None
 ) -> tuple[str, ProbeResult]:
     """``--target`` (or the only installed target): probe the prefix, record the result."""
-    subject, verification = verify_and_record(args, timeout)
-    return subject, verification.result
+    from gpuenv.verify.target import verify_installed
 
-
-def verify_and_record(
-    args: argparse.Namespace, timeout: float | None
-) -> tuple[str, TargetVerification]:
-    """What ``verify_installed_target`` does, with the record it wrote."""
-    from gpuenv import runtime
-    from gpuenv.errors import NotInstalled
-    from gpuenv.knowledge import knowledge_base
-    from gpuenv.lock.format import LOCK_FILENAME, read_lock
-    from gpuenv.spec import load_spec
-    from gpuenv.verify.target import verify_target
-
-    kb = knowledge_base()
-    spec_file = _common.spec_path(args)
-    loaded = load_spec(spec_file, kb=kb, cache_dir=_common.cache_dir())
-    selected = runtime.select(runtime.project_of(str(spec_file)), args.target, spec=str(spec_file))
-    lock = read_lock(
-        spec_file.parent / LOCK_FILENAME, cache_dir=_common.cache_dir(), targets=[selected.target]
-    )
-    locked = lock.target(selected.target) if lock else None
-    if locked is None or locked.content_hash != selected.marker.lock_hash:
-        raise NotInstalled(
-            f"target {selected.target}: the installed prefix does not match gpuenv.lock",
-            hint=f"run 'gpuenv install --target {selected.target}' first",
-        )
-    # A node's report under --slurm goes back through srun: no progress lines there.
-    quiet = getattr(args, "node_report", False)
-    with _progress.Display(_progress.OFF if quiet else _progress.mode(args)) as progress:
-        verification = verify_target(
-            selected,
-            locked,
-            kb,
-            extra=loaded.spec.verify.extra,
-            timeout=timeout or float(loaded.spec.verify.timeout),
+    with _progress.display(args) as progress:
+        selected, verification = verify_installed(
+            _common.spec_path(args),
+            args.target,
+            cache_dir=_common.cache_dir(),
+            timeout=timeout,
             progress=progress,
         )
-    return f"{selected.target} ({selected.prefix})", verification
+    return f"{selected.target} ({selected.prefix})", verification.result
 
 
 def to_json(subject: str, result: ProbeResult) -> dict[str, Any]:

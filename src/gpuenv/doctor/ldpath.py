@@ -14,7 +14,7 @@ from typing import Any
 
 from gpuenv.doctor._context import Context
 from gpuenv.doctor._fsafe import is_dir, is_file, resolved
-from gpuenv.doctor.libraries import matches
+from gpuenv.doctor._libversion import matches
 from gpuenv.doctor.model import Finding, Severity
 
 _MAX_PARENTS = 8

@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv.doctor._context import Context
+from gpuenv.doctor._fixes import numbered, pip_command
 from gpuenv.doctor._records import Claim, Owner
 from gpuenv.doctor.environment import CondaPackage, Dist
 from gpuenv.doctor.model import Finding, Severity
-from gpuenv.doctor.ownership import numbered, pip_command
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -15,71 +15,16 @@ from collections import defaultdict
 from typing import Any
 
 from gpuenv.doctor._catalog import wheel_cuda_major
+from gpuenv.doctor._clashes import clashes, keep_and_stray
 from gpuenv.doctor._context import Context
-from gpuenv.doctor._records import Claim, Owner, differs, on_disk
+from gpuenv.doctor._fixes import clash_steps, entry_fix, numbered, pip_command
+from gpuenv.doctor._libversion import fits
+from gpuenv.doctor._records import Claim, Owner, on_disk
 from gpuenv.doctor.environment import Dist
 from gpuenv.doctor.model import Finding, Severity
 
 _MAX_LISTED = 20
 _MAX_DECIDED = 50  # files per clash whose on-disk owner is worked out
-
-
-def pip_command(ctx: Context, owner: Owner, action: str, *args: str) -> str:
-    """The command that installs or uninstalls with the tool that installed ``owner``."""
-    python = ctx.env.python
-    installer = owner.dist.installer() if owner.dist is not None else None
-    if installer == "uv":
-        target = f" --python {python}" if python else ""
-        return f"uv pip {action}{target} {' '.join(args)}"
-    yes = " -y" if action == "uninstall" else ""
-    return f"{python or 'python'} -m pip {action}{yes} {' '.join(args)}"
-
-
-def _pip_owners(claims: list[Claim]) -> list[Owner]:
-    owners: list[Owner] = []
-    for claim in claims:
-        owner = claim.owner
-        if owner.kind != "pip" or owner in owners:
-            continue
-        if owner.dist is not None and owner.dist.installer() == "conda":
-            continue
-        owners.append(owner)
-    return owners
-
-
-def clashes(ctx: Context) -> dict[tuple[Owner, Owner], list[str]]:
-    """(first, second) pip owners -> the paths both claim with different contents."""
-    return ctx.memo("clashes", lambda: _clashes(ctx))
-
-
-def _clashes(ctx: Context) -> dict[tuple[Owner, Owner], list[str]]:
-    found: dict[tuple[Owner, Owner], list[str]] = defaultdict(list)
-    for path, rows in ctx.records.multi.items():
-        claims = [Claim(*row) for row in rows]
-        owners = _pip_owners(claims)
-        if len(owners) < 2:
-            continue
-        mine = [c for c in claims if c.owner in owners]
-        if not differs(mine):
-            continue
-        found[(owners[0], owners[1])].append(path)
-    return found
-
-
-def keep_and_stray(ctx: Context, a: Owner, b: Owner) -> tuple[Owner, Owner, str]:
-    """(keep, stray, why): the one torch requires, else the one of torch's CUDA major."""
-    required = ctx.torch_requires
-    if (a.name in required) != (b.name in required):
-        keep = a if a.name in required else b
-        return keep, b if keep is a else a, f"torch requires {keep.name}"
-    torch = ctx.env.torch
-    major = torch.cuda.major if torch is not None and torch.cuda is not None else None
-    if major is not None and (wheel_cuda_major(a.name) == major) != (
-        wheel_cuda_major(b.name) == major
-    ):
-        keep = a if wheel_cuda_major(a.name) == major else b
-        return keep, b if keep is a else a, f"torch is a CUDA {major} build"
-    return b, a, f"{b.name} was installed last"
 
 
 def _on_disk(ctx: Context, paths: list[str]) -> dict[str, int]:
@@ -88,20 +33,6 @@ def _on_disk(ctx: Context, paths: list[str]) -> dict[str, int]:
         claim = on_disk(path, ctx.records.claims(path))
         counts[claim.owner.label if claim else "neither (changed or missing)"] += 1
     return dict(counts)
-
-
-def clash_steps(ctx: Context, keep: Owner, stray: Owner, count: int) -> list[str]:
-    pin = f"{keep.name}=={keep.version}"
-    return [
-        f"'{pip_command(ctx, stray, 'uninstall', stray.name)}' (it deletes the {count} "
-        f"shared file(s), leaving {keep.name} without them)",
-        f"'{pip_command(ctx, keep, 'install', '--force-reinstall', '--no-deps', pin)}' "
-        "(restores them)",
-    ]
-
-
-def numbered(steps: list[str]) -> str:
-    return " ".join(f"{i}. {step}." for i, step in enumerate(steps, 1))
 
 
 def _clash(ctx: Context, a: Owner, b: Owner, paths: list[str]) -> Finding:
@@ -192,8 +123,6 @@ def _own(ctx: Context, dist: Dist) -> bool:
 
 
 def _stray_fix(ctx: Context, strays: list[Dist]) -> str:
-    from gpuenv.doctor.shadowing import entry_fix
-
     steps = []
     own = [d for d in strays if _own(ctx, d)]
     if own:
@@ -251,8 +180,6 @@ def _pip_name(owner: str | None) -> str | None:
 def _named_by_libraries(ctx: Context) -> set[str]:
     """Wheels whose wrong library torch loads: the library finding names them, with
     its fix, more precisely than a stray-wheel note would."""
-    from gpuenv.doctor.libraries import fits
-
     names = set()
     index = ctx.libraries
     for name, load in index.loads.items():

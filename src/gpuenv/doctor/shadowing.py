@@ -14,6 +14,7 @@ from typing import Any
 
 from gpuenv.doctor import _syspath
 from gpuenv.doctor._context import Context
+from gpuenv.doctor._fixes import entry_fix
 from gpuenv.doctor._fsafe import is_file
 from gpuenv.doctor._syspath import PathEntry
 from gpuenv.doctor.environment import Dist
@@ -58,28 +59,6 @@ def _row(name: str, entry: PathEntry, dist: Dist | None) -> dict[str, Any]:
         "location": str(entry.path),
         "on_sys_path_because": entry.detail,
     }
-
-
-def entry_fix(ctx: Context, entry: PathEntry, names: list[str]) -> str:
-    """Ordered steps that take ``entry``'s copies of ``names`` off ``sys.path``."""
-    python = ctx.env.python or "python"
-    check = f"check with '{python} -c \"import torch; print(torch.__file__)\"'"
-    if entry.origin == _syspath.ORIGIN_PYTHONPATH:
-        first = (
-            f"remove {entry.path} from PYTHONPATH (unset PYTHONPATH if nothing else needs "
-            "it) where it is set: your shell profile, a module or the job script"
-        )
-    elif entry.origin == _syspath.ORIGIN_USER_SITE:
-        first = (
-            f"remove the user-site copies: '{python} -m pip uninstall {' '.join(names)}' "
-            f"(pip removes the first copy on sys.path, the one in {entry.path}), or set "
-            "PYTHONNOUSERSITE=1 wherever this environment is used"
-        )
-    elif entry.origin == _syspath.ORIGIN_PTH:
-        first = f"delete {entry.detail} (the .pth line that adds {entry.path})"
-    else:
-        first = f"find what adds {entry.path} to sys.path ({entry.detail}) and remove it"
-    return f"1. {first}. 2. {check}."
 
 
 def _shadowing(ctx: Context, entry: PathEntry, rows: list[dict[str, Any]]) -> Finding:

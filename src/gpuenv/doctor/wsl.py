@@ -11,23 +11,11 @@ from pathlib import Path
 
 from gpuenv.doctor._context import Context
 from gpuenv.doctor._cudalibs import ld_so_conf_dirs
-from gpuenv.doctor._fsafe import read_text, resolved
+from gpuenv.doctor._fsafe import resolved
+from gpuenv.doctor._libcuda import WSL_LIB, winner_not_driver, wsl_release
 from gpuenv.doctor.model import Finding, Severity
 
 _DRIVER_LIB = re.compile(r"^lib(cuda|nvidia-ml)\.so(\.\d+)*$")
-WSL_LIB = "/usr/lib/wsl/lib"
-
-
-def wsl_release(ctx: Context) -> str | None:
-    """The kernel release when it is a WSL kernel."""
-    host = ctx.request.host
-    for name in ("/proc/sys/kernel/osrelease", "/proc/version"):
-        raw = read_text(host.path(name), 1 << 16)
-        if raw is None:
-            continue
-        text = raw.strip()
-        return text if "microsoft" in text.lower() else None
-    return None
 
 
 def _driver_files(directory: Path, wsl_lib: Path) -> list[str]:
@@ -65,8 +53,6 @@ def check(ctx: Context) -> list[Finding]:
     host = ctx.request.host
     wsl_lib = resolved(host.path(WSL_LIB))
     files = [f for d in _candidate_dirs(ctx) for f in _driver_files(d, wsl_lib)]
-    from gpuenv.doctor.driverlib import winner_not_driver
-
     shadow = winner_not_driver(ctx)  # named, with how it is reached, by its own finding
     if shadow is not None:
         files = [f for f in files if resolved(Path(f)) != shadow.real]

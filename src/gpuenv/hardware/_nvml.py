@@ -11,8 +11,8 @@ from contextlib import suppress
 from typing import Any
 
 from gpuenv.errors import HardwareDetectionError
+from gpuenv.hardware._identity import Fingerprint
 from gpuenv.hardware._reading import Reading
-from gpuenv.hardware.fingerprint import Fingerprint
 from gpuenv.hardware.model import SOURCE_NVML, GpuFacts, NoGpuReason
 from gpuenv.hardware.parse import (
     plausible_compute_capability,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuenv.hardware.fingerprint import Fingerprint
+from gpuenv.hardware._identity import Fingerprint
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
 
 __all__ = [

@@ -28,7 +28,6 @@ command, a pylock marker always true, or ``git fetch`` read a URL as an option.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -45,6 +44,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpuenv._marker import TARGET_NAME_RULE, valid_target_name
 from gpuenv._network import is_fetchable_url
+from gpuenv.lock._table import HASH_KEY, content_hash
 from gpuenv.lock._tags import ARCHES, linux_tags
 from gpuenv.lock.model import (
     CondaPackage,
@@ -54,7 +54,6 @@ from gpuenv.lock.model import (
     normalize_name,
 )
 
-HASH_KEY = "content-hash"
 PIP_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")  # PEP 503-normalised
 HEX = {"sha256": re.compile(r"^[0-9a-f]{64}$"), "md5": re.compile(r"^[0-9a-f]{32}$")}
 CONDA_SUFFIXES = (".conda", ".tar.bz2")
@@ -65,15 +64,6 @@ MAX_SHOWN = 20  # problems listed per target; the rest are counted
 # always carried CUDA, and PyTorch's CPU index labels its x86_64 wheels +cpu. (On
 # aarch64, PyPI's and the CPU index's unlabelled wheels were CPU builds for years.)
 UNLABELLED_TORCH_IS_CUDA = frozenset({"linux-64"})
-
-
-def content_hash(name: str, table: Mapping[str, Any]) -> str:
-    """sha256 over the target's name and every key of its table but the hash itself."""
-    body = {key: value for key, value in table.items() if key != HASH_KEY}
-    text = json.dumps(
-        {"target": name, "table": body}, sort_keys=True, separators=(",", ":"), ensure_ascii=True
-    )
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
 
 
 # --- text -----------------------------------------------------------------------------------

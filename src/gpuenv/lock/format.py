@@ -42,6 +42,7 @@ from gpuenv._fs import atomic_write_text
 from gpuenv.builds.model import BuildEntry, BuildInputs, BuildSource, check_entry
 from gpuenv.errors import FileFormatError, InputFileError, LockIntegrityError, UnreadableLockError
 from gpuenv.lock import _integrity
+from gpuenv.lock._table import WHEEL_FACT_KEYS, target_table
 from gpuenv.lock.model import (
     CondaPackage,
     Lock,
@@ -164,20 +165,10 @@ def _with_builds(target: LockedTarget, raw: dict[str, Any], file: str) -> Locked
     return replace(target, builds=builds)
 
 
-_WHEEL_FACT_KEYS = {
-    "requires-python": "requires_python",
-    "cuda-runtime": "cuda_runtime",
-    "cudnn": "cudnn",
-    "nccl": "nccl",
-    "torchvision-requires": "torchvision_requires",
-    "torchaudio-requires": "torchaudio_requires",
-}
-
-
 def _wheel_facts(raw: dict[str, Any] | None) -> WheelFacts | None:
     if raw is None:
         return None
-    return WheelFacts(**{attr: raw.get(key) for key, attr in _WHEEL_FACT_KEYS.items()})
+    return WheelFacts(**{attr: raw.get(key) for key, attr in WHEEL_FACT_KEYS.items()})
 
 
 @dataclass(frozen=True)
@@ -381,130 +372,6 @@ def read_lock(
 
 
 # --- writing ------------------------------------------------------------------------------
-
-
-def _drop_none(table: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in table.items() if v is not None}
-
-
-def _target_table(t: LockedTarget) -> dict[str, Any]:
-    """The target as it is written, without its content hash."""
-    hw, st = t.hardware, t.stack
-    table: dict[str, Any] = {
-        "input-hash": t.input_hash,
-        "platform": t.platform,
-        "hardware": _drop_none(
-            {
-                "cpu": hw.cpu,
-                "gpu": hw.gpu,
-                "compute-capabilities": list(hw.compute_capabilities),
-                "driver": hw.driver,
-                "driver-cuda": hw.driver_cuda,
-                "source": hw.source,
-            }
-        ),
-        "stack": _drop_none(
-            {
-                "python": st.python,
-                "cuda": st.cuda,
-                "cu-tag": st.cu_tag,
-                "torch": st.torch,
-                "torchvision": st.torchvision,
-                "torchaudio": st.torchaudio,
-                "cudnn": st.cudnn,
-                "nccl": st.nccl,
-                "arch-list": list(st.arch_list),
-                "index": st.index,
-            }
-        ),
-        "virtual-packages": dict(sorted(t.virtual_packages.items())),
-        "conda": [
-            _drop_none(
-                {
-                    "name": c.name,
-                    "version": c.version,
-                    "build": c.build,
-                    "build-number": c.build_number,
-                    "channel": c.channel,
-                    "subdir": c.subdir,
-                    "url": c.url,
-                    "sha256": c.sha256,
-                    "md5": c.md5,
-                    "depends": list(c.depends),
-                    "constrains": list(c.constrains),
-                    "size": c.size,
-                    "noarch": c.noarch,
-                }
-            )
-            for c in sorted(t.conda, key=lambda c: (c.name, c.version, c.build, c.subdir))
-        ],
-        "pip": [
-            _drop_none(
-                {
-                    "name": p.name,
-                    "version": p.version,
-                    "url": p.url,
-                    "sha256": p.sha256,
-                    "index": p.index,
-                    "requires": sorted(p.requires),
-                }
-            )
-            for p in sorted(t.pip, key=lambda p: (p.name, p.version, p.url))
-        ],
-        "builds": [_build_table(b) for b in sorted(t.builds, key=lambda b: b.name)],
-        "wheel-facts": None
-        if t.wheel_facts is None
-        else _drop_none(
-            {key: getattr(t.wheel_facts, attr) for key, attr in _WHEEL_FACT_KEYS.items()}
-        ),
-    }
-    # An empty array of tables has no TOML form of its own: left out, read as empty.
-    # An absent sub-table (no wheel facts) is left out too.
-    return {
-        k: v
-        for k, v in table.items()
-        if v is not None and not (k in ("conda", "pip", "builds") and not v)
-    }
-
-
-def target_table(t: LockedTarget) -> dict[str, Any]:
-    """The target's table as written, its content hash first."""
-    table = _target_table(t)
-    return {_integrity.HASH_KEY: _integrity.content_hash(t.name, table), **table}
-
-
-def target_content_hash(t: LockedTarget) -> str:
-    """The content hash of ``t`` as gpuenv writes it (``LockedTarget.content_hash``)."""
-    return _integrity.content_hash(t.name, _target_table(t))
-
-
-def _build_table(b: BuildEntry) -> dict[str, Any]:
-    i = b.inputs
-    return _drop_none(
-        {
-            "name": b.name,
-            "version": b.version,
-            "identity": b.identity,
-            "source": b.source.kind,
-            "url": b.source.url,
-            "sha256": b.source.sha256,
-            "commit": b.source.commit,
-            "requires": sorted(b.requires),
-            "max-jobs": b.max_jobs,
-            "against-torch": i.against_torch,
-            "no-build-isolation": i.no_build_isolation,
-            "torch": i.torch,
-            "torch-sha256": i.torch_sha256,
-            "cuda": i.cuda,
-            "toolkit": i.toolkit,
-            "arch-list": i.arch_list,
-            "python": i.python,
-            "platform": i.platform,
-            "host-compiler": i.host_compiler,
-            "build-requires": list(i.build_requires),
-            "env": dict(i.env),
-        }
-    )
 
 
 def _value(value: Any) -> str:

@@ -719,7 +719,7 @@ def ensure_lock(
     lock_path: Path,
     options: LockOptions,
     frozen: bool,
-    backends: Callable[[], tuple[PipResolver, CondaSolver]],
+    backends: Callable[[], tuple[PipResolver, CondaSolver]] | None = None,
     kb_digest: str,
     progress: Progress | None = None,
 ) -> Lock:
@@ -770,14 +770,16 @@ def lock_and_write(
     *,
     lock_path: Path,
     options: LockOptions,
-    backends: Callable[[], tuple[PipResolver, CondaSolver]],
+    backends: Callable[[], tuple[PipResolver, CondaSolver]] | None = None,
     kb_digest: str,
     progress: Progress | None = None,
 ) -> tuple[LockResult, bool]:
-    """Lock with the real resolvers and write the file; True when its bytes changed."""
+    """Lock with ``backends`` (default: uv and rattler, ``lock.backends``) and write the
+    file; True when its bytes changed."""
+    from gpuenv.lock.backends import resolvers
     from gpuenv.lock.format import write_lock
 
-    pip, conda = backends()
+    pip, conda = (backends or resolvers)()
     index = options.index_url or loaded.spec.pip.index_url
     from gpuenv.lock._background import Background
 

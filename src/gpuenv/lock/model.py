@@ -182,7 +182,7 @@ class LockedTarget:
         """sha256 over the target's whole table as written in gpuenv.lock (everything but
         the hash itself, see ``lock._integrity``): names the store prefix, and binds the
         completion marker and verification records to exactly this locked content."""
-        from gpuenv.lock.format import target_content_hash
+        from gpuenv.lock._table import target_content_hash
 
         return target_content_hash(self)
 

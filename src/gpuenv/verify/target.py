@@ -104,3 +104,45 @@ def verify_target(
         extra=where_it_ran(os.environ),
     )
     return TargetVerification(result, record, write_record(prefix, record))
+
+
+def verify_installed(
+    spec_file: Path,
+    target: str | None,
+    *,
+    cache_dir: Path | None,
+    timeout: float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[Selected, TargetVerification]:
+    """``gpuenv verify --target`` (and each node of ``--slurm``): the project's installed
+    prefix of ``target`` (or of its only target), checked to be the build of the current
+    lock, then probed and recorded (``verify_target``). ``timeout`` None: the spec's.
+
+    Raises ``NotInstalled`` when the prefix is missing or is not the lock's build."""
+    from gpuenv import runtime
+    from gpuenv.errors import NotInstalled
+    from gpuenv.knowledge import knowledge_base
+    from gpuenv.lock.format import LOCK_FILENAME, read_lock
+    from gpuenv.spec import load_spec
+
+    kb = knowledge_base()
+    loaded = load_spec(spec_file, kb=kb, cache_dir=cache_dir)
+    selected = runtime.select(runtime.project_of(str(spec_file)), target, spec=str(spec_file))
+    lock = read_lock(
+        spec_file.parent / LOCK_FILENAME, cache_dir=cache_dir, targets=[selected.target]
+    )
+    locked = lock.target(selected.target) if lock else None
+    if locked is None or locked.content_hash != selected.marker.lock_hash:
+        raise NotInstalled(
+            f"target {selected.target}: the installed prefix does not match gpuenv.lock",
+            hint=f"run 'gpuenv install --target {selected.target}' first",
+        )
+    verification = verify_target(
+        selected,
+        locked,
+        kb,
+        extra=loaded.spec.verify.extra,
+        timeout=timeout or float(loaded.spec.verify.timeout),
+        progress=progress,
+    )
+    return selected, verification

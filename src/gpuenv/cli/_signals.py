@@ -1,0 +1,57 @@
+"""Signals: SIGTERM and SIGHUP become ``errors.Interrupted`` and Ctrl-C a
+``KeyboardInterrupt``, raised wherever gpuenv is; and the exit code of an interrupt.
+
+Its own module, below both ``gpuenv.cli`` (``entry``, ``main``) and ``cli._fastrun``
+(``gpuenv run``'s path, which reports an interrupt the same way), so that neither
+imports the other for it. Standard library only, and little of it: it is on the
+``gpuenv run`` path.
+"""
+
+from __future__ import annotations
+
+from gpuenv.errors import EXIT_INTERRUPTED, Interrupted
+
+# Names written out: the handler must not import anything (``signal.Signals`` would
+# import enum), since it can run in the middle of another import.
+_SIGNAL_NAMES = {1: "SIGHUP", 2: "SIGINT", 15: "SIGTERM"}
+
+# Every signal the handlers have seen, in order. An exception raised from a handler
+# can land inside the interpreter's own bookkeeping (importlib's module locks, seen
+# as a KeyError about a thread id) and come out as some other exception; this list
+# is how ``_unexpected`` still knows the process was asked to stop, not broken.
+_received: list[int] = []
+
+
+def _raise_keyboard_interrupt(signum: int, _frame: object) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def _raise_interrupted(signum: int, _frame: object) -> None:
+    _received.append(signum)
+    raise Interrupted(signum, _SIGNAL_NAMES.get(signum, f"signal {signum}"))
+
+
+def install_signal_handlers() -> None:
+    """Ctrl-C raises ``KeyboardInterrupt``; SIGTERM and SIGHUP raise ``Interrupted``.
+    Through ``_signal``: the ``signal`` module imports ``enum``, milliseconds that
+    ``gpuenv run`` would add to every command."""
+    import _signal  # type: ignore[import-not-found]
+
+    _signal.signal(_signal.SIGINT, _raise_keyboard_interrupt)
+    for number in (_signal.SIGTERM, _signal.SIGHUP):
+        _signal.signal(number, _raise_interrupted)
+
+
+def interrupt_received() -> KeyboardInterrupt | None:
+    """The interrupt a signal handler raised, if one did (the first signal wins)."""
+    if not _received:
+        return None
+    signum = _received[0]
+    if signum == 2:
+        return KeyboardInterrupt()
+    return Interrupted(signum, _SIGNAL_NAMES.get(signum, f"signal {signum}"))
+
+
+def interrupt_code(interrupt: KeyboardInterrupt) -> int:
+    return interrupt.exit_code if isinstance(interrupt, Interrupted) else EXIT_INTERRUPTED
