@@ -176,6 +176,7 @@ NOT_READ = {
     "not-an-instruction": ("Dockerfile", "FROM python:3.10\n%%% what\nRUN pip install numpy==1.0\n", 2, "not a Dockerfile instruction"),
     "poetry-extras": ("pyproject.toml", "[tool.poetry.dependencies]\ntorch = { version = '2.4.1', extras = 7 }\nnumpy = '1.0'\n", 2, "extras must be a list"),
     "poetry-tilde": ("pyproject.toml", "[tool.poetry.dependencies]\ntorch = '~'\nnumpy = '1.0'\n", 2, "not a requirement: 'torch~'"),
+    "ipv6-url": ("requirements.txt", "bar @ git+http://[::1\nnumpy==1.0\n", 1, "not a URL"),
     "pep621-not-text": ("pyproject.toml", "[project]\nname = 'p'\ndependencies = [7, 'numpy==1.0']\n", 3, "a requirement must be text"),
 }  # fmt: skip
 

@@ -104,14 +104,20 @@ def _is_pre(specifier: str) -> bool:
 
 def _vcs_ask(text: str, origin: Origin, *, editable: bool) -> Ask:
     egg = _EGG.search(text)
-    path = urlsplit(text.split("+", 1)[1]).path
+    try:
+        path = urlsplit(text.split("+", 1)[1]).path
+    except ValueError as exc:  # "Invalid IPv6 URL"
+        fail(origin.file, origin.line, f"not a URL: {text!r} ({exc})")
     name = egg.group(1) if egg else path.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
     return Ask(canonicalize_name(name), "", origin, url=text, editable=editable)
 
 
 def _file_ask(text: str, origin: Origin) -> Ask | None:
     """A wheel or sdist URL whose file name shows its project and version."""
-    filename = unquote(urlsplit(text).path.rsplit("/", 1)[-1])
+    try:
+        filename = unquote(urlsplit(text).path.rsplit("/", 1)[-1])
+    except ValueError:  # "Invalid IPv6 URL": not a file this can name
+        return None
     match = _WHEEL.match(filename) or _SDIST.match(filename)
     if not match:
         return None
@@ -127,7 +133,10 @@ def _file_ask(text: str, origin: Origin) -> Ask | None:
 def _reference_ask(text: str, origin: Origin, *, editable: bool) -> Ask | str:
     """A bare VCS reference or file URL on a requirement line."""
     if text.startswith(_VCS):
-        return _vcs_ask(text, origin, editable=editable)
+        ask = _vcs_ask(text, origin, editable=editable)
+        if not re.fullmatch(r"[a-z0-9]([a-z0-9._-]*[a-z0-9])?", ask.name):
+            fail(origin.file, origin.line, f"no package name in {text!r}")
+        return ask
     found = _file_ask(text, origin)
     return found if found is not None else f"{text}: a URL that names no package version"
 
