@@ -81,3 +81,50 @@ def _bench_project(root: object) -> object:
         return module.make_project(Path(str(root)))
     finally:
         sys.path.remove(str(bench))
+
+
+def test_lock_check_loads_no_knowledge_base_and_starts_no_tool(tmp_path: object) -> None:
+    """`lock --check` of a fresh lock whose spec was read before: no knowledge base
+    (its data files), no pydantic, nothing that builds or starts processes."""
+    import os
+    from pathlib import Path
+
+    root = Path(str(tmp_path))
+    spec = root / "gpuenv.toml"
+    spec.write_text(
+        '[project]\nname = "p"\n[stack]\npython = "3.11"\ntorch = "2.4.1"\n'
+        '[targets.cpu]\ngpu = "none"\n'
+    )
+    env = {**os.environ, "XDG_CACHE_HOME": str(root / "cache"), "GPUENV_HOME": str(root / "s")}
+    _lock(spec, env)
+    probe = (
+        "import sys\n"
+        "from gpuenv.cli import main\n"
+        "code = main(['lock', '--check'])\n"
+        "print(code, ' '.join(sorted(sys.modules)))\n"
+    )
+    run = [sys.executable, "-c", probe]
+    subprocess.run(run, capture_output=True, text=True, check=True, cwd=root, env=env)
+    out = subprocess.run(run, capture_output=True, text=True, check=True, cwd=root, env=env)
+    code, *loaded = out.stdout.split()
+    assert code == "0", out.stderr
+    heavy = {"gpuenv.knowledge.model", "gpuenv.builds.compiler", "gpuenv._proc", "pydantic"}
+    assert not heavy & set(loaded), heavy & set(loaded)
+
+
+def _lock(spec: object, env: dict[str, str]) -> None:
+    """Lock ``spec`` with `gpuenv lock` and stand-in resolvers."""
+    code = (
+        "import sys\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from tests.lock.fakes import FakeConda, FakePip\n"
+        "from gpuenv.cli import lock_cmd, main\n"
+        "lock_cmd.backends = lambda: (FakePip(), FakeConda())\n"
+        "raise SystemExit(main(['-f', sys.argv[2], 'lock']))\n"
+    )
+    from pathlib import Path
+
+    repo = str(Path(__file__).resolve().parents[1])
+    subprocess.run(
+        [sys.executable, "-c", code, repo, str(spec)], check=True, env=env, capture_output=True
+    )

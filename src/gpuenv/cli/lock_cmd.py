@@ -51,9 +51,10 @@ def run(args: argparse.Namespace) -> int:
     from gpuenv.lock.locker import LockOptions, lock_and_write, relock_basis
     from gpuenv.spec import load_spec
 
-    kb = knowledge_base()
     spec_file = _common.spec_path(args)
-    loaded = load_spec(spec_file, kb=kb, cache_dir=_common.cache_dir())
+    # The knowledge base loads only when needed: a spec checked before is cached, and
+    # `lock --check` plans nothing (but "detect" targets).
+    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
     for name in args.target or ():
         _common.check_target(name, list(loaded.spec.targets))
     lock_path = spec_file.parent / LOCK_FILENAME
@@ -84,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
             "target (nothing in the old one could be kept)"
         )
         options = replace(options, targets=None)
+    kb = knowledge_base()
     existing, forced = relock_basis(reading, loaded.spec)
     for name in forced:
         problems = "; ".join(reading.damaged[name]) if reading else ""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
 
-from gpuenv.builds import compiler, knowledge
+from gpuenv.builds import knowledge
 from gpuenv.builds.model import BuildEntry, BuildInputs, BuildSource, arch_list, compute_identity
 from gpuenv.errors import Alternative, NoCompatiblePlan
 from gpuenv.lock.model import CondaPackage, LockedTarget, PipPackage, normalize_name
@@ -250,6 +250,8 @@ def _entry(
     uses_nvcc = w.toolkit and plan.cuda is not None and toolkit is not None
     ccs = [str(c) for c in plan.hardware.compute_capabilities]
     compiled = w.against_torch or uses_nvcc
+    from gpuenv.builds import compiler  # here: it starts processes, `lock --check` never
+
     host = w.host_compiler or (
         compiler.for_lock(
             environ if environ is not None else os.environ,
