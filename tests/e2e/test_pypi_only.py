@@ -13,7 +13,7 @@ from gpuenv.lock.format import read_lock
 from gpuenv.plan import DEFAULT_TORCH_INDEX
 from tests.e2e.conftest import Project
 from tests.fixtures.pkgindex.index import Seen
-from tests.fixtures.pkgindex.plugin import PkgIndex
+from tests.fixtures.pkgindex.plugin import PkgIndex, closed_port
 
 # H100 on driver 535 gets torch 2.4.1's cu121 build: PyPI's own.
 H100_ON_535 = """[project]
@@ -125,3 +125,64 @@ def test_a_cpu_target_with_build_pypi_locks_installs_and_verifies_from_the_defau
     assert verify.returncode == 0, verify.stdout + verify.stderr
     assert project.gpuenv("run", "--", "python", "-c", "import torch").returncode == 0
     assert torch_requests(seen) == [], torch_requests(seen)
+
+
+NEEDS_THE_TORCH_INDEX = """[project]
+name = "needs-torch-index"
+
+[stack]
+python = "3.11"
+torch = "2.4.1"
+torchvision = "*"
+torchaudio = false
+
+[targets.h100]
+gpu = "H100"
+driver = "550.54.15"
+
+[targets.cpu]
+gpu = "none"
+
+[pip]
+index-url = "{default}"
+"""
+
+
+def test_with_the_torch_index_down_lock_names_the_spec_change_that_needs_none(
+    make_project: Callable[..., Project], serve_index: Callable[..., PkgIndex]
+) -> None:
+    """cu124 (driver 550) and the CPU build need the torch index; the hint names the
+    exact change, and the spec changed so locks with the torch index still down."""
+    seen = Seen()
+    index = serve_index(seen=seen)
+    project = make_project(NEEDS_THE_TORCH_INDEX.format(default=index.default_index))
+    project.env.update(
+        GPUENV_MIRRORS=f"{DEFAULT_TORCH_INDEX}=http://127.0.0.1:{closed_port()}/whl",
+        UV_HTTP_RETRIES="0",
+    )
+    result = project.gpuenv("lock")
+    assert result.returncode == 5, result.stderr
+    h100_route = (
+        'to lock h100 from the default index alone, set [stack] cuda = "12.1" '
+        "(for every target): torch 2.4.1 cu121 is PyPI's own build"
+    )
+    cpu_route = (
+        'to lock cpu from the default index alone, set [targets.cpu] build = "pypi": '
+        "torch 2.4.1 cu121 is PyPI's own build, a CUDA build that runs on a CPU"
+    )
+    assert h100_route in result.stderr and cpu_route in result.stderr
+    (hint,) = [line for line in result.stderr.splitlines() if "hint:" in line]
+    assert hint.count("check the URL and port") == 1, "each fix once, not once per target"
+    failed = json.loads(project.gpuenv("lock", "--json").stdout)["error"]["failed"]
+    assert failed["h100"]["pypi_route"] == h100_route
+    # The changes as named: now nothing needs the torch index, which is still down.
+    project.spec.write_text(
+        project.spec.read_text()
+        .replace("torchaudio = false\n", 'torchaudio = false\ncuda = "12.1"\n')
+        .replace('gpu = "none"\n', 'gpu = "none"\nbuild = "pypi"\n')
+    )
+    project.gpuenv("lock", check=True)
+    lock = read_lock(project.lock)
+    assert lock is not None
+    assert {t.stack.cu_tag for t in lock.targets.values()} == {"cu121"}
+    assert torch_requests(seen) == []

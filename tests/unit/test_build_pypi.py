@@ -83,3 +83,58 @@ def test_targets_without_build_keep_their_input_hash() -> None:
 
 
 PINNED = "sha256:c7a2ffebb36b7f34969677a6584ee2866e92d9b2dbedf9abf09d93304c06acdf"
+
+
+# -- the route offered when the torch index cannot be reached ------------------------------
+
+GPU = """[project]
+name = "gpu"
+
+[stack]
+python = "3.11"
+torch = "{torch}"
+{stack}
+
+[targets.t]
+gpu = "{gpu}"
+driver = "{driver}"
+"""
+
+
+def _route(torch: str, gpu: str, driver: str, stack: str = "", pip: str = "") -> str | None:
+    from gpuenv.lock._pypi_route import pypi_route
+
+    text = GPU.format(torch=torch, gpu=gpu, driver=driver, stack=stack) + pip
+    spec = parse_spec_text(text, file="gpuenv.toml", kb=knowledge_base()).spec
+    return pypi_route("t", spec, knowledge_base())
+
+
+def test_a_gpu_target_is_offered_pypis_cuda_when_its_driver_runs_it() -> None:
+    route = _route("2.4.1", "H100", "550.54.15")
+    assert route == (
+        'to lock t from the default index alone, set [stack] cuda = "12.1": '
+        "torch 2.4.1 cu121 is PyPI's own build"
+    )
+
+
+@pytest.mark.parametrize(
+    ("torch", "gpu", "driver", "stack", "pip", "why"),
+    [
+        ("2.4.1", "H100", "535.104.05", "", "", "already PyPI's build"),
+        ("2.8.0", "V100", "550.54.15", "", "", "cu128 has no sm_70: no PyPI route"),
+        ("2.8.0", "A100", "535.104.05", "", "", "driver 535 cannot run PyPI's cu128"),
+        ("2.4.1", "H100", "550.54.15", 'toolkit = "12.4"', "", "the toolkit pins CUDA 12.4"),
+        (
+            "2.4.1",
+            "H100",
+            "550.54.15",
+            "",
+            '\n[pip]\ntorch-index = "https://mirror.invalid/whl"\n',
+            "a torch index the user named",
+        ),
+    ],
+)
+def test_no_route_is_offered_when_none_fits(
+    torch: str, gpu: str, driver: str, stack: str, pip: str, why: str
+) -> None:
+    assert _route(torch, gpu, driver, stack, pip) is None, why

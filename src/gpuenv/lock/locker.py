@@ -33,6 +33,7 @@ from gpuenv.builds.model import nvcc_arch_max
 from gpuenv.errors import Alternative, ExternalToolError, NetworkError, NoCompatiblePlan
 from gpuenv.lock import _integrity
 from gpuenv.lock import builds as build_lock
+from gpuenv.lock._pypi_route import with_pypi_route
 from gpuenv.lock.builds import BuildNeeds
 from gpuenv.lock.format import LATEST
 from gpuenv.lock.model import (
@@ -673,7 +674,9 @@ def lock_project(
             )
         except NetworkError as exc:
             failed(report)  # the next target's phase must not mark this one done
-            failures[name] = exc
+            failures[name] = with_pypi_route(
+                exc, name, spec, kb, torch_index=options.torch_index, detected=options.detected
+            )
             if previous is not None:
                 targets[name] = previous  # still installable as it was locked before
             continue
@@ -813,14 +816,19 @@ def partial_lock_error(result: LockResult, *, lock_path: Path, written: bool) ->
     written: each failed target with its URL and fix, the locked ones by name."""
     locked = [c.target for c in result.changes if c.status != "removed"]
     kept = sorted(set(result.failures) & set(result.lock.targets))
-    lines = [f"target {name}: {exc.message}" for name, exc in sorted(result.failures.items())]
+    lines = []
+    for name, exc in sorted(result.failures.items()):
+        lines.append(f"target {name}: {exc.message}")
+        if exc.extra.get("pypi_route"):  # the spec change that needs no torch index
+            lines.append(f"  {exc.extra['pypi_route']}")
     if locked and written:
         lines.append(f"wrote {lock_path} with {', '.join(locked)}")
     elif locked:
         lines.append(f"{lock_path} unchanged: {', '.join(locked)} locked as before")
     if kept:
         lines.append(f"kept the previous lock of {', '.join(kept)}")
-    hints = [exc.hint for exc in result.failures.values() if exc.hint]
+    # Each fix once, however many targets failed the same way.
+    hints = [part for exc in result.failures.values() for part in (exc.hint or "").split("; ")]
     if locked:
         hints.append(f"meanwhile: gpuenv install --target {locked[0]}")
     first_name, first = sorted(result.failures.items())[0]
@@ -829,7 +837,7 @@ def partial_lock_error(result: LockResult, *, lock_path: Path, written: bool) ->
         cause=first.cause,
         url=first.url,
         target=first_name,
-        hint="; ".join(dict.fromkeys(hints)) or None,
+        hint="; ".join(dict.fromkeys(h for h in hints if h)) or None,
         stderr_tail=first.stderr_tail,
         extra={
             "lock": str(lock_path),
@@ -838,6 +846,7 @@ def partial_lock_error(result: LockResult, *, lock_path: Path, written: bool) ->
             "kept": kept,
             "failed": {
                 name: {"cause": e.cause, "url": e.url, "message": e.message, "hint": e.hint}
+                | ({"pypi_route": e.extra["pypi_route"]} if "pypi_route" in e.extra else {})
                 for name, e in sorted(result.failures.items())
             },
         },

@@ -1,0 +1,94 @@
+"""The spec change that would lock a target from the default index alone, offered when
+the torch index cannot be reached (networks that reach PyPI only).
+
+Only PyPI's own torch build comes from the default index: a GPU target gets it when
+its CUDA is the one PyPI's build is for (``[stack] cuda``), a CPU target on linux-64
+with ``build = "pypi"``. The change is planned before it is offered: it is named only
+when the planner, given it, chooses PyPI's build for the target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from gpuenv.errors import GpuenvError, NetworkError
+
+if TYPE_CHECKING:
+    from gpuenv.hardware import HardwareFacts
+    from gpuenv.knowledge import KnowledgeBase
+    from gpuenv.plan import TargetPlan
+    from gpuenv.spec import Spec
+
+# How index_role names the torch index in a NetworkError's message.
+_TORCH_INDEX_ROLE = "the torch index"
+
+
+def pypi_route(
+    name: str, spec: Spec, kb: KnowledgeBase, *, detected: HardwareFacts | None = None
+) -> str | None:
+    """The exact spec change that locks target ``name`` from the default index alone,
+    or None when none fits (or the target already does, or a torch index is named)."""
+    from gpuenv.plan import plan_target
+
+    if spec.pip.torch_index:
+        return None  # a torch index the user named is used for every build
+    try:
+        plan = plan_target(name, spec, kb, detected=detected)
+        trial = None if plan.pypi_default else _trial(name, spec, kb, plan)
+        chosen = plan_target(name, trial[0], kb, detected=detected) if trial else None
+    except GpuenvError:
+        return None
+    if trial is None or chosen is None or not chosen.pypi_default:
+        return None
+    cost = (
+        ", a CUDA build that runs on a CPU and brings several GB of CUDA libraries"
+        if plan.hardware.cpu
+        else ""
+    )
+    return (
+        f"to lock {name} from the default index alone, set {trial[1]}: "
+        f"torch {chosen.torch} {chosen.cu_tag} is PyPI's own build{cost}"
+    )
+
+
+def _trial(name: str, spec: Spec, kb: KnowledgeBase, plan: TargetPlan) -> tuple[Spec, str] | None:
+    """The spec with the change that asks for PyPI's build of the planned release, and
+    the change as the user writes it; None when PyPI has no CUDA build to ask for."""
+    release = kb.torch_release(plan.torch)
+    release = release.on(plan.hardware.platform) if release is not None else None
+    tag = release.pypi_default if release is not None else None
+    build = release.build(tag) if release is not None and tag else None
+    if build is None or build.cuda is None:
+        return None  # PyPI has no build here, or its build is the CPU one
+    if plan.hardware.cpu:
+        target = replace(spec.targets[name], build="pypi")
+        return replace(spec, targets={**spec.targets, name: target}), (
+            f'[targets.{name}] build = "pypi"'
+        )
+    toolkit = spec.stack.toolkit
+    if toolkit and toolkit != "auto" and not toolkit.startswith("system:"):
+        return None  # the toolkit pins the wheels' CUDA
+    change = f'[stack] cuda = "{build.cuda}"' + (
+        " (for every target)" if len(spec.targets) > 1 else ""
+    )
+    return replace(spec, stack=replace(spec.stack, cuda=str(build.cuda))), change
+
+
+def with_pypi_route(
+    error: NetworkError,
+    name: str,
+    spec: Spec,
+    kb: KnowledgeBase,
+    *,
+    torch_index: str | None,
+    detected: HardwareFacts | None = None,
+) -> NetworkError:
+    """``error`` with the PyPI route (``extra["pypi_route"]``), when the torch index
+    failed and a route fits: ``partial_lock_error`` shows it under the target's line."""
+    if torch_index or not error.message.startswith(_TORCH_INDEX_ROLE):
+        return error
+    route = pypi_route(name, spec, kb, detected=detected)
+    if route is not None:
+        error.extra["pypi_route"] = route
+    return error
