@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gpuenv.errors import FileFormatError
+from gpuenv.names import ENV_NAME, MANAGED_ENV
 from gpuenv.versions import CudaVersion
 
 if TYPE_CHECKING:
@@ -37,22 +38,6 @@ if TYPE_CHECKING:
 
 IDENTITY_FORMAT = 1
 SOURCE_KINDS = ("sdist", "git")
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# Variables gpuenv sets for every build from the lock; a spec may not set them itself.
-MANAGED_ENV = frozenset(
-    {
-        "CUDA_HOME",
-        "CUDA_PATH",
-        "TORCH_CUDA_ARCH_LIST",
-        "MAX_JOBS",
-        "CC",
-        "CXX",
-        "NVCC_CCBIN",
-        "PATH",
-        "PYTHONPATH",
-        "VIRTUAL_ENV",
-    }
-)
 _ARCH = re.compile(r"(\d{1,2})\.(\d)(\+PTX)?\Z", re.IGNORECASE)
 
 

@@ -43,9 +43,10 @@ from gpuenv.builds import diagnose, fetch, knowledge, wheelfile
 from gpuenv.builds.cache import BuildCache, CachedWheel
 from gpuenv.builds.compiler import HostCompiler, select
 from gpuenv.builds.jobs import Jobs, max_jobs
-from gpuenv.builds.model import MANAGED_ENV, BuildEntry, BuildOutcome
+from gpuenv.builds.model import BuildEntry, BuildOutcome
 from gpuenv.builds.progress import ProgressCallback, Tracker
 from gpuenv.errors import BuildError, ExternalToolError
+from gpuenv.names import MANAGED_ENV
 
 DEFAULT_TIMEOUT = 6 * 3600.0
 SUPERVISOR = Path(__file__).with_name("_supervise.py")

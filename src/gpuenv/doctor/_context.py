@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from gpuenv.doctor._fsafe import read_text
 from gpuenv.doctor.environment import Environment
 from gpuenv.doctor.model import DoctorRequest
+from gpuenv.names import normalize_name
 from gpuenv.versions import CudaVersion, VersionFormatError
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ class Context:
                 continue
             found = _REQUIREMENT.match(line.split(":", 1)[1].strip())
             if found:
-                name = re.sub(r"[-_.]+", "-", found["name"]).lower()
+                name = normalize_name(found["name"])
                 out.setdefault(name, found["pin"])
         return out
 

@@ -19,9 +19,10 @@ from pathlib import Path
 
 from gpuenv.doctor._fsafe import open_binary, read_bytes, resolved
 from gpuenv.doctor.environment import CondaPackage, Dist, Environment
+from gpuenv.names import TORCH_IMPORTS
 
 HASH_LIMIT = 32 << 20  # larger files are judged by size alone
-STACK = ("torch", "torchvision", "torchaudio", "triton")
+STACK = TORCH_IMPORTS
 _MAX_RECORD = 16 << 20
 
 

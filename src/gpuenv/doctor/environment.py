@@ -36,15 +36,9 @@ from gpuenv.doctor._fsafe import (
 )
 from gpuenv.doctor._syspath import PathEntry
 from gpuenv.errors import ExternalToolError, UsageError
+from gpuenv.names import TORCH_IMPORTS
+from gpuenv.names import normalize_name as canonicalize_name
 from gpuenv.versions import CudaVersion, VersionFormatError
-
-_NAME_SEPARATORS = re.compile(r"[-_.]+")
-
-
-def canonicalize_name(name: str) -> str:
-    """PEP 503's normalised name (packaging.utils' rule, without importing its tags)."""
-    return _NAME_SEPARATORS.sub("-", name).lower()
-
 
 _DIST_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+?)(?:-py\d.*)?\.(?:dist|egg)-info$")
 _ASSIGN_RE = re.compile(r"^(?P<key>\w+)\s*(?::[^=]*)?=\s*(?P<value>.+)$")
@@ -151,7 +145,7 @@ class Environment:
     def winners(self) -> dict[str, dict[str, str]]:
         """Where the torch family and each nvidia-* distribution come from: the copy
         that is first on ``sys.path``, and why its directory is there."""
-        names = ["torch", "torchvision", "torchaudio", "triton"]
+        names = list(TORCH_IMPORTS)
         names += sorted({d.name for d in self.path_dists if d.name.startswith("nvidia-")})
         out = {}
         for name in names:

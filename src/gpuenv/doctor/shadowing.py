@@ -19,8 +19,9 @@ from gpuenv.doctor._fsafe import is_file
 from gpuenv.doctor._syspath import PathEntry
 from gpuenv.doctor.environment import Dist
 from gpuenv.doctor.model import Finding, Severity
+from gpuenv.names import TORCH_IMPORTS
 
-PACKAGES = ("torch", "torchvision", "torchaudio", "triton")
+PACKAGES = TORCH_IMPORTS
 
 
 def _watched(ctx: Context) -> list[str]:

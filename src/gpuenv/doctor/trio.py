@@ -15,9 +15,8 @@ from packaging.version import Version
 from gpuenv.doctor._context import Context
 from gpuenv.doctor.environment import Dist, local_tag, public_version
 from gpuenv.doctor.model import Finding, Severity
+from gpuenv.names import COMPANIONS
 from gpuenv.versions import CudaVersion, VersionFormatError
-
-COMPANIONS = ("torchvision", "torchaudio")
 
 
 def _expected(ctx: Context, name: str) -> tuple[Version | None, str]:

@@ -22,6 +22,7 @@ from gpuenv.importers.model import (
     Origin,
     ReadingBuilder,
 )
+from gpuenv.names import TRIO
 
 MARKERS = ("PyTorch version:", "Is debug build:", "CUDA used to build PyTorch:")
 _LIBRARY = re.compile(r"^\[(pip3?|conda)\]\s+(.*)$")
@@ -113,7 +114,7 @@ def _without_duplicate_torch(asks: list[Ask]) -> list[Ask]:
     out: list[Ask] = []
     names: set[str] = set()
     for ask in asks:
-        if ask.name in names and ask.name in ("torch", "torchvision", "torchaudio"):
+        if ask.name in names and ask.name in TRIO:
             continue
         names.add(ask.name)
         out.append(ask)

@@ -52,11 +52,10 @@ from gpuenv.importers.report import UNMANAGED as UNMANAGED_ENTRY
 from gpuenv.importers.torch_choice import Choice, PaperTorch, Planning, choose
 from gpuenv.knowledge import DriverCompat, KnowledgeBase
 from gpuenv.knowledge.foreign import ForeignKnowledge
+from gpuenv.names import COMPANIONS, TRIO
 from gpuenv.plan import TargetPlan, spec_text
 from gpuenv.spec import Target
 from gpuenv.versions import DriverVersion, VersionFormatError
-
-TRIO = ("torch", "torchvision", "torchaudio")
 
 
 @dataclass(frozen=True)
@@ -210,7 +209,7 @@ def paper_torch(
     specifier = resolved.specifier if resolved else ""
     version = resolved.exact if resolved else None
     if resolved is None:
-        for package in ("torchvision", "torchaudio"):
+        for package in COMPANIONS:
             companion = merged.packages.get(package)
             if companion is not None and companion.exact is not None:
                 release = kb.release_for_companion(package, Version(companion.exact.public))
@@ -461,7 +460,7 @@ def _python_entry(
 
 
 def _trio_entries(d: Decision, merged: Merged, plan: TargetPlan) -> None:
-    for package in ("torchvision", "torchaudio"):
+    for package in COMPANIONS:
         resolved = merged.packages.get(package)
         now = getattr(plan, package)
         if resolved is None:
@@ -820,7 +819,7 @@ def _checked(merged: Merged, fk: ForeignKnowledge, plan: TargetPlan) -> list[tup
     torchvision/torchaudio and every plain package (companions move with torch by their
     own data; URLs, git, conda-only and editable asks are not on an index)."""
     out: list[tuple[str, str]] = []
-    for package in ("torchvision", "torchaudio"):
+    for package in COMPANIONS:
         version = getattr(plan, package)
         if package in merged.packages and version:
             out.append((package, f"=={version}"))

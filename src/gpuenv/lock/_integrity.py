@@ -51,8 +51,8 @@ from gpuenv.lock.model import (
     LockedTarget,
     PipPackage,
     StackSummary,
-    normalize_name,
 )
+from gpuenv.names import normalize_name
 
 PIP_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")  # PEP 503-normalised
 HEX = {"sha256": re.compile(r"^[0-9a-f]{64}$"), "md5": re.compile(r"^[0-9a-f]{32}$")}

@@ -32,7 +32,8 @@ from packaging.requirements import Requirement
 from gpuenv.builds import knowledge
 from gpuenv.builds.model import BuildEntry, BuildInputs, BuildSource, arch_list, compute_identity
 from gpuenv.errors import Alternative, NoCompatiblePlan
-from gpuenv.lock.model import CondaPackage, LockedTarget, PipPackage, normalize_name
+from gpuenv.lock.model import CondaPackage, LockedTarget, PipPackage
+from gpuenv.names import normalize_name
 from gpuenv.spec import BuildOptions, Spec
 
 if TYPE_CHECKING:

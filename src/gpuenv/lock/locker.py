@@ -48,8 +48,8 @@ from gpuenv.lock.model import (
     PipResolver,
     StackSummary,
     WheelFacts,
-    normalize_name,
 )
+from gpuenv.names import normalize_name
 from gpuenv.spec import LoadedSpec, Spec, Target
 
 # The planner (and the knowledge base behind it) loads only when something is

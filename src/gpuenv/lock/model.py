@@ -10,7 +10,6 @@ the tool's explanation in plain words; a tool that fails for any other reason
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -20,11 +19,7 @@ from urllib.parse import unquote, urlsplit
 
 from gpuenv._network import Mirrors
 from gpuenv.builds.model import BuildEntry
-
-
-def normalize_name(name: str) -> str:
-    """PEP 503 normalisation: ``Torch_Vision`` -> ``torch-vision``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+from gpuenv.names import TORCH_FAMILY, normalize_name
 
 
 @dataclass(frozen=True)
@@ -75,13 +70,7 @@ class PipRequest:
     # The chosen build's index (".../cu124"): the torch family comes only from here.
     # None: the default index serves the torch family (PyPI's build is the chosen one).
     torch_index: str | None = None
-    torch_family: tuple[str, ...] = (
-        "torch",
-        "torchvision",
-        "torchaudio",
-        "triton",
-        "pytorch-triton",
-    )
+    torch_family: tuple[str, ...] = TORCH_FAMILY
     preferences: tuple[PipPackage, ...] = ()  # existing pins to keep while they still fit
     cache_dir: Path | None = None
     # Packages to build from source: their sdist is locked even where wheels exist.

@@ -65,7 +65,8 @@ from gpuenv._network import (
 from gpuenv._redact import redact, redact_url
 from gpuenv.errors import ExternalToolError, NetworkError, NoCompatiblePlan
 from gpuenv.lock._tags import ARCHES, linux_tags
-from gpuenv.lock.model import PipPackage, PipRequest, normalize_name
+from gpuenv.lock.model import PipPackage, PipRequest
+from gpuenv.names import normalize_name
 
 PROJECT_NAME = "gpuenv-lock-request"
 DEFAULT_TIMEOUT = 600.0

@@ -31,12 +31,13 @@ from gpuenv._redact import redact
 from gpuenv.errors import ExternalToolError
 from gpuenv.knowledge.wheelfacts import parse_metadata, torch_facts, torch_requirement
 from gpuenv.lock.model import PipPackage, PipRequest, WheelFacts
+from gpuenv.names import COMPANIONS, TRIO
 
 if TYPE_CHECKING:
     from gpuenv.knowledge import KnowledgeBase
     from gpuenv.plan import TargetPlan
 
-FAMILY = ("torch", "torchvision", "torchaudio")
+FAMILY = TRIO
 
 
 @runtime_checkable
@@ -153,7 +154,7 @@ def read_wheel_facts(
     requires_python, torch_requires = parse_metadata(texts["torch"])
     facts = torch_facts(requires_python, torch_requires, platform=platform, python=python)
     companions: dict[str, str | None] = {}
-    for name in ("torchvision", "torchaudio"):
+    for name in COMPANIONS:
         spec = (
             torch_requirement(parse_metadata(texts[name])[1], platform=platform, python=python)
             if name in texts

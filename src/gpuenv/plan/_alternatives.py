@@ -18,6 +18,7 @@ from packaging.version import Version
 
 from gpuenv.errors import Alternative
 from gpuenv.knowledge import DriverCompat, KnowledgeBase, TorchRelease
+from gpuenv.names import COMPANIONS
 from gpuenv.plan._model import KNOWN_PYTHONS, Constraints, TargetHardware
 from gpuenv.plan._search import (
     Found,
@@ -335,7 +336,7 @@ def _alt_python(p: Problem) -> Alternative | None:
 
 def _alt_companions(p: Problem) -> list[Alternative]:
     alternatives = []
-    for package in ("torchvision", "torchaudio"):
+    for package in COMPANIONS:
         if not isinstance(getattr(p.c, package), str):
             continue
         found = p.search(**{package: None})

@@ -27,9 +27,11 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
+from gpuenv import names
 from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import key_lines, line_of
 from gpuenv.errors import SpecError, SpecProblem, UsageError
+from gpuenv.names import normalize_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,7 +53,7 @@ __all__ = [
     "parse_version_spec",
 ]
 
-TORCH_FAMILY = frozenset({"torch", "torchvision", "torchaudio", "pytorch-triton", "triton"})
+TORCH_FAMILY = frozenset(names.TORCH_FAMILY)
 CONDA_TORCH_NAMES = frozenset({"pytorch", "torch", "torchvision", "torchaudio", "pytorch-cuda"})
 
 
@@ -141,11 +143,6 @@ class BuildOptions:
             requires_dist=optional("requires-dist"),
             host_compiler=data.get("host-compiler"),
         )
-
-
-def normalize_name(name: str) -> str:
-    """PEP 503: ``Flash_Attn`` -> ``flash-attn``."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @dataclass(frozen=True)

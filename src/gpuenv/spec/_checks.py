@@ -15,6 +15,7 @@ from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import line_of
 from gpuenv.errors import SpecProblem
 from gpuenv.knowledge import KnowledgeBase
+from gpuenv.names import TRIO
 from gpuenv.spec import CONDA_TORCH_NAMES, TORCH_FAMILY, Spec, Target
 from gpuenv.spec._render import render_path
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
@@ -154,7 +155,7 @@ def _check_packages(spec: Spec, found: _Findings) -> None:
     for index, text in enumerate(spec.pip.dependencies):
         name = Requirement(text).name.lower().replace("_", "-")
         if name in TORCH_FAMILY:
-            in_stack = name in ("torch", "torchvision", "torchaudio")
+            in_stack = name in TRIO
             found.add(
                 ("pip", "dependencies", index),
                 f'"{text}": {name} is chosen by [stack] to match each target\'s CUDA build',

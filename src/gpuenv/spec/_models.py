@@ -34,6 +34,7 @@ from gpuenv._network import is_fetchable_url
 from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import line_of
 from gpuenv.errors import SpecError, SpecProblem
+from gpuenv.names import ENV_NAME, MANAGED_ENV
 from gpuenv.spec import parse_version_spec
 from gpuenv.spec._render import render_path
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion, VersionFormatError
@@ -152,22 +153,6 @@ def _url(text: str) -> str:
     return text
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-# Set by gpuenv for every build, from the lock (gpuenv.builds.model.MANAGED_ENV).
-_MANAGED_ENV = frozenset(
-    {
-        "CUDA_HOME",
-        "CUDA_PATH",
-        "TORCH_CUDA_ARCH_LIST",
-        "MAX_JOBS",
-        "CC",
-        "CXX",
-        "NVCC_CCBIN",
-        "PATH",
-        "PYTHONPATH",
-        "VIRTUAL_ENV",
-    }
-)
 _MANAGED_HINTS = {
     "TORCH_CUDA_ARCH_LIST": "it comes from the target's GPUs: add entries with extra-archs",
     "MAX_JOBS": "use max-jobs",
@@ -180,9 +165,9 @@ _MANAGED_HINTS = {
 
 
 def _env_name(text: str) -> str:
-    if not _ENV_NAME.match(text):
+    if not ENV_NAME.match(text):
         raise ValueError(f'"{text}" is not an environment variable name (letters, digits, _)')
-    if text in _MANAGED_ENV:
+    if text in MANAGED_ENV:
         why = _MANAGED_HINTS.get(text, "gpuenv sets it")
         raise ValueError(f"{text} is set by gpuenv for every build: {why}")
     return text
