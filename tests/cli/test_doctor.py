@@ -83,8 +83,11 @@ def test_warnings_only_exit_0(
     assert result.code == 0
     assert "warnings (1):" in result.out
     assert "[ld-preload-set]" in result.out
-    assert "LD_PRELOAD: /opt/libhook.so" in result.out
     assert "fix: unset LD_PRELOAD" in result.out
+    assert "evidence" not in result.out.replace("(the evidence: gpuenv doctor -v, or --json)", "")
+    assert (
+        "LD_PRELOAD: /opt/libhook.so" in cli("doctor", "--prefix", str(clean_env.prefix), "-v").out
+    )
 
 
 def test_human_report_groups_by_severity(
@@ -128,3 +131,123 @@ def test_hardware_facts_when_detection_fails(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(gpuenv.hardware, "detect", detect, raising=False)
     assert "NVML lost the GPU" in DETECT().notes[0]
+
+
+# -- the environment the user means ---------------------------------------------------------
+
+
+def _installed_project(tmp_path: Path, elf: ElfFactory, target: str = "cpu") -> Path:
+    """A project whose target's pointer leads to an installed (marked) prefix."""
+    from gpuenv.store import Store, point_project
+
+    store = Store(tmp_path / "store")
+    prefix = store.prefix_for(target, "a" * 64)
+    make_clean_venv(prefix, elf)
+    store.mark_installed(prefix, lock_hash="a" * 64, target=target, python="3.11")
+    project = tmp_path / "project"
+    project.mkdir(exist_ok=True)
+    (project / "gpuenv.toml").write_text(
+        f'[project]\nname = "p"\n[stack]\npython = "3.11"\n[targets.{target}]\ngpu = "none"\n'
+    )
+    point_project(store, project, target, prefix)
+    return prefix
+
+
+def _chosen(cli: Cli) -> tuple[str, str]:
+    result = cli("doctor", "--json")
+    assert result.code in (0, 1), result.err
+    environment = result.json()["environment"]
+    return environment["prefix"], environment["chosen_because"]
+
+
+def test_inside_gpuenv_run_the_activated_prefix_wins(
+    cli: Cli, clean_env: FakeEnv, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("_GPUENV_ACTIVE", str(clean_env.prefix))
+    monkeypatch.setenv("VIRTUAL_ENV", str(tmp_path))  # gpuenv run's prefix comes first
+    assert _chosen(cli) == (
+        str(clean_env.prefix),
+        "the environment 'gpuenv run' or 'gpuenv shell' activated",
+    )
+    human = cli("doctor").out.splitlines()[0]
+    assert human.startswith(f"environment: {clean_env.prefix} (venv")
+    assert human.endswith(": the environment 'gpuenv run' or 'gpuenv shell' activated")
+
+
+@pytest.mark.parametrize(
+    ("variable", "why"),
+    [
+        ("VIRTUAL_ENV", "the activated venv ($VIRTUAL_ENV)"),
+        ("CONDA_PREFIX", "the activated conda environment ($CONDA_PREFIX)"),
+    ],
+)
+def test_an_activated_environment_is_next(
+    variable: str, why: str, cli: Cli, clean_env: FakeEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(variable, str(clean_env.prefix))
+    assert _chosen(cli) == (str(clean_env.prefix), why)
+
+
+def test_in_a_project_its_installed_target(
+    cli: Cli, elf: ElfFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    prefix = _installed_project(tmp_path, elf)
+    monkeypatch.chdir(tmp_path / "project")
+    monkeypatch.setenv("VIRTUAL_ENV", sys.prefix)  # gpuenv's own venv, activated: skipped
+    where, why = _chosen(cli)
+    assert Path(where).resolve() == prefix.resolve()
+    assert why == f"target cpu of the project {tmp_path / 'project' / 'gpuenv.toml'}"
+    assert cli("doctor", "--target", "h100").code == 2, "not a target of this project"
+
+
+def test_outside_any_environment_the_first_python3_on_path(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import shutil
+
+    system = shutil.which("python3", path="/usr/bin:/bin")
+    if system is None:
+        pytest.skip("no python3 in /usr/bin or /bin")
+    bin_dir = tmp_path / "no-bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(system)
+    monkeypatch.chdir(tmp_path)
+    result = cli("doctor", "--json")
+    assert result.code in (0, 1), result.err
+    environment = result.json()["environment"]
+    assert environment["chosen_because"] == (
+        "the first python3 on PATH, as no environment is active"
+    )
+    assert environment["python"] is not None
+
+
+def test_with_nothing_else_gpuenvs_own_environment_says_so(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    (tmp_path / "gpuenv.toml").write_text('[project]\nname = "p"\n')
+    monkeypatch.chdir(tmp_path)
+    where, why = _chosen(cli)
+    assert Path(where) == Path(sys.prefix)
+    assert why == (
+        "gpuenv's own, as no other is active or on PATH (the project here has nothing installed)"
+    )
+
+
+def test_python_is_looked_up_on_path(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    bin_dir = tmp_path / "no-bin"
+    bin_dir.mkdir()
+    (bin_dir / "mypython").symlink_to(sys.executable)
+    result = cli("doctor", "--python", "mypython", "--json")
+    assert result.code in (0, 1), result.err
+    assert "chosen_because" not in result.json()["environment"]
+    missing = cli("doctor", "--python", "nopython")
+    assert missing.code == 2
+    assert "--python nopython: no such file (and no such command on PATH)" in missing.err

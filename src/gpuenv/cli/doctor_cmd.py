@@ -1,16 +1,24 @@
-"""`gpuenv doctor`: diagnose any environment from its files; exit 1 on any error."""
+"""`gpuenv doctor`: diagnose any environment from its files; exit 1 on any error.
+
+Without ``--python``/``--prefix`` it diagnoses the environment the user means, the
+first of: the prefix ``gpuenv run``/``shell`` activated (``_GPUENV_ACTIVE``), an
+activated venv (``VIRTUAL_ENV``), an activated conda environment (``CONDA_PREFIX``),
+the installed target of the project here (``--target`` among several), the first
+``python3`` on ``PATH``; gpuenv's own environment only when there is nothing else.
+The first line of the report says which, and why."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuenv.cli import _common, _output
-from gpuenv.errors import EXIT_CHECK_FAILED, EXIT_OK, GpuenvError
+from gpuenv.errors import EXIT_CHECK_FAILED, EXIT_OK, GpuenvError, UsageError
 
 if TYPE_CHECKING:
     from gpuenv.doctor import Host, Report
@@ -30,6 +38,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DIR",
         type=Path,
         help="the environment at this prefix (default: the active one)",
+    )
+    _common.add_target_flag(
+        parser, what="in a project: the installed target to diagnose (default: the only one)"
     )
     parser.add_argument(
         "--deep", action="store_true", help="also run the verification probe (writes no record)"
@@ -57,23 +68,67 @@ def host() -> Host:
     return Host()
 
 
+def default_environment(
+    environ: dict[str, str], cwd: Path, target: str | None, file: str | None
+) -> tuple[Path | None, Path | None, str]:
+    """(prefix, python, why): the environment the user means when none is named."""
+    from gpuenv import runtime
+    from gpuenv._envdelta import ACTIVE_VAR
+
+    own = Path(sys.prefix).resolve()
+    active = environ.get(ACTIVE_VAR)
+    if active and Path(active).is_dir():
+        return Path(active), None, "the environment 'gpuenv run' or 'gpuenv shell' activated"
+    for variable, what in (("VIRTUAL_ENV", "venv"), ("CONDA_PREFIX", "conda environment")):
+        value = environ.get(variable)
+        if value and Path(value).resolve() != own:
+            return Path(value), None, f"the activated {what} (${variable})"
+    spec = runtime.find_spec(file, str(cwd))
+    project = runtime.project_of(spec)
+    in_project = Path(spec).is_file()
+    if in_project and (target is not None or runtime.installed_targets(project)):
+        selected = runtime.select(project, target, spec=spec)
+        why = f"target {selected.target} of the project {spec}"
+        return Path(selected.prefix), None, why
+    if target is not None:
+        raise UsageError(f"--target {target}: no gpuenv.toml here", hint="gpuenv doctor --help")
+    nothing = " (the project here has nothing installed)" if in_project else ""
+    python3 = shutil.which("python3", path=environ.get("PATH", os.defpath))
+    if python3 and Path(python3).parent.parent.resolve() != own:
+        return (
+            None,
+            Path(python3),
+            f"the first python3 on PATH, as no environment is active{nothing}",
+        )
+    return Path(sys.prefix), None, f"gpuenv's own, as no other is active or on PATH{nothing}"
+
+
 def run(args: argparse.Namespace) -> int:
     from gpuenv.doctor import DoctorRequest, diagnose
 
+    environ = dict(os.environ)
+    prefix, python, why = args.prefix, args.python, None
+    if prefix is None and python is None:
+        prefix, python, why = default_environment(
+            environ, Path.cwd(), args.target, getattr(args, "file", None)
+        )
+    elif args.target is not None:
+        raise UsageError("--target picks a project's target: not with --python or --prefix")
     request = DoctorRequest(
-        environ=dict(os.environ),
+        environ=environ,
         hardware=hardware_facts(),
-        prefix=args.prefix,
-        python=args.python,
+        prefix=prefix,
+        python=python,
         default_prefix=Path(sys.prefix),
         deep=args.deep,
         host=host(),
+        chosen_because=why,
     )
     report = diagnose(request)
     if args.json:
         _output.emit_json(report.to_json())
     else:
-        _output.out(render(report))
+        _output.out(render(report, verbose=args.verbose or 0))
     return EXIT_CHECK_FAILED if report.has_errors else EXIT_OK
 
 
@@ -98,10 +153,13 @@ def _environment_line(environment: dict[str, Any]) -> str:
     stack = (
         f"torch {torch['version']} ({torch['build']})" if isinstance(torch, dict) else "no torch"
     )
-    return f"environment: {environment.get('prefix')} ({environment.get('kind')}, {stack})"
+    line = f"environment: {environment.get('prefix')} ({environment.get('kind')}, {stack})"
+    why = environment.get("chosen_because")
+    return f"{line}: {why}" if why else line
 
 
-def render(report: Report) -> str:
+def render(report: Report, *, verbose: int = 0) -> str:
+    """One line per finding and its fix; the evidence under ``-v`` (and in ``--json``)."""
     data = report.to_json()
     lines = [_environment_line(data["environment"])]
     counts = {severity: 0 for severity in _HEADINGS}
@@ -113,11 +171,14 @@ def render(report: Report) -> str:
         lines.append(f"\n{heading} ({len(group)}):")
         for finding in group:
             lines.append(f"  [{finding['code']}] {finding['message']}")
-            lines.append("    evidence:")
-            lines.extend(_evidence_lines(finding["evidence"]))
+            if verbose:
+                lines.append("    evidence:")
+                lines.extend(_evidence_lines(finding["evidence"]))
             lines.append(f"    fix: {finding['fix']}")
     if not data["findings"]:
         lines.append("no problems found")
     summary = ", ".join(f"{_HEADINGS[s]}: {counts[s]}" for s in _HEADINGS)
+    if data["findings"] and not verbose:
+        summary += " (the evidence: gpuenv doctor -v, or --json)"
     lines.append(f"\n{summary}")
     return "\n".join(lines)

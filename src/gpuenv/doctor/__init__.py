@@ -74,6 +74,8 @@ def diagnose(request: DoctorRequest) -> Report:
     ctx = Context(request, inventory(location))
     findings = [finding for check in CHECKS for finding in check(ctx)]
     environment = ctx.env.summary()
+    if request.chosen_because:
+        environment["chosen_because"] = request.chosen_because
     if ctx.env.ask_problem:
         environment["interpreter_not_asked"] = ctx.env.ask_problem
     if request.deep:

@@ -82,6 +82,7 @@ class DoctorRequest:
     deep: bool = False
     cwd: Path = field(default_factory=Path.cwd)
     host: Host = field(default_factory=Host)
+    chosen_because: str | None = None  # why this environment, when the CLI chose it
 
 
 @dataclass(frozen=True)
