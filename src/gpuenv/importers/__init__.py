@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpuenv.errors import ForeignFileError
+from gpuenv.importers import frameworks
 from gpuenv.importers._context import Context
 from gpuenv.importers._text import fail
 from gpuenv.importers.decide import Decision, TargetRequest, decide
@@ -222,6 +223,13 @@ def reproduce(request: ImportRequest) -> Reproduction:
         recency=(lambda file: recency(root, file)) if recency is not None else None,
     )
     target = _target_name(request.target, request.kb)
+    frameworks.refuse_invented_torch(
+        merged,
+        request.knowledge,
+        request.kb,
+        target,
+        None if request.target.cpu else request.target.gpu,
+    )
     planning = Planning(
         _project_name(merged, request.paths)[0], target, request.target.target(), request.kb
     )

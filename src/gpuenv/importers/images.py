@@ -42,6 +42,9 @@ _CUDA_TAG = re.compile(
 )
 _NGC_TAG = re.compile(r"^(?P<release>\d{2}\.\d{2})-py3$")
 _PYTHON_TAG = re.compile(r"^(?P<python>3\.\d{1,2})")
+# tensorflow/tensorflow:1.14.0-gpu-py3, 2.11.0-gpu, 2.15.0; NGC: 23.03-tf1-py3, 23.03-tf2-py3
+_TF_TAG = re.compile(r"^(?P<tf>\d+\.\d+(\.\d+)?)(-(?P<rest>[a-z0-9-]+))?$")
+_NGC_TF_TAG = re.compile(r"^(?P<release>\d{2}\.\d{2})-tf(?P<major>[12])-py3")
 
 
 def split_image(reference: str) -> tuple[str, str | None]:
@@ -119,6 +122,27 @@ def _ngc(tag: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowledge
     return True
 
 
+def _tensorflow(tag: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowledge) -> bool:
+    """TensorFlow's own images: the image is TensorFlow, at the tag's version."""
+    match = _TF_TAG.match(tag)
+    if match is None:
+        return False
+    builder.asks.append(Ask("tensorflow", f"=={match.group('tf')}", origin, manager="image"))
+    return True
+
+
+def _ngc_tensorflow(
+    tag: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowledge
+) -> bool:
+    """NGC TensorFlow containers: TF 1.15 (``-tf1``) or a TF 2 release (``-tf2``)."""
+    match = _NGC_TF_TAG.match(tag)
+    if match is None:
+        return False
+    specifier = "==1.15.*" if match.group("major") == "1" else ">=2"
+    builder.asks.append(Ask("tensorflow", specifier, origin, manager="image"))
+    return True
+
+
 def image_facts(
     reference: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowledge
 ) -> None:
@@ -137,6 +161,8 @@ def image_facts(
         "nvidia/cuda": _cuda,
         "nvcr.io/nvidia/cuda": _cuda,
         "nvcr.io/nvidia/pytorch": _ngc,
+        "tensorflow/tensorflow": _tensorflow,
+        "nvcr.io/nvidia/tensorflow": _ngc_tensorflow,
     }
     reader = readers.get(name)
     if reader is not None:
