@@ -39,10 +39,31 @@ class Bench:
         )
 
 
+def scale_names(count: int) -> list[str]:
+    return [f"benchpkg-{n:03d}" for n in range(count)]
+
+
+def _scale_wheels(tree: Path, count: int) -> None:
+    """``count`` small pure wheels on the default index (benchpkg-000, ...), a chain
+    of ten per group so the resolver follows dependency edges too."""
+    from tests.fixtures.pkgindex.index import write_index
+    from tests.fixtures.pkgindex.wheels import WheelSpec
+
+    names = scale_names(count)
+    wheels = [
+        WheelSpec(name, "1.0", requires=(f"{names[i + 1]}>=1",) if (i + 1) % 10 else ())
+        for i, name in enumerate(names)
+    ]
+    if wheels:
+        write_index(tree, "simple", wheels, files_path="files")
+
+
 @contextlib.contextmanager
-def bench_index(root: Path) -> Iterator[Bench]:
+def bench_index(root: Path, *, packages: int = 0) -> Iterator[Bench]:
+    """The tests' index served on loopback, plus ``packages`` generated wheels."""
     tree = root / "index"
     build_tree(tree)
+    _scale_wheels(tree, packages)
     home = root / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_", "GPUENV_"))}

@@ -7,7 +7,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,6 +31,56 @@ def wall(
         subprocess.run(argv, env=full_env, cwd=cwd, capture_output=True, check=False)
         times.append(time.perf_counter() - start)
     return times
+
+
+def compiled() -> None:
+    """Byte-compile gpuenv's sources first: where PYTHONDONTWRITEBYTECODE is set (as on
+    the shared build machines), every run of a checkout would otherwise compile the
+    modules changed since the last compile and measure that, not gpuenv."""
+    import compileall
+
+    compileall.compile_dir(str(REPO / "src"), quiet=1)
+
+
+def alternate(
+    commands: Mapping[str, Sequence[str]],
+    *,
+    runs: int,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    before: Mapping[str, Callable[[], None]] | None = None,
+) -> dict[str, list[float]]:
+    """Wall-clock seconds of each command, run in turn (A B, B A, A B, ...) so that
+    the machine's load falls on all of them alike; ``before[name]`` runs untimed
+    before each of that command's runs (a cache emptied, a lock removed). One untimed
+    round first. A command that fails stops the benchmark, with its output."""
+    full_env = {**os.environ, **(env or {})}
+    names = list(commands)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(runs + 1):
+        for name in names if round_ % 2 == 0 else reversed(names):
+            if before and name in before:
+                before[name]()
+            start = time.perf_counter()
+            done = subprocess.run(
+                list(commands[name]), env=full_env, cwd=cwd, capture_output=True, check=False
+            )
+            took = time.perf_counter() - start
+            if done.returncode != 0:
+                raise SystemExit(f"{name} failed ({done.returncode}):\n{done.stderr[-3000:]!r}")
+            if round_:
+                times[name].append(took)
+    return times
+
+
+def load() -> str:
+    """The machine's load while it was measured (other work on a shared machine)."""
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (5 min {five:.1f}) on {os.cpu_count()} CPUs"
+
+
+def ratio(times: Sequence[float], baseline: Sequence[float]) -> float:
+    return statistics.median(times) / statistics.median(baseline)
 
 
 def median_ms(times: Sequence[float]) -> float:

@@ -1,125 +1,184 @@
-"""Warm-cache locking of the same inputs: `gpuenv lock` vs `uv pip compile
---generate-hashes` vs pip-compile (pip-tools), on the tests' local index.
+"""`gpuenv lock` against `uv pip compile --generate-hashes` on the same inputs, run
+alternately (uv, gpuenv, gpuenv, uv, ...) so the machine's load falls on both alike;
+medians and same-run ratios, with the load printed.
 
 The inputs: torch 2.4.1 (cu124 build), torchvision, torchaudio and transformers, for
-Python 3.11 on x86_64. uv and pip-compile get the cu124 index as an extra index
-(with uv's unsafe-best-match, so both indexes are considered as pip would);
-gpuenv pins the torch family to that index. Issue budget: gpuenv within 1.3x of uv
-and faster than pip-compile.
+Python 3.11 on x86_64, on the tests' local index (real wheels, served on loopback).
+uv gets the cu124 index as an extra index (unsafe-best-match, so both indexes are
+considered) and, as gpuenv does, names its interpreter (`--python <path>`: without it
+uv searches the PATH, ~100 ms through shims, and the ratio measured that search).
 
-With --pypi (needs network) the same comparison runs against the default package
-index instead: an H100 target on driver 535, where the chosen build (cu121) is PyPI's
-own torch 2.4.1, so every tool takes everything from the default index.
+Cases (each its own alternating run):
+- one target: a fresh lock (no lock file), then a relock (the lock kept: pins kept);
+- `--targets N`: N identical targets (four nodes of one machine class) against one;
+- `--scale 10,50,200`: that many more small wheels (benchpkg-NNN) in the request;
+- `--cold`: every run starts with empty caches (gpuenv's and uv's).
+With --pypi (needs network) the one-target case runs against the default index: an
+H100 on driver 535, whose build (cu121) is that index's own torch 2.4.1.
 
-Usage: .venv/bin/python bench/lock.py [--runs N] [--pypi]   (pip-compile: pip install pip-tools)
+Targets (issue 28): one target <= 1.1x uv, four identical targets <= 1.2x one.
+
+Usage: .venv/bin/python bench/lock.py [--runs N] [--targets 4] [--scale 10,50,200]
+       [--cold] [--pypi]
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
-from _project import REQUIREMENTS, bench_index
-from _timing import REPO, report, wall
+from _project import REQUIREMENTS, Bench, bench_index, scale_names
+from _timing import REPO, alternate, compiled, interpreter, load, ratio, report
+
+
+def _spec(bench: Bench, *, targets: int, extra: list[str], pypi: bool) -> str:
+    spec = bench.spec("h100")
+    if extra:
+        deps = ", ".join(f'"{r}"' for r in [*REQUIREMENTS[3:], *extra])
+        spec = "\n".join(
+            f"dependencies = [{deps}]" if line.startswith("dependencies") else line
+            for line in spec.splitlines()
+        )
+    if pypi:
+        spec = spec.replace("550.54.15", "535.104.05")
+        spec = "\n".join(
+            line for line in spec.splitlines() if not line.startswith(("index-url", "torch-index"))
+        )
+    if targets > 1:
+        block = '[targets.h100]\ngpu = "H100"\ndriver = "550.54.15"\n'
+        nodes = "".join(block.replace("h100]", f"node-{n}]") for n in range(targets))
+        spec = spec.replace(block.rstrip("\n"), nodes.rstrip("\n"))
+    return spec.rstrip("\n") + "\n"
+
+
+def _uv_argv(bench: Bench, project: Path, *, pypi: bool) -> list[str]:
+    indexes = (
+        []
+        if pypi
+        else ["--index-url", bench.default_index, "--extra-index-url", f"{bench.torch_base}/cu124"]
+    )
+    return [
+        str(REPO / ".venv" / "bin" / "uv"),
+        "pip",
+        "compile",
+        "--no-config",
+        "--quiet",
+        "requirements.in",
+        "--generate-hashes",
+        *indexes,
+        "--index-strategy",
+        "unsafe-best-match",
+        "--python-version",
+        "3.11",
+        "--python-platform",
+        "x86_64-manylinux_2_28",
+        "--python",
+        interpreter(),  # the interpreter gpuenv names to uv
+        "-o",
+        str(project / "uv.txt"),
+    ]
+
+
+def _project(bench: Bench, name: str, *, targets: int, extra: list[str], pypi: bool) -> Path:
+    project = bench.root / name
+    project.mkdir()
+    (project / "gpuenv.toml").write_text(_spec(bench, targets=targets, extra=extra, pypi=pypi))
+    torch = "torch==2.4.1" if pypi else "torch==2.4.1+cu124"
+    lines = [r.replace("torch==2.4.1", torch) for r in REQUIREMENTS] + extra
+    (project / "requirements.in").write_text("\n".join(lines) + "\n")
+    return project
+
+
+def _emptied(*paths: Path) -> Callable[[], None]:
+    def empty() -> None:
+        for path in paths:
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+
+    return empty
+
+
+def one_case(bench: Bench, args: argparse.Namespace, *, extra: list[str], label: str) -> float:
+    project = _project(bench, f"one-{label}", targets=1, extra=extra, pypi=args.pypi)
+    gpuenv = [interpreter(), "-m", "gpuenv", "lock"]
+    caches = [Path(bench.env["XDG_CACHE_HOME"]) / "gpuenv", Path(bench.env["UV_CACHE_DIR"])]
+    fresh = _emptied(project / "gpuenv.lock", *(caches if args.cold else []))
+    times = alternate(
+        {
+            "uv": _uv_argv(bench, project, pypi=args.pypi),
+            "gpuenv": gpuenv,
+            "gpuenv relock": gpuenv,
+        },
+        runs=args.runs,
+        env=bench.env,
+        cwd=project,
+        before={"uv": _emptied(*caches) if args.cold else (lambda: None), "gpuenv": fresh},
+    )
+    print(f"-- one target{label and f', {label}'} ({'cold' if args.cold else 'warm'} caches)")
+    report("uv pip compile --generate-hashes", times["uv"])
+    report("gpuenv lock (no lock file)", times["gpuenv"], baseline=times["uv"])
+    report("gpuenv lock (relock, pins kept)", times["gpuenv relock"], baseline=times["uv"])
+    return ratio(times["gpuenv"], times["uv"])
+
+
+def targets_case(bench: Bench, args: argparse.Namespace) -> float:
+    one = _project(bench, "targets-1", targets=1, extra=[], pypi=args.pypi)
+    many = _project(bench, f"targets-{args.targets}", targets=args.targets, extra=[], pypi=False)
+    gpuenv = [interpreter(), "-m", "gpuenv", "lock"]
+    one_lock, many_lock = one / "gpuenv.lock", many / "gpuenv.lock"
+    times = alternate(
+        {
+            "uv": [*_uv_argv(bench, one, pypi=False)],
+            "one": [*gpuenv[:-1], "-f", str(one / "gpuenv.toml"), "lock"],
+            "many": [*gpuenv[:-1], "-f", str(many / "gpuenv.toml"), "lock"],
+        },
+        runs=args.runs,
+        env=bench.env,
+        cwd=one,
+        before={"one": _emptied(one_lock), "many": _emptied(many_lock)},
+    )
+    print(f"-- {args.targets} identical targets against one (warm caches)")
+    report("uv pip compile --generate-hashes", times["uv"])
+    report("gpuenv lock, 1 target", times["one"], baseline=times["uv"])
+    report(f"gpuenv lock, {args.targets} identical targets", times["many"], baseline=times["uv"])
+    many_over_one = ratio(times["many"], times["one"])
+    verdict = "within" if many_over_one <= 1.2 else "OVER"
+    print(f"{args.targets} targets / 1 target: {many_over_one:.2f} ({verdict} the 1.2x target)")
+    return many_over_one
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--pypi", action="store_true", help="lock against the default index")
+    parser.add_argument("--targets", type=int, default=0, help="N identical targets vs one")
+    parser.add_argument("--scale", default="", help="comma-separated package counts")
+    parser.add_argument("--cold", action="store_true", help="empty every cache before each run")
     args = parser.parse_args()
-    python = REPO / ".venv" / "bin" / "python"
-    uv = REPO / ".venv" / "bin" / "uv"
-    with tempfile.TemporaryDirectory() as tmp, bench_index(Path(tmp)) as bench:
-        project = Path(tmp) / "project"
-        project.mkdir()
-        if args.pypi:
-            spec = bench.spec("h100").replace("550.54.15", "535.104.05")
-            spec = "\n".join(
-                line
-                for line in spec.splitlines()
-                if not line.startswith(("index-url", "torch-index"))
-            )
-            (project / "gpuenv.toml").write_text(spec + "\n")
-            (project / "requirements.in").write_text("\n".join(REQUIREMENTS) + "\n")
-            indexes: list[str] = []
-        else:
-            (project / "gpuenv.toml").write_text(bench.spec("h100"))
-            (project / "requirements.in").write_text(
-                "\n".join(REQUIREMENTS).replace("torch==2.4.1", "torch==2.4.1+cu124") + "\n"
-            )
-            indexes = [
-                "--index-url",
-                bench.default_index,
-                "--extra-index-url",
-                f"{bench.torch_base}/cu124",
-            ]
-        lock = project / "gpuenv.lock"
-        gpuenv = wall(
-            ["sh", "-c", f"rm -f {lock} && {python} -m gpuenv lock"],
-            runs=args.runs,
-            env=bench.env,
-            cwd=project,
-        )
-        relock = wall(
-            [str(python), "-m", "gpuenv", "lock"], runs=args.runs, env=bench.env, cwd=project
-        )
-        uv_compile = wall(
-            [
-                str(uv),
-                "pip",
-                "compile",
-                "--no-config",
-                "--quiet",
-                "requirements.in",
-                "--generate-hashes",
-                *indexes,
-                "--index-strategy",
-                "unsafe-best-match",
-                "--python-version",
-                "3.11",
-                "--python-platform",
-                "x86_64-manylinux_2_28",
-                "-o",
-                str(project / "uv.txt"),
-            ],
-            runs=args.runs,
-            env=bench.env,
-            cwd=project,
-        )
-        report("uv pip compile --generate-hashes", uv_compile)
-        report("gpuenv lock (no lock file)", gpuenv, baseline=uv_compile)
-        report("gpuenv lock (unchanged spec, pins kept)", relock, baseline=uv_compile)
-        pip_compile = shutil.which("pip-compile", path=str(REPO / ".venv" / "bin"))
-        if pip_compile:
-            pip_tools = wall(
-                [
-                    pip_compile,
-                    "--quiet",
-                    "--generate-hashes",
-                    *indexes,
-                    "--output-file",
-                    str(project / "pip.txt"),
-                    "requirements.in",
-                ],
-                runs=max(3, args.runs // 3),
-                env=bench.env,
-                cwd=project,
-            )
-            report("pip-compile --generate-hashes", pip_tools, baseline=uv_compile)
-            faster = statistics.median(gpuenv) < statistics.median(pip_tools)
-            print(f"gpuenv lock {'faster' if faster else 'SLOWER'} than pip-compile")
-        else:
-            print("pip-compile: not installed (pip install pip-tools) - skipped")
-        ratio = statistics.median(gpuenv) / statistics.median(uv_compile)
-        print(
-            f"gpuenv/uv ratio {ratio:.2f} ({'within' if ratio <= 1.3 else 'OVER'} the 1.3x budget)"
-        )
+    compiled()
+    counts = [int(n) for n in args.scale.split(",") if n]
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        bench_index(Path(tmp), packages=max(counts, default=0)) as bench,
+    ):
+        print(load())
+        first = one_case(bench, args, extra=[], label="")
+        verdict = "within" if first <= 1.1 else "OVER"
+        print(f"gpuenv/uv {first:.2f} ({verdict} the 1.1x target)")
+        if args.targets > 1:
+            targets_case(bench, args)
+        for count in counts:
+            scaled = one_case(bench, args, extra=scale_names(count), label=f"+{count} packages")
+            print(f"gpuenv/uv at +{count} packages: {scaled:.2f}")
+        print(load())
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

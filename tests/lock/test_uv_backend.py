@@ -384,6 +384,8 @@ def test_resolves_a_small_real_requirement_against_the_default_index(
     assert idna.filename == "idna-3.8-py3-none-any.whl"
     assert re.fullmatch(r"[0-9a-f]{64}", idna.sha256)
     assert idna.index and idna.index.startswith("https://")
+    default = resolver.default_index_url(timeout=0)  # stated by that resolution itself
+    assert default is not None and urlsplit(default).hostname == host
 
 
 # -- relocking ---------------------------------------------------------------------------
@@ -525,3 +527,42 @@ def test_what_the_cache_cannot_answer_is_read_online(
     got = {p.name: p for p in resolver.resolve(request)}
     assert got["torch"].sha256 == pkgindex.artifact(got["torch"].filename, "whl/cu124").sha256
     assert ["--offline" in call for call in uv_calls] == [False, False]  # the offline try raised
+
+
+def test_the_default_index_is_read_from_the_resolution_not_asked_of_uv_apart(
+    pkgindex: PkgIndex, uv_cache: Path, uv_calls: list[tuple[str, ...]]
+) -> None:
+    import threading
+
+    from gpuenv.lock.uv import emitted_index_url
+
+    text = "--index-url https://me:tok@idx.invalid/simple\n\nidna==3.8\n    # via x\n"
+    assert emitted_index_url(text) == "https://idx.invalid/simple"
+    assert set(parse_annotated(text)) == {"idna"}
+
+    resolver = UvResolver(timeout=120)
+    waited: list[str | None] = []
+    waiter = threading.Thread(target=lambda: waited.append(resolver.default_index_url()))
+    waiter.start()
+    request = PipRequest(
+        requirements=("idna==3.8",),
+        python="3.11",
+        default_index=pkgindex.default_index,
+        cache_dir=uv_cache,
+    )
+    resolver.resolve(request)
+    waiter.join(10)
+    assert waited == [None], "a configured default index is not uv's own: nothing learned"
+    assert len(uv_calls) == 2 and all("compile" in c and "-o" in c for c in uv_calls)
+
+
+def test_settle_ends_a_wait_for_the_default_index() -> None:
+    import threading
+
+    resolver = UvResolver(uv_bin="uv")
+    waited: list[str | None] = []
+    waiter = threading.Thread(target=lambda: waited.append(resolver.default_index_url()))
+    waiter.start()
+    resolver.settle()
+    waiter.join(10)
+    assert waited == [None] and not waiter.is_alive()

@@ -798,6 +798,9 @@ def lock_and_write(
         kb_digest=kb_digest,
         progress=progress,
     )
+    settle = getattr(pip, "settle", None)
+    if callable(settle):
+        settle()  # a look-up waiting for the resolver's default index waits no more
     seen = watch.result(timeout=WATCH_GRACE)
     builds.result(timeout=WATCH_GRACE)
     notice = _newer_torch_notice(seen, kb)

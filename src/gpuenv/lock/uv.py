@@ -40,6 +40,7 @@ import os
 import re
 import sys
 import tempfile
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -155,6 +156,9 @@ class UvResolver:
         self._uv = uv_bin if uv_bin is not None else find_uv()
         self.timeout = timeout
         self._version: str | None = None
+        # uv's own default index, as its first resolution without one stated it.
+        self._default_index: str | None = None
+        self._settled = threading.Event()
 
     @property
     def uv_bin(self) -> str:
@@ -172,24 +176,25 @@ class UvResolver:
 
         return http_metadata(package, request)
 
-    def default_index_url(self) -> str | None:
-        """The index uv uses when none is configured, as uv itself states it."""
-        with tempfile.TemporaryDirectory(prefix="gpuenv-uv-") as tmp:
-            empty = Path(tmp) / "empty.in"
-            empty.write_text("", encoding="utf-8")
-            argv = [self.uv_bin, "--no-config", "pip", "compile", str(empty)]
-            result = _proc.run(
-                [*argv, "--emit-index-url", "--no-header", "--quiet"],
-                timeout=30,
-                check=False,
-                what="uv pip compile --emit-index-url",
-            )
-        for line in result.stdout.splitlines():
-            if line.startswith("--index-url "):
-                return line.split(None, 1)[1].strip()
-        return None
+    def default_index_url(self, timeout: float | None = None) -> str | None:
+        """The index uv uses when none is configured, as uv stated it in this resolver's
+        first resolution without one (``--emit-index-url``: no uv run of its own). Waits
+        (up to ``timeout``) until a resolution has finished or ``settle`` was called;
+        None when none said it."""
+        self._settled.wait(timeout)
+        return self._default_index
+
+    def settle(self) -> None:
+        """No more resolutions: ``default_index_url`` stops waiting for one."""
+        self._settled.set()
 
     def resolve(self, request: PipRequest) -> tuple[PipPackage, ...]:
+        try:
+            return self._resolve_request(request)
+        finally:
+            self._settled.set()
+
+    def _resolve_request(self, request: PipRequest) -> tuple[PipPackage, ...]:
         platform = target_platform(request)
         fetch = request.mirrors.fetch_url  # resolution goes through the mirrors, if any
         scratch = tempfile.gettempdir()
@@ -261,10 +266,13 @@ class UvResolver:
         annotated, pylock = folder / "resolved.txt", folder / "pylock.toml"
         _seed_preferences(annotated, pylock, run.request.preferences)
         base = self._base_argv(run, project)
-        self._run_uv(run, [*base, "--emit-index-annotation", "-o", annotated])
+        self._run_uv(run, [*base, "--emit-index-annotation", "--emit-index-url", "-o", annotated])
         self._cached_then_online(run, [*base, "--format", "pylock.toml", "-o", pylock])
+        text = annotated.read_text(encoding="utf-8")
+        if run.default is None and self._default_index is None:
+            self._default_index = emitted_index_url(text)
         return (
-            parse_annotated(annotated.read_text(encoding="utf-8")),
+            parse_annotated(text),
             parse_pylock(
                 pylock.read_text(encoding="utf-8"),
                 target_tags(run.request),
@@ -572,10 +580,9 @@ def parse_annotated(text: str) -> dict[str, _Resolved]:
             out[current] = _Resolved(version, index, tuple(sorted(set(parents))))
 
     in_via = False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
+    # Blank lines, and --index-url / --extra-index-url (emitted_index_url reads those).
+    lines = (raw.strip() for raw in text.splitlines() if raw.strip() and raw[:2] != "--")
+    for line in lines:
         match = _PIN.match(line)
         if match:
             flush()
@@ -602,6 +609,14 @@ def parse_annotated(text: str) -> dict[str, _Resolved]:
             raise ExternalToolError(f"unexpected line in uv's output: {line!r}")
     flush()
     return out
+
+
+def emitted_index_url(text: str) -> str | None:
+    """The ``--index-url`` line of uv's output (``--emit-index-url``), redacted."""
+    for line in text.splitlines():
+        if line.startswith("--index-url "):
+            return redact_url(line.split(None, 1)[1].strip())
+    return None
 
 
 def _parent(text: str) -> list[str]:
