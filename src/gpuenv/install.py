@@ -44,8 +44,9 @@ import re
 import sys
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuenv import _proc
 from gpuenv._artifacts import ArtifactSources
@@ -68,6 +69,10 @@ from gpuenv.lock.model import CondaPackage, Lock, LockedTarget, PipPackage
 from gpuenv.shells import write_shell_entrypoints
 from gpuenv.store import Store, point_project
 
+if TYPE_CHECKING:
+    from gpuenv.editable.install import ProjectResult
+    from gpuenv.spec import BuildOptions, LocalProject
+
 Progress = Callable[[str], None]
 
 MACHINES = {"linux-64": ("x86_64", "amd64"), "linux-aarch64": ("aarch64", "arm64")}
@@ -87,6 +92,11 @@ class InstallRequest:
     # The indexes the lock was made from, with credentials (lock.locker.install_indexes).
     indexes: tuple[Index, ...] = ()
     channels: tuple[str, ...] = ()  # the spec's conda channels, for their credentials
+    # The project installed editable after the locked packages ([project] path), and its
+    # [pip.build.<name>] options; the dependency groups installed (gpuenv.lock.extras).
+    local: LocalProject | None = None
+    local_build: BuildOptions | None = None
+    groups: tuple[str, ...] = ()
 
     @property
     def all_indexes(self) -> tuple[Index, ...]:
@@ -102,6 +112,7 @@ class InstallResult:
     previous: Path | None  # the generation this install replaced, if any
     seconds: float
     builds: tuple[BuildOutcome, ...] = ()  # the compiled extensions, built or from the cache
+    project: ProjectResult | None = None  # the project, installed editable
 
 
 def _uv_binary(request: InstallRequest) -> Path:
@@ -587,7 +598,9 @@ def write_activation(
 
 def _toolkit_of(request: InstallRequest) -> str | None:
     """The spec's toolkit; "auto" when a build needs nvcc and the spec names none."""
-    if request.toolkit is None and any(b.needs_toolkit for b in request.target.builds):
+    builds = any(b.needs_toolkit for b in request.target.builds)
+    project = request.local is not None and request.local.cuda and request.target.stack.cuda
+    if request.toolkit is None and (builds or project):
         return "auto"
     return request.toolkit
 
@@ -610,6 +623,9 @@ def _build(
     else:
         progress(f"{target.name}: creating the Python {target.stack.python} environment")
         make_venv(prefix, target.stack.python, uv, env)
+    left_out = _left_out(request)
+    if left_out:  # the dependency groups not asked for
+        target = replace(target, pip=tuple(p for p in target.pip if p.name not in left_out))
     progress(f"{target.name}: installing {len(target.pip)} pip packages")
     install_pip(prefix, target, uv, env, request)
     python = python_version(prefix)
@@ -632,6 +648,39 @@ def _build(
         )
     write_activation(prefix, store, request, home)
     return python, outcomes
+
+
+def _left_out(request: InstallRequest) -> set[str]:
+    from gpuenv.lock.extras import left_out
+
+    return left_out(request.target.groups, request.groups) if request.target.groups else set()
+
+
+def _chosen_groups(request: InstallRequest) -> tuple[str, ...]:
+    return tuple(sorted(g for g in set(request.groups) if g in request.target.groups))
+
+
+def _install_project(
+    prefix: Path, store: Store, request: InstallRequest, progress: Progress
+) -> ProjectResult | None:
+    """The project, editable, over the installed prefix (rebuilt when its tree changed)."""
+    if request.local is None:
+        return None
+    from gpuenv.builds.install import Tools
+    from gpuenv.editable.install import install_project
+
+    toolkit = _toolkit_of(request)
+    home = cuda_home(prefix, request.target, toolkit)
+    return install_project(
+        prefix,
+        store,
+        request.local,
+        request.local_build,
+        request.target,
+        Tools(_uv_binary(request), _uv_env(store, request), home, request.sources),
+        toolkit=toolkit,
+        progress=Prefixed(progress, f"{request.target.name}: "),
+    )
 
 
 def _make_prefixes_dir(store: Store, prefix: Path) -> None:
@@ -678,7 +727,11 @@ def install_target(
     target = request.target
     check_platform(target)
     lock_hash = target.content_hash
-    prefix = store.prefix_for(target.name, lock_hash)
+    from gpuenv.editable.state import prefix_key
+
+    prefix = store.prefix_for(
+        target.name, prefix_key(lock_hash, request.local, _chosen_groups(request))
+    )
     with store.locked(prefix):
         built = not store.is_installed(prefix, lock_hash) or not _runnable(prefix)
         outcomes: tuple[BuildOutcome, ...] = ()
@@ -700,9 +753,10 @@ def install_target(
             except BaseException:
                 store.discard_quietly(prefix)
                 raise
+        project = _install_project(prefix, store, request, report)
         previous = point_project(store, request.project, target.name, prefix)
     seconds = time.perf_counter() - started
-    return InstallResult(target.name, prefix, built, previous, seconds, outcomes)
+    return InstallResult(target.name, prefix, built, previous, seconds, outcomes, project)
 
 
 def record_lock_state(project: Path, lock: Lock, installed: tuple[str, ...]) -> None:

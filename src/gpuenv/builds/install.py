@@ -117,7 +117,7 @@ def install_builds(
         uv=uv,
         cuda_home=tools.cuda_home,
         environ=dict(os.environ),
-        progress=lambda p: _report(progress, p, started),
+        progress=lambda p: report_progress(progress, p, started),
         cache_env={k: uv_env[k] for k in _UV_CACHE_KEYS if k in uv_env},
         sources=tools.sources,
     )
@@ -138,7 +138,9 @@ def install_builds(
     return tuple(outcomes)
 
 
-def _report(progress: Callable[[str], None], report: BuildProgress, started: set[str]) -> None:
+def report_progress(
+    progress: Callable[[str], None], report: BuildProgress, started: set[str]
+) -> None:
     """A build's start is a phase (a line in a log); its compile steps and heartbeats are
     details, drawn live on a terminal only (a log would get hundreds of lines)."""
     if report.package not in started:

@@ -39,7 +39,7 @@ from packaging.version import Version
 from gpuenv import __version__, _proc
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._network import is_network_setting
-from gpuenv.builds import diagnose, fetch, knowledge, wheelfile
+from gpuenv.builds import diagnose, fetch, knowledge, localsrc, wheelfile
 from gpuenv.builds.cache import BuildCache, CachedWheel
 from gpuenv.builds.compiler import HostCompiler, select
 from gpuenv.builds.jobs import Jobs, max_jobs
@@ -222,6 +222,8 @@ def _argv(entry: BuildEntry, ctx: BuildContext, source: Path, out: Path) -> list
 
 
 def _source(cache: BuildCache, entry: BuildEntry, ctx: BuildContext, workdir: Path) -> Path:
+    if entry.source.kind == "project":  # a copy: two targets' builds never share objects
+        return localsrc.copy_tree(entry.source, workdir)
     if entry.source.kind == "git":
         return fetch.git_checkout(entry.source, workdir)
     return fetch.sdist(entry.source, cache.sources, ctx.sources.url_for(entry.source.url))
@@ -278,6 +280,8 @@ def _one_wheel(entry: BuildEntry, out: Path) -> Path:
         name, version, _build, _tags = parse_wheel_filename(wheels[0].name)
     except InvalidWheelFilename as exc:
         raise BuildError(f"{entry.label()}: the build produced {wheels[0].name}: {exc}") from None
+    if entry.source.kind == "project":  # its name and version are what its build says
+        return wheels[0]
     if canonicalize_name(name) != entry.name or version != Version(entry.version):
         raise BuildError(
             f"{entry.label()}: the build produced {wheels[0].name}, another package or version"

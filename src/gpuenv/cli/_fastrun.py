@@ -163,6 +163,11 @@ def execute(run: FastRun) -> int:
 
     for warning in admit(selected, unverified=run.unverified):
         _say(f"gpuenv: warning: {warning}")
+    from gpuenv.editable.state import stale_note
+
+    stale = stale_note(selected.prefix)
+    if stale is not None:
+        _say(f"gpuenv: warning: {stale}")
     env, notes = runtime.child_environment(selected, os.environ)
     for note in notes:
         _say(note)

@@ -10,10 +10,11 @@ from gpuenv.cli import _common, _hardware, _output, _progress
 from gpuenv.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
+    from gpuenv.editable.install import ProjectResult
     from gpuenv.install import InstallResult
     from gpuenv.knowledge import KnowledgeBase
     from gpuenv.lock.model import Lock
-    from gpuenv.spec import Spec
+    from gpuenv.spec import BuildOptions, Spec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -36,7 +37,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="install from an archive of gpuenv pack, without network (hash-checked)",
     )
+    parser.add_argument(
+        "--group",
+        action="append",
+        metavar="NAME",
+        help="also install this dependency group (repeatable; 'dev' is installed by default)",
+    )
+    parser.add_argument("--all-groups", action="store_true", help="install every group")
+    parser.add_argument("--no-dev", action="store_true", help="leave out the 'dev' group")
     _common.add_json_flag(parser)
+
+
+def _groups(args: argparse.Namespace, spec: Spec) -> tuple[str, ...]:
+    """The groups to install: ``dev`` unless ``--no-dev``, those ``--group`` names, or all."""
+    from gpuenv.lock.extras import groups
+    from gpuenv.spec import normalize_name
+
+    known = groups(spec)
+    asked = [normalize_name(g) for g in args.group or ()]
+    for name in asked:
+        if name not in known:
+            listed = ", ".join(known) or "none: add [pip.groups] to gpuenv.toml"
+            raise UsageError(f"no dependency group {name!r} (groups: {listed})")
+    if args.all_groups:
+        return tuple(known)
+    default = ["dev"] if "dev" in known and not args.no_dev else []
+    return tuple(dict.fromkeys([*default, *asked]))
 
 
 def _targets(
@@ -80,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         mirrors=_common.mirrors(),
     )
     store = _common.store()
+    chosen = _groups(args, loaded.spec)
     results = []
     with _progress.display(args) as progress:
         lock = ensure_lock(
@@ -102,6 +129,9 @@ def run(args: argparse.Namespace) -> int:
                 indexes=install_indexes(loaded.spec, locked, options),
                 sources=ArtifactSources(mirrors=options.mirrors),
                 channels=loaded.spec.conda.channels if loaded.spec.conda else (),
+                local=loaded.spec.local,
+                local_build=_local_build(loaded.spec),
+                groups=chosen,
             )
             results.append(install_target(store, request, progress))
     record_lock_state(spec_file.parent.absolute(), lock, targets)
@@ -111,6 +141,11 @@ def run(args: argparse.Namespace) -> int:
     )
     _render(results, verified, as_json=args.json)
     return 0 if all(verified.values()) else CheckFailed.exit_code
+
+
+def _local_build(spec: Spec) -> BuildOptions | None:
+    local = spec.local
+    return spec.pip.build.get(local.name) if local is not None else None
 
 
 def _install_from(args: argparse.Namespace) -> int:
@@ -199,6 +234,7 @@ def _render(results: list[InstallResult], verified: dict[str, bool], *, as_json:
                         "seconds": round(r.seconds, 3),
                         "verified": verified.get(r.target),
                         "builds": [b.to_json() for b in r.builds],
+                        "project": r.project.to_json() if r.project else None,
                     }
                     for r in results
                 }
@@ -213,6 +249,18 @@ def _render(results: list[InstallResult], verified: dict[str, bool], *, as_json:
         for b in r.builds:
             how = "from the build cache" if b.cached else f"built in {b.seconds:.1f} s"
             _output.out(f"  {b.name} {b.version}: {how} ({b.identity[:19]}...)")
+        if r.project is not None:
+            _output.out(f"  project {r.project.name}: {_project_state(r.project)}")
         if r.target in verified:
             verdict = "verified on this machine" if verified[r.target] else "NOT verified"
             _output.out(f"  {verdict} (details: gpuenv verify --target {r.target})")
+
+
+def _project_state(project: ProjectResult) -> str:
+    if not project.built:
+        return "editable, up to date"
+    build = project.outcome
+    if build is None:
+        return "editable"
+    how = "from the build cache" if build.cached else f"built in {build.seconds:.1f} s"
+    return f"installed editable ({how})"

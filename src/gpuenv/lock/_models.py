@@ -109,6 +109,10 @@ class TargetModel(_Model):
     pip: list[PipModel] = Field(default_factory=list)
     builds: list[BuildModel] = Field(default_factory=list)
     wheel_facts: WheelFactsModel | None = Field(default=None, alias="wheel-facts")
+    groups: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Per dependency group, the locked packages only that group brings.",
+    )
 
 
 class LockFileModel(_Model):

@@ -113,6 +113,7 @@ def _target_table(t: LockedTarget) -> dict[str, Any]:
         else drop_none(
             {key: getattr(t.wheel_facts, attr) for key, attr in WHEEL_FACT_KEYS.items()}
         ),
+        "groups": {k: sorted(v) for k, v in sorted(t.groups.items())} or None,
     }
     # An empty array of tables has no TOML form of its own: left out, read as empty.
     # An absent sub-table (no wheel facts) is left out too.

@@ -325,6 +325,7 @@ def _checked(raw: dict[str, Any], file: str, *, schema: bool) -> LockReading:
             target = replace(
                 _with_builds(_target(name, table), table, file),
                 wheel_facts=_wheel_facts(table.get("wheel-facts")),
+                groups={k: tuple(v) for k, v in sorted((table.get("groups") or {}).items())},
             )
         except (KeyError, TypeError, AttributeError) as exc:  # only a stale cache entry
             damaged[name] = [f"malformed ({exc!r})"]

@@ -31,7 +31,7 @@ from gpuenv._progress import failed
 from gpuenv._redact import redact_url
 from gpuenv.builds.model import nvcc_arch_max
 from gpuenv.errors import Alternative, ExternalToolError, NetworkError, NoCompatiblePlan
-from gpuenv.lock import _integrity
+from gpuenv.lock import _integrity, extras
 from gpuenv.lock import builds as build_lock
 from gpuenv.lock._pypi_route import with_pypi_route
 from gpuenv.lock.builds import BuildNeeds
@@ -130,6 +130,7 @@ def input_hash(spec: Spec, target: str, kb_digest: str) -> str:
             if shared and name != target and other.torch is None
         ),
         "pip": _pip_inputs(spec),
+        **extras.inputs(spec, target),
         "conda": (
             {
                 "channels": list(spec.conda.channels),
@@ -154,7 +155,7 @@ def _pip_inputs(spec: Spec) -> dict[str, object]:
     out: dict[str, object] = {
         k: list(v) if isinstance(v, tuple) else v
         for k, v in spec.pip.__dict__.items()
-        if k != "build"
+        if k not in ("build", "groups")
     }
     if spec.pip.build:
         out["build"] = {name: o.__dict__ for name, o in sorted(spec.pip.build.items())}
@@ -164,7 +165,11 @@ def _pip_inputs(spec: Spec) -> dict[str, object]:
 def _target_inputs(target: Target) -> dict[str, object]:
     """A target's table as its input hash reads it: ``build`` only when set, so the
     targets of specs without it keep the hashes (and locks) they had."""
-    return {k: v for k, v in target.__dict__.items() if k != "build" or v is not None}
+    return {
+        k: v
+        for k, v in target.__dict__.items()
+        if (k != "build" or v is not None) and k != "dependencies"  # see extras.inputs
+    }
 
 
 def _jsonable(value: object) -> object:
@@ -277,8 +282,9 @@ def _pip_requirements(
         # Without conda, NVIDIA's toolkit wheels (install gathers them under <prefix>/cuda).
         major = (plan.cuda or "").split(".")[0]
         toolkit.append(f"nvidia-cuda-nvcc-cu{major}=={plan.cuda}.*")
-    extra = [r for r in (need.requirements if need else ()) if r not in spec.pip.dependencies]
-    return (*family, *spec.pip.dependencies, *toolkit, *extra)
+    wanted = extras.requirements(spec, plan.target)
+    extra = [r for r in (need.requirements if need else ()) if r not in wanted]
+    return (*family, *wanted, *toolkit, *extra)
 
 
 def _local_label(version: str) -> str | None:
@@ -380,7 +386,9 @@ def _lock_target(
     conda, python = _solve_conda(backends, spec, plan, keep, options, progress)
     progress(f"{name}: resolving pip packages")
     declared = build_lock.declared(spec)
-    need = build_lock.needs(declared, cuda=plan.cuda)
+    need = build_lock.needs(declared, cuda=plan.cuda).union(
+        extras.project_needs(spec, cuda=plan.cuda)
+    )
     pip, need = _resolve_pip(backends, spec, plan, keep, options, python, need)
     found = build_lock.found(spec, pip, declared)
     more = build_lock.needs(found, cuda=plan.cuda)
@@ -419,6 +427,7 @@ def _lock_target(
         pip=tuple(sorted(pip, key=lambda p: p.name)),
         builds=locked_builds.builds,
         wheel_facts=facts,
+        groups=extras.group_members(spec, name, pip, request.requirements),
     )
     _check_resolved(locked)
     return locked, warnings
@@ -441,7 +450,10 @@ def _solve_conda(
         return (), plan.python
     name = plan.target
     progress(f"{name}: solving conda packages")
-    builds_toolkit = build_lock.needs(build_lock.declared(spec), cuda=plan.cuda).toolkit
+    builds_toolkit = (
+        build_lock.needs(build_lock.declared(spec), cuda=plan.cuda).toolkit
+        or extras.project_needs(spec, cuda=plan.cuda).toolkit
+    )
     conda = backends.conda.resolve(
         CondaRequest(
             specs=_conda_specs(spec, plan, toolkit=builds_toolkit),

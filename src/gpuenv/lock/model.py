@@ -161,6 +161,8 @@ class LockedTarget:
     pip: tuple[PipPackage, ...] = ()
     builds: tuple[BuildEntry, ...] = ()  # packages compiled at install (gpuenv.builds)
     wheel_facts: WheelFacts | None = None  # None: not read (an older lock, or unreadable)
+    # Per dependency group, the locked packages only that group brings (lock.extras).
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def pip_package(self, name: str) -> PipPackage | None:
         wanted = normalize_name(name)

@@ -42,6 +42,7 @@ __all__ = [
     "BuildOptions",
     "Conda",
     "LoadedSpec",
+    "LocalProject",
     "Pip",
     "Project",
     "Spec",
@@ -78,6 +79,26 @@ def parse_version_spec(text: str) -> SpecifierSet:
 class Project:
     name: str
     description: str | None = None
+    path: str | bool | None = None  # None: "." when a Python project sits beside; False: none
+
+
+@dataclass(frozen=True)
+class LocalProject:
+    """The Python project installed editable into every target (``[project] path``), as
+    read from its own files when the spec was loaded (``gpuenv.editable.source``)."""
+
+    root: Path  # absolute
+    name: str  # PEP 503-normalised ("" when its metadata must be built to know it)
+    # Its dependencies, as the lock resolves them; None: computed by its setup.py (the lock
+    # refuses it, naming the fix).
+    requirements: tuple[str, ...] | None = ()
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # PEP 735
+    build_requires: tuple[str, ...] = ()  # [build-system] requires
+    uses_torch: bool = False  # its build imports torch.utils.cpp_extension
+    cuda: bool = False  # it compiles CUDA (.cu sources, CUDAExtension)
+    compiled: bool = False  # it has native sources (C, C++, CUDA, Cython)
+    package: bool = True  # False: no build system (its dependencies only, like uv's virtual)
+    backend_path: tuple[str, ...] = ()  # [build-system] backend-path: an in-tree backend
 
 
 @dataclass(frozen=True)
@@ -101,6 +122,7 @@ class Target:
     glibc: str = "2.28"
     torch: str | None = None  # this target's own torch specifier, instead of [stack] torch
     build: str | None = None  # "pypi": a CPU target takes PyPI's default (CUDA) build
+    dependencies: tuple[str, ...] = ()  # [targets.<name>.pip] dependencies: this target only
 
     @property
     def is_cpu(self) -> bool:
@@ -152,6 +174,7 @@ class Pip:
     extra_index_urls: tuple[str, ...] = ()
     torch_index: str | None = None
     build: Mapping[str, BuildOptions] = field(default_factory=dict)  # by normalised name
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # [pip.groups]
 
 
 @dataclass(frozen=True)
@@ -180,6 +203,7 @@ class Spec:
     pip: Pip = field(default_factory=Pip)
     conda: Conda | None = None
     verify: Verify = field(default_factory=Verify)
+    local: LocalProject | None = None  # read from disk by load_spec, never cached
 
     @property
     def uses_detect(self) -> bool:
@@ -193,7 +217,11 @@ class Spec:
         conda = data.get("conda")
         deps = conda["dependencies"] if conda else None
         return cls(
-            project=Project(data["project"]["name"], data["project"].get("description")),
+            project=Project(
+                data["project"]["name"],
+                data["project"].get("description"),
+                data["project"].get("path"),
+            ),
             stack=Stack(
                 python=stack["python"],
                 torch=stack["torch"],
@@ -213,6 +241,7 @@ class Spec:
                     glibc=t["glibc"],
                     torch=t.get("torch"),
                     build=t.get("build"),
+                    dependencies=tuple((t.get("pip") or {}).get("dependencies") or ()),
                 )
                 for name, t in data["targets"].items()
             },
@@ -224,6 +253,10 @@ class Spec:
                 build={
                     normalize_name(name): BuildOptions.from_normalised(options)
                     for name, options in sorted((pip.get("build") or {}).items())
+                },
+                groups={
+                    normalize_name(name): tuple(reqs)
+                    for name, reqs in sorted((pip.get("groups") or {}).items())
                 },
             ),
             conda=(
@@ -362,7 +395,10 @@ def load_spec(
         raise SpecError([SpecProblem(str(file), None, "", message, exc.hint)]) from None
     except OSError as exc:
         raise UsageError(f"{file}: cannot read: {exc.strerror}") from None
-    return parse_spec_text(text, file=str(file), kb=kb, cache_dir=cache_dir)
+    loaded = parse_spec_text(text, file=str(file), kb=kb, cache_dir=cache_dir)
+    from gpuenv.spec._local import attach
+
+    return attach(loaded)
 
 
 def json_schema() -> dict[str, Any]:

@@ -151,16 +151,30 @@ def _check_stack(spec: Spec, kb: KnowledgeBase, found: _Findings) -> None:
             )
 
 
+def _pip_lists(spec: Spec) -> list[tuple[tuple[str | int, ...], tuple[str, ...]]]:
+    """Every list of pip requirements in the spec, with its key."""
+    lists: list[tuple[tuple[str | int, ...], tuple[str, ...]]] = [
+        (("pip", "dependencies"), spec.pip.dependencies)
+    ]
+    lists += [(("pip", "groups", name), reqs) for name, reqs in spec.pip.groups.items()]
+    lists += [
+        (("targets", name, "pip", "dependencies"), t.dependencies)
+        for name, t in spec.targets.items()
+    ]
+    return lists
+
+
 def _check_packages(spec: Spec, found: _Findings) -> None:
-    for index, text in enumerate(spec.pip.dependencies):
-        name = Requirement(text).name.lower().replace("_", "-")
-        if name in TORCH_FAMILY:
-            in_stack = name in TRIO
-            found.add(
-                ("pip", "dependencies", index),
-                f'"{text}": {name} is chosen by [stack] to match each target\'s CUDA build',
-                f"set {name} in [stack] instead" if in_stack else "remove it",
-            )
+    for key, lines in _pip_lists(spec):
+        for index, text in enumerate(lines):
+            name = Requirement(text).name.lower().replace("_", "-")
+            if name in TORCH_FAMILY:
+                in_stack = name in TRIO
+                found.add(
+                    (*key, index),
+                    f'"{text}": {name} is chosen by [stack] to match each target\'s CUDA build',
+                    f"set {name} in [stack] instead" if in_stack else "remove it",
+                )
     for name in spec.conda.dependency_names() if spec.conda else []:
         if name.lower() in CONDA_TORCH_NAMES:
             found.add(

@@ -214,9 +214,25 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False, strict=True)
 
 
+def _project_path(text: str) -> str:
+    _plain(text, "a project path")
+    if text.startswith("/") or "\\" in text:
+        raise ValueError(f'{_show(text)}: the project\'s path is relative to gpuenv.toml (".")')
+    return text
+
+
+ProjectPath = Annotated[str, AfterValidator(_project_path)]
+
+
 class Project(_Model):
     name: Name = Field(description="The project's name; shown in prompts and prefix names.")
     description: str | None = None
+    path: ProjectPath | Literal[False] | None = Field(
+        default=None,
+        description='The Python project installed editable into every target ("." : the '
+        'directory of gpuenv.toml). Omitted: "." when a pyproject.toml or setup.py sits '
+        "beside gpuenv.toml; false: none.",
+    )
 
 
 class Stack(_Model):
@@ -256,6 +272,12 @@ class Stack(_Model):
     )
 
 
+class TargetPip(_Model):
+    dependencies: list[RequirementSpec] = Field(
+        default_factory=list, description="Requirements locked and installed for this target only."
+    )
+
+
 class Target(_Model):
     gpu: GpuSpec | None = Field(
         default=None,
@@ -286,6 +308,9 @@ class Target(_Model):
         "runs on a CPU, locked from the default index alone, instead of the CPU build from the "
         "PyTorch index: for networks that reach PyPI only. It brings the CUDA libraries "
         "(several GB more to download and store).",
+    )
+    pip: TargetPip | None = Field(
+        default=None, description="pip packages for this target only, besides [pip]'s."
     )
 
 
@@ -367,6 +392,11 @@ class Pip(_Model):
         default_factory=dict,
         description="Packages built from source, by name: "
         '[pip.build.flash-attn] max-jobs = 4, env = { FOO = "1" }.',
+    )
+    groups: dict[Name, list[RequirementSpec]] = Field(
+        default_factory=dict,
+        description='Dependency groups, by name: dev = ["pytest"]. Locked for every target; '
+        "installed with install --group NAME or --all-groups (dev by default).",
     )
 
 
@@ -600,6 +630,19 @@ def validate(raw: dict[str, Any], *, file: str, lines: dict[KeyPath, int]) -> di
         raise SpecError(sorted(problems, key=lambda p: (p.line or 0, p.path))) from None
     _check_target_names(model, file, lines)
     normalised: dict[str, Any] = model.model_dump(mode="json", by_alias=True)
+    return _without_unset(normalised)
+
+
+def _without_unset(normalised: dict[str, Any]) -> dict[str, Any]:
+    """Keys added after the first release are left out while unset, so that a spec that
+    does not use them keeps its content hash (and its lock stays fresh)."""
+    if normalised["project"].get("path") is None:
+        normalised["project"].pop("path", None)
+    for target in normalised["targets"].values():
+        if target.get("pip") is None:
+            target.pop("pip", None)
+    if not normalised["pip"].get("groups"):
+        normalised["pip"].pop("groups", None)
     return normalised
 
 

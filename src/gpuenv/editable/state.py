@@ -1,0 +1,61 @@
+"""What a prefix records of the project it holds, read on ``gpuenv run``'s path: the
+standard library's cheapest modules and gpuenv's base only (no pathlib, no spec, no
+lock; ``tests/test_startup.py`` guards it)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from gpuenv import _fsread
+from gpuenv._srctree import tree_key
+from gpuenv.errors import InputFileError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gpuenv.spec import LocalProject
+
+RECORD = "etc/gpuenv/project.json"
+RECORD_FORMAT = 1
+
+
+def prefix_key(content_hash: str, local: LocalProject | None, groups: tuple[str, ...]) -> str:
+    """What names a prefix: the target's locked content, and (only when there are) the
+    project's checkout and the groups installed: one checkout's editable install never
+    lands in a prefix another checkout (or another group selection) uses."""
+    root = str(local.root) if local is not None and local.package else None
+    if root is None and not groups:
+        return content_hash
+    import hashlib
+
+    text = json.dumps([content_hash, root, sorted(groups)], separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def read_record(prefix: str | os.PathLike[str]) -> dict[str, object] | None:
+    """The project a prefix holds (None: none, or an unreadable record)."""
+    try:
+        data = _fsread.load_json(os.path.join(prefix, RECORD), what="project record")  # noqa: PTH118
+    except (OSError, InputFileError):
+        return None
+    return data if isinstance(data, dict) and data.get("format") == RECORD_FORMAT else None
+
+
+def stale_note(prefix: str) -> str | None:
+    """What ``gpuenv run`` says when the prefix's compiled project was built from another
+    tree than the one now in the project (None when it is current, or has nothing
+    compiled). The record says where the tree is and what its key was."""
+    record = read_record(prefix)
+    if record is None or not record.get("compiled"):
+        return None
+    root = record.get("root")
+    if not isinstance(root, str) or not os.path.isdir(root):  # noqa: PTH112
+        return None
+    backend = record.get("backend_path")
+    dirs = [b for b in backend if isinstance(b, str)] if isinstance(backend, list) else []
+    if tree_key(root, dirs) == record.get("key"):
+        return None
+    return (
+        f"the project's compiled parts changed since they were built for this prefix "
+        f"({root}): its extension modules are stale; run 'gpuenv install' to rebuild them"
+    )

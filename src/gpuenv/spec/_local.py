@@ -1,0 +1,278 @@
+"""The Python project beside ``gpuenv.toml`` (``[project] path``), read from its files.
+
+What the lock and the install need of it, without running any of its code:
+
+- its name and dependencies: ``pyproject.toml``'s ``[project]`` when they are static
+  (as uv reads a project), else the literal ``name=`` / ``install_requires=`` of its
+  ``setup.py``'s ``setup(...)`` call, read through ``ast`` (never executed); a project
+  whose dependencies are computed is refused at lock time, naming the fix;
+- its dependency groups (PEP 735 ``[dependency-groups]``, ``{include-group = ...}``
+  included);
+- how it builds: ``[build-system] requires``; whether its ``setup.py`` uses
+  ``torch.utils.cpp_extension`` (``CUDAExtension``, ``CppExtension``,
+  ``BuildExtension``: a build against the prefix's torch, without build isolation) and
+  whether it carries CUDA (``.cu``/``.cuh``) or other native sources.
+
+Nothing here starts a process; standard library only (plus the spec's own types).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from gpuenv._srctree import CUDA_SUFFIXES, NATIVE_SUFFIXES, walk
+from gpuenv.errors import SpecError, SpecProblem
+from gpuenv.spec import LoadedSpec, LocalProject, normalize_name
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 only
+    import tomli as tomllib
+
+FILE_LIMIT = 4 << 20
+TORCH_EXTENSION_NAMES = frozenset({"CUDAExtension", "CppExtension", "BuildExtension"})
+
+
+def _read(path: Path, file: str, what: str) -> str:
+    from gpuenv import _fs
+    from gpuenv.errors import InputFileError
+
+    try:
+        return _fs.read_text(path, limit=FILE_LIMIT, what=what)
+    except InputFileError as exc:
+        raise SpecError([SpecProblem(file, None, "project.path", exc.message, exc.hint)]) from None
+    except OSError as exc:
+        problem = f"{path}: cannot read: {exc.strerror}"
+        raise SpecError([SpecProblem(file, None, "project.path", problem)]) from None
+
+
+def _pyproject(path: Path, file: str) -> dict[str, Any]:
+    text = _read(path, file, "pyproject.toml")
+    try:
+        data: dict[str, Any] = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise SpecError(
+            [SpecProblem(str(path), None, "", f"not valid TOML: {exc}", "fix the project's file")]
+        ) from None
+    return data
+
+
+def _strings(value: object, path: Path, key: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SpecError([SpecProblem(str(path), None, key, "expected an array of strings")])
+    return tuple(value)
+
+
+def _groups(data: Mapping[str, Any], path: Path) -> dict[str, tuple[str, ...]]:
+    """PEP 735 ``[dependency-groups]``, includes expanded (a cycle is an error)."""
+    raw = data.get("dependency-groups", {})
+    if not isinstance(raw, dict):
+        raise SpecError([SpecProblem(str(path), None, "dependency-groups", "expected a table")])
+    names = {normalize_name(k): k for k in raw}
+
+    def expand(name: str, seen: tuple[str, ...]) -> list[str]:
+        if name in seen:
+            cycle = " -> ".join((*seen, name))
+            raise SpecError(
+                [
+                    SpecProblem(
+                        str(path), None, "dependency-groups", f"groups include in a cycle: {cycle}"
+                    )
+                ]
+            )
+        out: list[str] = []
+        entries = raw[names[name]]
+        if not isinstance(entries, list):
+            raise SpecError(
+                [SpecProblem(str(path), None, f"dependency-groups.{name}", "expected an array")]
+            )
+        for entry in entries:
+            if isinstance(entry, str):
+                out.append(entry)
+            elif isinstance(entry, dict) and isinstance(entry.get("include-group"), str):
+                included = normalize_name(entry["include-group"])
+                if included not in names:
+                    raise SpecError(
+                        [
+                            SpecProblem(
+                                str(path),
+                                None,
+                                f"dependency-groups.{name}",
+                                f"includes {included!r}, which is not a group",
+                            )
+                        ]
+                    )
+                out += expand(included, (*seen, name))
+            else:
+                raise SpecError(
+                    [
+                        SpecProblem(
+                            str(path),
+                            None,
+                            f"dependency-groups.{name}",
+                            f"{entry!r} is neither a requirement nor {{include-group = ...}}",
+                        )
+                    ]
+                )
+        return out
+
+    return {name: tuple(dict.fromkeys(expand(name, ()))) for name in sorted(names)}
+
+
+# --- setup.py, read through ast ---------------------------------------------------------
+
+
+class SetupFacts:
+    """What a ``setup.py`` says without running it."""
+
+    def __init__(self) -> None:
+        self.name: str | None = None
+        self.install_requires: tuple[str, ...] | None = None  # None: not a literal
+        self.torch_extension = False  # torch.utils.cpp_extension is used
+        self.cuda_extension = False  # CUDAExtension is used
+        self.ext_modules = False  # setup(ext_modules=...) or an Extension
+
+
+def _literal(node: ast.AST | None) -> object:
+    if node is None:
+        return None
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def read_setup_py(text: str) -> SetupFacts:
+    """The facts of a ``setup.py`` (``SyntaxError`` when it is not Python)."""
+    facts = SetupFacts()
+    tree = ast.parse(text)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            "torch.utils.cpp_extension"
+        ):
+            facts.torch_extension = True
+            if any(a.name == "CUDAExtension" for a in node.names):
+                facts.cuda_extension = True
+        elif isinstance(node, ast.Import) and any(
+            a.name.startswith("torch.utils.cpp_extension") for a in node.names
+        ):
+            facts.torch_extension = True
+        elif isinstance(node, ast.Attribute) and node.attr in TORCH_EXTENSION_NAMES:
+            facts.torch_extension = True
+            facts.cuda_extension |= node.attr == "CUDAExtension"
+        elif isinstance(node, ast.Name) and node.id in TORCH_EXTENSION_NAMES:
+            facts.cuda_extension |= node.id == "CUDAExtension"
+        elif isinstance(node, ast.Call) and _called(node) in ("setup", "setuptools.setup"):
+            keywords = {k.arg: k.value for k in node.keywords if k.arg}
+            name = _literal(keywords.get("name"))
+            facts.name = name if isinstance(name, str) else facts.name
+            requires = _literal(keywords.get("install_requires"))
+            if "install_requires" not in keywords:
+                facts.install_requires = ()
+            elif isinstance(requires, (list, tuple)) and all(isinstance(r, str) for r in requires):
+                facts.install_requires = tuple(requires)
+            facts.ext_modules |= "ext_modules" in keywords
+    return facts
+
+
+def _called(node: ast.Call) -> str:
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        return f"{func.value.id}.{func.attr}"
+    return ""
+
+
+# --- the project -----------------------------------------------------------------------
+
+
+def read_project(root: Path, file: str) -> LocalProject | None:
+    """The project at ``root``; None when nothing there is a Python project (no
+    ``[project]`` table and no ``setup.py``)."""
+    pyproject_path, setup_path = root / "pyproject.toml", root / "setup.py"
+    data = _pyproject(pyproject_path, file) if pyproject_path.is_file() else {}
+    setup = None
+    if setup_path.is_file():
+        try:
+            setup = read_setup_py(_read(setup_path, file, "setup.py"))
+        except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+            problem = f"{setup_path}: not Python that gpuenv can read ({type(exc).__name__})"
+            raise SpecError([SpecProblem(file, None, "project.path", problem)]) from None
+    table = data.get("project")
+    if not isinstance(table, dict):
+        table = None
+    if table is None and setup is None:
+        return None
+    dynamic = table.get("dynamic", []) if table else []
+    name: str | None = table.get("name") if table else None
+    if not isinstance(name, str):
+        name = setup.name if setup else None
+    requirements: tuple[str, ...] | None
+    if table is not None and "dependencies" not in dynamic:
+        requirements = _strings(
+            table.get("dependencies", []), pyproject_path, "project.dependencies"
+        )
+    elif setup is not None:
+        requirements = setup.install_requires
+    else:
+        requirements = None
+    system = data.get("build-system")
+    backend_path: tuple[str, ...] = ()
+    if isinstance(system, dict) and "backend-path" in system:
+        backend_path = _strings(system["backend-path"], pyproject_path, "build-system.backend-path")
+    if isinstance(system, dict) and "requires" in system:
+        build_requires = _strings(system["requires"], pyproject_path, "build-system.requires")
+    else:  # PEP 517's default backend
+        build_requires = ("setuptools>=40.8.0",)
+    suffixes = {Path(p).suffix.lower() for p in walk(root)} if root.is_dir() else set()
+    cuda = bool(suffixes & CUDA_SUFFIXES) or bool(setup and setup.cuda_extension)
+    compiled = cuda or bool(suffixes & NATIVE_SUFFIXES) or bool(setup and setup.ext_modules)
+    return LocalProject(
+        root=root,
+        name=normalize_name(name) if name else "",
+        requirements=requirements,
+        groups=_groups(data, pyproject_path),
+        build_requires=build_requires,
+        uses_torch=bool(setup and setup.torch_extension),
+        cuda=cuda,
+        compiled=compiled,
+        package=bool(setup is not None or "build-system" in data),
+        backend_path=backend_path,
+    )
+
+
+def attach(loaded: LoadedSpec) -> LoadedSpec:
+    """``loaded`` with its local project read (``[project] path``; see the module doc)."""
+    path = loaded.spec.project.path
+    if path is False:
+        return loaded
+    base = loaded.path.parent.resolve()
+    root = (base / (path if isinstance(path, str) else ".")).resolve()
+    file = str(loaded.path)
+    if isinstance(path, str) and not root.is_dir():
+        line = loaded.line("project", "path")
+        raise SpecError([SpecProblem(file, line, "project.path", f"{root}: no such directory")])
+    local = read_project(root, file)
+    if local is None:
+        if isinstance(path, str):
+            line = loaded.line("project", "path")
+            problem = f"{root} has neither a pyproject.toml with [project] nor a setup.py"
+            raise SpecError(
+                [SpecProblem(file, line, "project.path", problem, "or set path = false")]
+            )
+        return loaded
+    return replace(loaded, spec=replace(loaded.spec, local=local))
+
+
+def requirement_names(lines: tuple[str, ...]) -> list[str]:
+    """The normalised names of requirement lines (for messages)."""
+    return [
+        normalize_name(re.split(r"[\s;\[<>=!~@(]", line.strip(), maxsplit=1)[0]) for line in lines
+    ]
