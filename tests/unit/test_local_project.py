@@ -29,7 +29,7 @@ gpu = "none"
 
 # Shaped like detectron2's and gsplat's setup.py: the extension classes imported from
 # torch.utils.cpp_extension, install_requires a literal, the sources globbed.
-SETUP_PY = '''
+SETUP_PY = """
 import glob
 import os
 from setuptools import find_packages, setup
@@ -49,7 +49,7 @@ setup(
     cmdclass={"build_ext": BuildExtension},
 )
 raise SystemExit("gpuenv must never run this file")
-'''
+"""
 
 
 def _spec(root: Path, extra: str = "", more: str = "") -> Path:
