@@ -51,7 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _groups(args: argparse.Namespace, spec: Spec) -> tuple[str, ...]:
     """The groups to install: ``dev`` unless ``--no-dev``, those ``--group`` names, or all."""
     from gpuenv.lock.extras import groups
-    from gpuenv.spec import normalize_name
+    from gpuenv.names import normalize_name
 
     known = groups(spec)
     asked = [normalize_name(g) for g in args.group or ()]

@@ -102,7 +102,7 @@ def entry_for(
     )
     from packaging.requirements import InvalidRequirement, Requirement
 
-    from gpuenv.lock.model import normalize_name
+    from gpuenv.names import normalize_name
 
     requires = []
     for line in local.build_requires if isolated_off else ():

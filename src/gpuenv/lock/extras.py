@@ -17,7 +17,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 
 from gpuenv.errors import UsageError
 from gpuenv.lock.builds import BuildNeeds
-from gpuenv.lock.model import PipPackage, normalize_name
+from gpuenv.lock.model import PipPackage
+from gpuenv.names import normalize_name
 from gpuenv.spec import TORCH_FAMILY, Spec
 
 

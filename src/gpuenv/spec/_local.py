@@ -28,7 +28,8 @@ from typing import Any
 
 from gpuenv._srctree import CUDA_SUFFIXES, NATIVE_SUFFIXES, walk
 from gpuenv.errors import SpecError, SpecProblem
-from gpuenv.spec import LoadedSpec, LocalProject, normalize_name
+from gpuenv.names import normalize_name
+from gpuenv.spec import LoadedSpec, LocalProject
 
 if sys.version_info >= (3, 11):
     import tomllib
