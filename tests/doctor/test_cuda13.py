@@ -181,3 +181,19 @@ def test_ld_preload_of_a_cuda_library_wins_over_everything(
     finding = only(report, "duplicate-cuda-library")
     assert finding.evidence["picked"]["by"] == "LD_PRELOAD"
     assert finding.evidence["picked"]["path"] == str(hook.resolve())
+
+
+def test_a_preloaded_cuda_library_is_fixed_through_ld_preload_not_ld_library_path(
+    cu13: FakeEnv, run: Run, tmp_path: Path, elf: ElfFactory
+) -> None:
+    hook = elf.install(
+        tmp_path / "hook" / "libcudart.so.13", "libcudart.so.13", variant="12.9 hook"
+    )
+    report = run(cu13, environ={"LD_PRELOAD": str(hook)}, facts=H100_580)
+    preloaded = [
+        f for f in report.findings if f.evidence.get("picked", {}).get("by") == "LD_PRELOAD"
+    ]
+    assert preloaded, report.codes()
+    for finding in preloaded:
+        assert f"remove {hook} from LD_PRELOAD" in finding.fix, finding
+        assert "LD_LIBRARY_PATH" not in finding.fix, finding

@@ -33,7 +33,11 @@ def test_usr_local_cuda_link_minor_mismatch(
     target = make_toolkit(host_root / "usr" / "local" / "cuda-12.1", "12.1")
     (host_root / "usr" / "local" / "cuda").symlink_to(target)
     finding = only(run(clean_env), "toolkit-mismatch")
+    assert finding.severity is Severity.INFO, "nothing here builds extensions"
+    clean_env.dist("ninja", "1.11.1.1")
+    finding = only(run(clean_env), "toolkit-mismatch")
     assert finding.severity is Severity.WARNING  # same major: builds, with a warning
+    assert finding.evidence["builds_extensions"].startswith("ninja is installed")
     link = finding.evidence["/usr/local/cuda"]
     assert link["target"] == str(target)
     assert link["version"] == "12.1"
@@ -56,3 +60,19 @@ def test_cuda_home_invalid(clean_env: FakeEnv, run: Run, tmp_path: Path) -> None
     assert finding.evidence["CUDA_HOME"] == gone
     assert finding.evidence["exists"] is False
     assert codes(report) == {"cuda-home-invalid"}
+
+
+def test_a_system_nvcc_of_another_major_is_a_note_where_nothing_is_compiled(
+    clean_env: FakeEnv, run: Run, tmp_path: Path
+) -> None:
+    """nvcc 13 on PATH beside a CUDA 12 torch: nothing here builds, so nothing breaks."""
+    bin_dir = tmp_path / "bin"
+    write_nvcc(bin_dir, "13.0")
+    finding = only(run(clean_env, environ={"PATH": str(bin_dir)}), "toolkit-mismatch")
+    assert finding.severity is Severity.INFO
+    assert "nothing here builds or JIT-compiles CUDA extensions" in finding.message
+    assert finding.fix.startswith("nothing needed now; before building extensions:")
+    building = {"PATH": str(bin_dir), "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext")}
+    finding = only(run(clean_env, environ=building), "toolkit-mismatch")
+    assert finding.severity is Severity.ERROR
+    assert "it matters because TORCH_EXTENSIONS_DIR is set" in finding.message

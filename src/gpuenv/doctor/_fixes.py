@@ -10,8 +10,20 @@ from gpuenv.doctor._syspath import PathEntry
 
 
 def pip_command(ctx: Context, owner: Owner, action: str, *args: str) -> str:
-    """The command that installs or uninstalls with the tool that installed ``owner``."""
+    """The command that installs or uninstalls with the tool that installed ``owner``:
+    the OS package manager for a distribution an OS package installed; on an
+    ``EXTERNALLY-MANAGED`` interpreter pip only with the flag it demands."""
+    from gpuenv.doctor._osowned import externally_managed, os_package
+
     python = ctx.env.python
+    package = os_package(ctx, owner.dist.path) if owner.dist is not None else None
+    if package is not None:
+        verb = "remove" if action == "uninstall" else "install --reinstall"
+        return f"apt-get {verb} {package}"
+    if externally_managed(ctx) is not None:  # pip refuses without the flag (PEP 668)
+        yes = " -y" if action == "uninstall" else ""
+        flags = f"{yes} --break-system-packages"
+        return f"{python or 'python3'} -m pip {action}{flags} {' '.join(args)}"
     installer = owner.dist.installer() if owner.dist is not None else None
     if installer == "uv":
         target = f" --python {python}" if python else ""

@@ -334,8 +334,11 @@ def _prefix_site_packages(prefix: Path) -> tuple[Path, ...]:
         except OSError:
             continue
         for entry in entries:
-            if entry.name.startswith("python") and entry.is_dir():
-                site = Path(entry.path) / "site-packages"
+            if not (entry.name.startswith("python") and entry.is_dir()):
+                continue
+            # Debian's interpreters use dist-packages (python3.X/ and python3/).
+            for folder in ("site-packages", "dist-packages"):
+                site = Path(entry.path) / folder
                 if site.is_dir() and site.resolve() not in {f.resolve() for f in found}:
                     found.append(site)
     windows = prefix / "Lib" / "site-packages"

@@ -259,10 +259,15 @@ def _duplicate(ctx: Context, library: Library, name: str, copies: list[LibCopy])
         severity=severity,
         message=f"{len(copies)} copies of {name} are reachable ({shown}); {tail}",
         evidence=evidence,
-        fix=fix_for(ctx, library, load if ok is False else None, copies)
+        # A copy LD_PRELOAD forces in is fixed there, whether or not it fits.
+        fix=fix_for(ctx, library, load if ok is False or _preloaded(load) else None, copies)
         if severity is not Severity.INFO
         else f"nothing needed now; keep only one {library.label} reachable",
     )
+
+
+def _preloaded(load: Load | None) -> bool:
+    return load is not None and load.by == VIA_LD_PRELOAD
 
 
 def _mismatch(ctx: Context, library: Library, name: str, copies: list[LibCopy]) -> Finding:

@@ -23,6 +23,7 @@ from typing import Any
 
 from gpuenv.doctor._context import Context
 from gpuenv.doctor._fixes import numbered, pip_command
+from gpuenv.doctor._osowned import externally_managed, os_package
 from gpuenv.doctor._records import Claim, Owner
 from gpuenv.doctor.environment import CondaPackage, Dist
 from gpuenv.doctor.model import Finding, Severity
@@ -233,8 +234,13 @@ def _duplicates(ctx: Context) -> list[Finding]:
     for name, dists in sorted(by_name.items()):
         if len(dists) < 2:
             continue
+        owners = [os_package(ctx, d.path) for d in dists]
+        if len(set(owners)) == 1 and owners[0] and len({d.version for d in dists}) == 1:
+            continue  # one OS package ships both metadata (Debian: dist-info and egg-info)
         copies = [
-            {"path": str(d.path), "version": d.version, "installer": d.installer()} for d in dists
+            {"path": str(d.path), "version": d.version, "installer": d.installer()}
+            | ({"os_package": owner} if owner else {})
+            for d, owner in zip(dists, owners, strict=True)
         ]
         findings.append(
             Finding(
@@ -243,11 +249,38 @@ def _duplicates(ctx: Context) -> list[Finding]:
                 message=f"{name} is installed {len(dists)} times: "
                 + ", ".join(f"{d.version} at {d.path}" for d in dists),
                 evidence={"distribution": name, "copies": copies},
-                fix=f"uninstall {name} until none is left ('pip uninstall {name}' repeatedly, "
-                "or delete the stale *.dist-info), then install it once",
+                fix=_duplicate_fix(ctx, name, dists, owners),
             )
         )
     return findings
+
+
+def _duplicate_fix(ctx: Context, name: str, dists: list[Dist], owners: list[str | None]) -> str:
+    marker = externally_managed(ctx)
+    if marker is None and not any(owners):
+        return (
+            f"uninstall {name} until none is left ('pip uninstall {name}' repeatedly, "
+            "or delete the stale *.dist-info), then install it once"
+        )
+    strays = [d for d, owner in zip(dists, owners, strict=True) if owner is None]
+    packages = sorted({owner for owner in owners if owner})
+    steps = [
+        f"delete the copy no OS package owns: {d.path} and the files its RECORD lists"
+        for d in strays
+    ]
+    if packages:
+        steps.append(
+            f"if {name} still fails to import, reinstall it with the OS package manager "
+            f"('apt-get install --reinstall {' '.join(packages)}')"
+        )
+    else:
+        steps.append(f"reinstall {name} with the OS package manager")
+    why = f" ({marker} marks this interpreter as the OS's: pip refuses to change it)"
+    steps.append(
+        "install your own packages in a venv (python3 -m venv) or a gpuenv project, not "
+        "into the system Python" + (why if marker else "")
+    )
+    return numbered(steps)
 
 
 def _overwrites(ctx: Context, own: _Ownership) -> dict[tuple[Dist, CondaPackage], list[str]]:

@@ -141,22 +141,52 @@ def _mismatch(ctx: Context, found: list[Toolkit]) -> Finding | None:
     used_version = used.version if used else None
     if torch_cuda is not None and used_version and used_version.major != torch_cuda.major:
         severity = Severity.ERROR
+    builds = _builds_extensions(ctx)
+    if builds is None:
+        severity = Severity.INFO  # nothing here compiles against a toolkit
     parts = [t.label() for t in found]
     if torch_cuda is not None:
         parts.append(f"torch.version.cuda ({torch_cuda})")
     evidence: dict[str, Any] = {t.source: t.to_json() for t in found}
     evidence["torch_cuda"] = str(torch_cuda) if torch_cuda else None
     evidence["extension_builds_use"] = used.source if used else None
+    evidence["builds_extensions"] = builds
+    fix = (
+        "set CUDA_HOME to a toolkit of torch's CUDA version and put its bin/ first on "
+        "PATH, per shell (never edit the /usr/local/cuda link)"
+    )
     return Finding(
         code="toolkit-mismatch",
         severity=severity,
         message="CUDA toolkits disagree: "
         + "; ".join(parts)
-        + (f"; extension builds use {used.source}" if used else ""),
+        + (f"; extension builds use {used.source}" if used else "")
+        + (
+            f"; it matters because {builds}"
+            if builds
+            else "; nothing here builds or JIT-compiles CUDA extensions, so it does not matter now"
+        ),
         evidence=evidence,
-        fix="set CUDA_HOME to a toolkit of torch's CUDA version and put its bin/ first on "
-        "PATH, per shell (never edit the /usr/local/cuda link)",
+        fix=fix if builds else f"nothing needed now; before building extensions: {fix}",
     )
+
+
+# What says the environment compiles CUDA code (extensions, JIT) with a toolkit.
+_BUILD_VARIABLES = ("CUDA_HOME", "CUDA_PATH", "TORCH_EXTENSIONS_DIR", "TORCH_CUDA_ARCH_LIST")
+_BUILD_DISTS = ("ninja", "nvidia-cuda-nvcc-cu11", "nvidia-cuda-nvcc-cu12", "nvidia-cuda-nvcc")
+
+
+def _builds_extensions(ctx: Context) -> str | None:
+    """Why the environment builds or JIT-compiles CUDA extensions, or None."""
+    for name in _BUILD_VARIABLES:
+        if ctx.request.environ.get(name):
+            return f"{name} is set"
+    for name in _BUILD_DISTS:
+        if ctx.env.dist(name) is not None:
+            return f"{name} is installed (torch.utils.cpp_extension builds with it)"
+    if ctx.env.conda("cuda-nvcc") is not None:
+        return "conda's cuda-nvcc is installed"
+    return None
 
 
 def check(ctx: Context) -> list[Finding]:
