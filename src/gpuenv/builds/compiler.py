@@ -3,7 +3,7 @@ toolkit accepts *before* a build starts, and named in the lock as ``gcc-<major>`
 
 What a toolkit accepts is read from the toolkit itself where it is at hand (the
 ``#if __GNUC__ > N`` check in ``include/crt/host_config.h``, the very check nvcc runs),
-and from ``data/host_compilers.toml`` otherwise (at lock time, before the toolkit is
+and from ``knowledge/data/host_compilers.toml`` otherwise (at lock time, before the toolkit is
 installed). Candidates, in order: ``$CC`` (when it is a GCC), ``gcc``, then ``gcc-N``
 for every major the toolkit accepts, newest first; each one's C++ driver (``g++``,
 ``g++-N``, or ``$CXX``) goes with it.

@@ -1,4 +1,4 @@
-"""Why a build failed: the known causes (``data/diagnoses.toml``) matched against its log
+"""Why a build failed: the known causes (``knowledge/data/diagnoses.toml``) matched against its log
 and exit status, each with the line that gave it away and what to do."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 A compile job of a CUDA extension can take several gigabytes (flash-attn's nvcc jobs run
 four threads each); with ``MAX_JOBS`` = all cores a build on a many-core machine is
 killed by the out-of-memory killer. The memory one job needs is the package's
-``job_memory_gb`` (``data/packages.toml``); free memory is the smaller of the kernel's
+``job_memory_gb`` (``knowledge/data/packages.toml``); free memory is the smaller of the kernel's
 ``MemAvailable`` and what the process's cgroup still allows.
 """
 

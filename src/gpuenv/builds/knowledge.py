@@ -1,4 +1,4 @@
-"""What gpuenv knows about building extensions, read from ``gpuenv/builds/data``:
+"""What gpuenv knows about building extensions, read from ``gpuenv/knowledge/data``:
 
 - ``packages.toml``: how the well-known extension packages are built (against torch,
   in the prefix, with a toolkit, the variables and build requirements they need, the
@@ -14,17 +14,11 @@ from __future__ import annotations
 
 import functools
 import re
-import sys
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from gpuenv.errors import FileFormatError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 only
-    import tomli as tomllib
+from gpuenv.knowledge._data import BUILD_FILES, data_toml, files_digest
 
 DEFAULT_JOB_MEMORY_GB = 2.0
 
@@ -63,37 +57,21 @@ class Cause:
     source: str
 
 
-DATA_FILES = ("packages.toml", "host_compilers.toml", "diagnoses.toml")
+DATA_FILES = BUILD_FILES
 
 
 @functools.cache
 def digest() -> str:
     """sha256 of the data files: a lock whose builds used other knowledge is stale."""
-    import hashlib
-
-    h = hashlib.sha256()
-    for name in DATA_FILES:
-        h.update(name.encode() + b"\0")
-        h.update(resources.files("gpuenv.builds").joinpath("data").joinpath(name).read_bytes())
-    return h.hexdigest()
+    return files_digest(BUILD_FILES)
 
 
 def _read(name: str) -> dict[str, Any]:
-    try:
-        text = (
-            resources.files("gpuenv.builds")
-            .joinpath("data")
-            .joinpath(name)
-            .read_text(encoding="utf-8")
-        )
-        data: dict[str, Any] = tomllib.loads(text)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise FileFormatError(f"gpuenv/builds/data/{name}: {exc}") from None
-    return data
+    return data_toml(name)
 
 
 def _bad(name: str, entry: str, exc: Exception) -> FileFormatError:
-    return FileFormatError(f"gpuenv/builds/data/{name}: {entry}: malformed entry ({exc!r})")
+    return FileFormatError(f"gpuenv/knowledge/data/{name}: {entry}: malformed entry ({exc!r})")
 
 
 def _package(name: str, raw: dict[str, Any]) -> PackageDefaults:

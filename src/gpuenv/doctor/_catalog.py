@@ -1,23 +1,17 @@
 """The CUDA libraries torch loads and torch's own preload order, from
-``data/cudalibs.toml``, and the preload order the installed torch states in its
+``knowledge/data/cudalibs.toml``, and the preload order the installed torch states in its
 ``__init__.py`` (read as text, never imported).
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from gpuenv.doctor._fsafe import read_text
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+from gpuenv.knowledge._data import data_toml
 
 _MAX_INIT = 1 << 20  # torch's __init__.py is about 100 kB
 _PRELOAD_FN = re.compile(r"^def _preload_cuda_deps\b.*?(?=^def |\Z)", re.MULTILINE | re.DOTALL)
@@ -76,8 +70,7 @@ class Catalog:
 
 @cache
 def catalog() -> Catalog:
-    text = resources.files("gpuenv.doctor").joinpath("data/cudalibs.toml").read_text("utf-8")
-    data = tomllib.loads(text)
+    data = data_toml("cudalibs.toml")
     libraries = tuple(
         Library(
             name=str(raw["name"]),

@@ -1,5 +1,5 @@
 """Duplicate, mismatched and missing CUDA libraries: every library of the catalogue
-(``data/cudalibs.toml``), resolved the way ``import torch`` resolves it (``_cudalibs``).
+(``knowledge/data/cudalibs.toml``), resolved the way ``import torch`` resolves it (``_cudalibs``).
 
 Copies compete only under one name: the loader looks for the exact needed name
 (``libcudart.so.12``), so a ``libcudart.so.13`` elsewhere is not a rival. Each finding

@@ -4,7 +4,7 @@ of one distribution, and pip's files written over files a conda package owns.
 A distribution counts as conda's when its ``INSTALLER`` says ``conda``, or when it has no
 ``INSTALLER`` and a conda package lists its metadata. Renamed pairs (conda ``pytorch``
 and pip ``torch``, ``cudatoolkit``/``cuda-*`` and ``nvidia-*-cu1x``) come from
-``data/pairs.toml``. RECORD files are read only in conda environments, only for
+``knowledge/data/pairs.toml``. RECORD files are read only in conda environments, only for
 distributions pip installed, and only when their top-level names meet a conda package's.
 """
 
@@ -13,11 +13,9 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +25,7 @@ from gpuenv.doctor._osowned import externally_managed, os_package
 from gpuenv.doctor._records import Claim, Owner
 from gpuenv.doctor.environment import CondaPackage, Dist
 from gpuenv.doctor.model import Finding, Severity
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+from gpuenv.knowledge._data import data_toml
 
 _MAX_LISTED = 20
 
@@ -45,10 +39,7 @@ class Pair:
 
 @cache
 def pairs() -> tuple[Pair, ...]:
-    text = (
-        resources.files("gpuenv.doctor").joinpath("data").joinpath("pairs.toml").read_text("utf-8")
-    )
-    data = tomllib.loads(text)
+    data = data_toml("pairs.toml")
     return tuple(
         Pair(tuple(p["pip"]), tuple(p["conda"]), Severity(p.get("severity", "warning")))
         for p in data["pair"]

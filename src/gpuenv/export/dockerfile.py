@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -29,20 +27,16 @@ from gpuenv.export._common import (
     python_minor,
     requirement_lines,
 )
+from gpuenv.knowledge._data import data_toml
 from gpuenv.lock.model import LockedTarget
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 only
-    import tomli as tomllib
 
 PREFIX = "/opt/env"
 
 
 def images() -> dict[str, Any]:
-    data = resources.files("gpuenv.export") / "data" / "images.toml"
-    loaded: dict[str, Any] = tomllib.loads(data.read_text(encoding="utf-8"))
-    return loaded
+    """The base images (``knowledge/data/images.toml``: ``cuda-images``, ``cpu-image``,
+    ``micromamba``, ``uv``, beside what ``gpuenv import`` reads of images)."""
+    return data_toml("images.toml")
 
 
 def base_image(target: LockedTarget, data: dict[str, Any]) -> tuple[str, str]:
@@ -56,7 +50,7 @@ def base_image(target: LockedTarget, data: dict[str, Any]) -> tuple[str, str]:
         known = ", ".join(sorted(table["releases"]))
         raise UsageError(
             f"no {table['repository']} image is known for CUDA {stack.cuda} (known: {known})",
-            hint=f"see {table['source']}; add the release to gpuenv's export data",
+            hint=f"see {table['source']}; add the release to gpuenv's knowledge/data/images.toml",
         )
     flavour = "devel" if has_toolkit(target) else "runtime"
     major = stack.cudnn.split(".")[0] if stack.cudnn else None

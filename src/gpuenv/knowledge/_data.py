@@ -1,4 +1,11 @@
-"""The knowledge base's data files as bytes and raw TOML, and their digest.
+"""The knowledge base's data files as bytes and raw TOML, and their digests.
+
+Every fact gpuenv ships is a file in ``gpuenv/knowledge/data``: the planning facts
+(``DATA_FILES``), the foreign formats ``gpuenv import`` reads (``knowledge.foreign``),
+the build defaults (``BUILD_FILES``, queried by ``gpuenv.builds.knowledge``), the CUDA
+libraries and manager pairs the doctor knows, and the base images of ``export
+dockerfile`` (``images.toml``). Their callers keep their own query modules; this one
+reads the files and computes the one kind of digest every cache and lock keys on.
 
 Kept apart from the loader so that caches keyed on the data (the validated-spec
 cache, the parsed-data cache) can compute the digest without importing the model.
@@ -19,11 +26,38 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 DATA_FILES = ("cuda.toml", "gpus.toml", "torch.toml")
+BUILD_FILES = ("packages.toml", "host_compilers.toml", "diagnoses.toml")
 SCHEMA_VERSION = 1
 
 
-def _data_bytes(name: str) -> bytes:
+def data_bytes(name: str) -> bytes:
+    """One shipped data file's bytes."""
     return resources.files("gpuenv.knowledge").joinpath("data").joinpath(name).read_bytes()
+
+
+def data_toml(name: str) -> dict[str, Any]:
+    """One shipped data file as TOML, not checked further (its query module does that);
+    a damaged file is an error naming it."""
+    try:
+        data: dict[str, Any] = tomllib.loads(data_bytes(name).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise FileFormatError(
+            f"gpuenv/knowledge/data/{name}: {exc}",
+            hint="the knowledge base shipped with gpuenv is damaged; reinstall gpuenv",
+        ) from None
+    return data
+
+
+def files_digest(names: tuple[str, ...], extra: bytes = b"") -> str:
+    """sha256 over each file's name and bytes, in order, then ``extra``: the digest of
+    every set of data files (a lock's input hash, the parsed-data caches)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(name.encode() + b"\0" + data_bytes(name))
+    digest.update(extra)
+    return digest.hexdigest()
 
 
 def facts_file_bytes(path: Path | None) -> bytes | None:
@@ -48,23 +82,17 @@ def data_digest(facts_file: Path | bool | None = True) -> str:
     """A digest of the knowledge base's data: the shipped files, and the user's facts file
     (``True``: the one the CLI configured in ``gpuenv._settings``). Caches of derived
     results (parsed data, validated specs) and lock input hashes key on it."""
-    import hashlib
-
     from gpuenv import _settings
 
     path = _settings.facts_file if facts_file is True else facts_file or None
-    digest = hashlib.sha256()
-    for name in DATA_FILES:
-        digest.update(name.encode() + b"\0" + _data_bytes(name))
     user = facts_file_bytes(path) if isinstance(path, Path) else None
-    if user is not None:
-        digest.update(b"\0facts\0" + str(path).encode() + b"\0" + user)
-    return digest.hexdigest()
+    extra = b"" if user is None else b"\0facts\0" + str(path).encode() + b"\0" + user
+    return files_digest(DATA_FILES, extra)
 
 
 def read_data(name: str) -> dict[str, Any]:
     """The raw TOML of one data file (also used by the schema test)."""
-    data: dict[str, Any] = tomllib.loads(_data_bytes(name).decode("utf-8"))
+    data: dict[str, Any] = tomllib.loads(data_bytes(name).decode("utf-8"))
     if data.get("schema") != SCHEMA_VERSION:
         raise FileFormatError(
             f"knowledge/data/{name}: schema {data.get('schema')!r}, expected {SCHEMA_VERSION}"

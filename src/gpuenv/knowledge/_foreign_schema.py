@@ -94,11 +94,45 @@ class RawNgc(_Sourced):
     os: str
 
 
+CudaMinor = Annotated[str, Field(pattern=r"^\d{1,2}\.\d{1,2}$")]
+CudnnMajor = Annotated[str, Field(pattern=r"^\d{1,2}$")]
+ImageRef = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9./_-]*(:[A-Za-z0-9._-]+)?$")]
+
+
+class RawCudaImageRelease(_Strict):
+    version: CudaFull
+    cudnn: dict[CudnnMajor, Annotated[str, Field(pattern=r"^cudnn\d*$")]]
+
+
+class RawCudaImages(_Sourced):
+    """nvidia/cuda per CUDA release, for ``export dockerfile``."""
+
+    repository: ImageRef
+    os: Annotated[str, Field(pattern=r"^[a-z]+\d+(\.\d+)?$")]
+    releases: dict[CudaMinor, RawCudaImageRelease]
+
+
+class RawImage(_Sourced):
+    image: ImageRef
+
+
+class RawMicromamba(RawImage):
+    binary: Annotated[str, Field(pattern=r"^/\S+$")]
+
+
+class RawUvImage(_Sourced):
+    repository: ImageRef
+
+
 class RawImagesFile(_Strict):
     schema_version: int = Field(alias="schema")
     pytorch_image: list[RawPytorchImage]
     os_python: list[RawOsPython]
     ngc_pytorch: list[RawNgc]
+    cuda_images: RawCudaImages = Field(alias="cuda-images")
+    cpu_image: RawImage = Field(alias="cpu-image")
+    micromamba: RawMicromamba
+    uv: RawUvImage
 
 
 # --- conda_cuda.toml, conda_names.toml --------------------------------------------------

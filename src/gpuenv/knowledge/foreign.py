@@ -333,14 +333,9 @@ def _validated(name: str) -> Raw:
 
 
 def _digest() -> str:
-    import hashlib
-    from importlib import resources
+    from gpuenv.knowledge._data import files_digest
 
-    digest = hashlib.sha256()
-    for name in FOREIGN_FILES:
-        data = resources.files("gpuenv.knowledge").joinpath("data").joinpath(name).read_bytes()
-        digest.update(name.encode() + b"\0" + data)
-    return digest.hexdigest()
+    return files_digest(FOREIGN_FILES)
 
 
 def _raw_files(cache_dir: Path | None) -> dict[str, Raw]:
