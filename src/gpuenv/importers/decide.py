@@ -507,47 +507,76 @@ def _trio_entries(d: Decision, merged: Merged, plan: TargetPlan) -> None:
 # --- everything else --------------------------------------------------------------------
 
 
-def _git(d: Decision, resolved: Resolved) -> None:
-    url = resolved.ask.url or ""
+_GIT_LOCKABLE = ("git+https://", "git+ssh://")
+
+
+def git_ref(url: str) -> str | None:
+    """The ``@ref`` of a ``git+...`` URL (None: the default branch)."""
     reference = re.search(r"@([^#@/]+)(#|$)", url.split("+", 1)[-1].split("://", 1)[-1])
-    ref = reference.group(1) if reference else None
-    line = Line(f"{resolved.name} @ {url}", "")
+    return reference.group(1) if reference else None
+
+
+def _git(d: Decision, resolved: Resolved) -> None:
+    """A git requirement is kept and the lock pins it (``name @ git+https://...@ref`` is
+    locked at the commit the ref resolves to, and built at install): a commit exactly, a
+    tag as it is today, a branch or no ref at today's commit, with a warning."""
+    url = (resolved.ask.url or "").split("#", 1)[0]  # pip's #egg= fragment: the name is here
+    ref = git_ref(url)
+    line = f"{resolved.name} @ {url}"
+    origin = resolved.ask.origin
+    if not url.startswith(_GIT_LOCKABLE):
+        entry = Entry(
+            UNREPRODUCIBLE,
+            resolved.name,
+            "only git+https:// and git+ssh:// sources can be locked: install it into the "
+            f"prefix after `gpuenv install` (gpuenv run -- pip install '{url}')",
+            origin=origin,
+            was=url,
+            risk=HIGH,
+        )
+        d.add(entry)
+        d.left_out.append(Line(line, f"{origin.where()}: {entry.why}"))
+        return
     if ref and re.fullmatch(r"[0-9a-f]{7,40}", ref):
         entry = Entry(
-            NEEDS_BUILD,
+            KEPT,
             resolved.name,
-            f"a git checkout at commit {ref}: gpuenv's "
-            "lock cannot pin git sources yet; install it into the prefix after "
-            f"`gpuenv install` (gpuenv run -- pip install '{url}')",
-            origin=resolved.ask.origin,
+            f"a git checkout at commit {ref}: the lock pins it and install builds it",
+            origin=origin,
             was=url,
-            now=ref,
-            nvcc=d.plan.cuda,
-            risk=MEDIUM,
+            now=url,
+            risk=LOW,
         )
-    elif ref and re.fullmatch(r"v?\d+(\.\d+)*", ref):
+    elif ref and re.fullmatch(r"v?\d+(\.\d+)*([.-]?\w+)?", ref) and ref not in _BRANCHES:
         entry = Entry(
-            NEEDS_BUILD,
+            KEPT,
             resolved.name,
-            f"a git checkout at tag {ref}: gpuenv's lock "
-            "cannot pin git sources yet; install it into the prefix afterwards",
-            origin=resolved.ask.origin,
+            f"a git checkout at tag {ref}: the lock pins the commit the tag names when "
+            "it is written (a tag can be moved)",
+            origin=origin,
             was=url,
-            now=ref,
-            risk=MEDIUM,
+            now=url,
+            risk=LOW,
         )
     else:
         where = f"branch {ref}" if ref else "the default branch"
         entry = Entry(
-            UNREPRODUCIBLE,
+            CHANGED,
             resolved.name,
-            f"{where} of the repository has moved since the paper: no commit is recorded",
-            origin=resolved.ask.origin,
+            f"{where} of the repository has moved since the paper and no commit is "
+            "recorded: the lock freezes the commit it has when written; pin a commit "
+            "from the paper's date if you know it",
+            origin=origin,
             was=url,
+            now=f"{where} at lock time",
             risk=HIGH,
+            risk_text="another revision of the code than the paper's",
         )
     d.add(entry)
-    d.left_out.append(Line(line.text, f"{resolved.ask.origin.where()}: {entry.why}"))
+    d.pip.append(Line(line, entry.comment() if entry.kind != KEPT else origin.cite()))
+
+
+_BRANCHES = frozenset({"main", "master", "dev", "develop", "trunk", "stable", "latest"})
 
 
 def _requirement_of(resolved: Resolved, specifier: str | None = None) -> str:

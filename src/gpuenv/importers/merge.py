@@ -110,7 +110,12 @@ def _authority_of(ask: Ask, readings: dict[str, Reading]) -> Authority:
     )
 
 
+_OVER_UNPINNED = "a versioned requirement beats a git branch or URL that names no version"
+
+
 def _compatible(a: Ask, b: Ask) -> bool:
+    if bool(a.url) != bool(b.url) and not (_pinned_url(a) or _pinned_url(b)):
+        return False  # a release from an index, or whatever a URL serves today
     pa, pb = exact_version(a.specifier), exact_version(b.specifier)
     try:
         if pa is not None and pb is not None:
@@ -164,7 +169,7 @@ class _Merger:
         """(key, why when it decides) for rules 1-5 of ``PRECEDENCE``: lower keys win."""
         file = ask.origin.file
         weight = self._weight(ask)
-        exact = exact_version(ask.specifier) is not None or ask.url is not None
+        exact = exact_version(ask.specifier) is not None or _pinned_url(ask)
         return (
             (float(file not in self.prefer), f"--prefer names {file}"),
             (-weight, f"{file} is {_weight_text(weight)}"),
@@ -213,13 +218,32 @@ class _Merger:
     def resolve(self, name: str, asks: list[Ask]) -> Resolved:
         ordered = sorted(asks, key=cmp_to_key(self.compare))
         winner = ordered[0]
+        if winner.url and not _pinned_url(winner):
+            # A git branch (or a URL naming no version) has moved since the paper: a
+            # release another file pins exactly says more, and is kept.
+            pinned = next((a for a in ordered if not a.url and a.specifier), None)
+            if pinned is not None:
+                self.disagreements.append(
+                    Disagreement(
+                        name,
+                        pinned.origin,
+                        (winner.origin,),
+                        _OVER_UNPINNED,
+                    )
+                )
+                ordered = [pinned, *(a for a in ordered if a is not pinned and a is not winner)]
+                winner = ordered[0]
         specifier, losers, reasons = winner.specifier, [], []
         for other in ordered[1:]:
             if _compatible(winner, other):
                 specifier = _narrow(specifier, other.specifier)
                 continue
             losers.append(other.origin)
-            reasons.append(self.why_won(winner, other))
+            reasons.append(
+                _OVER_UNPINNED
+                if other.url and not winner.url and not _pinned_url(other)
+                else self.why_won(winner, other)
+            )
         if losers:
             self.disagreements.append(
                 Disagreement(name, winner.origin, tuple(losers), "; ".join(dict.fromkeys(reasons)))
@@ -262,6 +286,18 @@ class _Merger:
                 else "the most authoritative, most specific statement wins"
             )
             self.disagreements.append(Disagreement(key, best.origin, losers, why))
+
+
+def _pinned_url(ask: Ask) -> bool:
+    """A URL that names one version: a git commit, or a file with a version."""
+    if not ask.url:
+        return False
+    if ask.url.startswith(("git+", "hg+", "svn+", "bzr+")):
+        import re
+
+        ref = re.search(r"@([^#@/]+)(#|$)", ask.url.split("://", 1)[-1])
+        return bool(ref and re.fullmatch(r"[0-9a-f]{7,40}", ref.group(1)))
+    return exact_version(ask.specifier) is not None
 
 
 def _weight_text(weight: float) -> str:
