@@ -628,6 +628,9 @@ def _build(
         target = replace(target, pip=tuple(p for p in target.pip if p.name not in left_out))
     progress(f"{target.name}: installing {len(target.pip)} pip packages")
     install_pip(prefix, target, uv, env, request)
+    from gpuenv.editable.shims import write_pip_shims
+
+    write_pip_shims(prefix)  # pip here refuses instead of reaching another environment
     python = python_version(prefix)
     locked = target.stack.python
     if not (python == locked or python.startswith(locked + ".")):

@@ -292,3 +292,24 @@ def test_a_cuda_project_is_compiled_by_real_nvcc_for_each_targets_gpu(
     verify = project.gpuenv("verify", "--target", "h100", "--json", "--timeout", "60")
     extensions = next(c for c in json.loads(verify.stdout)["checks"] if c["name"] == "extensions")
     assert "paper-kernels" in extensions["detail"]
+
+
+def test_pip_in_a_prefix_refuses_and_names_gpuenv_add(
+    make_project: Callable[..., Project],
+) -> None:
+    project = make_project()
+    result = project.gpuenv("install", "--target", "cpu", timeout=300)
+    assert result.returncode == 0, result.stderr
+    for argv in (["pip", "install", "six"], ["pip3", "install", "six"]):
+        run = project.gpuenv("run", "--target", "cpu", "--unverified", "--", *argv)
+        assert run.returncode == 1, run.stderr
+        assert "managed by gpuenv.lock" in run.stderr and "gpuenv add" in run.stderr
+    module = project.gpuenv(
+        "run", "--target", "cpu", "--unverified", "--", "python", "-m", "pip", "install", "six"
+    )
+    assert module.returncode == 1 and "gpuenv add" in module.stderr
+    probe = "try:\n    import pip\nexcept ImportError:\n    print('no pip')\n"
+    code = project.gpuenv("run", "--target", "cpu", "--unverified", "--", "python", "-c", probe)
+    assert code.stdout.strip() == "no pip", "code probing for pip carries on without it"
+    prefix = _prefix(project, "cpu")
+    assert not list(prefix.glob("lib/python3*/site-packages/six*")), "nothing was installed"
