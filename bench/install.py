@@ -1,45 +1,32 @@
-"""Warm-cache install of the same locked artifacts: `gpuenv install --frozen` vs
-`uv venv` + `uv pip sync --require-hashes` vs `python -m venv` + `pip install
---require-hashes`, on the tests' local index (budget: gpuenv within 1.3x of uv).
+"""`gpuenv install --frozen` against `uv venv` + `uv pip sync --require-hashes` (and
+`python -m venv` + `pip install --require-hashes`) of the same locked artifacts, on the
+tests' local index, run alternately (uv, gpuenv, pip, pip, gpuenv, uv, ...) so the
+machine's load falls on all alike; medians, same-run ratios and the load printed.
 
-Each tool first installs once to warm its cache; each timed run then builds a fresh
-environment (the previous one is removed outside the timing).
+Warm (default): each tool installed once before, so its cache holds every artifact;
+each timed run builds a fresh environment (the previous one removed outside the
+timing). --cold: every cache is emptied before each run too. --scale N adds N small
+wheels to the lock (the fixed cost shows at 10, the per-package cost at 200).
 
-Usage: .venv/bin/python bench/install.py [--runs N]
+Target (issue 28): gpuenv <= 1.1x uv, warm and cold.
+
+Usage: .venv/bin/python bench/install.py [--runs N] [--cold] [--scale N] [--no-pip]
+       [--heavy] [--torch-wheel PATH]
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
-from _project import bench_index
-from _timing import REPO, report
-
-
-def timed(
-    setup: Callable[[], None], argv_list: list[list[str]], env: dict[str, str], cwd: Path, runs: int
-) -> list[float]:
-    times = []
-    for index in range(runs + 1):  # the first run warms the caches
-        setup()
-        started = time.perf_counter()
-        for argv in argv_list:
-            done = subprocess.run(
-                argv, env=env, cwd=cwd, capture_output=True, text=True, check=False
-            )
-            if done.returncode != 0:
-                raise SystemExit(f"{argv[:3]} failed: {done.stderr[-2000:]}")
-        if index:
-            times.append(time.perf_counter() - started)
-    return times
+from _project import bench_index, scale_names
+from _timing import REPO, alternate, compiled, interpreter, load, ratio, report
 
 
 def heavy_wheels(directory: Path, count: int, files: int) -> list[tuple[str, str, Path]]:
@@ -79,6 +66,9 @@ def heavy_wheels(directory: Path, count: int, files: int) -> list[tuple[str, str
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--cold", action="store_true", help="empty every cache before each run")
+    parser.add_argument("--scale", type=int, default=0, help="add N small wheels to the lock")
+    parser.add_argument("--no-pip", action="store_true", help="leave pip out")
     parser.add_argument(
         "--heavy",
         action="store_true",
@@ -90,14 +80,22 @@ def main() -> int:
         help="install this real torch wheel in place of the fixture's small one",
     )
     args = parser.parse_args()
-    python = REPO / ".venv" / "bin" / "python"
+    compiled()
+    python = Path(interpreter())
     uv = str(REPO / ".venv" / "bin" / "uv")
     base = str(Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}")
-    with tempfile.TemporaryDirectory() as tmp, bench_index(Path(tmp)) as bench:
+    with tempfile.TemporaryDirectory() as tmp, bench_index(Path(tmp), packages=args.scale) as bench:
         work = Path(tmp)
         project = work / "project"
         project.mkdir()
-        (project / "gpuenv.toml").write_text(bench.spec("cpu"))
+        spec = bench.spec("cpu")
+        if args.scale:
+            deps = ", ".join(f'"{n}"' for n in ["transformers>=4.44", *scale_names(args.scale)])
+            spec = "\n".join(
+                f"dependencies = [{deps}]" if line.startswith("dependencies") else line
+                for line in spec.splitlines()
+            )
+        (project / "gpuenv.toml").write_text(spec + "\n")
         subprocess.run(
             [str(python), "-m", "gpuenv", "lock"],
             env=bench.env,
@@ -143,76 +141,79 @@ def main() -> int:
         requirements = work / "requirements.txt"
         requirements.write_text(requirements_text(lock.targets["cpu"]))
         store = Path(bench.env["GPUENV_HOME"])
+        uv_venv, pip_venv = work / "uv-venv", work / "pip-venv"
+        uv_cache, pip_cache = work / "uv-cache", work / "pip-cache"
+        gpuenv_caches = [store / "cache"]
 
-        def reset_gpuenv() -> None:
-            shutil.rmtree(store / "prefixes", ignore_errors=True)
-            shutil.rmtree(project / ".gpuenv", ignore_errors=True)
+        def emptied(*paths: Path) -> Callable[[], None]:
+            def empty() -> None:
+                for path in paths:
+                    shutil.rmtree(path, ignore_errors=True)
 
-        def reset(venv: Path) -> Callable[[], None]:
-            return lambda: shutil.rmtree(venv, ignore_errors=True)
+            return empty
 
-        gpuenv = timed(
-            reset_gpuenv,
-            [[str(python), "-m", "gpuenv", "install", "--frozen"]],
-            bench.env,
-            project,
-            args.runs,
+        gpuenv_env = [store / "prefixes", project / ".gpuenv"]
+        before = {
+            "gpuenv": emptied(*gpuenv_env, *(gpuenv_caches if args.cold else [])),
+            "uv": emptied(uv_venv, *([uv_cache] if args.cold else [])),
+            "pip": emptied(pip_venv, *([pip_cache] if args.cold else [])),
+        }
+        sync = [
+            uv,
+            "pip",
+            "sync",
+            "--no-config",
+            "--quiet",
+            "--require-hashes",
+            "--python",
+            str(uv_venv / "bin" / "python"),
+            str(requirements),
+        ]
+        pip_install = [
+            str(python),
+            "-m",
+            "pip",
+            "--python",
+            str(pip_venv / "bin" / "python"),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--require-hashes",
+            "-r",
+            str(requirements),
+        ]
+        uv_venv_argv = [uv, "venv", "--no-config", "--quiet", "--python", base, str(uv_venv)]
+        commands = {
+            "uv": ["sh", "-c", f"{shlex.join(uv_venv_argv)} && {shlex.join(sync)}"],
+            "gpuenv": [str(python), "-m", "gpuenv", "install", "--frozen"],
+        }
+        if not args.no_pip:
+            venv = shlex.join([base, "-m", "venv", "--without-pip", str(pip_venv)])
+            commands["pip"] = ["sh", "-c", f"{venv} && {shlex.join(pip_install)}"]
+        print(load())
+        times = alternate(
+            commands,
+            runs=args.runs,
+            env={
+                **bench.env,
+                "UV_CACHE_DIR": str(uv_cache),  # gpuenv keeps its own, in the store
+                "PIP_CACHE_DIR": str(pip_cache),
+            },
+            cwd=project,
+            before=before,
         )
-        uv_venv = work / "uv-venv"
-        uv_env = {**bench.env, "UV_CACHE_DIR": str(work / "uv-cache")}
-        uv_sync = timed(
-            reset(uv_venv),
-            [
-                [uv, "venv", "--no-config", "--quiet", "--python", base, str(uv_venv)],
-                [
-                    uv,
-                    "pip",
-                    "sync",
-                    "--no-config",
-                    "--quiet",
-                    "--require-hashes",
-                    "--python",
-                    str(uv_venv / "bin" / "python"),
-                    str(requirements),
-                ],
-            ],
-            uv_env,
-            work,
-            args.runs,
-        )
-        pip_venv = work / "pip-venv"
-        pip_env = {**bench.env, "PIP_CACHE_DIR": str(work / "pip-cache")}
-        pip = timed(
-            reset(pip_venv),
-            [
-                [base, "-m", "venv", "--without-pip", str(pip_venv)],
-                [
-                    str(python),
-                    "-m",
-                    "pip",
-                    "--python",
-                    str(pip_venv / "bin" / "python"),
-                    "install",
-                    "--quiet",
-                    "--no-deps",
-                    "--require-hashes",
-                    "-r",
-                    str(requirements),
-                ],
-            ],
-            pip_env,
-            work,
-            max(3, args.runs // 2),
-        )
-        report("uv venv + uv pip sync --require-hashes", uv_sync)
-        report("gpuenv install --frozen", gpuenv, baseline=uv_sync)
-        report("python -m venv + pip install --require-hashes", pip, baseline=uv_sync)
-        ratio = statistics.median(gpuenv) / statistics.median(uv_sync)
-        print(
-            f"gpuenv/uv ratio {ratio:.2f} "
-            f"({'within' if ratio <= 1.3 else 'OVER'} the 1.3x budget); "
-            f"gpuenv/pip ratio {statistics.median(gpuenv) / statistics.median(pip):.2f}"
-        )
+        packages = len(lock.targets["cpu"].pip)
+        print(f"-- {packages} locked artifacts, {'cold' if args.cold else 'warm'} caches")
+        report("uv venv + uv pip sync --require-hashes", times["uv"])
+        report("gpuenv install --frozen", times["gpuenv"], baseline=times["uv"])
+        if "pip" in times:
+            report(
+                "python -m venv + pip install --require-hashes", times["pip"], baseline=times["uv"]
+            )
+        gpuenv_over_uv = ratio(times["gpuenv"], times["uv"])
+        verdict = "within" if gpuenv_over_uv <= 1.1 else "OVER"
+        print(f"gpuenv/uv {gpuenv_over_uv:.2f} ({verdict} the 1.1x target)")
+        print(load())
     return 0
 
 
