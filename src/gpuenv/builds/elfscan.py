@@ -11,8 +11,8 @@ needs from others; a torch extension needs ``c10::`` and ``at::`` symbols
 (``_ZN3c10...``, ``_ZN2at...``) from the torch it was compiled against, and a torch
 that no longer exports one is the ``undefined symbol: _ZN3c10...`` of an import.
 
-Everything is read through section headers with bounded reads; anything that is not a
-readable 64- or 32-bit ELF file gives ``None``.
+Everything is read through section headers (``gpuenv._elf``, the one ELF reader) with
+bounded reads; anything that is not a readable 64- or 32-bit ELF file gives ``None``.
 """
 
 from __future__ import annotations
@@ -22,24 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from gpuenv import _elf as elf
+from gpuenv._elf import Section
+
 FATBIN_MAGIC = 0xBA55ED50
 _KIND_PTX = 1
 _KIND_ELF = 2
-_SHT_DYNSYM = 11
-_MAX_SECTIONS = 1 << 16
 _MAX_FATBIN = 1 << 32
 _MAX_SYMTAB = 1 << 28
 TORCH_SYMBOL_PREFIXES = ("_ZN3c10", "_ZNK3c10", "_ZN2at", "_ZNK2at", "_ZN5torch", "_ZNK5torch")
-
-
-@dataclass(frozen=True)
-class Section:
-    name: str
-    kind: int
-    offset: int
-    size: int
-    link: int
-    entsize: int
 
 
 @dataclass(frozen=True)
@@ -74,50 +65,11 @@ class GpuCode:
         return None
 
 
-def _header(fh: BinaryIO) -> tuple[str, bool, int, int, int, int] | None:
-    ident = fh.read(64)
-    if len(ident) < 52 or ident[:4] != b"\x7fELF" or ident[4] not in (1, 2):
-        return None
-    if ident[5] not in (1, 2):
-        return None
-    endian = "<" if ident[5] == 1 else ">"
-    is64 = ident[4] == 2
-    if is64:
-        shoff = struct.unpack_from(endian + "Q", ident, 40)[0]
-        shentsize, shnum, shstrndx = struct.unpack_from(endian + "HHH", ident, 58)
-    else:
-        shoff = struct.unpack_from(endian + "I", ident, 32)[0]
-        shentsize, shnum, shstrndx = struct.unpack_from(endian + "HHH", ident, 46)
-    return endian, is64, shoff, shentsize, shnum, shstrndx
-
-
 def _sections(fh: BinaryIO) -> tuple[str, bool, list[Section]] | None:
-    header = _header(fh)
+    header = elf.read_header(fh)
     if header is None:
         return None
-    endian, is64, shoff, shentsize, shnum, shstrndx = header
-    layout = struct.Struct(endian + ("IIQQQQIIQQ" if is64 else "IIIIIIIIII"))
-    if not shoff or shnum > _MAX_SECTIONS or shentsize < layout.size:
-        return endian, is64, []
-    fh.seek(shoff)
-    table = fh.read(shentsize * shnum)
-    raw = []
-    for i in range(shnum):
-        if (i + 1) * shentsize > len(table):
-            break
-        f = layout.unpack_from(table, i * shentsize)
-        # name, type, flags, addr, offset, size, link, info, addralign, entsize
-        raw.append((f[0], f[1], f[4], f[5], f[6], f[9]))
-    if shstrndx >= len(raw):
-        return endian, is64, []
-    fh.seek(raw[shstrndx][2])
-    names = fh.read(min(raw[shstrndx][3], 1 << 20))
-    out = []
-    for name_at, kind, offset, size, link, entsize in raw:
-        end = names.find(b"\0", name_at)
-        name = names[name_at:end].decode("ascii", "replace") if end >= 0 else ""
-        out.append(Section(name, kind, offset, size, link, entsize))
-    return endian, is64, out
+    return header.endian, header.is64, elf.sections(fh, header)
 
 
 def _parse_fatbin(blob: bytes, endian: str) -> tuple[set[int], set[int]]:
@@ -175,7 +127,7 @@ def _symbols(path: Path, *, defined: bool, prefixes: tuple[str, ...]) -> set[str
                 return None
             endian, is64, sections = found
             out: set[str] = set()
-            for table in (s for s in sections if s.kind == _SHT_DYNSYM):
+            for table in (s for s in sections if s.kind == elf.SHT_DYNSYM):
                 if table.link >= len(sections) or table.size > _MAX_SYMTAB:
                     continue
                 strings = sections[table.link]
