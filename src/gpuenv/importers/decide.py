@@ -263,6 +263,19 @@ def _moved_torch_why(paper: PaperTorch, choice: Choice, kb: KnowledgeBase) -> st
     return f"{first}; {plan.torch} ({plan.cu_tag}) is the oldest release after it whose builds do"
 
 
+def _range_floor(specifier: str) -> Version | None:
+    """The lowest release a range allows (``>=1.7.0`` -> 1.7.0), when it names one."""
+    try:
+        floors = [
+            Version(s.version)
+            for s in SpecifierSet(specifier)
+            if s.operator in (">=", ">", "~=", "==") and not s.version.endswith(".*")
+        ]
+    except (InvalidSpecifier, InvalidVersion):
+        return None
+    return max(floors) if floors else None
+
+
 def _torch_risk(old: Version | None, new: Version, fk: ForeignKnowledge) -> tuple[int, str]:
     notes = ["numerics may differ"]
     if old is None:
@@ -287,6 +300,21 @@ def _torch_entries(
     build, build_origin = _torch_build(merged, resolved)
     origin = resolved.ask.origin if resolved else build_origin
     release = kb.torch_release(paper.version) if paper.version else None
+    implied = any(
+        f.origin == build_origin and f.note and f.note.startswith(IMPLIED)
+        for f in merged.facts.get(TORCH_BUILD, ())
+    )
+    if build is not None and implied and release is not None and release.build(build) is None:
+        d.add(
+            Entry(
+                ASSUMPTION,
+                "torch",
+                f"the base image's CUDA ({build}) is not a build of torch {paper.version}: "
+                "pip installed one of torch's own builds on it",
+                origin=build_origin,
+            )
+        )
+        build, build_origin = None, None
     if build is None and release is not None and release.pypi_default:
         build = release.pypi_default
         d.add(
@@ -315,10 +343,12 @@ def _torch_entries(
                 ("CUDA-only code (.cuda(), custom kernels) fails on CPU"),
             )
         else:
-            obstacle = _build_obstacle(kb, paper.version, build or "", plan) or (
-                choice.rejected[0] if choice.rejected else f"{build} does not fit"
-            )
-            why = f"the {build} build cannot run here ({obstacle}); {plan.cu_tag} can"
+            obstacle = _build_obstacle(kb, paper.version, build or "", plan)
+            if obstacle is not None:
+                why = f"the {build} build cannot run here ({obstacle}); {plan.cu_tag} can"
+            else:  # it runs on this GPU: something else of the plan ruled it out
+                other = choice.rejected[0] if choice.rejected else "the rest of the plan"
+                why = f"the {build} build runs on this GPU but not with {other}; {plan.cu_tag} does"
             risk, text = LOW, "numerics may differ slightly (other CUDA and cuDNN kernels)"
         d.add(
             Entry(
@@ -337,6 +367,8 @@ def _torch_entries(
         and paper.specifier
         and SpecifierSet(paper.specifier).contains(plan.torch)
     ):
+        floor = _range_floor(paper.specifier)
+        changes = fk.changes_between(floor, Version(plan.torch)) if floor is not None else []
         d.add(
             Entry(
                 KEPT,
@@ -345,6 +377,8 @@ def _torch_entries(
                 origin=origin,
                 was=paper.specifier,
                 now=now,
+                risk=MEDIUM if changes else NONE,
+                risk_text="; ".join(f"API change in {c.since}: {c.what}" for c in changes) or None,
             )
         )
     else:
@@ -446,7 +480,12 @@ def _python_entry(
         entry = Entry(
             CHANGED,
             "python",
-            f"torch {plan.torch} supports Python {supports}; {plan.python} is the nearest"
+            (
+                f"torch {plan.torch} supports Python {supports}, but gpuenv installs "
+                f"{plan.python} and later: {plan.python} is the nearest it can"
+                if release is not None and _skips_supported(wanted, release.python)
+                else f"torch {plan.torch} supports Python {supports}; {plan.python} is the nearest"
+            )
             + (f" where {d.python_why}" if d.python_why else ""),
             origin=origin,
             was=wanted,
@@ -457,6 +496,19 @@ def _python_entry(
         )
     d.add(entry)
     d.stack_comments["python"] = entry.comment()
+
+
+def _skips_supported(wanted: str, supported: SpecifierSet) -> bool:
+    """Whether torch supports a Python nearer to ``wanted`` than any gpuenv installs
+    (3.6 wanted, torch supports 3.7, gpuenv starts at 3.8)."""
+    from gpuenv.plan import KNOWN_PYTHONS
+
+    match = re.match(r"3\.(\d+)", wanted)
+    if match is None:
+        return False
+    first = int(KNOWN_PYTHONS[0].split(".")[1])
+    between = range(int(match.group(1)), first)
+    return any(supported.contains(f"3.{minor}") for minor in between)
 
 
 def _trio_entries(d: Decision, merged: Merged, plan: TargetPlan) -> None:

@@ -1,0 +1,62 @@
+"""Sentences of the report checked against their cases: a base image's CUDA is not called
+torch's build, "nearest" is not said of a Python gpuenv skips, and a range's move names
+the API changes it crosses."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.importers.conftest import Imported
+
+
+def _file(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / "paper" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_a_base_images_cuda_is_not_torchs_build(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    docker = _file(
+        tmp_path,
+        "Dockerfile",
+        "FROM nvidia/cuda:12.2.0-devel-ubuntu22.04\n"
+        "RUN apt-get update && apt-get install -y python3-pip\n"
+        "RUN pip install torch==2.1.0 torchvision==0.16.0\n",
+    )
+    imported = run_import(docker, target="rtx4090")
+    assert imported.result.code == 0, imported.result.out
+    torch = imported.entries("kept")["torch"]
+    assert torch["from"] == "2.1.0+cu121"
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert "the base image's CUDA (cu122) is not a build of torch 2.1.0: pip installed one of torch's own builds on it" in notes  # fmt: skip
+    assert "cu122" not in imported.result.out.split('"kept"')[1].split('"assumptions"')[0]
+
+
+def test_a_python_gpuenv_skips_is_not_called_the_nearest(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    env = _file(
+        tmp_path,
+        "environment.yml",
+        "dependencies:\n  - python=3.6\n  - pytorch=1.12.1\n  - cudatoolkit=11.3\n",
+    )
+    imported = run_import(env, target="rtx4090")
+    python = imported.entries("changed")["python"]
+    assert (python["from"], python["to"]) == ("3.6", "3.8")
+    assert "gpuenv installs 3.8 and later: 3.8 is the nearest it can" in python["why"]
+    assert "3.7" in python["why"]  # torch 1.12 supports it: the text says so
+
+
+def test_a_range_names_the_api_changes_it_crosses(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    req = _file(tmp_path, "requirements.txt", "torch>=1.7.0\nnumpy\n")
+    imported = run_import(req, target="h100")
+    torch = imported.entries("kept")["torch"]
+    assert torch["from"] == ">=1.7.0" and torch["risk"] == "medium"
+    assert "torch._six was removed" in torch["risk_detail"]
+    assert "weights_only=True" in torch["risk_detail"]
