@@ -174,7 +174,7 @@ def _op_ok(op: Mapping[str, Any]) -> bool:
 def checked_ops(delta: Mapping[str, Any]) -> tuple[str, list[Mapping[str, Any]]]:
     """The delta's active prefix and ops, after the format, name and type checks."""
     try:
-        if delta["format"] != DELTA_FORMAT:
+        if type(delta["format"]) is not int or delta["format"] != DELTA_FORMAT:
             raise FileFormatError(
                 f"environment delta format {delta['format']!r} is not supported "
                 f"(this gpuenv reads format {DELTA_FORMAT})",

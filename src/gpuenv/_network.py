@@ -53,6 +53,43 @@ def is_fetchable_url(url: str) -> bool:
     return True
 
 
+# What a download may send when neither the lock nor the index declares its size: far
+# above any artifact gpuenv locks (PyTorch's largest CUDA wheels are about 2.5 GiB), far
+# below filling a disk from a mirror whose body never ends.
+MAX_DOWNLOAD_BYTES = 16 << 30
+NETRC_LIMIT = 1 << 20
+
+
+def download_cap(declared: int | None) -> int:
+    """The most bytes a download of an artifact may send: its declared size (the lock's
+    or the index's), else ``MAX_DOWNLOAD_BYTES``. Every downloader stops there."""
+    return declared if declared is not None and declared >= 0 else MAX_DOWNLOAD_BYTES
+
+
+def netrc_auth(host: str, environ: Mapping[str, str] | None = None) -> tuple[str, str] | None:
+    """``(login, password)`` for ``host`` from ``$NETRC`` or ``~/.netrc``, or None. The
+    file is checked by the bounded reader first: a FIFO (which hung ``pack``), a device,
+    a file over 1 MiB or one that is not UTF-8 gives no credentials, never a hang or a
+    crash."""
+    import netrc
+    import os
+
+    from gpuenv import _fsread
+    from gpuenv.errors import FileFormatError
+
+    env = os.environ if environ is None else environ
+    path = env.get("NETRC") or str(Path("~/.netrc").expanduser())
+    try:
+        _fsread.read_text(path, limit=NETRC_LIMIT, what="netrc file")
+        found = netrc.netrc(path).authenticators(host)
+    except (OSError, FileFormatError, netrc.NetrcParseError, ValueError):
+        return None
+    if found is None:
+        return None
+    login, _account, password = found
+    return (login, password or "") if login else None
+
+
 def literal_url(url: str) -> str:
     """``url`` in a form no requirements-file reader expands: uv and pip replace
     ``${NAME}`` in a requirements file by the installing machine's environment variable,
@@ -298,9 +335,15 @@ def _from_file(path: Path) -> list[Mirror]:
         return []
     if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_CONFIG_BYTES:
         raise UsageError(f"{path}: not a regular file of at most 1 MiB")
-    try:
-        data = _load_toml(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    from gpuenv import _fsread
+
+    try:  # the bounded reader: a file swapped for a FIFO after the stat never hangs
+        data = _load_toml(_fsread.read_text(path, limit=_MAX_CONFIG_BYTES, what="config file"))
+    except RecursionError:  # tomllib recurses per nesting level
+        raise UsageError(f"{path}: nested too deeply to be a gpuenv config file") from None
+    except UsageError as exc:  # InputFileError: not a plain UTF-8 file
+        raise UsageError(exc.message) from None
+    except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: cannot be read as TOML: {redact(str(exc))}") from None
     unknown = sorted(set(data) - {"mirrors"})
     if unknown:

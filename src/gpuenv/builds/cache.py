@@ -21,10 +21,13 @@ need the same build build it once.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
+import os
 import re
 import shutil
+import stat
 import time
 import uuid
 from collections.abc import Iterator
@@ -34,7 +37,9 @@ from typing import Any
 
 from gpuenv import __version__
 from gpuenv._fs import atomic_write_text, writing
+from gpuenv._fsread import load_json, special_kind
 from gpuenv.builds.model import BuildEntry
+from gpuenv.errors import FileFormatError
 from gpuenv.store import Store
 
 ENTRY_FILE = "entry.json"
@@ -98,19 +103,24 @@ class BuildCache:
         directory = self.entry_dir(entry.identity)
         if not directory.exists():
             return None
-        problem, found = self._check(directory, entry.identity)
+        problem, found = self._check(directory, entry)
         if found is not None:
             return found
         self.notes.append(f"{entry.label()}: cached build discarded ({problem}); rebuilding")
         self.store.discard(directory)
         return None
 
-    def _check(self, directory: Path, identity: str) -> tuple[str, CachedWheel | None]:
+    def _check(self, directory: Path, entry: BuildEntry) -> tuple[str, CachedWheel | None]:
+        identity = entry.identity
         problem, record = _read_entry(directory / ENTRY_FILE, identity)
         if record is None:
             return problem, None
+        wrong = _another_package(record["wheel"], entry)
+        if wrong:
+            return wrong, None
         wheel = directory / record["wheel"]
         try:
+            _regular_file(wheel)
             actual = file_sha256(wheel)
         except OSError as exc:
             return f"the wheel is unreadable ({exc.strerror})", None
@@ -160,16 +170,45 @@ class BuildCache:
         shutil.rmtree(incoming, ignore_errors=True)
 
 
-def _read_entry(marker: Path, identity: str) -> tuple[str, dict[str, Any] | None]:
-    """An entry's record, checked; or why it cannot be believed."""
+def _regular_file(path: Path) -> None:
+    """``OSError`` (EINVAL) unless ``path`` is a regular file, checked on a descriptor
+    opened without blocking: a FIFO in the cache never hangs an install, and a link to
+    ``/dev/zero`` is never hashed."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
     try:
-        if marker.stat().st_size > MAX_ENTRY_BYTES:
-            return f"{ENTRY_FILE} is too large", None
-        record = json.loads(marker.read_text(encoding="utf-8"))
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    if not stat.S_ISREG(mode):
+        kind = special_kind(mode) or "not a file"
+        raise OSError(errno.EINVAL, f"{kind}, not a regular file", str(path))
+
+
+def _another_package(filename: str, entry: BuildEntry) -> str:
+    """Why the cached wheel is not ``entry``'s package (empty when it is)."""
+    from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        name, version, _build, _tags = parse_wheel_filename(filename)
+        same = name == canonicalize_name(entry.name) and version == Version(entry.version)
+    except (InvalidWheelFilename, InvalidVersion):
+        return f"{filename} is not a valid wheel name"
+    return "" if same else f"{filename} is not a wheel of {entry.name} {entry.version}"
+
+
+def _read_entry(marker: Path, identity: str) -> tuple[str, dict[str, Any] | None]:
+    """An entry's record, checked; or why it cannot be believed. Read by the bounded,
+    regular-file-only reader: a FIFO or a link to ``/dev/zero`` is refused at once."""
+    try:
+        record = load_json(marker, limit=MAX_ENTRY_BYTES, depth=8, what="build cache entry")
     except FileNotFoundError:
         return f"no {ENTRY_FILE}: an interrupted build", None
-    except (OSError, ValueError) as exc:
-        return f"{ENTRY_FILE} is unreadable ({exc})", None
+    except FileFormatError as exc:  # InputFileError: not a plain file, too large, not JSON
+        return f"{ENTRY_FILE} is unreadable ({exc.message})", None
+    except OSError as exc:
+        return f"{ENTRY_FILE} is unreadable ({exc.strerror})", None
     if not isinstance(record, dict) or record.get("identity") != identity:
         return f"{ENTRY_FILE} names another identity", None
     name, sha = record.get("wheel"), record.get("sha256")

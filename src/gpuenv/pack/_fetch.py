@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from gpuenv import __version__
 from gpuenv._artifacts import ArtifactSources
-from gpuenv._network import strip_userinfo
+from gpuenv._network import download_cap, netrc_auth, strip_userinfo
 from gpuenv._redact import redact_url
 from gpuenv.errors import DownloadError, InstallError
 from gpuenv.pack.manifest import safe_filename
@@ -91,16 +91,7 @@ def cached(cache: Path, wanted: Wanted) -> Path | None:
 
 
 def _netrc_auth(host: str) -> tuple[str, str] | None:
-    import netrc
-
-    try:
-        found = netrc.netrc().authenticators(host)
-    except (OSError, netrc.NetrcParseError):
-        return None
-    if found is None:
-        return None
-    login, _account, password = found
-    return (login, password or "") if login else None
+    return netrc_auth(host)  # bounded: a FIFO or non-UTF-8 ~/.netrc gives none
 
 
 def _authorization(url: str, credentials: Credentials) -> str | None:
@@ -178,6 +169,8 @@ def download(
                 md5.update(chunk)
                 out.write(chunk)
                 done += len(chunk)
+                if done > download_cap(None):  # a mirror whose body never ends
+                    raise _failed(url, f"it sends more than {download_cap(None)} bytes", None)
                 advance(done, total)
         if not matches(wanted, sha256.hexdigest(), md5.hexdigest()):
             raise InstallError(

@@ -25,6 +25,7 @@ from typing import IO, Literal, Protocol
 
 from gpuenv._fs import special_kind
 from gpuenv.errors import ArchiveError, InstallError
+from gpuenv.pack._prescan import prescan
 
 FORMAT: Literal[2] = tarfile.PAX_FORMAT
 ENCODING = "utf-8"
@@ -202,6 +203,10 @@ def open_archive(archive: Path) -> Iterator[tarfile.TarFile]:
             f"{archive} is {kind}, not a file: install --from reads the archive more than once",
             hint="save it to a file first, then: gpuenv install --from FILE",
         )
+    with suppress(OSError):  # missing or unreadable: the open below says which
+        problem = prescan(archive)  # extended headers are refused before tarfile parses them
+        if problem:
+            raise hostile(problem, archive)
     try:
         tar = tarfile.open(archive, mode="r:", encoding=ENCODING, errors="strict")  # noqa: SIM115
     except FileNotFoundError:

@@ -186,7 +186,7 @@ def parse_manifest(data: bytes) -> Manifest:
     if raw.get("format") != FORMAT:
         raise _bad(f"format is {raw.get('format')!r}, not {FORMAT!r}")
     version = raw.get("format-version")
-    if version != FORMAT_VERSION:
+    if type(version) is not int or version != FORMAT_VERSION:  # true == 1 in Python
         raise ArchiveError(
             f"the archive is format version {version!r}; this gpuenv reads {FORMAT_VERSION}",
             hint="pack it again with this gpuenv, or install with the gpuenv that packed it",
