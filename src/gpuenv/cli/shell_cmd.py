@@ -31,7 +31,15 @@ def run(args: argparse.Namespace) -> int:
         _output_warning(warning)
     name = args.shell or Path(os.environ.get("SHELL", "bash")).name
     argv, env = shell_command(name, Path(selected.prefix), os.environ)
-    os.execvpe(argv[0], argv, env)  # noqa: S606 - replacing gpuenv with the shell is the point
+    try:
+        os.execvpe(argv[0], argv, env)  # noqa: S606 - replacing gpuenv with the shell is the point
+    except OSError as exc:  # no such shell on PATH, or not executable: the caller's input
+        from gpuenv.errors import UsageError
+
+        raise UsageError(
+            f"cannot start {argv[0]}: {exc.strerror} (looked for it on PATH)",
+            hint="install that shell, or name another with --shell bash|zsh|fish|sh",
+        ) from None
 
 
 def _output_warning(text: str) -> None:

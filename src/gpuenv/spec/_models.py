@@ -57,7 +57,12 @@ def _plain(text: str, what: str) -> None:
         raise ValueError(f"{_show(text)}: {what} cannot start or end with spaces")
 
 
+MAX_VERSION_TEXT = 200  # a version or range; a number of 4300+ digits is past int()'s limit
+
+
 def _version_spec(text: str) -> str:
+    if len(text) > MAX_VERSION_TEXT:
+        raise ValueError(f"{_show(text[:40])}... is {len(text)} characters: not a version")
     if not text.strip():
         raise ValueError(f'{_show(text)} is empty: use "*" for any version')
     parse_version_spec(text)
@@ -400,8 +405,19 @@ class Pip(_Model):
     )
 
 
+def _channel(text: str) -> str:
+    """A channel name, or a URL that parses (``http://[::1`` crashed the solver)."""
+    _plain(text, "a channel")
+    if "://" in text and not is_fetchable_url(text):
+        raise ValueError(f"{_show(text)} is not a channel name or an http(s):// or file:// URL")
+    return text
+
+
+ChannelSpec = Annotated[str, AfterValidator(_channel)]
+
+
 class Conda(_Model):
-    channels: list[str] = Field(default_factory=lambda: ["conda-forge"])
+    channels: list[ChannelSpec] = Field(default_factory=lambda: ["conda-forge"])
     dependencies: dict[str, str] | list[str] = Field(default_factory=dict)
     python: bool = Field(
         default=True,
