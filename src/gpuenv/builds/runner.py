@@ -40,6 +40,7 @@ from gpuenv import __version__, _proc
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._network import is_network_setting
 from gpuenv.builds import diagnose, fetch, knowledge, localsrc, wheelfile
+from gpuenv.builds._shaping import shapes_build
 from gpuenv.builds.cache import BuildCache, CachedWheel
 from gpuenv.builds.compiler import HostCompiler, select
 from gpuenv.builds.jobs import Jobs, max_jobs
@@ -170,14 +171,16 @@ def preflight(entry: BuildEntry, ctx: BuildContext) -> HostCompiler | None:
 def build_env(
     entry: BuildEntry, ctx: BuildContext, compiler: HostCompiler | None, jobs: Jobs
 ) -> dict[str, str]:
-    """The build's environment: the caller's, minus what would point it elsewhere, plus
-    what the lock decides. The spec's variables are passed as they are (never through a
+    """The build's environment: the caller's, minus what would point it elsewhere or
+    shape its output (``_shaping``: not part of the build identity), plus what the lock
+    decides. The spec's variables are passed as they are (never through a
     shell), after gpuenv's own, which they cannot replace."""
     env = {
         k: v
         for k, v in ctx.environ.items()
         if k not in MANAGED_ENV
         and k not in _DROPPED
+        and not shapes_build(k, entry.name)  # only the lock's variables shape a build
         and not k.startswith("PIP_")
         and (not k.startswith("UV_") or _UV_INDEXES.match(k) or is_network_setting(k))
     }
