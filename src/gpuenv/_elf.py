@@ -84,20 +84,24 @@ def read_header(fh: BinaryIO) -> Header | None:
 def segments(fh: BinaryIO, header: Header) -> list[Segment]:
     """Every program header; empty when the table is implausible."""
     entry = struct.Struct(header.endian + ("IIQQQQQQ" if header.is64 else "IIIIIIII"))
-    if header.phnum > MAX_PHNUM or header.phentsize < entry.size:
+    if header.phnum > MAX_PHNUM:
         return []
-    fh.seek(header.phoff)
-    table = fh.read(header.phentsize * header.phnum)
-    out = []
-    for i in range(header.phnum):
-        if (i + 1) * header.phentsize > len(table):
-            break
-        f = entry.unpack_from(table, i * header.phentsize)
-        if header.is64:  # type, flags, offset, vaddr, paddr, filesz, ...
-            out.append(Segment(f[0], f[2], f[3], f[5]))
-        else:  # type, offset, vaddr, paddr, filesz, ...
-            out.append(Segment(f[0], f[1], f[2], f[4]))
-    return out
+    rows = _table(fh, header.phoff, header.phentsize, header.phnum, entry)
+    if header.is64:  # type, flags, offset, vaddr, paddr, filesz, ...
+        return [Segment(f[0], f[2], f[3], f[5]) for f in rows]
+    return [Segment(f[0], f[1], f[2], f[4]) for f in rows]  # type, offset, vaddr, paddr, filesz
+
+
+def _table(
+    fh: BinaryIO, offset: int, entsize: int, count: int, entry: struct.Struct
+) -> list[tuple[int, ...]]:
+    """``count`` entries of ``entsize`` bytes at ``offset``, as far as the file holds them;
+    none when an entry is smaller than its layout."""
+    if entsize < entry.size:
+        return []
+    fh.seek(offset)
+    table = fh.read(entsize * count)
+    return [entry.unpack_from(table, i * entsize) for i in range(min(count, len(table) // entsize))]
 
 
 def file_offset(found: list[Segment], vaddr: int) -> int | None:
@@ -111,17 +115,11 @@ def file_offset(found: list[Segment], vaddr: int) -> int | None:
 def sections(fh: BinaryIO, header: Header) -> list[Section]:
     """Every section header, named; empty when the table is absent or implausible."""
     entry = struct.Struct(header.endian + ("IIQQQQIIQQ" if header.is64 else "IIIIIIIIII"))
-    if not header.shoff or header.shnum > MAX_SECTIONS or header.shentsize < entry.size:
+    if not header.shoff or header.shnum > MAX_SECTIONS:
         return []
-    fh.seek(header.shoff)
-    table = fh.read(header.shentsize * header.shnum)
-    raw = []
-    for i in range(header.shnum):
-        if (i + 1) * header.shentsize > len(table):
-            break
-        f = entry.unpack_from(table, i * header.shentsize)
-        # name, type, flags, addr, offset, size, link, info, addralign, entsize
-        raw.append((f[0], f[1], f[4], f[5], f[6], f[9]))
+    rows = _table(fh, header.shoff, header.shentsize, header.shnum, entry)
+    # name, type, flags, addr, offset, size, link, info, addralign, entsize
+    raw = [(f[0], f[1], f[4], f[5], f[6], f[9]) for f in rows]
     if header.shstrndx >= len(raw):
         return []
     fh.seek(raw[header.shstrndx][2])
