@@ -4,17 +4,35 @@ Each class carries a fixed exit code (the CLI contract in docs/dev/design.md) an
 that ``--json`` output uses as ``{"error": {"kind": ...}}``. Only ``gpuenv.cli``
 turns these into output and an exit status; the library raises and never prints.
 
-| code | meaning                                                    |
-| ---- | ---------------------------------------------------------- |
-| 0    | success                                                    |
-| 1    | a check answered "no" (stale lock, doctor errors, probe)   |
-| 2    | bad flags or an invalid gpuenv.toml                        |
-| 3    | no build fits this hardware and spec                       |
-| 4    | environment not installed, or not verified on this machine |
-| 5    | an external step (uv, rattler, a download) or install fail |
-| 70   | unexpected internal error                                  |
-| 130  | interrupted (SIGINT)                                       |
-| 143  | terminated (SIGTERM)                                       |
+The classes below come in exit-code order, each subclass after its base (what each code
+means to a user: docs/reference/exit-codes.md):
+
+| code | meaning                      | class (``kind``)                    |
+| ---- | ---------------------------- | ----------------------------------- |
+| 0    | success                      |                                     |
+| 1    | a check answered "no"        | CheckFailed (check-failed)          |
+| 2    | bad input                    | UsageError (usage)                  |
+|      |                              | SpecError (spec)                    |
+|      |                              | ForeignFileError (import)           |
+|      |                              | ActivationError (activation)        |
+|      |                              | FileFormatError (file-format)       |
+|      |                              | UnreadableLockError (file-format)   |
+|      |                              | InputFileError (unreadable-input)   |
+|      |                              | LockIntegrityError (lock-integrity) |
+|      |                              | ArchiveError (archive)              |
+| 3    | no build fits                | NoCompatiblePlan (unsatisfiable)    |
+| 4    | not installed or verified    | NotInstalled (not-installed)        |
+|      |                              | NotVerified (not-verified)          |
+| 5    | an external step or a write  | ExternalToolError (external)        |
+|      |                              | NetworkError (network)              |
+|      |                              | DownloadError (download)            |
+|      |                              | InstallError (install)              |
+|      |                              | BuildError (build)                  |
+|      |                              | HardwareDetectionError (hardware)   |
+|      |                              | StorageError (storage)              |
+| 70   | a bug in gpuenv              | anything else (internal)            |
+| 130  | interrupted (SIGINT)         | Interrupted, KeyboardInterrupt      |
+| 143  | SIGTERM (129: SIGHUP)        | Interrupted                         |
 """
 
 from __future__ import annotations
@@ -142,6 +160,14 @@ class SpecError(UsageError):
         return {"problems": [p.to_json() for p in self.problems]}
 
 
+class ForeignFileError(SpecError):
+    """A file given to ``gpuenv import`` cannot be believed: not text, malformed, too
+    large or too deep, an unknown format, or files that contradict each other. Like
+    ``SpecError`` it lists every problem, each with the file, the line and the entry."""
+
+    kind = "import"
+
+
 class ActivationError(UsageError):
     """An activation input cannot be written safely: a bad variable name, a NUL byte,
     a relative path or a ``:`` inside a path-list entry."""
@@ -160,6 +186,47 @@ class UnreadableLockError(FileFormatError):
     merge left conflict markers in it), no or an impossible ``lock-version``, broken
     outside any target. ``gpuenv lock`` writes a new one in its place; every reader of
     the lock refuses it."""
+
+
+class InputFileError(FileFormatError):
+    """A file gpuenv reads cannot be read safely: not a regular file (a FIFO, a
+    device), larger than any file of its kind, not UTF-8, or nested too deeply."""
+
+    kind = "unreadable-input"
+
+    def __init__(self, message: str, *, path: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.path = path
+
+    def details(self) -> dict[str, Any]:
+        return {"path": self.path}
+
+
+class LockIntegrityError(FileFormatError):
+    """gpuenv.lock fails its own checks: a target's content hash does not match its
+    entries, or the entries contradict each other (an edited or damaged lock)."""
+
+    kind = "lock-integrity"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        problems: Mapping[str, Sequence[str]],
+        hint: str | None = "run 'gpuenv lock' to rewrite it from gpuenv.toml",
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.problems = {name: tuple(found) for name, found in problems.items()}
+
+    def details(self) -> dict[str, Any]:
+        return {"problems": {name: list(found) for name, found in self.problems.items()}}
+
+
+class ArchiveError(FileFormatError):
+    """An offline archive (``gpuenv pack``) is damaged, truncated, tampered with or
+    hostile (a member outside the archive's folder, a link, a device, a duplicate)."""
+
+    kind = "archive"
 
 
 class Alternative:
@@ -251,25 +318,38 @@ class ExternalToolError(GpuenvError):
         }
 
 
-class InstallError(GpuenvError):
-    """Materialising a prefix or writing the store failed."""
+class NetworkError(ExternalToolError):
+    """An index, mirror or channel could not be reached, or refused us: name resolution,
+    connection refused, timeout, TLS, 401/403 or 404 (``cause``), for ``url`` (redacted).
 
-    exit_code = EXIT_EXTERNAL
-    kind = "install"
+    Never exit 3: a wrong password or a mirror missing a package is not "no build fits".
+    ``extra`` carries further structured fields into ``--json`` (a partial lock's
+    written and failed targets)."""
 
+    kind = "network"
 
-class HardwareDetectionError(GpuenvError):
-    """Detection hit an unexpected error (not "no GPU", which is a normal answer)."""
+    def __init__(
+        self,
+        message: str,
+        *,
+        cause: str,
+        url: str | None = None,
+        target: str | None = None,
+        hint: str | None = None,
+        stderr_tail: str = "",
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        super().__init__(message, stderr_tail=stderr_tail, hint=hint)
+        self.cause = cause
+        self.url = url
+        self.target = target
+        self.extra = dict(extra or {})
 
-    exit_code = EXIT_EXTERNAL
-    kind = "hardware"
-
-
-class ArchiveError(FileFormatError):
-    """An offline archive (``gpuenv pack``) is damaged, truncated, tampered with or
-    hostile (a member outside the archive's folder, a link, a device, a duplicate)."""
-
-    kind = "archive"
+    def details(self) -> dict[str, Any]:
+        body = super().details()
+        body.update(cause=self.cause, url=self.url, target=self.target)
+        body.update(self.extra)
+        return body
 
 
 class DownloadError(ExternalToolError):
@@ -278,12 +358,11 @@ class DownloadError(ExternalToolError):
     kind = "download"
 
 
-class ForeignFileError(SpecError):
-    """A file given to ``gpuenv import`` cannot be believed: not text, malformed, too
-    large or too deep, an unknown format, or files that contradict each other. Like
-    ``SpecError`` it lists every problem, each with the file, the line and the entry."""
+class InstallError(GpuenvError):
+    """Materialising a prefix or writing the store failed."""
 
-    kind = "import"
+    exit_code = EXIT_EXTERNAL
+    kind = "install"
 
 
 class BuildError(InstallError):
@@ -316,6 +395,13 @@ class BuildError(InstallError):
             "tail": self.tail,
             "diagnosis": [dict(d) for d in self.diagnosis],
         }
+
+
+class HardwareDetectionError(GpuenvError):
+    """Detection hit an unexpected error (not "no GPU", which is a normal answer)."""
+
+    exit_code = EXIT_EXTERNAL
+    kind = "hardware"
 
 
 class StorageError(GpuenvError, OSError):
@@ -357,71 +443,3 @@ class Interrupted(KeyboardInterrupt):
     @property
     def exit_code(self) -> int:
         return 128 + self.signum
-
-
-class NetworkError(ExternalToolError):
-    """An index, mirror or channel could not be reached, or refused us: name resolution,
-    connection refused, timeout, TLS, 401/403 or 404 (``cause``), for ``url`` (redacted).
-
-    Never exit 3: a wrong password or a mirror missing a package is not "no build fits".
-    ``extra`` carries further structured fields into ``--json`` (a partial lock's
-    written and failed targets)."""
-
-    kind = "network"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        cause: str,
-        url: str | None = None,
-        target: str | None = None,
-        hint: str | None = None,
-        stderr_tail: str = "",
-        extra: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(message, stderr_tail=stderr_tail, hint=hint)
-        self.cause = cause
-        self.url = url
-        self.target = target
-        self.extra = dict(extra or {})
-
-    def details(self) -> dict[str, Any]:
-        body = super().details()
-        body.update(cause=self.cause, url=self.url, target=self.target)
-        body.update(self.extra)
-        return body
-
-
-class InputFileError(FileFormatError):
-    """A file gpuenv reads cannot be read safely: not a regular file (a FIFO, a
-    device), larger than any file of its kind, not UTF-8, or nested too deeply."""
-
-    kind = "unreadable-input"
-
-    def __init__(self, message: str, *, path: str, hint: str | None = None) -> None:
-        super().__init__(message, hint=hint)
-        self.path = path
-
-    def details(self) -> dict[str, Any]:
-        return {"path": self.path}
-
-
-class LockIntegrityError(FileFormatError):
-    """gpuenv.lock fails its own checks: a target's content hash does not match its
-    entries, or the entries contradict each other (an edited or damaged lock)."""
-
-    kind = "lock-integrity"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        problems: Mapping[str, Sequence[str]],
-        hint: str | None = "run 'gpuenv lock' to rewrite it from gpuenv.toml",
-    ) -> None:
-        super().__init__(message, hint=hint)
-        self.problems = {name: tuple(found) for name, found in problems.items()}
-
-    def details(self) -> dict[str, Any]:
-        return {"problems": {name: list(found) for name, found in self.problems.items()}}
