@@ -128,6 +128,13 @@ def redact_url(url: str) -> str:
     return urlunsplit(parts._replace(query="&".join(kept)))
 
 
+def redact_urls(text: str) -> str:
+    """``text`` with every URL in it through ``redact_url`` and nothing else changed: for
+    a file that is kept (a spec packed into an archive), whose other text the
+    assignment and header rules could cut through."""
+    return _URL.sub(_redacted_url_in_text, text) if "://" in text else text
+
+
 def redact(text: str) -> str:
     """``text`` with every secret form above removed (URLs rewritten by ``redact_url``)."""
     if not text:

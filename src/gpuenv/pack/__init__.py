@@ -21,7 +21,6 @@ cache. Its result maps each locked URL to its checked local copy, for
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import tarfile
 import tempfile
@@ -33,6 +32,7 @@ from urllib.parse import unquote, urlsplit
 
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._fs import atomic_write_text
+from gpuenv._redact import redact_urls
 from gpuenv.errors import InstallError, UsageError
 from gpuenv.lock.format import LOCK_FILENAME, parse_lock_text, read_lock, render_lock
 from gpuenv.lock.model import Lock, LockedTarget
@@ -180,9 +180,6 @@ def _gather(request: PackRequest, report: Progress) -> tuple[list[PackedArtifact
     return artifacts, paths, downloaded
 
 
-_USERINFO = re.compile(r"(?<=://)[^/?#\s@'\"<>`]*@")
-
-
 def _read_spec(path: Path | None) -> bytes | None:
     """The spec as packed: credentials in its index URLs are removed (an archive never
     carries a secret, and where it is installed there is no index to log in to)."""
@@ -192,7 +189,7 @@ def _read_spec(path: Path | None) -> bytes | None:
         text = path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"{path}: cannot read it ({exc})") from None
-    return _USERINFO.sub("", text).encode("utf-8")
+    return redact_urls(text).encode("utf-8")  # the one rule: userinfo to the last "@"
 
 
 def prepare(request: PackRequest, progress: Progress | None = None) -> PackPlan:

@@ -1,0 +1,232 @@
+"""The lock-value fuzz (issue 24, item 9): every string field of a real lock replaced by
+hostile values, its content hash recomputed (what someone who knows the format does),
+then ``lock --check``, ``install --frozen`` and every export. Each try must hold:
+no exit 70 or traceback; a refused target refused by every reader (exit 2); an accepted
+value written by each export so that the export still parses (bash -n, TOML, YAML, the
+Dockerfile parser, pip's requirement syntax) and nothing named PWNED is ever created.
+
+The default run takes a sample; ``-m slow`` (or ``GPUENV_TEST_SLOW=1``) the whole
+product and prints the counts (tries / held).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import tomlkit
+
+from gpuenv.errors import FileFormatError
+from gpuenv.lock import _integrity
+from gpuenv.lock.format import parse_lock_text
+from tests.conftest import CliResult
+from tests.e2e.conftest import spec_text
+from tests.fixtures.condachannel.plugin import LocalChannel
+from tests.fixtures.pkgindex.plugin import PkgIndex
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+HOSTILE = (
+    "3.11;touch PWNED",
+    'x" or "1"=="1',
+    "${HOME}",
+    "--upload-pack=touch PWNED",
+    "git+--upload-pack=touch${IFS}PWNED",
+    "-rf",
+    "../../x",
+    "1" * 5000,
+    "1.0/../../x",
+    "$(touch PWNED)",
+    "`touch PWNED`",
+    "a'b\"c\\d",
+    "# comment",
+    "a b --index-url http://evil.invalid/",
+    "/etc/passwd",
+    "http://[::1",
+    "",
+    "GPUENV_PIP",  # the Dockerfile heredoc's terminator
+)
+SAMPLE_FIELDS = ("platform", "stack.python", "pip[0].url", "pip[0].version", "hardware.source")
+SAMPLE_VALUES = (*HOSTILE[:4], "GPUENV_PIP")
+FORMATS = ("pylock", "requirements", "environment-yml", "dockerfile", "notes", "slurm")
+
+Path_ = tuple[str | int, ...]
+
+
+@pytest.fixture(scope="module")
+def locked(
+    tmp_path_factory: pytest.TempPathFactory, pkgindex: PkgIndex, local_channel: LocalChannel
+) -> tuple[str, str]:
+    directory = tmp_path_factory.mktemp("fuzz")
+    text = spec_text(pkgindex) + (
+        f'\n[conda]\nchannels = ["{local_channel.url}"]\n'
+        'dependencies = { "cuda-version" = "12.4" }\npython = false\n'
+    )
+    (directory / "gpuenv.toml").write_text(text)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_", "GPUENV_"))}
+    env.update(
+        GPUENV_HOME=str(directory / "store"),
+        XDG_CACHE_HOME=str(directory / "cache"),
+        PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "gpuenv", "lock"],
+        cwd=directory,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return text, (directory / "gpuenv.lock").read_text()
+
+
+def _fields(value: Any, at: Path_ = ()) -> Iterator[Path_]:
+    """Every string leaf (the first entry of each list stands for the rest)."""
+    if isinstance(value, str):
+        yield at
+    elif isinstance(value, dict):
+        for key, child in value.items():
+            if key != _integrity.HASH_KEY:
+                yield from _fields(child, (*at, key))
+    elif isinstance(value, list) and value:
+        yield from _fields(value[0], (*at, 0))
+
+
+def _name(path: Path_) -> str:
+    return ".".join(str(p) for p in path).replace(".0", "[0]")
+
+
+def _set(raw: dict[str, Any], path: Path_, value: str) -> None:
+    node: Any = raw
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+
+
+def _parses(fmt: str, text: str, tmp: Path) -> str | None:
+    """Why an export does not parse back (None: it does)."""
+    try:
+        if fmt == "pylock":
+            from packaging.pylock import Pylock
+
+            Pylock.from_dict(tomllib.loads(text)).validate()
+        elif fmt == "environment-yml":
+            import yaml
+
+            yaml.safe_load(text)
+        elif fmt == "requirements":
+            from packaging.requirements import Requirement
+
+            for line in text.splitlines():
+                if line and not line.startswith(("#", "--")):
+                    Requirement(line.split(" --hash=")[0])
+        elif fmt == "dockerfile":
+            import dockerfile
+
+            commands = dockerfile.parse_string(text)
+            runs = " ".join(" ".join(c.value) for c in commands if c.cmd == "RUN")
+            if "PWNED" in runs:
+                return "a RUN holds a value of the lock"
+        elif fmt == "slurm":
+            script = tmp / "job.sh"
+            script.write_text(text)
+            check = subprocess.run(["bash", "-n", script], capture_output=True, check=False)
+            if check.returncode:
+                return check.stderr.decode()[-200:]
+    except Exception as exc:  # noqa: BLE001 - any failure to parse is the finding
+        return f"{type(exc).__name__}: {exc}"[:200]
+    return None
+
+
+def _fuzz(
+    locked: tuple[str, str],
+    tmp_path: Path,
+    cli: Callable[..., CliResult],
+    monkeypatch: pytest.MonkeyPatch,
+    fields: tuple[str, ...] | None,
+    values: tuple[str, ...],
+) -> dict[str, int]:
+    spec_text_, lock_text = locked
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "gpuenv.toml").write_text(spec_text_)
+    monkeypatch.setenv("GPUENV_HOME", str(tmp_path / "store"))
+    monkeypatch.chdir(tmp_path)
+    spec = str(project / "gpuenv.toml")
+    pristine = tomllib.loads(lock_text)
+    counts = {"tries": 0, "held": 0, "refused": 0, "accepted": 0}
+    failures: list[str] = []
+
+    def hold(ok: bool, what: str) -> None:
+        counts["tries"] += 1
+        counts["held" if ok else "failed"] = counts.get("held" if ok else "failed", 0) + 1
+        if not ok:
+            failures.append(what)
+
+    for target in sorted(pristine["targets"]):
+        table = pristine["targets"][target]
+        for path in _fields(table):
+            name = _name(path)
+            if fields is not None and name not in fields:
+                continue
+            for value in values:
+                raw = copy.deepcopy(pristine)
+                _set(raw["targets"][target], path, value)
+                for t, tbl in raw["targets"].items():
+                    tbl[_integrity.HASH_KEY] = _integrity.content_hash(t, tbl)
+                text = tomlkit.dumps(raw)
+                (project / "gpuenv.lock").write_text(text)
+                where = f"{target}.{name} = {json.dumps(value[:40])}"
+                try:
+                    damaged = target in parse_lock_text(text).damaged
+                except FileFormatError:
+                    damaged = True
+                check = cli("-f", spec, "lock", "--check", "--target", target)
+                hold(check.code != 70 and "Traceback" not in check.err, f"check {where}")
+                if damaged:
+                    counts["refused"] += 1
+                    install = cli("-f", spec, "install", "--target", target, "--frozen")
+                    hold(install.code == 2, f"install --frozen {where}: {install.code}")
+                    hold(not (tmp_path / "store" / "prefixes").exists(), f"built {where}")
+                    continue
+                counts["accepted"] += 1
+                for fmt in FORMATS:
+                    out = cli("-f", spec, "export", fmt, "--target", target)
+                    ok = out.code in (0, 2) and "Traceback" not in out.err
+                    problem = _parses(fmt, out.out, tmp_path) if out.code == 0 else None
+                    hold(ok and problem is None, f"export {fmt} {where}: {out.code} {problem}")
+    hold(not list(tmp_path.rglob("PWNED")), "a PWNED file exists")
+    print(json.dumps(counts))  # shown with -s: the closing note's counts
+    assert not failures, failures[:20]
+    return counts
+
+
+def test_hostile_lock_values_are_refused_or_written_safely(
+    locked: tuple[str, str],
+    tmp_path: Path,
+    cli: Callable[..., CliResult],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counts = _fuzz(locked, tmp_path, cli, monkeypatch, SAMPLE_FIELDS, SAMPLE_VALUES)
+    assert counts["refused"] > 10 and counts["accepted"] > 1
+
+
+@pytest.mark.slow
+def test_every_string_field_of_a_lock_with_every_hostile_value(
+    locked: tuple[str, str],
+    tmp_path: Path,
+    cli: Callable[..., CliResult],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counts = _fuzz(locked, tmp_path, cli, monkeypatch, None, HOSTILE)
+    assert counts["tries"] > 1000
