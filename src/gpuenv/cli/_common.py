@@ -5,9 +5,13 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuenv.errors import UsageError
+
+if TYPE_CHECKING:
+    from gpuenv.lock.model import Lock
+    from gpuenv.spec import LoadedSpec
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
@@ -23,6 +27,21 @@ def spec_path(args: argparse.Namespace) -> Path:
     from gpuenv.runtime import find_spec
 
     return Path(find_spec(getattr(args, "file", None), str(Path.cwd())))
+
+
+def load_locked(args: argparse.Namespace) -> tuple[LoadedSpec, Lock]:
+    """The spec and its lock, for commands that work from the lock alone (export, pack):
+    a missing lock is a usage error saying to run ``gpuenv lock`` first."""
+    from gpuenv.knowledge import knowledge_base
+    from gpuenv.lock.format import LOCK_FILENAME, read_lock
+    from gpuenv.spec import load_spec
+
+    spec_file = spec_path(args)
+    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=cache_dir())
+    lock = read_lock(spec_file.parent / LOCK_FILENAME, cache_dir=cache_dir())
+    if lock is None:
+        raise UsageError(f"no {LOCK_FILENAME} beside {spec_file}", hint="run 'gpuenv lock' first")
+    return loaded, lock
 
 
 def store() -> Any:

@@ -47,17 +47,10 @@ def _target(args: argparse.Namespace, names: list[str]) -> str:
 def run(args: argparse.Namespace) -> int:
     from gpuenv import export
     from gpuenv._fs import atomic_write_text, output_path
-    from gpuenv.errors import UsageError
-    from gpuenv.knowledge import knowledge_base
-    from gpuenv.lock.format import LOCK_FILENAME, read_lock
-    from gpuenv.spec import load_spec
     from gpuenv.verify.record import list_records
 
     spec_file = _common.spec_path(args)
-    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
-    lock = read_lock(spec_file.parent / LOCK_FILENAME, cache_dir=_common.cache_dir())
-    if lock is None:
-        raise UsageError(f"no {LOCK_FILENAME} beside {spec_file}", hint="run 'gpuenv lock' first")
+    loaded, lock = _common.load_locked(args)
     target = lock.targets[_target(args, sorted(lock.targets))]
     store = _common.store()
     prefix = store.prefix_for(target.name, target.content_hash)

@@ -35,17 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _request(args: argparse.Namespace) -> PackRequest:
     from gpuenv import pack
     from gpuenv._artifacts import ArtifactSources
-    from gpuenv.errors import UsageError
-    from gpuenv.knowledge import knowledge_base
-    from gpuenv.lock.format import LOCK_FILENAME, read_lock
     from gpuenv.pack._fetch import credentials_from
-    from gpuenv.spec import load_spec
 
     spec_file = _common.spec_path(args)
-    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
-    lock = read_lock(spec_file.parent / LOCK_FILENAME, cache_dir=_common.cache_dir())
-    if lock is None:
-        raise UsageError(f"no {LOCK_FILENAME} beside {spec_file}", hint="run 'gpuenv lock' first")
+    loaded, lock = _common.load_locked(args)
     for name in args.target or ():
         _common.check_target(name, sorted(lock.targets))
     pip = loaded.spec.pip
