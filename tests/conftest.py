@@ -60,6 +60,8 @@ def _isolated_home(
     monkeypatch.delenv("GPUENV_FACTS", raising=False)
     monkeypatch.delenv("GPUENV_CACHE_DIR", raising=False)
     monkeypatch.delenv("GPUENV_NO_CACHE", raising=False)
+    # The terminal's width reaches no tool: uv runs at a fixed one (tests/lock/test_uv_output.py).
+    monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.setenv("GPUENV_IMPORT_INDEX", "off")  # import asks no index unless a test says
 
 

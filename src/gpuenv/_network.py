@@ -98,6 +98,9 @@ def literal_url(url: str) -> str:
     return url.replace("${", "%24{")
 
 
+# The width uv is told its terminal has: wide enough that no message of uv's wraps.
+UV_COLUMNS = "1000"
+
 DEFAULT_INDEX_NAME = "gpuenv-default"
 TORCH_INDEX_NAME = "gpuenv-torch"
 
@@ -141,7 +144,9 @@ def uv_environment(
     native = environ.get("UV_NATIVE_TLS")
     if native is not None and "UV_SYSTEM_CERTS" not in environ:
         env["UV_SYSTEM_CERTS"] = native  # uv 0.13's name; the old one only warns
-    env.update(UV_NO_CONFIG="1", UV_NO_PROGRESS="1", NO_COLOR="1")
+    # uv wraps its messages at $COLUMNS: at a fixed width, lock._uv_output reads the
+    # same lines whatever the terminal (at 80 columns a hint fell out of the tail read).
+    env.update(UV_NO_CONFIG="1", UV_NO_PROGRESS="1", NO_COLOR="1", COLUMNS=UV_COLUMNS)
     for index in indexes:
         env.update(index.env())
     env.update(fixed)
@@ -395,68 +400,6 @@ CAUSES = {
     "not-found": "the index answered 404",
     "connection": "the connection failed",
 }
-
-_RULES = (
-    (
-        "tls",
-        r"invalid peer certificate|certificate verify failed|UnknownIssuer|"
-        r"InvalidContentType|handshake failure|tls handshake|\bSSL\b|\bTLS\b",
-    ),
-    (
-        "dns",
-        r"dns error|failed to lookup address|Name or service not known|"
-        r"No address associated|nodename nor servname|Temporary failure in name resolution",
-    ),
-    ("refused", r"Connection refused|os error 111"),
-    ("timeout", r"timed out|operation timeout|deadline has elapsed"),
-    (
-        "auth",
-        r"401 Unauthorized|403 Forbidden|lack of valid authentication|"
-        r"Missing credentials|returned a 403|status client error \(40[13]",
-    ),
-    ("not-found", r"client error \(404|404 Not Found|not found in the package registry"),
-    (
-        "connection",
-        r"error sending request|Connection reset|connection closed|"
-        r"tcp connect error|client error \(Connect\)|Request failed after",
-    ),
-)
-_URL_IN = (
-    re.compile(r"(?:for url|An index URL|An index) \(([^()\s]+)\)"),
-    re.compile(r"Failed to fetch: (\S+)"),
-    re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s()'\"<>]+"),
-)
-_NOT_FOUND = re.compile(r"([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the package registry")
-
-
-def classify(text: str) -> Failure | None:
-    """The network failure ``text`` (uv's or rattler's error output) reports, or None
-    when it reports something else (an unsatisfiable request, a crash)."""
-    for cause, pattern in _RULES:
-        if re.search(pattern, text):
-            return Failure(
-                cause,
-                _url_in(text),
-                _innermost(text),
-                tuple(dict.fromkeys(_NOT_FOUND.findall(text))) if cause == "not-found" else (),
-            )
-    return None
-
-
-def _url_in(text: str) -> str | None:
-    for pattern in _URL_IN:
-        match = pattern.search(text)
-        if match:
-            return redact_url(match.group(match.lastindex or 0).rstrip(".,;:"))
-    return None
-
-
-def _innermost(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    causes = [line for line in lines if line.lower().startswith(("cause:", "caused by:"))]
-    last = (causes or lines or [""])[-1]
-    last = re.sub(r"^(?i:caused by|cause):\s*", "", last)
-    return redact(last)[:300]
 
 
 def index_of(url: str | None, indexes: Iterable[Index]) -> Index | None:

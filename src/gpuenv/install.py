@@ -53,7 +53,6 @@ from gpuenv._artifacts import ArtifactSources
 from gpuenv._fs import atomic_write_text, is_read_only, os_error_in, storage_error, writing
 from gpuenv._network import (
     Index,
-    classify,
     index_of,
     is_fetchable_url,
     literal_url,
@@ -65,6 +64,7 @@ from gpuenv._redact import redact
 from gpuenv.activation import ActivationInputs, write_activation_files
 from gpuenv.builds.model import BuildOutcome, arch_list, nvcc_arch_max
 from gpuenv.errors import ExternalToolError, InstallError, NetworkError, StorageError
+from gpuenv.lock._uv_output import classify
 from gpuenv.lock.model import CondaPackage, Lock, LockedTarget, PipPackage
 from gpuenv.shells import write_shell_entrypoints
 from gpuenv.store import Store, point_project

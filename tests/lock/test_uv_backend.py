@@ -12,10 +12,10 @@ import pytest
 
 from gpuenv._redact import redact
 from gpuenv.errors import NetworkError, NoCompatiblePlan
+from gpuenv.lock._uv_output import explain_unsatisfiable
 from gpuenv.lock.model import PipPackage, PipRequest
 from gpuenv.lock.uv import (
     UvResolver,
-    explain_unsatisfiable,
     parse_annotated,
     target_platform,
     target_tags,

@@ -13,7 +13,6 @@ from gpuenv._network import (
     Index,
     Mirror,
     Mirrors,
-    classify,
     index_of,
     literal_url,
     load_mirrors,
@@ -24,6 +23,7 @@ from gpuenv._network import (
     uv_environment,
 )
 from gpuenv.errors import UsageError
+from gpuenv.lock._uv_output import classify
 
 NETWORK = {
     "HTTPS_PROXY": "http://proxy.invalid:3128",

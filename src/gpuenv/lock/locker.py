@@ -34,6 +34,7 @@ from gpuenv.errors import Alternative, ExternalToolError, NetworkError, NoCompat
 from gpuenv.lock import _integrity, extras
 from gpuenv.lock import builds as build_lock
 from gpuenv.lock._pypi_route import with_pypi_route
+from gpuenv.lock._uv_output import build_needing_torch
 from gpuenv.lock.builds import BuildNeeds
 from gpuenv.lock.format import LATEST
 from gpuenv.lock.model import (
@@ -49,7 +50,6 @@ from gpuenv.lock.model import (
     StackSummary,
     WheelFacts,
 )
-from gpuenv.names import normalize_name
 from gpuenv.spec import LoadedSpec, Spec, Target
 
 # The planner (and the knowledge base behind it) loads only when something is
@@ -528,24 +528,12 @@ def _resolve_pip(
             pip = _resolve(backends, spec, plan, keep, options, python, need)
             return pip, need
         except ExternalToolError as exc:
-            name = _needs_torch_for_metadata(exc)
+            name = build_needing_torch(exc.stderr_tail or exc.message)
             declared = {n for n, _ in need.dependency_metadata}
             requires = build_lock.metadata_for(name, spec) if name else None
             if name is None or name in declared or requires is None:
                 raise _metadata_needs_torch(exc, name) from None
             need = need.union(BuildNeeds(dependency_metadata=((name, requires),)))
-
-
-_FAILED_BUILD = re.compile(r"Failed to build `([A-Za-z0-9][A-Za-z0-9._-]*)")
-
-
-def _needs_torch_for_metadata(exc: ExternalToolError) -> str | None:
-    """The package uv had to build to read its dependencies, when that build imports torch."""
-    text = exc.stderr_tail or exc.message
-    match = _FAILED_BUILD.search(text)
-    if match is None or "No module named 'torch'" not in text:
-        return None
-    return normalize_name(match.group(1))
 
 
 def _metadata_needs_torch(exc: ExternalToolError, name: str | None) -> ExternalToolError:

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from gpuenv._network import Mirrors, classify, network_error, strip_userinfo
+from gpuenv._network import Mirrors, network_error, strip_userinfo
 from gpuenv._redact import redact, redact_url, remember_secret
 from gpuenv.errors import ExternalToolError, NoCompatiblePlan, UsageError
+from gpuenv.lock._uv_output import classify
 from gpuenv.lock.model import CondaPackage, CondaRequest
 
 DEFAULT_TIMEOUT = 600.0

@@ -58,7 +58,6 @@ from gpuenv._network import (
     TORCH_INDEX_NAME,
     Failure,
     Index,
-    classify,
     index_of,
     network_error,
     uv_environment,
@@ -66,10 +65,10 @@ from gpuenv._network import (
 from gpuenv._redact import redact, redact_url
 from gpuenv.errors import ExternalToolError, NetworkError, NoCompatiblePlan
 from gpuenv.lock._tags import ARCHES, linux_tags
+from gpuenv.lock._uv_output import PROJECT_NAME, classify, error_tail, explain_unsatisfiable
 from gpuenv.lock.model import PipPackage, PipRequest
 from gpuenv.names import normalize_name
 
-PROJECT_NAME = "gpuenv-lock-request"
 DEFAULT_TIMEOUT = 600.0
 _MAX_PASSES = 4
 # The manylinux levels uv's --python-platform accepts, newest first.
@@ -365,7 +364,7 @@ class UvResolver:
         if result.returncode == 0:
             return
         text = (result.stderr or result.stdout).strip()
-        tail = "\n".join(redact(text).splitlines()[-20:])
+        tail = error_tail(redact(text))
         shown_argv = [redact(str(a)) for a in argv]
         failure = classify(text)
         if failure is not None:
@@ -698,27 +697,3 @@ def _packages(
 
 
 # -- errors in plain words ------------------------------------------------------------------
-
-
-def explain_unsatisfiable(text: str) -> tuple[str, str | None]:
-    """uv's explanation as one plain paragraph, and its hint if it gave one."""
-    body: list[str] = []
-    hints: list[str] = []
-    target = body
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("error: No solution found"):
-            continue
-        if line.startswith("hint:"):
-            target = hints
-            line = line[len("hint:") :].strip()
-        line = re.sub("^(cause:|[\u00d7\u2570\u2500\u25b6\u2502]+)\\s*", "", line)
-        target.append(line)
-    message = " ".join(" ".join(body).split())
-    message = message.replace(f"{PROJECT_NAME} depends on", "the request requires")
-    message = message.replace("your project", "the request")
-    message = message.replace("you require", "the request requires")
-    message = message.replace("your requirements", "the requirements")
-    message = redact(message) or "uv found no solution"
-    hint = redact(" ".join(" ".join(hints).split())) or None
-    return message, hint

@@ -1,0 +1,65 @@
+"""The readers of uv's prose (gpuenv.lock._uv_output) against uv's own output, captured
+at 40, 80 and 1000 columns (tests/fixtures/uv_output/, uv 0.13: an unsatisfiable
+request, a refused index, a build that imports torch to give its metadata). Each reads
+the same at every width; and uv is always run at one width."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpuenv._network import UV_COLUMNS, uv_environment
+from gpuenv.lock._uv_output import (
+    TAIL_LINES,
+    build_needing_torch,
+    classify,
+    error_tail,
+    explain_unsatisfiable,
+)
+
+CAPTURED = Path(__file__).resolve().parents[1] / "fixtures" / "uv_output"
+WIDTHS = (40, 80, 1000)
+
+
+def captured(name: str, width: int) -> str:
+    return (CAPTURED / f"{name}-{width}.txt").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_build_that_imports_torch_is_named_at_every_width(width: int) -> None:
+    text = captured("build-needs-torch", width)
+    assert build_needing_torch(text) == "attn-like"
+    tail = error_tail(text)
+    assert len(tail.splitlines()) <= TAIL_LINES
+    assert build_needing_torch(tail) == "attn-like", "the headline survives the tail"
+
+
+def test_the_plain_last_lines_lost_the_headline_even_unwrapped() -> None:
+    """Why error_tail keeps the headline: 23 lines at 1000 columns."""
+    text = captured("build-needs-torch", 1000)
+    assert build_needing_torch("\n".join(text.splitlines()[-TAIL_LINES:])) is None
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_refused_index_is_classified_with_its_url_at_every_width(width: int) -> None:
+    failure = classify(captured("refused", width))
+    assert failure is not None
+    assert (failure.cause, failure.url) == ("refused", "http://127.0.0.1:9/simple/x/")
+    assert failure.detail == "Connection refused (os error 111)"
+
+
+def test_an_unsatisfiable_request_reads_the_same_at_every_width() -> None:
+    explained = {explain_unsatisfiable(captured("unsatisfiable", w)) for w in WIDTHS}
+    assert len(explained) == 1, explained
+    ((message, hint),) = explained
+    assert message.startswith("Because flask was not found in the provided package locations")
+    assert message.endswith("the requirements are unsatisfiable.")
+    assert hint is not None and hint.startswith("Packages were unavailable")
+    assert all(classify(captured("unsatisfiable", w)) is None for w in WIDTHS)
+
+
+def test_uv_runs_at_one_width_whatever_the_terminal() -> None:
+    for terminal in ("40", "80", ""):
+        env = uv_environment({"COLUMNS": terminal, "PATH": "/usr/bin"})
+        assert env["COLUMNS"] == UV_COLUMNS
