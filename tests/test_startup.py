@@ -128,3 +128,12 @@ def _lock(spec: object, env: dict[str, str]) -> None:
     subprocess.run(
         [sys.executable, "-c", code, repo, str(spec)], check=True, env=env, capture_output=True
     )
+
+
+def test_reading_wheel_metadata_from_the_cache_loads_no_http_client() -> None:
+    """A relock whose torch metadata is in gpuenv's cache fetches nothing: urllib.request
+    (with http.client, ssl and email, ~10 ms) loads only when something is fetched."""
+    modules = _imported_after(
+        "import gpuenv.lock.wheelmeta, gpuenv.lock.wheelcheck, gpuenv.lock.locker"
+    )
+    assert not {"urllib.request", "http.client", "ssl"} & modules

@@ -23,12 +23,14 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.error import HTTPError, URLError
+from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit, urlunsplit
-from urllib.request import Request, urlopen
 
 from gpuenv.errors import ExternalToolError
 from gpuenv.knowledge.wheelfacts import parse_metadata
+
+if TYPE_CHECKING:  # urllib.request (http.client, ssl, email) loads only for a fetch:
+    from urllib.request import Request  # a lock whose metadata is cached makes none
 
 __all__ = [
     "MetadataUnavailable",
@@ -79,10 +81,12 @@ class _Target:
         return cls(clean, headers)
 
 
-Opener = Callable[[Request, float], "io.BufferedIOBase"]
+Opener = Callable[["Request", float], "io.BufferedIOBase"]
 
 
 def _open(request: Request, timeout: float) -> io.BufferedIOBase:
+    from urllib.request import urlopen
+
     return urlopen(request, timeout=timeout)  # type: ignore[no-any-return]  # noqa: S310
 
 
@@ -93,6 +97,9 @@ def _get(
     opener: Opener = _open,
     limit: int = MAX_FETCHED,
 ) -> tuple[int, dict[str, str], bytes]:
+    from urllib.error import HTTPError
+    from urllib.request import Request
+
     headers = dict(target.headers)
     if byte_range is not None:
         headers["Range"] = f"bytes={byte_range}"
@@ -114,7 +121,7 @@ def _get(
             return status, info, body
     except HTTPError as exc:
         raise MetadataUnavailable(f"{target.url}: HTTP {exc.code}") from None
-    except (URLError, OSError, ValueError) as exc:
+    except (OSError, ValueError) as exc:  # URLError is an OSError
         reason = getattr(exc, "reason", exc)
         raise MetadataUnavailable(f"{target.url}: {reason}") from None
 
