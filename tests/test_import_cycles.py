@@ -149,3 +149,18 @@ def test_every_doctor_check_is_in_the_independence_contract() -> None:
 
     checks = {check.__module__ for check in CHECKS}
     assert _contract("Doctor checks are independent") == checks
+
+
+def test_every_top_level_module_has_its_layer() -> None:
+    """The layers contract says what each top-level module and package is: a new one
+    must be placed in it (an unlisted module escapes the layering)."""
+    layers = next(
+        c["layers"]
+        for c in tomllib.loads(PYPROJECT.read_text())["tool"]["importlinter"]["contracts"]
+        if c["name"] == "Layers point downward"
+    )
+    listed = {name.strip() for layer in layers for name in layer.split("|")}
+    root = SRC / "gpuenv"
+    tops = {f"gpuenv.{p.stem}" for p in root.glob("*.py") if not p.stem.startswith("__")}
+    tops |= {f"gpuenv.{p.name}" for p in root.iterdir() if (p / "__init__.py").is_file()}
+    assert tops == listed, (sorted(tops - listed), sorted(listed - tops))
