@@ -150,10 +150,24 @@ class Wheel:
     version: Version
     platform: str
     python: str | None  # "3.11" for cp311-cp311; None for abi3/py3 wheels
+    macos: str | None = None  # the oldest macOS of a macOS wheel ("11.0")
 
 
-def linux_wheels(files: Iterable[IndexFile]) -> list[Wheel]:
-    """Linux x86_64/aarch64 wheels, one entry per file, free-threaded builds left out."""
+def wheel_platform(platform_tag: str) -> tuple[str, str | None] | None:
+    """gpuenv's platform for a wheel platform tag, with the oldest macOS of a macOS one
+    ("macosx_11_0_arm64" -> ("osx-arm64", "11.0")); None: a platform gpuenv does not plan."""
+    if platform_tag.startswith(("manylinux", "linux")):
+        machine = next((m for m in PLATFORMS if platform_tag.endswith(f"_{m}")), None)
+        return (PLATFORMS[machine], None) if machine else None
+    if platform_tag == "win_amd64":
+        return ("win-64", None)
+    match = re.fullmatch(r"macosx_(\d+)_(\d+)_arm64", platform_tag)
+    return ("osx-arm64", f"{match.group(1)}.{match.group(2)}") if match else None
+
+
+def platform_wheels(files: Iterable[IndexFile]) -> list[Wheel]:
+    """Linux x86_64/aarch64, Windows x86_64 and macOS arm64 wheels, one entry per file,
+    free-threaded builds left out."""
     out = []
     for f in files:
         try:
@@ -161,18 +175,22 @@ def linux_wheels(files: Iterable[IndexFile]) -> list[Wheel]:
         except (InvalidWheelFilename, InvalidVersion):
             continue
         for tag in tags:
-            machine = next((m for m in PLATFORMS if tag.platform.endswith(m)), None)
-            if machine is None or not tag.platform.startswith(("manylinux", "linux")):
+            found = wheel_platform(tag.platform)
+            if found is None:
                 continue
             if tag.abi.endswith("t") and tag.abi.startswith("cp"):
                 break  # cp313t: the free-threaded build
             python = None
             cpython = tag.interpreter.startswith("cp")
-            if cpython and tag.abi in (tag.interpreter, f"{tag.interpreter}m"):
+            # macOS torch wheels are cpXY-none: no ABI tag, still one CPython's
+            if cpython and tag.abi in (tag.interpreter, f"{tag.interpreter}m", "none"):
                 python = f"{tag.interpreter[2]}.{tag.interpreter[3:]}"
-            out.append(Wheel(f, version, PLATFORMS[machine], python))
+            out.append(Wheel(f, version, found[0], python, found[1]))
             break
     return out
+
+
+linux_wheels = platform_wheels  # the name the tests and older callers use
 
 
 # --- what the wheels say -------------------------------------------------------------------
@@ -193,6 +211,7 @@ class BuildObservation:
     wheel: str
     arch: list[str] | None = None
     source: str = "default index"  # or "torch index"
+    macos: str | None = None  # osx-arm64: the oldest macOS its wheels' tags allow
 
 
 @dataclass
@@ -254,7 +273,9 @@ def observe_torch_build(group: list[Wheel], source: str, arch: bool) -> BuildObs
     requires_python, requires = _metadata(wheel)
     python = wheel.python or "3.12"
     facts = torch_facts(requires_python, requires, platform=wheel.platform, python=python)
-    tag = facts.tag if facts.tag != "cpu" else bundled_cuda(wheel)
+    linux = wheel.platform.startswith("linux-")
+    # only Linux wheels ever bundled a CUDA runtime without a label (PyPI's before 1.13)
+    tag = facts.tag if facts.tag != "cpu" or not linux else bundled_cuda(wheel)
     measured = None
     if arch and tag != "cpu":
         binary = read_member(wheel.file.url, "torch/lib/libtorch_python.so", timeout=120)
@@ -273,6 +294,7 @@ def observe_torch_build(group: list[Wheel], source: str, arch: bool) -> BuildObs
         wheel=wheel.file.filename,
         arch=measured,
         source=source,
+        macos=min((w.macos for w in group if w.macos), key=_py_key, default=None),
     )
 
 
@@ -320,7 +342,7 @@ def gather(
     """Everything the indexes say about the selected releases."""
     found = Observations()
     jobs: list[Callable[[], Any]] = []
-    torch_groups = _grouped(linux_wheels(project_files(index, "torch")))
+    torch_groups = _grouped(platform_wheels(project_files(index, "torch")))
     for (version, _platform), group in sorted(torch_groups.items()):
         if selection.wants(version):
             jobs.append(lambda g=group: observe_torch_build(g, "default index", arch))
@@ -328,7 +350,7 @@ def gather(
         assert torch_index is not None
         try:
             groups = _grouped(
-                linux_wheels(project_files(f"{torch_index.rstrip('/')}/{tag}", "torch"))
+                platform_wheels(project_files(f"{torch_index.rstrip('/')}/{tag}", "torch"))
             )
         except MetadataUnavailable as exc:
             # An unreachable torch index: say so, and still check the default index.
@@ -339,7 +361,7 @@ def gather(
             if labelled and selection.wants(version):
                 jobs.append(lambda g=labelled: observe_torch_build(g, "torch index", arch))
     for package in ("torchvision", "torchaudio"):
-        groups = _grouped(linux_wheels(project_files(index, package)))
+        groups = _grouped(platform_wheels(project_files(index, package)))
         for (version, platform), group in sorted(groups.items()):
             if platform == "linux-64" and Version(version) >= COMPANIONS_SINCE[package]:
                 jobs.append(lambda p=package, g=group: observe_companion(p, g))
@@ -395,7 +417,12 @@ def _release_differences(b: BuildObservation, kb: Any) -> list[Difference]:
         return [Difference("torch.toml", f"release {b.version}", None, "on the index", b.wheel)]
     on = release.on(b.platform)
     out = []
-    key = "pypi_default" if b.platform == "linux-64" else "pypi_default_aarch64"
+    key = {
+        "linux-64": "pypi_default",
+        "linux-aarch64": "pypi_default_aarch64",
+        "win-64": "pypi_default_win",
+        "osx-arm64": "pypi_default_osx",
+    }[b.platform]
     if on.pypi_default != b.tag:
         out.append(
             Difference(
@@ -440,7 +467,11 @@ def _build_differences(b: BuildObservation, kb: Any) -> list[Difference]:
     ]
     if b.arch is not None:
         found.append(("arch", ", ".join(str(a) for a in build.arch), ", ".join(b.arch)))
+    if b.platform == "osx-arm64":
+        found.append(("macos", build.macos, b.macos))
     pythons = _pythons_of(on.python_of(build))
+    if b.source == "default index" and on.pypi_python is not None:
+        pythons &= _pythons_of(on.pypi_python)  # the experimental ones are not on PyPI
     is_main = b.platform == "linux-64" and on.pypi_default == b.tag
     if b.pythons and not is_main and pythons != set(b.pythons):
         found.append(("python", str(on.python_of(build)), python_range(b.pythons)))

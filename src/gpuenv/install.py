@@ -162,6 +162,9 @@ def _network_failure(what: str, text: str, request: InstallRequest) -> NetworkEr
 
 
 def check_platform(target: LockedTarget) -> None:
+    from gpuenv import _foreign
+
+    _foreign.refuse(target.name, target.platform, "install")  # macOS/Windows: exit 2
     machine = platform.machine().lower()
     if platform.system() != "Linux" or machine not in MACHINES.get(target.platform, ()):
         raise InstallError(

@@ -93,10 +93,38 @@ def _named_targets(spec: str) -> list[str] | None:
     return sorted(targets) if isinstance(targets, dict) and targets else None
 
 
+def _spec_targets(spec: str) -> dict[str, object] | None:
+    """The spec's ``[targets]`` table as TOML reads it; None when it cannot be read."""
+    import sys
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    try:
+        text = _fsread.read_bytes(spec, limit=_fsread.SPEC_LIMIT, what=SPEC_FILENAME)
+        targets = tomllib.loads(text.decode("utf-8")).get("targets")
+    except (OSError, FileFormatError, UnicodeDecodeError, ValueError):
+        return None
+    return targets if isinstance(targets, dict) else None
+
+
+def refuse_foreign(spec: str, target: str, action: str) -> None:
+    """A macOS or Windows target named on another system: exit 2, saying where it runs."""
+    from gpuenv import _foreign
+
+    table = (_spec_targets(spec) or {}).get(target)
+    if isinstance(table, dict):
+        where = _foreign.platform_of(table.get("platform"), table.get("gpu"))
+        _foreign.refuse(target, where, action)
+
+
 def select(project: str, target: str | None, *, spec: str | None = None) -> Selected:
     """The prefix to activate: ``target``'s, or the only installed one. ``spec`` (default
     ``<project>/gpuenv.toml``) tells a target it does not name from one not installed."""
     spec_file = spec or os.path.join(project, SPEC_FILENAME)
+    if target is not None and os.path.isfile(spec_file):
+        refuse_foreign(spec_file, target, "run")
     if target is None:
         installed = installed_targets(project)
         if not installed and not os.path.isfile(spec_file):

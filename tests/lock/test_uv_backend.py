@@ -298,7 +298,7 @@ def test_target_platform(platform: str, glibc: str, expected: str) -> None:
     assert target_platform(request) == expected
 
 
-@pytest.mark.parametrize(("platform", "glibc"), [("linux-64", "2.12"), ("osx-arm64", "2.28")])
+@pytest.mark.parametrize(("platform", "glibc"), [("linux-64", "2.12"), ("linux-ppc64le", "2.28")])
 def test_target_platform_refuses_what_it_cannot_resolve_for(platform: str, glibc: str) -> None:
     with pytest.raises(NoCompatiblePlan):
         target_platform(PipRequest(requirements=(), python="3.11", platform=platform, glibc=glibc))

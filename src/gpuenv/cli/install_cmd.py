@@ -97,6 +97,11 @@ def run(args: argparse.Namespace) -> int:
     # relock, a "detect" target, --verify): a fresh lock installs without it.
     loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
     targets = _targets(args, loaded.spec)
+    from gpuenv import _foreign
+
+    for name in targets:  # before any relock: a Mac's or a Windows target installs there
+        target = loaded.spec.targets[name]
+        _foreign.refuse(name, _foreign.platform_of(target.platform, target.gpu), "install")
     options = LockOptions(
         targets=targets,
         torch_index=_common.url_override("GPUENV_TORCH_INDEX"),

@@ -24,7 +24,14 @@ def clean_url(url: str) -> str:
     return literal_url(redact_url(url))
 
 
-MACHINES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}
+MACHINES = {
+    "linux-64": "x86_64",
+    "linux-aarch64": "aarch64",
+    "osx-arm64": "arm64",
+    "win-64": "AMD64",
+}
+# sys_platform of each platform's Python (PEP 508 markers)
+SYS_PLATFORMS = {"osx-arm64": "darwin", "win-64": "win32"}
 TOOLKIT_PACKAGES = (
     "cuda-nvcc",
     "nvidia-cuda-nvcc-cu11",

@@ -7,6 +7,7 @@ from typing import Any
 
 from gpuenv.export._common import (
     MACHINES,
+    SYS_PLATFORMS,
     ExportContext,
     Exported,
     clean_url,
@@ -40,9 +41,10 @@ def render(context: ExportContext) -> Exported:
 
     target = context.target
     machine = MACHINES.get(target.platform, target.platform)
+    system = SYS_PLATFORMS.get(target.platform, "linux")
     document = pylock.Pylock(
         lock_version=Version("1.0"),
-        environments=[Marker(f'sys_platform == "linux" and platform_machine == "{machine}"')],
+        environments=[Marker(f'sys_platform == "{system}" and platform_machine == "{machine}"')],
         requires_python=SpecifierSet(f"=={python_minor(target)}.*"),
         created_by="gpuenv",
         packages=[_package(p, pylock) for p in sorted(target.pip, key=lambda p: p.name)],

@@ -280,8 +280,12 @@ def _cuda_release(raw: dict[str, Any]) -> CudaRelease:
 
 
 def _family(raw: dict[str, Any]) -> CudaFamily:
+    windows = raw.get("windows_driver_min")
     return CudaFamily(
-        int(raw["major"]), DriverVersion.parse(raw["linux_driver_min"]), raw["source"]
+        int(raw["major"]),
+        DriverVersion.parse(raw["linux_driver_min"]),
+        raw["source"],
+        windows_driver_min=DriverVersion.parse(windows) if windows else None,
     )
 
 
@@ -349,6 +353,7 @@ def _build(raw: dict[str, Any], series: dict[str, Any]) -> TorchBuild:
         platform=platform,
         python=SpecifierSet(python) if python else None,
         off_matrix=bool(raw.get("off_matrix", False)),
+        macos=raw.get("macos"),
         provenance=_provenance(
             dict(raw, _user=series.get("_user"), unverified=_unverified(raw, series)), where
         ),
@@ -386,7 +391,12 @@ def _release(
     )
 
 
-_PYPI_KEYS = (("linux-64", "pypi_default"), ("linux-aarch64", "pypi_default_aarch64"))
+_PYPI_KEYS = (
+    ("linux-64", "pypi_default"),
+    ("linux-aarch64", "pypi_default_aarch64"),
+    ("win-64", "pypi_default_win"),
+    ("osx-arm64", "pypi_default_osx"),
+)
 
 
 def _series(raw: dict[str, Any]) -> tuple[TorchRelease, ...]:

@@ -49,7 +49,7 @@ Specifier = Annotated[str, _check(SpecifierSet)]
 Url = Annotated[str, Field(pattern=r"^https://\S+$")]
 Branch = Annotated[str, Field(pattern=r"^\d{3}$")]  # a driver branch: "570"
 Tag = Annotated[str, Field(pattern=r"^(cpu|cu\d{3,4})$")]
-Platform = Literal["linux-64", "linux-aarch64"]
+Platform = Literal["linux-64", "linux-aarch64", "win-64", "osx-arm64"]
 Unverified = Annotated[str, Field(min_length=3)]
 
 
@@ -66,6 +66,7 @@ class _Sourced(_Strict):
 class RawFamily(_Sourced):
     major: int
     linux_driver_min: Driver
+    windows_driver_min: Driver | None = None
 
 
 class RawCudaRelease(_Sourced):
@@ -121,6 +122,8 @@ class RawRelease(_Strict):
     torchaudio: Pep440 | None = None
     pypi_default: Tag | None = None
     pypi_default_aarch64: Tag | None = None
+    pypi_default_win: Tag | None = None
+    pypi_default_osx: Tag | None = None
     python: Specifier | None = None
     unverified: Unverified | None = None
 
@@ -134,6 +137,7 @@ class RawBuild(_Sourced):
     python: Specifier | None = None
     only: list[Pep440] | None = None
     off_matrix: bool = False
+    macos: str | None = Field(default=None, pattern=r"^\d+\.\d+$")  # osx-arm64: oldest macOS
 
 
 class RawSeries(_Sourced):

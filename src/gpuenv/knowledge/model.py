@@ -76,6 +76,7 @@ class CudaFamily:
     major: int
     linux_driver_min: DriverVersion
     source: str
+    windows_driver_min: DriverVersion | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,8 @@ class TorchBuild:
     provenance: Provenance = NO_PROVENANCE
     # Served by the PyTorch index outside the release's official CUDA matrix.
     off_matrix: bool = False
+    # osx-arm64: the oldest macOS its wheels install on (their macosx_X_Y tag)
+    macos: str | None = None
 
     @property
     def is_cpu(self) -> bool:
@@ -266,19 +269,36 @@ class KnowledgeBase:
     def family(self, major: int) -> CudaFamily | None:
         return next((f for f in self.cuda_families if f.major == major), None)
 
-    def driver_floor(self, version: CudaVersion, mode: DriverCompat) -> DriverVersion | None:
-        """The lowest Linux driver that runs a build for ``version`` under ``mode``."""
+    def driver_floor(
+        self, version: CudaVersion, mode: DriverCompat, platform: str = "linux-64"
+    ) -> DriverVersion | None:
+        """The lowest driver that runs a build for ``version`` under ``mode``: Linux's, or
+        on ``win-64`` the Windows driver's (NVIDIA lists no Windows minimum per release
+        from 13.0 on: the Linux minimum's branch then)."""
         release = self.cuda(version)
-        if mode is DriverCompat.MINOR:
-            family = self.family(version.major)
-            if family is not None:
-                return family.linux_driver_min
+        family = self.family(version.major)
+        if platform == "win-64":
+            if mode is DriverCompat.STRICT and release is not None:
+                # NVIDIA lists "N/A" from 13.0 on (no driver in the toolkit): the Linux
+                # minimum's branch, which Windows drivers share ("R595" -> 595.00)
+                branch = DriverVersion.parse(f"{release.linux_driver_min.key[0]}.00")
+                return release.windows_driver_min or branch
+            return family.windows_driver_min if family else None
+        if mode is DriverCompat.MINOR and family is not None:
+            return family.linux_driver_min
         return release.linux_driver_min if release else None
 
-    def newest_cuda_for_driver(self, driver: DriverVersion) -> CudaVersion | None:
+    def newest_cuda_for_driver(
+        self, driver: DriverVersion, platform: str = "linux-64"
+    ) -> CudaVersion | None:
         """The newest CUDA release whose minimum driver is met: what ``nvidia-smi``
         prints as "CUDA Version" for this driver."""
-        fits = [c.version for c in self.cuda_releases if c.linux_driver_min <= driver]
+        fits = [
+            c.version
+            for c in self.cuda_releases
+            if (floor := self.driver_floor(c.version, DriverCompat.STRICT, platform)) is not None
+            and floor <= driver
+        ]
         return max(fits) if fits else None
 
     # --- GPUs ---------------------------------------------------------------------

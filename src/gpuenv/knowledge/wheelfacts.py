@@ -61,12 +61,24 @@ class TorchWheelFacts:
         return f"cu{major}{minor}"
 
 
+# platform_system, sys_platform, os_name, platform_machine per gpuenv platform
+_SYSTEMS = {
+    "linux-64": ("Linux", "linux", "posix", "x86_64"),
+    "linux-aarch64": ("Linux", "linux", "posix", "aarch64"),
+    "win-64": ("Windows", "win32", "nt", "AMD64"),
+    "osx-arm64": ("Darwin", "darwin", "posix", "arm64"),
+}
+
+
 def _environment(platform: str, python: str) -> dict[str, str]:
+    system, sys_platform, os_name, machine = _SYSTEMS.get(
+        platform, ("Linux", "linux", "posix", platform)
+    )
     return {
-        "platform_system": "Linux",
-        "sys_platform": "linux",
-        "os_name": "posix",
-        "platform_machine": MACHINES.get(platform, platform),
+        "platform_system": system,
+        "sys_platform": sys_platform,
+        "os_name": os_name,
+        "platform_machine": machine,
         "python_version": python,
         "python_full_version": f"{python}.0",
         "implementation_name": "cpython",
@@ -76,7 +88,7 @@ def _environment(platform: str, python: str) -> dict[str, str]:
 
 
 def applicable(requires_dist: tuple[str, ...], platform: str, python: str) -> list[Requirement]:
-    """The requirements that apply on Linux ``platform`` with ``python`` (no extras).
+    """The requirements that apply on ``platform`` with ``python`` (no extras).
     Lines that do not parse are skipped: a fact not stated is a fact not read."""
     environment = _environment(platform, python)
     out = []

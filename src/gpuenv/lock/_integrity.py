@@ -45,7 +45,7 @@ from packaging.version import InvalidVersion, Version
 from gpuenv._marker import TARGET_NAME_RULE, valid_target_name
 from gpuenv._network import is_fetchable_url
 from gpuenv.lock._table import HASH_KEY, content_hash
-from gpuenv.lock._tags import ARCHES, linux_tags
+from gpuenv.lock._tags import ARCHES, FOREIGN, foreign_tags, linux_tags
 from gpuenv.lock.model import (
     CondaPackage,
     LockedTarget,
@@ -180,11 +180,14 @@ def wheel_tag_problems(target: LockedTarget) -> list[str]:
     the target's platform (and locked glibc). Another wheel of the same name and version
     passes every other check, and uv only refuses it at install time."""
     python = _major_minor(target.stack.python)
-    if target.platform not in ARCHES or python is None:
+    if target.platform not in (*ARCHES, *FOREIGN) or python is None:
         return []  # nothing gpuenv locks: the platform or Python check says so elsewhere
     glibc = _major_minor(target.virtual_packages.get("__glibc"))
-    # No glibc locked: any manylinux level (2.99 is above every glibc there is).
-    installs = set(linux_tags(target.platform, python, glibc[1] if glibc else 99))
+    if target.platform in FOREIGN:
+        macos = _major_minor(target.virtual_packages.get("__osx"))
+        installs = set(foreign_tags(target.platform, python, macos))
+    else:  # no glibc locked: any manylinux level (2.99 is above every glibc there is)
+        installs = set(linux_tags(target.platform, python, glibc[1] if glibc else 99))
     problems = []
     for i, p in enumerate(target.pip):
         if not is_fetchable_url(p.url):

@@ -1,10 +1,12 @@
-"""The wheel tags a Linux target installs, most preferred first: one list for the
-resolver (how uv's candidate files are ranked) and the lock reader (a locked wheel none
-of whose tags is in it does not install on the target)."""
+"""The wheel tags a target installs, most preferred first: one list for the resolver
+(how uv's candidate files are ranked) and the lock reader (a locked wheel none of whose
+tags is in it does not install on the target). Linux targets by glibc level; macOS
+(Apple silicon) and Windows targets, which gpuenv locks but never installs here, by
+their own platform tags."""
 
 from __future__ import annotations
 
-from packaging.tags import Tag, compatible_tags, cpython_tags
+from packaging.tags import Tag, compatible_tags, cpython_tags, mac_platforms
 
 ARCHES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}  # the platforms gpuenv locks
 _LEGACY_MANYLINUX = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}  # PEP 600
@@ -27,3 +29,30 @@ def linux_tags(platform: str, python: tuple[int, int], glibc_minor: int) -> list
         *cpython_tags(python, abis=[cp], platforms=platforms),
         *compatible_tags(python, cp, platforms),
     ]
+
+
+# uv's --python-platform of the macOS and Windows targets gpuenv locks
+FOREIGN = {"osx-arm64": "aarch64-apple-darwin", "win-64": "x86_64-pc-windows-msvc"}
+DEFAULT_MACOS = (11, 0)  # the oldest macOS PyTorch's arm64 wheels have ever needed
+
+
+def foreign_tags(
+    platform: str, python: tuple[int, int], macos: tuple[int, int] | None
+) -> list[Tag]:
+    """The tags of CPython ``python`` on ``osx-arm64`` (macOS ``macos`` or newer wheels'
+    tags: every macosx_X_Y_arm64 up to it, and universal2) or ``win-64``."""
+    if platform == "win-64":
+        platforms = ["win_amd64"]
+    else:
+        platforms = list(mac_platforms(macos or DEFAULT_MACOS, "arm64"))
+    cp = f"cp{python[0]}{python[1]}"
+    return [
+        *cpython_tags(python, abis=[cp], platforms=platforms),
+        *compatible_tags(python, cp, platforms),
+    ]
+
+
+def macos_of(text: str | None) -> tuple[int, int] | None:
+    """``"14.0"`` -> (14, 0); None for anything else."""
+    major, _, minor = (text or "").partition(".")
+    return (int(major), int(minor or 0)) if major.isdigit() and (minor or "0").isdigit() else None

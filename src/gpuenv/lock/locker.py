@@ -581,6 +581,7 @@ def _pip_request(
         python=python,
         platform=plan.hardware.platform,
         glibc=plan.hardware.glibc,
+        macos=plan.virtual_packages.get("__osx"),
         default_index=options.index_url or spec.pip.index_url,
         extra_indexes=spec.pip.extra_index_urls,
         torch_index=None if use_default_for_torch else plan.index_url,

@@ -63,7 +63,7 @@ class PipRequest:
 
     requirements: tuple[str, ...]  # PEP 508, e.g. "torch==2.4.1", "transformers>=4.44"
     python: str  # "3.11" (or an exact "3.11.9" when conda supplies Python)
-    platform: str = "linux-64"  # or "linux-aarch64"
+    platform: str = "linux-64"  # or "linux-aarch64", "osx-arm64", "win-64"
     glibc: str = "2.28"  # the manylinux level of the target machines
     default_index: str | None = None  # None: the tool's default index
     extra_indexes: tuple[str, ...] = ()
@@ -78,6 +78,7 @@ class PipRequest:
     # (name, requirements): a package's dependencies, for packages whose metadata cannot be
     # read without building them (a setup.py that imports torch); uv's dependency-metadata.
     dependency_metadata: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    macos: str | None = None  # osx-arm64: the oldest macOS of the target machines ("14.0")
     # Resolve through these; the packages returned carry the canonical URLs.
     mirrors: Mirrors = field(default_factory=Mirrors)
 

@@ -64,7 +64,7 @@ from gpuenv._network import (
 )
 from gpuenv._redact import redact, redact_url
 from gpuenv.errors import ExternalToolError, NetworkError, NoCompatiblePlan
-from gpuenv.lock._tags import ARCHES, linux_tags
+from gpuenv.lock._tags import ARCHES, FOREIGN, foreign_tags, linux_tags, macos_of
 from gpuenv.lock._uv_output import PROJECT_NAME, classify, error_tail, explain_unsatisfiable
 from gpuenv.lock.model import PipPackage, PipRequest
 from gpuenv.names import normalize_name
@@ -116,12 +116,17 @@ class _Run:
         return tuple(i for i in named if i is not None)
 
     def env(self) -> dict[str, str]:
-        return uv_environment(os.environ, self.indexes, UV_PYTHON_DOWNLOADS="never")
+        extra = {"UV_PYTHON_DOWNLOADS": "never"}
+        if self.request.platform == "osx-arm64":  # uv's macOS target for --python-platform
+            extra["MACOSX_DEPLOYMENT_TARGET"] = self.request.macos or "11.0"
+        return uv_environment(os.environ, self.indexes, **extra)
 
 
 def target_platform(request: PipRequest) -> str:
     """uv's ``--python-platform`` for the target: the arch and the newest manylinux
-    level not above the target's glibc."""
+    level not above the target's glibc (macOS and Windows: ``_tags.FOREIGN``)."""
+    if request.platform in FOREIGN:
+        return FOREIGN[request.platform]
     arch = ARCHES.get(request.platform)
     if arch is None:
         raise NoCompatiblePlan(
@@ -141,8 +146,10 @@ def target_platform(request: PipRequest) -> str:
 
 def target_tags(request: PipRequest) -> list[Tag]:
     """The target's wheel tags, most preferred first (what an installer would rank)."""
-    level = int(target_platform(request).rsplit("_", 1)[-1])
     version = tuple(int(p) for p in request.python.split(".")[:2])
+    if request.platform in FOREIGN:
+        return foreign_tags(request.platform, (version[0], version[1]), macos_of(request.macos))
+    level = int(target_platform(request).rsplit("_", 1)[-1])
     return linux_tags(request.platform, (version[0], version[1]), level)
 
 

@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpuenv.errors import NoCompatiblePlan
 from gpuenv.hardware import HardwareFacts
-from gpuenv.knowledge import DriverCompat, KnowledgeBase
+from gpuenv.knowledge import DriverCompat, KnowledgeBase, TorchBuild
 from gpuenv.plan._hardware import (
     cuda_ceiling,
     driver_range_problem,
@@ -99,8 +99,17 @@ def constraints(spec: Spec, target: str | None = None) -> Constraints:
     )
 
 
-def _virtual_packages(hw: TargetHardware, kb: KnowledgeBase) -> dict[str, str]:
-    packages = {"__glibc": hw.glibc, "__linux": "5.10", "__unix": "0"}
+def _os_packages(hw: TargetHardware, build: TorchBuild) -> dict[str, str]:
+    """conda's virtual packages of the target's operating system."""
+    if hw.platform == "osx-arm64":
+        return {"__osx": build.macos or "11.0", "__unix": "0"}
+    if hw.platform == "win-64":
+        return {"__win": "0"}
+    return {"__glibc": hw.glibc, "__linux": "5.10", "__unix": "0"}
+
+
+def _virtual_packages(hw: TargetHardware, kb: KnowledgeBase, build: TorchBuild) -> dict[str, str]:
+    packages = _os_packages(hw, build)
     ceiling = cuda_ceiling(hw, kb)
     if ceiling is not None:
         packages["__cuda"] = str(ceiling)
@@ -150,7 +159,7 @@ def _target_plan(
         pypi_default=release.pypi_default == build.tag and release.on_pypi(found.python),
         driver_compat=c.mode.value,
         driver_cuda=str(ceiling) if ceiling else None,
-        virtual_packages=_virtual_packages(hw, kb),
+        virtual_packages=_virtual_packages(hw, kb, build),
         reasons=tuple(reasons(choice, c, kb, notes)),
         unverified=unverified(choice, kb),
         torch_choice=how,

@@ -60,7 +60,7 @@ def _cuda_obstacles(
             f"no torch {c.torch_text} build for {c.cuda.tag} on {hw.platform} "
             f"(torch {releases[0].version} has: {available})"
         )
-    floor = kb.driver_floor(c.cuda, c.mode)
+    floor = kb.driver_floor(c.cuda, c.mode, hw.platform)
     if hw.jetpack is not None:
         problem = jetpack_problem(c.cuda, hw.jetpack, c.mode)
         found += [f"CUDA {c.cuda}: {problem}"] if problem else []
@@ -85,7 +85,7 @@ def covering_builds(
             b for r in kb.torch_releases for b in r.on(platform).cuda_builds if b.tag == tag
         )
         assert build.cuda is not None
-        floor = kb.driver_floor(build.cuda, mode)
+        floor = kb.driver_floor(build.cuda, mode, platform)
         span = f"{min(versions)}" if len(versions) == 1 else f"{min(versions)} - {max(versions)}"
         parts.append(f"{tag} (torch {span}, driver >= {floor})")
     return ", ".join(parts) if parts else "none"
@@ -118,11 +118,11 @@ def _gpu_obstacles(
                 f"{hw.gpu_name or 'the GPU'} needs CUDA {' or '.join(cudas)}"
             )
         return found
-    floors = [kb.driver_floor(b.cuda, c.mode) for b in covering if b.cuda is not None]
+    floors = [kb.driver_floor(b.cuda, c.mode, hw.platform) for b in covering if b.cuda]
     if covering and not any(f is not None and hw.driver >= f for f in floors):
         needs = sorted(
             {
-                f"{b.tag} needs driver >= {kb.driver_floor(b.cuda, c.mode)}"
+                f"{b.tag} needs driver >= {kb.driver_floor(b.cuda, c.mode, hw.platform)}"
                 for b in covering
                 if b.cuda is not None
             }
@@ -283,7 +283,7 @@ def _alt_driver(p: Problem) -> Alternative | None:
         found = p.search(pool=pool, hw=replace(p.hw, driver=ceiling))
         if found is None or found.build.cuda is None:
             continue
-        floor = p.kb.driver_floor(found.build.cuda, p.c.mode)
+        floor = p.kb.driver_floor(found.build.cuda, p.c.mode, p.hw.platform)
         if floor is None or floor <= p.hw.driver:
             return None  # the driver is not what stands in the way
         # The smallest upgrade that works: the newest CUDA the GPU's drivers allow may
@@ -292,7 +292,8 @@ def _alt_driver(p: Problem) -> Alternative | None:
         for lower in _driver_floors(p, pool, p.hw.driver, floor):
             smaller = p.search(pool=pool, hw=replace(p.hw, driver=lower))
             if smaller is not None and smaller.build.cuda is not None:
-                found, floor = smaller, p.kb.driver_floor(smaller.build.cuda, p.c.mode) or lower
+                floor = p.kb.driver_floor(smaller.build.cuda, p.c.mode, p.hw.platform) or lower
+                found = smaller
                 break
         changes = {f"targets.{p.name}.driver": f">={floor}"}
         if pool is not p.matching:
@@ -311,7 +312,7 @@ def _driver_floors(
         for release in pool
         for build in release.on(p.hw.platform).cuda_builds
         if build.cuda is not None
-        and (floor := p.kb.driver_floor(build.cuda, p.c.mode)) is not None
+        and (floor := p.kb.driver_floor(build.cuda, p.c.mode, p.hw.platform)) is not None
         and above < floor < below
     }
     return sorted(floors)

@@ -14,7 +14,7 @@ from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
 def gpu_models(target: Target, kb: KnowledgeBase, detected: HardwareFacts | None) -> list[GpuModel]:
     """The known GPU models of a target: the named one, or each detected one."""
     gpu = (target.gpu or "").strip()
-    if gpu.lower() == "none":
+    if gpu.lower() in ("none", "mps"):
         return []
     if gpu.lower() == "detect":
         names = sorted({g.name for g in detected.gpus}) if detected else []
@@ -28,6 +28,8 @@ def target_platform(target: Target, models: list[GpuModel]) -> str:
     """The declared platform, else the one the GPU exists on, else linux-64."""
     if target.platform:
         return target.platform
+    if target.is_mps:
+        return "osx-arm64"
     implied = {m.platform for m in models if m.platform}
     return implied.pop() if len(implied) == 1 else "linux-64"
 
@@ -78,8 +80,12 @@ def target_hardware(
     gpu = (target.gpu or "").strip()
     models = gpu_models(target, kb, detected)
     platform, glibc = target_platform(target, models), target.glibc
-    if gpu.lower() == "none":
-        return TargetHardware(True, None, (), None, "declared", platform=platform, glibc=glibc)
+    if gpu.lower() in ("none", "mps"):
+        mps = gpu.lower() == "mps"
+        label = "Apple GPU (MPS)" if mps else None
+        return TargetHardware(
+            True, label, (), None, "declared", platform=platform, glibc=glibc, mps=mps
+        )
     wants_detect = gpu.lower() == "detect" or target.driver == "detect"
     if wants_detect and detected is None:
         raise NoCompatiblePlan(
@@ -116,7 +122,9 @@ def cuda_ceiling(hw: TargetHardware, kb: KnowledgeBase) -> CudaVersion | None:
     JetPack release names, else the newest CUDA release whose minimum driver it meets."""
     if hw.jetpack is not None:
         return hw.jetpack.cuda
-    return kb.newest_cuda_for_driver(hw.driver) if hw.driver is not None else None
+    if hw.driver is None:
+        return None
+    return kb.newest_cuda_for_driver(hw.driver, hw.platform)
 
 
 def driver_range_problem(

@@ -30,6 +30,7 @@ class TargetHardware:
     # is (None: a driver no JetPack release names, judged like a desktop one).
     jetpacks: tuple[JetPack, ...] = ()
     jetpack: JetPack | None = None
+    mps: bool = False  # a Mac's Apple GPU (the CPU build's wheels run it through MPS)
 
     @property
     def jetson(self) -> bool:
@@ -41,6 +42,8 @@ class TargetHardware:
 
     def describe(self) -> str:
         where = "" if self.platform == "linux-64" else f", {self.platform}"
+        if self.mps:
+            return f"Apple GPU (MPS){where}"
         if self.cpu:
             return f"CPU only{where}"
         ccs = ", ".join(cc.sm for cc in sorted(set(self.compute_capabilities)))

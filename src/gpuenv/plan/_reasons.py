@@ -60,7 +60,7 @@ def _gpu_reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes
             + jetpack.provenance.label()
         ]
     elif c.mode is DriverCompat.STRICT:
-        ceiling = kb.newest_cuda_for_driver(hw.driver)
+        ceiling = kb.newest_cuda_for_driver(hw.driver, hw.platform)
         reasons = [
             f"driver {hw.driver} runs CUDA builds up to {ceiling} "
             "(strict: each CUDA release's minimum driver)"
@@ -84,7 +84,7 @@ def _gpu_reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes
     ccs = sorted(set(hw.compute_capabilities))
     how = "; ".join(cov.how(cc) for cc in ccs if (cov := build.covering(cc)) is not None)
     why = "as asked" if c.cuda is not None else "newest CUDA that fits"
-    floor = kb.driver_floor(build.cuda, c.mode)
+    floor = kb.driver_floor(build.cuda, c.mode, hw.platform)
     runs = (
         f"{jetpack.describe()} runs CUDA {build.cuda} builds ({c.mode.value})"
         if jetpack is not None
@@ -202,6 +202,17 @@ def _off_matrix_reason(choice: Choice, c: Constraints, kb: KnowledgeBase) -> str
     )
 
 
+def _cpu_reason(choice: Choice) -> str:
+    hw, build = choice.hw, choice.found.build
+    if hw.platform == "osx-arm64":
+        macos = f"; its wheels need macOS {build.macos} or newer" if build.macos else ""
+        use = "the Apple GPU through MPS" if hw.mps else "the CPU (MPS is there for later)"
+        return f"cpu build: PyTorch's macOS arm64 wheel runs on {use}{macos}" + (
+            build.provenance.label()
+        )
+    return "cpu build: the target has no GPU"
+
+
 def reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes) -> list[str]:
     gpu_labels = "".join(m.provenance.label() for m in choice.models)
     out = [f"target {choice.name}: {choice.hw.describe()} ({choice.hw.source}){gpu_labels}"]
@@ -221,7 +232,7 @@ def reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes) -> 
             "for PyPI's default build"
         )
     elif choice.hw.cpu:
-        out.append("cpu build: the target has no GPU")
+        out.append(_cpu_reason(choice))
     else:
         out.extend(_gpu_reasons(choice, c, kb, notes))
     out.extend(_package_reasons(choice, c))

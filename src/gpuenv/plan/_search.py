@@ -102,7 +102,7 @@ def build_problems(
     problems = []
     if c.cuda is not None and build.cuda != c.cuda:
         problems.append(f"CUDA {build.cuda}, not the requested {c.cuda}")
-    floor = kb.driver_floor(build.cuda, c.mode)
+    floor = kb.driver_floor(build.cuda, c.mode, hw.platform)
     if hw.jetpack is not None:
         problem = jetpack_problem(build.cuda, hw.jetpack, c.mode)
         problems += [problem] if problem else []

@@ -126,7 +126,13 @@ class Target:
 
     @property
     def is_cpu(self) -> bool:
-        return (self.gpu or "").strip().lower() == "none"
+        """No NVIDIA GPU: a CPU build (``gpu = "none"``, or a Mac's MPS, whose wheel is
+        the CPU one)."""
+        return (self.gpu or "").strip().lower() in ("none", "mps")
+
+    @property
+    def is_mps(self) -> bool:
+        return (self.gpu or "").strip().lower() == "mps"
 
     @property
     def uses_detect(self) -> bool:

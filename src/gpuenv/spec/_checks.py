@@ -39,7 +39,8 @@ def _check_cpu_target(here: KeyPath, target: Target, found: _Findings) -> None:
         if value is not None:
             found.add(
                 (*here, key),
-                f'gpu = "none" plans a CPU build, but {key} is set',
+                f'gpu = "{(target.gpu or "none").strip().lower()}" plans a CPU build, but {key} '
+                "is set",
                 f"remove {key}, or name the GPU",
             )
 
@@ -96,10 +97,31 @@ def _check_platform_and_driver(
         )
 
 
+def _check_foreign_os(here: KeyPath, target: Target, gpu: str, found: _Findings) -> bool:
+    """macOS targets are CPU or MPS; MPS exists on macOS only. True: checked fully."""
+    if gpu == "mps" and target.platform not in (None, "osx-arm64"):
+        found.add(
+            (*here, "gpu"),
+            f'gpu = "mps" is a Mac\'s Apple GPU, but platform is "{target.platform}"',
+            'use platform = "osx-arm64" (or remove it)',
+        )
+        return True
+    if target.platform == "osx-arm64" and gpu not in ("none", "mps"):
+        found.add(
+            (*here, "gpu"),
+            'an osx-arm64 target has no NVIDIA GPU: gpu = "none" (CPU) or "mps" (Apple GPU)',
+            "PyTorch's macOS wheels run on the CPU and through MPS",
+        )
+        return True
+    return False
+
+
 def _check_target(name: str, target: Target, kb: KnowledgeBase, found: _Findings) -> None:
     here: KeyPath = ("targets", name)
     gpu = (target.gpu or "").strip().lower()
-    if gpu == "none":
+    if _check_foreign_os(here, target, gpu, found):
+        return
+    if gpu in ("none", "mps"):
         _check_cpu_target(here, target, found)
         return
     if target.build is not None:

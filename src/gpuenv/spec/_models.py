@@ -286,7 +286,8 @@ class TargetPip(_Model):
 class Target(_Model):
     gpu: GpuSpec | None = Field(
         default=None,
-        description='A GPU name ("H100", "RTX 4060 Ti"), "none" for a CPU build, or "detect".',
+        description='A GPU name ("H100", "RTX 4060 Ti"), "none" for a CPU build, "mps" for '
+        'a Mac\'s Apple GPU, or "detect".',
     )
     compute_capability: CCSpec | None = Field(
         default=None, alias="compute-capability", description='e.g. "9.0"; instead of or with gpu.'
@@ -294,10 +295,11 @@ class Target(_Model):
     driver: DriverSpec | None = Field(
         default=None, description='The NVIDIA driver on that machine ("550.54.15"), or "detect".'
     )
-    platform: Literal["linux-64", "linux-aarch64"] | None = Field(
+    platform: Literal["linux-64", "linux-aarch64", "osx-arm64", "win-64"] | None = Field(
         default=None,
-        description='"linux-64" or "linux-aarch64". Omitted: the GPU\'s own platform '
-        "(aarch64 for GH200, GB200, GB10 and Jetson), else linux-64.",
+        description='"linux-64", "linux-aarch64", "osx-arm64" (Apple silicon: gpu "none" or '
+        '"mps") or "win-64". Omitted: the GPU\'s own platform (aarch64 for GH200, GB200, GB10 '
+        'and Jetson; osx-arm64 for gpu = "mps"), else linux-64.',
     )
     torch: VersionSpec | None = Field(
         default=None,

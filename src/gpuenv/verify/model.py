@@ -49,6 +49,8 @@ class Expectations:
     nccl: str | None = None
     arch_list: tuple[str, ...] = ()
     cpu: bool = False
+    # macOS arm64 (osx-arm64): the CPU build also runs on the Apple GPU; checked as "mps"
+    mps: bool = False
     prefix: Path | None = None
     library_roots: tuple[Path, ...] = ()
     extra: tuple[str, ...] = ()
@@ -73,6 +75,7 @@ class Expectations:
             "nccl": self.nccl,
             "arch_list": list(self.arch_list),
             "cpu": self.cpu,
+            "mps": self.mps,
             "prefix": str(self.prefix) if self.prefix else None,
             "library_roots": [str(p) for p in self.library_roots],
             "extra": list(self.extra),
@@ -86,6 +89,8 @@ class Expectations:
     def required_checks(self) -> tuple[str, ...]:
         """Checks that must be present (and pass) for the result to pass."""
         names = list(CPU_REQUIRED if self.cpu else CUDA_REQUIRED)
+        if self.mps:
+            names.append("mps")
         if self.torchvision:
             names.append("torchvision")
         if self.torchaudio:

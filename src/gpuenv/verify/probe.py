@@ -47,6 +47,8 @@ import traceback
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 PROBE_VERSION = 1
+# The CUDA driver library: nvcuda.dll on Windows (the Windows driver's), else libcuda.
+DRIVER_LIBRARY = "nvcuda.dll" if os.name == "nt" else "libcuda.so.1"
 EXIT_PASSED = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -762,6 +764,7 @@ class Probe:
         self.expect = expect
         self.out = out
         self.cpu = bool(expect.get("cpu"))
+        self.mps = bool(expect.get("mps"))
         self.checks: List[Check] = []
         self.timings: Dict[str, float] = {}
         self.started = time.monotonic()
@@ -875,6 +878,8 @@ class Probe:
         if self.cpu:
             self.run("versions", self.check_versions_cpu)
             self.run("matmul:cpu", self.check_matmul_cpu)
+            if self.mps:
+                self.run("mps", self.check_mps)
         else:
             self.run("driver", self.check_driver)
             gpus = self.run("devices", self.check_devices)
@@ -959,7 +964,7 @@ class Probe:
         try:
             import ctypes
 
-            lib = ctypes.CDLL("libcuda.so.1")
+            lib = ctypes.CDLL(DRIVER_LIBRARY)
         except OSError as exc:
             libcuda["error"] = _first_line(str(exc))
             return None, "none"
@@ -1194,6 +1199,35 @@ class Probe:
             return False, detail, "wrong results from the CPU build: reinstall torch", result
         return True, detail, None, result
 
+    def check_mps(self) -> Outcome:
+        """macOS on Apple silicon: the wheel's MPS backend, and a product on the GPU."""
+        torch = self.torch
+        backend = getattr(getattr(torch, "backends", None), "mps", None)
+        available = bool(backend is not None and backend.is_available())
+        built = bool(backend is not None and backend.is_built())
+        if not available:
+            why = "this torch was built without MPS" if not built else "no Apple GPU is usable"
+            return (
+                False,
+                "torch.backends.mps.is_available() is False: %s" % why,
+                "MPS needs Apple silicon and macOS 12.3 or newer, and PyTorch's arm64 macOS "
+                "wheel; in a virtual machine or under Rosetta it is not available",
+                {"built": built},
+            )
+        n = int(self.expect.get("matmul_size") or 1024)
+        sync = getattr(getattr(torch, "mps", None), "synchronize", lambda: None)
+        result = _timed_matmul(torch, torch.device("mps"), torch.float32, n, sync)
+        result.update({"dtype": "float32", "n": n, "device": "mps"})
+        detail = "%dx%d float32 on the Apple GPU: %.3f TFLOP/s, relative error %.2e" % (
+            n,
+            n,
+            result["tflops"],
+            result["relative_error"],
+        )
+        if not relative_error_ok(result["relative_error"], "float32"):
+            return False, detail, "wrong results from the Apple GPU: reinstall torch", result
+        return True, detail, None, result
+
     def check_cudnn(self) -> Outcome:
         torch = self.torch
         state = self.cudnn_state()
@@ -1329,6 +1363,8 @@ class Probe:
         return [r for r in roots if r]
 
     def check_linkage(self) -> Outcome:
+        if not sys.platform.startswith("linux"):  # /proc/self/maps is Linux's
+            return True, "not checked on %s (no /proc/self/maps)" % sys.platform, None, {}
         roots = self.roots()
         libs = [classify_mapped_library(p, roots, self.env) for p in _mapped()]
         cuda_libs = [lib for lib in libs if lib["kind"] != "other"]
@@ -1497,7 +1533,10 @@ def _timed_matmul(
     sync()
     seconds = time.perf_counter() - start
     rows = min(256, n)
-    ref = a[:rows].double() @ b.double()
+    if device.type == "mps":  # MPS has no float64: the reference is computed on the CPU
+        ref = a[:rows].cpu().double() @ b.cpu().double()
+    else:
+        ref = a[:rows].double() @ b.double()
     error = _rel_err(c[:rows], ref)
     del a, b, c, ref
     with contextlib.suppress(Exception):

@@ -55,6 +55,7 @@ def expectations_for(
         # A CPU target with build = "pypi" runs PyPI's CUDA build: the CPU checks, with
         # the build's CUDA expected of torch.
         cpu=stack.cuda is None or target.hardware.cpu,
+        mps=target.platform == "osx-arm64",
         prefix=prefix,
         extra=extra,
         builds=builds,
@@ -127,6 +128,8 @@ def verify_installed(
 
     kb = knowledge_base()
     loaded = load_spec(spec_file, kb=kb, cache_dir=cache_dir)
+    if target is not None:  # a Mac's or a Windows target verifies there: exit 2 here
+        runtime.refuse_foreign(str(spec_file), target, "verify")
     selected = runtime.select(runtime.project_of(str(spec_file)), target, spec=str(spec_file))
     lock = read_lock(
         spec_file.parent / LOCK_FILENAME, cache_dir=cache_dir, targets=[selected.target]
