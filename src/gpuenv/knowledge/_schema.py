@@ -49,7 +49,9 @@ Specifier = Annotated[str, _check(SpecifierSet)]
 Url = Annotated[str, Field(pattern=r"^https://\S+$")]
 Branch = Annotated[str, Field(pattern=r"^\d{3}$")]  # a driver branch: "570"
 Tag = Annotated[str, Field(pattern=r"^(cpu|cu\d{3,4})$")]
-Platform = Literal["linux-64", "linux-aarch64", "win-64", "osx-arm64"]
+# the same order as the spec's Literal: typing caches equal Literals (order-blind), and the
+# JSON schema of whichever model loads second would take the first one's order
+Platform = Literal["linux-64", "linux-aarch64", "osx-arm64", "win-64"]
 Unverified = Annotated[str, Field(min_length=3)]
 
 
