@@ -22,6 +22,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "plan": ("gpuenv.cli.plan_cmd", "show the stack chosen for each target, with reasons"),
     "lock": ("gpuenv.cli.lock_cmd", "write or check gpuenv.lock: exact artifacts per target"),
+    "add": ("gpuenv.cli.add_cmd", "add pip requirements to gpuenv.toml, relock and install"),
+    "remove": ("gpuenv.cli.remove_cmd", "remove pip requirements from gpuenv.toml, relock"),
     "verify": ("gpuenv.cli.verify_cmd", "run real kernels on the GPU and check the libraries"),
     "install": ("gpuenv.cli.install_cmd", "materialise targets from the lock into store prefixes"),
     "export": ("gpuenv.cli.export_cmd", "write the lock for other tools: conda-lock, pylock, ..."),

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuenv.cli import _common, _hardware, _output, _progress
+from gpuenv.cli import _common, _hardware, _installing, _output, _progress
 from gpuenv.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from gpuenv.install import InstallResult
     from gpuenv.knowledge import KnowledgeBase
     from gpuenv.lock.model import Lock
-    from gpuenv.spec import BuildOptions, Spec
+    from gpuenv.spec import Spec
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,12 +84,11 @@ def _targets(
 def run(args: argparse.Namespace) -> int:
     if args.archive is not None:
         return _install_from(args)
-    from gpuenv._artifacts import ArtifactSources
-    from gpuenv.install import InstallRequest, install_target, record_lock_state
+    from gpuenv.install import record_lock_state
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge._data import data_digest
     from gpuenv.lock.format import LOCK_FILENAME
-    from gpuenv.lock.locker import LockOptions, ensure_lock, install_indexes
+    from gpuenv.lock.locker import LockOptions, ensure_lock
     from gpuenv.spec import load_spec
 
     spec_file = _common.spec_path(args)
@@ -110,9 +109,7 @@ def run(args: argparse.Namespace) -> int:
         detected=_hardware.machine_facts() if loaded.spec.uses_detect else None,
         mirrors=_common.mirrors(),
     )
-    store = _common.store()
     chosen = _groups(args, loaded.spec)
-    results = []
     with _progress.display(args) as progress:
         lock = ensure_lock(
             loaded,
@@ -123,22 +120,7 @@ def run(args: argparse.Namespace) -> int:
             kb_digest=data_digest(),
             progress=progress,
         )
-        for name in targets:
-            locked = lock.target(name)
-            assert locked is not None  # ensure_lock locked every requested target
-            request = InstallRequest(
-                target=locked,
-                project=spec_file.parent.absolute(),
-                env_name=loaded.spec.project.name,
-                toolkit=loaded.spec.stack.toolkit,
-                indexes=install_indexes(loaded.spec, locked, options),
-                sources=ArtifactSources(mirrors=options.mirrors),
-                channels=loaded.spec.conda.channels if loaded.spec.conda else (),
-                local=loaded.spec.local,
-                local_build=_local_build(loaded.spec),
-                groups=chosen,
-            )
-            results.append(install_target(store, request, progress))
+        results = _installing.install_locked(loaded, lock, targets, chosen, options, progress)
     record_lock_state(spec_file.parent.absolute(), lock, targets)
     project = str(spec_file.parent.absolute())
     verified = (
@@ -146,11 +128,6 @@ def run(args: argparse.Namespace) -> int:
     )
     _render(results, verified, as_json=args.json)
     return 0 if all(verified.values()) else CheckFailed.exit_code
-
-
-def _local_build(spec: Spec) -> BuildOptions | None:
-    local = spec.local
-    return spec.pip.build.get(local.name) if local is not None else None
 
 
 def _install_from(args: argparse.Namespace) -> int:

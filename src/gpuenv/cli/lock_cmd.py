@@ -32,6 +32,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--upgrade", action="store_true", help="move pins forward instead of keeping them"
     )
+    parser.add_argument(
+        "-P",
+        "--upgrade-package",
+        action="append",
+        metavar="NAME",
+        help="move this package's pin forward, keeping the others (repeatable)",
+    )
     _common.add_json_flag(parser)
 
 
@@ -49,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
     from gpuenv.knowledge._data import data_digest
     from gpuenv.lock.format import LOCK_FILENAME, load_lock
     from gpuenv.lock.locker import LockOptions, lock_and_write, relock_basis
+    from gpuenv.names import normalize_name
     from gpuenv.spec import load_spec
 
     spec_file = _common.spec_path(args)
@@ -70,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
     options = LockOptions(
         targets=tuple(args.target) if args.target else None,
         upgrade=args.upgrade,
+        upgrade_packages=tuple(normalize_name(n) for n in args.upgrade_package or ()),
         torch_index=_common.url_override("GPUENV_TORCH_INDEX"),
         index_url=_common.url_override("GPUENV_INDEX_URL"),
         cache_dir=_common.cache_dir(),

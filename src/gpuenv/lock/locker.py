@@ -72,6 +72,7 @@ _CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
 class LockOptions:
     targets: tuple[str, ...] | None = None  # None: every target
     upgrade: bool = False  # False: keep existing pins that still fit
+    upgrade_packages: tuple[str, ...] = ()  # normalised names whose pins move (the rest stay)
     torch_index: str | None = None  # overrides [pip] torch-index (GPUENV_TORCH_INDEX)
     index_url: str | None = None  # overrides [pip] index-url (GPUENV_INDEX_URL)
     cache_dir: Path | None = None
@@ -585,7 +586,11 @@ def _pip_request(
         default_index=options.index_url or spec.pip.index_url,
         extra_indexes=spec.pip.extra_index_urls,
         torch_index=None if use_default_for_torch else plan.index_url,
-        preferences=(*keep.pip, *_build_pins(keep)) if keep else (),
+        preferences=tuple(
+            p for p in (*keep.pip, *_build_pins(keep)) if p.name not in options.upgrade_packages
+        )
+        if keep
+        else (),
         cache_dir=options.cache_dir,
         no_binary=need.no_binary,
         dependency_metadata=need.dependency_metadata,

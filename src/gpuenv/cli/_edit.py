@@ -1,0 +1,125 @@
+"""What ``gpuenv add`` and ``gpuenv remove`` share: where a requirement goes, and the
+edit itself (checked, written, relocked, installed; undone on failure)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gpuenv.cli import _common, _installing, _output, _progress
+
+if TYPE_CHECKING:
+    from gpuenv.spec.edit import Edit, Where
+
+
+def where_flags(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "-t", "--target", metavar="NAME", help="this target only: [targets.NAME.pip]"
+    )
+    where.add_argument("-g", "--group", metavar="NAME", help="a dependency group: [pip.groups]")
+    parser.add_argument(
+        "--no-install", action="store_true", help="edit and relock; install nothing"
+    )
+
+
+def where_of(args: argparse.Namespace) -> Where:
+    from gpuenv.names import normalize_name
+    from gpuenv.spec.edit import Where
+
+    group = normalize_name(args.group) if args.group else None
+    return Where(target=args.target, group=group)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuenv.spec.edit import add
+
+    return apply(args, lambda text, file: add(text, args.packages, where_of(args), file=file))
+
+
+def apply(args: argparse.Namespace, edit_text: Callable[[str, str], Edit]) -> int:
+    """Edit the spec with ``edit_text(text, file)``, check, write, relock, install; on any
+    failure after the write, the spec is put back as it was (nothing half-done)."""
+    from gpuenv import _fs
+    from gpuenv.knowledge import knowledge_base
+    from gpuenv.spec import parse_spec_text
+
+    spec_file = _common.spec_path(args)
+    try:
+        before = _fs.read_text(spec_file, limit=_fs.SPEC_LIMIT, what="gpuenv.toml")
+    except FileNotFoundError:
+        from gpuenv.errors import UsageError
+
+        raise UsageError(
+            f"{spec_file}: no such file", hint="create one with 'gpuenv init'"
+        ) from None
+    edit: Edit = edit_text(before, str(spec_file))
+    parse_spec_text(edit.text, file=str(spec_file), kb=knowledge_base)  # checked like any spec
+    _fs.atomic_write_text(spec_file, edit.text, what="gpuenv.toml")
+    try:
+        locked, installed = _relock_and_install(args, spec_file, edit)
+    except BaseException:
+        _fs.atomic_write_text(spec_file, before, what="gpuenv.toml")  # as it was
+        raise
+    _render(args, edit, locked, installed)
+    return 0
+
+
+def _relock_and_install(
+    args: argparse.Namespace, spec_file: Path, edit: Edit
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    from gpuenv import runtime
+    from gpuenv.install import record_lock_state
+    from gpuenv.knowledge import knowledge_base
+    from gpuenv.knowledge._data import data_digest
+    from gpuenv.lock.format import LOCK_FILENAME, load_lock
+    from gpuenv.lock.locker import LockOptions, lock_and_write, relock_basis
+    from gpuenv.spec import load_spec
+
+    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
+    touched = edit.touched if edit.touched is not None else tuple(loaded.spec.targets)
+    lock_path = spec_file.parent / LOCK_FILENAME
+    reading = load_lock(lock_path, cache_dir=_common.cache_dir(), legacy_ok=True)
+    existing, forced = relock_basis(reading, loaded.spec)
+    options = LockOptions(
+        targets=tuple(dict.fromkeys([*touched, *forced])),
+        torch_index=_common.url_override("GPUENV_TORCH_INDEX"),
+        index_url=_common.url_override("GPUENV_INDEX_URL"),
+        cache_dir=_common.cache_dir(),
+        mirrors=_common.mirrors(),
+    )
+    with _progress.display(args) as progress:
+        result, _written = lock_and_write(
+            loaded,
+            knowledge_base(),
+            existing,
+            lock_path=lock_path,
+            options=options,
+            kb_digest=data_digest(),
+            progress=progress,
+        )
+        project = str(spec_file.parent.absolute())
+        present = runtime.installed_targets(project)
+        installed = tuple(t for t in touched if t in present) if not args.no_install else ()
+        if installed:
+            groups = _installing.default_groups(loaded.spec)
+            _installing.install_locked(loaded, result.lock, installed, groups, options, progress)
+            record_lock_state(Path(project), result.lock, installed)
+    return options.targets or (), installed
+
+
+def _render(
+    args: argparse.Namespace, edit: Edit, locked: tuple[str, ...], installed: tuple[str, ...]
+) -> None:
+    if args.json:
+        _output.emit_json(
+            {"changed": list(edit.changed), "locked": list(locked), "installed": list(installed)}
+        )
+        return
+    verb = "added" if args.command == "add" else "removed"
+    _output.out(f"{verb} {', '.join(edit.changed)}")
+    _output.out(f"  locked {', '.join(locked)}")
+    if installed:
+        _output.out(f"  installed {', '.join(installed)}")

@@ -1,0 +1,21 @@
+"""`gpuenv add`: add pip requirements to gpuenv.toml (comments and layout kept), check
+the result like any spec, relock the targets it touches and install those installed."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpuenv.cli import _common, _edit
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("packages", nargs="+", metavar="REQ", help='requirements ("pillow>=10")')
+    _edit.where_flags(parser)
+    _common.add_json_flag(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuenv.spec.edit import add
+
+    where = _edit.where_of(args)
+    return _edit.apply(args, lambda text, file: add(text, args.packages, where, file=file))

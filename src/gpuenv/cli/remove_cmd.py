@@ -1,0 +1,21 @@
+"""`gpuenv remove`: remove pip requirements from gpuenv.toml (comments and layout kept),
+relock the targets it touches and install those installed."""
+
+from __future__ import annotations
+
+import argparse
+
+from gpuenv.cli import _common, _edit
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("packages", nargs="+", metavar="NAME", help="package names")
+    _edit.where_flags(parser)
+    _common.add_json_flag(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpuenv.spec.edit import remove
+
+    where = _edit.where_of(args) if args.target or args.group else None
+    return _edit.apply(args, lambda text, file: remove(text, args.packages, where, file=file))

@@ -1,0 +1,228 @@
+"""``gpuenv add`` / ``gpuenv remove``: gpuenv.toml edited with tomlkit, so that comments,
+key order and formatting stay byte for byte outside the lines that change.
+
+Where a requirement goes: ``[pip] dependencies`` (every target), ``[targets.<name>.pip]
+dependencies`` (``--target``: that target only) or ``[pip.groups] <group>`` (``--group``).
+A requirement for a package already listed there replaces that entry (as ``uv add``
+does). The torch family is refused, naming the key that chooses it. The text returned is
+checked like any spec by the caller before it is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+
+from gpuenv.errors import SpecError, SpecProblem, UsageError
+from gpuenv.names import normalize_name
+from gpuenv.spec import TORCH_FAMILY
+
+
+@dataclass(frozen=True)
+class Where:
+    """One list of requirements in the spec: ``target`` or ``group`` (or neither)."""
+
+    target: str | None = None
+    group: str | None = None
+
+    @property
+    def key(self) -> str:
+        if self.target is not None:
+            return f"targets.{self.target}.pip.dependencies"
+        if self.group is not None:
+            return f"pip.groups.{self.group}"
+        return "pip.dependencies"
+
+
+@dataclass(frozen=True)
+class Edit:
+    text: str
+    changed: tuple[str, ...]  # the requirement lines added or removed
+    touched: tuple[str, ...] | None  # the targets whose lock changes (None: every target)
+
+
+def _name_of(line: str) -> str:
+    return normalize_name(Requirement(line).name)
+
+
+def check_requirement(line: str) -> str:
+    """The requirement's normalised name; a usage error for what cannot be one, and for
+    the torch family (its key is named instead)."""
+    try:
+        name = _name_of(line)
+    except InvalidRequirement as exc:
+        raise UsageError(f"{line!r} is not a requirement: {exc}") from None
+    if name in TORCH_FAMILY:
+        trio = name in ("torch", "torchvision", "torchaudio")
+        key = f"[stack] {name}" if trio else "[stack] torch"
+        raise UsageError(
+            f"{name} is chosen by {key} to match each target's CUDA build: it is not added "
+            "as a pip dependency",
+            hint=f'change it there: [stack] {name} = "..." in gpuenv.toml '
+            "([targets.<name>] torch for one target)"
+            if trio
+            else "torch brings the one that matches it",
+        )
+    return name
+
+
+def _parse(text: str, file: str) -> Any:
+    import tomlkit
+    from tomlkit.exceptions import ParseError
+
+    try:
+        return tomlkit.parse(text)
+    except ParseError as exc:
+        raise SpecError([SpecProblem(file, exc.line, "", f"not valid TOML: {exc}")]) from None
+
+
+def _table(parent: Any, key: str, file: str, path: str) -> Any:
+    """``parent[key]``, a table made (at the end of ``parent``) when absent."""
+    import tomlkit
+
+    if key not in parent:
+        table = tomlkit.table()
+        parent[key] = table
+        return parent[key]
+    value = parent[key]
+    if not isinstance(value, dict):
+        raise SpecError([SpecProblem(file, None, path, "expected a table")])
+    return value
+
+
+def _array(parent: Any, key: str, file: str, path: str) -> Any:
+    import tomlkit
+
+    if key not in parent:
+        parent[key] = tomlkit.array()
+    value = parent[key]
+    if not isinstance(value, list):
+        raise SpecError([SpecProblem(file, None, path, "expected an array")])
+    return value
+
+
+def _path_of(doc: Any, where: Where, file: str) -> list[str]:
+    """The keys of ``where``'s list, checking that a named target exists."""
+    if where.target is not None:
+        targets = doc.get("targets")
+        if not isinstance(targets, dict) or where.target not in targets:
+            known = ", ".join(targets) if isinstance(targets, dict) else "none"
+            raise UsageError(f"no target {where.target!r} in {file} (targets: {known})")
+        return ["targets", where.target, "pip", "dependencies"]
+    if where.group is not None:
+        return ["pip", "groups", where.group]
+    return ["pip", "dependencies"]
+
+
+def _find(doc: Any, where: Where, file: str) -> Any | None:
+    """``where``'s list, or None when the spec has none there."""
+    node = doc
+    for key in _path_of(doc, where, file):
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    if not isinstance(node, list):
+        raise SpecError([SpecProblem(file, None, where.key, "expected an array")])
+    return node
+
+
+def _make(doc: Any, where: Where, file: str) -> Any:
+    """``where``'s list, made (with the tables above it) when absent."""
+    import tomlkit
+
+    path = _path_of(doc, where, file)
+    node = doc
+    for depth, key in enumerate(path[:-1]):
+        if key not in node:
+            table = tomlkit.table()
+            if depth == 2:  # [targets.<name>.pip]: a blank line before the next table
+                table["dependencies"] = tomlkit.array()
+                table.add(tomlkit.nl())
+            node[key] = table
+        node = node[key]
+        if not isinstance(node, dict):
+            where_text = ".".join(path[: depth + 1])
+            raise SpecError([SpecProblem(file, None, where_text, "expected a table")])
+    if path[-1] not in node:
+        node[path[-1]] = tomlkit.array()
+    found = _find(doc, where, file)
+    assert found is not None
+    return found
+
+
+def _index_of(items: Any, name: str) -> int | None:
+    for index, item in enumerate(items):
+        try:
+            if isinstance(item, str) and _name_of(str(item)) == name:
+                return index
+        except InvalidRequirement:
+            continue
+    return None
+
+
+def add(text: str, requirements: Iterable[str], where: Where, *, file: str) -> Edit:
+    """``text`` with ``requirements`` added at ``where`` (an entry of the same package
+    there is replaced in place)."""
+    lines = list(requirements)
+    names = [check_requirement(line) for line in lines]
+    doc = _parse(text, file)
+    items = _make(doc, where, file)
+    for line, name in zip(lines, names, strict=True):
+        index = _index_of(items, name)
+        if index is None:
+            items.append(line)
+        else:
+            items[index] = line
+    touched = (where.target,) if where.target is not None else None
+    return Edit(_dumps(doc), tuple(lines), touched)
+
+
+def remove(text: str, names: Iterable[str], where: Where | None, *, file: str) -> Edit:
+    """``text`` without the named packages: from ``where``, or (None) from every list
+    that holds them. A name found nowhere is a usage error."""
+    doc = _parse(text, file)
+    wanted = [normalize_name(n) for n in names]
+    places = [where] if where is not None else _every_list(doc)
+    removed: list[str] = []
+    touched: set[str | None] = set()
+    for name in wanted:
+        found = False
+        for place in places:
+            items = _find(doc, place, file)
+            index = _index_of(items, name) if items is not None else None
+            if index is None or items is None:
+                continue
+            removed.append(str(items[index]))
+            items.pop(index)
+            touched.add(place.target)
+            found = True
+        if not found:
+            where_text = where.key if where is not None else "any dependency list"
+            raise UsageError(f"{name} is not in {where_text} of {file}")
+    return Edit(
+        _dumps(doc),
+        tuple(removed),
+        None if None in touched else tuple(sorted(t for t in touched if t is not None)),
+    )
+
+
+def _every_list(doc: Any) -> list[Where]:
+    places = [Where()]
+    pip = doc.get("pip")
+    groups = pip.get("groups") if isinstance(pip, dict) else None
+    if isinstance(groups, dict):
+        places += [Where(group=name) for name in groups]
+    targets = doc.get("targets")
+    if isinstance(targets, dict):
+        places += [Where(target=name) for name in targets]
+    return places
+
+
+def _dumps(doc: Any) -> str:
+    import tomlkit
+
+    text: str = tomlkit.dumps(doc)
+    return text
