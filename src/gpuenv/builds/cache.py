@@ -192,6 +192,8 @@ def _another_package(filename: str, entry: BuildEntry) -> str:
 
     try:
         name, version, _build, _tags = parse_wheel_filename(filename)
+        if entry.source.kind == "project":  # its name and version are what its build says
+            return ""
         same = name == canonicalize_name(entry.name) and version == Version(entry.version)
     except (InvalidWheelFilename, InvalidVersion):
         return f"{filename} is not a valid wheel name"
