@@ -90,6 +90,13 @@ def netrc_auth(host: str, environ: Mapping[str, str] | None = None) -> tuple[str
     return (login, password or "") if login else None
 
 
+def join_index(base: str, child: str) -> str:
+    """The index ``child`` below ``base`` (``https://h/whl`` + ``cu124``), its query kept
+    at the end: a base with ``?token=...`` gave ``https://h/whl?token=...//cu124``."""
+    parts = urlsplit(base)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + child))
+
+
 def literal_url(url: str) -> str:
     """``url`` in a form no requirements-file reader expands: uv and pip replace
     ``${NAME}`` in a requirements file by the installing machine's environment variable,

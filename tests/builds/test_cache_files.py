@@ -17,6 +17,7 @@ import pytest
 from gpuenv.builds.cache import ENTRY_FILE, BuildCache
 from gpuenv.builds.model import BuildEntry, BuildInputs, BuildSource
 from gpuenv.store import Store
+from tests.fixtures.pkgindex.plugin import PkgIndex
 
 IDENTITY = "sha256:" + "ab" * 32
 ENTRY = BuildEntry(
@@ -100,3 +101,25 @@ def test_a_sound_entry_is_found(tmp_path: Path) -> None:
     _entry(cache)
     found = _lookup(cache)
     assert found is not None and cache.notes == []
+
+
+def test_the_build_log_is_not_written_through_a_planted_link(
+    tmp_path: Path, pkgindex: PkgIndex
+) -> None:
+    from gpuenv.builds.runner import BuildContext, wheel_for
+    from tests.builds.conftest import uv_bin
+    from tests.builds.test_cache import PURE, _environ, _setup
+
+    prefix, entry, cache = _setup(tmp_path, pkgindex)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    log = cache.log_path(entry.identity)  # type: ignore[attr-defined]
+    log.parent.mkdir(parents=True)
+    log.symlink_to(victim)
+    ctx = BuildContext(
+        prefix=prefix, uv=uv_bin(), cuda_home=None, environ=_environ(tmp_path / "journal")
+    )
+    with wheel_for(cache, entry, ctx) as (wheel, _outcome):  # type: ignore[arg-type]
+        assert wheel.sha256
+    assert victim.read_text() == "keep me\n"
+    assert not log.is_symlink() and PURE.name in log.read_text()

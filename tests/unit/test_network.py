@@ -5,6 +5,7 @@ against closed ports, unresolvable names, a 403 server, an untrusted certificate
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from gpuenv._network import (
     Mirror,
     Mirrors,
     index_of,
+    join_index,
     literal_url,
     load_mirrors,
     network_error,
@@ -24,6 +26,7 @@ from gpuenv._network import (
 )
 from gpuenv.errors import UsageError
 from gpuenv.lock._uv_output import classify
+from tests.conftest import CliResult
 
 NETWORK = {
     "HTTPS_PROXY": "http://proxy.invalid:3128",
@@ -318,3 +321,21 @@ def test_hints_survive_the_redaction_every_output_applies(cause: str, role: str 
         error = network_error(Failure(cause, "https://d.invalid/x", "why"), index=index, role=role)
         assert redact(error.hint or "") == error.hint
         assert redact(error.message) == error.message
+
+
+def test_a_torch_index_with_a_token_query_keeps_it_after_the_build_path(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    assert join_index("https://h.invalid/whl?token=abc123", "cu124") == (
+        "https://h.invalid/whl/cu124?token=abc123"
+    )
+    assert join_index("https://h.invalid/whl/", "cpu") == "https://h.invalid/whl/cpu"
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(
+        '[project]\nname = "t"\n[stack]\npython = "3.11"\ntorch = "2.4.1"\n'
+        '[targets.cpu]\ngpu = "none"\n'
+        '[pip]\ntorch-index = "https://h.invalid/whl?token=abc123"\n'
+    )
+    result = cli("-f", str(spec), "plan", "--json")
+    assert result.code == 0, result.err
+    assert '"https://h.invalid/whl/cpu"' in result.out and "abc123" not in result.out

@@ -238,7 +238,9 @@ def _run(
     tracker = Tracker(entry.label(), ctx.progress)
     tracker.start()
     log.parent.mkdir(parents=True, exist_ok=True)
-    with log.open("w", encoding="utf-8") as handle:
+    log.unlink(missing_ok=True)  # a link planted at the log's path is not written through
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    with os.fdopen(os.open(log, flags, 0o600), "w", encoding="utf-8") as handle:
         handle.write(f"# gpuenv {__version__}: building {entry.label()} ({entry.identity})\n")
         for key in ("TORCH_CUDA_ARCH_LIST", "CUDA_HOME", "MAX_JOBS", "CC", "CXX"):
             handle.write(f"# {key}={env.get(key, '')}\n")

@@ -149,20 +149,26 @@ def _install_from(args: argparse.Namespace) -> int:
     for name in args.target or ():  # before anything is written into the project
         _common.check_target(name, list(unpacked.targets))
     written = pack.place_project(unpacked, spec_file)
-    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
-    for name in _targets(args, loaded.spec, list(unpacked.targets)):
-        locked = unpacked.lock.target(name)
-        assert locked is not None  # unpack checked every packed target against the lock
-        request = InstallRequest(
-            target=locked,
-            project=spec_file.parent.absolute(),
-            env_name=loaded.spec.project.name,
-            toolkit=loaded.spec.stack.toolkit,
-            sources=unpacked.sources(),
-            offline=True,
-        )
-        with _progress.display(args) as progress:
-            results.append(install_target(store, request, progress))
+    try:
+        loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
+        for name in _targets(args, loaded.spec, list(unpacked.targets)):
+            locked = unpacked.lock.target(name)
+            assert locked is not None  # unpack checked every packed target against the lock
+            request = InstallRequest(
+                target=locked,
+                project=spec_file.parent.absolute(),
+                env_name=loaded.spec.project.name,
+                toolkit=loaded.spec.stack.toolkit,
+                sources=unpacked.sources(),
+                offline=True,
+            )
+            with _progress.display(args) as progress:
+                results.append(install_target(store, request, progress))
+    except BaseException:
+        if not results:  # refused before anything was installed: the project is as it was
+            for path in written:
+                path.unlink(missing_ok=True)
+        raise
     record_lock_state(spec_file.parent.absolute(), unpacked.lock, tuple(r.target for r in results))
     if written and not args.json:
         _output.err("wrote " + ", ".join(str(p) for p in written) + f" from {args.archive}")

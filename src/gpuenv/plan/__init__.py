@@ -21,6 +21,7 @@ from typing import Literal
 
 from packaging.version import InvalidVersion, Version
 
+from gpuenv._network import join_index
 from gpuenv.errors import NoCompatiblePlan
 from gpuenv.hardware import HardwareFacts
 from gpuenv.knowledge import DriverCompat, KnowledgeBase, TorchBuild
@@ -208,8 +209,9 @@ def plan_target(
             if spec.targets[name].torch is not None
             else ("shared" if spec.stack.same_torch else "free")
         )
-    base = (given_index or DEFAULT_TORCH_INDEX).rstrip("/")
-    choice = Choice(name, found, hw, f"{base}/{found.build.tag}", tuple(models), torch_reason)
+    base = given_index or DEFAULT_TORCH_INDEX
+    index = join_index(base, found.build.tag)  # a query (?token=) stays at the end
+    choice = Choice(name, found, hw, index, tuple(models), torch_reason)
     return _target_plan(choice, c, kb, notes, how)
 
 
