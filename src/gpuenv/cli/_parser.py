@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "gpuenv.cli.pack_cmd",
         "one archive of the lock and its artifacts, for offline installs",
     ),
+    "kernel": ("gpuenv.cli.kernel_cmd", "Jupyter kernels for the targets, started through run"),
     "shell": ("gpuenv.cli.shell_cmd", "start your shell with a target's prefix activated"),
     "run": ("gpuenv.cli.run_cmd", "run a command with a target's prefix activated"),
     "activate": ("gpuenv.cli.activate_cmd", "print a target's activation script (for eval)"),

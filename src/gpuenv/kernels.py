@@ -1,0 +1,157 @@
+"""Jupyter kernels for a project's targets: kernelspecs whose argv starts the kernel
+through ``gpuenv run``, so the verification gate holds in a notebook too (a prefix not
+verified on this machine is refused, exit 4, and the refusal is in Jupyter's log).
+
+Where a kernelspec goes (Jupyter's own search path, ``jupyter kernelspec list``):
+
+- by default the user's: ``$JUPYTER_DATA_DIR/kernels``, else
+  ``$XDG_DATA_HOME/jupyter/kernels`` (``~/.local/share/jupyter/kernels``);
+- ``--prefix DIR``: ``DIR/share/jupyter/kernels``, as ``jupyter kernelspec install
+  --prefix`` (``--sys-prefix`` is the prefix of the Python running Jupyter).
+
+A kernelspec written by gpuenv carries ``metadata.gpuenv`` (project, target); ``list``
+and ``remove`` touch only those. ipykernel is never added silently: without it in the
+target, ``install`` says how to add it (a dependency group).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuenv._fs import atomic_write_text, writing
+from gpuenv.errors import UsageError
+
+KERNEL_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    directory: Path
+    project: str
+    target: str
+    display_name: str
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "name": self.name,
+            "directory": str(self.directory),
+            "project": self.project,
+            "target": self.target,
+            "display_name": self.display_name,
+        }
+
+
+def kernels_dir(environ: Mapping[str, str], prefix: Path | None = None) -> Path:
+    if prefix is not None:
+        return prefix / "share" / "jupyter" / "kernels"
+    if environ.get("JUPYTER_DATA_DIR"):
+        return Path(environ["JUPYTER_DATA_DIR"]) / "kernels"
+    data = environ.get("XDG_DATA_HOME") or str(Path(environ.get("HOME", "~")) / ".local/share")
+    return Path(data).expanduser() / "jupyter" / "kernels"
+
+
+def default_name(project_name: str, target: str) -> str:
+    """``gpuenv-<project>-<target>``, lower case (Jupyter's kernel names are)."""
+    return re.sub(r"[^a-z0-9._-]+", "-", f"gpuenv-{project_name}-{target}".lower())
+
+
+def kernelspec(
+    spec_file: Path, target: str, display_name: str, gpuenv_argv: list[str] | None = None
+) -> dict[str, object]:
+    """The kernel.json: ipykernel started by ``gpuenv run`` in the target's prefix."""
+    gpuenv = gpuenv_argv or [sys.executable, "-m", "gpuenv"]
+    argv = [*gpuenv, "-f", str(spec_file), "run", "--target", target, "--"]
+    argv += ["python", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    return {
+        "argv": argv,
+        "display_name": display_name,
+        "language": "python",
+        "metadata": {"gpuenv": {"project": str(spec_file.parent), "target": target}},
+    }
+
+
+def has_ipykernel(prefix: str) -> bool:
+    return any(Path(prefix).glob("lib/python3*/site-packages/ipykernel/__init__.py"))
+
+
+def install(
+    spec_file: Path,
+    project_name: str,
+    target: str,
+    *,
+    name: str | None,
+    environ: Mapping[str, str],
+    prefix: Path | None = None,
+) -> Kernel:
+    kernel = name or default_name(project_name, target)
+    if not KERNEL_NAME.match(kernel) or len(kernel) > 64:
+        raise UsageError(
+            f"{kernel!r} is not a kernel name",
+            hint="lower-case letters, digits, '.', '_' and '-' (Jupyter's rule)",
+        )
+    directory = kernels_dir(environ, prefix) / kernel
+    existing = _read(directory)
+    if directory.exists() and existing is None:
+        raise UsageError(
+            f"{directory} is a kernel gpuenv did not write: not replacing it",
+            hint="choose another name with --name",
+        )
+    display = f"{project_name} ({target})"
+    body = kernelspec(spec_file.absolute(), target, display)
+    with writing(directory, "the kernelspec"):
+        directory.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(directory / "kernel.json", json.dumps(body, indent=1) + "\n")
+    return Kernel(kernel, directory, str(spec_file.absolute().parent), target, display)
+
+
+def _read(directory: Path) -> Kernel | None:
+    """The gpuenv kernel in ``directory`` (None: none, or not gpuenv's)."""
+    from gpuenv import _fsread
+    from gpuenv.errors import InputFileError
+
+    try:
+        data = _fsread.load_json(directory / "kernel.json", what="kernelspec")
+    except (OSError, InputFileError):
+        return None
+    meta = data.get("metadata", {}) if isinstance(data, dict) else {}
+    info = meta.get("gpuenv") if isinstance(meta, dict) else None
+    if not isinstance(data, dict) or not isinstance(info, dict):
+        return None
+    project, target = info.get("project"), info.get("target")
+    display = data.get("display_name")
+    if not (isinstance(project, str) and isinstance(target, str) and isinstance(display, str)):
+        return None
+    return Kernel(directory.name, directory, project, target, display)
+
+
+def listing(environ: Mapping[str, str], prefix: Path | None = None) -> list[Kernel]:
+    root = kernels_dir(environ, prefix)
+    try:
+        entries = sorted(p for p in root.iterdir() if p.is_dir())
+    except OSError:
+        return []
+    return [k for k in (_read(p) for p in entries) if k is not None]
+
+
+def remove(name: str, environ: Mapping[str, str], prefix: Path | None = None) -> Kernel:
+    directory = kernels_dir(environ, prefix) / name
+    kernel = _read(directory) if KERNEL_NAME.match(name) else None
+    if kernel is None:
+        raise UsageError(
+            f"no gpuenv kernel {name!r} in {directory.parent}", hint="see 'gpuenv kernel list'"
+        )
+    with writing(directory, "the kernelspec"):
+        shutil.rmtree(directory)
+    return kernel
+
+
+def environ_of() -> dict[str, str]:
+    return dict(os.environ)
