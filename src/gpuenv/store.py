@@ -92,6 +92,7 @@ class PrefixInfo:
     size_bytes: int
     referenced_by: tuple[Path, ...]
     verified_on: int  # machines with a passing verification record
+    kept_until: float | None = None  # its project vanished: gc keeps it until then
 
 
 @dataclass(frozen=True)
@@ -325,7 +326,8 @@ class Store:
     def list(self, *, verified: Any = None) -> list[PrefixInfo]:
         """Every prefix, with its size, lock hash, state and referrers. ``verified``
         counts a prefix's passing verification records (injected by the caller)."""
-        references = self.live_references()
+        references, graced = self._scan_roots(grace=GC_GRACE_DAYS, dry_run=True)
+        until = {g.prefix: g.until for g in graced}
         out = []
         for prefix in sorted(self.prefixes.glob("*")) if self.prefixes.exists() else []:
             marker = read_marker(prefix)
@@ -338,6 +340,7 @@ class Store:
                     size_bytes=_tree_size(prefix),
                     referenced_by=tuple(references.get(prefix, ())),
                     verified_on=verified(prefix) if verified else 0,
+                    kept_until=until.get(prefix),
                 )
             )
         return out

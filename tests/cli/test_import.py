@@ -105,3 +105,16 @@ def test_help_is_cheap() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert "PATH" in out.stdout and "--gpu" in out.stdout
     assert out.stdout.strip().splitlines()[-1] == "HEAVY:"
+
+
+def test_dash_writes_the_spec_to_stdout_and_the_report_to_stderr(
+    cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    result = cli("import", SD, "--gpu", "H100", "--driver", "550.54.15", "-o", "-")
+    assert result.code == 0, result.err
+    assert result.out.startswith("[project]") or "[stack]" in result.out
+    assert result.err.startswith("## Reproduction on")
+    assert list(tmp_path.iterdir()) == [], "no file named '-', no gpuenv.toml"
+    both = cli("import", SD, "--gpu", "H100", "--driver", "550.54.15", "-o", "-", "--json")
+    assert both.code == 2 and "both want stdout" in both.out

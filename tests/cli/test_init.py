@@ -3,6 +3,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from gpuenv.knowledge import knowledge_base
 from gpuenv.spec import load_spec
 from tests.conftest import CliResult
@@ -90,3 +92,26 @@ def test_force_never_replaces_what_is_not_a_file(
     assert result.code == 2, result.err
     assert f"{fifo}: a FIFO (named pipe), not a spec file" in result.err
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode), "left as it was"
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--gpu", "H100", "--driver", "bad"], '--driver: "bad" is not a driver version'),
+        (["--gpu", "none", "--python", "2.7"], '--python: "2.7" is not a Python version'),
+        (["--gpu", "none", "--cuda", "99"], '--cuda: "99" is not a CUDA version'),
+        (["--gpu", "none", "--name", "bad/name"], '--name: "bad/name" is not a valid name'),
+        (["--gpu", "none", "--target", "a.b"], '--target (or the name taken from --gpu): "a.b"'),
+        (["--gpu", "Hxyz", "--driver", "550.54.15"], '--gpu: "Hxyz" is not a GPU gpuenv knows'),
+    ],
+)
+def test_a_bad_flag_is_named_not_a_line_of_a_file_never_written(
+    cli: Callable[..., CliResult], tmp_path: Path, flags: list[str], said: str
+) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    result = cli("-f", str(spec), "init", *flags)
+    assert result.code == 2
+    assert said in result.err
+    assert "gpuenv.toml:" not in result.err, "no line of a file that does not exist"
+    assert f"nothing was written to {spec}" in result.err
+    assert not spec.exists()

@@ -146,3 +146,25 @@ def test_an_interpreter_without_torch_fails(
     assert result.code == 1
     first = result.json()["checks"][0]
     assert first["name"] == "torch-import" and "No module named 'torch'" in first["detail"]
+
+
+def test_a_failed_cuda_target_on_a_machine_without_a_driver_is_told_where_it_can_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import argparse
+    from types import SimpleNamespace
+    from typing import cast
+
+    from gpuenv.cli import verify_cmd
+    from gpuenv.verify import ProbeResult, gate
+
+    args = argparse.Namespace(target=None, python=None)
+    failed = cast(ProbeResult, SimpleNamespace(passed=False, mode="cuda"))
+    monkeypatch.setattr(gate, "machine_fingerprint", lambda **_: {"driver": None, "gpus": []})
+    note = verify_cmd._no_driver_note(args, "h100 (/store/prefixes/h100-1)", failed)
+    assert note is not None and note.startswith("this machine has no NVIDIA driver: ")
+    assert "there, 'gpuenv verify --target h100'" in note
+    cpu = cast(ProbeResult, SimpleNamespace(passed=False, mode="cpu"))
+    assert verify_cmd._no_driver_note(args, "cpu (/p)", cpu) is None
+    monkeypatch.setattr(gate, "machine_fingerprint", lambda **_: {"driver": "550.54.15"})
+    assert verify_cmd._no_driver_note(args, "h100 (/p)", failed) is None

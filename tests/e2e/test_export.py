@@ -413,3 +413,14 @@ def test_an_output_that_is_not_a_file_is_refused_and_a_link_is_written_through(
     link.symlink_to(real)
     _export(pip_project, "requirements", "cpu", link)
     assert link.is_symlink() and "--hash=sha256:" in real.read_text()
+
+
+def test_dash_and_dev_stdout_are_stdout(pip_project: Project) -> None:
+    """`-o -` wrote a file named '-', and `-o /dev/stdout` was refused: both are stdout."""
+    for output in ("-", "/dev/stdout"):
+        result = pip_project.gpuenv("export", "requirements", "--target", "cpu", "-o", output)
+        assert result.returncode == 0, result.stderr
+        assert "--hash=sha256:" in result.stdout
+    assert not (pip_project.dir / "-").exists()
+    packed = pip_project.gpuenv("pack", "-o", "-")
+    assert packed.returncode == 2 and "an archive is not written to stdout" in packed.stderr

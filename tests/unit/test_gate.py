@@ -200,3 +200,22 @@ def test_a_hostile_record_is_no_record(selected: Selected, kind: str) -> None:
         path.write_text(json.dumps({"schema": 1, "lock_hash": 5, "passed": "yes", "probe": []}))
     assert "never been verified here" in refusal(selected)
     assert gate.passing_machines(selected.prefix) == 0
+
+
+def test_without_a_driver_a_cuda_target_is_not_sent_to_verify_here(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The hint that went in a circle ('run gpuenv verify (or pass --unverified)' after
+    verify failed for lack of a driver) now says where it can be verified."""
+    on(monkeypatch, NO_DRIVER)
+    cuda = Selected("h100", str(tmp_path), Marker(LOCK, "h100", "3.11", "0", 0.0, "12.4"))
+    with pytest.raises(NotVerified) as caught:
+        gate.check_gate(cuda, unverified=False)
+    hint = caught.value.hint or ""
+    assert hint.startswith("a CUDA build can only be verified on its hardware: there, ")
+    assert "'gpuenv verify --target h100 --slurm' from the login node" in hint
+    assert hint.endswith("here, --unverified runs it without that check")
+    cpu = Selected("cpu", str(tmp_path), Marker(LOCK, "cpu", "3.11", "0", 0.0, None))
+    with pytest.raises(NotVerified) as caught:
+        gate.check_gate(cpu, unverified=False)
+    assert caught.value.hint == "run 'gpuenv verify --target cpu' (or pass --unverified)"

@@ -263,3 +263,32 @@ def test_a_marked_prefix_whose_delta_was_damaged_is_rebuilt(tmp_path: Path) -> N
     (first.prefix / "etc" / "gpuenv" / "env-delta.json").write_text("[" * 5000)
     again = install_target(store, request(project, 1))
     assert again.built is True and again.prefix == first.prefix
+
+
+@pytest.mark.usefixtures("fake_build")
+def test_list_says_what_gc_does_with_a_prefix_no_project_points_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """list said "gc removes it" of prefixes gc keeps for 14 days (a moved project's)."""
+    from gpuenv.cli import main
+
+    store = Store(tmp_path / "store")
+    monkeypatch.setenv("GPUENV_HOME", str(store.root))
+    old = tmp_path / "old-home"
+    old.mkdir()
+    moved_prefix = install_target(store, request(old, 1)).prefix
+    old.rename(tmp_path / "new-home")
+    live = tmp_path / "live"
+    live.mkdir()
+    dropped = install_target(store, request(live, 2)).prefix
+    pointer_path(live, "cpu").unlink()  # a live project removed its pointer: garbage
+    infos = {i.path: i for i in store.list()}
+    assert infos[moved_prefix].kept_until is not None
+    assert infos[moved_prefix].kept_until > time.time() + 13 * 86400
+    assert infos[dropped].kept_until is None and infos[dropped].referenced_by == ()
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "none: its project moved or was deleted; gc keeps it until " in out
+    assert "none: the next 'gpuenv gc' removes it" in out
+    removed = store.gc().removed
+    assert dropped in removed and moved_prefix not in removed, "list said what gc did"

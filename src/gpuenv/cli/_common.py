@@ -58,6 +58,19 @@ def state_dir() -> str:
     return default_state_dir(os.environ)
 
 
+def is_stdout(path: str | os.PathLike[str] | None) -> bool:
+    """``-o -``, or a path that is this process's standard output (``/dev/stdout``,
+    ``/dev/fd/1``): written to the stream, since renaming a file over it cannot work."""
+    if path is None:
+        return False
+    if os.fspath(path) == "-":
+        return True
+    try:
+        return os.path.samestat(Path(path).stat(), os.fstat(1))
+    except (OSError, ValueError):
+        return False
+
+
 def check_target(name: str | None, known: list[str]) -> None:
     if name is not None and name not in known:
         raise UsageError(

@@ -26,7 +26,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("format", choices=FORMATS, metavar="FORMAT", help=" | ".join(FORMATS))
     _common.add_target_flag(parser, what="the target to export (default: the only one)")
     parser.add_argument(
-        "-o", "--output", metavar="PATH", type=Path, help="write here (default: stdout)"
+        "-o",
+        "--output",
+        metavar="PATH",
+        type=Path,
+        help="write here (default, or -: stdout)",
     )
 
 
@@ -67,8 +71,9 @@ def run(args: argparse.Namespace) -> int:
     exported = export.export(args.format, context)
     for note in exported.notes:
         _output.err(f"note: {note}")
-    if args.output is None:
+    if args.output is None or _common.is_stdout(args.output):  # -o - is stdout
         sys.stdout.write(exported.text)
+        sys.stdout.flush()
         return 0
     destination = output_path(
         args.output, hint=f"name a file, or leave out -o to write to stdout (> {args.output})"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -127,8 +128,11 @@ def run(args: argparse.Namespace) -> int:
     from gpuenv.knowledge.foreign import foreign_knowledge
 
     target = _target(args)
+    to_stdout = _common.is_stdout(args.output)  # -o -: the spec on stdout, the report on stderr
+    if to_stdout and args.json:
+        raise UsageError("--json and -o - both want stdout", hint="name a file with -o")
     output = Path(args.output) if args.output else Path.cwd() / "gpuenv.toml"
-    if output.exists() and not args.force:
+    if not to_stdout and output.exists() and not args.force:
         raise UsageError(f"{output} already exists", hint="pass --force to replace it, or -o FILE")
     kb = knowledge_base()
     request = ImportRequest(
@@ -141,6 +145,11 @@ def run(args: argparse.Namespace) -> int:
         _last_commit,
     )
     result = reproduce(request)
+    if to_stdout:
+        _output.err(render_markdown(result.report))
+        sys.stdout.write(result.spec_text)
+        sys.stdout.flush()
+        return 0
     write_spec(result.spec_text, output, kb, force=args.force)
     if args.json:
         _output.emit_json({"written": str(output), **result.report.to_json()})

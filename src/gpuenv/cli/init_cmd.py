@@ -3,9 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import re
 
 from gpuenv.cli import _common, _hardware, _output
-from gpuenv.errors import UsageError
+from gpuenv.errors import SpecError, UsageError
+
+# The spec key each flag of init writes (the last part of a key path; a target's table
+# name comes from --target, or from the GPU).
+_FLAGS = {
+    "name": "--name",
+    "python": "--python",
+    "torch": "--torch",
+    "cuda": "--cuda",
+    "gpu": "--gpu",
+    "driver": "--driver",
+    "dependencies": "--pip",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,10 +73,30 @@ def run(args: argparse.Namespace) -> int:
             _output.err(
                 f"gpuenv: no NVIDIA GPU here ({facts.no_gpu_reason}): the target is CPU-only"
             )
-    written = write_starter(path, options, overwrite=args.force)
+    try:
+        written = write_starter(path, options, overwrite=args.force)
+    except SpecError as exc:  # a value given on the command line: name its flag
+        raise _flag_error(exc, path) from None
     if args.json:
         _output.emit_json({"written": str(path), "targets": written})
     else:
         _output.out(f"wrote {path} (targets: {', '.join(written)})")
         _output.out("next: gpuenv plan")
     return 0
+
+
+def _flag_error(exc: SpecError, path: object) -> UsageError:
+    """The starter init would write refused, said of the flags given (the file was
+    never written, so no line of it is cited)."""
+    lines = []
+    for problem in exc.problems:
+        key = re.sub(r"\[\d+\]$", "", problem.path.rsplit(".", 1)[-1].strip('"'))
+        flag = _FLAGS.get(key)
+        if flag is None and problem.path.startswith("targets."):
+            flag = "--target (or the name taken from --gpu)"
+        flag = flag or problem.path or "a flag"
+        lines.append(f"{flag}: {problem.message}" + (f" ({problem.hint})" if problem.hint else ""))
+    return UsageError(
+        "\n".join(lines),
+        hint=f"nothing was written to {path}; see 'gpuenv init --help'",
+    )

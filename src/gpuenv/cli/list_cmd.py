@@ -19,6 +19,19 @@ def _size(n: int) -> str:
     return str(n)
 
 
+def _day(epoch: float) -> str:
+    import time
+
+    return time.strftime("%Y-%m-%d", time.localtime(epoch))
+
+
+def _unreferenced(kept_until: float | None) -> str:
+    """What gc does with a prefix no project points at, in gc's words."""
+    if kept_until is not None:
+        return f"none: its project moved or was deleted; gc keeps it until {_day(kept_until)}"
+    return "none: the next 'gpuenv gc' removes it"
+
+
 def run(args: argparse.Namespace) -> int:
     from gpuenv.verify.gate import passing_machines
 
@@ -37,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
                         "size_bytes": p.size_bytes,
                         "verified_machines": p.verified_on,
                         "referenced_by": [str(r) for r in p.referenced_by],
+                        "kept_until": _day(p.kept_until) if p.kept_until else None,
                     }
                     for p in prefixes
                 ],
@@ -54,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
             _size(p.size_bytes),
             "installed" if p.installed else "INCOMPLETE",
             f"{p.verified_on} machine(s)" if p.verified_on else "not verified",
-            ", ".join(str(r) for r in p.referenced_by) or "unreferenced (gc removes it)",
+            ", ".join(str(r) for r in p.referenced_by) or _unreferenced(p.kept_until),
         ]
         for p in prefixes
     ]

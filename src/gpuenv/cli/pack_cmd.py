@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _output, _progress
 from gpuenv.cli._pack_progress import progress_display
+from gpuenv.errors import UsageError
 
 if TYPE_CHECKING:
     from gpuenv.pack import PackRequest
@@ -59,6 +60,12 @@ def run(args: argparse.Namespace) -> int:
     from gpuenv import pack
     from gpuenv._fs import output_path
 
+    if _common.is_stdout(args.output):
+        raise UsageError(
+            "an archive is not written to stdout (-o -): it is checked and renamed into "
+            "place once complete",
+            hint="name a file: gpuenv pack -o env.gpuenv.tar",
+        )
     request = _request(args)
     output = args.output or Path(pack.default_name(request.project, request.targets))
     output = output_path(output, hint="name a file for the archive (-o FILE)")

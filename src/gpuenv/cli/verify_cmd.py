@@ -68,7 +68,23 @@ def run(args: argparse.Namespace) -> int:
         _output.emit_json(to_json(subject, result))
     else:
         _output.out(render(subject, result), raw=True)  # escaped cell by cell: keeps colours
+        note = _no_driver_note(args, subject, result)
+        if note:
+            _output.err(f"gpuenv: note: {note}")
     return 0 if result.passed else CheckFailed.exit_code
+
+
+def _no_driver_note(args: argparse.Namespace, subject: str, result: ProbeResult) -> str | None:
+    """For a CUDA target that failed on a machine without an NVIDIA driver: where it can
+    be verified instead (said once, after the checks)."""
+    if result.passed or result.mode != "cuda" or args.python is not None:
+        return None
+    from gpuenv.verify.gate import machine_fingerprint, only_on_its_hardware
+
+    if machine_fingerprint()["driver"]:
+        return None
+    target = args.target or subject.split(" (", 1)[0]
+    return f"this machine has no NVIDIA driver: {only_on_its_hardware(target)}"
 
 
 def _verify(args: argparse.Namespace) -> tuple[str, ProbeResult]:

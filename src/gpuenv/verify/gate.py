@@ -160,13 +160,27 @@ def check_gate(selected: Selected, *, unverified: bool) -> list[str]:
     )
     if unverified:
         return [f"{message}; running anyway (--unverified)"]
-    raise NotVerified(message, hint=_verify_hint(selected.target))
+    no_driver = bool(selected.marker.cuda) and not here.get("driver")
+    raise NotVerified(message, hint=_verify_hint(selected.target, no_driver=no_driver))
 
 
-def _verify_hint(target: str) -> str:
-    """The command that verifies this machine: on a Slurm node, the one for every node."""
+def only_on_its_hardware(target: str) -> str:
+    """What a CUDA target on a machine without an NVIDIA driver is told: verifying it
+    here cannot pass, so the hint must not send the user to 'gpuenv verify' here."""
+    return (
+        f"a CUDA build can only be verified on its hardware: there, 'gpuenv verify "
+        f"--target {target}' (on a Slurm cluster, 'gpuenv verify --target {target} --slurm' "
+        "from the login node); here, --unverified runs it without that check"
+    )
+
+
+def _verify_hint(target: str, *, no_driver: bool = False) -> str:
+    """The command that verifies this machine: on a Slurm node, the one for every node;
+    on a machine without a driver, none (it cannot pass here)."""
     import os
 
+    if no_driver:
+        return only_on_its_hardware(target)
     if os.environ.get("SLURM_JOB_ID"):
         return f"run 'gpuenv verify --target {target} --slurm' (on the login node; or --unverified)"
     return f"run 'gpuenv verify --target {target}' (or pass --unverified)"
