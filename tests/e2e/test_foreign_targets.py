@@ -11,6 +11,7 @@ import pytest
 
 from gpuenv.lock.format import read_lock
 from tests.e2e.conftest import Project
+from tests.fixtures.condachannel.plugin import LocalChannel
 from tests.fixtures.pkgindex.plugin import PkgIndex
 
 SPEC = """[project]
@@ -117,3 +118,35 @@ def test_foreign_targets_export(project: Project) -> None:
     assert "osx-arm64" in environment.stdout
     notes = project.gpuenv("export", "notes", "--target", "win", check=True).stdout
     assert "win-64" in notes
+
+
+def test_the_conda_half_is_solved_in_each_targets_own_subdir(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, local_channel: LocalChannel
+) -> None:
+    text = SPEC.format(default=pkgindex.default_index, torch=pkgindex.torch_base) + (
+        f'\n[conda]\nchannels = ["{local_channel.url}"]\ndependencies = {{ filelock = "*" }}\n'
+    )
+    project = make_project(text)
+    result = project.gpuenv("lock", "--target", "mac", "--target", "win", timeout=300)
+    assert result.returncode == 0, result.stderr
+    lock = read_lock(project.lock)
+    assert lock is not None
+    for name, subdir in (("mac", "osx-arm64"), ("win", "win-64")):
+        conda = {c.name: c for c in lock.targets[name].conda}
+        assert conda["python"].subdir == subdir and conda["python"].version == "3.11.9"
+        assert conda["filelock"].subdir == "noarch"
+        torch = lock.targets[name].pip_package("torch")
+        assert torch is not None and (subdir == "osx-arm64") == ("macosx" in torch.filename)
+
+
+def test_a_conda_package_for_unix_only_is_unsatisfiable_on_windows(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, local_channel: LocalChannel
+) -> None:
+    text = SPEC.format(default=pkgindex.default_index, torch=pkgindex.torch_base) + (
+        f'\n[conda]\nchannels = ["{local_channel.url}"]\ndependencies = {{ tqdm = "*" }}\n'
+    )
+    project = make_project(text)
+    assert project.gpuenv("lock", "--target", "mac", timeout=300).returncode == 0
+    result = project.gpuenv("lock", "--target", "win", timeout=300)
+    assert result.returncode == 3, result.stderr
+    assert "__unix" in result.stderr and "win-64" in result.stderr
