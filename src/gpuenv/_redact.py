@@ -74,7 +74,8 @@ _MIN_SECRET = 6  # shorter remembered values would mangle ordinary words
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
 # The userinfo ends at the LAST "@" before the host, as uv, pip and urllib split it: a
 # password may hold a raw "@" (``u:pa@ss@host``), and all of it is the secret.
-_USERINFO = re.compile(r"(?<=://)[^/?#\s'\"<>`]*@")
+# (In text, a quote ends a URL before this rule sees it: ``_URL``.)
+_USERINFO = re.compile(r"(?<=://)[^/?#\s]*@")
 # anaconda.org's token form: the first segment of the path (``host/t/<token>/channel``);
 # a ``/t/<name>/`` deeper in a path is an ordinary folder of some index.
 _CONDA_TOKEN = re.compile(r"(?<=://)([^/?#\s'\"<>`]*)/t/[^/\s?#'\"<>`]+(?=/)")

@@ -37,6 +37,7 @@ SECRET = "s3cr3t-V4lue"
         # A raw "@" in a password: the userinfo ends at the last "@" before the host.
         ("https://u2:pa@ss-LEAKY-42@host/simple", "https://host/simple"),
         ("https://u:a@b@c@host:8/x@y?q=a@b", "https://host:8/x@y?q=a@b"),
+        ("https://u':p\"<w`@host/x", "https://host/x"),  # quotes are userinfo in a value
         # "/t/<name>/" deeper in a path, and a folder named like an assignment, stay.
         ("https://h/simple/t/team/A_TOKEN=q/x.whl", "https://h/simple/t/team/A_TOKEN=q/x.whl"),
     ],
