@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.conftest import CliResult
 from tests.importers.conftest import Imported
 
 
@@ -60,3 +61,17 @@ def test_a_range_names_the_api_changes_it_crosses(
     assert torch["from"] == ">=1.7.0" and torch["risk"] == "medium"
     assert "torch._six was removed" in torch["risk_detail"]
     assert "weights_only=True" in torch["risk_detail"]
+
+
+def test_gpu_only_packages_kept_on_a_cpu_target_are_named_in_the_text(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    req = _file(
+        tmp_path, "requirements.txt", "torch==2.1.2\nxformers==0.0.23.post1\nbitsandbytes==0.41.1\n"
+    )
+    result = cli("import", str(req), "--gpu", "none", "-o", str(tmp_path / "g.toml"))
+    assert result.code == 0, result.err
+    for name in ("xformers 0.0.23.post1", "bitsandbytes 0.41.1"):
+        line = next(line for line in result.out.splitlines() if line.startswith(f"- {name}"))
+        assert "the target has no GPU: it imports, but its CUDA kernels cannot run" in line
+        assert "(high risk: GPU-only code paths fail on CPU)" in line

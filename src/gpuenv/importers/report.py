@@ -161,7 +161,17 @@ def render_markdown(report: Report) -> str:
     lines += _list(
         "Kept as the paper had it",
         report.of(KEPT),
-        lambda e: f"{e.package} {e.now or ''}{_where(e)}",
+        lambda e: (
+            f"{e.package} {e.now or ''}"
+            + (
+                f": **{e.why}** ({RISK_NAMES[e.risk]} risk"
+                + (f": {e.risk_text}" if e.risk_text else "")
+                + ")"
+                if e.risk >= MEDIUM
+                else ""
+            )
+            + _where(e)
+        ),
     )
     lines += _list("Assumptions", report.of(ASSUMPTION), lambda e: f"{e.why}{_where(e)}")
     if report.disagreements:
