@@ -29,6 +29,8 @@ class StarterOptions:
     gpu: str | None = None
     driver: str | None = None
     cpu_target: bool = False
+    cpu_build: str | None = None
+    """``"pypi"``: the CPU target takes PyPI's default build (``gpuenv init --cpu pypi``)."""
     compute_capability: str | None = None
     """Instead of ``gpu``, for a GPU the knowledge base does not name."""
     pip: tuple[str, ...] = ()
@@ -107,6 +109,9 @@ def _target_table(options: StarterOptions) -> Table:
     if options.gpu is None or options.gpu.lower() == "none":
         table.add("gpu", "none")
         table["gpu"].comment("CPU-only build")
+        if options.cpu_build:
+            table.add("build", options.cpu_build)
+            table["build"].comment("PyPI's default torch (a CUDA build): no PyTorch index needed")
         return table
     table.add("gpu", options.gpu)
     table["gpu"].comment('a GPU name, or compute-capability = "X.Y"')
@@ -136,7 +141,8 @@ def starter_text(options: StarterOptions) -> tuple[str, list[str]]:
     targets.add(names[0], _target_table(options))
     if options.cpu_target and names[0] != "cpu":
         names.append("cpu")
-        targets.add("cpu", _target_table(StarterOptions(name=options.name, gpu="none")))
+        cpu = StarterOptions(name=options.name, gpu="none", cpu_build=options.cpu_build)
+        targets.add("cpu", _target_table(cpu))
     doc.add("targets", targets)
     pip = tomlkit.table()
     dependencies = tomlkit.array()

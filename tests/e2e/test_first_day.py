@@ -14,27 +14,28 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from gpuenv.plan import DEFAULT_TORCH_INDEX
 from tests.e2e.conftest import Project
-from tests.fixtures.pkgindex.plugin import PkgIndex
+from tests.fixtures.pkgindex.index import Seen
+from tests.fixtures.pkgindex.plugin import PkgIndex, closed_port
 
 GETTING_STARTED = Path(__file__).resolve().parents[2] / "docs" / "getting-started.md"
 
 
-def walkthrough() -> list[list[str]]:
-    """The commands of the getting-started page's first-day block, comments dropped."""
+def walkthrough(block: str = "first-day") -> list[list[str]]:
+    """The commands of one of the getting-started page's blocks, comments dropped."""
     text = GETTING_STARTED.read_text(encoding="utf-8")
-    found = re.search(
-        r"<!-- first-day:begin -->\n```sh\n(.*?)```\n<!-- first-day:end -->", text, re.S
-    )
-    assert found, "docs/getting-started.md has no first-day block"
+    found = re.search(rf"<!-- {block}:begin -->\n```sh\n(.*?)```\n<!-- {block}:end -->", text, re.S)
+    assert found, f"docs/getting-started.md has no {block} block"
     return [
         shlex.split(line, comments=True) for line in found.group(1).splitlines() if line.strip()
     ]
 
 
-def _give_the_probe_a_torch(project: Path, env: dict[str, str]) -> None:
+def _give_the_probe_a_torch(project: Path, env: dict[str, str], *, pypi: bool = False) -> None:
     """The local index's torch wheels are empty stand-ins: give the installed prefix the
-    test torch (a CPU build) that the probe can exercise, as other e2e tests do."""
+    test torch (a CPU build, or PyPI's cu121 one) that the probe can exercise, as other
+    e2e tests do."""
     prefix = Path(os.readlink(project / ".gpuenv" / "cpu"))
     site = next(prefix.glob("lib/python3*/site-packages"))
     fake = Path(__file__).resolve().parents[1] / "fixtures" / "fake_torch"
@@ -42,13 +43,14 @@ def _give_the_probe_a_torch(project: Path, env: dict[str, str]) -> None:
         if (site / name).exists():
             shutil.rmtree(site / name)
         shutil.copytree(fake / name, site / name)
+    local = "" if pypi else "+cpu"
     env["GPUENV_FAKE_TORCH"] = json.dumps(
         {
-            "version": "2.4.1+cpu",
-            "cuda": None,
+            "version": f"2.4.1{local}",
+            "cuda": "12.1" if pypi else None,
             "devices": [],
-            "torchvision": "0.19.1+cpu",
-            "torchaudio": "2.4.1+cpu",
+            "torchvision": f"0.19.1{local}",
+            "torchaudio": f"2.4.1{local}",
         }
     )
 
@@ -90,3 +92,41 @@ def test_the_getting_started_walkthrough_runs_as_written(
     assert (project.dir / "gpuenv.lock").is_file()
     assert "h100" in outputs[2] and "cu124" in outputs[2], outputs[2]  # plan's choice, with reasons
     assert outputs[-1].strip() == "2.4.1+cpu"  # `run` used the verified prefix's torch
+
+
+def test_the_pypi_only_walkthrough_runs_with_the_torch_index_down(
+    make_project: Callable[..., Project], serve_index: Callable[..., PkgIndex]
+) -> None:
+    """The page's PyPI-only first day, as written: the PyTorch index is a closed port
+    (through a mirror entry, as a proxy that blocks it would look), and the counting
+    server is never asked for a torch index page."""
+    seen = Seen()
+    index = serve_index(seen=seen)
+    project = make_project()
+    project.spec.unlink()
+    env = {
+        **project.env,
+        "GPUENV_INDEX_URL": index.default_index,
+        "GPUENV_MIRRORS": f"{DEFAULT_TORCH_INDEX}=http://127.0.0.1:{closed_port()}/whl",
+        "UV_HTTP_RETRIES": "0",
+    }
+    outputs = []
+    for command in walkthrough("first-day-pypi"):
+        assert command[0] == "gpuenv", command
+        result = subprocess.run(
+            [sys.executable, "-m", "gpuenv", *command[1:]],
+            cwd=project.dir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert result.returncode == 0, f"{shlex.join(command)}:\n{result.stdout}\n{result.stderr}"
+        assert "Traceback" not in result.stderr
+        outputs.append(result.stdout)
+        if command[1] == "install":
+            _give_the_probe_a_torch(project.dir, env, pypi=True)
+    assert outputs[1].count("PyPI's plain torch 2.4.1 (linux-64) is this same build") == 2
+    assert outputs[-1].strip() == "2.4.1"  # PyPI's own build, unlabelled
+    assert [p for p, _auth in seen.requests if p.startswith("/whl/")] == []

@@ -36,7 +36,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="describe this machine: its GPU and driver, as 'gpuenv detect' finds them",
     )
-    parser.add_argument("--cpu", action="store_true", help="also add a CPU-only target")
+    parser.add_argument(
+        "--cpu",
+        nargs="?",
+        const="cpu",
+        choices=("cpu", "pypi"),
+        help="also add a CPU-only target; '--cpu pypi': with PyPI's default torch build "
+        "(a CUDA build that runs on a CPU; no PyTorch index needed, several GB more)",
+    )
     parser.add_argument(
         "--pip",
         nargs="+",
@@ -61,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         target=args.target,
         gpu=args.gpu,
         driver=args.driver,
-        cpu_target=args.cpu,
+        cpu_target=args.cpu is not None,
+        cpu_build="pypi" if args.cpu == "pypi" else None,
         pip=tuple(args.pip),
     )
     if args.detect:
