@@ -123,3 +123,42 @@ def test_the_replay_checks_every_kind_of_effect() -> None:
         assert env["PATH"].split(":")[0] == "/s/p/bin"
         assert env["CUDA_HOME"] == "/s/p" and "CUDA_PATH" not in env
         assert env[ACTIVE_VAR] == "/s/p"
+
+
+def test_fish_deactivation_leaves_an_unexported_variable_unexported(tmp_path: Path) -> None:
+    """Issue 24, finding 9: fish's deactivation exported a CUDA_HOME that was a plain
+    (unexported) shell variable before activation."""
+    if shutil.which("fish") is None:
+        pytest.skip("fish is not installed")
+    from gpuenv.activation import ActivationInputs, write_activation_files
+
+    prefix = tmp_path / "store" / "p"
+    inputs = ActivationInputs(
+        prefix=prefix,
+        name="demo:gpu",
+        store_root=tmp_path / "store",
+        bin_dirs=(prefix / "bin",),
+        lib_dirs=(),
+        cuda_home=prefix,
+        cuda_version="12.4",
+    )
+    write_activation_files(prefix, inputs)
+    script = prefix / "etc" / "gpuenv" / "activate.fish"
+    code = (
+        "set -g CUDA_HOME /mine; set -gx KEEP 1\n"
+        f"source '{script}'\n"
+        "set -qx CUDA_HOME; and echo active-exported\n"
+        "gpuenv_deactivate\n"
+        "echo value=$CUDA_HOME\n"
+        "set -qx CUDA_HOME; and echo exported; or echo unexported\n"
+    )
+    result = subprocess.run(
+        ["fish", "--no-config", "-c", code],
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["active-exported", "value=/mine", "unexported"]

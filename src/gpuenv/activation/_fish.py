@@ -95,6 +95,15 @@ class FishEmitter:
         ]
         for name in layout.names:
             lines += indent(self._restore(layout, name))
+            if name not in layout.path_lists and name != ACTIVE_VAR:
+                lines += indent(
+                    [
+                        f"if contains -- {name} (string split -- ' ' \"${layout.local_list}\")",
+                        f"    and set -q {name}",
+                        f"    set -gu {name} ${name}",
+                        "end",
+                    ]
+                )
         if layout.has_prompt:
             old, status = self._prompt_helpers(layout)
             lines += indent(
@@ -107,7 +116,11 @@ class FishEmitter:
                 ]
             )
         lines += indent(
-            [f"set -e {layout.unset_list}", "functions -e gpuenv_deactivate", *self._outer(layout)]
+            [
+                f"set -e {layout.unset_list} {layout.local_list}",
+                "functions -e gpuenv_deactivate",
+                *self._outer(layout),
+            ]
         )
         return [*lines, "end"]
 
@@ -146,12 +159,13 @@ class FishEmitter:
 
     def _activate(self, layout: Layout) -> list[str]:
         unset_list = layout.unset_list
-        lines = [f"set -gx {unset_list}"]
+        lines = [f"set -gx {unset_list}", f"set -g {layout.local_list}"]
         for name in layout.names:
             backup = layout.backup(name)
             lines += [
                 f"if set -q {name}",
                 f'    set -gx {backup} "${name}"',
+                f"    set -qx {name}; or set -ga {layout.local_list} {name}",
                 "else",
                 f"    set -e {backup}",
                 f"    set -gxa {unset_list} {name}",

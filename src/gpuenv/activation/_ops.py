@@ -340,6 +340,12 @@ class Layout:
         return _envdelta.unset_var(self.tag)
 
     @property
+    def local_list(self) -> str:
+        """fish: the names that were set but not exported before activation (restored
+        unexported: fish's ``set -gx`` would export them)."""
+        return f"{_envdelta.RESERVED_PREFIX}{self.tag}_LOCAL"
+
+    @property
     def prompt_backup(self) -> str:
         """The prompt's backup: a shell variable, never exported."""
         return self.backup("PS1")
