@@ -16,18 +16,35 @@ from pathlib import Path
 from _timing import REPO, interpreter, median_ms, report, wall
 
 
-def _seen_cache(cache: Path) -> None:
-    """A builds cache as large as the real index's: 2.0 .. 2.15 and one release beyond,
-    eight tags, four platforms, seven Pythons each."""
-    pythons = [f"3.{m}" for m in range(9, 16)]
-    tags = ("cpu", "cu118", "cu121", "cu124", "cu126", "cu128", "cu129", "cu130", "cu132")
-    platforms = ("linux-64", "linux-aarch64", "win-64", "osx-arm64")
-    versions = [f"2.{minor}.{patch}" for minor in range(0, 17) for patch in range(3)]
-    builds = {v: {t: {p: pythons for p in platforms} for t in tags} for v in versions}
+def _seen_cache(cache: Path) -> int:
+    """The builds cache ``gpuenv lock`` writes after reading an index as large as the real
+    one: every build the knowledge base has (each release, tag and platform, with its
+    Pythons) plus builds and Pythons it lacks (cu129 of 2.14 and 2.15, cp315 of every
+    2.12 build, Windows cu129 of 2.9 to 2.11); the cache keeps only what the data lacks.
+    Returns how many (release, tag, platform) entries it holds."""
+    from gpuenv.knowledge import knowledge_base
+    from gpuenv.plan import KNOWN_PYTHONS
+    from gpuenv.plan._seen import unknown_builds
+
+    kb = knowledge_base()
+    listed: dict[str, dict[str, dict[str, list[str]]]] = {}
+    for release in kb.torch_releases:
+        version = str(release.version)
+        for build in release.all_builds:
+            pythons = [p for p in KNOWN_PYTHONS if release.python_of(build).contains(p)]
+            if version.startswith("2.12."):
+                pythons.append("3.15")
+            listed.setdefault(version, {}).setdefault(build.tag, {})[build.platform] = pythons
+        if version.startswith(("2.14.", "2.15.")):
+            listed[version]["cu129"] = {"linux-64": ["3.11", "3.12", "3.13"]}
+        if version.startswith(("2.9.", "2.10.", "2.11.")):
+            listed[version].setdefault("cu129", {})["win-64"] = ["3.10", "3.11", "3.12"]
+    builds = unknown_builds(kb, listed)
     index = cache / "index"
     index.mkdir(parents=True)
     entry = {"at": 0, "builds": builds}
     (index / "builds.json").write_text(json.dumps({"https://download.pytorch.org/whl": entry}))
+    return sum(len(p) for tags_ in builds.values() for p in tags_.values())
 
 
 def main() -> int:
@@ -41,7 +58,7 @@ def main() -> int:
     plan = wall([python, "-m", "gpuenv", "-f", str(example), "plan"], runs=args.runs)
     plan_json = wall([python, "-m", "gpuenv", "-f", str(example), "plan", "--json"], runs=args.runs)
     with tempfile.TemporaryDirectory() as cache:
-        _seen_cache(Path(cache))
+        entries = _seen_cache(Path(cache))
         seen_env = {"GPUENV_CACHE_DIR": cache}
         plan_seen = wall(
             [python, "-m", "gpuenv", "-f", str(example), "plan"], runs=args.runs, env=seen_env
@@ -50,7 +67,7 @@ def main() -> int:
     report("gpuenv --help", help_, baseline=bare)
     report("gpuenv plan (two targets)", plan, baseline=bare)
     report("gpuenv plan --json (two targets)", plan_json, baseline=bare)
-    report("gpuenv plan, seen-index cache", plan_seen, baseline=bare)
+    report(f"gpuenv plan, seen-index cache ({entries})", plan_seen, baseline=bare)
     budget = 300.0
     for name, times in (("plan", plan), ("plan with seen-index cache", plan_seen)):
         verdict = "within" if median_ms(times) < budget else "OVER"

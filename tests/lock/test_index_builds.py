@@ -23,6 +23,7 @@ from gpuenv.lock.index_builds import (
     seen_builds,
 )
 from gpuenv.plan import TargetPlan, make_plan
+from gpuenv.plan._seen import unknown_builds
 from gpuenv.spec import parse_spec_text
 from tests.conftest import CliResult
 from tests.fixtures.pkgindex.index import serve, write_index
@@ -142,7 +143,7 @@ def test_a_fake_resolver_never_sends_lock_to_the_network(tmp_path: Path) -> None
         kb=knowledge_base(),
     ).spec
     options = locker.LockOptions(cache_dir=tmp_path)
-    locker._remember_index_builds(object(), spec, options)  # type: ignore[arg-type]
+    locker._remember_index_builds(object(), spec, options, knowledge_base())  # type: ignore[arg-type]
     assert not (tmp_path / "index").exists()
 
 
@@ -226,3 +227,38 @@ def test_gpuenv_plan_reads_what_the_last_lock_saw(
         "mirror.toml",
     )
     assert cli("-f", str(mirrored), "plan", "--json").json()["targets"]["rtx"]["torch"] == "2.13.0"
+
+
+def test_lock_keeps_only_what_the_data_lacks(tmp_path: Path) -> None:
+    kb = knowledge_base()
+    listed = {
+        # everything the data has of 2.14.1 on linux-64, and two things it lacks
+        "2.14.1": {
+            "cu126": {"linux-64": ["3.10", "3.11", "3.12", "3.13", "3.14"]},
+            "cu130": {"linux-64": ["3.10", "3.12", "3.15"]},  # cp315 is in the data
+            "cu129": {"linux-64": ["3.12"]},  # not in the data
+        },
+        "2.12.1": {"cu130": {"linux-64": ["3.12", "3.15"]}},  # cp315 is not
+        "2.99.0": {"cu132": {"linux-64": ["3.12"]}},  # a release the data does not know
+    }
+    assert unknown_builds(kb, listed) == {
+        "2.14.1": {"cu129": {"linux-64": ["3.12"]}},
+        "2.12.1": {"cu130": {"linux-64": ["3.15"]}},
+    }
+    served = tmp_path / "served"
+    write_index(
+        served,
+        "whl",
+        [
+            WheelSpec("torch", "2.12.1+cu130", ("cp312-cp312-manylinux_2_28_x86_64",)),
+            WheelSpec("torch", "2.12.1+cu129", ("cp312-cp312-manylinux_2_28_x86_64",)),
+        ],
+    )
+    with serve(served) as url:
+        remember_index_builds(
+            f"{url}/whl", tmp_path, 10.0, keep=lambda found: unknown_builds(kb, found)
+        )
+    # 2.12.1 cu129 is in the data (off the matrix), its cu130 cp312 wheel too: nothing
+    # to keep, but the look is recorded (no second read within the hour)
+    assert seen_builds(tmp_path, f"{url}/whl") == {}
+    assert "builds" in (tmp_path / "index" / "builds.json").read_text()

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -165,14 +166,22 @@ def seen_builds(cache_dir: Path, base: str) -> Builds:
     return out
 
 
-def remember_index_builds(base: str | None, cache_dir: Path | None, now: float) -> None:
-    """Read ``base``'s torch page and keep what it lists, unless read within the hour
-    (run beside the resolution; every failure is silent: the cache is a courtesy)."""
+def remember_index_builds(
+    base: str | None,
+    cache_dir: Path | None,
+    now: float,
+    *,
+    keep: Callable[[Builds], Builds] | None = None,
+) -> None:
+    """Read ``base``'s torch page and keep what it lists (``keep``: only what that
+    returns, e.g. what the knowledge base lacks), unless read within the hour (run beside
+    the resolution; every failure is silent: the cache is a courtesy). An index read
+    with nothing to keep is recorded too, so the next lock within the hour asks nothing."""
     if base is None or cache_dir is None or recently_read(cache_dir, base, now):
         return
     try:
         builds = builds_on_index(base)
     except (OSError, ValueError):  # a cache or page problem: the cache is a courtesy
         return
-    if builds:
-        record_builds(cache_dir, base, builds, now)
+    if builds is not None:
+        record_builds(cache_dir, base, keep(builds) if keep else builds, now)

@@ -826,7 +826,7 @@ def lock_and_write(
     from gpuenv.lock._background import Background
 
     watch = Background(lambda: _newest_torch_on_index(pip, index, options.cache_dir))
-    builds = Background(lambda: _remember_index_builds(pip, loaded.spec, options))
+    builds = Background(lambda: _remember_index_builds(pip, loaded.spec, options, kb))
     result = lock_project(  # the resolution runs while the index is looked at
         loaded,
         kb,
@@ -930,18 +930,23 @@ def _newest_torch_on_index(
     return (index, version) if version else None
 
 
-def _remember_index_builds(resolver: PipResolver, spec: Spec, options: LockOptions) -> None:
-    """Keep in the cache the builds the torch index lists, for ``plan`` (only beside a
-    resolver that reads real indexes: one that can name its default index)."""
+def _remember_index_builds(
+    resolver: PipResolver, spec: Spec, options: LockOptions, kb: KnowledgeBase
+) -> None:
+    """Keep in the cache the builds the torch index lists that ``kb`` lacks, for ``plan``
+    (only beside a resolver that reads real indexes: one that can name its default index)."""
     import time
 
     from gpuenv.lock.index_builds import remember_index_builds
     from gpuenv.plan import DEFAULT_TORCH_INDEX
+    from gpuenv.plan._seen import unknown_builds
 
     if not callable(getattr(resolver, "default_index_url", None)):
         return
     base = options.torch_index or spec.pip.torch_index or DEFAULT_TORCH_INDEX
-    remember_index_builds(base, options.cache_dir, time.time())
+    remember_index_builds(
+        base, options.cache_dir, time.time(), keep=lambda found: unknown_builds(kb, found)
+    )
 
 
 def _newer_torch_notice(seen: tuple[str, str] | None, kb: KnowledgeBase) -> str | None:

@@ -38,7 +38,7 @@ def _range(pythons: tuple[str, ...]) -> SpecifierSet | None:
 Templates = Mapping[tuple[str, str], list[tuple[int, int, TorchBuild]]]
 
 
-def _templates(kb: KnowledgeBase) -> Templates:
+def _templates(kb: KnowledgeBase) -> dict[tuple[str, str], list[tuple[int, int, TorchBuild]]]:
     """Every build of the data by (tag, platform), with its release's place."""
     out: dict[tuple[str, str], list[tuple[int, int, TorchBuild]]] = {}
     for release in kb.torch_releases:
@@ -141,7 +141,7 @@ def with_seen(kb: KnowledgeBase, seen: Seen, index: str) -> KnowledgeBase:
         return kb
     releases = []
     changed = False
-    templates = _templates(kb)
+    templates: dict[tuple[str, str], list[tuple[int, int, TorchBuild]]] = {}
     for release in kb.torch_releases:
         mine = seen.get(str(release.version), {})
         added = []
@@ -150,6 +150,8 @@ def with_seen(kb: KnowledgeBase, seen: Seen, index: str) -> KnowledgeBase:
             for platform, pythons in platforms.items():
                 if (tag, platform) in have:
                     continue
+                if not templates:  # built once, and only when a build is missing
+                    templates.update(_templates(kb))
                 build = _seen_build(kb, templates, release, tag, platform, pythons, index)
                 if build is not None:
                     added.append(build)
@@ -165,4 +167,30 @@ def with_seen(kb: KnowledgeBase, seen: Seen, index: str) -> KnowledgeBase:
             )
         changed = changed or new is not release
         releases.append(new)
-    return replace(kb, torch_releases=tuple(releases)) if changed else kb
+    if not changed:
+        return kb
+    seen_kb = replace(kb, torch_releases=tuple(releases))
+    if "_alias_tokens" in kb.__dict__:  # the GPU names did not change: keep their tokens
+        seen_kb.__dict__["_alias_tokens"] = kb.__dict__["_alias_tokens"]
+    return seen_kb
+
+
+def unknown_builds(kb: KnowledgeBase, listed: Seen) -> dict[str, dict[str, dict[str, list[str]]]]:
+    """What of ``listed`` (an index's builds) the data lacks, for releases it knows: whole
+    builds, and the Pythons of known builds beyond the data's. What ``lock`` keeps for
+    ``plan``: small, whatever the index lists."""
+    out: dict[str, dict[str, dict[str, list[str]]]] = {}
+    for release in kb.torch_releases:
+        mine = listed.get(str(release.version))
+        if not mine:
+            continue
+        have = {(b.tag, b.platform): b for b in release.all_builds}
+        for tag, platforms in mine.items():
+            for platform, pythons in platforms.items():
+                build = have.get((tag, platform))
+                known = _pythons_of(release.python_of(build)) if build is not None else set()
+                extra = [p for p in pythons if p not in known]
+                if build is None or extra:
+                    slot = out.setdefault(str(release.version), {}).setdefault(tag, {})
+                    slot[platform] = list(pythons) if build is None else extra
+    return out
