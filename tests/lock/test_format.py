@@ -305,3 +305,18 @@ def test_what_is_written_is_checked_from_its_values_and_reads_back_as_them(
         write_lock(path, replace(lock, targets={**lock.targets, "h100": bad}))
     again = parse_lock_text(path.read_text()).lock.targets
     assert {name: t.content_hash for name, t in again.items()} == hashes, "nothing written"
+
+
+def test_an_absurd_glibc_is_refused_without_listing_a_tag_per_release() -> None:
+    """A lock edited to say glibc 2.99999999998 made the reader list a hundred billion
+    wheel tags (killed for memory, or exit 70 in the fuzz run): it is a damaged target."""
+    import resource
+
+    text = render_lock(sample())
+    assert '__glibc = "2.28"' in text
+    edited = text.replace('__glibc = "2.28"', '__glibc = "2.99999999998"', 1)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    reading = parse_lock_text(edited)
+    assert reading.damaged, "the edit breaks the content hash"
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 200_000

@@ -11,6 +11,9 @@ from packaging.tags import Tag, compatible_tags, cpython_tags, mac_platforms
 ARCHES = {"linux-64": "x86_64", "linux-aarch64": "aarch64"}  # the platforms gpuenv locks
 _LEGACY_MANYLINUX = {17: "manylinux2014", 12: "manylinux2010", 5: "manylinux1"}  # PEP 600
 _OLDEST_GLIBC_MINOR = 5  # manylinux1
+# Above every glibc there is: a lock edited to say glibc 2.99999999998 must not make a
+# list of a hundred billion tags (the reader was killed for memory, or exited 70).
+NEWEST_GLIBC_MINOR = 99
 
 
 def linux_tags(platform: str, python: tuple[int, int], glibc_minor: int) -> list[Tag]:
@@ -19,7 +22,7 @@ def linux_tags(platform: str, python: tuple[int, int], glibc_minor: int) -> list
     then ``linux_<arch>``, then the pure-Python and abi3 tags."""
     arch = ARCHES[platform]
     platforms: list[str] = []
-    for minor in range(glibc_minor, _OLDEST_GLIBC_MINOR - 1, -1):
+    for minor in range(min(glibc_minor, NEWEST_GLIBC_MINOR), _OLDEST_GLIBC_MINOR - 1, -1):
         platforms.append(f"manylinux_2_{minor}_{arch}")
         if minor in _LEGACY_MANYLINUX:
             platforms.append(f"{_LEGACY_MANYLINUX[minor]}_{arch}")
