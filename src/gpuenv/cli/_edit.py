@@ -56,7 +56,8 @@ def apply(args: argparse.Namespace, edit_text: Callable[[str, str], Edit]) -> in
             f"{spec_file}: no such file", hint="create one with 'gpuenv init'"
         ) from None
     edit: Edit = edit_text(before, str(spec_file))
-    parse_spec_text(edit.text, file=str(spec_file), kb=knowledge_base)  # checked like any spec
+    cache = _common.cache_dir()  # the check fills the cache the relock then reads
+    parse_spec_text(edit.text, file=str(spec_file), kb=knowledge_base, cache_dir=cache)
     _fs.atomic_write_text(spec_file, edit.text, what="gpuenv.toml")
     try:
         locked, installed = _relock_and_install(args, spec_file, edit)
