@@ -190,3 +190,28 @@ def test_a_release_the_indexes_do_not_have_is_not_reported_as_agreeing(
     assert code == 1, out
     assert "no difference" not in out
     assert "no torch wheels of the selected releases (2.99) on the indexes" in out
+
+
+def test_macos_and_windows_wheels_are_read(
+    tool: ModuleType, pkgindex: PkgIndex, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copy = tmp_path / "torch.toml"
+    shutil.copy(DATA, copy)
+    args = ["--index-url", pkgindex.default_index, "--torch-index", pkgindex.torch_base]
+    code = tool.main([*args, "--release", "2.4.1", "--data", str(copy)])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    # the fixture's macOS and Windows wheels are for Python 3.10 and 3.11 only
+    for platform in ("osx-arm64", "win-64"):
+        assert f"build cpu ({platform}): python: data <3.13,>=3.8, wheels >=3.10,<3.12" in out
+    assert "build cu124 (win-64): python" in out  # the torch index's Windows build
+    assert "macos:" not in out  # macosx_11_0 wheels: the data's 11.0
+    assert "pypi_default_win" not in out and "pypi_default_osx" not in out  # both "cpu"
+
+
+def test_wheel_platforms(tool: ModuleType) -> None:
+    assert tool.wheel_platform("macosx_14_0_arm64") == ("osx-arm64", "14.0")
+    assert tool.wheel_platform("win_amd64") == ("win-64", None)
+    assert tool.wheel_platform("manylinux_2_28_aarch64") == ("linux-aarch64", None)
+    assert tool.wheel_platform("macosx_10_9_x86_64") is None  # Intel Macs: not planned
+    assert tool.wheel_platform("win32") is None
