@@ -152,3 +152,17 @@ def test_mps_implies_a_mac() -> None:
     assert _foreign.platform_of(None, " MPS ") == "osx-arm64"
     assert _foreign.platform_of("win-64", "RTX 4090") == "win-64"
     assert _foreign.platform_of(None, "H100") is None
+
+
+def test_the_plan_table_names_another_systems_targets() -> None:
+    from gpuenv.cli.plan_cmd import render
+
+    plan = plan_of(
+        'python = "3.12"',
+        'gpu = "H100"\ndriver = "580.65.06"',
+        'gpu = "mps"',
+        'gpu = "RTX 4090"\ndriver = "581.57"\nplatform = "win-64"',
+    )
+    rows = render(plan, verbose=False).splitlines()
+    assert "Apple GPU (MPS), osx-arm64" in rows[2] and "RTX 4090 (sm_89), win-64" in rows[3]
+    assert "linux-64" not in rows[1]

@@ -61,10 +61,12 @@ def render(plan: Plan, *, verbose: bool) -> str:
     for t in plan.targets:
         hw = t.hardware
         gpu = (
-            "none"
+            (hw.gpu_name or "none")  # "Apple GPU (MPS)" on a Mac
             if hw.cpu
             else f"{hw.gpu_name} ({', '.join(c.sm for c in hw.compute_capabilities)})"
         )
+        if hw.platform in ("osx-arm64", "win-64"):  # another system's target: say which
+            gpu += f", {hw.platform}"
         rows.append(
             [
                 t.target,
