@@ -243,3 +243,14 @@ def test_with_one_cpu_nothing_runs_beside(monkeypatch: pytest.MonkeyPatch) -> No
     answers = [shared.resolve(r) for r in requests]
     assert most == 1 and [a[0].version for a in answers] == ["2.4.1", "2.3.1"]
     assert shared.resolutions == 2
+
+
+def test_a_target_that_cannot_be_planned_fails_the_lock_as_a_serial_lock_does(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(TWO_MACHINES + '\n[targets.old]\ngpu = "K80"\ndriver = "470.82.01"\n')
+    result = cli("-f", str(spec), "lock")
+    assert result.code == 3, result.err
+    assert "old" in result.err
+    assert not (tmp_path / "gpuenv.lock").exists()

@@ -448,25 +448,27 @@ def _expected_requests(
     """The pip requests ``_lock_target`` will make first, where they are known before
     it runs (no [conda]: pip resolves for the plan's Python), so ``lock_project`` can
     start them side by side. One found different later is only a wasted resolution."""
+    if loaded.spec.conda is not None:
+        return []
+    found = (_expected_request(loaded.spec, kb, existing, options, name) for name in selected)
+    return [request for request in found if request is not None]
+
+
+def _expected_request(
+    spec: Spec, kb: KnowledgeBase, existing: Lock | None, options: LockOptions, name: str
+) -> PipRequest | None:
     from gpuenv.plan import plan_target
 
-    spec = loaded.spec
-    if spec.conda is not None:
-        return []
-    requests = []
-    declared = build_lock.declared(spec)
-    for name in selected:
-        previous = existing.target(name) if existing else None
-        keep = previous if previous is not None and not options.upgrade else None
-        try:
-            plan = plan_target(
-                name, spec, kb, detected=options.detected, torch_index=options.torch_index
-            )
-        except NoCompatiblePlan:
-            continue  # _lock_target says so, in its turn
-        need = build_lock.needs(declared, cuda=plan.cuda)
-        requests.append(_pip_request(spec, plan, keep, options, plan.python, need))
-    return requests
+    previous = existing.target(name) if existing else None
+    keep = previous if previous is not None and not options.upgrade else None
+    try:
+        plan = plan_target(
+            name, spec, kb, detected=options.detected, torch_index=options.torch_index
+        )
+        need = build_lock.needs(build_lock.declared(spec), cuda=plan.cuda)
+        return _pip_request(spec, plan, keep, options, plan.python, need)
+    except Exception:  # noqa: BLE001 - _lock_target meets it again, in its turn
+        return None
 
 
 def _solve_conda(
