@@ -99,6 +99,8 @@ def test_windows_has_no_off_matrix_cu129_build() -> None:
         ('gpu = "mps"\nplatform = "linux-64"', 'gpu = "mps" is a Mac\'s Apple GPU'),
         ('gpu = "H100"\ndriver = "550.54.15"\nplatform = "osx-arm64"', "has no NVIDIA GPU"),
         ('gpu = "mps"\ndriver = "550.54.15"', "plans a CPU build, but driver is set"),
+        ('gpu = "detect"\ndriver = "detect"\nplatform = "win-64"', '"detect" reads this machine'),
+        ('gpu = "RTX 4090"\ndriver = "detect"\nplatform = "win-64"', "a win-64 target"),
     ],
 )
 def test_contradictory_foreign_targets_are_spec_errors(target: str, message: str) -> None:

@@ -106,6 +106,14 @@ def _check_foreign_os(here: KeyPath, target: Target, gpu: str, found: _Findings)
             'use platform = "osx-arm64" (or remove it)',
         )
         return True
+    if target.platform in ("osx-arm64", "win-64") and "detect" in (gpu, target.driver):
+        found.add(
+            (*here, "gpu" if gpu == "detect" else "driver"),
+            f'"detect" reads this machine, but a {target.platform} target describes a Mac\'s '
+            "or a Windows machine's hardware",
+            "name the GPU and the driver of those machines",
+        )
+        return True
     if target.platform == "osx-arm64" and gpu not in ("none", "mps"):
         found.add(
             (*here, "gpu"),
