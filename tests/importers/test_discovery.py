@@ -143,3 +143,23 @@ def test_readers_of_the_new_formats_on_their_own() -> None:
         "git+https://github.com/example/stylegan-utils.git@3f2a9c1"
     )
     assert [n.message for n in pipfile.notes if "dev-packages" in n.message]
+
+
+def test_new_formats_with_values_of_the_wrong_type_are_never_a_crash(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """Found by mutating the fixtures (3,000 files, then 400 whole imports): extras that
+    are not names were a TypeError (exit 70)."""
+    cases = {
+        "Pipfile": "[packages]\ntorch = {version = '==2.4.1', extras = [1]}\nnumpy = 7\n",
+        "pixi.toml": "[dependencies]\npytorch = {version = 3}\n[pypi-dependencies]\nx = {extras = [2]}\n",
+        "uv.lock": "version = 1\npackage = 'x'\n",
+        "Pipfile.lock": '{"default": {"torch": {"version": 7}, "numpy": [1]}, "_meta": 3}',
+        "poetry.lock": "[[package]]\nname = 5\nversion = '1.0'\n[[package]]\nname = 'a'\n",
+    }
+    for name, text in cases.items():
+        folder = tmp_path / name.replace(".", "-")
+        folder.mkdir()
+        (folder / name).write_text(text)
+        result = run_import(folder / name, target="cpu").result
+        assert result.code in (0, 2), (name, result.code, result.err)

@@ -76,14 +76,20 @@ def read_python_version(ctx: Context, path: Path, text: str, fmt: str) -> None:
 # --- Pipfile and Pipfile.lock -----------------------------------------------------------
 
 
+def _with_extras(name: str, extras: Any) -> str:
+    """``name[a,b]``; extras that are not a list of names are ignored."""
+    if isinstance(extras, list) and extras and all(isinstance(e, str) for e in extras):
+        return f"{name}[{','.join(extras)}]"
+    return name
+
+
 def _pipfile_entry(name: str, value: Any) -> str | None:
     """A Pipfile ``[packages]`` entry as a requirement line (None: not a requirement)."""
     if isinstance(value, str):
         return f"{name}{'' if value.strip() == '*' else value.strip()}"
     if not isinstance(value, dict):
         return None
-    extras = value.get("extras")
-    label = f"{name}[{','.join(extras)}]" if isinstance(extras, list) and extras else name
+    label = _with_extras(name, value.get("extras"))
     if isinstance(value.get("git"), str):
         ref = value.get("ref")
         return f"{label} @ git+{value['git']}" + (f"@{ref}" if isinstance(ref, str) else "")
@@ -238,8 +244,7 @@ def _pypi_text(name: str, value: Any) -> str | None:
             return f"{name} @ git+{value['git']}" + (f"@{ref}" if isinstance(ref, str) else "")
         if "path" in value or "url" in value:
             return None
-        extras = value.get("extras")
-        label = f"{name}[{','.join(extras)}]" if isinstance(extras, list) and extras else name
+        label = _with_extras(name, value.get("extras"))
         version = value.get("version", "*")
         return f"{label}{'' if version in ('', '*') else poetry_to_pep440(str(version))}"
     return None
