@@ -75,3 +75,16 @@ def test_gpu_only_packages_kept_on_a_cpu_target_are_named_in_the_text(
         line = next(line for line in result.out.splitlines() if line.startswith(f"- {name}"))
         assert "the target has no GPU: it imports, but its CUDA kernels cannot run" in line
         assert "(high risk: GPU-only code paths fail on CPU)" in line
+
+
+def test_an_exact_pin_the_chosen_torch_rules_out_moves_to_its_range(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # torch 2.1 was built against NumPy 1.x: a numpy==2.0.1 pin kept beside it fails at
+    # the first tensor.numpy().
+    req = _file(tmp_path, "requirements.txt", "torch==2.1.2\nnumpy==2.0.1\n")
+    imported = run_import(req, target="cpu")
+    numpy = imported.entries("changed")["numpy"]
+    assert (numpy["from"], numpy["to"]) == ("2.0.1", "<2")
+    assert "numpy" not in imported.entries("kept")
+    assert '"numpy<2", # requirements.txt:2 numpy==2.0.1 → <2' in imported.spec.read_text()

@@ -51,7 +51,7 @@ from gpuenv.importers.report import (
 from gpuenv.importers.report import UNMANAGED as UNMANAGED_ENTRY
 from gpuenv.importers.torch_choice import Choice, PaperTorch, Planning, choose
 from gpuenv.knowledge import DriverCompat, KnowledgeBase
-from gpuenv.knowledge.foreign import ForeignKnowledge
+from gpuenv.knowledge.foreign import ForeignKnowledge, TorchConstraint
 from gpuenv.names import COMPANIONS, TRIO
 from gpuenv.plan import TargetPlan, spec_text
 from gpuenv.spec import Target
@@ -728,12 +728,47 @@ def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
     d.pip.append(Line(_requirement_of(resolved), entry.comment()))
 
 
+def _constraint_breaks_pin(d: Decision, resolved: Resolved, constraint: TorchConstraint) -> None:
+    """An exact pin the chosen torch rules out (numpy==2.0.1 with torch 2.1): replaced by
+    the constraint's range, the newest release in it chosen by the lock."""
+    index = next(
+        (
+            i
+            for i, line in enumerate(d.pip)
+            if re.match(rf"{re.escape(resolved.name)}\b", line.text)
+        ),
+        None,
+    )
+    now = str(constraint.requires)
+    entry = Entry(
+        CHANGED,
+        resolved.name,
+        f"{constraint.why}; the lock takes the newest release in {now!r}",
+        origin=resolved.ask.origin,
+        was=str(resolved.exact),
+        now=now,
+        risk=MEDIUM,
+        risk_text="another release: behaviour may differ",
+        unverified=constraint.fact.unverified,
+    )
+    d.entries = [e for e in d.entries if not (e.package == resolved.name and e.kind == KEPT)]
+    d.add(entry)
+    line = Line(_requirement_of(resolved, now), entry.comment())
+    if index is None:
+        d.pip.append(line)
+    else:
+        d.pip[index] = line
+
+
 def _constraints(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
     """Constraints the chosen torch puts on other packages (numpy < 2 before torch 2.3)."""
     for constraint in fk.constraints_for(Version(d.plan.torch)):
         resolved = merged.packages.get(constraint.package)
         if resolved is not None and resolved.exact is not None:
-            continue  # an exact pin: kept or moved on its own
+            if constraint.requires.contains(resolved.exact, prereleases=True):
+                continue  # an exact pin the constraint allows: kept
+            _constraint_breaks_pin(d, resolved, constraint)
+            continue
         index = next(
             (i for i, line in enumerate(d.pip) if re.match(rf"{constraint.package}\b", line.text)),
             None,
