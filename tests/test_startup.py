@@ -85,7 +85,8 @@ def _bench_project(root: object) -> object:
 
 def test_lock_check_loads_no_knowledge_base_and_starts_no_tool(tmp_path: object) -> None:
     """`lock --check` of a fresh lock whose spec was read before: no knowledge base
-    (its data files), no pydantic, nothing that builds or starts processes."""
+    (its data files), no pydantic, nothing that builds or starts processes; checked
+    fresh before, not even the spec's or the lock's TOML."""
     import os
     from pathlib import Path
 
@@ -109,6 +110,8 @@ def test_lock_check_loads_no_knowledge_base_and_starts_no_tool(tmp_path: object)
     code, *loaded = out.stdout.split()
     assert code == "0", out.stderr
     heavy = {"gpuenv.knowledge.model", "gpuenv.builds.compiler", "gpuenv._proc", "pydantic"}
+    # Found fresh before, the same bytes are not read as TOML again (lock._fresh).
+    heavy |= {"gpuenv.spec", "gpuenv.lock.format", "gpuenv.lock.locker", "gpuenv.lock.model"}
     assert not heavy & set(loaded), heavy & set(loaded)
 
 

@@ -291,3 +291,59 @@ def test_with_one_torch_another_targets_change_makes_a_target_stale(
     result = cli("-f", str(project), "lock", "--check", "--json")
     assert result.code == 1
     assert set(result.json()["error"]["stale"]) == {"h100", "cpu"}
+
+
+def test_check_of_bytes_found_fresh_before_parses_nothing_and_any_change_is_checked(
+    cli: Callable[..., CliResult],
+    project: Path,
+    fakes: tuple[FakePip, FakeConda],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gpuenv.lock import locker
+
+    assert cli("-f", str(project), "lock").code == 0
+    assert cli("-f", str(project), "lock", "--check").code == 0  # the full check: noted
+    real = locker.stale_reasons
+
+    def never(*args, **kwargs):
+        raise AssertionError("the full check ran")
+
+    monkeypatch.setattr(locker, "stale_reasons", never)
+    again = cli("-f", str(project), "lock", "--check", "--json")
+    assert again.code == 0 and again.json() == {
+        "lock": str(project.parent / "gpuenv.lock"),
+        "fresh": True,
+        "stale": {},
+    }
+    monkeypatch.setattr(locker, "stale_reasons", real)
+    lock_file = project.parent / "gpuenv.lock"
+    text = lock_file.read_text()
+    lock_file.write_text(text.replace("2.0.0", "2.0.1", 1))  # an edited pin
+    edited = cli("-f", str(project), "lock", "--check")
+    assert edited.code == 1 and "fails gpuenv's checks" in edited.err
+    lock_file.write_text(text)
+    project.write_text(TWO_TARGETS.replace("transformers>=1", "transformers>=2"))
+    stale = cli("-f", str(project), "lock", "--check")
+    assert stale.code == 1 and "changed since it was locked" in stale.err
+
+
+def test_check_of_a_detect_target_is_never_taken_from_the_cache(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(TWO_TARGETS)
+    assert cli("-f", str(spec), "lock").code == 0
+    assert cli("-f", str(spec), "lock", "--check").code == 0
+    import os
+
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "gpuenv" / "lock-check"
+    marks = sorted(cache.iterdir())
+    assert marks, "a fresh check of declared targets is noted"
+    detect = tmp_path / "detect"
+    detect.mkdir()
+    (detect / "gpuenv.toml").write_text(
+        TWO_TARGETS.replace('gpu = "H100"\ndriver = "550.54.15"', 'gpu = "detect"')
+    )
+    cli("-f", str(detect / "gpuenv.toml"), "lock")
+    cli("-f", str(detect / "gpuenv.toml"), "lock", "--check")
+    assert sorted(cache.iterdir()) == marks

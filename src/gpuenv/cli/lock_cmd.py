@@ -50,7 +50,35 @@ def backends() -> tuple[PipResolver, CondaSolver]:
     return resolvers()
 
 
+def _fresh_key(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(gpuenv's cache, the name of this check of these bytes) for ``lock._fresh``."""
+    from gpuenv.knowledge._data import data_digest
+    from gpuenv.lock import _fresh
+
+    cache = _common.cache_dir()
+    name = _fresh.key(str(_common.spec_path(args)), data_digest(), args.target) if cache else None
+    return (str(cache), name) if cache and name else None
+
+
+def _say_fresh(args: argparse.Namespace, lock_path: str) -> int:
+    if args.json:
+        _output.emit_json({"lock": lock_path, "fresh": True, "stale": {}})
+    else:
+        _output.err(f"{lock_path} is up to date")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    fresh = _fresh_key(args) if args.check else None
+    if fresh is not None:
+        from gpuenv.lock import _fresh
+
+        if _fresh.known_fresh(*fresh):  # these bytes were found fresh before: say so
+            return _say_fresh(args, str(_common.spec_path(args).parent / _fresh.LOCK_FILENAME))
+    return _run(args, fresh)
+
+
+def _run(args: argparse.Namespace, fresh: tuple[str, str] | None) -> int:
     from gpuenv.errors import UnreadableLockError
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge._data import data_digest
@@ -87,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
     )
     digest = data_digest()
     if args.check:
-        return _check(args, loaded, reading, options, digest, str(lock_path))
+        return _check(args, loaded, reading, options, digest, str(lock_path), fresh)
     if unreadable is not None:
         _output.err(
             f"gpuenv: warning: {unreadable.message}: writing a new gpuenv.lock for every "
@@ -125,9 +153,11 @@ def _check(
     options: LockOptions,
     digest: str,
     lock_path: str,
+    fresh: tuple[str, str] | None,
 ) -> int:
     """``--check``: the selected targets (all without ``--target``) are locked, fresh,
-    and pass every check a reader of the lock applies. No network, nothing written."""
+    and pass every check a reader of the lock applies. No network, nothing written
+    but, when it is fresh, the cache's note of it (``lock._fresh``)."""
     from gpuenv.knowledge import knowledge_base
     from gpuenv.lock.locker import damage_reasons, stale_reasons
 
@@ -145,11 +175,12 @@ def _check(
             hint="run 'gpuenv lock'",
             details={"lock": lock_path, "stale": found},
         )
-    if args.json:
-        _output.emit_json({"lock": lock_path, "fresh": True, "stale": {}})
-    else:
-        _output.err(f"{lock_path} is up to date")
-    return 0
+    # Noted only when no byte moved while it was checked, and no plan is this machine's.
+    if fresh is not None and not loaded.spec.uses_detect and _fresh_key(args) == fresh:
+        from gpuenv.lock import _fresh
+
+        _fresh.remember_fresh(*fresh)
+    return _say_fresh(args, lock_path)
 
 
 def _extra(reading: LockReading | None, loaded: LoadedSpec) -> list[str]:
