@@ -365,6 +365,13 @@ class InstallError(GpuenvError):
     kind = "install"
 
 
+class HashMismatch(InstallError):
+    """Bytes that are not the ones the lock names (a download, a stored artifact, an
+    archive's member): the one refusal of every fetch, whoever fetched."""
+
+    kind = "hash-mismatch"
+
+
 class BuildError(InstallError):
     """A compiled extension could not be built, or its build cannot start (no host
     compiler nvcc accepts, a source that does not match its hash). Carries the build

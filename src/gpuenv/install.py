@@ -70,6 +70,7 @@ from gpuenv.shells import write_shell_entrypoints
 from gpuenv.store import Store, point_project
 
 if TYPE_CHECKING:
+    from gpuenv._fetch import Artifact
     from gpuenv.editable.install import ProjectResult
     from gpuenv.spec import BuildOptions, LocalProject
 
@@ -216,24 +217,6 @@ def _rattler_errors() -> tuple[type[BaseException], ...]:
     )
 
 
-def _file_digests(path: str) -> tuple[str, str]:
-    """sha256 and md5 of a local archive, read once; it must be a regular file."""
-    import hashlib
-    import stat
-
-    sha, md5 = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise InstallError(f"{path}: not a regular file: refusing to install it")
-        while chunk := os.read(fd, 1 << 20):
-            sha.update(chunk)
-            md5.update(chunk)
-    finally:
-        os.close(fd)
-    return sha.hexdigest(), md5.hexdigest()
-
-
 def check_local_archives(
     packages: tuple[CondaPackage, ...], sources: ArtifactSources | None = None
 ) -> None:
@@ -243,17 +226,22 @@ def check_local_archives(
     URL checked is the one fetched (a local copy from ``install --from`` included)."""
     from urllib.parse import unquote, urlsplit
 
+    from gpuenv._fetch import hash_file
+
     fetch = sources or ArtifactSources()
     for c in packages:
+        if c.url in fetch.files:
+            continue  # the store's copy: checked when it was stored (gpuenv._fetch)
         parts = urlsplit(fetch.url_for(c.url))
         if parts.scheme != "file":
             continue
         path = unquote(parts.path)
         try:
-            sha256, md5 = _file_digests(path)
+            digests = hash_file(path, md5=True)
+            sha256, md5 = digests.sha256, digests.md5
         except OSError as exc:
             raise InstallError(
-                f"conda package {c.name} {c.version}: cannot read {path}: {exc.strerror}",
+                f"conda package {c.name} {c.version}: cannot read {path}: {exc.strerror or exc}",
                 hint="the channel has changed since gpuenv.lock was written: run 'gpuenv lock'",
             ) from None
         if (sha256, md5) != (c.sha256, c.md5):
@@ -335,6 +323,79 @@ def install_conda(
             f"rattler could not install the locked conda packages: {redact(str(exc)).strip()}",
             hint="the lock's conda records are malformed: run 'gpuenv lock' to rewrite it",
         ) from None
+
+
+# --- artifacts ----------------------------------------------------------------------------------
+
+FETCH_WORKERS = 8
+
+
+def fetch_artifacts(
+    store: Store, request: InstallRequest, progress: Progress, target: LockedTarget | None = None
+) -> ArtifactSources:
+    """Every artifact the target names, checked, in the store's artifacts (``gpuenv._fetch``:
+    fetched only when missing, several at a time); the sources that hand uv and rattler
+    those local files. A pack after this install downloads nothing."""
+    import threading
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+    from gpuenv._fetch import credentials_from, credentials_of
+    from gpuenv.errors import DownloadError
+    from gpuenv.lock.artifacts import merged, target_artifacts
+
+    target = target or request.target  # without the dependency groups left out
+    artifacts = merged(target_artifacts(target), ordered=False)  # the lock's order
+    if not artifacts:
+        return request.sources
+    stored = store.artifacts()
+    missing = stored.missing(artifacts)
+    if missing:
+        progress(
+            f"{target.name}: fetching {len(missing)} of {len(artifacts)} artifacts into the store"
+        )
+    credentials = {**credentials_from(request.channels), **credentials_of(request.all_indexes)}
+    stop = threading.Event()
+
+    def advance(_done: int, _total: int | None) -> None:
+        if stop.is_set():
+            raise _Stopped("stopped: another download failed")
+
+    def one(artifact: Artifact) -> Path:
+        return stored.ensure(artifact, request.sources, credentials=credentials, advance=advance)
+
+    pool = ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(artifacts)))
+    try:
+        futures = [pool.submit(one, a) for a in artifacts]
+        wait(futures, return_when=FIRST_EXCEPTION)
+        if any(f.done() and f.exception() for f in futures):
+            stop.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            # The first failure in the lock's order (not the first to finish): one message.
+            errors = [f.exception() for f in futures if not f.cancelled()]
+            raise next(e for e in errors if e is not None and not isinstance(e, _Stopped))
+        paths = [f.result() for f in futures]
+    except BaseException as exc:
+        stop.set()
+        pool.shutdown(wait=True, cancel_futures=True)
+        if isinstance(exc, DownloadError):
+            network = _network_failure(_artifact_kind(exc, artifacts), exc.message, request)
+            if network is not None:
+                raise network from None
+        raise
+    pool.shutdown()
+    files = {url: path for a, path in zip(artifacts, paths, strict=True) for url in a.urls}
+    return ArtifactSources(files=files, mirrors=request.sources.mirrors)
+
+
+class _Stopped(InstallError):
+    """A download given up because another one failed."""
+
+
+def _artifact_kind(error: Exception, artifacts: list[Artifact]) -> str:
+    """ "conda packages" or "pip packages": what the failed download was."""
+    text = str(error)
+    conda = any(a.kind == "conda" and a.filename in text for a in artifacts)
+    return "conda packages" if conda else "pip packages"
 
 
 # --- python and pip -------------------------------------------------------------------------
@@ -612,9 +673,13 @@ def _build(
     prefix: Path, store: Store, request: InstallRequest, progress: Progress
 ) -> tuple[str, tuple[BuildOutcome, ...]]:
     target = request.target
+    _make_prefixes_dir(store, prefix)
+    left_out = _left_out(request)
+    if left_out:  # the dependency groups not asked for
+        target = replace(target, pip=tuple(p for p in target.pip if p.name not in left_out))
+    request = replace(request, sources=fetch_artifacts(store, request, progress, target))
     uv = _uv_binary(request)
     env = _uv_env(store, request)
-    _make_prefixes_dir(store, prefix)
     if target.conda:
         progress(f"{target.name}: linking {len(target.conda)} conda packages")
         install_conda(prefix, target.conda, store.cache("rattler"), request)
@@ -626,9 +691,6 @@ def _build(
     else:
         progress(f"{target.name}: creating the Python {target.stack.python} environment")
         make_venv(prefix, target.stack.python, uv, env)
-    left_out = _left_out(request)
-    if left_out:  # the dependency groups not asked for
-        target = replace(target, pip=tuple(p for p in target.pip if p.name not in left_out))
     progress(f"{target.name}: installing {len(target.pip)} pip packages")
     install_pip(prefix, target, uv, env, request)
     from gpuenv.editable.shims import write_pip_shims
@@ -721,6 +783,13 @@ def _runnable(prefix: Path) -> bool:
     except (OSError, FileFormatError):
         return False
     return True
+
+
+def is_current(store: Store, target: LockedTarget) -> bool:
+    """Whether ``target`` is installed as locked in ``store`` (checked as install
+    checks it: the marker names its content hash and its run-time delta is sound)."""
+    prefix = store.prefix_for(target.name, target.content_hash)
+    return store.is_installed(prefix, target.content_hash) and _runnable(prefix)
 
 
 def install_target(

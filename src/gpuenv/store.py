@@ -10,6 +10,8 @@ Layout under the store root (``$GPUENV_HOME``, default ``$XDG_DATA_HOME/gpuenv``
     roots/<digest>                 symlinks to project pointers: the gc roots
     roots/<digest>.prefix          the prefix that pointer last reached
     roots/<digest>.gone            when gc first found the pointer's project gone
+    cache/artifacts/<sha256>/      every artifact a lock names, once (gpuenv._fetch)
+    locks/artifacts/<sha256>.lock  one fetch of an artifact at a time
     cache/uv, cache/rattler        package caches shared by every prefix
     cache/torch-extensions/<name>  the prefix's TORCH_EXTENSIONS_DIR (JIT-built extensions)
     builds/<identity>/             built wheels by build identity (gpuenv.builds.cache)
@@ -59,7 +61,10 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpuenv._fetch import ArtifactStore
 
 from gpuenv import __version__, _marker
 from gpuenv._flock import FileLock, LockTimeout
@@ -150,6 +155,12 @@ class Store:
 
     def cache(self, kind: str) -> Path:
         return self.root / "cache" / kind
+
+    def artifacts(self) -> ArtifactStore:
+        """The store's artifacts: every locked artifact once, by sha256 (gpuenv._fetch)."""
+        from gpuenv._fetch import ArtifactStore
+
+        return ArtifactStore(self.cache("artifacts"), self.root / "locks" / "artifacts")
 
     def torch_extensions_dir(self, prefix: Path) -> Path:
         """The prefix's own TORCH_EXTENSIONS_DIR: JIT builds never reuse another torch's."""

@@ -64,7 +64,7 @@ def test_a_download_stops_at_the_cap_and_leaves_nothing(
     )
     with pytest.raises(DownloadError, match="more than 1048576 bytes"):
         prepare(request)
-    assert not [p for p in (tmp_path / "s").rglob("*") if p.is_file()]
+    assert not [p for p in (tmp_path / "s" / "cache").rglob("*") if p.is_file()]
 
 
 def test_the_cap_is_the_declared_size_else_the_documented_maximum() -> None:

@@ -8,7 +8,9 @@ Layout under ``<store>/builds/`` (see also ``gpuenv.store``, whose ``gc`` knows 
         build.log               the build's full output
     .incoming/<digest>.<rand>/  an entry being built; renamed to <digest>/ when complete
     logs/<digest>.log           the log of the latest build of that identity (kept on failure)
-    sources/<sha256>/<file>     sdists, by their sha256
+
+The sdists builds compile are the store's artifacts (``gpuenv._fetch``), as every other
+artifact a lock names.
 
 The discipline is the prefixes': an entry is complete only when its ``entry.json`` (the
 completion marker) is there, names its identity, and the wheel beside it still has the
@@ -22,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import os
 import re
@@ -36,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv import __version__
+from gpuenv._fetch import ArtifactStore, file_sha256
 from gpuenv._fs import atomic_write_text, writing
 from gpuenv._fsread import load_json, special_kind
 from gpuenv.builds.model import BuildEntry
@@ -47,7 +49,6 @@ LOG_FILE = "build.log"
 ENTRY_FORMAT = 1
 MAX_ENTRY_BYTES = 1 << 20
 _WHEEL_NAME = re.compile(r"[A-Za-z0-9_.+!-]+\.whl\Z")
-_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -61,14 +62,6 @@ class CachedWheel:
     @property
     def log(self) -> Path:
         return self.entry_dir / LOG_FILE
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class BuildCache:
@@ -86,8 +79,9 @@ class BuildCache:
         return self.root / "logs" / f"{identity.removeprefix('sha256:')}.log"
 
     @property
-    def sources(self) -> Path:
-        return self.root / "sources"
+    def artifacts(self) -> ArtifactStore:
+        """The store's artifacts, where build sources are kept."""
+        return self.store.artifacts()
 
     @contextlib.contextmanager
     def locked(self, identity: str, *, timeout: float = 6 * 3600) -> Iterator[None]:

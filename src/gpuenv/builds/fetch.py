@@ -1,82 +1,44 @@
-"""Getting a build's source, exactly as locked: an sdist downloaded once into the store
-(by its sha256, checked while it is written), or a git checkout of the locked commit.
+"""Getting a build's source, exactly as locked: an sdist from the store's artifacts
+(``gpuenv._fetch``: fetched once, by its sha256, checked while it is written), or a git
+checkout of the locked commit.
 
 This module is where builds talk to the network.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import os
 import shutil
-import tempfile
-import urllib.error
-import urllib.request
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
 
 from gpuenv import _proc
+from gpuenv._artifacts import ArtifactSources
+from gpuenv._fetch import Artifact, ArtifactStore, filename_of
 from gpuenv.builds.model import BuildSource
-from gpuenv.errors import BuildError, ExternalToolError
+from gpuenv.errors import BuildError, DownloadError, ExternalToolError
 
-DOWNLOAD_TIMEOUT = 120.0
 GIT_TIMEOUT = 1800.0
-_CHUNK = 1 << 20
 
 
 def _filename(url: str) -> str:
-    name = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+    name = filename_of(url)
     return name if name and name not in (".", "..") and "/" not in name else "source.tar.gz"
 
 
-def _download(url: str, sha256: str, destination: Path) -> None:
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".download-", dir=destination.parent)
-    digest = hashlib.sha256()
-    try:
-        with (
-            os.fdopen(fd, "wb") as out,
-            urllib.request.urlopen(  # noqa: S310 - lock URLs only
-                url, timeout=DOWNLOAD_TIMEOUT
-            ) as response,
-        ):
-            while chunk := response.read(_CHUNK):
-                digest.update(chunk)
-                out.write(chunk)
-        if digest.hexdigest() != sha256:
-            raise BuildError(
-                f"refused: {url} does not match the sha256 in gpuenv.lock "
-                f"(got {digest.hexdigest()}, locked {sha256}): tampered with or corrupted",
-                hint="nothing was built or marked installed; check the index or mirror serving it",
-            )
-        Path(tmp).replace(destination)
-    except (OSError, urllib.error.URLError) as exc:
-        raise BuildError(f"cannot download {url}: {exc}") from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            Path(tmp).unlink()
-
-
-def _hash_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def sdist(source: BuildSource, sources_dir: Path, fetch_url: str | None = None) -> Path:
-    """The sdist of ``source``, from the store when it is there and still matches; else
-    downloaded from ``fetch_url`` (the locked URL, or a local copy of it: install --from)."""
+def sdist_artifact(source: BuildSource) -> Artifact:
+    """The store's name for a build's sdist."""
     assert source.sha256 is not None
-    path = sources_dir / source.sha256 / _filename(source.url)
-    if path.is_file():
-        if _hash_file(path) == source.sha256:
-            return path
-        path.unlink()  # damaged: fetch it again
-    _download(fetch_url or source.url, source.sha256, path)
-    return path
+    return Artifact((source.url,), _filename(source.url), source.sha256, "pip")
+
+
+def sdist(
+    source: BuildSource, artifacts: ArtifactStore, sources: ArtifactSources | None = None
+) -> Path:
+    """The sdist of ``source`` from the store's artifacts (checked), fetched through
+    ``sources`` (the locked URL, a mirror, or a local copy: install --from) when missing."""
+    try:
+        return artifacts.ensure(sdist_artifact(source), sources)
+    except DownloadError as exc:
+        raise BuildError(exc.message, hint=exc.hint) from None
 
 
 def git_checkout(source: BuildSource, workdir: Path) -> Path:

@@ -229,7 +229,7 @@ def _source(cache: BuildCache, entry: BuildEntry, ctx: BuildContext, workdir: Pa
         return localsrc.copy_tree(entry.source, workdir)
     if entry.source.kind == "git":
         return fetch.git_checkout(entry.source, workdir)
-    return fetch.sdist(entry.source, cache.sources, ctx.sources.url_for(entry.source.url))
+    return fetch.sdist(entry.source, cache.artifacts, ctx.sources)
 
 
 def _run(

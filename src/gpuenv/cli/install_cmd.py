@@ -135,7 +135,7 @@ def _install_from(args: argparse.Namespace) -> int:
     this directory its project if it is none, and install from those files only."""
     from gpuenv import pack
     from gpuenv.cli._pack_progress import progress_display
-    from gpuenv.install import InstallRequest, install_target, record_lock_state
+    from gpuenv.install import InstallRequest, install_target, is_current, record_lock_state
     from gpuenv.knowledge import knowledge_base
     from gpuenv.spec import load_spec
 
@@ -144,8 +144,15 @@ def _install_from(args: argparse.Namespace) -> int:
     spec_file = _common.spec_path(args)
     store = _common.store()
     results = []
+
+    def installed(lock: Lock, packed: tuple[str, ...]) -> bool:
+        """Every target asked for is installed already: no artifact needs reading."""
+        names = args.target or packed
+        targets = [lock.target(n) for n in names]
+        return all(t is not None and is_current(store, t) for t in targets)
+
     with progress_display(bar=_progress.mode(args) == _progress.LIVE, lines=False) as report:
-        unpacked = pack.unpack(args.archive, store, report)
+        unpacked = pack.unpack(args.archive, store, report, installed=installed)
     for name in args.target or ():  # before anything is written into the project
         _common.check_target(name, list(unpacked.targets))
     written = pack.place_project(unpacked, spec_file)

@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _request(args: argparse.Namespace) -> PackRequest:
     from gpuenv import pack
     from gpuenv._artifacts import ArtifactSources
-    from gpuenv.pack._fetch import credentials_from
+    from gpuenv._fetch import credentials_from
 
     spec_file = _common.spec_path(args)
     loaded, lock = _common.load_locked(args)

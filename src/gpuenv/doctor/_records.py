@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpuenv.doctor._fsafe import open_binary, read_bytes, resolved
+from gpuenv.doctor._fsafe import read_bytes, resolved
 from gpuenv.doctor.environment import CondaPackage, Dist, Environment
 from gpuenv.names import TORCH_IMPORTS
 
@@ -244,19 +244,14 @@ def on_disk(path: str, claims: list[Claim]) -> Claim | None:
 
 
 def file_sha256(path: str) -> str | None:
-    import hashlib  # only for the few shared files whose size does not decide
+    """The file's sha256, or None when it is unreadable or not a regular file (a FIFO
+    would hang, /dev/zero would never end): the store's one file-hash helper."""
+    from gpuenv._fetch import file_sha256 as sha256_of  # only for the few undecided files
 
-    sha = hashlib.sha256()
-    fh = open_binary(path)  # a FIFO would hang, /dev/zero would never end
-    if fh is None:
-        return None
     try:
-        with fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                sha.update(block)
+        return sha256_of(path)
     except (OSError, ValueError):
         return None
-    return sha.hexdigest()
 
 
 def differs(claims: list[Claim]) -> bool:

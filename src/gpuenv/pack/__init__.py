@@ -8,36 +8,43 @@ An archive is one uncompressed tar, its bytes fixed by the lock::
     gpuenv-pack/gpuenv.toml                     the spec it was locked from (when known)
     gpuenv-pack/artifacts/<sha256>/<file>       every artifact the packed targets name
 
-``prepare`` gathers the artifacts through the store's artifact cache (downloading only
-what is missing, hash-checked) and computes the archive's exact size; ``write`` writes
-it (members sorted after the manifest, the lock and the spec; fixed times, owners and
-modes) with progress. ``unpack`` reads an archive trusting nothing: the manifest first,
-every member checked against it (type, name, size, hashes), the lock parsed by the lock
-reader and matched against the manifest, every artifact hash-checked into the artifact
-cache. Its result maps each locked URL to its checked local copy, for
-``ArtifactSources``: install then runs exactly as it always does, without the network.
+``prepare`` gathers the artifacts in the store's artifacts (``gpuenv._fetch``: after an
+install of the same targets nothing is downloaded; what is missing is fetched, checked)
+and computes the archive's exact size; ``write`` streams them from the store into the
+archive (members sorted after the manifest, the lock and the spec; fixed times, owners
+and modes) with progress, hashing each byte once on the way: a stored file damaged
+since it was checked is removed, fetched again, and the archive written again.
+
+``unpack`` reads an archive trusting nothing: the manifest first, every member checked
+against it (type, name, size, hashes), the lock parsed by the lock reader and matched
+against the manifest, every artifact hashed once while it is copied into the store's
+artifacts (one stored already is only read, to refuse an altered archive). Its result
+maps each locked URL to its checked local copy, for ``ArtifactSources``: install then
+runs exactly as it always does, without the network. When every packed target is
+installed already, no artifact is read at all.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tarfile
-import tempfile
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from typing import IO
 
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._fs import atomic_write_text
 from gpuenv._redact import redact_urls
+from gpuenv._fetch import Artifact, ArtifactStore, Credentials, Digests
+from gpuenv._fs import atomic_write_text, storage_error
 from gpuenv.errors import InstallError, UsageError
+from gpuenv.lock.artifacts import build_sources, lock_artifacts
 from gpuenv.lock.format import LOCK_FILENAME, parse_lock_text, read_lock, render_lock
-from gpuenv.lock.model import Lock, LockedTarget
-from gpuenv.pack import _fetch, _tar
-from gpuenv.pack._fetch import Credentials, Wanted
+from gpuenv.lock.model import Lock
+from gpuenv.pack import _tar
 from gpuenv.pack.manifest import (
     LOCK,
     MANIFEST,
@@ -101,7 +108,9 @@ class PackPlan:
     manifest: Manifest
     entries: tuple[_tar.Entry, ...]
     size: int  # the archive's exact size in bytes
-    downloaded: int  # artifacts fetched for this pack (the others came from the cache)
+    downloaded: int  # artifacts fetched for this pack (the others came from the store)
+    downloaded_bytes: int = 0
+    request: PackRequest | None = None  # to fetch again an artifact damaged in the store
 
 
 def human_size(n: float) -> str:
@@ -118,66 +127,45 @@ def default_name(project: str, targets: tuple[str, ...]) -> str:
     return f"{project}-{'-'.join(targets)}{SUFFIX}"
 
 
-def _filename(url: str) -> str:
-    return unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+def _artifacts(request: PackRequest) -> ArtifactStore:
+    return request.store.artifacts()
 
 
-def _build_sources(target: LockedTarget) -> list[tuple[str, str]]:
-    """The sdists the target's builds compile (gpuenv.builds): packed like wheels."""
-    out = []
-    for build in target.builds:
-        if build.source.kind != "sdist" or build.source.sha256 is None:
-            raise UsageError(
-                f"target {target.name} builds {build.name} from {build.source.url}: an archive "
-                "cannot hold a git checkout yet",
-                hint=f"depend on an sdist of {build.name} (a version on the index) to pack it",
-            )
-        out.append((build.source.url, build.source.sha256))
-    return out
+def _fetch_one(
+    request: PackRequest, item: Artifact, advance: Callable[[int, int | None], None]
+) -> Path:
+    return _artifacts(request).ensure(
+        item, request.sources, credentials=request.credentials, advance=advance
+    )
 
 
-def wanted_artifacts(lock: Lock, targets: tuple[str, ...]) -> list[Wanted]:
-    """Every artifact the targets name, once per (sha256, file name), sorted."""
-    merged: dict[tuple[str, str], Wanted] = {}
-    for name in targets:
-        target = lock.target(name)
-        if target is None:
-            raise UsageError(f"gpuenv.lock has no target {name!r}", hint="run 'gpuenv lock' first")
-        found = [Wanted((p.url,), p.filename, p.sha256, "pip") for p in target.pip]
-        found += [Wanted((url,), _filename(url), sha, "pip") for url, sha in _build_sources(target)]
-        found += [
-            Wanted((c.url,), _filename(c.url), c.sha256, "conda", c.md5) for c in target.conda
-        ]
-        for wanted in found:
-            key = (wanted.sha256, wanted.filename)
-            known = merged.get(key)
-            if known is not None and (known.kind, known.md5) != (wanted.kind, wanted.md5):
-                raise InstallError(f"the lock names {wanted.filename} twice with other hashes")
-            urls = tuple(sorted({*(known.urls if known else ()), *wanted.urls}))
-            merged[key] = Wanted(urls, wanted.filename, wanted.sha256, wanted.kind, wanted.md5)
-    return [merged[key] for key in sorted(merged)]
-
-
-def _gather(request: PackRequest, report: Progress) -> tuple[list[PackedArtifact], list[Path], int]:
-    cache = request.store.cache("artifacts")
-    wanted = wanted_artifacts(request.lock, request.targets)
-    artifacts, paths, downloaded = [], [], 0
+def _gather(
+    request: PackRequest, report: Progress
+) -> tuple[list[PackedArtifact], list[Path], int, int]:
+    store = _artifacts(request)
+    wanted = lock_artifacts(request.lock, request.targets)
+    artifacts, paths, downloaded, downloaded_bytes = [], [], 0, 0
     for index, item in enumerate(wanted, 1):
+        fetched = 0
 
-        def advance(done: int, total: int | None, item: Wanted = item, index: int = index) -> None:
+        def advance(
+            done: int, total: int | None, item: Artifact = item, index: int = index
+        ) -> None:
+            nonlocal fetched
+            fetched = done
             report(PackProgress("download", item.filename, done, total, index, len(wanted)))
 
-        found = _fetch.cached(cache, item)
+        found = store.find(item)  # checked when stored: not hashed again here
         if found is None:
-            url = request.sources.url_for(item.urls[0])
-            found = _fetch.download(item, cache, url, request.credentials, advance)
+            found = _fetch_one(request, item, advance)
             downloaded += 1
+            downloaded_bytes += fetched
         size = found.stat().st_size
         artifacts.append(
             PackedArtifact(item.urls, item.filename, item.sha256, size, item.kind, item.md5)
         )
         paths.append(found)
-    return artifacts, paths, downloaded
+    return artifacts, paths, downloaded, downloaded_bytes
 
 
 def _read_spec(path: Path | None) -> bytes | None:
@@ -196,7 +184,7 @@ def prepare(request: PackRequest, progress: Progress | None = None) -> PackPlan:
     """Everything the archive will hold, hash-checked in the store's cache, and its size."""
     import hashlib
 
-    artifacts, paths, downloaded = _gather(request, progress or _quiet)
+    artifacts, paths, downloaded, downloaded_bytes = _gather(request, progress or _quiet)
     lock_bytes = render_lock(request.lock).encode("utf-8")
     spec_bytes = _read_spec(request.spec_file)
     manifest = Manifest(
@@ -219,21 +207,35 @@ def prepare(request: PackRequest, progress: Progress | None = None) -> PackPlan:
         _tar.Entry(a.path, a.size, source=path, sha256=a.sha256)
         for a, path in sorted(zip(artifacts, paths, strict=True), key=lambda pair: pair[0].path)
     ]
-    return PackPlan(manifest, tuple(entries), _tar.archive_size(entries), downloaded)
+    size = _tar.archive_size(entries)
+    return PackPlan(manifest, tuple(entries), size, downloaded, downloaded_bytes, request)
 
 
 def write(plan: PackPlan, output: Path, progress: Progress | None = None) -> int:
     """Write the archive to ``output`` (atomically); returns its size in bytes."""
     report = progress or _quiet
-    done = 0
+    refetched: set[Path] = set()
+    while True:
+        done = 0
 
-    def advance(count: int) -> None:
-        nonlocal done
-        done += count
-        report(PackProgress("write", output.name, done, plan.size))
+        def advance(count: int) -> None:
+            nonlocal done
+            done += count
+            report(PackProgress("write", output.name, done, plan.size))
 
-    _tar.write_archive(output, list(plan.entries), advance)
-    return output.stat().st_size
+        try:
+            _tar.write_archive(output, list(plan.entries), advance)
+        except _tar.DamagedSource as exc:
+            if plan.request is None or exc.source in refetched:
+                raise
+            refetched.add(exc.source)  # removed from the store: fetch it again, write again
+            by_path = {a.path: a for a in plan.manifest.artifacts}
+            entry = next(e for e in plan.entries if e.source == exc.source)
+            a = by_path[entry.name]
+            item = Artifact(a.urls, a.filename, a.sha256, a.kind, a.md5)
+            _fetch_one(plan.request, item, lambda _done, _total: None)
+            continue
+        return output.stat().st_size
 
 
 # --- install --from --------------------------------------------------------------------------
@@ -264,18 +266,20 @@ def _manifest(tar: tarfile.TarFile, first: tarfile.TarInfo | None, archive: Path
     return parse_manifest(_tar.read_bytes(tar, first, archive))
 
 
-def _space(manifest: Manifest, cache: Path, archive: Path) -> None:
+def _space(manifest: Manifest, store: ArtifactStore, archive: Path) -> None:
     """Refuse before extracting when the artifacts cannot fit (a huge member, a full disk)."""
     needed = sum(
-        a.size for a in manifest.artifacts if not (cache / a.sha256 / a.filename).is_file()
+        a.size
+        for a in manifest.artifacts
+        if not store.path(Artifact(a.urls, a.filename, a.sha256, a.kind)).is_file()
     )
-    probe = cache
+    probe = store.root
     while not probe.exists():
         probe = probe.parent
     free = shutil.disk_usage(probe).free
     if needed > free:
         raise InstallError(
-            f"{archive} needs {human_size(needed)} free under {cache}; {human_size(free)} are",
+            f"{archive} needs {human_size(needed)} free under {store.root}; {human_size(free)} are",
             hint="free some space (gpuenv gc), or point GPUENV_HOME at a larger disk",
         )
 
@@ -303,13 +307,11 @@ class _Discard:
         return len(data)
 
 
-def _check_member(
-    wanted: Wanted, member: tarfile.TarInfo, sha256: str, md5: str, archive: Path
-) -> None:
-    if not _fetch.matches(wanted, sha256, md5):
+def _check_member(item: Artifact, member: tarfile.TarInfo, digests: Digests, archive: Path) -> None:
+    if digests.mismatch(item) is not None:
         raise _tar.hostile(
-            f"{member.name} has sha256 {sha256}; the lock and the manifest say "
-            f"{wanted.sha256}: the archive was altered or damaged",
+            f"{member.name} has sha256 {digests.sha256}; the lock and the manifest say "
+            f"{item.sha256}: the archive was altered or damaged",
             archive,
         )
 
@@ -318,37 +320,40 @@ def _extract(
     tar: tarfile.TarFile,
     member: tarfile.TarInfo,
     artifact: PackedArtifact,
-    cache: Path,
+    store: ArtifactStore,
     archive: Path,
     advance: Callable[[int], None],
 ) -> Path:
+    """The member, hashed once while it is copied into the store (or, when the store
+    holds it already, while it is read: an altered archive is refused either way)."""
     if member.size != artifact.size:
         raise _tar.hostile(
             f"{member.name} is {member.size} bytes, the manifest says {artifact.size}", archive
         )
-    wanted = Wanted(artifact.urls, artifact.filename, artifact.sha256, artifact.kind, artifact.md5)
-    found = _fetch.cached(cache, wanted)
-    if found is not None:  # the archive's copy is still checked: an altered archive is refused
-        sha256, md5 = _tar.copy_member(tar, member, _Discard(), archive, advance)
-        _check_member(wanted, member, sha256, md5, archive)
-        return found
-    path = _fetch.cache_path(cache, artifact.sha256, artifact.filename)
+    item = Artifact(
+        artifact.urls,
+        artifact.filename,
+        artifact.sha256,
+        artifact.kind,
+        artifact.md5,
+        artifact.size,
+    )
+    copied = False
+
+    def fill(out: IO[bytes], digests: Digests) -> None:
+        nonlocal copied
+        copied = True
+        _tar.copy_member(tar, member, out, archive, advance, digests)
+        _check_member(item, member, digests, archive)
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(dir=path.parent, prefix=".unpack.")
+        path = store.add(item, fill, str(archive))
     except OSError as exc:
-        raise InstallError(f"cannot write {path}: {exc.strerror or exc}") from None
-    temporary = Path(name)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            sha256, md5 = _tar.copy_member(tar, member, out, archive, advance)
-        _check_member(wanted, member, sha256, md5, archive)
-        temporary.replace(path)
-    except OSError as exc:
-        raise InstallError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        with suppress(FileNotFoundError):
-            temporary.unlink()
+        raise storage_error(exc, store.path(item), "the store's artifacts") from None
+    if not copied:
+        digests = Digests(md5=item.md5 is not None)
+        _tar.copy_member(tar, member, _Discard(), archive, advance, digests)
+        _check_member(item, member, digests, archive)
     return path
 
 
@@ -363,7 +368,7 @@ def _cross_check(manifest: Manifest, lock: Lock, archive: Path) -> None:
                 f"its lock does not hold target {name} as the manifest says", archive
             )
         locked: list[tuple[str, str, str | None]] = [(p.url, p.sha256, None) for p in target.pip]
-        locked += [(url, sha, None) for url, sha in _build_sources(target)]
+        locked += [(url, sha, None) for url, sha in build_sources(target, strict=True)]
         locked += [(c.url, c.sha256, c.md5) for c in target.conda]
         for url, sha256, md5 in locked:
             packed = by_url.get(url)
@@ -375,17 +380,27 @@ def _cross_check(manifest: Manifest, lock: Lock, archive: Path) -> None:
         raise _tar.hostile(f"it holds artifacts the lock does not name: {extra[0]}", archive)
 
 
-def unpack(archive: Path, store: Store, progress: Progress | None = None) -> Unpacked:
-    """Check ``archive`` member by member and unpack its artifacts into the store's cache."""
+def unpack(
+    archive: Path,
+    store: Store,
+    progress: Progress | None = None,
+    *,
+    installed: Callable[[Lock, tuple[str, ...]], bool] | None = None,
+) -> Unpacked:
+    """Check ``archive`` member by member and unpack its artifacts into the store's
+    artifacts, hashing each once. ``installed(lock, targets)``: asked once the manifest,
+    the lock and the spec (the archive's first members) are read and checked; when it
+    answers True (every packed target is installed already), no artifact is read and
+    ``Unpacked.files`` is empty: nothing would be installed from them."""
     report = progress or _quiet
-    cache = store.cache("artifacts")
+    stored = store.artifacts()
     texts: dict[str, str] = {}
     paths: dict[str, Path] = {}
     with _tar.open_archive(archive) as tar:
         stream = _tar.members(tar, archive)
         manifest = _manifest(tar, next(stream, None), archive)
-        _space(manifest, cache, archive)
         expected = {a.path: a for a in manifest.artifacts}
+        heads = {LOCK, *([SPEC] if manifest.spec else [])}
         total, done = manifest.payload_bytes, 0
 
         def advance(count: int) -> None:
@@ -393,25 +408,40 @@ def unpack(archive: Path, store: Store, progress: Progress | None = None) -> Unp
             done += count
             report(PackProgress("unpack", archive.name, done, total))
 
+        checked_space = False
         for member in stream:
             if member.name == LOCK:
                 texts[LOCK] = _text(tar, member, manifest.lock, archive)
             elif member.name == SPEC and manifest.spec is not None:
                 texts[SPEC] = _text(tar, member, manifest.spec, archive)
             elif member.name in expected:
+                if not checked_space:
+                    _space(manifest, stored, archive)
+                    checked_space = True
                 paths[member.name] = _extract(
-                    tar, member, expected[member.name], cache, archive, advance
+                    tar, member, expected[member.name], stored, archive, advance
                 )
             else:
                 raise _tar.hostile(f"member {member.name!r} is not in its manifest", archive)
-    missing = sorted({*expected, LOCK, *([SPEC] if manifest.spec else [])} - {*paths, *texts})
+            if installed is not None and not paths and heads <= set(texts):
+                lock = _checked_lock(texts[LOCK], manifest, archive)
+                if installed(lock, tuple(sorted(manifest.targets))):
+                    return Unpacked(manifest, lock, texts[LOCK], texts.get(SPEC), {})
+                installed = None  # asked once
+    missing = sorted({*expected, *heads} - {*paths, *texts})
     if missing:
         raise _tar.hostile(f"it is truncated: {missing[0]} is missing", archive)
-    # The archive's lock passes every check a lock on disk does (content hashes, consistency).
-    lock = parse_lock_text(texts[LOCK], file=f"{archive}:{LOCK}").require()
-    _cross_check(manifest, lock, archive)
+    lock = _checked_lock(texts[LOCK], manifest, archive)
     files = {url: paths[a.path] for a in manifest.artifacts for url in a.urls}
     return Unpacked(manifest, lock, texts[LOCK], texts.get(SPEC), files)
+
+
+def _checked_lock(text: str, manifest: Manifest, archive: Path) -> Lock:
+    """The archive's lock, passing every check a lock on disk does (content hashes,
+    consistency), and agreeing with the manifest."""
+    lock = parse_lock_text(text, file=f"{archive}:{LOCK}").require()
+    _cross_check(manifest, lock, archive)
+    return lock
 
 
 def place_project(unpacked: Unpacked, spec_file: Path) -> list[Path]:

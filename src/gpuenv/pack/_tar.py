@@ -109,12 +109,21 @@ def _add_file(tar: tarfile.TarFile, entry: Entry, advance: Advance) -> None:
         tar.addfile(_info(entry.name, entry.size), reader)
     if entry.sha256 and reader.digest.hexdigest() != entry.sha256:
         with suppress(OSError):
-            entry.source.unlink()  # a damaged cache entry is never used again
-        raise InstallError(
-            f"{entry.source} no longer matches the sha256 in the lock (it was damaged "
-            "on disk after being checked); it was removed from the cache",
+            entry.source.unlink()  # a damaged stored artifact is never used again
+        raise DamagedSource(entry.source)
+
+
+class DamagedSource(InstallError):
+    """A stored artifact no longer matches its sha256 (damaged on disk after it was
+    checked): it was removed from the store, so that it is fetched again."""
+
+    def __init__(self, source: Path) -> None:
+        super().__init__(
+            f"{source} no longer matches the sha256 in the lock (it was damaged on disk "
+            "after being checked); it was removed from the store",
             hint="run gpuenv pack again: the artifact will be downloaded again",
         )
+        self.source = source
 
 
 def write_archive(path: Path, entries: list[Entry], advance: Advance) -> None:
@@ -251,13 +260,21 @@ class Sink(Protocol):
     def write(self, data: bytes, /) -> int: ...
 
 
+class Digest(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+
 def copy_member(
-    tar: tarfile.TarFile, member: tarfile.TarInfo, out: Sink, archive: Path, advance: Advance
-) -> tuple[str, str]:
-    """Stream the member into ``out``; returns its (sha256, md5) in hex."""
+    tar: tarfile.TarFile,
+    member: tarfile.TarInfo,
+    out: Sink,
+    archive: Path,
+    advance: Advance,
+    digests: Digest,
+) -> None:
+    """Stream the member into ``out``, hashing it into ``digests`` on the way."""
     handle = tar.extractfile(member)
     assert handle is not None
-    sha256, md5 = hashlib.sha256(), hashlib.md5(usedforsecurity=False)
     copied = 0
     while True:
         try:
@@ -266,11 +283,9 @@ def copy_member(
             raise hostile(f"{member.name}: damaged or truncated ({exc})", archive) from None
         if not chunk:
             break
-        sha256.update(chunk)
-        md5.update(chunk)
+        digests.update(chunk)
         out.write(chunk)  # a full disk is the caller's to report, not a damaged archive
         copied += len(chunk)
         advance(len(chunk))
     if copied != member.size:
         raise hostile(f"{member.name}: truncated", archive)
-    return sha256.hexdigest(), md5.hexdigest()

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from gpuenv._fetch import safe_filename
 from gpuenv.errors import ArchiveError
 
 FORMAT = "gpuenv-pack"
@@ -29,13 +30,6 @@ MAX_TEXT_BYTES = 64 << 20  # the lock and the spec
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _MD5 = re.compile(r"^[0-9a-f]{32}$")
-# Wheel, sdist and conda archive names: letters, digits and . _ + - (and ! for epochs).
-_FILENAME = re.compile(r"^[A-Za-z0-9_+!-][A-Za-z0-9._+!-]{0,254}$")
-
-
-def safe_filename(name: str) -> bool:
-    """A single plain file name: no separator, no ``..``, no leading dot, no control."""
-    return bool(_FILENAME.match(name)) and ".." not in name
 
 
 @dataclass(frozen=True)
