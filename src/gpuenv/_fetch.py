@@ -50,8 +50,8 @@ from gpuenv import __version__
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._flock import FileLock, LockTimeout
 from gpuenv._fs import storage_error
-from gpuenv._network import Index, strip_userinfo
-from gpuenv._redact import redact_url
+from gpuenv._network import Index, env_key, strip_userinfo
+from gpuenv._redact import redact_url, remember_secret
 from gpuenv.errors import DownloadError, HashMismatch, InstallError
 
 CHUNK = 1 << 20
@@ -202,14 +202,38 @@ def credentials_from(urls: Iterable[str | None]) -> dict[str, tuple[str, str]]:
     return found
 
 
-def credentials_of(indexes: Iterable[Index]) -> dict[str, tuple[str, str]]:
-    """host[:port] -> (user, password) of the indexes that carry credentials."""
+def credentials_of(
+    indexes: Iterable[Index], environ: Mapping[str, str] | None = None
+) -> dict[str, tuple[str, str]]:
+    """host[:port] -> (user, password) of the indexes, found where uv finds them: the
+    index URL, uv's ``UV_INDEX_<NAME>_USERNAME``/``_PASSWORD`` variables, and (with
+    ``UV_KEYRING_PROVIDER=subprocess`` and a user but no password) ``keyring get``."""
+    env = os.environ if environ is None else environ
     found: dict[str, tuple[str, str]] = {}
     for index in indexes:
-        if index.username is None and index.password is None:
+        key = env_key(index.name)
+        user = env.get(f"UV_INDEX_{key}_USERNAME") or index.username
+        password = env.get(f"UV_INDEX_{key}_PASSWORD") or index.password
+        if user and password is None and env.get("UV_KEYRING_PROVIDER") == "subprocess":
+            password = _keyring(index.url, user)
+        if user is None and password is None:
             continue
-        found[urlsplit(index.url).netloc] = (index.username or "", index.password or "")
+        remember_secret(password)
+        found[urlsplit(index.url).netloc] = (user or "", password or "")
     return found
+
+
+def _keyring(url: str, user: str) -> str | None:
+    """The password ``keyring get URL USER`` prints, as uv's subprocess provider asks."""
+    from gpuenv import _proc
+    from gpuenv.errors import ExternalToolError
+
+    try:
+        done = _proc.run(["keyring", "get", url, user], timeout=30, check=False, what="keyring")
+    except (OSError, ExternalToolError):
+        return None
+    password = done.stdout.strip()
+    return password if done.returncode == 0 and password else None
 
 
 def _netrc_auth(host: str) -> tuple[str, str] | None:

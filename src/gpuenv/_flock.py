@@ -34,13 +34,14 @@ class FileLock:
         self.path = path
         self._fd: int | None = None
 
-    def acquire(self, timeout: float) -> None:
-        """Hold the lock, waiting up to ``timeout`` seconds (0: try once)."""
+    def acquire(self, timeout: float, *, shared: bool = False) -> None:
+        """Hold the lock, waiting up to ``timeout`` seconds (0: try once); ``shared``:
+        together with other shared holders, excluding an exclusive one."""
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         deadline = time.monotonic() + max(0.0, timeout)
         while True:
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             except BlockingIOError:
                 if time.monotonic() >= deadline:
                     os.close(fd)

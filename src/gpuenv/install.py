@@ -387,6 +387,22 @@ def fetch_artifacts(
     return ArtifactSources(files=files, mirrors=request.sources.mirrors)
 
 
+def _record_artifacts(prefix: Path, sources: ArtifactSources) -> None:
+    """``etc/gpuenv/artifacts.json``: the sha256 of every artifact the prefix is built
+    from, so that gc keeps them while the prefix is kept (and a later pack finds them)."""
+    import json
+
+    from gpuenv.store import ARTIFACTS_RECORD
+
+    digests = sorted({path.parent.name for path in sources.files.values()})
+    atomic_write_text(
+        prefix / ARTIFACTS_RECORD,
+        json.dumps({"sha256": digests}, indent=1) + "\n",
+        durable=False,
+        what="the prefix's artifacts record",
+    )
+
+
 class _Stopped(InstallError):
     """A download given up because another one failed."""
 
@@ -672,8 +688,15 @@ def _toolkit_of(request: InstallRequest) -> str | None:
 def _build(
     prefix: Path, store: Store, request: InstallRequest, progress: Progress
 ) -> tuple[str, tuple[BuildOutcome, ...]]:
-    target = request.target
     _make_prefixes_dir(store, prefix)
+    with store.using_artifacts():  # gc prunes no artifact or tool-cache entry meanwhile
+        return _build_prefix(prefix, store, request, progress)
+
+
+def _build_prefix(
+    prefix: Path, store: Store, request: InstallRequest, progress: Progress
+) -> tuple[str, tuple[BuildOutcome, ...]]:
+    target = request.target
     left_out = _left_out(request)
     if left_out:  # the dependency groups not asked for
         target = replace(target, pip=tuple(p for p in target.pip if p.name not in left_out))
@@ -691,6 +714,7 @@ def _build(
     else:
         progress(f"{target.name}: creating the Python {target.stack.python} environment")
         make_venv(prefix, target.stack.python, uv, env)
+    _record_artifacts(prefix, request.sources)
     progress(f"{target.name}: installing {len(target.pip)} pip packages")
     install_pip(prefix, target, uv, env, request)
     from gpuenv.editable.shims import write_pip_shims

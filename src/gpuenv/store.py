@@ -55,6 +55,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 import uuid
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
     from gpuenv._fetch import ArtifactStore
 
 from gpuenv import __version__, _marker
+from gpuenv._diskuse import Release, free_bytes, tree_usage
 from gpuenv._flock import FileLock, LockTimeout
 from gpuenv._fs import atomic_write_text, is_read_only, storage_error, writing
 from gpuenv._marker import PREVIOUS_SUFFIX, PROJECT_DIR, Marker
@@ -76,6 +78,8 @@ from gpuenv.errors import InstallError, NotInstalled, StorageError
 
 MARKER = Path(_marker.MARKER)
 BUILDS_RECORD = Path("etc") / "gpuenv" / "builds.json"
+ARTIFACTS_RECORD = Path("etc") / "gpuenv" / "artifacts.json"
+_HEX64 = re.compile(r"(?<![0-9a-f])[0-9a-f]{64}(?![0-9a-f])")
 _MAX_RECORD_BYTES = 1 << 22
 
 
@@ -94,10 +98,12 @@ class PrefixInfo:
     target: str | None
     lock_hash: str | None
     installed: bool
-    size_bytes: int
+    size_bytes: int  # unique + shared
     referenced_by: tuple[Path, ...]
     verified_on: int  # machines with a passing verification record
     kept_until: float | None = None  # its project vanished: gc keeps it until then
+    unique_bytes: int = 0  # what removing it frees (no hard link elsewhere)
+    shared_bytes: int = 0  # files shared with uv's or rattler's cache or other prefixes
 
 
 @dataclass(frozen=True)
@@ -117,23 +123,13 @@ class GcResult:
     removed_builds: tuple[Path, ...] = ()  # build cache entries no kept prefix lists
     graced: tuple[Graced, ...] = ()
     busy: tuple[Path, ...] = ()  # being installed right now: kept
+    removed_artifacts: tuple[Path, ...] = ()  # artifacts no kept prefix or live lock names
+    removed_cache_entries: int = 0  # uv's and rattler's entries no kept prefix links to
+    caches_busy: bool = False  # an install or pack was running: artifacts and caches kept
+    fs_freed_bytes: int | None = None  # what statvfs saw released (None: a dry run)
 
 
 GC_GRACE_DAYS = 14.0
-
-
-def _tree_size(path: Path) -> int:
-    """Bytes on disk, counting each hard-linked file once per tree."""
-    seen: set[tuple[int, int]] = set()
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            with contextlib.suppress(OSError):
-                st = os.lstat(os.path.join(dirpath, name))  # noqa: PTH118 - speed
-                if (st.st_dev, st.st_ino) not in seen:
-                    seen.add((st.st_dev, st.st_ino))
-                    total += st.st_blocks * 512
-    return total
 
 
 def _key(path: Path) -> str:
@@ -342,13 +338,16 @@ class Store:
         out = []
         for prefix in sorted(self.prefixes.glob("*")) if self.prefixes.exists() else []:
             marker = read_marker(prefix)
+            usage = tree_usage(prefix)
             out.append(
                 PrefixInfo(
                     path=prefix,
                     target=marker.target if marker else None,
                     lock_hash=marker.lock_hash if marker else None,
                     installed=marker is not None,
-                    size_bytes=_tree_size(prefix),
+                    size_bytes=usage.total,
+                    unique_bytes=usage.unique,
+                    shared_bytes=usage.shared,
                     referenced_by=tuple(references.get(prefix, ())),
                     verified_on=verified(prefix) if verified else 0,
                     kept_until=until.get(prefix),
@@ -358,9 +357,17 @@ class Store:
 
     def gc(self, *, dry_run: bool = False, grace_days: float = GC_GRACE_DAYS) -> GcResult:
         """Remove every prefix no live project pointer reaches (nor a vanished project
-        within ``grace_days``); say how much was freed. Decided under the roots lock,
-        each prefix under its own lock, so a concurrent install is never undercut."""
+        within ``grace_days``), the build entries, artifacts and tool-cache entries none
+        of the kept ones uses; say how much that frees. Decided under the roots lock,
+        each prefix under its own lock, so a concurrent install is never undercut; the
+        artifacts and tool caches only while no install or pack uses them.
+
+        The bytes freed are counted per inode before anything is removed (a file still
+        linked from a kept prefix frees nothing), so a dry run says the same number;
+        after a real run ``fs_freed_bytes`` is what the file system's free count moved by."""
         self.empty_trash()
+        before = free_bytes(self.root)
+        release = Release()
         doomed: list[tuple[Path, Path]] = []  # (prefix, where it went)
         busy: list[Path] = []
         with self.roots_locked():
@@ -375,16 +382,107 @@ class Store:
                         doomed.append((prefix, prefix if dry_run else self._to_trash(prefix)))
                 except InstallError:  # an install holds it right now: not garbage
                     busy.append(prefix)
-        freed = 0
         for _prefix, place in doomed:
-            freed += _tree_size(place)
-            if not dry_run:
-                shutil.rmtree(place, ignore_errors=True)
+            release.add(place)
         kept = len(candidates) - len(doomed)
         removed = tuple(prefix for prefix, _ in doomed)
         live = [p for p in candidates if p not in removed]
-        builds, build_bytes = self._gc_builds(live, dry_run=dry_run)
-        return GcResult(removed, freed + build_bytes, kept, builds, tuple(graced), tuple(busy))
+        builds = self._gc_builds(live, release, dry_run=dry_run)
+        artifacts: Sequence[Path] = ()
+        entries: Sequence[Path] = ()
+        lock = self._try_artifacts_lock()
+        try:
+            if lock is not None:
+                artifacts = self._unused_artifacts(live, references)
+                for path in artifacts:
+                    release.add(path)
+                entries = self._unused_cache_entries(release)
+            freed = release.freed
+            if not dry_run:
+                for path in [*(place for _prefix, place in doomed), *artifacts, *entries]:
+                    shutil.rmtree(path, ignore_errors=True)
+        finally:
+            if lock is not None:
+                lock.release()
+        after = None if dry_run else free_bytes(self.root)
+        return GcResult(
+            removed,
+            freed,
+            kept,
+            builds,
+            tuple(graced),
+            tuple(busy),
+            removed_artifacts=tuple(artifacts),
+            removed_cache_entries=len(entries),
+            caches_busy=lock is None,
+            fs_freed_bytes=after - before if after is not None and before is not None else None,
+        )
+
+    # --- artifacts and the tools' caches ------------------------------------------------------
+
+    @contextlib.contextmanager
+    def using_artifacts(self) -> Iterator[None]:
+        """Held (shared) by installs and packs while they use the store's artifacts and
+        uv's and rattler's caches: gc prunes those only when nobody holds it."""
+        lock = _acquire(self.root / "locks" / "artifacts-in-use.lock", 6 * 3600, shared=True)
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _try_artifacts_lock(self) -> FileLock | None:
+        try:
+            return _acquire(self.root / "locks" / "artifacts-in-use.lock", 0)
+        except (LockTimeout, StorageError):
+            return None
+
+    def _kept_artifacts(
+        self, live: Sequence[Path], references: Mapping[Path, Sequence[Path]]
+    ) -> set[str]:
+        """The sha256 of every artifact a kept prefix was installed from, a kept build was
+        built from, or a live project's lock names (it may be installed or packed next)."""
+        keep: set[str] = set()
+        for prefix in live:
+            keep |= prefix_artifacts(prefix)
+        for digest in set().union(*(self.build_identities(p) for p in live)) if live else set():
+            with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+                entry = json.loads(
+                    (self.root / "builds" / digest / "entry.json").read_text(encoding="utf-8")
+                )
+                keep.add(entry["source"]["sha256"])
+        for pointers in references.values():
+            for pointer in pointers:
+                lock = pointer.parent.parent / "gpuenv.lock"
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    keep |= set(_HEX64.findall(lock.read_text(encoding="utf-8")))
+        return keep
+
+    def _unused_artifacts(
+        self, live: Sequence[Path], references: Mapping[Path, Sequence[Path]]
+    ) -> Sequence[Path]:
+        root = self.cache("artifacts")
+        if not root.is_dir():
+            return []
+        keep = self._kept_artifacts(live, references)
+        return [
+            folder
+            for folder in sorted(root.iterdir())
+            if _HEX64.fullmatch(folder.name) and folder.name not in keep
+        ]
+
+    def _unused_cache_entries(self, release: Release) -> Sequence[Path]:
+        """uv's unpacked wheels and rattler's extracted packages that no kept prefix
+        links to (a prefix's files are hard links into them): pruned, not wiped. A tool
+        that finds an entry gone unpacks the store's artifact again."""
+        out = []
+        for root in (self.cache("uv") / "archive-v0", self.cache("rattler") / "pkgs"):
+            if not root.is_dir():
+                continue
+            for entry in sorted(root.iterdir()):
+                if entry.is_dir() and not entry.is_symlink() and release.unused(entry):
+                    release.add(entry)
+                    out.append(entry)
+        return out
 
     # --- the build cache (gpuenv.builds.cache writes it; gc reads what prefixes list) -----
 
@@ -403,14 +501,14 @@ class Store:
         except (OSError, InputFileError, ValueError, KeyError, TypeError):
             return set()
 
-    def _gc_builds(self, live: Sequence[Path], *, dry_run: bool) -> tuple[tuple[Path, ...], int]:
+    def _gc_builds(
+        self, live: Sequence[Path], release: Release, *, dry_run: bool
+    ) -> tuple[Path, ...]:
         """Remove build entries no live prefix lists, unfinished ones nobody is building,
-        logs without an entry, sources no kept entry names, and torch-extensions folders
-        of prefixes that are gone."""
+        logs without an entry, and torch-extensions folders of prefixes that are gone."""
         root = self.root / "builds"
         keep = set().union(*(self.build_identities(p) for p in live)) if live else set()
         removed: list[Path] = []
-        freed = 0
         candidates = [e for e in sorted(root.glob("*")) if e.name not in ("logs", "sources")]
         candidates += sorted((root / ".incoming").glob("*"))
         for entry in candidates:
@@ -419,16 +517,15 @@ class Store:
                 continue
             try:
                 with self.locked(Path(f"build-{digest}"), timeout=0.5):
-                    size = _tree_size(entry)
+                    release.add(entry)
                     if not dry_run:
                         self.discard(entry)
             except InstallError:  # being built or installed right now
                 continue
             removed.append(entry)
-            freed += size
         if not dry_run:
             self._gc_build_leftovers(root, keep, live)
-        return tuple(removed), freed
+        return tuple(removed)
 
     def _gc_build_leftovers(self, root: Path, keep: set[str], live: Sequence[Path]) -> None:
         sources = set()
@@ -440,7 +537,7 @@ class Store:
             if log.stem not in keep:
                 with contextlib.suppress(OSError):
                     log.unlink()
-        for source in (root / "sources").glob("*"):
+        for source in (root / "sources").glob("*"):  # before sources joined the artifacts
             if source.name not in sources:
                 shutil.rmtree(source, ignore_errors=True)
         names = {p.name for p in live}
@@ -495,7 +592,29 @@ def current_prefix(project: Path, target: str) -> Path | None:
     return _resolve_pointer(pointer_path(project, target))
 
 
-def _acquire(path: Path, timeout: float) -> FileLock:
+def prefix_artifacts(prefix: Path) -> set[str]:
+    """The sha256 of the artifacts ``prefix`` was installed from: its
+    ``etc/gpuenv/artifacts.json`` (written by install), else the hashes its
+    requirements.txt and conda-meta records name (prefixes installed before it was)."""
+    from gpuenv import _fs
+    from gpuenv.errors import InputFileError
+
+    try:
+        data: Any = _fs.load_json(prefix / ARTIFACTS_RECORD, limit=_MAX_RECORD_BYTES)
+        return {d for d in data["sha256"] if isinstance(d, str) and _HEX64.fullmatch(d)}
+    except (OSError, InputFileError, ValueError, KeyError, TypeError):
+        pass
+    found: set[str] = set()
+    for record in [
+        prefix / "etc" / "gpuenv" / "requirements.txt",
+        *(prefix / "conda-meta").glob("*.json"),
+    ]:
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            found |= set(_HEX64.findall(record.read_text(encoding="utf-8")))
+    return found
+
+
+def _acquire(path: Path, timeout: float, *, shared: bool = False) -> FileLock:
     """A held lock on ``path`` (its directory made first). ``LockTimeout`` is an
     ``OSError`` too: it passes through as itself."""
     what = "the store's file lock"
@@ -503,7 +622,7 @@ def _acquire(path: Path, timeout: float) -> FileLock:
         path.parent.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(path))
     try:
-        lock.acquire(timeout=timeout)
+        lock.acquire(timeout=timeout, shared=shared)
     except LockTimeout:
         raise
     except OSError as exc:

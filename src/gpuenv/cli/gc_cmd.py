@@ -1,4 +1,6 @@
-"""`gpuenv gc`: remove prefixes that no project points at, and say what was freed."""
+"""`gpuenv gc`: remove prefixes that no project points at, the build entries, artifacts
+and tool-cache entries none of the kept ones uses, and say what was freed (counted per
+inode, and checked against the file system's free space)."""
 
 from __future__ import annotations
 
@@ -47,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
                     for g in result.graced
                 ],
                 "busy": [str(p) for p in result.busy],
+                "removed_artifacts": [str(p) for p in result.removed_artifacts],
+                "removed_cache_entries": result.removed_cache_entries,
+                "caches_busy": result.caches_busy,
+                "fs_freed_bytes": result.fs_freed_bytes,
                 "dry_run": args.dry_run,
             }
         )
@@ -61,10 +67,19 @@ def run(args: argparse.Namespace) -> int:
         )
     for path in result.busy:
         _output.out(f"kept {path}: an install is using it right now")
+    if result.caches_busy:
+        _output.out(
+            "kept the artifacts and uv's and rattler's caches: an install or pack is running"
+        )
     mib = result.freed_bytes / 2**20
     _output.out(
-        f"{verb} {len(result.removed)} prefix(es) and {len(result.removed_builds)} cached "
-        f"build(s), {'would free' if args.dry_run else 'freed'} "
-        f"{mib:.1f} MiB; kept {result.kept}"
+        f"{verb} {len(result.removed)} prefix(es), {len(result.removed_builds)} cached "
+        f"build(s), {len(result.removed_artifacts)} artifact(s) and "
+        f"{result.removed_cache_entries} tool-cache entr(ies), "
+        f"{'would free' if args.dry_run else 'freed'} {mib:.1f} MiB; kept {result.kept}"
     )
+    if result.fs_freed_bytes is not None:
+        _output.out(
+            f"  the file system's free space grew by {result.fs_freed_bytes / 2**20:.1f} MiB"
+        )
     return 0

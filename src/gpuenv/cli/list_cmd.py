@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
                         "lock_hash": p.lock_hash,
                         "installed": p.installed,
                         "size_bytes": p.size_bytes,
+                        "unique_bytes": p.unique_bytes,
+                        "shared_bytes": p.shared_bytes,
                         "verified_machines": p.verified_on,
                         "referenced_by": [str(r) for r in p.referenced_by],
                         "kept_until": _day(p.kept_until) if p.kept_until else None,
@@ -65,13 +67,15 @@ def run(args: argparse.Namespace) -> int:
             p.path.name,
             p.target or "?",
             (p.lock_hash or "-").removeprefix("sha256:")[:12],
-            _size(p.size_bytes),
+            _size(p.unique_bytes),
+            _size(p.shared_bytes),
             "installed" if p.installed else "INCOMPLETE",
             f"{p.verified_on} machine(s)" if p.verified_on else "not verified",
             ", ".join(str(r) for r in p.referenced_by) or _unreferenced(p.kept_until),
         ]
         for p in prefixes
     ]
-    headers = ["prefix", "target", "lock", "size", "state", "verified", "used by"]
+    # own: what removing it frees; shared: hard links into uv's or rattler's cache
+    headers = ["prefix", "target", "lock", "own", "shared", "state", "verified", "used by"]
     _output.out(_output.table(headers, rows))
     return 0

@@ -70,7 +70,10 @@ def run(args: argparse.Namespace) -> int:
     output = args.output or Path(pack.default_name(request.project, request.targets))
     output = output_path(output, hint="name a file for the archive (-o FILE)")
     how = _progress.mode(args)
-    with progress_display(bar=how == _progress.LIVE, lines=how == _progress.LINES) as report:
+    with (
+        request.store.using_artifacts(),  # gc prunes none of them while the archive is made
+        progress_display(bar=how == _progress.LIVE, lines=how == _progress.LINES) as report,
+    ):
         plan = pack.prepare(request, report)
         count = len(plan.manifest.artifacts)
         if not args.json:
