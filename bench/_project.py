@@ -15,7 +15,7 @@ from _timing import REPO
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "src"))
 
-from tests.fixtures.pkgindex.index import serve
+from tests.fixtures.pkgindex.index import Seen, serve
 from tests.fixtures.pkgindex.plugin import build_tree
 
 REQUIREMENTS = ["torch==2.4.1", "torchvision==0.19.1", "torchaudio==2.4.1", "transformers>=4.44"]
@@ -59,7 +59,7 @@ def _scale_wheels(tree: Path, count: int) -> None:
 
 
 @contextlib.contextmanager
-def bench_index(root: Path, *, packages: int = 0) -> Iterator[Bench]:
+def bench_index(root: Path, *, packages: int = 0, seen: Seen | None = None) -> Iterator[Bench]:
     """The tests' index served on loopback, plus ``packages`` generated wheels."""
     tree = root / "index"
     build_tree(tree)
@@ -74,5 +74,5 @@ def bench_index(root: Path, *, packages: int = 0) -> Iterator[Bench]:
         PIP_CONFIG_FILE=os.devnull,  # the machine's pip mirror config would skew pip
         UV_CACHE_DIR=str(home / ".cache" / "uv"),
     )
-    with serve(tree) as url:
+    with serve(tree, seen=seen) as url:
         yield Bench(root, f"{url}/simple", f"{url}/whl", env)

@@ -349,9 +349,7 @@ def download(
                     if not chunk:
                         break
                     if max_size is not None and done + len(chunk) > max_size:
-                        raise _failed(
-                            url, f"it sends more than {max_size} bytes", None
-                        )
+                        raise _failed(url, f"it sends more than {max_size} bytes", None)
                     digests.update(chunk)
                     out.write(chunk)
                     done += len(chunk)
@@ -366,6 +364,99 @@ def download(
             if failures >= attempts:
                 raise retry.error from None
             time.sleep(BACKOFF * 2 ** (failures - 1))
+
+
+# --- the disk budget ---------------------------------------------------------------------
+
+UNPACK_FACTOR = 2.5  # a wheel or conda archive takes about this much again once unpacked
+
+
+def human_size(n: float) -> str:
+    """``2048`` -> ``2.0 KiB``."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB")
+    step = 0
+    while n >= 1024 and step < len(units) - 1:
+        n /= 1024
+        step += 1
+    return f"{n:.0f} B" if step == 0 else f"{n:.1f} {units[step]}"
+
+
+def remote_size(url: str, credentials: Credentials | None = None) -> int | None:
+    """The size a server gives for ``url`` (a HEAD request; a local file's size), or None."""
+    import urllib.request
+
+    parts = urlsplit(url)
+    if parts.scheme == "file":
+        try:
+            return Path(unquote(parts.path)).stat().st_size
+        except OSError:
+            return None
+    request = urllib.request.Request(  # noqa: S310 - lock URLs
+        strip_userinfo(url), method="HEAD", headers={"User-Agent": f"gpuenv/{__version__}"}
+    )
+    authorization = _authorization(url, credentials or {})
+    if authorization:
+        request.add_unredirected_header("Authorization", authorization)
+    try:
+        with urllib.request.urlopen(request, timeout=network_limits()[1]) as response:  # noqa: S310
+            length = response.headers.get("Content-Length")
+    except (OSError, ValueError):
+        return None
+    return int(length) if length and length.isdigit() else None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What fetching some artifacts costs, said before it starts."""
+
+    count: int  # artifacts to download
+    download: int  # their bytes, where the server said
+    unknown: int  # how many of them the server gave no size for
+
+    @property
+    def shown(self) -> str:
+        more = f" (and {self.unknown} of unknown size)" if self.unknown else ""
+        return f"{human_size(self.download)} to download{more}"
+
+
+def budget(
+    artifacts: list[Artifact],
+    sources: ArtifactSources | None = None,
+    credentials: Credentials | None = None,
+) -> Budget:
+    """The download sizes of ``artifacts`` (asked several at a time)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    fetch = sources or ArtifactSources()
+
+    def size(artifact: Artifact) -> int | None:
+        if artifact.size is not None:
+            return artifact.size
+        return remote_size(fetch.url_for(artifact.urls[0]), credentials)
+
+    if not artifacts:
+        return Budget(0, 0, 0)
+    with ThreadPoolExecutor(max_workers=min(8, len(artifacts))) as pool:
+        sizes = list(pool.map(size, artifacts))
+    known = [s for s in sizes if s is not None]
+    return Budget(len(artifacts), sum(known), len(sizes) - len(known))
+
+
+def require_space(path: Path, needed: int, what: str) -> None:
+    """Refuse early, naming ``path``, when its file system has less free than ``needed``."""
+    from gpuenv._diskuse import available_bytes
+    from gpuenv.errors import StorageError
+
+    free = available_bytes(path)
+    if free is None or free >= needed:
+        return
+    raise StorageError(
+        f"{what} needs about {human_size(needed)} free under {path}; {human_size(free)} are",
+        path=str(path),
+        errno_name="ENOSPC",
+        hint="free some space (gpuenv gc; gpuenv list shows what each prefix holds), or "
+        "point GPUENV_HOME at a larger disk",
+    )
 
 
 # --- the store ------------------------------------------------------------------------------

@@ -339,7 +339,14 @@ def fetch_artifacts(
     import threading
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
-    from gpuenv._fetch import credentials_from, credentials_of
+    from gpuenv._fetch import (
+        UNPACK_FACTOR,
+        budget,
+        credentials_from,
+        credentials_of,
+        human_size,
+        require_space,
+    )
     from gpuenv.errors import DownloadError
     from gpuenv.lock.artifacts import merged, target_artifacts
 
@@ -349,11 +356,15 @@ def fetch_artifacts(
         return request.sources
     stored = store.artifacts()
     missing = stored.missing(artifacts)
-    if missing:
-        progress(
-            f"{target.name}: fetching {len(missing)} of {len(artifacts)} artifacts into the store"
-        )
     credentials = {**credentials_from(request.channels), **credentials_of(request.all_indexes)}
+    if missing:  # said, and the disk checked, before anything is downloaded
+        cost = budget(missing, request.sources, credentials)
+        needed = int(cost.download * (1 + UNPACK_FACTOR))
+        progress(
+            f"{target.name}: fetching {cost.count} of {len(artifacts)} artifacts into the "
+            f"store: {cost.shown}, about {human_size(needed)} of disk with the environment"
+        )
+        require_space(store.root, needed, f"target {target.name}")
     stop = threading.Event()
 
     def advance(_done: int, _total: int | None) -> None:

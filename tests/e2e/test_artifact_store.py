@@ -20,10 +20,14 @@ from tests.fixtures.pkgindex.plugin import PkgIndex
 SUFFIXES = (".whl", ".tar.gz", ".zip", ".conda", ".tar.bz2")
 
 
-def artifact_requests(seen: Seen) -> list[str]:
+def artifact_requests(seen: Seen, method: str = "GET") -> list[str]:
     """The artifact files the server was asked for (pages and metadata left out)."""
     with seen.lock:
-        paths = [path.split("?", 1)[0] for path, _auth in seen.requests]
+        paths = [
+            path.split("?", 1)[0]
+            for (path, _auth), verb in zip(seen.requests, seen.methods, strict=True)
+            if verb == method
+        ]
     return [p for p in paths if p.endswith(SUFFIXES)]
 
 
@@ -50,6 +54,7 @@ def counted_project(
     project.gpuenv("lock", "--target", "cpu", check=True, timeout=300)
     with seen.lock:
         seen.requests.clear()  # what locking asked for does not count
+        seen.methods.clear()
     return project, seen
 
 

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import Project
+from tests.e2e.conftest import Project, spec_text
+from tests.fixtures.pkgindex.index import Seen, Serve
+from tests.fixtures.pkgindex.plugin import PkgIndex
 
 
 @pytest.fixture
@@ -89,3 +91,43 @@ def test_gc_keeps_what_a_kept_prefix_uses(
     assert sorted((own_fs / "store" / "cache" / "artifacts").glob("*/*.whl")) == artifacts
     ran = kept.gpuenv("run", "--unverified", "--", "python", "-c", "import torch")
     assert ran.returncode == 0, ran.stderr
+
+
+def fill(mount: Path, leave: int) -> None:
+    """Take all but ``leave`` bytes of the file system."""
+    with (mount / "ballast").open("wb") as handle:
+        os.posix_fallocate(handle.fileno(), 0, free(mount) - leave)
+
+
+def test_install_and_pack_say_their_cost_and_refuse_early_when_the_disk_is_short(
+    make_project: Callable[..., Project],
+    serve_index: Callable[..., PkgIndex],
+    own_fs: Path,
+    tmp_path: Path,
+) -> None:
+    seen = Seen()
+    index = serve_index(Serve(), seen=seen)
+    project = make_project(spec_text(index), home=own_fs / "store")
+    project.gpuenv("lock", "--target", "cpu", check=True, timeout=300)
+    fill(own_fs, 8 << 10)
+    with seen.lock:
+        seen.requests.clear()
+        seen.methods.clear()
+    refused = project.gpuenv("install", "--target", "cpu", "--json")
+    assert refused.returncode == 5, refused.stderr
+    error = json.loads(refused.stdout)["error"]
+    assert error["kind"] == "storage" and error["path"] == str(own_fs / "store")
+    assert "needs about" in error["message"]
+    archive = own_fs / "cpu.tar"
+    packed = project.gpuenv("pack", "--target", "cpu", "-o", str(archive), "--json")
+    assert packed.returncode == 5 and not archive.exists(), packed.stderr
+    assert json.loads(packed.stdout)["error"]["kind"] == "storage", packed.stdout
+    gets = [p for (p, _a), m in zip(seen.requests, seen.methods, strict=True) if m == "GET"]
+    assert not [p for p in gets if p.endswith(".whl")], packed.stdout
+    assert not any((own_fs / "store" / "cache" / "artifacts").glob("*/*.whl"))
+
+    (own_fs / "ballast").unlink()
+    done = project.gpuenv("install", "--target", "cpu", check=True, timeout=300)
+    assert "to download" in done.stderr and "of disk" in done.stderr
+    said = project.gpuenv("pack", "--target", "cpu", "-o", str(tmp_path / "cpu.tar"), check=True)
+    assert "0 artifacts not in the store yet" in said.stderr, said.stderr

@@ -70,6 +70,12 @@ def run(args: argparse.Namespace) -> int:
     output = args.output or Path(pack.default_name(request.project, request.targets))
     output = output_path(output, hint="name a file for the archive (-o FILE)")
     how = _progress.mode(args)
+    cost = pack.pack_budget(request, output)  # said, and the disk checked, before starting
+    if not args.json:
+        _output.err(
+            f"packing {output}: {cost.download.count} artifacts not in the store yet "
+            f"({cost.download.shown}); the archive takes about {pack.human_size(cost.archive)}"
+        )
     with (
         request.store.using_artifacts(),  # gc prunes none of them while the archive is made
         progress_display(bar=how == _progress.LIVE, lines=how == _progress.LINES) as report,

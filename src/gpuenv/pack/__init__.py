@@ -36,10 +36,18 @@ from pathlib import Path
 from typing import IO
 
 from gpuenv._artifacts import ArtifactSources
-from gpuenv._fs import atomic_write_text
-from gpuenv._redact import redact_urls
-from gpuenv._fetch import Artifact, ArtifactStore, Credentials, Digests
+from gpuenv._fetch import (
+    Artifact,
+    ArtifactStore,
+    Budget,
+    Credentials,
+    Digests,
+    budget,
+    human_size,
+    require_space,
+)
 from gpuenv._fs import atomic_write_text, storage_error
+from gpuenv._redact import redact_urls
 from gpuenv.errors import InstallError, UsageError
 from gpuenv.lock.artifacts import build_sources, lock_artifacts
 from gpuenv.lock.format import LOCK_FILENAME, parse_lock_text, read_lock, render_lock
@@ -59,11 +67,14 @@ from gpuenv.store import Store
 
 __all__ = [
     "Manifest",
+    "PackBudget",
     "PackPlan",
     "PackProgress",
     "PackRequest",
     "Unpacked",
     "default_name",
+    "human_size",
+    "pack_budget",
     "place_project",
     "prepare",
     "unpack",
@@ -113,14 +124,24 @@ class PackPlan:
     request: PackRequest | None = None  # to fetch again an artifact damaged in the store
 
 
-def human_size(n: float) -> str:
-    """``2048`` -> ``2.0 KiB``."""
-    units = ("B", "KiB", "MiB", "GiB", "TiB")
-    step = 0
-    while n >= 1024 and step < len(units) - 1:
-        n /= 1024
-        step += 1
-    return f"{n:.0f} B" if step == 0 else f"{n:.1f} {units[step]}"
+@dataclass(frozen=True)
+class PackBudget:
+    download: Budget  # what is missing from the store
+    archive: int  # about how large the archive will be
+
+
+def pack_budget(request: PackRequest, output: Path) -> PackBudget:
+    """What a pack will download and write, checked against the free space of the
+    store and of the archive's directory before anything starts (``StorageError``)."""
+    store = _artifacts(request)
+    wanted = lock_artifacts(request.lock, request.targets)
+    missing = store.missing(wanted)
+    present = sum(store.path(a).stat().st_size for a in wanted if a not in missing)
+    cost = budget(missing, request.sources, request.credentials)
+    archive = present + cost.download + 1024 * (len(wanted) + 16)  # headers, lock, manifest
+    require_space(store.root, cost.download, "pack (the artifacts it downloads)")
+    require_space(output.absolute().parent, archive, f"the archive {output.name}")
+    return PackBudget(cost, archive)
 
 
 def default_name(project: str, targets: tuple[str, ...]) -> str:
