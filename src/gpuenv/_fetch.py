@@ -50,7 +50,7 @@ from gpuenv import __version__
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._flock import FileLock, LockTimeout
 from gpuenv._fs import storage_error
-from gpuenv._network import Index, env_key, strip_userinfo
+from gpuenv._network import Index, download_cap, env_key, netrc_auth, strip_userinfo
 from gpuenv._redact import redact_url, remember_secret
 from gpuenv.errors import DownloadError, HashMismatch, InstallError
 

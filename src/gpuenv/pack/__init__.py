@@ -26,8 +26,6 @@ installed already, no artifact is read at all.
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
 import tarfile
 from collections.abc import Callable
