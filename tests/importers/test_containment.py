@@ -137,3 +137,17 @@ def test_a_link_swapped_in_after_the_check_is_still_refused(
     with pytest.raises(ForeignFileError) as error:
         _text.read_text(target, "requirements.txt", (repo.resolve(),))
     assert "outside the repository" in str(error.value) and SECRET not in str(error.value)
+
+
+def test_an_include_that_is_a_symlink_loop_is_listed(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """-r of a link loop was a RuntimeError from Path.resolve (exit 70)."""
+    (tmp_path / "a.txt").symlink_to(tmp_path / "b.txt")
+    (tmp_path / "b.txt").symlink_to(tmp_path / "a.txt")
+    (tmp_path / "requirements.txt").write_text("-r a.txt\ntorch==2.4.1\n")
+    (tmp_path / "cog.yaml").write_text("build:\n  python_requirements: a.txt\n")
+    result = _run(cli, tmp_path, out=tmp_path / "g.toml")
+    assert result.code == 0, result.out
+    notes = [n for n in _notes(result) if "a symbolic link loop" in n]
+    assert len(notes) == 2, _notes(result)

@@ -65,6 +65,10 @@ class Context:
         Returns False when it was already read."""
         if self.depth >= MAX_INCLUDE_DEPTH:
             fail(by, line, f"includes nested more than {MAX_INCLUDE_DEPTH} deep")
+        try:
+            path.resolve()
+        except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+            fail(by, line, f"includes {self.display(path)}, a symbolic link loop")
         if not self.inside(path):
             fail(by, line, f"{OUTSIDE}: {self.display(path)}")
         if not path.is_file():

@@ -69,7 +69,10 @@ def _opened_path(fd: int, path: Path) -> Path:
     try:
         return Path(f"/proc/self/fd/{fd}").readlink()
     except OSError:
-        return path.resolve()
+        try:
+            return path.resolve()
+        except RuntimeError:  # a symlink loop: nothing to read
+            return path.absolute()
 
 
 def read_bytes(path: Path, display: str, roots: tuple[Path, ...] = ()) -> bytes:

@@ -4,6 +4,7 @@ requirements file, read), ``build.system_packages`` (reported) and ``build.run``
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -59,7 +60,7 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
         feeder.line(line, requirement.strip())
     extra = build.get("python_requirements")
     if extra is not None and extra.text():
-        target = (path.parent / str(extra.text())).resolve()
+        target = Path(os.path.normpath(path.parent / str(extra.text())))
         origin = Origin(display, extra.line, f"python_requirements: {extra.text()}")
         with line_not_read(builder, origin):
             ctx.include(target, "requirements", by=display, line=extra.line)

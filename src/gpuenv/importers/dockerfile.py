@@ -10,6 +10,7 @@ unset variables, and ``apt-get install`` lines are reported, not read. A ``pip i
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,7 +182,7 @@ def _pip_install(state: _State, tokens: list[str], origin: Origin) -> None:
 def _requirements_file(state: _State, name: str, origin: Origin) -> None:
     """``pip install -r FILE``: read FILE when it is here (the build context is unknown)."""
     for base in (state.path.parent, state.ctx.root):
-        candidate = (base / name).resolve()
+        candidate = Path(os.path.normpath(base / name))
         if not state.ctx.inside(candidate):
             state.builder.note(UNREADABLE, f"{OUTSIDE}: pip install -r {name}", origin)
             return

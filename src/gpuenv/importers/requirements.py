@@ -11,6 +11,7 @@ continuations, markers, direct URLs and ``git+...@ref`` references.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from dataclasses import replace
@@ -235,7 +236,7 @@ class PipLines:
     def option(self, option: str, value: str, origin: Origin) -> None:
         kind = _VALUE_OPTIONS[option]
         if kind in ("requirement", "constraint"):
-            path = (self.base / value).resolve()
+            path = Path(os.path.normpath(self.base / value))
             group = "constraints" if kind == "constraint" else None
             self.ctx.include(
                 path, "constraints" if group else "requirements", by=origin.file, line=origin.line
