@@ -27,6 +27,7 @@ means to a user: docs/reference/exit-codes.md):
 |      |                              | NetworkError (network)              |
 |      |                              | DownloadError (download)            |
 |      |                              | InstallError (install)              |
+|      |                              | HashMismatch (hash-mismatch)        |
 |      |                              | BuildError (build)                  |
 |      |                              | HardwareDetectionError (hardware)   |
 |      |                              | StorageError (storage)              |
