@@ -172,3 +172,18 @@ def test_the_command_reference_names_every_command_and_flag() -> None:
             and flag not in text
         ]
     assert not missing, f"document these in docs/reference/commands.md: {missing}"
+
+
+def test_the_architecture_map_names_every_top_level_module_and_package() -> None:
+    text = (DOCS / "dev" / "architecture.md").read_text(encoding="utf-8")
+    root = ROOT / "src" / "gpuenv"
+    missing = [
+        p.name
+        for p in sorted(root.iterdir())
+        if not p.name.startswith("__")
+        and (
+            ((p / "__init__.py").is_file() and f"`{p.name}/`" not in text)
+            or (p.suffix == ".py" and f"`{p.name}`" not in text)
+        )
+    ]
+    assert not missing, f"say in docs/dev/architecture.md what these are: {missing}"
