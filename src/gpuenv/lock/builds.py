@@ -23,8 +23,8 @@ that is reported in ``Missing``, and the locker resolves once more.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from packaging.requirements import Requirement
@@ -37,7 +37,12 @@ from gpuenv.names import normalize_name
 from gpuenv.spec import BuildOptions, Spec
 
 if TYPE_CHECKING:
+    from gpuenv.lock.sdistscan import Scanned
     from gpuenv.plan import TargetPlan
+
+# What a torch extension found in an sdist (not in the knowledge base) is given to build
+# in the prefix: setuptools, as torch.utils.cpp_extension builds with it.
+DETECTED_REQUIRES = ("setuptools",)
 
 
 @dataclass(frozen=True)
@@ -151,17 +156,42 @@ def _is_wheel(package: PipPackage) -> bool:
 
 
 def found(
-    spec: Spec, pip: tuple[PipPackage, ...], known: Mapping[str, Wanted]
+    spec: Spec,
+    pip: tuple[PipPackage, ...],
+    known: Mapping[str, Wanted],
+    scan: Callable[[PipPackage], Scanned | None] | None = None,
 ) -> dict[str, Wanted]:
     """Every build of this resolution: the declared ones, and packages that came as an
-    sdist (built with the knowledge base's options, or isolated)."""
+    sdist (built with the knowledge base's options; else with what ``scan`` finds in
+    the sdist, ``lock.sdistscan``; else isolated)."""
     out = {}
     for package in pip:
         if package.name in known:
             out[package.name] = known[package.name]
         elif not _is_wheel(package):
-            out[package.name] = wanted(package.name, spec, forced=False)
+            w = wanted(package.name, spec, forced=False)
+            if scan is not None and knowledge.defaults_for(package.name) is None:
+                w = _detected(w, spec, scan(package))
+            out[package.name] = w
     return out
+
+
+def _detected(w: Wanted, spec: Spec, scanned: Scanned | None) -> Wanted:
+    """``w`` with what the sdist showed, where ``[pip.build.<name>]`` says nothing."""
+    if scanned is None or not (scanned.torch_extension or scanned.cuda):
+        return w
+    options = spec.pip.build.get(w.name) or BuildOptions()
+    in_prefix = _pick(options.no_build_isolation, scanned.torch_extension)
+    requires = options.build_requires
+    return replace(
+        w,
+        no_build_isolation=in_prefix,
+        against_torch=_pick(options.against_torch, in_prefix),
+        toolkit=_pick(options.toolkit, scanned.cuda),
+        build_requires=tuple(requires if requires is not None else DETECTED_REQUIRES)
+        if in_prefix
+        else (),
+    )
 
 
 def toolkit_version(

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from gpuenv.hardware import HardwareFacts
     from gpuenv.knowledge import KnowledgeBase
     from gpuenv.lock.format import LockReading
+    from gpuenv.lock.sdistscan import Scanned
     from gpuenv.plan import TargetPlan
 
 Progress = Callable[[str], None]
@@ -387,16 +388,17 @@ def _lock_target(
     conda, python = _solve_conda(backends, spec, plan, keep, options, progress)
     progress(f"{name}: resolving pip packages")
     declared = build_lock.declared(spec)
+    scan = _sdist_scanner(options)
     need = build_lock.needs(declared, cuda=plan.cuda).union(
         extras.project_needs(spec, cuda=plan.cuda)
     )
     pip, need = _resolve_pip(backends, spec, plan, keep, options, python, need)
-    found = build_lock.found(spec, pip, declared)
+    found = build_lock.found(spec, pip, declared, scan)
     more = build_lock.needs(found, cuda=plan.cuda)
     if not need.covers(more):  # a build found only now needs a toolkit or build requirements
         _check_conda_toolkit(spec, plan, need, more)
         pip, need = _resolve_pip(backends, spec, plan, keep, options, python, need.union(more))
-        found = build_lock.found(spec, pip, declared)
+        found = build_lock.found(spec, pip, declared, scan)
     check_against_plan(plan, pip)
     request = _pip_request(spec, plan, keep, options, python, need)
     facts, warnings = _wheel_facts(plan, pip, request, backends.pip, kb, progress)
@@ -469,6 +471,20 @@ def _expected_request(
         return _pip_request(spec, plan, keep, options, plan.python, need)
     except Exception:  # noqa: BLE001 - _lock_target meets it again, in its turn
         return None
+
+
+def _sdist_scanner(options: LockOptions) -> Callable[[PipPackage], Scanned | None]:
+    """What an sdist's build needs, read from it (``lock.sdistscan``): once per sdist."""
+    from gpuenv.lock.sdistscan import scan
+
+    seen: dict[str, Scanned | None] = {}
+
+    def scanned(package: PipPackage) -> Scanned | None:
+        if package.sha256 not in seen:
+            seen[package.sha256] = scan(package, options.cache_dir)
+        return seen[package.sha256]
+
+    return scanned
 
 
 def _solve_conda(
