@@ -80,21 +80,54 @@ def scan_file(path: Path) -> Scanned | None:
     return Scanned(torch, cuda)
 
 
+MAX_SDIST = 1 << 30
+
+
+def _fetch(url: str, sha256: str, directory: Path) -> Path | None:
+    """The sdist at ``url`` in ``directory`` (named by its sha256), downloaded once and
+    checked while it is written; None when it cannot be had or does not match."""
+    import hashlib
+    import os
+    import tempfile
+    import urllib.request
+    from urllib.parse import unquote, urlsplit
+
+    name = unquote(urlsplit(url).path.rsplit("/", 1)[-1]) or "source.tar.gz"
+    if "/" in name or name in (".", ".."):
+        return None
+    path = directory / sha256 / name
+    if path.is_file():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".sdist-", dir=path.parent)
+    digest, size = hashlib.sha256(), 0
+    try:
+        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=120) as response:  # noqa: S310 - locked URLs
+            while chunk := response.read(1 << 20):
+                size += len(chunk)
+                if size > MAX_SDIST:
+                    return None
+                digest.update(chunk)
+                out.write(chunk)
+        if digest.hexdigest() != sha256:
+            return None
+        Path(tmp).replace(path)
+        return path
+    except (OSError, ValueError):
+        return None
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
 def scan(package: PipPackage, cache_dir: Path | None) -> Scanned | None:
     """Fetch ``package``'s sdist (once, into ``cache_dir``) and scan it."""
     import tempfile
 
-    from gpuenv.builds.fetch import sdist
-    from gpuenv.builds.model import BuildSource
-    from gpuenv.errors import BuildError
-
     if not package.sha256 or package.url.startswith("git+"):
         return None
-    source = BuildSource("sdist", package.url, package.sha256)
-    try:
-        if cache_dir is not None:
-            return scan_file(sdist(source, cache_dir / "sdists"))
-        with tempfile.TemporaryDirectory(prefix="gpuenv-sdist-") as tmp:
-            return scan_file(sdist(source, Path(tmp)))
-    except (BuildError, OSError):
-        return None
+    if cache_dir is not None:
+        found = _fetch(package.url, package.sha256, cache_dir / "sdists")
+        return scan_file(found) if found is not None else None
+    with tempfile.TemporaryDirectory(prefix="gpuenv-sdist-") as tmp:
+        found = _fetch(package.url, package.sha256, Path(tmp))
+        return scan_file(found) if found is not None else None
