@@ -88,3 +88,20 @@ def test_an_exact_pin_the_chosen_torch_rules_out_moves_to_its_range(
     assert (numpy["from"], numpy["to"]) == ("2.0.1", "<2")
     assert "numpy" not in imported.entries("kept")
     assert '"numpy<2", # requirements.txt:2 numpy==2.0.1 → <2' in imported.spec.read_text()
+
+
+def test_the_repositorys_own_setuptools_pin_is_kept(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # 2021-22 environments pinned setuptools=59.5.0 (distutils for tensorboard, and
+    # pkg_resources for the sdists they built): conda's pip/setuptools are otherwise dropped.
+    env = _file(
+        tmp_path,
+        "environment.yml",
+        "dependencies:\n  - python=3.8\n  - pytorch=1.10.0\n  - cudatoolkit=11.3\n"
+        "  - setuptools=59.5.0\n  - pip=21.2.4\n  - wheel\n",
+    )
+    imported = run_import(env, target="rtx4090")
+    assert imported.entries("kept")["setuptools"]["to"] == "==59.5.0"
+    spec = imported.spec.read_text()
+    assert '"setuptools==59.5.0"' in spec and '"wheel' not in spec and '"pip' not in spec

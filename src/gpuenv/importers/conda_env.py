@@ -64,6 +64,9 @@ def release_of(specifier: str) -> str | None:
     return f"{match.group(1)}.{match.group(2)}" if match else None
 
 
+BUILD_TOOLS = frozenset({"setuptools", "wheel"})
+
+
 @dataclass
 class CondaSink:
     """Turns conda packages into asks and facts of one reading."""
@@ -87,6 +90,12 @@ class CondaSink:
         cuda = knowledge.conda_cuda.get(name)
         if cuda is not None:
             self._cuda_package(cuda.means, specifier, origin)
+            return
+        if name in BUILD_TOOLS and specifier.startswith("=="):
+            # The repository's own setuptools/wheel pin: old sdists built in the prefix
+            # (mmcv-full, an own CUDA extension) need the pkg_resources and distutils of
+            # their era; it is kept as the pip requirement it also is.
+            self.builder.asks.append(Ask(name=name, specifier=specifier, origin=origin))
             return
         if knowledge.is_conda_runtime(name):
             self.runtime.append(name)
