@@ -67,7 +67,7 @@ def make_prefix(directory: Path, pkgindex: PkgIndex, torch: str = "torch-2.4.1+c
     prefix = directory / "prefix"
     uv = uv_bin()
     subprocess.run([uv, "venv", "-q", "--no-config", "--python", "3.11", prefix], check=True)
-    wheel = next((pkgindex.root / "whl" / "cpu").glob(f"{torch.replace('-', '-', 1)}-cp311-*.whl"))
+    wheel = next((pkgindex.root / "whl" / "cpu").glob(f"{torch}-cp311-cp311-linux_x86_64.whl"))
     subprocess.run(
         [
             uv,
