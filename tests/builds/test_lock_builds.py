@@ -238,9 +238,25 @@ def test_a_gpu_newer_than_the_toolkit_gets_the_arch_torchs_build_runs_it_with(
         # git reads a URL that starts with "-" as an option: --upload-pack runs a command.
         (
             {"source": "git", "url": "git+--upload-pack=touch${IFS}PWNED", "commit": "a" * 40},
-            "is not a git+https:// or git+ssh:// URL",
+            "is not a git+https://, git+ssh:// or git+file:// URL",
         ),
-        ({"source": "git", "url": "git+file:///srv/x", "commit": "a" * 40}, "git+ssh://"),
+        # git's ext:: transport runs a command; ssh reads a host "-o..." as an option
+        (
+            {"source": "git", "url": "git+ext::sh -c touch%20PWNED", "commit": "a" * 40},
+            "git+ssh://",
+        ),
+        (
+            {
+                "source": "git",
+                "url": "git+ssh://-oProxyCommand=touch%20PWNED/x",
+                "commit": "a" * 40,
+            },
+            "starting with '-'",
+        ),
+        (
+            {"source": "git", "url": "git+ssh://u@-oProxyCommand=id/x", "commit": "a" * 40},
+            "starting with '-'",
+        ),
         ({"url": "/etc/passwd"}, "is not an http(s):// or file:// URL"),
         ({"version": "1.0/../../x"}, "is not a version"),
         ({"python": "3.11;touch PWNED"}, "is not a Python version"),
@@ -303,3 +319,18 @@ def test_git_gets_the_source_url_as_an_operand_never_an_option(
     fetch_argv = next(a for a in seen if "fetch" in a)
     at = fetch_argv.index("--upload-pack=touch PWNED")
     assert fetch_argv[at - 1] == "--", fetch_argv
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "git+https://example.org/org/repo.git",
+        "git+ssh://git@example.org/org/repo.git",
+        "git+file:///srv/checkouts/repo",  # a local repository, as a file:// wheel is
+    ],
+)
+def test_a_git_source_over_https_ssh_or_a_local_repository_is_a_lockable_value(url: str) -> None:
+    from gpuenv.lock._integrity import url_problem
+
+    assert url_problem(url, git=True) is None
+    assert url_problem(url + "${HOME}", git=True) is not None  # expansion is still refused

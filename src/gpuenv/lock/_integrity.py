@@ -20,7 +20,8 @@ build, dependencies that point at nothing.
 tool sees it: versions are PEP 440 (and short: a 5000-digit release number is refused
 here, not by ``int()``'s limit deep in packaging), platforms and conda subdirs are known
 names, Pythons and CUDA releases are dotted numbers, URLs are http(s)/file (a build's
-git source ``git+https``/``git+ssh``) and hold no ``${`` (uv and pip expand
+git source ``git+https``/``git+ssh``/``git+file``, a host never starting with ``-``)
+and hold no ``${`` (uv and pip expand
 environment variables there, sending the installing machine's secrets to an index).
 An edited lock, even with its hash recomputed, cannot make a Dockerfile ``RUN`` a
 command, a pylock marker always true, or ``git fetch`` read a URL as an option.
@@ -339,17 +340,22 @@ DRIVER = re.compile(r"^\d{1,4}(?:\.\d{1,4}){0,3}$")
 VIRTUAL_NAME = re.compile(r"^__[a-z0-9_]{1,32}$")
 CONDA_TOKEN = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+!*-]{0,127}$")  # a conda name, version, build
 COMPILER = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.+-]{0,63}$")  # "gcc-12"
-GIT_SCHEMES = ("git+https://", "git+ssh://")
+# A local repository (git+file://) is as legitimate as a file:// wheel; git's other
+# transports (ext::, fd::) run commands and are never locked.
+GIT_SCHEMES = ("git+https://", "git+ssh://", "git+file://")
 EXPANDED = "${"
 
 
 def url_problem(url: str, *, git: bool = False) -> str | None:
     """Why ``url`` cannot be handed to uv, rattler or git (None: it can). ``git``: a
-    build's git source, ``git+https://`` or ``git+ssh://`` only."""
+    build's git source, ``git+https://``, ``git+ssh://`` or ``git+file://`` only, whose
+    host does not start with ``-`` (ssh would read ``-oProxyCommand=...`` as an option)."""
     if git:
         rest = url.split("://", 1)[-1]
         if not (url.startswith(GIT_SCHEMES) and is_fetchable_url("https://" + rest)):
-            return f"{_show(url)} is not a git+https:// or git+ssh:// URL"
+            return f"{_show(url)} is not a git+https://, git+ssh:// or git+file:// URL"
+        if urlsplit("https://" + rest).netloc.rpartition("@")[2].startswith("-"):
+            return f"{_show(url)} names a host starting with '-', which ssh reads as an option"
     elif not is_fetchable_url(url):
         return f"{_show(url)} is not an http(s):// or file:// URL"
     return expansion_problem(url)
