@@ -52,11 +52,14 @@ def backends() -> tuple[PipResolver, CondaSolver]:
 
 def _fresh_key(args: argparse.Namespace) -> tuple[str, str] | None:
     """(gpuenv's cache, the name of this check of these bytes) for ``lock._fresh``."""
+    from gpuenv.builds import knowledge as build_knowledge
     from gpuenv.knowledge._data import data_digest
     from gpuenv.lock import _fresh
 
     cache = _common.cache_dir()
-    name = _fresh.key(str(_common.spec_path(args)), data_digest(), args.target) if cache else None
+    # the build knowledge (packages.toml & co.) makes a lock with builds stale too
+    digest = data_digest() + build_knowledge.digest()
+    name = _fresh.key(str(_common.spec_path(args)), digest, args.target) if cache else None
     return (str(cache), name) if cache and name else None
 
 
