@@ -1,9 +1,10 @@
 """No command line crashes gpuenv: every command, with the global flags before and
 after it, with each of its options missing its value, repeated, or given odd values,
 and with arguments it does not take, ends with a message and an exit code of the
-documented table, never exit 70 and never a traceback (except under ``-v``, which
-asks for one on errors). And ``gpuenv run``'s fast path and the full parser read
-every spelling of a run line alike.
+documented table, never exit 70 and never a traceback (``-v`` too: it adds an
+expected error's causes as plain lines; only an internal error, exit 70, shows its
+traceback). And ``gpuenv run``'s fast path and the full parser read every spelling of
+a run line alike.
 
 Each line runs for real, in-process, in a fresh empty directory (no gpuenv.toml), an
 empty store, and indexes on a closed loopback port, so nothing reaches the network
@@ -131,7 +132,7 @@ def test_no_command_line_crashes(
         problem = None
         if code not in DOCUMENTED:
             problem = f"exit {code}"
-        elif "Traceback" in captured.err and not {"-v", "--verbose"} & set(line):
+        elif "Traceback" in captured.err:  # -v too: tracebacks are for internal errors
             problem = "a traceback"
         elif "internal error" in captured.err + captured.out:
             problem = "an internal error"
@@ -153,7 +154,8 @@ def test_the_reported_run_lines_are_usage_errors_or_refusals(
     os.chdir(sandbox)
     assert main(["-q", "run", "--unverified", "--", "true"]) == 4
     assert main(["run", "--unverified", "-v", "--", "true"]) == 4
-    assert "no gpuenv.toml here" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no gpuenv.toml here" in err and "Traceback" not in err
     for line in (["run"], ["run", "--"], ["-q", "run", "-v"], ["run", "--unverified", "--"]):
         assert main(line) == 2, line
         err = capsys.readouterr().err
@@ -246,3 +248,27 @@ def test_the_command_begins_after_the_first_double_dash_or_the_first_word(
     assert fast is not None
     assert (fast.command, fast.target, fast.verbose) == (command, target, verbose)
     assert fast.fields() == _full(line)
+
+
+def test_verbose_shows_an_expected_errors_causes_as_lines_and_no_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``-v`` on "no gpuenv.toml here" printed a Python traceback: -v shows tracebacks
+    for internal errors (exit 70) only, and an expected error's cause chain as lines."""
+    from gpuenv.cli import _output
+    from gpuenv.errors import FileFormatError
+
+    try:
+        try:
+            raise OSError(13, "Permission denied")
+        except OSError as exc:
+            raise FileFormatError("gpuenv.toml: cannot read it", hint="fix it") from exc
+    except FileFormatError as error:
+        _output.render_error(error, as_json=False, verbose=1)
+        quiet = FileFormatError("plain")
+        _output.render_error(quiet, as_json=False, verbose=1)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "gpuenv: error: gpuenv.toml: cannot read it" in err
+    assert "  caused by: PermissionError: [Errno 13] Permission denied" in err
+    assert err.count("caused by") == 1  # the error without a cause has none

@@ -86,8 +86,25 @@ def render_error(error: GpuenvError, *, as_json: bool, verbose: int) -> None:
             for alternative in alternatives:
                 changes = ", ".join(f"{k} = {v}" for k, v in alternative.changes.items())
                 err(f"  - {alternative.description}" + (f"  [{changes}]" if changes else ""))
-    if verbose:
-        _traceback(error)
+    if verbose and not as_json:
+        for cause in _causes(error):  # an expected error: its causes, never a traceback
+            err(f"  caused by: {type(cause).__name__}: {cause}")
+
+
+def _causes(error: BaseException) -> list[BaseException]:
+    """The exceptions behind ``error`` (``raise ... from`` first, else the one being
+    handled, unless suppressed with ``from None``), outermost first, without repeats."""
+    found: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and len(found) < 16:
+        following = current.__cause__ or (
+            None if current.__suppress_context__ else current.__context__
+        )
+        if following is None or following is error or following in found:
+            break
+        found.append(following)
+        current = following
+    return found
 
 
 def render_interrupt(interrupt: BaseException, *, as_json: bool) -> None:
