@@ -183,3 +183,40 @@ def test_the_editable_wheel_maps_the_tree_and_keeps_this_prefixs_compiled_files(
     assert "__editable__.gpuenv_paper_kernels.pth" in names
     assert repr(str(root / "src" / "paper_kernels")) in finder
     assert direct == {"url": root.as_uri(), "dir_info": {"editable": True}}
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        ({"pyproject.toml": "[project]\nname = 'x'\ndependencies = ['numpy>=']\n"}, "numpy>="),
+        ({"pyproject.toml": "[project]\nname = 'x'\ndependencies = 'numpy'\n"}, "array"),
+        ({"pyproject.toml": "[project\nname = 'x'\n"}, "not valid TOML"),
+        (
+            {
+                "pyproject.toml": "[project]\nname='x'\n[dependency-groups]\nd = [{include-group='e'}]\n"
+            },
+            "not a group",
+        ),
+        ({"pyproject.toml": "[project]\nname='x'\n[dependency-groups]\nd = [3]\n"}, "neither"),
+        ({"setup.py": "setup(install_requires=['a b c'])\n"}, "not a requirement"),
+        ({"setup.py": "def (:\n"}, "not Python"),
+        ({"setup.py": "x = " + "(" * 5000 + ")" * 5000 + "\n"}, "not Python"),
+    ],
+)
+def test_hostile_project_files_are_located_errors_not_crashes(
+    tmp_path: Path, files: dict[str, str], expected: str
+) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    with pytest.raises(SpecError) as caught:
+        load_spec(_spec(tmp_path))
+    assert expected in str(caught.value)
+
+
+def test_links_and_special_files_in_the_tree_are_never_followed_out(tmp_path: Path) -> None:
+    (tmp_path / "k.cu").write_text("// v1\n")
+    (tmp_path / "loop").symlink_to(tmp_path)  # a directory link: not walked
+    (tmp_path / "zero.cu").symlink_to("/dev/zero")  # never read (it would never end)
+    (tmp_path / "gone.h").symlink_to(tmp_path / "missing")
+    first = tree_key(tmp_path)
+    assert tree_key(tmp_path) == first

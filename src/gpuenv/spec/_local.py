@@ -70,6 +70,25 @@ def _strings(value: object, path: Path, key: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _requirements(lines: tuple[str, ...], path: Path, key: str) -> tuple[str, ...]:
+    """``lines``, each checked as a PEP 508 requirement (what the resolver will read)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    problems = []
+    for index, line in enumerate(lines):
+        try:
+            Requirement(line)
+        except InvalidRequirement as exc:
+            problems.append(
+                SpecProblem(
+                    str(path), None, f"{key}[{index}]", f"{line!r} is not a requirement: {exc}"
+                )
+            )
+    if problems:
+        raise SpecError(problems)
+    return lines
+
+
 def _groups(data: Mapping[str, Any], path: Path) -> dict[str, tuple[str, ...]]:
     """PEP 735 ``[dependency-groups]``, includes expanded (a cycle is an error)."""
     raw = data.get("dependency-groups", {})
@@ -123,7 +142,12 @@ def _groups(data: Mapping[str, Any], path: Path) -> dict[str, tuple[str, ...]]:
                 )
         return out
 
-    return {name: tuple(dict.fromkeys(expand(name, ()))) for name in sorted(names)}
+    return {
+        name: _requirements(
+            tuple(dict.fromkeys(expand(name, ()))), path, f"dependency-groups.{name}"
+        )
+        for name in sorted(names)
+    }
 
 
 # --- setup.py, read through ast ---------------------------------------------------------
@@ -220,8 +244,11 @@ def read_project(root: Path, file: str) -> LocalProject | None:
         requirements = _strings(
             table.get("dependencies", []), pyproject_path, "project.dependencies"
         )
+        requirements = _requirements(requirements, pyproject_path, "project.dependencies")
     elif setup is not None:
         requirements = setup.install_requires
+        if requirements is not None:
+            requirements = _requirements(requirements, setup_path, "setup(install_requires)")
     else:
         requirements = None
     system = data.get("build-system")
