@@ -475,7 +475,9 @@ class Store:
         links to (a prefix's files are hard links into them): pruned, not wiped. A tool
         that finds an entry gone unpacks the store's artifact again."""
         out = []
-        for root in (self.cache("uv") / "archive-v0", self.cache("rattler") / "pkgs"):
+        # uv: archive-v0/<id>/ (its wheels-v*/ pointers to a pruned id are refreshed by uv);
+        # rattler: <name>-<version>-<build>/ beside its <...>.lock, in the cache's root.
+        for root in (self.cache("uv") / "archive-v0", self.cache("rattler")):
             if not root.is_dir():
                 continue
             for entry in sorted(root.iterdir()):

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import Project, spec_text
+from tests.fixtures.condachannel.plugin import LocalChannel
 from tests.fixtures.pkgindex.index import Seen, Serve
 from tests.fixtures.pkgindex.plugin import PkgIndex
 
@@ -131,3 +132,32 @@ def test_install_and_pack_say_their_cost_and_refuse_early_when_the_disk_is_short
     assert "to download" in done.stderr and "of disk" in done.stderr
     said = project.gpuenv("pack", "--target", "cpu", "-o", str(tmp_path / "cpu.tar"), check=True)
     assert "0 artifacts not in the store yet" in said.stderr, said.stderr
+
+
+def test_gc_prunes_rattler_packages_no_kept_prefix_links_to(
+    make_project: Callable[..., Project],
+    pkgindex: PkgIndex,
+    local_channel: LocalChannel,
+    own_fs: Path,
+) -> None:
+    text = spec_text(pkgindex) + (
+        f'\n[conda]\nchannels = ["{local_channel.url}"]\n'
+        'dependencies = { "cuda-nvcc" = "12.4.*" }\npython = false\n'
+    )
+    project = make_project(text, home=own_fs / "store")
+    project.gpuenv("lock", "--target", "cpu", check=True, timeout=300)
+    project.gpuenv("install", "--target", "cpu", check=True, timeout=300)
+    rattler = own_fs / "store" / "cache" / "rattler"
+    packages = sorted(p for p in rattler.iterdir() if p.is_dir())
+    assert packages, "rattler extracted the conda packages there"
+    kept = json.loads(project.gpuenv("gc", "--grace", "0", "--json", check=True).stdout)
+    assert kept["removed_cache_entries"] == 0, "the installed prefix links to them"
+    assert sorted(p for p in rattler.iterdir() if p.is_dir()) == packages
+
+    keeper = make_project(home=own_fs / "store")
+    shutil.rmtree(project.dir)
+    before = free(own_fs)
+    result = json.loads(keeper.gpuenv("gc", "--grace", "0", "--json", check=True).stdout)
+    released = free(own_fs) - before
+    assert not [p for p in rattler.iterdir() if p.is_dir()], "pruned with the prefix"
+    assert abs(result["freed_bytes"] - released) <= 0.05 * released, (result, released)
