@@ -57,7 +57,16 @@ def run(args: argparse.Namespace) -> int:
     loaded, lock = _common.load_locked(args)
     target = lock.targets[_target(args, sorted(lock.targets))]
     store = _common.store()
-    prefix = store.prefix_for(target.name, target.content_hash)
+    # The project's own prefix of this locked content (a project installed editable, or
+    # groups, name it apart), else the one the content alone names.
+    from gpuenv.store import current_prefix
+
+    pointed = current_prefix(spec_file.parent.absolute(), target.name)
+    prefix = (
+        pointed
+        if pointed is not None and store.is_installed(pointed, target.content_hash)
+        else store.prefix_for(target.name, target.content_hash)
+    )
     context = export.ExportContext(
         lock=lock,
         target=target,
