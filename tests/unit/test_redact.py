@@ -78,6 +78,7 @@ def test_text_rules_leave_url_paths_whole_and_catch_a_raw_at_password() -> None:
     got = redact("fetched https://u2:pa@ss-LEAKY-42@h/simple/t/team/A_TOKEN=q/x.whl; A_TOKEN=z")
     assert got == "fetched https://h/simple/t/team/A_TOKEN=q/x.whl; A_TOKEN=***"
     assert redact("/home/a;touch P;#/B_TOKEN=z/x") == "/home/a;touch P;#/B_TOKEN=z/x"
+    assert redact("--env=MY_TOKEN=abc;HF_TOKEN=def") == "--env=MY_TOKEN=***"
 
 
 def test_remembered_secrets_are_masked_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:
