@@ -994,8 +994,8 @@ def _python_for_wheels(
     differs from the planner's first choice; the plan unchanged when nothing moved."""
     fk, wheels = ctx
     asks = _checked(merged, fk, plan)
-    if not asks:
-        return plan, None
+    if not asks or not plan.hardware.platform.startswith("linux"):
+        return plan, None  # the check knows Linux wheel tags only
     wheels.prefetch(name for name, _ in asks)
     platform = plan.hardware.platform
     first = _blockers(wheels, asks, plan.python, platform)
@@ -1067,9 +1067,10 @@ def _wheel_move(d: Decision, resolved: Resolved) -> Entry | None:
     """The entry for a pin the index has no wheel of for the chosen Python: moved to
     the nearest release that has one, or built from its sdist, or not reproducible."""
     wheels = d.wheels
-    if wheels is None or wheels.failure is not None:
+    platform = d.plan.hardware.platform
+    if wheels is None or wheels.failure is not None or not platform.startswith("linux"):
         return None
-    python, platform = d.plan.python, d.plan.hardware.platform
+    python = d.plan.python
     found = wheel_index.verdict(wheels, resolved.name, resolved.specifier, python, platform)
     if found.fits:
         return None
