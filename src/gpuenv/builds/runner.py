@@ -221,7 +221,7 @@ def _argv(entry: BuildEntry, ctx: BuildContext, source: Path, out: Path) -> list
     argv += [ctx.uv, "--no-config", "build", "--wheel", "--out-dir", out, "--python", ctx.python]
     if entry.inputs.no_build_isolation:
         argv.append("--no-build-isolation")
-    return [*argv, source]
+    return [*argv, "--", source]  # the source is an operand, whatever its name
 
 
 def _source(cache: BuildCache, entry: BuildEntry, ctx: BuildContext, workdir: Path) -> Path:
