@@ -91,7 +91,7 @@ def install(
     environ: Mapping[str, str],
     prefix: Path | None = None,
 ) -> Kernel:
-    kernel = name or default_name(project_name, target)
+    kernel = default_name(project_name, target) if name is None else name
     if not KERNEL_NAME.match(kernel) or len(kernel) > 64:
         raise UsageError(
             f"{kernel!r} is not a kernel name",
@@ -142,8 +142,13 @@ def listing(environ: Mapping[str, str], prefix: Path | None = None) -> list[Kern
 
 
 def remove(name: str, environ: Mapping[str, str], prefix: Path | None = None) -> Kernel:
+    if not KERNEL_NAME.match(name):  # never a path: "../x" names no kernel directory
+        raise UsageError(
+            f"{name!r} is not a kernel name",
+            hint="see 'gpuenv kernel list' for the names of gpuenv's kernels",
+        )
     directory = kernels_dir(environ, prefix) / name
-    kernel = _read(directory) if KERNEL_NAME.match(name) else None
+    kernel = _read(directory)
     if kernel is None:
         raise UsageError(
             f"no gpuenv kernel {name!r} in {directory.parent}", hint="see 'gpuenv kernel list'"

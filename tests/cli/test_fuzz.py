@@ -68,12 +68,28 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield tmp_path
 
 
-def _options(command: str) -> list[tuple[str, bool]]:
-    """(option string, takes a value) for each of ``command``'s own options."""
-    parser = _parser.build_parser(only=command)
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    chosen: argparse.ArgumentParser = sub.choices[name]
+    return chosen
+
+
+def _actions(command: str) -> list[str]:
+    """The actions of a command that has them (``kernel install``), else none."""
+    parser = _subparser(_parser.build_parser(only=command), command)
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return [name for sub in subs for name in sub.choices]
+
+
+def _options(command: str) -> list[tuple[str, bool]]:
+    """(option string, takes a value) for each of ``command``'s own options; ``command``
+    may be "kernel install" (an action's options)."""
+    first, *action = command.split()
+    parser = _subparser(_parser.build_parser(only=first), first)
+    if action:
+        parser = _subparser(parser, action[0])
     found = []
-    for action in sub.choices[command]._actions:
+    for action in parser._actions:
         if not action.option_strings or isinstance(action, argparse._HelpAction):
             continue
         takes_value = action.nargs != 0
@@ -82,45 +98,53 @@ def _options(command: str) -> list[tuple[str, bool]]:
 
 
 def _lines(command: str) -> list[list[str]]:
-    """The command lines tried for ``command``."""
+    """The command lines tried for ``command`` (and for each of its actions)."""
+    c = command.split()  # "kernel install": the command and its action
     lines: list[list[str]] = [
-        [command],
-        ["-v", command],
-        [command, "-q"],
-        ["-q", command, "-v"],
-        ["-f", "missing.toml", command],
-        [command, "-f"],
-        [command, "-f", ""],
-        [command, "--file="],
+        [*c],
+        ["-v", *c],
+        [*c, "-q"],
+        ["-q", *c, "-v"],
+        ["-f", "missing.toml", *c],
+        [*c, "-f"],
+        [*c, "-f", ""],
+        [*c, "--file="],
         ["-f"],
-        [command, "--bogus"],
-        [command, "extra", "arguments"],
-        [command, "--"],
-        [command, "--", "--"],
-        [command, "\x00"],
-        [command, "-"],
-        [command, "--=x"],
-        [command, "--json", "--json"],
-        [command, "-h"],
+        [*c, "--bogus"],
+        [*c, "extra", "arguments"],
+        [*c, "--"],
+        [*c, "--", "--"],
+        [*c, "\x00"],
+        [*c, "-"],
+        [*c, "--=x"],
+        [*c, "--json", "--json"],
+        [*c, "-h"],
     ]
     odd = itertools.cycle(ODD_VALUES)
     for option, takes_value in _options(command):
         if not takes_value:
-            lines.append([command, option, option])
+            lines.append([*c, option, option])
             continue
-        lines.append([command, option])  # the value is missing
-        lines.append([command, option, "a", option, "b"])  # repeated
-        lines.append([command, option, next(odd)])
-        lines.append([command, option, next(odd)])
+        lines.append([*c, option])  # the value is missing
+        lines.append([*c, option, "a", option, "b"])  # repeated
+        lines.append([*c, option, next(odd)])
+        lines.append([*c, option, next(odd)])
         if option.startswith("--"):
-            lines.append([command, f"{option}={next(odd)}"])
+            lines.append([*c, f"{option}={next(odd)}"])
+    if len(c) == 1:
+        for action in _actions(command):
+            lines.extend(_lines(f"{command} {action}"))
     return lines
 
 
 @pytest.mark.parametrize("command", list(_parser.COMMANDS))
 def test_no_command_line_crashes(
-    command: str, sandbox: Path, capsys: pytest.CaptureFixture[str]
+    command: str,
+    sandbox: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(sandbox / "jupyter"))  # kernel's writes
     failures = []
     for number, tried in enumerate(_lines(command)):
         line = [*tried, "--", "true"] if command == "run" and "--" not in tried else tried
@@ -272,3 +296,8 @@ def test_verbose_shows_an_expected_errors_causes_as_lines_and_no_traceback(
     assert "gpuenv: error: gpuenv.toml: cannot read it" in err
     assert "  caused by: PermissionError: [Errno 13] Permission denied" in err
     assert err.count("caused by") == 1  # the error without a cause has none
+
+
+def test_the_fuzz_reaches_every_kernel_action_and_its_options() -> None:
+    tried = {" ".join(line[:3]) for line in _lines("kernel")}
+    assert {"kernel install --name", "kernel remove -h", "kernel list --prefix"} <= tried

@@ -86,7 +86,7 @@ def _add_common(parser: argparse.ArgumentParser, *, suppress: bool) -> None:
         action="count",
         dest="verbose_after" if suppress else "verbose",
         default=argparse.SUPPRESS if suppress else 0,
-        help="more detail; tracebacks on errors",
+        help="more detail; an error's causes (a traceback only for a bug in gpuenv)",
     )
     parser.add_argument(
         "-q",

@@ -37,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
             _output.emit_json({"kernels": [k.to_json() for k in found]})
         for k in [] if args.json else found:
             _output.out(f"{k.name}: {k.display_name}  {k.project} (target {k.target})")
+        if not found and not args.json:
+            where = kernels.kernels_dir(environ, args.prefix)
+            _output.err(f"no gpuenv kernels in {where} (write one with 'gpuenv kernel install')")
         return 0
     if args.action == "remove":
         kernel = kernels.remove(args.name, environ, args.prefix)

@@ -1,0 +1,56 @@
+"""``gpuenv kernel`` names what it writes and removes by Jupyter's kernel-name rule, and
+never as a path: an empty --name or a "../x" is refused by name, a listing with no
+kernel says where it looked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gpuenv import kernels
+from gpuenv.cli import main
+from gpuenv.errors import UsageError
+
+
+@pytest.mark.parametrize("name", ["", "..", "../x", "a/b", "Upper"])
+def test_a_name_that_is_no_kernel_name_is_refused_for_install_and_remove(
+    tmp_path: Path, name: str
+) -> None:
+    environ = {"JUPYTER_DATA_DIR": str(tmp_path / "data")}
+    spec = tmp_path / "gpuenv.toml"
+    with pytest.raises(UsageError, match="is not a kernel name"):
+        kernels.install(spec, "proj", "cpu", name=name, environ=environ)
+    with pytest.raises(UsageError, match="is not a kernel name"):
+        kernels.remove(name, environ)
+    assert not (tmp_path / "data").exists()  # an empty --name wrote no default kernel
+
+
+def test_remove_never_reaches_a_gpuenv_kernelspec_outside_the_kernels_directory(
+    tmp_path: Path,
+) -> None:
+    environ = {"JUPYTER_DATA_DIR": str(tmp_path / "data")}
+    elsewhere = kernels.install(
+        tmp_path / "gpuenv.toml",
+        "proj",
+        "cpu",
+        name=None,
+        environ={"JUPYTER_DATA_DIR": str(tmp_path)},
+    )
+    (tmp_path / "data" / "kernels").mkdir(parents=True)
+    with pytest.raises(UsageError):
+        kernels.remove(f"../../kernels/{elsewhere.name}", environ)
+    assert json.loads((elsewhere.directory / "kernel.json").read_text())["metadata"]["gpuenv"]
+
+
+def test_an_empty_listing_says_where_it_looked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(tmp_path / "data"))
+    assert main(["kernel", "list"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"no gpuenv kernels in {tmp_path / 'data' / 'kernels'}" in captured.err
+    assert main(["kernel", "list", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"kernels": []}
