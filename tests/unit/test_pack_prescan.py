@@ -106,3 +106,14 @@ def test_the_archives_gpuenv_writes_pass_the_scan(packed: tuple[Path, Lock]) -> 
     assert prescan(archive) is None
     with tarfile.open(archive) as tar:  # it does write pax headers (long paths)
         assert any(m.pax_headers for m in tar.getmembers())
+
+
+def test_a_manifest_nested_too_deeply_is_refused(packed: tuple[Path, Lock], tmp_path: Path) -> None:
+    from gpuenv.pack.manifest import MANIFEST
+    from tests.unit.test_pack_archive import _regular
+
+    archive, _lock = packed
+    members = _members(archive)
+    deep = ("[" * 100_000 + "]" * 100_000).encode()
+    hostile = _rewrite(tmp_path / "deep.tar", [_regular(MANIFEST, deep), *members[1:]])
+    _refused(hostile, tmp_path, "nested too deeply")

@@ -175,6 +175,8 @@ def parse_manifest(data: bytes) -> Manifest:
         raw = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise _bad(f"not JSON ({exc})") from None
+    except RecursionError:  # json recurses per nesting level: was exit 70
+        raise _bad("nested too deeply to be a manifest gpuenv wrote") from None
     if not isinstance(raw, dict):
         raise _bad("not a JSON object")
     if raw.get("format") != FORMAT:
