@@ -55,17 +55,38 @@ def apply(args: argparse.Namespace, edit_text: Callable[[str, str], Edit]) -> in
         raise UsageError(
             f"{spec_file}: no such file", hint="create one with 'gpuenv init'"
         ) from None
+    real, mode = _writable(spec_file)
     edit: Edit = edit_text(before, str(spec_file))
     cache = _common.cache_dir()  # the check fills the cache the relock then reads
     parse_spec_text(edit.text, file=str(spec_file), kb=knowledge_base, cache_dir=cache)
-    _fs.atomic_write_text(spec_file, edit.text, what="gpuenv.toml")
+    _fs.atomic_write_text(real, edit.text, mode=mode, what="gpuenv.toml")
     try:
         locked, installed = _relock_and_install(args, spec_file, edit)
     except BaseException:
-        _fs.atomic_write_text(spec_file, before, what="gpuenv.toml")  # as it was
+        _fs.atomic_write_text(real, before, mode=mode, what="gpuenv.toml")  # as it was
         raise
     _render(args, edit, locked, installed)
     return 0
+
+
+def _writable(spec_file: Path) -> tuple[Path, int]:
+    """The file to rewrite and its mode, kept: a spec reached through a symbolic link is
+    edited where it lives (the rename would replace the link with a copy), and a spec
+    made read-only (no write bit, or not this user's to write) is refused by name, as an
+    editor does, not replaced by a renamed file that drops its mode."""
+    import os
+    import stat
+
+    from gpuenv.errors import UsageError
+
+    real = spec_file.resolve()
+    mode = stat.S_IMODE(real.stat().st_mode)
+    if not mode & 0o222 or not os.access(real, os.W_OK):
+        raise UsageError(
+            f"{real} is read-only (mode {mode:04o}): gpuenv add and remove edit it",
+            hint=f"make it writable (chmod u+w {real}) or edit it by hand, then 'gpuenv lock'",
+        )
+    return real, mode
 
 
 def _relock_and_install(

@@ -1,0 +1,92 @@
+"""``gpuenv add``/``remove`` rewrite the spec file as the user keeps it: its mode
+(a 0600 spec stayed private, a 0444 one was replaced by a 0644 copy), a spec reached
+through a symbolic link edited where it lives (the link was replaced by a copy), a
+read-only spec refused by name, every byte outside the edited list kept."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CliResult
+from tests.lock.fakes import FakeConda, FakePip
+
+SPEC = """# our training box
+[project]
+name = "proj"   # short
+
+[stack]
+python = "3.11"
+torch = "2.4.*"
+
+[targets.cpu]
+gpu = "none"
+
+[pip]
+# what the code imports
+dependencies = [
+  "transformers>=1",  # tokenizers come with it
+]
+"""
+
+
+@pytest.fixture(autouse=True)
+def fakes(monkeypatch: pytest.MonkeyPatch) -> tuple[FakePip, FakeConda]:
+    from gpuenv.lock import backends
+
+    pip, conda = FakePip(), FakeConda()
+    monkeypatch.setattr(backends, "resolvers", lambda: (pip, conda))
+    return pip, conda
+
+
+def _spec(directory: Path, mode: int = 0o644) -> Path:
+    spec = directory / "gpuenv.toml"
+    spec.write_text(SPEC)
+    spec.chmod(mode)
+    return spec
+
+
+def test_add_keeps_every_other_byte_and_the_file_mode(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    spec = _spec(tmp_path, 0o600)
+    result = cli("-f", str(spec), "add", "--no-install", "pillow>=1")
+    assert result.code == 0, result.err
+    text = spec.read_text()
+    assert "".join(x for x in text.splitlines(True) if "pillow" not in x) == SPEC, text
+    assert oct(spec.stat().st_mode & 0o777) == oct(0o600)
+    assert cli("-f", str(spec), "remove", "--no-install", "pillow").code == 0
+    assert spec.read_text() == SPEC
+    assert oct(spec.stat().st_mode & 0o777) == oct(0o600)
+
+
+def test_a_read_only_spec_is_refused_by_name_and_left_as_it_was(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    spec = _spec(tmp_path, 0o444)
+    for line in (["add", "pillow"], ["remove", "transformers"]):
+        result = cli("-f", str(spec), *line, "--no-install")
+        assert result.code == 2, result.err
+        assert f"{spec} is read-only (mode 0444)" in result.err
+        assert f"chmod u+w {spec}" in result.err and "Traceback" not in result.err
+    assert spec.read_text() == SPEC and spec.stat().st_mode & 0o777 == 0o444
+    assert not (tmp_path / "gpuenv.lock").exists()
+
+
+def test_a_linked_spec_is_edited_where_it_lives_and_stays_a_link(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    real = _spec(shared)
+    project = tmp_path / "project"
+    project.mkdir()
+    link = project / "gpuenv.toml"
+    link.symlink_to(os.path.relpath(real, project))
+    result = cli("-f", str(link), "add", "--no-install", "pillow")
+    assert result.code == 0, result.err
+    assert link.is_symlink() and "pillow" in real.read_text()
+    assert (project / "gpuenv.lock").is_file()  # the lock is the project's, beside the link
