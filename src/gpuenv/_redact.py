@@ -83,9 +83,7 @@ _HEADER = re.compile(r"(?i)(authorization\s*[:=]\s*)(?:(basic|bearer|token)\s+)?
 # An environment-style assignment (upper case, as in ``UV_INDEX_X_PASSWORD=...``): not
 # ``tokenizers==0.20`` or ``max_tokens=5``, and not a segment of a path or URL
 # (``.../A_TOKEN=q/``: a folder name, and a secret query parameter is redact_url's).
-_ASSIGN = re.compile(
-    r"(?<![/%])\b([A-Z][A-Z0-9_]*(?:PASSWORD|TOKEN|SECRET)[A-Z0-9_]*=)(?!=)\S+"
-)
+_ASSIGN = re.compile(r"(?<![/%])\b([A-Z][A-Z0-9_]*(?:PASSWORD|TOKEN|SECRET)[A-Z0-9_]*=)(?!=)\S+")
 
 _remembered: set[str] = set()
 
