@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuenv.cli import _common, _installing, _output, _progress
 
@@ -33,18 +33,17 @@ def where_of(args: argparse.Namespace) -> Where:
     return Where(target=args.target, group=group)
 
 
-def run(args: argparse.Namespace) -> int:
-    from gpuenv.spec.edit import add
-
-    return apply(args, lambda text, file: add(text, args.packages, where_of(args), file=file))
-
-
-def apply(args: argparse.Namespace, edit_text: Callable[[str, str], Edit]) -> int:
+def apply(
+    args: argparse.Namespace,
+    edit_text: Callable[[str, str], Edit],
+    change: Callable[[dict[str, Any]], dict[str, Any]],
+) -> int:
     """Edit the spec with ``edit_text(text, file)``, check, write, relock, install; on any
-    failure after the write, the spec is put back as it was (nothing half-done)."""
+    failure after the write, the spec is put back as it was (nothing half-done).
+    ``change`` is the same edit on the validated spec (``spec.edit.check_edited``)."""
     from gpuenv import _fs
     from gpuenv.knowledge import knowledge_base
-    from gpuenv.spec import parse_spec_text
+    from gpuenv.spec.edit import check_edited
 
     spec_file = _common.spec_path(args)
     try:
@@ -58,7 +57,9 @@ def apply(args: argparse.Namespace, edit_text: Callable[[str, str], Edit]) -> in
     real, mode = _writable(spec_file)
     edit: Edit = edit_text(before, str(spec_file))
     cache = _common.cache_dir()  # the check fills the cache the relock then reads
-    parse_spec_text(edit.text, file=str(spec_file), kb=knowledge_base, cache_dir=cache)
+    check_edited(
+        before, edit.text, file=str(spec_file), kb=knowledge_base, cache_dir=cache, change=change
+    )
     _fs.atomic_write_text(real, edit.text, mode=mode, what="gpuenv.toml")
     try:
         locked, installed = _relock_and_install(args, spec_file, edit)

@@ -15,7 +15,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpuenv.spec.edit import add
+    from gpuenv.spec.edit import add, added
 
     where = _edit.where_of(args)
-    return _edit.apply(args, lambda text, file: add(text, args.packages, where, file=file))
+    return _edit.apply(
+        args,
+        lambda text, file: add(text, args.packages, where, file=file),
+        lambda normalised: added(normalised, args.packages, where),
+    )

@@ -15,7 +15,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpuenv.spec.edit import remove
+    from gpuenv.spec.edit import remove, removed
 
     where = _edit.where_of(args) if args.target or args.group else None
-    return _edit.apply(args, lambda text, file: remove(text, args.packages, where, file=file))
+    return _edit.apply(
+        args,
+        lambda text, file: remove(text, args.packages, where, file=file),
+        lambda normalised: removed(normalised, args.packages, where),
+    )

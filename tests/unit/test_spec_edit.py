@@ -1,0 +1,75 @@
+"""gpuenv add/remove's edit of a validated spec gives exactly what validating the edited
+text gives (so the edited spec is cached without pydantic), for every kind of list."""
+
+from __future__ import annotations
+
+import copy
+import sys
+
+import pytest
+
+from gpuenv.spec import _models
+from gpuenv.spec.edit import Where, add, added, remove, removed
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+TEXT = """# a lab spec
+[project]
+name = "lab"  # prompt
+
+[stack]
+python = "3.11"
+
+[targets.h100]   # cluster
+gpu = "H100"
+driver = "550.54.15"
+
+[targets.cpu]
+gpu = "none"
+
+[pip]
+dependencies = [
+    "transformers>=4.44",  # models
+    "numpy",
+]
+
+[pip.groups]
+dev = ["pytest"]
+"""
+
+
+def _validated(text: str) -> dict[str, object]:
+    return _models.validate(tomllib.loads(text), file="g", lines={})
+
+
+@pytest.mark.parametrize(
+    ("requirements", "where"),
+    [
+        (["pillow>=10", "numpy<2"], Where()),
+        (["flash-attn==2.6.3"], Where(target="h100")),
+        (["ruff"], Where(group="dev")),
+        (["ipykernel"], Where(group="jupyter")),
+    ],
+)
+def test_add_on_the_validated_spec_equals_validating_the_edited_text(
+    requirements: list[str], where: Where
+) -> None:
+    before = _validated(TEXT)
+    edit = add(TEXT, requirements, where, file="g")
+    assert added(copy.deepcopy(before), requirements, where) == _validated(edit.text)
+
+
+@pytest.mark.parametrize(
+    ("names", "where"),
+    [(["numpy"], None), (["pytest"], None), (["pytest"], Where(group="dev"))],
+)
+def test_remove_on_the_validated_spec_equals_validating_the_edited_text(
+    names: list[str], where: Where | None
+) -> None:
+    text = add(TEXT, ["pytest"], Where(target="cpu"), file="g").text
+    before = _validated(text)
+    edit = remove(text, names, where, file="g")
+    assert removed(copy.deepcopy(before), names, where) == _validated(edit.text)
