@@ -347,3 +347,21 @@ def test_check_of_a_detect_target_is_never_taken_from_the_cache(
     cli("-f", str(detect / "gpuenv.toml"), "lock")
     cli("-f", str(detect / "gpuenv.toml"), "lock", "--check")
     assert sorted(cache.iterdir()) == marks
+
+
+def test_upgrade_package_takes_a_name_and_says_when_the_lock_pins_nothing_of_it(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    """A requirement where a name goes, or a misspelt name, moved nothing and said
+    nothing: the first is refused by flag, the second warned about by name."""
+    assert cli("-f", str(project), "lock").code == 0
+    for value in ("", "transformers>=2", "../x"):
+        result = cli("-f", str(project), "lock", "--upgrade-package", value)
+        assert result.code == 2, result.err
+        assert f"--upgrade-package {value!r}: not a package name" in result.err
+    typo = cli("-f", str(project), "lock", "--upgrade-package", "transformer")
+    assert typo.code == 0, typo.err
+    assert "--upgrade-package transformer: not locked in" in typo.err
+    assert "check the spelling" in typo.err
+    known = cli("-f", str(project), "lock", "--upgrade-package", "Transformers")
+    assert known.code == 0 and "not locked" not in known.err

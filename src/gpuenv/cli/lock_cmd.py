@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import re
+from collections.abc import Iterable
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _hardware, _output, _progress
 from gpuenv.errors import CheckFailed
 
+# PEP 508's project name (case-insensitive, as uv reads --upgrade-package's names)
+_PROJECT_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
+
 if TYPE_CHECKING:
     from gpuenv.lock.format import LockReading
     from gpuenv.lock.locker import LockOptions, LockResult
-    from gpuenv.lock.model import CondaSolver, PipResolver
+    from gpuenv.lock.model import CondaSolver, Lock, PipResolver
     from gpuenv.spec import LoadedSpec
 
 
@@ -127,6 +133,7 @@ def _run(args: argparse.Namespace, fresh: tuple[str, str] | None) -> int:
         options = replace(options, targets=None)
     kb = knowledge_base()
     existing, forced = relock_basis(reading, loaded.spec)
+    _check_upgrade_packages(args.upgrade_package or (), existing, options, lock_path)
     for name in forced:
         problems = "; ".join(reading.damaged[name]) if reading else ""
         _output.err(f"gpuenv: warning: target {name} in {lock_path} is relocked: {problems}")
@@ -147,6 +154,36 @@ def _run(args: argparse.Namespace, fresh: tuple[str, str] | None) -> int:
         result, lock_path=str(lock_path), written=written, as_json=args.json, took=progress.elapsed
     )
     return 0
+
+
+def _check_upgrade_packages(
+    given: Iterable[str], existing: Lock | None, options: LockOptions, lock_path: Path
+) -> None:
+    """Each --upgrade-package is a package name (a requirement such as "idna>=3" is
+    refused), and one the lock does not pin is said: a typo moved nothing, silently."""
+    from gpuenv.errors import UsageError
+    from gpuenv.names import normalize_name
+
+    for name in given:
+        if not _PROJECT_NAME.match(name):
+            raise UsageError(
+                f"--upgrade-package {name!r}: not a package name",
+                hint="name the package alone (--upgrade-package idna); version limits go "
+                "in gpuenv.toml",
+            )
+    if existing is None:
+        return  # nothing is kept: every pin moves anyway
+    targets = [
+        existing.targets[n] for n in options.targets or existing.targets if n in existing.targets
+    ]
+    locked = {p.name for t in targets for p in t.pip} | {b.name for t in targets for b in t.builds}
+    unknown = [n for n in given if normalize_name(n) not in locked]
+    if unknown:  # a warning: a requirement new in the spec is not locked yet
+        scope = f" for {', '.join(options.targets)}" if options.targets else ""
+        _output.err(
+            f"gpuenv: warning: --upgrade-package {', '.join(unknown)}: not locked in "
+            f"{lock_path}{scope}: nothing of it to move (check the spelling)"
+        )
 
 
 def _check(
