@@ -885,8 +885,9 @@ def _extension(d: Decision, merged: Merged) -> None:
     cpu = d.plan.hardware.cpu
     kind = "CUDA" if cuda else "C++"
     why = (
-        f"the project compiles {kind} code against torch ({fact.origin.text}): build it in "
-        "the prefix after `gpuenv install` (gpuenv run -- pip install --no-build-isolation -e .)"
+        f"the project compiles {kind} code against torch ({fact.origin.text}): `gpuenv install` "
+        "builds it for each target's GPUs and installs it editable (gpuenv.toml beside it: "
+        "[project] path)"
     )
     risk = HIGH if cpu and cuda else MEDIUM
     d.add(
