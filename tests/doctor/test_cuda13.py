@@ -197,3 +197,18 @@ def test_a_preloaded_cuda_library_is_fixed_through_ld_preload_not_ld_library_pat
     for finding in preloaded:
         assert f"remove {hook} from LD_PRELOAD" in finding.fix, finding
         assert "LD_LIBRARY_PATH" not in finding.fix, finding
+
+
+def test_on_an_externally_managed_interpreter_pip_fixes_carry_the_flag_pip_demands(
+    cu13: FakeEnv, run: Run
+) -> None:
+    """PEP 668: a plain 'pip install' is refused there; the fix says what pip accepts."""
+    (cu13.prefix / "lib" / "python3.11" / "EXTERNALLY-MANAGED").write_text(
+        "[externally-managed]\nError=use apt\n"
+    )
+    (cu13.site / "nvidia" / "cu13" / "lib" / "libcurand.so.10").unlink()
+    report = run(cu13, facts=H100_580)
+    missing = only(report, "cuda-library-missing")
+    assert "install --break-system-packages nvidia-curand==10.4.0.35" in missing.fix
+    mismatch = only(report, "record-mismatch")
+    assert "--break-system-packages" in mismatch.fix, mismatch.fix

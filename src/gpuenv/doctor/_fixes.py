@@ -32,6 +32,18 @@ def pip_command(ctx: Context, owner: Owner, action: str, *args: str) -> str:
     return f"{python or 'python'} -m pip {action}{yes} {' '.join(args)}"
 
 
+def plain_pip(ctx: Context, action: str, *args: str) -> str:
+    """A pip command for this environment's interpreter, for a distribution it does not
+    hold yet; on an ``EXTERNALLY-MANAGED`` interpreter with the flag pip demands."""
+    from gpuenv.doctor._osowned import externally_managed
+
+    python = ctx.env.python
+    pip = f"{python} -m pip" if python else "pip"
+    if externally_managed(ctx) is not None:
+        return f"{pip} {action} --break-system-packages {' '.join(args)}"
+    return f"{pip} {action} {' '.join(args)}"
+
+
 def clash_steps(ctx: Context, keep: Owner, stray: Owner, count: int) -> list[str]:
     pin = f"{keep.name}=={keep.version}"
     return [

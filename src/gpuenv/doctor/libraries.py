@@ -21,7 +21,7 @@ from gpuenv.doctor._cudalibs import (
     LibCopy,
     Load,
 )
-from gpuenv.doctor._fixes import clash_steps, pip_command
+from gpuenv.doctor._fixes import clash_steps, pip_command, plain_pip
 from gpuenv.doctor._libversion import expected_version, fits
 from gpuenv.doctor.model import Finding, Severity
 
@@ -132,11 +132,6 @@ def _how(ctx: Context, name: str, copies: list[LibCopy]) -> str:
     return how
 
 
-def _pip(ctx: Context) -> str:
-    python = ctx.env.python
-    return f"{python} -m pip" if python else "pip"
-
-
 def _wheel_for(ctx: Context, library: Library) -> str | None:
     """The distribution (with its pin) torch requires for this library."""
     for name, pin in ctx.torch_requires.items():
@@ -165,7 +160,7 @@ def _command(ctx: Context, name: str, action: str, *args: str) -> str:
 
     dist = ctx.env.dist(name)
     if dist is None:
-        return f"{_pip(ctx)} {action} {' '.join(args)}"
+        return plain_pip(ctx, action, *args)
     return pip_command(
         ctx, Owner("pip", dist.name, dist.version, dist.path, dist=dist), action, *args
     )
@@ -302,7 +297,7 @@ def _missing(ctx: Context, library: Library, name: str, by: str) -> Finding:
             "copies_elsewhere": [c.to_json() for c in index.copies.get(library.name, [])],
             "search_order": [d.label() for d in index.search],
         },
-        fix=f"install {wheel} into this environment ('{_pip(ctx)} install {wheel}')"
+        fix=f"install {wheel} into this environment ('{plain_pip(ctx, 'install', str(wheel))}')"
         if wheel
         else "reinstall torch with its dependencies (the nvidia-* wheels or conda's CUDA "
         "packages) into this environment",
