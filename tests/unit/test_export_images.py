@@ -84,3 +84,22 @@ def test_the_cli_offers_exactly_the_formats_the_library_writes() -> None:
     from gpuenv.cli import export_cmd
 
     assert tuple(export.FORMATS) == export_cmd.FORMATS
+
+
+@pytest.mark.parametrize("platform", ["win-64", "osx-arm64"])
+@pytest.mark.parametrize("fmt", ["dockerfile", "slurm"])
+def test_a_macos_or_windows_target_is_no_linux_image_or_slurm_job(platform: str, fmt: str) -> None:
+    """An Ubuntu image installing win_amd64 wheels (which fails at its build) and a
+    Slurm job for a Mac were written without a word: refused, naming the target."""
+    from gpuenv.export import ExportContext, export
+    from gpuenv.lock.model import Lock
+
+    cpu = LockedHardware(True, None, (), None, None, "declared")
+    target = _target(name="win", platform=platform, hardware=cpu)
+    lock = Lock(spec_hash="sha256:" + "1" * 64, targets={"win": target})
+    context = ExportContext(lock=lock, target=target, project="p")
+    with pytest.raises(UsageError, match=f"target win is for {platform}: ") as refused:
+        export(fmt, context)
+    assert "gpuenv export requirements --target win" in str(refused.value.hint)
+    for other in ("requirements", "pylock"):  # what that machine installs from
+        assert export(other, context).text

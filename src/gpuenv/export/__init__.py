@@ -27,8 +27,12 @@ platforms, URL schemes, no ``${``: ``lock._integrity.value_problems``).
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 from gpuenv.export._common import ExportContext, Exported, redacted
+
+if TYPE_CHECKING:
+    from gpuenv.lock.model import LockedTarget
 
 __all__ = ["FORMATS", "ExportContext", "Exported", "export"]
 
@@ -46,10 +50,35 @@ FORMATS: dict[str, tuple[str, str]] = {
 
 def export(fmt: str, context: ExportContext) -> Exported:
     """``context.target`` written as ``fmt`` (one of ``FORMATS``)."""
+    _refuse_foreign(fmt, context.target)
     module = importlib.import_module(FORMATS[fmt][0])
     context = redacted(context)
     exported: Exported = module.render(context)
     return Exported(exported.text, (*exported.notes, *_builds_left_out(context, fmt)))
+
+
+# Formats whose file runs only on Linux: an image FROM a Linux base, a job on Linux nodes.
+_LINUX_ONLY = {
+    "dockerfile": "a Docker image of this export runs Linux, where {platform} wheels do "
+    "not install",
+    "slurm": "a Slurm job runs on the cluster's Linux nodes, where an environment for {platform} "
+    "cannot be installed or run",
+}
+
+
+def _refuse_foreign(fmt: str, target: LockedTarget) -> None:
+    """A macOS or Windows target exported as a Linux-only file was written without a
+    word (an Ubuntu image installing win_amd64 wheels, which fails at its build)."""
+    why = _LINUX_ONLY.get(fmt)
+    if why is None or target.platform.startswith("linux-"):
+        return
+    from gpuenv.errors import UsageError
+
+    raise UsageError(
+        f"target {target.name} is for {target.platform}: " + why.format(platform=target.platform),
+        hint=f"for that machine: gpuenv export requirements --target {target.name} "
+        f"(or pylock); a {fmt} export needs a Linux target",
+    )
 
 
 # Formats that use the installed prefix (its builds are in it).
