@@ -16,11 +16,15 @@ set -u
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=${OUT:-$(mktemp -d /tmp/gpuenv-device.XXXXXX)}
 work=$(mktemp -d /tmp/gpuenv-device-work.XXXXXX)
-python=${GPUENV_CHECK_PYTHON:-$(command -v python3)}
 wheels=${GPUENV_WHEELS:-$repo/.whl}
+python=${GPUENV_CHECK_PYTHON:-$(command -v python3)}
 export PYTHONUNBUFFERED=1
 mkdir -p "$out"
 status=0
+# A carried CPython for the fixture index's cp310/cp311 wheels (make_lean_wheelhouse.sh).
+if [ -f "$wheels/python.tar.xz" ] && [ -f "$wheels/python.prefix" ]; then
+    tar -xJf "$wheels/python.tar.xz" -C / && PATH="$(cat "$wheels/python.prefix")/bin:$PATH"
+fi
 
 timed() { # name timeout command...: run, log to $out/name.log, time; never stops the script
     local name=$1 limit=$2 start end rc

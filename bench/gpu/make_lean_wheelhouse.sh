@@ -19,6 +19,21 @@ mkdir -p "$dest"
     --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux_2_28_x86_64 --platform any \
     pydantic tomlkit \
-    "uv>=0.13,<0.14" "py-rattler>=0.28,<0.29" "packaging>=25" dockerfile
+    "uv>=0.13,<0.14" "py-rattler>=0.28,<0.29" "packaging>=25"
+# The fixture index serves CPython 3.10/3.11 wheels, and a GPU machine may have only 3.12:
+# with GPUENV_CARRY_PYTHON=<a 3.11 prefix> (e.g. a pyenv build), its interpreter, shared
+# library, headers and standard library (no tests, caches or site-packages: about 13 MB
+# compressed) travel too, unpacked there at the same absolute path (its RUNPATH is absolute).
+if [ -n "${GPUENV_CARRY_PYTHON:-}" ]; then
+    prefix=$(cd "$GPUENV_CARRY_PYTHON" && pwd)
+    tar -cJf "$dest/python.tar.xz" --exclude='__pycache__' \
+        --exclude='lib/python3.*/site-packages/*' --exclude='lib/python3.*/test' \
+        --exclude='lib/python3.*/config-*' --exclude='lib/python3.*/tkinter' \
+        --exclude='lib/python3.*/idlelib' --exclude='lib/python3.*/lib2to3' \
+        --exclude='lib/python3.*/turtledemo' --exclude='lib/python3.*/ensurepip' \
+        --exclude='lib/python3.*/lib-dynload/_tkinter*' --exclude='lib/libpython*.a' \
+        --exclude='share' -C / "${prefix#/}"
+    echo "$prefix" >"$dest/python.prefix"
+fi
 ls -la "$dest"
 du -sh "$dest"
