@@ -188,6 +188,23 @@ def test_an_activated_environment_is_next(
     assert _chosen(cli) == (str(clean_env.prefix), why)
 
 
+@pytest.mark.parametrize(
+    ("variable", "off"), [("VIRTUAL_ENV", "'deactivate'"), ("CONDA_PREFIX", "'conda deactivate'")]
+)
+def test_an_activated_environment_since_deleted_is_named_by_its_variable(
+    variable: str, off: str, cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A venv deleted while still activated said "no environment at PATH" without
+    naming $VIRTUAL_ENV, the one thing to change."""
+    for name in ("VIRTUAL_ENV", "CONDA_PREFIX", "_GPUENV_ACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, str(tmp_path / "gone"))
+    result = cli("doctor")
+    assert result.code == 2
+    assert f"${variable} names '{tmp_path / 'gone'}', which is not a directory" in result.err
+    assert off in result.err and "--prefix" in result.err
+
+
 def test_in_a_project_its_installed_target(
     cli: Cli, elf: ElfFactory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

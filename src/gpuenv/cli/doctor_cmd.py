@@ -81,6 +81,14 @@ def default_environment(
         return Path(active), None, "the environment 'gpuenv run' or 'gpuenv shell' activated"
     for variable, what in (("VIRTUAL_ENV", "venv"), ("CONDA_PREFIX", "conda environment")):
         value = environ.get(variable)
+        if value and not Path(value).is_dir():  # deleted or moved since its activation
+            off = "deactivate" if variable == "VIRTUAL_ENV" else "conda deactivate"
+            raise UsageError(
+                f"${variable} names {value!r}, which is not a directory: the activated "
+                f"{what} was deleted or moved",
+                hint=f"run '{off}' (or unset {variable}), or name one: gpuenv doctor "
+                "--prefix DIR or --python PATH",
+            )
         if value and Path(value).resolve() != own:
             return Path(value), None, f"the activated {what} (${variable})"
     spec = runtime.find_spec(file, str(cwd))
