@@ -75,3 +75,17 @@ def test_without_the_os_two_pip_copies_keep_the_pip_fix(
     env.dist("numpy", "2.0.0", site=env.site)  # same folder: another version's dist-info
     finding = only(run(env), "duplicate-dist-info")
     assert "pip uninstall numpy" in finding.fix
+
+
+def test_hostile_dpkg_lists_never_hang_or_break_the_doctor(
+    tmp_path: Path, elf: ElfFactory, host_root: Path, run: Run
+) -> None:
+    import os
+
+    usr = debian_usr(tmp_path, elf, host_root)
+    info = host_root / "var" / "lib" / "dpkg" / "info"
+    os.mkfifo(info / "a-fifo.list")
+    (info / "zero.list").symlink_to("/dev/zero")
+    (info / "binary.list").write_bytes(b"\xff\xfe\x00/not/utf8\n" * 1000)
+    report = run(usr)
+    assert "duplicate-dist-info" not in codes(report), "python3-yaml's list still read"
