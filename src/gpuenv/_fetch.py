@@ -369,6 +369,18 @@ def download(
 # --- the disk budget ---------------------------------------------------------------------
 
 UNPACK_FACTOR = 2.5  # a wheel or conda archive takes about this much again once unpacked
+# Beyond the bytes, whole blocks: each artifact is a file in the store, and its package a
+# folder and a .dist-info of half a dozen files in uv's cache and in the prefix, each at
+# least one 4 KiB block (a 1 KiB wheel takes about 90 KiB of disk in all, measured); and
+# the environment itself (interpreter links, activation scripts, gpuenv's records).
+PER_ARTIFACT_DISK = 96 << 10
+ENVIRONMENT_DISK = 256 << 10
+
+
+def disk_needed(download: int, artifacts: int) -> int:
+    """About how much disk fetching ``artifacts`` (``download`` bytes) and installing
+    them into a new environment takes: what the disk budget checks and install says."""
+    return int(download * (1 + UNPACK_FACTOR)) + artifacts * PER_ARTIFACT_DISK + ENVIRONMENT_DISK
 
 
 def human_size(n: float) -> str:

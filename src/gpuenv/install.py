@@ -340,10 +340,10 @@ def fetch_artifacts(
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
     from gpuenv._fetch import (
-        UNPACK_FACTOR,
         budget,
         credentials_from,
         credentials_of,
+        disk_needed,
         human_size,
         require_space,
     )
@@ -359,7 +359,7 @@ def fetch_artifacts(
     credentials = {**credentials_from(request.channels), **credentials_of(request.all_indexes)}
     if missing:  # said, and the disk checked, before anything is downloaded
         cost = budget(missing, request.sources, credentials)
-        needed = int(cost.download * (1 + UNPACK_FACTOR))
+        needed = disk_needed(cost.download, cost.count)
         progress(
             f"{target.name}: fetching {cost.count} of {len(artifacts)} artifacts into the "
             f"store: {cost.shown}, about {human_size(needed)} of disk with the environment"
