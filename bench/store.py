@@ -4,8 +4,9 @@
   store (what every pack cost when pack kept its own cache);
 - install --from into a fresh store, and of an archive already installed;
 - gc after the project is deleted: its time and the bytes it reports against what the
-  file system's free count (statvfs) moved by, and ``uv cache prune`` on the same uv
-  cache beside it.
+  file system's free count (statvfs) moved by (the store on a tmpfs of its own when
+  this runs as root, so that nobody else's writes move the count), and ``uv cache
+  prune`` on the same uv cache beside it.
 
 Medians of --runs runs; the fixture's wheels are small, so times are mostly fixed costs.
 Usage: .venv/bin/python bench/store.py [--runs N]
@@ -64,12 +65,28 @@ def free(path: Path) -> int:
     return info.f_bfree * info.f_frsize
 
 
+def own_fs(mount: Path) -> Path:
+    """A tmpfs at ``mount`` when this runs as root and may mount one, else a folder."""
+    mount.mkdir()
+    if os.geteuid() == 0 and shutil.which("mount"):
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1g", "tmpfs", str(mount)],
+            capture_output=True,
+            check=False,
+        )
+        MOUNTS.append(mount)
+    return mount
+
+
+MOUNTS: list[Path] = []
+
+
 def one_round(bench: Bench, seen: Seen, root: Path) -> dict[str, float]:
     out: dict[str, float] = {}
     project = root / "project"
     project.mkdir()
     (project / "gpuenv.toml").write_text(bench.spec("cpu"))
-    store = root / "store"
+    store = own_fs(root / "fs") / "store"
     gpuenv(bench, project, "lock", "--target", "cpu", home=store)
     gpuenv(bench, project, "install", "--target", "cpu", home=store)
     mark = len(seen.requests)
@@ -123,10 +140,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gpuenv-bench-store-") as tmp:
         seen = Seen()
         with bench_index(Path(tmp), seen=seen) as bench:
-            for n in range(args.runs):
-                root = Path(tmp) / f"round{n}"
-                root.mkdir()
-                rounds.append(one_round(bench, seen, root))
+            try:
+                for n in range(args.runs):
+                    root = Path(tmp) / f"round{n}"
+                    root.mkdir()
+                    rounds.append(one_round(bench, seen, root))
+            finally:
+                for mount in MOUNTS:
+                    subprocess.run(["umount", "-l", str(mount)], capture_output=True, check=False)
     print(f"bench/store.py: medians of {args.runs} rounds; {load()}")
     for key in rounds[0]:
         value = statistics.median(r[key] for r in rounds)
