@@ -90,3 +90,18 @@ def test_a_linked_spec_is_edited_where_it_lives_and_stays_a_link(
     assert result.code == 0, result.err
     assert link.is_symlink() and "pillow" in real.read_text()
     assert (project / "gpuenv.lock").is_file()  # the lock is the project's, beside the link
+
+
+def test_adding_what_the_spec_has_already_says_so_and_leaves_the_file_alone(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """``gpuenv add`` of a line the spec holds already said "added" it."""
+    spec = _spec(tmp_path)
+    before = spec.stat().st_mtime_ns
+    again = cli("-f", str(spec), "add", "--no-install", "transformers>=1")
+    assert again.code == 0, again.err
+    assert "gpuenv.toml has transformers>=1 already: nothing added" in again.out
+    assert "added" not in again.out.replace("nothing added", "")
+    assert spec.read_text() == SPEC and spec.stat().st_mtime_ns == before
+    both = cli("-f", str(spec), "add", "--no-install", "--json", "transformers>=1", "pillow")
+    assert both.json()["changed"] == ["pillow"], both.out

@@ -60,7 +60,8 @@ def apply(
     check_edited(
         before, edit.text, file=str(spec_file), kb=knowledge_base, cache_dir=cache, change=change
     )
-    _fs.atomic_write_text(real, edit.text, mode=mode, what="gpuenv.toml")
+    if edit.text != before:
+        _fs.atomic_write_text(real, edit.text, mode=mode, what="gpuenv.toml")
     try:
         locked, installed = _relock_and_install(args, spec_file, edit)
     except BaseException:
@@ -142,7 +143,10 @@ def _render(
         )
         return
     verb = "added" if args.command == "add" else "removed"
-    _output.out(f"{verb} {', '.join(edit.changed)}")
+    if edit.changed:
+        _output.out(f"{verb} {', '.join(edit.changed)}")
+    else:  # every requirement was in the spec already, as written
+        _output.out(f"gpuenv.toml has {', '.join(args.packages)} already: nothing added")
     _output.out(f"  locked {', '.join(locked)}")
     if installed:
         _output.out(f"  installed {', '.join(installed)}")

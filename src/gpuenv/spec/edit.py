@@ -170,14 +170,18 @@ def add(text: str, requirements: Iterable[str], where: Where, *, file: str) -> E
     names = [check_requirement(line) for line in lines]
     doc = _parse(text, file)
     items = _make(doc, where, file)
+    changed: list[str] = []
     for line, name in zip(lines, names, strict=True):
         index = _index_of(items, name)
         if index is None:
             items.append(line)
+        elif str(items[index]) == line:
+            continue  # there already, as written: not "added"
         else:
             items[index] = line
+        changed.append(line)
     touched = (where.target,) if where.target is not None else None
-    return Edit(_dumps(doc), tuple(lines), touched)
+    return Edit(_dumps(doc), tuple(dict.fromkeys(changed)), touched)
 
 
 def remove(text: str, names: Iterable[str], where: Where | None, *, file: str) -> Edit:
