@@ -129,8 +129,9 @@ def entry_for(
     name = local.name or local.root.name
     source = BuildSource("project", local.root.as_uri(), sha256=key.removeprefix("sha256:"))
     hashes = {p.name: p.sha256 for p in target.pip}
-    identity = compute_identity(name, "0", source, inputs, hashes)
-    return BuildEntry(name, "0", source, inputs, identity, (), opts.max_jobs)
+    # Its version is what its build says ("editable" in messages): the tree key decides.
+    identity = compute_identity(name, "editable", source, inputs, hashes)
+    return BuildEntry(name, "editable", source, inputs, identity, (), opts.max_jobs)
 
 
 def is_current(prefix: Path, local: LocalProject, key: str | None = None) -> bool:
