@@ -105,3 +105,27 @@ def test_adding_what_the_spec_has_already_says_so_and_leaves_the_file_alone(
     assert spec.read_text() == SPEC and spec.stat().st_mtime_ns == before
     both = cli("-f", str(spec), "add", "--no-install", "--json", "transformers>=1", "pillow")
     assert both.json()["changed"] == ["pillow"], both.out
+
+
+@pytest.mark.parametrize("group", ["", "Bad Group!", ".x"])
+def test_a_group_that_is_no_group_name_is_refused_by_flag_and_edits_nothing(
+    cli: Callable[..., CliResult], tmp_path: Path, group: str
+) -> None:
+    """``add -g '' idna`` added idna to the project's own dependencies; a group name
+    with a space was reported at a line of the edited text the file never had."""
+    spec = _spec(tmp_path)
+    for line in (["add", "--group", group, "pillow"], ["remove", "--group", group, "pillow"]):
+        result = cli("-f", str(spec), *line, "--no-install")
+        assert result.code == 2, result.err
+        assert f"--group {group!r}: not a group name" in result.err
+    assert spec.read_text() == SPEC
+
+
+@pytest.mark.parametrize("name", ["", "pillow>=1", "../x"])
+def test_remove_takes_package_names(
+    cli: Callable[..., CliResult], tmp_path: Path, name: str
+) -> None:
+    spec = _spec(tmp_path)
+    result = cli("-f", str(spec), "remove", "--no-install", name)
+    assert result.code == 2 and f"{name!r} is not a package name" in result.err, result.err
+    assert spec.read_text() == SPEC

@@ -4,6 +4,7 @@ edit itself (checked, written, relocked, installed; undone on failure)."""
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,8 +30,19 @@ def where_of(args: argparse.Namespace) -> Where:
     from gpuenv.names import normalize_name
     from gpuenv.spec.edit import Where
 
-    group = normalize_name(args.group) if args.group else None
+    if args.group is not None and not _GROUP.match(args.group):  # "" too: no silent default
+        from gpuenv.errors import UsageError
+
+        raise UsageError(
+            f"--group {args.group!r}: not a group name",
+            hint="letters, digits, '.', '_' and '-', starting with a letter or digit "
+            "(gpuenv add --group dev pytest)",
+        )
+    group = normalize_name(args.group) if args.group is not None else None
     return Where(target=args.target, group=group)
+
+
+_GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # [pip.groups]' key rule
 
 
 def apply(

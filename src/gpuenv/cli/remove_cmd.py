@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from gpuenv.spec.edit import remove, removed
 
-    where = _edit.where_of(args) if args.target or args.group else None
+    where = _edit.where_of(args) if args.target is not None or args.group is not None else None
     return _edit.apply(
         args,
         lambda text, file: remove(text, args.packages, where, file=file),

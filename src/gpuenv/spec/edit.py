@@ -10,6 +10,7 @@ checked like any spec by the caller before it is written.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -184,10 +185,19 @@ def add(text: str, requirements: Iterable[str], where: Where, *, file: str) -> E
     return Edit(_dumps(doc), tuple(dict.fromkeys(changed)), touched)
 
 
+_PACKAGE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\Z")  # PEP 508's
+
+
 def remove(text: str, names: Iterable[str], where: Where | None, *, file: str) -> Edit:
     """``text`` without the named packages: from ``where``, or (None) from every list
     that holds them. A name found nowhere is a usage error."""
     doc = _parse(text, file)
+    for given in names:
+        if not _PACKAGE_NAME.match(given):
+            raise UsageError(
+                f"{given!r} is not a package name",
+                hint="name the package alone: gpuenv remove pillow",
+            )
     wanted = [normalize_name(n) for n in names]
     places = [where] if where is not None else _every_list(doc)
     removed: list[str] = []
