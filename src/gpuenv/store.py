@@ -229,6 +229,16 @@ class Store:
             yield
 
     @contextlib.contextmanager
+    def spec_locked(self, spec: Path, *, timeout: float = 3600) -> Iterator[None]:
+        """Hold a project spec's edit lock: ``gpuenv add`` and ``remove`` of one spec run
+        one after another, each reading what the one before wrote."""
+        real = spec.resolve()
+        with self._file_lock(
+            f"spec-{_key(real)}.lock", real, timeout, what=f"{real} (another add or remove)"
+        ):
+            yield
+
+    @contextlib.contextmanager
     def _file_lock(self, name: str, owner: Path, timeout: float, *, what: str) -> Iterator[None]:
         try:
             lock = self._acquire_lock(name, owner, timeout)

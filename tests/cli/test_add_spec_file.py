@@ -129,3 +129,29 @@ def test_remove_takes_package_names(
     result = cli("-f", str(spec), "remove", "--no-install", name)
     assert result.code == 2 and f"{name!r} is not a package name" in result.err, result.err
     assert spec.read_text() == SPEC
+
+
+def test_an_add_waits_for_another_edit_of_the_same_spec(
+    cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three adds at once each read the spec and wrote it back: one line was lost while
+    all three said "added". An edit now holds the spec's lock until it is done."""
+    import threading
+
+    from gpuenv.store import Store
+
+    monkeypatch.setenv("GPUENV_HOME", str(tmp_path / "store"))
+    spec = _spec(tmp_path)
+    results: list[CliResult] = []
+    with Store(tmp_path / "store").spec_locked(spec):  # another add, mid-edit
+        waiting = threading.Thread(
+            target=lambda: results.append(cli("-f", str(spec), "add", "--no-install", "pillow"))
+        )
+        waiting.start()
+        waiting.join(1.0)
+        assert waiting.is_alive() and spec.read_text() == SPEC  # it waits, reads nothing
+        spec.write_text(SPEC.replace('"transformers>=1",', '"transformers>=1",\n  "idna",'))
+    waiting.join(60)
+    assert results and results[0].code == 0, results
+    text = spec.read_text()
+    assert '"idna"' in text and '"pillow"' in text  # the other edit is kept

@@ -53,11 +53,23 @@ def apply(
     """Edit the spec with ``edit_text(text, file)``, check, write, relock, install; on any
     failure after the write, the spec is put back as it was (nothing half-done).
     ``change`` is the same edit on the validated spec (``spec.edit.check_edited``)."""
+    spec_file = _common.spec_path(args)
+    # Two adds at once each read the spec, and the second's write dropped the first's
+    # line (both said "added"): edits of one spec run one after another.
+    with _common.store().spec_locked(spec_file):
+        return _apply(args, spec_file, edit_text, change)
+
+
+def _apply(
+    args: argparse.Namespace,
+    spec_file: Path,
+    edit_text: Callable[[str, str], Edit],
+    change: Callable[[dict[str, Any]], dict[str, Any]],
+) -> int:
     from gpuenv import _fs
     from gpuenv.knowledge import knowledge_base
     from gpuenv.spec.edit import check_edited
 
-    spec_file = _common.spec_path(args)
     try:
         before = _fs.read_text(spec_file, limit=_fs.SPEC_LIMIT, what="gpuenv.toml")
     except FileNotFoundError:
