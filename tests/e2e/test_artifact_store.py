@@ -202,3 +202,22 @@ def test_the_disk_install_announces_is_about_what_the_store_grows_by(
     # enough, and not far above: uv's cache may hold the packages already (from the lock)
     # or not (measured: 0.74 and 1.34 MiB for 1.5 MiB announced)
     assert grew <= estimate <= 3 * grew, (estimate, grew)
+
+
+def test_the_archive_size_pack_announces_is_at_least_what_it_writes(
+    make_project: Callable[..., Project], serve_index: Callable[..., PkgIndex], tmp_path: Path
+) -> None:
+    """pack said "the archive takes about 44.5 KiB" and wrote 60.0 KiB (a small
+    artifact's member is mostly its pax headers; tar writes whole 10 KiB records): the
+    disk check before it ran asked for too little. Cold store and warm store alike."""
+    import re
+
+    project, _seen = counted_project(make_project, serve_index)
+    for run in ("cold", "warm"):
+        archive = tmp_path / f"{run}.tar"
+        packed = project.gpuenv("pack", "--target", "cpu", "-o", str(archive), check=True)
+        said = re.search(r"the archive takes about ([\d.]+) (KiB|MiB)", packed.stderr)
+        assert said, packed.stderr
+        estimate = float(said[1]) * {"KiB": 1 << 10, "MiB": 1 << 20}[said[2]]
+        size = archive.stat().st_size
+        assert size <= estimate <= 1.5 * size, (run, estimate, size)

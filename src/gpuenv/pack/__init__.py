@@ -52,6 +52,7 @@ from gpuenv.lock.format import LOCK_FILENAME, parse_lock_text, read_lock, render
 from gpuenv.lock.model import Lock
 from gpuenv.pack import _tar
 from gpuenv.pack.manifest import (
+    ARTIFACTS,
     LOCK,
     MANIFEST,
     MAX_MANIFEST_BYTES,
@@ -134,12 +135,44 @@ def pack_budget(request: PackRequest, output: Path) -> PackBudget:
     store = _artifacts(request)
     wanted = lock_artifacts(request.lock, request.targets)
     missing = store.missing(wanted)
-    present = sum(store.path(a).stat().st_size for a in wanted if a not in missing)
     cost = budget(missing, request.sources, request.credentials)
-    archive = present + cost.download + 1024 * (len(wanted) + 16)  # headers, lock, manifest
+    archive = _archive_estimate(request, store, wanted, missing, cost)
     require_space(store.root, cost.download, "pack (the artifacts it downloads)")
     require_space(output.absolute().parent, archive, f"the archive {output.name}")
     return PackBudget(cost, archive)
+
+
+def _archive_estimate(
+    request: PackRequest,
+    store: ArtifactStore,
+    wanted: list[Artifact],
+    missing: list[Artifact],
+    cost: Budget,
+) -> int:
+    """About how large the archive will be: each stored artifact's member exactly (a pax
+    header for its long name, data padded to 512-byte blocks), each missing one at the
+    size the server gave plus the most its member adds, the lock, the spec and a manifest
+    line per artifact, rounded up to tar's 10 KiB records. (It said 44.5 KiB for an
+    archive of 60.0 KiB: a small artifact's member is mostly its headers.)"""
+    absent = {a.sha256 for a in missing}
+    members = sum(
+        _tar.member_size(f"{ARTIFACTS}/{a.sha256}/{a.filename}", store.path(a).stat().st_size)
+        for a in wanted
+        if a.sha256 not in absent
+    )
+    members += cost.download + cost.count * 4 * _tar.BLOCK  # headers, padding
+    lock_size = len(render_lock(request.lock).encode("utf-8"))
+    spec_size = _size_of(request.spec_file)
+    members += _tar.member_size(LOCK, lock_size) + _tar.member_size(SPEC, spec_size)
+    members += _tar.member_size(MANIFEST, 1024 + 512 * len(wanted)) + 2 * _tar.BLOCK
+    return -(-members // _tar.RECORD) * _tar.RECORD
+
+
+def _size_of(path: Path | None) -> int:
+    try:
+        return path.stat().st_size if path is not None else 0
+    except OSError:
+        return 0
 
 
 def default_name(project: str, targets: tuple[str, ...]) -> str:

@@ -64,6 +64,11 @@ def _padded(size: int) -> int:
     return -(-size // BLOCK) * BLOCK
 
 
+def member_size(name: str, size: int) -> int:
+    """The bytes one member takes in the archive: its header(s) and its padded data."""
+    return len(_info(name, size).tobuf(FORMAT, ENCODING, "strict")) + _padded(size)
+
+
 def archive_size(entries: list[Entry]) -> int:
     """The exact size of ``write_archive(entries)``'s file, computed from the headers."""
     total = sum(
