@@ -154,7 +154,10 @@ def remove(name: str, environ: Mapping[str, str], prefix: Path | None = None) ->
             f"no gpuenv kernel {name!r} in {directory.parent}", hint="see 'gpuenv kernel list'"
         )
     with writing(directory, "the kernelspec"):
-        shutil.rmtree(directory)
+        if directory.is_symlink():  # the entry is the link: what it points to is not ours
+            directory.unlink()
+        else:
+            shutil.rmtree(directory)
     return kernel
 
 

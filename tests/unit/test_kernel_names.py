@@ -54,3 +54,23 @@ def test_an_empty_listing_says_where_it_looked(
     assert f"no gpuenv kernels in {tmp_path / 'data' / 'kernels'}" in captured.err
     assert main(["kernel", "list", "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {"kernels": []}
+
+
+def test_removing_a_linked_kernel_removes_the_link_and_keeps_what_it_points_to(
+    tmp_path: Path,
+) -> None:
+    """rmtree refused the link ("Cannot call rmtree on a symbolic link", exit 5)."""
+    elsewhere = kernels.install(
+        tmp_path / "gpuenv.toml",
+        "proj",
+        "cpu",
+        name=None,
+        environ={"JUPYTER_DATA_DIR": str(tmp_path)},
+    )
+    environ = {"JUPYTER_DATA_DIR": str(tmp_path / "data")}
+    (tmp_path / "data" / "kernels").mkdir(parents=True)
+    link = tmp_path / "data" / "kernels" / "linked"
+    link.symlink_to(elsewhere.directory)
+    assert kernels.remove("linked", environ).name == "linked"
+    assert not link.is_symlink() and not link.exists()
+    assert (elsewhere.directory / "kernel.json").is_file()
