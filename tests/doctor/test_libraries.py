@@ -188,3 +188,35 @@ def test_dependencies_load_breadth_first_like_ld_so(
     assert finding.evidence["picked"]["by"] == "libtorch_cuda.so"
     assert finding.severity is Severity.WARNING  # the stray is reachable, not used
     assert "cuda-library-missing" not in codes(report)
+
+
+def test_a_system_copy_beside_torchs_own_is_not_fixed_by_installing_it_again(
+    tmp_path: Path, elf, run: Run, host_root: Path
+) -> None:
+    """Seen on a real H200 image: torch preloads its wheel's libcudnn, and the base image
+    has another in /usr/lib on ld.so.cache. The warning stays; its fix must not ask to
+    install the wheel that is installed and loaded."""
+    env = FakeEnv(tmp_path / "venv", elf)
+    env.prefix.mkdir()
+    (env.prefix / "pyvenv.cfg").write_text("include-system-site-packages = false\n")
+    env.site.mkdir(parents=True)
+    cusparse = env.site / "nvidia" / "cusparse" / "lib"
+    jit = env.site / "nvidia" / "nvjitlink" / "lib"
+    env.lib(cusparse, "libcusparse.so.12", "libcusparse.so.12", needed=["libnvJitLink.so.12"])
+    env.dist("nvidia-cusparse-cu12", "12.3.1.170", files=["nvidia/cusparse/lib/libcusparse.so.12"])
+    env.lib(jit, "libnvJitLink.so.12", "libnvJitLink.so.12")
+    env.dist("nvidia-nvjitlink-cu12", "12.4.127", files=["nvidia/nvjitlink/lib/libnvJitLink.so.12"])
+    env.torch(
+        runpath=["$ORIGIN/../../nvidia/cusparse/lib", "$ORIGIN/../../nvidia/nvjitlink/lib"],
+        needed=["libcusparse.so.12", "libnvJitLink.so.12"],
+    )
+    system = host_root / "usr" / "lib" / "x86_64-linux-gnu"
+    elf.install(system / "libnvJitLink.so.12.1.105", "libnvJitLink.so.12", variant="12.1")
+    (system / "libnvJitLink.so.12").symlink_to("libnvJitLink.so.12.1.105")
+    (host_root / "etc").mkdir()
+    (host_root / "etc" / "ld.so.conf").write_text("/usr/lib/x86_64-linux-gnu\n")
+    finding = only(run(env), "duplicate-cuda-library")
+    assert finding.severity is Severity.WARNING
+    assert finding.fix is not None
+    assert "install" not in finding.fix
+    assert "nothing to change for torch" in finding.fix

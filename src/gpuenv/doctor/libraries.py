@@ -19,9 +19,11 @@ from gpuenv.doctor._cudalibs import (
     VIA_LD_PRELOAD,
     VIA_PRELOAD,
     LibCopy,
+    LibraryIndex,
     Load,
 )
 from gpuenv.doctor._fixes import clash_steps, pip_command, plain_pip
+from gpuenv.doctor._fsafe import resolved
 from gpuenv.doctor._libversion import expected_version, fits
 from gpuenv.doctor.model import Finding, Severity
 
@@ -238,6 +240,7 @@ def _duplicate(ctx: Context, library: Library, name: str, copies: list[LibCopy])
     load = index.loads.get(name)
     picked = load.copy if load else index.pick(name)
     ok = fits(ctx, picked) if picked else None
+    system_only = False
     if ok is False and picked is not None:
         severity = Severity.ERROR
         tail = f"{_how(ctx, name, copies)}: {_describe(picked)}, but {_want(ctx, library)}"
@@ -246,19 +249,43 @@ def _duplicate(ctx: Context, library: Library, name: str, copies: list[LibCopy])
         others = [
             c for c in copies if index.searched(c) and picked is not None and not _alike(c, picked)
         ]
+        # torch loads its own fitting copy and the others sit in the system's library
+        # directories (an NGC or CUDA base image's libcudnn in /usr/lib, seen on a real
+        # H200 image): the copies are worth a warning, but the fix must not ask to install
+        # what is installed and loaded.
+        system_only = (
+            ok is True
+            and load is not None
+            and (load.by == VIA_PRELOAD or load.step.via.startswith(("RPATH", "RUNPATH")))
+            and not any(_on_ld_library_path(index, c) for c in others)
+        )
         severity = Severity.WARNING if others or picked is None else Severity.INFO
         tail = f"it loads {_describe(picked)}" if picked else "no copy is on the search path"
     shown = "; ".join(_describe(c) for c in copies)
+    if severity is Severity.INFO:
+        fix = f"nothing needed now; keep only one {library.label} reachable"
+    elif system_only:
+        fix = (
+            f"nothing to change for torch, which loads its own {library.label}; the other "
+            f"copies are found first only by a program that loads {name} before importing "
+            "torch: remove them from the system's library path if one does"
+        )
+    else:
+        # A copy LD_PRELOAD forces in is fixed there, whether or not it fits.
+        fix = fix_for(ctx, library, load if ok is False or _preloaded(load) else None, copies)
     return Finding(
         code="duplicate-cuda-library",
         severity=severity,
         message=f"{len(copies)} copies of {name} are reachable ({shown}); {tail}",
         evidence=evidence,
-        # A copy LD_PRELOAD forces in is fixed there, whether or not it fits.
-        fix=fix_for(ctx, library, load if ok is False or _preloaded(load) else None, copies)
-        if severity is not Severity.INFO
-        else f"nothing needed now; keep only one {library.label} reachable",
+        fix=fix,
     )
+
+
+def _on_ld_library_path(index: LibraryIndex, copy: LibCopy) -> bool:
+    """Whether ``copy``'s directory is reached through an LD_LIBRARY_PATH entry."""
+    wanted = resolved(copy.where.path)
+    return any(d.via == VIA_LD_LIBRARY_PATH and resolved(d.path) == wanted for d in index.search)
 
 
 def _preloaded(load: Load | None) -> bool:
