@@ -46,7 +46,12 @@ timed() { # name timeout command...: run, log to $out/name.log, time; never stop
 } >"$out/machine.txt" 2>&1
 cat "$out/machine.txt"
 
-timed venv 120 "$python" -m venv --system-site-packages "$work/venv"
+# A venv of the base interpreter whose site-packages reach, after its own, those of the
+# interpreter under test (itself often a venv, whose packages --system-site-packages
+# would not see): gpuenv's carried dependencies first, then torch, pytest, rich, pynvml.
+timed venv 120 "$python" -m venv "$work/venv"
+"$python" -c 'import site; print("\n".join(site.getsitepackages()))' \
+    >"$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')/zz-tested.pth"
 timed install 180 "$work/venv/bin/python" -m pip install -q --no-index --no-deps \
     --no-build-isolation "$wheels"/*.whl
 gpuenv="$work/venv/bin/gpuenv"
