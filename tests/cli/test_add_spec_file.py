@@ -155,3 +155,18 @@ def test_an_add_waits_for_another_edit_of_the_same_spec(
     assert results and results[0].code == 0, results
     text = spec.read_text()
     assert '"idna"' in text and '"pillow"' in text  # the other edit is kept
+
+
+def test_a_windows_spec_keeps_its_byte_order_mark_and_line_ends(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """The byte order mark a Windows editor writes was dropped by add."""
+    spec = tmp_path / "gpuenv.toml"
+    original = ("\ufeff" + SPEC.replace("\n", "\r\n")).encode("utf-8")
+    spec.write_bytes(original)
+    assert cli("-f", str(spec), "add", "--no-install", "pillow").code == 0
+    edited = spec.read_bytes()
+    assert edited.startswith(b"\xef\xbb\xbf# our training box\r\n"), edited[:40]
+    assert b'"pillow"' in edited and b"\n" not in edited.replace(b"\r\n", b"")
+    assert cli("-f", str(spec), "remove", "--no-install", "pillow").code == 0
+    assert spec.read_bytes() == original

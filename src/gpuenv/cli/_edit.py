@@ -42,6 +42,7 @@ def where_of(args: argparse.Namespace) -> Where:
     return Where(target=args.target, group=group)
 
 
+_BOM = "\ufeff"  # a Windows editor's byte order mark, kept where the file had one
 _GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # [pip.groups]' key rule
 
 
@@ -84,15 +85,26 @@ def _apply(
     check_edited(
         before, edit.text, file=str(spec_file), kb=knowledge_base, cache_dir=cache, change=change
     )
-    if edit.text != before:
-        _fs.atomic_write_text(real, edit.text, mode=mode, what="gpuenv.toml")
+    bom = _BOM if _has_bom(real) else ""  # the reader drops it; the file keeps it
+    written = edit.text != before
+    if written:
+        _fs.atomic_write_text(real, bom + edit.text, mode=mode, what="gpuenv.toml")
     try:
         locked, installed = _relock_and_install(args, spec_file, edit)
     except BaseException:
-        _fs.atomic_write_text(real, before, mode=mode, what="gpuenv.toml")  # as it was
+        if written:  # as it was
+            _fs.atomic_write_text(real, bom + before, mode=mode, what="gpuenv.toml")
         raise
     _render(args, edit, locked, installed)
     return 0
+
+
+def _has_bom(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(3) == _BOM.encode("utf-8")
+    except OSError:
+        return False
 
 
 def _writable(spec_file: Path) -> tuple[Path, int]:
