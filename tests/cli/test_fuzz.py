@@ -301,3 +301,17 @@ def test_verbose_shows_an_expected_errors_causes_as_lines_and_no_traceback(
 def test_the_fuzz_reaches_every_kernel_action_and_its_options() -> None:
     tried = {" ".join(line[:3]) for line in _lines("kernel")}
     assert {"kernel install --name", "kernel remove -h", "kernel list --prefix"} <= tried
+
+
+def test_an_unexpected_argument_is_named_with_the_command_it_was_given_to(
+    sandbox: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """argparse said "gpuenv: error: gpuenv: unrecognized arguments: extra" and
+    pointed at 'gpuenv --help' for an argument a command's action does not take."""
+    os.chdir(sandbox)
+    assert main(["kernel", "install", "extra"]) == 2
+    err = capsys.readouterr().err
+    assert "gpuenv: error: gpuenv kernel install: unexpected argument: extra" in err
+    assert "see 'gpuenv kernel install --help'" in err
+    assert main(["list", "-t", "cpu"]) == 2
+    assert "gpuenv list: unexpected arguments: -t cpu" in capsys.readouterr().err

@@ -131,13 +131,26 @@ def parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Namesp
     name = command_name(argv)
     parser = build_parser(only=name)
     parts = _fastrun.split(argv) if name == "run" else None
-    args = parser.parse_args(argv if parts is None else parts[0])
+    args, extra = parser.parse_known_args(argv if parts is None else parts[0])
+    if extra:  # argparse's own words were "gpuenv: error: gpuenv: unrecognized arguments"
+        where = " ".join(["gpuenv", *([name] if name else []), *_action_of(args)])
+        raise UsageError(
+            f"{where}: unexpected {'argument' if len(extra) == 1 else 'arguments'}: "
+            + " ".join(extra),
+            hint=f"see '{where} --help'",
+        )
     if parts is not None:
         args.argv = parts[1]
     elif args.command == "run" and args.argv[:1] == ["--"]:  # `--fil x run -- ...`
         args.argv = args.argv[1:]
     args.verbose = (args.verbose or 0) + vars(args).pop("verbose_after", 0)
     return parser, args
+
+
+def _action_of(args: argparse.Namespace) -> list[str]:
+    """A command's action, for commands that have them (``kernel install``)."""
+    action = getattr(args, "action", None)
+    return [action] if isinstance(action, str) else []
 
 
 def command_name(argv: Sequence[str]) -> str | None:
