@@ -365,3 +365,16 @@ def test_upgrade_package_takes_a_name_and_says_when_the_lock_pins_nothing_of_it(
     assert "check the spelling" in typo.err
     known = cli("-f", str(project), "lock", "--upgrade-package", "Transformers")
     assert known.code == 0 and "not locked" not in known.err
+
+
+@pytest.mark.parametrize(
+    "flags", [["--check", "--upgrade"], ["--check", "-P", "x"], ["--upgrade", "-P", "x"]]
+)
+def test_check_upgrade_and_upgrade_package_exclude_each_other(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda], flags: list[str]
+) -> None:
+    """``lock --check --upgrade-package idna`` answered "up to date" and moved nothing;
+    ``--upgrade -P idna`` moved every pin. Each pair is refused by name."""
+    result = cli("-f", str(project), "lock", *flags)
+    assert result.code == 2 and "not allowed with argument" in result.err, result.err
+    assert not (project.parent / "gpuenv.lock").exists()

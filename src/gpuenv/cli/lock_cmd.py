@@ -24,21 +24,23 @@ if TYPE_CHECKING:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--check",
-        action="store_true",
-        help="exit 1 when the lock is missing or out of date (no network, writes nothing)",
-    )
-    parser.add_argument(
         "-t",
         "--target",
         action="append",
         metavar="NAME",
         help="relock only this target (repeatable); the others stay byte for byte",
     )
-    parser.add_argument(
+    # --check writes nothing and moves no pin; --upgrade moves every pin, -P one
+    moves = parser.add_mutually_exclusive_group()
+    moves.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 when the lock is missing or out of date (no network, writes nothing)",
+    )
+    moves.add_argument(
         "--upgrade", action="store_true", help="move pins forward instead of keeping them"
     )
-    parser.add_argument(
+    moves.add_argument(
         "-P",
         "--upgrade-package",
         action="append",
