@@ -170,3 +170,13 @@ def test_a_windows_spec_keeps_its_byte_order_mark_and_line_ends(
     assert b'"pillow"' in edited and b"\n" not in edited.replace(b"\r\n", b"")
     assert cli("-f", str(spec), "remove", "--no-install", "pillow").code == 0
     assert spec.read_bytes() == original
+
+
+def test_rollback_of_a_target_the_spec_does_not_name_says_so(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """It said "target nosuch has no previous generation" (exit 4) for a typo."""
+    spec = _spec(tmp_path)
+    result = cli("-f", str(spec), "rollback", "--target", "nosuch")
+    assert result.code == 2, result.err
+    assert "no target named 'nosuch'" in result.err and "targets in this spec: cpu" in result.err

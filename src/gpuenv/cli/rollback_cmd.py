@@ -22,6 +22,10 @@ def run(args: argparse.Namespace) -> int:
 
     spec = runtime.find_spec(getattr(args, "file", None), str(Path.cwd()))
     project = runtime.project_of(spec)
+    if args.target is not None:  # a name the spec does not have is no "nothing to roll back"
+        named = runtime._named_targets(spec)
+        if named is not None:
+            _common.check_target(args.target, list(named))
     target = args.target or runtime.select(project, None, spec=spec).target
     before, after = rollback(_common.store(), Path(project), target)
     if args.json:
