@@ -212,3 +212,23 @@ def test_on_an_externally_managed_interpreter_pip_fixes_carry_the_flag_pip_deman
     assert "install --break-system-packages nvidia-curand==10.4.0.35" in missing.fix
     mismatch = only(report, "record-mismatch")
     assert "--break-system-packages" in mismatch.fix, mismatch.fix
+
+
+def test_a_cu12_wheel_on_pythonpath_is_fixed_by_taking_the_entry_off_the_path(
+    cu13: FakeEnv, run: Run, tmp_path: Path, elf: ElfFactory
+) -> None:
+    """Seen on a real H200 (torch 2.11 cu130): a cu12 cuDNN in a PYTHONPATH folder that
+    torch's preload takes first. pip uninstall in the environment cannot reach it: the
+    fix removes the entry from PYTHONPATH."""
+    overlay = FakeEnv(tmp_path / "overlay", elf)
+    overlay.site.mkdir(parents=True)
+    (stray,) = plant_cu12_wheel(
+        overlay, "curand", "nvidia-curand-cu12", "10.3.7.77", ["libcurand.so.10"]
+    )
+    report = run(cu13, facts=H100_580, environ={"PYTHONPATH": str(overlay.site)})
+    finding = only(report, "duplicate-cuda-library")
+    assert finding.severity is Severity.ERROR
+    assert finding.evidence["picked"]["path"] == str(stray.resolve())
+    assert finding.fix is not None
+    assert finding.fix.startswith(f"1. remove {overlay.site} from PYTHONPATH"), finding.fix
+    assert "uninstall" not in finding.fix

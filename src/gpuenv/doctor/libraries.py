@@ -22,9 +22,10 @@ from gpuenv.doctor._cudalibs import (
     LibraryIndex,
     Load,
 )
-from gpuenv.doctor._fixes import clash_steps, pip_command, plain_pip
+from gpuenv.doctor._fixes import clash_steps, entry_fix, pip_command, plain_pip
 from gpuenv.doctor._fsafe import resolved
 from gpuenv.doctor._libversion import expected_version, fits
+from gpuenv.doctor._syspath import PathEntry
 from gpuenv.doctor.model import Finding, Severity
 
 
@@ -220,8 +221,26 @@ def _shared_steps(ctx: Context, copy: LibCopy) -> list[str]:
     return []
 
 
+def _foreign_entry(ctx: Context, load: Load | None) -> PathEntry | None:
+    """The sys.path entry outside the environment (PYTHONPATH, a .pth line, the user
+    site) whose wheel torch's preload took the library from: the fix takes the entry
+    off the path; a pip uninstall in the environment would not reach it (seen on a real
+    H200 with a cu12 cuDNN on PYTHONPATH)."""
+    if load is None or load.by != VIA_PRELOAD:
+        return None
+    owner = load.copy.owner or ""
+    if not owner.startswith("pip "):
+        return None
+    dist = ctx.env.dist(owner.split()[1])
+    entry = ctx.env.entry(dist.site_packages) if dist is not None else None
+    return entry if entry is not None and not entry.own else None
+
+
 def fix_for(ctx: Context, library: Library, load: Load | None, copies: list[LibCopy]) -> str:
     """Ordered steps that make torch load the right copy, for the way the wrong one won."""
+    entry = _foreign_entry(ctx, load)
+    if entry is not None and load is not None:
+        return entry_fix(ctx, entry, [(load.copy.owner or "").split()[1]])
     steps = _ld_path_steps(ctx, load, copies)
     if load is not None and load.step.via != VIA_LD_LIBRARY_PATH:
         steps += _winner_steps(ctx, library, load)
