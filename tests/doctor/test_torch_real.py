@@ -101,7 +101,7 @@ def test_real_torch_with_a_stray_cu12_wheel_on_pythonpath(
     # 2.11 cu130 on an H200): then the library finding names it, and the stray one is
     # not repeated. Either way the fix takes the entry off PYTHONPATH.
     codes = ("stray-cuda-wheel", "cuda-library-mismatch", "duplicate-cuda-library")
-    named = [by_code[c] for c in codes if c in by_code and str(site) in by_code[c]["message"]]
+    named = [f for f in data["findings"] if f["code"] in codes and str(site) in f["message"]]
     assert named, [(f["code"], f["message"]) for f in data["findings"]]
     stray = named[0]
     if stray["code"] == "stray-cuda-wheel":
