@@ -78,7 +78,10 @@ def _sweep(
             fallback = ("/store/locks", "/store/roots") if code in READ_ONLY else ()
             # (the project's lock state is a cache too: run parses the lock without it)
             courtesy = ("/cache/", "/.gpuenv/..lock-state.json.", "/.gpuenv/.lock-state.json")
-            assert any(c in where for c in courtesy) or any(f in where for f in fallback), where
+            cache_dir = where.endswith("/cache")  # the cache folder itself, made on first use
+            assert (
+                cache_dir or any(c in where for c in courtesy) or any(f in where for f in fallback)
+            ), where
             _check_consistent(project, home)
             continue
         failed += 1

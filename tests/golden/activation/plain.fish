@@ -27,9 +27,17 @@ else
             set -gx CUDA_HOME "$_GPUENV_8a37cc75c7aa_OLD_CUDA_HOME"
             set -e _GPUENV_8a37cc75c7aa_OLD_CUDA_HOME
         end
+        if contains -- CUDA_HOME (string split -- ' ' "$_GPUENV_8a37cc75c7aa_LOCAL")
+            and set -q CUDA_HOME
+            set -gu CUDA_HOME $CUDA_HOME
+        end
         if set -q _GPUENV_8a37cc75c7aa_OLD_CUDA_PATH
             set -gx CUDA_PATH "$_GPUENV_8a37cc75c7aa_OLD_CUDA_PATH"
             set -e _GPUENV_8a37cc75c7aa_OLD_CUDA_PATH
+        end
+        if contains -- CUDA_PATH (string split -- ' ' "$_GPUENV_8a37cc75c7aa_LOCAL")
+            and set -q CUDA_PATH
+            set -gu CUDA_PATH $CUDA_PATH
         end
         if set -q _GPUENV_8a37cc75c7aa_OLD__GPUENV_ACTIVE
             set -gx _GPUENV_ACTIVE "$_GPUENV_8a37cc75c7aa_OLD__GPUENV_ACTIVE"
@@ -43,7 +51,7 @@ else
             functions -c _gpuenv_8a37cc75c7aa_fish_prompt fish_prompt
             functions -e _gpuenv_8a37cc75c7aa_fish_prompt _gpuenv_8a37cc75c7aa_status
         end
-        set -e _GPUENV_8a37cc75c7aa_UNSET
+        set -e _GPUENV_8a37cc75c7aa_UNSET _GPUENV_8a37cc75c7aa_LOCAL
         functions -e gpuenv_deactivate
         if string match -qr -- '^\\/home\\/u\\/\\.local\\/share\\/gpuenv\\/store/' "$_GPUENV_ACTIVE"; and test -f "$_GPUENV_ACTIVE"/'etc/gpuenv/activate.fish'
             source "$_GPUENV_ACTIVE"/'etc/gpuenv/activate.fish'
@@ -52,32 +60,38 @@ else
 
     if test "$_GPUENV_ACTIVE" != '/home/u/.local/share/gpuenv/store/h100-3f2a9c'
         set -gx _GPUENV_8a37cc75c7aa_UNSET
+        set -g _GPUENV_8a37cc75c7aa_LOCAL
         if set -q PATH
             set -gx _GPUENV_8a37cc75c7aa_OLD_PATH "$PATH"
+            set -qx PATH; or set -ga _GPUENV_8a37cc75c7aa_LOCAL PATH
         else
             set -e _GPUENV_8a37cc75c7aa_OLD_PATH
             set -gxa _GPUENV_8a37cc75c7aa_UNSET PATH
         end
         if set -q LD_LIBRARY_PATH
             set -gx _GPUENV_8a37cc75c7aa_OLD_LD_LIBRARY_PATH "$LD_LIBRARY_PATH"
+            set -qx LD_LIBRARY_PATH; or set -ga _GPUENV_8a37cc75c7aa_LOCAL LD_LIBRARY_PATH
         else
             set -e _GPUENV_8a37cc75c7aa_OLD_LD_LIBRARY_PATH
             set -gxa _GPUENV_8a37cc75c7aa_UNSET LD_LIBRARY_PATH
         end
         if set -q CUDA_HOME
             set -gx _GPUENV_8a37cc75c7aa_OLD_CUDA_HOME "$CUDA_HOME"
+            set -qx CUDA_HOME; or set -ga _GPUENV_8a37cc75c7aa_LOCAL CUDA_HOME
         else
             set -e _GPUENV_8a37cc75c7aa_OLD_CUDA_HOME
             set -gxa _GPUENV_8a37cc75c7aa_UNSET CUDA_HOME
         end
         if set -q CUDA_PATH
             set -gx _GPUENV_8a37cc75c7aa_OLD_CUDA_PATH "$CUDA_PATH"
+            set -qx CUDA_PATH; or set -ga _GPUENV_8a37cc75c7aa_LOCAL CUDA_PATH
         else
             set -e _GPUENV_8a37cc75c7aa_OLD_CUDA_PATH
             set -gxa _GPUENV_8a37cc75c7aa_UNSET CUDA_PATH
         end
         if set -q _GPUENV_ACTIVE
             set -gx _GPUENV_8a37cc75c7aa_OLD__GPUENV_ACTIVE "$_GPUENV_ACTIVE"
+            set -qx _GPUENV_ACTIVE; or set -ga _GPUENV_8a37cc75c7aa_LOCAL _GPUENV_ACTIVE
         else
             set -e _GPUENV_8a37cc75c7aa_OLD__GPUENV_ACTIVE
             set -gxa _GPUENV_8a37cc75c7aa_UNSET _GPUENV_ACTIVE
