@@ -100,7 +100,10 @@ def test_enospc_at_every_write_site_of_an_install(
 ) -> None:
     failed, sites = _sweep(errno.ENOSPC, project, write_faults, run_cli)
     assert sites >= 20, "the sweep saw the install's writes"
-    assert failed >= sites - 15, "only courtesy caches may fail without failing the install"
+    # Each courtesy write is checked to be a cache above; this bounds how many there are:
+    # the lock state, the knowledge-base cache and one verified-stamp per stored artifact
+    # (written by up to 8 fetches at once, so their number in the sweep varies run to run).
+    assert failed >= sites - 30, "only courtesy caches may fail without failing the install"
 
 
 @pytest.mark.parametrize("code", [errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EIO])
