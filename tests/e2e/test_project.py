@@ -259,10 +259,11 @@ def test_path_false_opts_out_and_a_missing_path_is_a_located_error(
     assert locked.targets["h100"].pip_package("packaging") is None, "no project: no deps"
 
 
-@needs_nvcc
-def test_a_cuda_project_is_compiled_by_real_nvcc_for_each_targets_gpu(
+def installed_cuda_project(
     make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
-) -> None:
+) -> Project:
+    """The CUDA-kernel repository, installed into both targets by real nvcc 13.0 (the
+    fixture index's CUDA torch); skips with another toolkit."""
     assert TOOLKIT is not None
     cuda = nvcc_release(TOOLKIT)
     if cuda != "13.0":
@@ -278,6 +279,14 @@ def test_a_cuda_project_is_compiled_by_real_nvcc_for_each_targets_gpu(
         driver="580.65.06",
     )
     _install(project)
+    return project
+
+
+@needs_nvcc
+def test_a_cuda_project_is_compiled_by_real_nvcc_for_each_targets_gpu(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
+) -> None:
+    project = installed_cuda_project(make_project, pkgindex, tmp_path)
     for target, gpu in (("h100", (9, 0)), ("ada", (8, 9))):
         prefix = _prefix(project, target)
         builds = json.loads((prefix / "etc/gpuenv/builds.json").read_text())["builds"]

@@ -14,11 +14,10 @@ from pathlib import Path
 import pytest
 
 from gpuenv.builds.elfscan import gpu_code
-from gpuenv.builds.runner import nvcc_release
 from tests.builds.conftest import needs_gcc
-from tests.builds.test_nvcc import TOOLKIT, needs_nvcc
+from tests.builds.test_nvcc import needs_nvcc
 from tests.e2e.conftest import Project
-from tests.e2e.test_project import _install, _prefix, _project, _python
+from tests.e2e.test_project import _prefix, _python, installed_cuda_project
 from tests.fixtures.pkgindex.plugin import PkgIndex
 
 pytestmark = pytest.mark.gpu
@@ -50,21 +49,7 @@ def test_each_targets_kernel_runs_on_this_gpu_exactly_when_its_code_fits(
     capability = _gpu_capability()
     if capability is None:
         pytest.skip("no NVIDIA GPU here (nvidia-smi answers no compute capability)")
-    assert TOOLKIT is not None
-    cuda = nvcc_release(TOOLKIT)
-    if cuda != "13.0":
-        pytest.skip(f"the fixture index has a torch for CUDA 13.0, this toolkit is {cuda}")
-    project = _project(
-        make_project,
-        pkgindex,
-        TOOLKIT,
-        tmp_path,
-        kind="cuda",
-        torch="2.9.0",
-        cuda=f'cuda = "{cuda}"\n',
-        driver="580.65.06",
-    )
-    _install(project)
+    project = installed_cuda_project(make_project, pkgindex, tmp_path)
     ran = {}
     for target in ("h100", "ada"):
         prefix = _prefix(project, target)
