@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import CliResult
 from tests.importers.conftest import Imported
 
@@ -105,3 +107,33 @@ def test_the_repositorys_own_setuptools_pin_is_kept(
     assert imported.entries("kept")["setuptools"]["to"] == "==59.5.0"
     spec = imported.spec.read_text()
     assert '"setuptools==59.5.0"' in spec and '"wheel' not in spec and '"pip' not in spec
+
+
+@pytest.mark.parametrize("target", ["h100", "rtx4090", "cpu"])
+def test_the_python_sentence_names_the_pin_as_written(
+    run_import: Callable[..., Imported], tmp_path: Path, target: str
+) -> None:
+    # numpy==2.0.1 moves to numpy<2 beside torch 2.1: the sentence saying which pin holds
+    # the Python back names numpy<2 (what the spec installs), never the pin it replaced.
+    req = _file(tmp_path, "requirements.txt", "torch==2.1.2\nnumpy==2.0.1\n")
+    imported = run_import(req, target=target)
+    assert imported.result.code == 0, imported.result.out
+    python = next(a for a in imported.report["assumptions"] if a["package"] == "python")
+    assert "numpy<2 installs on" in python["why"], python["why"]
+    assert "2.0.1" not in python["why"]
+    spec = imported.spec.read_text()
+    assert '"numpy<2"' in spec
+    assert "numpy==2.0.1 installs" not in spec
+
+
+@pytest.mark.parametrize("target", ["h100", "rtx4090", "cpu"])
+def test_a_pin_the_chosen_torch_allows_is_named_as_pinned(
+    run_import: Callable[..., Imported], tmp_path: Path, target: str
+) -> None:
+    # numpy==1.24.4 is kept beside torch 2.1: the sentence names it as the files pin it.
+    req = _file(tmp_path, "requirements.txt", "torch==2.1.2\nnumpy==1.24.4\n")
+    imported = run_import(req, target=target)
+    assert imported.result.code == 0, imported.result.out
+    python = next(a for a in imported.report["assumptions"] if a["package"] == "python")
+    assert "numpy==1.24.4 installs on" in python["why"], python["why"]
+    assert '"numpy==1.24.4"' in imported.spec.read_text()

@@ -169,17 +169,41 @@ def excludes(specifier: str, version: Version) -> bool:
     return False
 
 
-def python_ceiling(merged: Merged, fk: ForeignKnowledge) -> tuple[str, str] | None:
+def final_specifier(resolved: Resolved, torch: str | None, fk: ForeignKnowledge) -> str:
+    """The specifier the written spec gives ``resolved`` once ``torch``'s constraints
+    apply (numpy==2.0.1 beside torch 2.1 is written numpy<2): the files' own when no
+    torch is chosen yet or no constraint touches it."""
+    specifier = resolved.specifier
+    if torch is None:
+        return specifier
+    for constraint in fk.constraints_for(Version(torch)):
+        if constraint.package != resolved.name:
+            continue
+        if resolved.exact is not None:
+            if not constraint.requires.contains(resolved.exact, prereleases=True):
+                specifier = str(constraint.requires)
+            continue
+        specifier = str(SpecifierSet(specifier) & constraint.requires)
+    return specifier
+
+
+def python_ceiling(
+    merged: Merged, fk: ForeignKnowledge, torch: str | None = None
+) -> tuple[str, str] | None:
     """The newest Python every pinned package with known Python floors still installs
-    on, and the package that holds it back ("3.10", "numpy<1.22")."""
+    on, and the package that holds it back ("3.10", "numpy<1.22"), as written once the
+    constraints of ``torch`` (when chosen) apply."""
     ceiling: tuple[str, str] | None = None
     for floor in fk.python_floors:
         resolved = merged.packages.get(floor.package)
-        if resolved is None or not resolved.specifier:
+        if resolved is None:
             continue
-        if excludes(resolved.specifier, floor.version):
+        specifier = final_specifier(resolved, torch, fk)
+        if not specifier:
+            continue
+        if excludes(specifier, floor.version):
             minor = int(floor.python.split(".")[1]) - 1
-            candidate = (f"3.{minor}", f"{floor.package}{resolved.specifier}")
+            candidate = (f"3.{minor}", f"{floor.package}{specifier}")
             if ceiling is None or minor < int(ceiling[0].split(".")[1]):
                 ceiling = candidate
     return ceiling
@@ -446,7 +470,7 @@ def _python_entry(
     supports = spec_text(release.python) if release else "?"
     unverified = bool(fact and fact.note and "unverified" in fact.note)
     if wanted is None:
-        ceiling = python_ceiling(merged, fk)
+        ceiling = python_ceiling(merged, fk, plan.torch)
         held = f" and {ceiling[1]} installs on" if ceiling else ""
         text = (
             f"no Python named in the files: Python {plan.python}, "
@@ -946,7 +970,7 @@ def _checked(merged: Merged, fk: ForeignKnowledge, plan: TargetPlan) -> list[tup
             continue
         if fk.companion(moves.companion_name(name)) is not None:
             continue
-        out.append((name, resolved.specifier))
+        out.append((name, final_specifier(resolved, plan.torch, fk)))
     return out
 
 
