@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import re
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -60,13 +59,13 @@ def backends() -> tuple[PipResolver, CondaSolver]:
 
 def _fresh_key(args: argparse.Namespace) -> tuple[str, str] | None:
     """(gpuenv's cache, the name of this check of these bytes) for ``lock._fresh``."""
-    from gpuenv.builds import knowledge as build_knowledge
-    from gpuenv.knowledge._data import data_digest
+    from gpuenv.knowledge._data import BUILD_FILES, data_digest, files_digest
     from gpuenv.lock import _fresh
 
     cache = _common.cache_dir()
-    # the build knowledge (packages.toml & co.) makes a lock with builds stale too
-    digest = data_digest() + build_knowledge.digest()
+    # the build knowledge (packages.toml & co.) makes a lock with builds stale too: its
+    # digest is gpuenv.builds.knowledge.digest(), without importing that module's model
+    digest = data_digest() + files_digest(BUILD_FILES)
     name = _fresh.key(str(_common.spec_path(args)), digest, args.target) if cache else None
     return (str(cache), name) if cache and name else None
 
@@ -90,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, fresh: tuple[str, str] | None) -> int:
+    from dataclasses import replace
+
     from gpuenv.errors import UnreadableLockError
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge._data import data_digest

@@ -14,30 +14,51 @@ cache, the parsed-data cache) can compute the digest without importing the model
 from __future__ import annotations
 
 import sys
-from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuenv.errors import FileFormatError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+if TYPE_CHECKING:
+    from types import ModuleType
 
 DATA_FILES = ("cuda.toml", "gpus.toml", "torch.toml")
 BUILD_FILES = ("packages.toml", "host_compilers.toml", "diagnoses.toml")
 SCHEMA_VERSION = 1
 
 
+def _tomllib() -> ModuleType:
+    """tomllib, imported when a file is parsed: a digest (``lock --check`` of an
+    unchanged project) reads bytes only."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    module: ModuleType = tomllib
+    return module
+
+
+_DATA_DIR = Path(__file__).with_name("data")
+
+
 def data_bytes(name: str) -> bytes:
-    """One shipped data file's bytes."""
+    """One shipped data file's bytes: from the package's folder when it is one (the
+    usual install: no importlib.resources to import), else through importlib.resources
+    (a zipped gpuenv)."""
+    try:
+        return (_DATA_DIR / name).read_bytes()
+    except FileNotFoundError:
+        if _DATA_DIR.is_dir():
+            raise
+    from importlib import resources
+
     return resources.files("gpuenv.knowledge").joinpath("data").joinpath(name).read_bytes()
 
 
 def data_toml(name: str) -> dict[str, Any]:
     """One shipped data file as TOML, not checked further (its query module does that);
     a damaged file is an error naming it."""
+    tomllib = _tomllib()
     try:
         data: dict[str, Any] = tomllib.loads(data_bytes(name).decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
@@ -92,7 +113,7 @@ def data_digest(facts_file: Path | bool | None = True) -> str:
 
 def read_data(name: str) -> dict[str, Any]:
     """The raw TOML of one data file (also used by the schema test)."""
-    data: dict[str, Any] = tomllib.loads(data_bytes(name).decode("utf-8"))
+    data: dict[str, Any] = _tomllib().loads(data_bytes(name).decode("utf-8"))
     if data.get("schema") != SCHEMA_VERSION:
         raise FileFormatError(
             f"knowledge/data/{name}: schema {data.get('schema')!r}, expected {SCHEMA_VERSION}"
