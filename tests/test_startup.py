@@ -143,3 +143,15 @@ def test_reading_wheel_metadata_from_the_cache_loads_no_http_client() -> None:
         "import gpuenv.lock.wheelmeta, gpuenv.lock.wheelcheck, gpuenv.lock.locker"
     )
     assert not {"urllib.request", "http.client", "ssl"} & modules
+
+
+def test_the_install_path_loads_no_activation_writer() -> None:
+    """`gpuenv install` of a target whose prefix is current writes no activation scripts:
+    their writers (gpuenv.activation, gpuenv.shells: ~8 ms of imports) load only when
+    a prefix is (re)built."""
+    modules = _imported_after("import gpuenv.install, gpuenv.cli.install_cmd")
+    assert not {"gpuenv.activation", "gpuenv.shells"} & modules
+    # and they are still there when a prefix is written
+    import gpuenv.install
+
+    assert callable(gpuenv.install.write_activation)

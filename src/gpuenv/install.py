@@ -61,12 +61,10 @@ from gpuenv._network import (
 )
 from gpuenv._progress import Prefixed
 from gpuenv._redact import redact
-from gpuenv.activation import ActivationInputs, write_activation_files
 from gpuenv.builds.model import BuildOutcome, arch_list, nvcc_arch_max
 from gpuenv.errors import ExternalToolError, InstallError, NetworkError, StorageError
 from gpuenv.lock._uv_output import classify
 from gpuenv.lock.model import CondaPackage, Lock, LockedTarget, PipPackage
-from gpuenv.shells import write_shell_entrypoints
 from gpuenv.store import Store, point_project
 
 if TYPE_CHECKING:
@@ -672,6 +670,10 @@ def jit_arch_list(target: LockedTarget) -> str | None:
 def write_activation(
     prefix: Path, store: Store, request: InstallRequest, home: Path | None
 ) -> None:
+    # imported here: an install that finds its prefix current writes no scripts
+    from gpuenv.activation import ActivationInputs, write_activation_files
+    from gpuenv.shells import write_shell_entrypoints
+
     target = request.target
     jit_archs = jit_arch_list(target)
     inputs = ActivationInputs(
