@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -121,6 +123,23 @@ def test_install_from_works_with_the_index_stopped_and_refuses_one_altered_byte(
     assert index.url not in requirements, "every artifact came from the archive"
     again = offline.gpuenv("install", "--from", str(archive), "--json", check=True)
     assert json.loads(again.stdout)["targets"]["cpu"]["built"] is False
+    # Its lock's bytes passed the schema at the first install --from: again, they are
+    # not validated again (no pydantic import, ~100 ms), as a lock on disk is not
+    probe = (
+        "import sys\n"
+        "from gpuenv.cli import main\n"
+        "code = main(['install', '--from', sys.argv[1]])\n"
+        "print(code, 'pydantic' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(archive)],
+        cwd=offline.dir,
+        env=offline.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.splitlines()[-1].split() == ["0", "False"], out.stderr
 
 
 def test_pack_and_install_from_carry_conda_records_too(

@@ -152,10 +152,12 @@ def _install_from(args: argparse.Namespace) -> int:
         return all(t is not None and is_current(store, t) for t in targets)
 
     with progress_display(bar=_progress.mode(args) == _progress.LIVE, lines=False) as report:
-        unpacked = pack.unpack(args.archive, store, report, installed=installed)
+        unpacked = pack.unpack(
+            args.archive, store, report, installed=installed, cache_dir=_common.cache_dir()
+        )
     for name in args.target or ():  # before anything is written into the project
         _common.check_target(name, list(unpacked.targets))
-    written = pack.place_project(unpacked, spec_file)
+    written = pack.place_project(unpacked, spec_file, _common.cache_dir())
     try:
         loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
         for name in _targets(args, loaded.spec, list(unpacked.targets)):

@@ -438,12 +438,15 @@ def unpack(
     progress: Progress | None = None,
     *,
     installed: Callable[[Lock, tuple[str, ...]], bool] | None = None,
+    cache_dir: Path | None = None,
 ) -> Unpacked:
     """Check ``archive`` member by member and unpack its artifacts into the store's
     artifacts, hashing each once. ``installed(lock, targets)``: asked once the manifest,
     the lock and the spec (the archive's first members) are read and checked; when it
     answers True (every packed target is installed already), no artifact is read and
-    ``Unpacked.files`` is empty: nothing would be installed from them."""
+    ``Unpacked.files`` is empty: nothing would be installed from them. ``cache_dir``:
+    gpuenv's cache, where a lock whose exact bytes passed the schema before skips it
+    (and pydantic's import), as a lock on disk does; every other check still runs."""
     report = progress or _quiet
     stored = store.artifacts()
     texts: dict[str, str] = {}
@@ -476,30 +479,30 @@ def unpack(
             else:
                 raise _tar.hostile(f"member {member.name!r} is not in its manifest", archive)
             if installed is not None and not paths and heads <= set(texts):
-                lock = _checked_lock(texts[LOCK], manifest, archive)
+                lock = _checked_lock(texts[LOCK], manifest, archive, cache_dir)
                 if installed(lock, tuple(sorted(manifest.targets))):
                     return Unpacked(manifest, lock, texts[LOCK], texts.get(SPEC), {})
                 installed = None  # asked once
     missing = sorted({*expected, *heads} - {*paths, *texts})
     if missing:
         raise _tar.hostile(f"it is truncated: {missing[0]} is missing", archive)
-    lock = _checked_lock(texts[LOCK], manifest, archive)
+    lock = _checked_lock(texts[LOCK], manifest, archive, cache_dir)
     files = {url: paths[a.path] for a in manifest.artifacts for url in a.urls}
     return Unpacked(manifest, lock, texts[LOCK], texts.get(SPEC), files)
 
 
-def _checked_lock(text: str, manifest: Manifest, archive: Path) -> Lock:
+def _checked_lock(text: str, manifest: Manifest, archive: Path, cache_dir: Path | None) -> Lock:
     """The archive's lock, passing every check a lock on disk does (content hashes,
     consistency), and agreeing with the manifest."""
-    lock = parse_lock_text(text, file=f"{archive}:{LOCK}").require()
+    lock = parse_lock_text(text, file=f"{archive}:{LOCK}", cache_dir=cache_dir).require()
     _cross_check(manifest, lock, archive)
     return lock
 
 
-def place_project(unpacked: Unpacked, spec_file: Path) -> list[Path]:
+def place_project(unpacked: Unpacked, spec_file: Path, cache_dir: Path | None = None) -> list[Path]:
     """Make ``spec_file``'s directory the archive's project: write the spec and the lock
     when there is none; otherwise its lock must hold the packed targets as the archive
-    does. Returns the files written."""
+    does (read as ``read_lock`` reads it, with gpuenv's cache). Returns the files written."""
     lock_file = spec_file.parent / LOCK_FILENAME
     if not spec_file.exists():
         if unpacked.spec_text is None:
@@ -512,7 +515,7 @@ def place_project(unpacked: Unpacked, spec_file: Path) -> list[Path]:
         atomic_write_text(spec_file, unpacked.spec_text)
         atomic_write_text(lock_file, unpacked.lock_text)
         return [spec_file, lock_file]
-    existing = read_lock(lock_file)
+    existing = read_lock(lock_file, cache_dir=cache_dir)
     if existing is None:
         atomic_write_text(lock_file, unpacked.lock_text)
         return [lock_file]
