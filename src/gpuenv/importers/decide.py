@@ -169,15 +169,29 @@ def excludes(specifier: str, version: Version) -> bool:
     return False
 
 
-def final_specifier(resolved: Resolved, torch: str | None, fk: ForeignKnowledge) -> str:
-    """The specifier the written spec gives ``resolved`` once ``torch``'s constraints
-    apply (numpy==2.0.1 beside torch 2.1 is written numpy<2): the files' own when no
+def final_specifier(
+    merged: Merged, resolved: Resolved, plan: tuple[str, str] | None, fk: ForeignKnowledge
+) -> str:
+    """The specifier the written spec gives ``resolved`` once the constraints of the
+    plan's (torch, Python) apply (numpy==2.0.1 beside torch 2.1 is written numpy<2,
+    Pillow 5.2.0 beside torchvision 0.16 on 3.11 pillow==9.3.0): the files' own when no
     torch is chosen yet or no constraint touches it."""
     specifier = resolved.specifier
-    if torch is None:
+    if plan is None:
         return specifier
-    for constraint in fk.constraints_for(Version(torch)):
+    floor = fk.python_floor(resolved.name, plan[1])
+    if floor is not None and resolved.exact is not None and resolved.exact < floor.version:
+        specifier = f"=={floor.version}"  # moved to wheels for the Python (_python_floor)
+    for constraint in fk.constraints_for(Version(plan[0])):
         if constraint.package != resolved.name:
+            continue
+        if constraint.beside is not None:
+            if constraint.beside not in merged.packages or resolved.exact is None:
+                continue
+            if constraint.requires.contains(resolved.exact, prereleases=True):
+                continue
+            nearest, _, _ = _nearest(resolved, constraint, plan[1], fk)
+            specifier = f"=={nearest}" if nearest else str(constraint.requires)
             continue
         if resolved.exact is not None:
             if not constraint.requires.contains(resolved.exact, prereleases=True):
@@ -188,17 +202,17 @@ def final_specifier(resolved: Resolved, torch: str | None, fk: ForeignKnowledge)
 
 
 def python_ceiling(
-    merged: Merged, fk: ForeignKnowledge, torch: str | None = None
+    merged: Merged, fk: ForeignKnowledge, plan: tuple[str, str] | None = None
 ) -> tuple[str, str] | None:
     """The newest Python every pinned package with known Python floors still installs
     on, and the package that holds it back ("3.10", "numpy<1.22"), as written once the
-    constraints of ``torch`` (when chosen) apply."""
+    constraints of the plan's (torch, Python) apply, when chosen."""
     ceiling: tuple[str, str] | None = None
     for floor in fk.python_floors:
         resolved = merged.packages.get(floor.package)
         if resolved is None:
             continue
-        specifier = final_specifier(resolved, torch, fk)
+        specifier = final_specifier(merged, resolved, plan, fk)
         if not specifier:
             continue
         if excludes(specifier, floor.version):
@@ -470,7 +484,7 @@ def _python_entry(
     supports = spec_text(release.python) if release else "?"
     unverified = bool(fact and fact.note and "unverified" in fact.note)
     if wanted is None:
-        ceiling = python_ceiling(merged, fk, plan.torch)
+        ceiling = python_ceiling(merged, fk, (plan.torch, plan.python))
         held = f" and {ceiling[1]} installs on" if ceiling else ""
         text = (
             f"no Python named in the files: Python {plan.python}, "
@@ -784,10 +798,84 @@ def _constraint_breaks_pin(d: Decision, resolved: Resolved, constraint: TorchCon
         d.pip[index] = line
 
 
+def _nearest(
+    resolved: Resolved, constraint: TorchConstraint, python: str, fk: ForeignKnowledge
+) -> tuple[Version | None, str, bool]:
+    """The nearest release above an exact pin that a companion's requirement allows: its
+    floor, or the oldest release with wheels for ``python`` when that is newer; None when
+    the data cannot name one (the pin is above the floor, or the floor is excluded). With
+    the sentence that says why, and whether a fact it rests on is unverified."""
+    exact = resolved.exact
+    floors = [Version(s.version) for s in constraint.requires if s.operator in (">=", "==")]
+    nearest = max(floors, default=None)
+    why = f"{constraint.why}; {nearest} is the nearest release that satisfies it"
+    wheels = fk.python_floor(resolved.name, python)
+    if nearest is not None and wheels is not None and wheels.version > nearest:
+        nearest = wheels.version
+        why = (
+            f"{constraint.why}; {nearest} is the nearest release that satisfies it with "
+            f"wheels for Python {python}"
+        )
+    if (
+        nearest is None
+        or exact is None
+        or nearest < exact
+        or not constraint.requires.contains(nearest)
+    ):
+        return None, "", False
+    return nearest, why, bool(wheels and wheels.fact.unverified)
+
+
+def _companion_floor(
+    d: Decision, resolved: Resolved, constraint: TorchConstraint, fk: ForeignKnowledge
+) -> None:
+    """An exact pin below what the paired companion's wheels require (Pillow 5.2.0 beside
+    a torchvision that requires pillow>=5.3.0): moved to the nearest release that satisfies
+    it, the requirement's floor or, when newer, the oldest release with wheels for the
+    chosen Python. Ranges are left to the lock, which reads the companion's metadata."""
+    exact = resolved.exact
+    if exact is None or constraint.requires.contains(exact, prereleases=True):
+        return
+    nearest, why, wheels = _nearest(resolved, constraint, d.plan.python, fk)
+    if nearest is None:
+        _constraint_breaks_pin(d, resolved, constraint)
+        return
+    entry = Entry(
+        CHANGED,
+        resolved.name,
+        why,
+        origin=resolved.ask.origin,
+        was=str(exact),
+        now=str(nearest),
+        risk=MEDIUM,
+        risk_text="another release: behaviour may differ",
+        unverified=constraint.fact.unverified or wheels,
+    )
+    d.entries = [e for e in d.entries if e.package != resolved.name]
+    d.add(entry)
+    line = Line(_requirement_of(resolved, f"=={nearest}"), entry.comment())
+    index = next(
+        (
+            i
+            for i, old in enumerate(d.pip)
+            if re.match(rf"{re.escape(resolved.name)}(?![\w.-])", old.text)
+        ),
+        None,
+    )
+    if index is None:
+        d.pip.append(line)
+    else:
+        d.pip[index] = line
+
+
 def _constraints(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
     """Constraints the chosen torch puts on other packages (numpy < 2 before torch 2.3)."""
     for constraint in fk.constraints_for(Version(d.plan.torch)):
         resolved = merged.packages.get(constraint.package)
+        if constraint.beside is not None:
+            if constraint.beside in merged.packages and resolved is not None:
+                _companion_floor(d, resolved, constraint, fk)
+            continue
         if resolved is not None and resolved.exact is not None:
             if constraint.requires.contains(resolved.exact, prereleases=True):
                 continue  # an exact pin the constraint allows: kept
@@ -970,7 +1058,7 @@ def _checked(merged: Merged, fk: ForeignKnowledge, plan: TargetPlan) -> list[tup
             continue
         if fk.companion(moves.companion_name(name)) is not None:
             continue
-        out.append((name, final_specifier(resolved, plan.torch, fk)))
+        out.append((name, final_specifier(merged, resolved, (plan.torch, plan.python), fk)))
     return out
 
 

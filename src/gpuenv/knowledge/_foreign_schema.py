@@ -220,6 +220,7 @@ class RawTorchConstraint(_Sourced):
     package: Name
     requires: Specifier
     why: str
+    beside: Name | None = None
 
 
 class RawTorchChange(_Sourced):

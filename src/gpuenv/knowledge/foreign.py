@@ -135,6 +135,7 @@ class TorchConstraint:
     requires: SpecifierSet
     why: str
     fact: Sourced
+    beside: str | None = None  # applies only when this package is in the environment
 
 
 @dataclass(frozen=True)
@@ -304,6 +305,7 @@ def _packages(raw: Raw) -> dict[str, Any]:
                 SpecifierSet(c["requires"]),
                 c["why"],
                 _sourced(c),
+                c.get("beside"),
             )
             for c in raw["torch_constraint"]
         ),
