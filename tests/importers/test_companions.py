@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.importers.conftest import Imported
 
 OLD = """torch==1.13.1+cu117
@@ -89,3 +91,36 @@ def test_a_gpu_too_old_for_flash_attn_2(
     builds = old_gpu.entries("needs_build")
     assert builds["flash-attn"]["to"] == "1.0.0" and builds["flash-attn"]["risk"] == "high"
     assert "compute capability >= 8.0" in builds["flash-attn"]["why"]
+
+
+# An OpenMMLab detection repository of early 2022: mmdet 2.20 with its mmcv-full, and
+# a stray lite mmcv line from an older README.
+MMDET = """torch==1.10.0
+torchvision==0.11.1
+mmcv==1.4.0
+mmcv-full==1.7.0
+mmdet==2.20.0
+"""
+
+
+@pytest.mark.parametrize("target", ["h100", "rtx4090", "cpu"])
+def test_an_mmdet_that_does_not_accept_the_written_mmcv_full_is_reported(
+    run_import: Callable[..., Imported], tmp_path: Path, target: str
+) -> None:
+    imported = run_import(_write(tmp_path, MMDET), target=target)
+    assert imported.result.code == 0, imported.result.out
+    mmdet = imported.entries("kept")["mmdet"]
+    assert mmdet["risk"] == "high"
+    assert "mmdet 2.20.0 accepts mmcv-full<=1.5.0,>=1.3.17" in mmdet["risk_detail"]
+    assert "this family cannot move together" in mmdet["risk_detail"]
+    assert '"mmdet==2.20.0"' in imported.spec.read_text()
+
+
+def test_an_mmdet_that_accepts_the_written_mmcv_full_carries_no_family_risk(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    text = MMDET.replace("mmcv-full==1.7.0", "mmcv-full==1.4.2").replace("mmcv==1.4.0\n", "")
+    imported = run_import(_write(tmp_path, text), target="h100")
+    assert imported.result.code == 0, imported.result.out
+    mmdet = imported.entries("kept")["mmdet"]
+    assert "family" not in (mmdet.get("risk_detail") or "")

@@ -935,6 +935,37 @@ def _packages(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
         if result.needs_toolkit and target.cc is not None:
             d.needs_toolkit.append(f"{name} is compiled against torch")
     _constraints(d, merged, fk)
+    _family(d, merged, fk)
+
+
+def _family(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
+    """A family member whose written version another member does not accept (mmdet 2.20
+    kept beside mmcv-full moved to 1.7): the kept member's entry says so, high risk."""
+    for rule in fk.companion_requirements:
+        member, other = merged.packages.get(rule.package), merged.packages.get(rule.requires)
+        if member is None or other is None or member.exact is None:
+            continue
+        if not rule.version.contains(member.exact, prereleases=True):
+            continue
+        written = next((e.now for e in d.entries if e.package == rule.requires and e.now), None)
+        try:
+            version = Version(written.removeprefix("==")) if written else other.exact
+        except InvalidVersion:
+            version = other.exact
+        if version is None or rule.specifier.contains(version, prereleases=True):
+            continue
+        for i, entry in enumerate(d.entries):
+            if entry.package == rule.package:
+                d.entries[i] = replace(
+                    entry,
+                    risk=HIGH,
+                    risk_text=(
+                        f"{rule.package} {member.exact} accepts {rule.requires}{rule.specifier}, "
+                        f"and {rule.requires} is written {version}: this family cannot move "
+                        f"together; {rule.package} checks the version at import and fails"
+                    ),
+                    unverified=entry.unverified or rule.fact.unverified,
+                )
 
 
 # --- notes, facts, the project itself --------------------------------------------------

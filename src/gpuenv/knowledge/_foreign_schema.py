@@ -223,6 +223,13 @@ class RawTorchConstraint(_Sourced):
     beside: Name | None = None
 
 
+class RawCompanionRequirement(_Sourced):
+    package: Name
+    version: Specifier
+    requires: Name
+    specifier: Specifier
+
+
 class RawTorchChange(_Sourced):
     since: Pep440
     what: str
@@ -234,6 +241,7 @@ class RawCompanionsFile(_Strict):
     python_floor: list[RawPythonFloor]
     torch_constraint: list[RawTorchConstraint]
     torch_change: list[RawTorchChange]
+    companion_requirement: list[RawCompanionRequirement] = Field(default_factory=list)
 
 
 SCHEMAS: dict[str, type[BaseModel]] = {

@@ -139,6 +139,18 @@ class TorchConstraint:
 
 
 @dataclass(frozen=True)
+class CompanionRequirement:
+    """What releases of one family member accept of another (mmdet 2.20 accepts
+    mmcv-full>=1.3.17,<=1.5.0), checked on the versions a reproduction writes."""
+
+    package: str
+    version: SpecifierSet
+    requires: str
+    specifier: SpecifierSet
+    fact: Sourced
+
+
+@dataclass(frozen=True)
 class TorchChange:
     since: Version
     what: str
@@ -159,6 +171,7 @@ class ForeignKnowledge:
     python_floors: tuple[PythonFloor, ...]
     torch_constraints: tuple[TorchConstraint, ...]
     torch_changes: tuple[TorchChange, ...]
+    companion_requirements: tuple[CompanionRequirement, ...] = ()
 
     # --- conda -------------------------------------------------------------------------
 
@@ -310,6 +323,16 @@ def _packages(raw: Raw) -> dict[str, Any]:
             for c in raw["torch_constraint"]
         ),
         "torch_changes": tuple(sorted(changes, key=lambda c: c.since)),
+        "companion_requirements": tuple(
+            CompanionRequirement(
+                r["package"],
+                SpecifierSet(r["version"]),
+                r["requires"],
+                SpecifierSet(r["specifier"]),
+                _sourced(r),
+            )
+            for r in raw.get("companion_requirement", [])
+        ),
     }
 
 
