@@ -119,8 +119,22 @@ def test_an_mmdet_that_does_not_accept_the_written_mmcv_full_is_reported(
 def test_an_mmdet_that_accepts_the_written_mmcv_full_carries_no_family_risk(
     run_import: Callable[..., Imported], tmp_path: Path
 ) -> None:
-    text = MMDET.replace("mmcv-full==1.7.0", "mmcv-full==1.4.2").replace("mmcv==1.4.0\n", "")
+    # mmdet 2.28 accepts mmcv-full up to 1.7 (no rule in the data names it): no family risk.
+    text = MMDET.replace("mmdet==2.20.0", "mmdet==2.28.2").replace("mmcv==1.4.0\n", "")
     imported = run_import(_write(tmp_path, text), target="h100")
     assert imported.result.code == 0, imported.result.out
     mmdet = imported.entries("kept")["mmdet"]
+    assert (mmdet["to"], mmdet["risk"]) == ("==2.28.2", "none")
     assert "family" not in (mmdet.get("risk_detail") or "")
+
+
+def test_an_mmdet_beside_a_range_moved_past_what_it_accepts_is_reported(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # mmcv-full>=1.7 is written 1.7.0 by the companion move: mmdet 2.20 does not accept it.
+    text = "torch==1.10.0\nmmcv-full>=1.7\nmmdet==2.20.0\n"
+    imported = run_import(_write(tmp_path, text), target="h100")
+    assert imported.result.code == 0, imported.result.out
+    mmdet = imported.entries("kept")["mmdet"]
+    assert mmdet["risk"] == "high"
+    assert "mmcv-full is written 1.7.0" in mmdet["risk_detail"]

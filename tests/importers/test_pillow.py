@@ -94,3 +94,21 @@ def test_pillow_without_torchvision_is_not_held_to_its_floor(
     assert imported.result.code == 0, imported.result.out
     assert "pillow" not in imported.entries("changed")
     assert '"pillow==8.3.1"' in imported.spec.read_text()
+
+
+def test_a_pillow_pin_the_data_cannot_move_exactly_is_one_entry_with_the_range(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # A pre-release pin with extras and a marker on a CPU target: the nearest release with
+    # wheels for the Python would be excluded or unknown, so the requirement's range is
+    # written, as one entry (not the Python floor's move beside it), extras and marker kept.
+    text = "torch==1.4.0\ntorchvision==0.5.0\nPillow[extra]==5.3.0rc1 ; python_version >= '3.6'\n"
+    imported = run_import(_write(tmp_path, text), target="cpu")
+    assert imported.result.code == 0, imported.result.out
+    pillows = [e for e in imported.report["changed"] if e["package"] == "pillow"]
+    assert len(pillows) == 1, pillows
+    assert "torchvision" in pillows[0]["why"]
+    spec = imported.spec.read_text()
+    assert "pillow[extra]" in spec and "python_version" in spec
+    assert '"pillow[extra]!=8.3.*,>=5.3.0; python_version' in spec
+    assert "pillow[extra]==5.3.0rc1" not in spec

@@ -837,7 +837,8 @@ def _companion_floor(
     if exact is None or constraint.requires.contains(exact, prereleases=True):
         return
     nearest, why, wheels = _nearest(resolved, constraint, d.plan.python, fk)
-    if nearest is None:
+    if nearest is None:  # one entry: the Python floor's move, if any, is replaced
+        d.entries = [e for e in d.entries if e.package != resolved.name]
         _constraint_breaks_pin(d, resolved, constraint)
         return
     entry = Entry(
@@ -949,7 +950,8 @@ def _family(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
             continue
         written = next((e.now for e in d.entries if e.package == rule.requires and e.now), None)
         try:
-            version = Version(written.removeprefix("==")) if written else other.exact
+            # "1.7.0", "==1.7.0" or "mmcv-full 1.7.0" (a companion's move)
+            version = Version(written.split()[-1].removeprefix("==")) if written else other.exact
         except InvalidVersion:
             version = other.exact
         if version is None or rule.specifier.contains(version, prereleases=True):
