@@ -138,3 +138,22 @@ def test_an_mmdet_beside_a_range_moved_past_what_it_accepts_is_reported(
     mmdet = imported.entries("kept")["mmdet"]
     assert mmdet["risk"] == "high"
     assert "mmcv-full is written 1.7.0" in mmdet["risk_detail"]
+
+
+@pytest.mark.parametrize("target", ["h100", "rtx4090", "cpu"])
+def test_mmcv_full_written_beside_its_successor_mmcv_is_reported(
+    run_import: Callable[..., Imported], tmp_path: Path, target: str
+) -> None:
+    # mmcv 1.4.0 moves to 2.0.0 with torch; mmcv-full 1.7.0 beside it installs the same
+    # importable 'mmcv': the report says only one can be kept.
+    imported = run_import(_write(tmp_path, MMDET), target=target)
+    assert imported.result.code == 0, imported.result.out
+    report = imported.report
+    full = next(
+        e
+        for k in ("changed", "kept", "needs_build")
+        for e in report.get(k, [])
+        if e["package"] == "mmcv-full"
+    )
+    assert full["risk"] == "high"
+    assert "mmcv-full and mmcv are both written" in full["risk_detail"]

@@ -941,7 +941,26 @@ def _packages(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
 
 def _family(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
     """A family member whose written version another member does not accept (mmdet 2.20
-    kept beside mmcv-full moved to 1.7): the kept member's entry says so, high risk."""
+    kept beside mmcv-full moved to 1.7): the kept member's entry says so, high risk. A
+    companion written beside its successor (mmcv-full 1.7 beside mmcv moved to 2.0): both
+    install the same importable package, and its entry says to keep one."""
+    present = {e.package for e in d.entries if e.now and e.kind != UNREPRODUCIBLE}
+    for name in merged.packages:
+        companion = fk.companion(moves.companion_name(name))
+        successor = companion.successor if companion else None
+        if companion is None or successor is None or not {name, successor} <= present:
+            continue
+        why = companion.note or f"{name} became {successor}"
+        for i, entry in enumerate(d.entries):
+            if entry.package == name and entry.now:
+                d.entries[i] = replace(
+                    entry,
+                    risk=HIGH,
+                    risk_text=(
+                        f"{name} and {successor} are both written and install the same "
+                        f"importable package ({why}): keep one"
+                    ),
+                )
     for rule in fk.companion_requirements:
         member, other = merged.packages.get(rule.package), merged.packages.get(rule.requires)
         if member is None or other is None or member.exact is None:
