@@ -9,6 +9,9 @@ imports the other for it. Standard library only, and little of it: it is on the
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # builtin; ``signal`` would import enum
+import sys
+
 from gpuenv.errors import EXIT_INTERRUPTED, Interrupted
 
 # Names written out: the handler must not import anything (``signal.Signals`` would
@@ -32,12 +35,22 @@ def _raise_interrupted(signum: int, _frame: object) -> None:
     raise Interrupted(signum, _SIGNAL_NAMES.get(signum, f"signal {signum}"))
 
 
+def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
+    """An interrupt raised where Python cannot propagate it (importlib's module-lock
+    weakref callback, seen at 50 ms into start-up) would be printed as "Exception
+    ignored in ..." with a traceback and then lost. It is delivered again instead, to be
+    raised in ordinary code; anything else goes to Python's own hook."""
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _received:
+        _signal.raise_signal(_received[-1])
+        return
+    sys.__unraisablehook__(unraisable)
+
+
 def install_signal_handlers() -> None:
     """Ctrl-C raises ``KeyboardInterrupt``; SIGTERM and SIGHUP raise ``Interrupted``.
     Through ``_signal``: the ``signal`` module imports ``enum``, milliseconds that
     ``gpuenv run`` would add to every command."""
-    import _signal  # type: ignore[import-not-found]
-
+    sys.unraisablehook = _unraisable
     _signal.signal(_signal.SIGINT, _raise_keyboard_interrupt)
     for number in (_signal.SIGTERM, _signal.SIGHUP):
         _signal.signal(number, _raise_interrupted)
