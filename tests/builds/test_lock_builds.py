@@ -188,7 +188,19 @@ def test_new_build_knowledge_makes_a_lock_with_builds_stale_and_no_other(
     _lock(cli, with_builds, '"flash-attn==2.6.3"')
     _lock(cli, plain, '"transformers==4.44.2"')
     assert cli("-f", str(with_builds / "gpuenv.toml"), "lock", "--check").code == 0
+    from gpuenv.knowledge import _data
+
+    # New build knowledge, as both readers of it see it: the lock's builds check
+    # (builds.knowledge.digest) and lock --check's fresh-marker key (files_digest).
+    real = _data.files_digest
     monkeypatch.setattr(knowledge, "digest", lambda: "0" * 64)
+    monkeypatch.setattr(
+        _data,
+        "files_digest",
+        lambda names, *more: (
+            "0" * 64 if tuple(names) == tuple(_data.BUILD_FILES) else real(names, *more)
+        ),
+    )
     assert cli("-f", str(with_builds / "gpuenv.toml"), "lock", "--check").code == 1
     assert cli("-f", str(plain / "gpuenv.toml"), "lock", "--check").code == 0
 
