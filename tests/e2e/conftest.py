@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.condachannel.plugin import LocalChannel
 from tests.fixtures.pkgindex.plugin import PkgIndex
 
 SPEC = """[project]
@@ -110,3 +111,30 @@ def make_project(tmp_path: Path, pkgindex: PkgIndex) -> Callable[..., Project]:
         return Project(directory, store, env)
 
     return make
+
+
+def lock_with_conda(
+    directory: Path, pkgindex: PkgIndex, local_channel: LocalChannel
+) -> tuple[str, str]:
+    """The e2e spec with a conda half (the local channel's cuda-version), locked for real
+    in ``directory``: (spec text, lock text), for tests that edit a real lock."""
+    text = spec_text(pkgindex) + (
+        f'\n[conda]\nchannels = ["{local_channel.url}"]\n'
+        'dependencies = { "cuda-version" = "12.4" }\npython = false\n'
+    )
+    (directory / "gpuenv.toml").write_text(text)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_", "GPUENV_"))}
+    env.update(
+        GPUENV_HOME=str(directory / "store"),
+        XDG_CACHE_HOME=str(directory / "cache"),
+        PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "gpuenv", "lock"],
+        cwd=directory,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return text, (directory / "gpuenv.lock").read_text()

@@ -11,7 +11,6 @@ import json
 import os
 import random
 import re
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from gpuenv.errors import FileFormatError
 from gpuenv.lock import _integrity
 from gpuenv.lock.format import parse_lock_text
 from tests.conftest import CliResult
-from tests.e2e.conftest import spec_text
+from tests.e2e.conftest import lock_with_conda
 from tests.fixtures.condachannel.plugin import LocalChannel
 from tests.fixtures.pkgindex.plugin import PkgIndex
 
@@ -46,26 +45,7 @@ def pristine(
     tmp_path_factory: pytest.TempPathFactory, pkgindex: PkgIndex, local_channel: LocalChannel
 ) -> Pristine:
     directory = tmp_path_factory.mktemp("locked")
-    text = spec_text(pkgindex) + (
-        f'\n[conda]\nchannels = ["{local_channel.url}"]\n'
-        'dependencies = { "cuda-version" = "12.4" }\npython = false\n'
-    )
-    (directory / "gpuenv.toml").write_text(text)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_", "GPUENV_"))}
-    env.update(
-        GPUENV_HOME=str(directory / "store"),
-        XDG_CACHE_HOME=str(directory / "cache"),
-        PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"),
-    )
-    subprocess.run(
-        [sys.executable, "-m", "gpuenv", "lock"],
-        cwd=directory,
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return Pristine(text, (directory / "gpuenv.lock").read_text())
+    return Pristine(*lock_with_conda(directory, pkgindex, local_channel))
 
 
 @dataclass

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -27,7 +26,7 @@ from gpuenv.errors import FileFormatError
 from gpuenv.lock import _integrity
 from gpuenv.lock.format import parse_lock_text
 from tests.conftest import CliResult
-from tests.e2e.conftest import spec_text
+from tests.e2e.conftest import lock_with_conda
 from tests.fixtures.condachannel.plugin import LocalChannel
 from tests.fixtures.pkgindex.plugin import PkgIndex
 
@@ -68,26 +67,7 @@ def locked(
     tmp_path_factory: pytest.TempPathFactory, pkgindex: PkgIndex, local_channel: LocalChannel
 ) -> tuple[str, str]:
     directory = tmp_path_factory.mktemp("fuzz")
-    text = spec_text(pkgindex) + (
-        f'\n[conda]\nchannels = ["{local_channel.url}"]\n'
-        'dependencies = { "cuda-version" = "12.4" }\npython = false\n'
-    )
-    (directory / "gpuenv.toml").write_text(text)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "PIP_", "GPUENV_"))}
-    env.update(
-        GPUENV_HOME=str(directory / "store"),
-        XDG_CACHE_HOME=str(directory / "cache"),
-        PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"),
-    )
-    subprocess.run(
-        [sys.executable, "-m", "gpuenv", "lock"],
-        cwd=directory,
-        env=env,
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return text, (directory / "gpuenv.lock").read_text()
+    return lock_with_conda(directory, pkgindex, local_channel)
 
 
 def _fields(value: Any, at: Path_ = ()) -> Iterator[Path_]:
