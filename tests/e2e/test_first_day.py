@@ -55,6 +55,31 @@ def _give_the_probe_a_torch(project: Path, env: dict[str, str], *, pypi: bool = 
     )
 
 
+def _run_walkthrough(
+    commands: list[list[str]], project: Path, env: dict[str, str], *, pypi: bool
+) -> list[str]:
+    """Each command as written (``gpuenv`` as this interpreter's module), each exit 0
+    with no traceback; after ``install`` the probe gets its test torch. The stdouts."""
+    outputs = []
+    for command in commands:
+        assert command[0] == "gpuenv", command
+        result = subprocess.run(
+            [sys.executable, "-m", "gpuenv", *command[1:]],
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert result.returncode == 0, f"{shlex.join(command)}:\n{result.stdout}\n{result.stderr}"
+        assert "Traceback" not in result.stderr
+        outputs.append(result.stdout)
+        if command[1] == "install":
+            _give_the_probe_a_torch(project, env, pypi=pypi)
+    return outputs
+
+
 def test_the_getting_started_walkthrough_runs_as_written(
     make_project: Callable[..., Project], pkgindex: PkgIndex
 ) -> None:
@@ -72,23 +97,7 @@ def test_the_getting_started_walkthrough_runs_as_written(
         ["gpuenv", "plan"],
         ["gpuenv", "lock"],
     ]
-    outputs = []
-    for command in commands:
-        assert command[0] == "gpuenv", command
-        result = subprocess.run(
-            [sys.executable, "-m", "gpuenv", *command[1:]],
-            cwd=project.dir,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert result.returncode == 0, f"{shlex.join(command)}:\n{result.stdout}\n{result.stderr}"
-        assert "Traceback" not in result.stderr
-        outputs.append(result.stdout)
-        if command[1] == "install":
-            _give_the_probe_a_torch(project.dir, env)
+    outputs = _run_walkthrough(commands, project.dir, env, pypi=False)
     assert (project.dir / "gpuenv.lock").is_file()
     assert "h100" in outputs[2] and "cu124" in outputs[2], outputs[2]  # plan's choice, with reasons
     assert outputs[-1].strip() == "2.4.1+cpu"  # `run` used the verified prefix's torch
@@ -110,23 +119,7 @@ def test_the_pypi_only_walkthrough_runs_with_the_torch_index_down(
         "GPUENV_MIRRORS": f"{DEFAULT_TORCH_INDEX}=http://127.0.0.1:{closed_port()}/whl",
         "UV_HTTP_RETRIES": "0",
     }
-    outputs = []
-    for command in walkthrough("first-day-pypi"):
-        assert command[0] == "gpuenv", command
-        result = subprocess.run(
-            [sys.executable, "-m", "gpuenv", *command[1:]],
-            cwd=project.dir,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert result.returncode == 0, f"{shlex.join(command)}:\n{result.stdout}\n{result.stderr}"
-        assert "Traceback" not in result.stderr
-        outputs.append(result.stdout)
-        if command[1] == "install":
-            _give_the_probe_a_torch(project.dir, env, pypi=True)
+    outputs = _run_walkthrough(walkthrough("first-day-pypi"), project.dir, env, pypi=True)
     assert outputs[1].count("PyPI's plain torch 2.4.1 (linux-64) is this same build") == 2
     assert outputs[-1].strip() == "2.4.1"  # PyPI's own build, unlabelled
     assert [p for p, _auth in seen.requests if p.startswith("/whl/")] == []
