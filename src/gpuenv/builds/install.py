@@ -99,6 +99,19 @@ class Tools:
     cuda_home: Path | None
     sources: ArtifactSources = field(default_factory=ArtifactSources)
 
+    def context(self, prefix: Path, progress: Callable[[str], None]) -> BuildContext:
+        """How a build of this install runs: in ``prefix``, with uv's cache settings."""
+        started: set[str] = set()
+        return BuildContext(
+            prefix=prefix,
+            uv=self.uv,
+            cuda_home=self.cuda_home,
+            environ=dict(os.environ),
+            progress=lambda p: report_progress(progress, p, started),
+            cache_env={k: self.uv_env[k] for k in _UV_CACHE_KEYS if k in self.uv_env},
+            sources=self.sources,
+        )
+
 
 def install_builds(
     prefix: Path,
@@ -110,17 +123,7 @@ def install_builds(
 ) -> tuple[BuildOutcome, ...]:
     """Build (or reuse) and install every build of a target; write the prefix's record."""
     cache = BuildCache(store)
-    uv, uv_env = tools.uv, tools.uv_env
-    started: set[str] = set()
-    ctx = BuildContext(
-        prefix=prefix,
-        uv=uv,
-        cuda_home=tools.cuda_home,
-        environ=dict(os.environ),
-        progress=lambda p: report_progress(progress, p, started),
-        cache_env={k: uv_env[k] for k in _UV_CACHE_KEYS if k in uv_env},
-        sources=tools.sources,
-    )
+    ctx = tools.context(prefix, progress)
     outcomes = []
     described = []
     for entry in ordered(builds):
@@ -130,7 +133,7 @@ def install_builds(
                 progress(note)
             how = "from the build cache" if outcome.cached else f"built in {outcome.seconds:.1f} s"
             progress(f"installing {entry.label()} ({how})")
-            _install_wheel(prefix, wheel, uv, uv_env)
+            _install_wheel(prefix, wheel, tools.uv, tools.uv_env)
             described.append(_described(entry, wheel, outcome, prefix))
         outcomes.append(outcome)
     body = {"format": RECORD_FORMAT, "builds": described}

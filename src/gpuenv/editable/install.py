@@ -31,7 +31,6 @@ from gpuenv.spec import BuildOptions, LocalProject
 from gpuenv.store import BUILDS_RECORD, Store
 
 INSTALL_TIMEOUT = 1800.0
-_UV_CACHE_KEYS = ("UV_CACHE_DIR", "UV_PYTHON_INSTALL_DIR", "UV_LINK_MODE", "UV_OFFLINE")
 
 
 @dataclass(frozen=True)
@@ -210,21 +209,12 @@ def install_project(
         name = name if isinstance(name, str) else local.name
         return ProjectResult(name, str(local.root), False, None, held)
     from gpuenv.builds.cache import BuildCache
-    from gpuenv.builds.install import report_progress
-    from gpuenv.builds.runner import BuildContext, wheel_for
+    from gpuenv.builds.runner import wheel_for
     from gpuenv.editable.wheel import compose
 
     uv, uv_env = tools.uv, tools.uv_env
     entry = entry_for(local, options, target, toolkit=toolkit, environ=os.environ, key=key)
-    started: set[str] = set()
-    ctx = BuildContext(
-        prefix=prefix,
-        uv=uv,
-        cuda_home=tools.cuda_home,
-        environ=dict(os.environ),
-        progress=lambda p: report_progress(progress, p, started),
-        cache_env={k: uv_env[k] for k in _UV_CACHE_KEYS if k in uv_env},
-    )
+    ctx = tools.context(prefix, progress)
     previous = read_record(prefix)
     with wheel_for(BuildCache(store), entry, ctx) as (built, outcome):
         for note in outcome.notes:
