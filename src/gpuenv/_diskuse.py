@@ -112,23 +112,22 @@ def free_bytes(path: Path) -> int | None:
     """The file system's free bytes where ``path`` (or its nearest existing parent) lies,
     as ``statvfs`` counts them (f_bfree: blocks reserved for root included, so a
     release shows in full)."""
-    probe = path
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    try:
-        info = os.statvfs(probe)
-    except OSError:
-        return None
-    return info.f_bfree * info.f_frsize
+    info = _statvfs(path)
+    return None if info is None else info.f_bfree * info.f_frsize
 
 
 def available_bytes(path: Path) -> int | None:
     """Bytes this user may still write where ``path`` lies (f_bavail)."""
+    info = _statvfs(path)
+    return None if info is None else info.f_bavail * info.f_frsize
+
+
+def _statvfs(path: Path) -> os.statvfs_result | None:
+    """``statvfs`` of ``path``, or of its nearest existing parent (None: unreadable)."""
     probe = path
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     try:
-        info = os.statvfs(probe)
+        return os.statvfs(probe)
     except OSError:
         return None
-    return info.f_bavail * info.f_frsize

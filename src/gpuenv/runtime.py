@@ -79,18 +79,8 @@ class Selected:
 def _named_targets(spec: str) -> list[str] | None:
     """The targets ``spec`` names; None when it cannot be read as a spec (the commands
     that parse it say why). Only on the error path: the hot path never parses TOML."""
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    try:
-        text = _fsread.read_bytes(spec, limit=_fsread.SPEC_LIMIT, what=SPEC_FILENAME)
-        targets = tomllib.loads(text.decode("utf-8")).get("targets")
-    except (OSError, FileFormatError, UnicodeDecodeError, ValueError):
-        return None
-    return sorted(targets) if isinstance(targets, dict) and targets else None
+    targets = _spec_targets(spec)
+    return sorted(targets) if targets else None
 
 
 def _spec_targets(spec: str) -> dict[str, object] | None:
