@@ -38,6 +38,7 @@ import os
 import re
 import stat
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
@@ -480,6 +481,11 @@ class ArtifactStore:
     def __init__(self, root: Path, locks: Path | None = None) -> None:
         self.root = root
         self.locks = locks or root / ".locks"
+        # Fetches run side by side; one of them makes the locks folder. Without this a
+        # failed mkdir could pass unseen when a sibling made the folder meanwhile
+        # (pathlib's exist_ok swallows any error once the folder is there).
+        self._locks_made = False
+        self._locks_guard = threading.Lock()
 
     def path(self, artifact: Artifact) -> Path:
         if not safe_filename(artifact.filename) or not _SHA256.match(artifact.sha256):
@@ -564,7 +570,10 @@ class ArtifactStore:
     def _lock(self, artifact: Artifact) -> FileLock:
         locks = self.locks
         try:
-            locks.mkdir(parents=True, exist_ok=True)
+            with self._locks_guard:
+                if not self._locks_made:
+                    locks.mkdir(parents=True, exist_ok=True)
+                    self._locks_made = True
             lock = FileLock(str(locks / f"{artifact.sha256}.lock"))
             lock.acquire(LOCK_TIMEOUT)
         except LockTimeout:
