@@ -188,7 +188,16 @@ def test_the_reported_run_lines_are_usage_errors_or_refusals(
 
 # -- the fast path and the full parser agree ----------------------------------------------
 
-BEFORE = ([], ["-v"], ["-q"], ["-f", "s.toml"], ["--file=s.toml"], ["-q", "-v", "-v"], ["-vv"])
+BEFORE = (
+    [],
+    ["-v"],
+    ["-q"],
+    ["-f", "s.toml"],
+    ["--file=s.toml"],
+    ["-q", "-v", "-v"],
+    ["-vv"],
+    ["-f", "a.toml", "--file=b.toml"],
+)
 AFTER = (
     [],
     ["--unverified"],
@@ -207,6 +216,9 @@ AFTER = (
     ["--help"],
     ["--bogus"],
     ["-t", "--unverified"],
+    ["-t", "a", "-t", "b"],
+    ["-t", "a", "--target=a"],
+    ["-f", "a.toml", "-fb.toml"],
 )
 COMMANDS = (
     ["true"],
@@ -315,3 +327,32 @@ def test_an_unexpected_argument_is_named_with_the_command_it_was_given_to(
     assert "see 'gpuenv kernel install --help'" in err
     assert main(["list", "-t", "cpu"]) == 2
     assert "gpuenv list: unexpected arguments: -t cpu" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        ["add", "-g", "a", "-g", "b", "pytest"],
+        ["add", "--group=a", "--target", "cpu", "pytest"],  # where: one of the two
+        ["remove", "-t", "cpu", "-t", "h100", "pytest"],
+        ["import", "--target", "a", "--target", "b", "."],
+        ["-f", "a.toml", "-f", "b.toml", "plan"],
+    ],
+)
+def test_a_single_value_option_given_twice_differently_is_refused(
+    line: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``gpuenv add -g a -g b pytest`` added to ``b`` alone without a word."""
+    from gpuenv.cli import main
+
+    assert main([*line, "--json"] if line[0] != "-f" else line) == 2
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    assert (
+        "given twice" in captured.out + captured.err or "not allowed" in captured.out + captured.err
+    )
+
+
+def test_the_same_value_twice_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
+    _unused, args = _parser.parse(["add", "-g", "dev", "--group", "dev", "pytest"])
+    assert args.group == "dev"

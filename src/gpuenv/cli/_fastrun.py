@@ -124,6 +124,7 @@ def parse(argv: Sequence[str]) -> FastRun | None:
     spec: str | None = None
     target: str | None = None
     unverified, verbose, after_run = False, 0, False
+    seen: set[tuple[bool, str]] = set()
     i = 0
     while i < len(head):
         arg = head[i]
@@ -134,13 +135,17 @@ def parse(argv: Sequence[str]) -> FastRun | None:
         elif arg == "--unverified" and after_run:
             unverified, i = True, i + 1
         elif arg.split("=", 1)[0] in _GLOBAL_VALUE or arg[:2] == "-f":
-            spec, i = _value(head, i)
-            if spec is None:
+            value, i = _value(head, i)
+            # twice on one side of ``run``, differently: the full parser refuses it
+            if value is None or (value != spec and (after_run, "-f") in seen):
                 return None
+            spec = value
+            seen.add((after_run, "-f"))
         elif after_run and (arg.split("=", 1)[0] in _RUN_VALUE or arg[:2] == "-t"):
-            target, i = _value(head, i)
-            if target is None:
+            value, i = _value(head, i)
+            if value is None or (target is not None and value != target):
                 return None
+            target = value
         else:
             return None  # --help, or something the full parser should explain
     return FastRun(spec, target, unverified, command, verbose)

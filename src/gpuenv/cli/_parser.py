@@ -51,9 +51,40 @@ class CommandModule(Protocol):
     def run(self, args: argparse.Namespace) -> int: ...
 
 
+class _StoreOnce(argparse._StoreAction):
+    """argparse's ``store``, refusing an option given twice with different values:
+    ``gpuenv add -g a -g b pkg`` silently added to ``b`` alone (clap, under uv, refuses
+    a repeated single-value option too). The same value twice is harmless (scripts that
+    build argument lists) and accepted."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        given: dict[str, Any] = namespace.__dict__.setdefault(_GIVEN, {})
+        if self.dest in given and given[self.dest] != values and option_string is not None:
+            spellings = "/".join(self.option_strings)
+            raise argparse.ArgumentError(
+                self, f"given twice ({given[self.dest]!r}, {values!r}): {spellings} takes one"
+            )
+        given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+_GIVEN = "_gpuenv_given"  # the namespace's record of the single-value options seen
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that raises ``UsageError`` instead of exiting, so ``main`` renders it
     (as JSON under ``--json``) with the same exit code 2."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
+        self.register("action", "store", _StoreOnce)
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
