@@ -72,6 +72,15 @@ def test_prefer_naming_a_file_not_read_is_exit_2(run_import: Callable[..., Impor
     assert result.code == 2 and "--prefer setup.py: no such file was imported" in result.out
 
 
+@pytest.mark.parametrize("name", ["", "  "])
+def test_prefer_with_an_empty_name_is_exit_2(
+    run_import: Callable[..., Imported], name: str
+) -> None:
+    """``--prefer ''`` was read as the folder "." and reported so."""
+    result = run_import(BAD / "requirements-a.txt", extra=("--prefer", name)).result
+    assert result.code == 2 and f"--prefer {name!r}: an empty file name" in result.out
+
+
 def test_an_exact_pin_beats_a_range_of_the_same_weight(tmp_path: Path) -> None:
     root = _files(
         tmp_path,

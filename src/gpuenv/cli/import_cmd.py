@@ -127,6 +127,9 @@ def run(args: argparse.Namespace) -> int:
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge.foreign import foreign_knowledge
 
+    for name in args.prefer:
+        if not name.strip():  # Path("") is "." and was said so
+            raise UsageError(f"--prefer {name!r}: an empty file name", hint="name a file read")
     target = _target(args)
     to_stdout = _common.is_stdout(args.output)  # -o -: the spec on stdout, the report on stderr
     if to_stdout and args.json:
