@@ -27,8 +27,9 @@ def test_every_file_validates_against_its_schema(fk: ForeignKnowledge) -> None:
         "conda_cuda.toml",
         "conda_names.toml",
         "companions.toml",
+        "old_sdists.toml",
     }
-    assert fk.companions and fk.ngc and fk.conda_cuda
+    assert fk.companions and fk.ngc and fk.conda_cuda and fk.old_sdists
 
 
 @pytest.mark.parametrize("name", FOREIGN_FILES)

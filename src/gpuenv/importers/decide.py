@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 from gpuenv._marker import TARGET_NAME_PATTERN, TARGET_NAME_RULE
 from gpuenv.errors import NoCompatiblePlan, UsageError
 from gpuenv.importers import companions as moves
+from gpuenv.importers import old_sdists
 from gpuenv.importers import wheels as wheel_index
 from gpuenv.importers.images import IMPLIED
 from gpuenv.importers.merge import Merged, Resolved
@@ -128,6 +129,7 @@ class Decision:
     needs_toolkit: list[str] = field(default_factory=list)
     wheels: wheel_index.WheelIndex | None = None  # the index asked for wheels, if any
     python_why: str | None = None  # why the Python moved for wheels (the index's word)
+    builds: list[old_sdists.BuildTable] = field(default_factory=list)  # [pip.build.<name>]
 
     def add(self, entry: Entry) -> None:
         self.entries.append(entry)
@@ -939,6 +941,13 @@ def _packages(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
     _family(d, merged, fk)
 
 
+def _old_sdists(d: Decision, fk: ForeignKnowledge) -> None:
+    """Old sdists that need an old setuptools: a [pip.build.<name>] table each, its
+    comment saying why (``importers.old_sdists``)."""
+    pip = [line.text for line in d.pip]
+    d.builds = old_sdists.apply(pip, d.entries, fk, gpu=not d.plan.hardware.cpu)
+
+
 def _family(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
     """A family member whose written version another member does not accept (mmdet 2.20
     kept beside mmcv-full moved to 1.7): the kept member's entry says so, high risk. A
@@ -1307,6 +1316,7 @@ def decide(
     d.stack["cuda"] = plan.cuda or "auto"
     d.stack_comments["cuda"] = _cuda_comment(merged, plan, d)
     _packages(d, merged, fk)
+    _old_sdists(d, fk)
     _extension(d, merged)
     _toolkit(d, merged)
     _notes(d, merged)

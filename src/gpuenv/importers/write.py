@@ -86,6 +86,20 @@ def _pip(decision: Decision) -> Table:
     for line in decision.left_out:
         table.add(tomlkit.comment(_short(f"left out: {line.text} ({line.comment})")))
     table.add("dependencies", _array(decision.pip))
+    if decision.builds:
+        builds = tomlkit.table(is_super_table=True)
+        for build in decision.builds:
+            sub = tomlkit.table()
+            sub.add(tomlkit.comment(_short(build.comment)))
+            for key, value in build.values.items():
+                if isinstance(value, dict):
+                    inline = tomlkit.inline_table()
+                    inline.update(value)
+                    sub.add(key, inline)
+                else:
+                    sub.add(key, value)
+            builds.add(build.name, sub)
+        table.add("build", builds)
     return table
 
 

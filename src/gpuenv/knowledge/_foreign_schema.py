@@ -244,9 +244,51 @@ class RawCompanionsFile(_Strict):
     companion_requirement: list[RawCompanionRequirement] = Field(default_factory=list)
 
 
+# --- old_sdists.toml ---------------------------------------------------------------------
+
+
+def _requirement(text: str) -> str:
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        Requirement(text)
+    except InvalidRequirement as exc:
+        raise ValueError(str(exc)) from None
+    return text
+
+
+RequirementText = Annotated[str, AfterValidator(_requirement)]
+EnvMap = dict[Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9_]*$")], str]
+
+
+class RawTool(_Sourced):
+    provides: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]*$")]
+    requirement: RequirementText
+    removed_in: str
+
+
+class RawOldSdist(_Sourced):
+    name: Name
+    versions: Specifier
+    needs: list[str]
+    against_torch: bool
+    toolkit: bool = False
+    build_requires: list[RequirementText] = Field(default_factory=list)
+    env: EnvMap = Field(default_factory=dict)
+    gpu_env: EnvMap = Field(default_factory=dict)
+    requires_dist: list[RequirementText]
+
+
+class RawOldSdistsFile(_Strict):
+    schema_version: int = Field(alias="schema")
+    tool: list[RawTool]
+    sdist: list[RawOldSdist]
+
+
 SCHEMAS: dict[str, type[BaseModel]] = {
     "images.toml": RawImagesFile,
     "conda_cuda.toml": RawCondaCudaFile,
     "conda_names.toml": RawCondaNamesFile,
     "companions.toml": RawCompanionsFile,
+    "old_sdists.toml": RawOldSdistsFile,
 }

@@ -13,7 +13,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,13 @@ from packaging.version import Version
 
 from gpuenv.versions import ComputeCapability
 
-FOREIGN_FILES = ("images.toml", "conda_cuda.toml", "conda_names.toml", "companions.toml")
+FOREIGN_FILES = (
+    "images.toml",
+    "conda_cuda.toml",
+    "conda_names.toml",
+    "companions.toml",
+    "old_sdists.toml",
+)
 
 
 @dataclass(frozen=True)
@@ -158,6 +164,32 @@ class TorchChange:
 
 
 @dataclass(frozen=True)
+class BuildTool:
+    """A build tool release that still ships a module old setup.py files import."""
+
+    provides: str  # "pkg_resources"
+    requirement: str  # "setuptools<82"
+    removed_in: str  # "setuptools 82.0.0"
+    fact: Sourced
+
+
+@dataclass(frozen=True)
+class OldSdist:
+    """Versions of a package whose sdist needs a module today's build tools lack."""
+
+    name: str
+    versions: SpecifierSet
+    needs: tuple[str, ...]
+    against_torch: bool
+    toolkit: bool
+    build_requires: tuple[str, ...]
+    env: tuple[tuple[str, str], ...]
+    gpu_env: tuple[tuple[str, str], ...]
+    requires_dist: tuple[str, ...]
+    fact: Sourced
+
+
+@dataclass(frozen=True)
 class ForeignKnowledge:
     pytorch_image_python: dict[str, tuple[str, Sourced]]  # torch series -> Python
     os_python: dict[str, tuple[str, Sourced]]  # "ubuntu20.04" -> Python
@@ -172,6 +204,8 @@ class ForeignKnowledge:
     torch_constraints: tuple[TorchConstraint, ...]
     torch_changes: tuple[TorchChange, ...]
     companion_requirements: tuple[CompanionRequirement, ...] = ()
+    build_tools: dict[str, BuildTool] = field(default_factory=dict)  # by module provided
+    old_sdists: tuple[OldSdist, ...] = ()
 
     # --- conda -------------------------------------------------------------------------
 
@@ -209,6 +243,17 @@ class ForeignKnowledge:
 
     def constraints_for(self, torch: Version) -> list[TorchConstraint]:
         return [c for c in self.torch_constraints if c.torch.contains(torch, prereleases=True)]
+
+    def old_sdist(self, name: str, version: Version) -> OldSdist | None:
+        """The entry saying ``name`` ``version``'s sdist needs an old build tool."""
+        return next(
+            (
+                s
+                for s in self.old_sdists
+                if s.name == name and s.versions.contains(version, prereleases=True)
+            ),
+            None,
+        )
 
     def changes_between(self, old: Version, new: Version) -> list[TorchChange]:
         """API changes crossed moving torch from ``old`` up to ``new``."""
@@ -336,6 +381,33 @@ def _packages(raw: Raw) -> dict[str, Any]:
     }
 
 
+def _old_sdists(raw: Raw) -> dict[str, Any]:
+    def env(table: dict[str, str]) -> tuple[tuple[str, str], ...]:
+        return tuple(sorted(table.items()))
+
+    return {
+        "build_tools": {
+            t["provides"]: BuildTool(t["provides"], t["requirement"], t["removed_in"], _sourced(t))
+            for t in raw["tool"]
+        },
+        "old_sdists": tuple(
+            OldSdist(
+                name=s["name"],
+                versions=SpecifierSet(s["versions"]),
+                needs=tuple(s["needs"]),
+                against_torch=s["against_torch"],
+                toolkit=s["toolkit"],
+                build_requires=tuple(s["build_requires"]),
+                env=env(s["env"]),
+                gpu_env=env(s["gpu_env"]),
+                requires_dist=tuple(s["requires_dist"]),
+                fact=_sourced(s),
+            )
+            for s in raw["sdist"]
+        ),
+    }
+
+
 def _validated(name: str) -> Raw:
     """One data file, checked against its schema (unknown keys, sources, versions)."""
     from pydantic import ValidationError
@@ -392,6 +464,7 @@ def load_foreign_knowledge(cache_dir: Path | None = None) -> ForeignKnowledge:
             **_images(raw["images.toml"]),
             **_conda(raw["conda_cuda.toml"], raw["conda_names.toml"]),
             **_packages(raw["companions.toml"]),
+            **_old_sdists(raw["old_sdists.toml"]),
         )
     except (KeyError, TypeError, ValueError) as exc:  # a damaged cache entry
         from gpuenv.errors import FileFormatError
