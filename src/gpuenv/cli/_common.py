@@ -18,8 +18,13 @@ def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
-def add_target_flag(parser: argparse.ArgumentParser, *, what: str = "only this target") -> None:
-    parser.add_argument("-t", "--target", metavar="NAME", help=what)
+def add_target_flag(
+    parser: argparse.ArgumentParser, *, what: str = "only this target", repeatable: bool = False
+) -> None:
+    """``-t/--target NAME``; ``repeatable``: given again, it adds a target (a list, or
+    None when not given)."""
+    action = "append" if repeatable else "store"
+    parser.add_argument("-t", "--target", action=action, metavar="NAME", help=what)
 
 
 def spec_path(args: argparse.Namespace) -> Path:

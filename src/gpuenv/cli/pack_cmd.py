@@ -16,12 +16,10 @@ if TYPE_CHECKING:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-t",
-        "--target",
-        action="append",
-        metavar="NAME",
-        help="pack this target (repeatable; default: every target in the lock)",
+    _common.add_target_flag(
+        parser,
+        what="pack this target (repeatable; default: every target in the lock)",
+        repeatable=True,
     )
     parser.add_argument(
         "-o",
