@@ -22,11 +22,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gpuenv.lock.torch_page import fetch_torch_page, load_cache, parse_torch_page
+
 # version -> build tag -> platform -> Pythons ("3.12"), each sorted
 Builds = dict[str, dict[str, dict[str, list[str]]]]
 
-_FILE = re.compile(r"torch-[^\"'<>/\s#]+?\.whl")
-_ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
 _TAG = re.compile(r"^(cpu|cu\d{3,4})$")
 _PYTHONS = frozenset(f"{major}.{minor}" for major in (2, 3, 4) for minor in range(100))
 FRESH_SECONDS = 3600.0
@@ -46,20 +46,6 @@ def platform_of(wheel_platform: str) -> str | None:
     return None
 
 
-def _filenames(body: bytes) -> list[str]:
-    text = body.decode("utf-8", "replace")
-    if text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return []
-        files = data.get("files", []) if isinstance(data, dict) else []
-        return [str(f.get("filename", "")) for f in files if isinstance(f, dict)]
-    from urllib.parse import unquote
-
-    return [unquote(n).rsplit("/", 1)[-1] for n in _FILE.findall(text)]
-
-
 def builds_on_page(body: bytes) -> Builds:
     """Every torch build a simple-API page lists (JSON or HTML): final releases only, by
     the build tag of their local label (``+cu129``; an unlabelled macOS wheel is a CPU
@@ -68,7 +54,7 @@ def builds_on_page(body: bytes) -> Builds:
     from packaging.version import InvalidVersion
 
     found: dict[str, dict[str, dict[str, set[str]]]] = {}
-    for name in _filenames(body):
+    for name in parse_torch_page(body)[1]:
         try:
             _, version, _, tags = parse_wheel_filename(name)
         except (InvalidWheelFilename, InvalidVersion):
@@ -100,13 +86,8 @@ def _py_key(python: str) -> tuple[int, ...]:
 
 def builds_on_index(base: str, *, timeout: float = 30.0) -> Builds | None:
     """The builds ``<base>/torch/`` lists; None when it cannot be read."""
-    from gpuenv.lock.wheelmeta import MetadataUnavailable, fetch
-
-    try:
-        body = fetch(f"{base.rstrip('/')}/torch/", accept=_ACCEPT, timeout=timeout)
-    except MetadataUnavailable:
-        return None
-    return builds_on_page(body)
+    body = fetch_torch_page(base, timeout=timeout)
+    return None if body is None else builds_on_page(body)
 
 
 def _path(cache_dir: Path) -> Path:
@@ -114,14 +95,7 @@ def _path(cache_dir: Path) -> Path:
 
 
 def _load(cache_dir: Path) -> dict[str, Any]:
-    from gpuenv import _fsread
-    from gpuenv.errors import InputFileError
-
-    try:
-        data = _fsread.load_json(_path(cache_dir), limit=LIMIT, what="index builds cache")
-    except (OSError, InputFileError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return load_cache(_path(cache_dir), limit=LIMIT, what="index builds cache")
 
 
 def _key(base: str) -> str:

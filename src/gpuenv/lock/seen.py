@@ -13,14 +13,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 # Only the standard library at import: ``gpuenv plan`` reads the remembered version.
-
-_FILE = re.compile(r"torch-[^\"'<>/\s#]+?\.whl")  # "%2B" for "+" is unquoted after
-_ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
+from gpuenv.lock.torch_page import fetch_torch_page, load_cache, parse_torch_page
 
 
 def newest_final(versions: list[str]) -> str | None:
@@ -42,24 +39,14 @@ def versions_on_page(body: bytes) -> list[str]:
     from packaging.utils import InvalidWheelFilename, parse_wheel_filename
     from packaging.version import InvalidVersion
 
-    text = body.decode("utf-8", "replace")
-    if text.lstrip().startswith("{"):
-        try:
-            data = json.loads(text)
-        except ValueError:
-            return []
-        listed = data.get("versions")
-        if isinstance(listed, list):
-            return [str(v) for v in listed]
-        names = [str(f.get("filename", "")) for f in data.get("files", []) if isinstance(f, dict)]
-    else:
-        from urllib.parse import unquote
-
-        names = [unquote(n) for n in _FILE.findall(text)]
+    data, names = parse_torch_page(body)
+    listed = data.get("versions")
+    if isinstance(listed, list):
+        return [str(v) for v in listed]
     out = []
     for name in names:
         try:
-            out.append(str(parse_wheel_filename(name.rsplit("/", 1)[-1])[1]))
+            out.append(str(parse_wheel_filename(name)[1]))
         except (InvalidWheelFilename, InvalidVersion):
             continue
     return out
@@ -67,13 +54,8 @@ def versions_on_page(body: bytes) -> list[str]:
 
 def newest_torch_on(index: str, *, timeout: float = 15.0) -> str | None:
     """The newest final torch on the simple index at ``index``; None when unreadable."""
-    from gpuenv.lock.wheelmeta import MetadataUnavailable, fetch
-
-    try:
-        body = fetch(f"{index.rstrip('/')}/torch/", accept=_ACCEPT, timeout=timeout)
-    except MetadataUnavailable:
-        return None
-    return newest_final(versions_on_page(body))
+    body = fetch_torch_page(index, timeout=timeout)
+    return None if body is None else newest_final(versions_on_page(body))
 
 
 def _path(cache_dir: Path) -> Path:
@@ -85,16 +67,7 @@ FRESH_SECONDS = 3600.0
 
 
 def _load(cache_dir: Path) -> dict[str, Any]:
-    """The file's entries; nothing when it is not a small JSON file gpuenv wrote (read
-    on every ``plan``: a FIFO, ``/dev/zero`` or deep nesting planted there is a miss)."""
-    from gpuenv import _fsread
-    from gpuenv.errors import InputFileError
-
-    try:
-        data = _fsread.load_json(_path(cache_dir), limit=1 << 20, what="index cache")
-    except (OSError, InputFileError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return load_cache(_path(cache_dir), limit=1 << 20, what="index cache")
 
 
 def recently_seen(cache_dir: Path, index: str, now: float) -> str | None:
