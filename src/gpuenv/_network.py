@@ -347,10 +347,10 @@ def _from_file(path: Path) -> list[Mirror]:
         return []
     if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_CONFIG_BYTES:
         raise UsageError(f"{path}: not a regular file of at most 1 MiB")
-    from gpuenv import _fsread
+    from gpuenv import _fsread, _toml
 
     try:  # the bounded reader: a file swapped for a FIFO after the stat never hangs
-        data = _load_toml(_fsread.read_text(path, limit=_MAX_CONFIG_BYTES, what="config file"))
+        data = _toml.loads(_fsread.read_text(path, limit=_MAX_CONFIG_BYTES, what="config file"))
     except RecursionError:  # tomllib recurses per nesting level
         raise UsageError(f"{path}: nested too deeply to be a gpuenv config file") from None
     except UsageError as exc:  # InputFileError: not a plain UTF-8 file
@@ -372,17 +372,6 @@ def _from_file(path: Path) -> list[Mirror]:
             )
         out.append(Mirror(canonical, mirror, str(path)))
     return out
-
-
-def _load_toml(text: str) -> dict[str, object]:
-    import sys
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    data: dict[str, object] = tomllib.loads(text)
-    return data
 
 
 # --- what went wrong ------------------------------------------------------------------------

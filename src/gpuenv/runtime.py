@@ -85,15 +85,11 @@ def _named_targets(spec: str) -> list[str] | None:
 
 def _spec_targets(spec: str) -> dict[str, object] | None:
     """The spec's ``[targets]`` table as TOML reads it; None when it cannot be read."""
-    import sys
+    from gpuenv import _toml
 
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
     try:
         text = _fsread.read_bytes(spec, limit=_fsread.SPEC_LIMIT, what=SPEC_FILENAME)
-        targets = tomllib.loads(text.decode("utf-8")).get("targets")
+        targets = _toml.loads(text.decode("utf-8")).get("targets")
     except (OSError, FileFormatError, UnicodeDecodeError, ValueError):
         return None
     return targets if isinstance(targets, dict) else None

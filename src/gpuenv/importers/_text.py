@@ -10,8 +10,9 @@ import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
+from gpuenv import _toml
 from gpuenv.errors import ForeignFileError, SpecProblem
 from gpuenv.importers.model import UNREADABLE, Origin, ReadingBuilder, hide_secrets
 
@@ -25,6 +26,16 @@ def problem(file: str, line: int | None, message: str, hint: str | None = None) 
 
 def fail(file: str, line: int | None, message: str, hint: str | None = None) -> NoReturn:
     raise ForeignFileError([problem(file, line, message, hint)])
+
+
+def parse_toml(text: str, display: str) -> dict[str, Any]:
+    """A foreign TOML file's document; text that is not TOML fails naming its line."""
+    try:
+        return _toml.loads(text)
+    except _toml.TomlError as exc:
+        fail(display, exc.line, f"not valid TOML: {exc}")
+    except RecursionError:
+        fail(display, None, "not valid TOML: nested too deeply")
 
 
 @contextmanager

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import key_lines, line_of
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
-from gpuenv.importers._text import fail, line_not_read
+from gpuenv.importers._text import fail, line_not_read, parse_toml
 from gpuenv.importers.conda_env import CondaSink
 from gpuenv.importers.model import (
     DROPPED,
@@ -36,23 +35,7 @@ from gpuenv.importers.model import (
 )
 from gpuenv.importers.pyproject import is_dev_group, poetry_to_pep440
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 only
-    import tomli as tomllib
-
 _LINUX = ("linux-64", "linux-aarch64", "linux")
-
-
-def _toml(text: str, display: str) -> dict[str, Any]:
-    try:
-        data: dict[str, Any] = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        match = re.search(r"\(at line (\d+)", str(exc))
-        fail(display, int(match.group(1)) if match else None, f"not valid TOML: {exc}")
-    except RecursionError:
-        fail(display, None, "not valid TOML: nested too deeply")
-    return data
 
 
 def _table(value: Any) -> dict[str, Any]:
@@ -103,7 +86,7 @@ def _pipfile_entry(name: str, value: Any) -> str | None:
 
 def read_pipfile(ctx: Context, path: Path, text: str, fmt: str) -> None:
     display = ctx.display(path)
-    data = _toml(text, display)
+    data = parse_toml(text, display)
     lines = key_lines(text)
     builder = ReadingBuilder(display, "pipfile", Authority.DEFINITION)
     feeder = requirements.PipLines(ctx, builder, path.parent)
@@ -172,7 +155,7 @@ def _locked(
     ctx: Context, path: Path, text: str, fmt: str, *, skip: frozenset[str] = frozenset()
 ) -> tuple[ReadingBuilder, dict[str, Any], dict[KeyPath, int]]:
     display = ctx.display(path)
-    data = _toml(text, display)
+    data = parse_toml(text, display)
     lines = key_lines(text)
     builder = ReadingBuilder(display, fmt, Authority.RECORD)
     packages = data.get("package", [])
@@ -254,7 +237,7 @@ class _Pixi:
     def __init__(self, ctx: Context, path: Path, text: str) -> None:
         self.ctx = ctx
         self.display = ctx.display(path)
-        self.data = _toml(text, self.display)
+        self.data = parse_toml(text, self.display)
         self.lines = key_lines(text)
         self.builder = ReadingBuilder(self.display, "pixi", Authority.DEFINITION)
         self.sink = CondaSink(ctx, self.builder)

@@ -8,7 +8,6 @@ against it). Parsed by the standard library; lines come from ``gpuenv._tomlpos``
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import key_lines, line_of
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
-from gpuenv.importers._text import fail, line_not_read
+from gpuenv.importers._text import fail, line_not_read, parse_toml
 from gpuenv.importers.model import (
     CUDA_EXTENSION,
     DROPPED,
@@ -31,11 +30,6 @@ from gpuenv.importers.model import (
     Origin,
     ReadingBuilder,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 only
-    import tomli as tomllib
 
 # Optional groups a person reproducing a paper leaves out: tooling, not the environment.
 DEV_GROUPS = frozenset(
@@ -93,13 +87,7 @@ class _Reader:
         self.ctx = ctx
         self.path = path
         self.display = ctx.display(path)
-        try:
-            self.data: dict[str, Any] = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            match = re.search(r"\(at line (\d+)", str(exc))
-            fail(self.display, int(match.group(1)) if match else None, f"not valid TOML: {exc}")
-        except RecursionError:
-            fail(self.display, None, "not valid TOML: nested too deeply")
+        self.data = parse_toml(text, self.display)
         self.lines = key_lines(text)
         self.builder = ReadingBuilder(self.display, "pyproject", Authority.METADATA)
         self.feeder = requirements.PipLines(ctx, self.builder, path.parent)

@@ -13,29 +13,18 @@ cache, the parsed-data cache) can compute the digest without importing the model
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuenv import _toml
 from gpuenv.errors import FileFormatError
 
 if TYPE_CHECKING:
-    from types import ModuleType
+    pass
 
 DATA_FILES = ("cuda.toml", "gpus.toml", "torch.toml")
 BUILD_FILES = ("packages.toml", "host_compilers.toml", "diagnoses.toml")
 SCHEMA_VERSION = 1
-
-
-def _tomllib() -> ModuleType:
-    """tomllib, imported when a file is parsed: a digest (``lock --check`` of an
-    unchanged project) reads bytes only."""
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on Python 3.10 only
-        import tomli as tomllib
-    module: ModuleType = tomllib
-    return module
 
 
 _DATA_DIR = Path(__file__).with_name("data")
@@ -58,10 +47,9 @@ def data_bytes(name: str) -> bytes:
 def data_toml(name: str) -> dict[str, Any]:
     """One shipped data file as TOML, not checked further (its query module does that);
     a damaged file is an error naming it."""
-    tomllib = _tomllib()
     try:
-        data: dict[str, Any] = tomllib.loads(data_bytes(name).decode("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        data = _toml.loads(data_bytes(name).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, _toml.TomlError) as exc:
         raise FileFormatError(
             f"gpuenv/knowledge/data/{name}: {exc}",
             hint="the knowledge base shipped with gpuenv is damaged; reinstall gpuenv",
@@ -113,7 +101,7 @@ def data_digest(facts_file: Path | bool | None = True) -> str:
 
 def read_data(name: str) -> dict[str, Any]:
     """The raw TOML of one data file (also used by the schema test)."""
-    data: dict[str, Any] = _tomllib().loads(data_bytes(name).decode("utf-8"))
+    data = _toml.loads(data_bytes(name).decode("utf-8"))
     if data.get("schema") != SCHEMA_VERSION:
         raise FileFormatError(
             f"knowledge/data/{name}: schema {data.get('schema')!r}, expected {SCHEMA_VERSION}"

@@ -14,7 +14,6 @@ still fails loudly as a ``FileFormatError`` naming the file and the entry.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -22,6 +21,7 @@ from typing import Any, TypeVar
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from gpuenv import _toml
 from gpuenv._docs import doc
 from gpuenv.errors import FileFormatError
 from gpuenv.knowledge._data import (
@@ -50,12 +50,6 @@ from gpuenv.versions import (
     CudaVersion,
     DriverVersion,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
 
 T = TypeVar("T")
 
@@ -133,10 +127,10 @@ def read_facts_file(path: Path) -> dict[str, Any] | None:
         return None
     try:
         text = raw_bytes.decode("utf-8")
-        raw: dict[str, Any] = tomllib.loads(text)
+        raw = _toml.loads(text)
     except UnicodeDecodeError as exc:
         raise FileFormatError(f"{path}: not UTF-8 text ({exc.reason})") from None
-    except tomllib.TOMLDecodeError as exc:
+    except _toml.TomlError as exc:
         raise FileFormatError(
             f"{path}: not valid TOML: {exc}", hint=f"fix it, or remove it; see {FACTS_DOC}"
         ) from None

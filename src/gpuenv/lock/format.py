@@ -31,13 +31,12 @@ identity is checked against its inputs (``gpuenv.builds.model.check_entry``).
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gpuenv import _fs
+from gpuenv import _fs, _toml
 from gpuenv._fs import atomic_write_text
 from gpuenv.builds.model import BuildEntry, BuildInputs, BuildSource, check_entry
 from gpuenv.errors import FileFormatError, InputFileError, LockIntegrityError, UnreadableLockError
@@ -52,11 +51,6 @@ from gpuenv.lock.model import (
     StackSummary,
     WheelFacts,
 )
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 only
-    import tomli as tomllib
 
 LATEST = 2
 LEGACY = 1  # read only for its pins, by `gpuenv lock`
@@ -232,11 +226,11 @@ def _remember(cache_dir: Path | None, text: str) -> None:
         pass  # the cache is a courtesy
 
 
-def _toml(text: str, file: str) -> dict[str, Any]:
+def _document(text: str, file: str) -> dict[str, Any]:
     raw: dict[str, Any] | None
     try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        raw = _toml.loads(text)
+    except _toml.TomlError as exc:
         raise UnreadableLockError(f"{file}: not valid TOML: {exc}", hint=FIX) from None
     except RecursionError:
         raw = None
@@ -303,7 +297,7 @@ def parse_lock_text(
     or an impossible ``lock-version``) raises ``UnreadableLockError`` (one from a newer
     gpuenv, or version 1 without ``legacy_ok``, ``FileFormatError``); a target that
     fails its checks is listed in ``damaged`` and left out of ``lock``."""
-    raw = _toml(text, file)
+    raw = _document(text, file)
     if _version(raw, file, legacy_ok=legacy_ok) == LEGACY:
         return _legacy(raw, file)
     seen = cache_dir is not None and _seen_marker(cache_dir, text).exists()

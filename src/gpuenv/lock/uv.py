@@ -44,14 +44,13 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.tags import Tag
 from packaging.utils import parse_wheel_filename
 
-from gpuenv import _proc
+from gpuenv import _proc, _toml
 from gpuenv._fs import writing
 from gpuenv._network import (
     DEFAULT_INDEX_NAME,
@@ -633,15 +632,6 @@ def _parent(text: str) -> list[str]:
     return [] if name == PROJECT_NAME else [name]
 
 
-def _load_toml(text: str) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    data: dict[str, Any] = tomllib.loads(text)
-    return data
-
-
 def parse_pylock(
     text: str, tags: Iterable[Tag], sdists: frozenset[str] = frozenset()
 ) -> dict[str, tuple[str, str, str]]:
@@ -652,7 +642,7 @@ def parse_pylock(
     for i, tag in enumerate(tags):
         rank.setdefault(tag, i)
     out: dict[str, tuple[str, str, str]] = {}
-    for package in _load_toml(text).get("packages", []):
+    for package in _toml.loads(text).get("packages", []):
         name = normalize_name(package["name"])
         version = str(package.get("version", ""))
         best: tuple[int, str, str] | None = None

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,16 +26,11 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from gpuenv import names
+from gpuenv import _toml, names
 from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import key_lines, line_of
 from gpuenv.errors import SpecError, SpecProblem, UsageError
 from gpuenv.names import normalize_name
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 only
-    import tomli as tomllib
 
 __all__ = [
     "BuildOptions",
@@ -320,16 +314,16 @@ def _too_deep(text: str) -> int | None:
     return None
 
 
-def _toml(text: str, file: str) -> dict[str, Any]:
+def _document(text: str, file: str) -> dict[str, Any]:
     deep = _too_deep(text)
     if deep is not None:
         message = f"values are nested more than {MAX_NESTING} levels deep"
         raise SpecError([SpecProblem(file, deep, "", message)])
     try:
-        data: dict[str, Any] = tomllib.loads(text)
+        data = _toml.loads(text)
     except RecursionError:
         raise SpecError([SpecProblem(file, None, "", "nested too deeply to be a spec")]) from None
-    except tomllib.TOMLDecodeError as exc:
+    except _toml.TomlError as exc:
         match = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
         message = re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
         message = message.replace(" (at end of document)", "")
@@ -361,7 +355,7 @@ def parse_spec_text(
         return LoadedSpec(
             Path(file), Spec.from_normalised(normalised), content_hash(normalised), lines
         )
-    raw = _toml(text, file)
+    raw = _document(text, file)
     lines = key_lines(text)
     from gpuenv.spec import _models
 

@@ -20,21 +20,16 @@ from __future__ import annotations
 
 import ast
 import re
-import sys
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from gpuenv import _toml
 from gpuenv._srctree import CUDA_SUFFIXES, NATIVE_SUFFIXES, walk
 from gpuenv.errors import SpecError, SpecProblem
 from gpuenv.names import normalize_name
 from gpuenv.spec import LoadedSpec, LocalProject
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 only
-    import tomli as tomllib
 
 FILE_LIMIT = 4 << 20
 TORCH_EXTENSION_NAMES = frozenset({"CUDAExtension", "CppExtension", "BuildExtension"})
@@ -56,8 +51,8 @@ def _read(path: Path, file: str, what: str) -> str:
 def _pyproject(path: Path, file: str) -> dict[str, Any]:
     text = _read(path, file, "pyproject.toml")
     try:
-        data: dict[str, Any] = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        data = _toml.loads(text)
+    except (_toml.TomlError, RecursionError) as exc:
         raise SpecError(
             [SpecProblem(str(path), None, "", f"not valid TOML: {exc}", "fix the project's file")]
         ) from None
