@@ -23,9 +23,9 @@ from gpuenv._redact import redact, redact_url
 from gpuenv.errors import ArchiveError
 from gpuenv.pack import unpack
 from gpuenv.store import Store
+from tests.export.test_hostile import _context, _no_secret
 from tests.faults.test_stale_marker import _env, _installed
-from tests.unit.test_export_hostile import _context, _no_secret
-from tests.unit.test_pack_archive import _members, _rewrite
+from tests.pack.test_archive import _members, _rewrite
 
 pytestmark = pytest.mark.slow
 
@@ -167,8 +167,8 @@ def test_every_userinfo_form_is_removed_whole() -> None:
 
 def test_archives_with_extended_headers(tmp_path: Path) -> None:
     from gpuenv.pack import PackRequest, prepare, write
-    from tests.unit.test_pack_archive import make_lock
-    from tests.unit.test_pack_prescan import SPARSE, _with_pax
+    from tests.pack.test_archive import make_lock
+    from tests.pack.test_prescan import SPARSE, _with_pax
 
     lock = make_lock(tmp_path / "origin")
     spec = tmp_path / "gpuenv.toml"

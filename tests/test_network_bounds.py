@@ -18,7 +18,7 @@ from gpuenv._network import MAX_DOWNLOAD_BYTES, download_cap, netrc_auth
 from gpuenv.errors import DownloadError
 from gpuenv.pack import PackRequest, prepare
 from gpuenv.store import Store
-from tests.unit.test_pack_archive import make_lock
+from tests.pack.test_archive import make_lock
 
 
 class _Endless(http.server.BaseHTTPRequestHandler):

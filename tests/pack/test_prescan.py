@@ -17,7 +17,7 @@ from gpuenv.lock.model import Lock
 from gpuenv.pack import PackRequest, prepare, unpack, write
 from gpuenv.pack._prescan import prescan
 from gpuenv.store import Store
-from tests.unit.test_pack_archive import _manifest_edit, _members, _rewrite, make_lock
+from tests.pack.test_archive import _manifest_edit, _members, _rewrite, make_lock
 
 
 @pytest.fixture
@@ -110,7 +110,7 @@ def test_the_archives_gpuenv_writes_pass_the_scan(packed: tuple[Path, Lock]) -> 
 
 def test_a_manifest_nested_too_deeply_is_refused(packed: tuple[Path, Lock], tmp_path: Path) -> None:
     from gpuenv.pack.manifest import MANIFEST
-    from tests.unit.test_pack_archive import _regular
+    from tests.pack.test_archive import _regular
 
     archive, _lock = packed
     members = _members(archive)

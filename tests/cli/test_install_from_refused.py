@@ -12,7 +12,7 @@ import pytest
 from gpuenv.pack import PackRequest, prepare, write
 from gpuenv.store import Store
 from tests.conftest import CliResult
-from tests.unit.test_pack_archive import make_lock
+from tests.pack.test_archive import make_lock
 
 
 def test_a_refused_install_from_writes_nothing_into_the_project(

@@ -377,7 +377,7 @@ CHILD = """
 import sys, hashlib
 from pathlib import Path
 from dataclasses import replace
-from tests.unit.test_pack_archive import make_lock
+from tests.pack.test_archive import make_lock
 from gpuenv.lock.model import PipPackage
 from gpuenv.pack import PackRequest, prepare, write
 from gpuenv.store import Store
