@@ -40,6 +40,15 @@ def _source_names(src: Path) -> tuple[set[str], set[str]]:
     return packages, modules
 
 
+def _files(folder: Path) -> list[str]:
+    """The files git would see under ``folder``, relative to it (byte-code left out)."""
+    return sorted(
+        str(p.relative_to(folder))
+        for p in folder.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
+
+
 def layout_problems(tests: Path, src: Path) -> list[str]:
     """Each folder or top-level test file of ``tests`` that has no place in the layout."""
     packages, modules = _source_names(src)
@@ -47,10 +56,11 @@ def layout_problems(tests: Path, src: Path) -> list[str]:
     for entry in sorted(tests.iterdir()):
         name = entry.name
         if entry.is_dir() and not name.startswith((".", "__")):
+            if not (files := _files(entry)):
+                continue  # what git leaves of a moved folder: empty, or byte-code only
             if name == "unit":
                 problems.append(
-                    f"tests/unit/ is gone: move {sorted(p.name for p in entry.iterdir())} "
-                    "to the folder of the package each tests"
+                    f"tests/unit/ is gone: move {files} to the folder of the package each tests"
                 )
             elif name not in packages | modules and name not in KEPT:
                 problems.append(
@@ -85,9 +95,13 @@ def test_a_catch_all_folder_or_a_stray_file_is_named(tmp_path: Path) -> None:
     (src / "_network.py").touch()
     (src / "store.py").touch()
     tests = tmp_path / "tests"
-    for folder in ("unit", "plan", "planner", "store", "e2e", "__pycache__"):
+    for folder in ("unit/compat", "plan", "planner", "store", "e2e", "__pycache__", "gone"):
         (tests / folder).mkdir(parents=True)
-    (tests / "unit" / "test_x.py").touch()
+        (tests / folder / "__init__.py").touch()
+    (tests / "unit" / "compat" / "test_x.py").touch()
+    (tests / "gone" / "__init__.py").unlink()
+    (tests / "gone" / "__pycache__").mkdir()  # a moved folder's leftovers count as nothing
+    (tests / "gone" / "__pycache__" / "test_y.cpython-311.pyc").touch()
     for name in ("test_network_bounds.py", "test_store.py", "test_stores.py", "conftest.py"):
         (tests / name).touch()
     assert layout_problems(tests, src) == [
@@ -95,5 +109,6 @@ def test_a_catch_all_folder_or_a_stray_file_is_named(tmp_path: Path) -> None:
         "tests, or list it in KEPT with what it holds",
         "tests/test_stores.py names no top-level module of src/gpuenv: move it to "
         "tests/<package>/, or list it in CROSS_CUTTING",
-        "tests/unit/ is gone: move ['test_x.py'] to the folder of the package each tests",
+        "tests/unit/ is gone: move ['compat/__init__.py', 'compat/test_x.py'] "
+        "to the folder of the package each tests",
     ]
