@@ -322,3 +322,34 @@ def test_pip_in_a_prefix_refuses_and_names_gpuenv_add(
     assert code.stdout.strip() == "no pip", "code probing for pip carries on without it"
     prefix = _prefix(project, "cpu")
     assert not list(prefix.glob("lib/python3*/site-packages/six*")), "nothing was installed"
+
+
+def test_a_setup_py_that_reads_requirements_txt_locks_with_that_files_requirements(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, tmp_path: Path
+) -> None:
+    """The research repository's usual setup.py (``install_requires`` read from
+    requirements.txt when it runs) locked as "computes its dependencies": exit 2 on
+    the first lock. The file is found in setup.py's syntax and read as pip reads it;
+    an edit of it makes the lock stale."""
+    toolkit = fake_toolkit(tmp_path)
+    project = _project(make_project, pkgindex, toolkit, tmp_path, cuda_file=False)
+    (project.dir / "pyproject.toml").unlink()
+    (project.dir / "setup.py").write_text(
+        "import os\nfrom setuptools import setup, find_packages\n"
+        "here = os.path.dirname(os.path.abspath(__file__))\n"
+        "with open(os.path.join(here, 'requirements.txt')) as f:\n"
+        "    requirements = [l.strip() for l in f if l.strip() and not l.startswith('#')]\n"
+        "setup(name='paper-kernels', packages=find_packages(), install_requires=requirements)\n"
+    )
+    (project.dir / "requirements.txt").write_text("# what the paper needs\npackaging>=20\n")
+    lock = project.gpuenv("lock")
+    assert lock.returncode == 0, lock.stderr
+    locked = read_lock(project.lock)
+    assert locked is not None and locked.targets["h100"].pip_package("packaging") is not None
+    assert project.gpuenv("lock", "--check").returncode == 0
+    (project.dir / "requirements.txt").write_text("packaging>=20\nanyio\n")
+    check = project.gpuenv("lock", "--check")
+    assert check.returncode != 0, "an edit of the file setup.py reads makes the lock stale"
+    assert project.gpuenv("lock").returncode == 0
+    relocked = read_lock(project.lock)
+    assert relocked is not None and relocked.targets["h100"].pip_package("anyio") is not None

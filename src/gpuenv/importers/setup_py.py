@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from gpuenv._setuppy import NOT_A_LITERAL, SetupSyntax
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
 from gpuenv.importers._text import fail
@@ -32,14 +33,6 @@ from gpuenv.importers.pyproject import is_dev_group
 _KEYWORDS = ("install_requires", "extras_require", "python_requires", "name")
 
 
-MAX_LITERAL = 1024 * 1024  # characters or items of one value read from setup.py
-MAX_STEPS = 10_000  # nodes followed to read one keyword's value
-
-
-def _size(value: Any) -> int:
-    return len(value) if isinstance(value, (str, bytes, list, tuple, dict, set)) else 1
-
-
 def _parse(text: str, display: str) -> ast.Module:
     try:
         return ast.parse(text, filename=display)
@@ -53,19 +46,13 @@ def _parse(text: str, display: str) -> ast.Module:
 
 class _Reader(ast.NodeVisitor):
     def __init__(self, ctx: Context, path: Path, tree: ast.Module) -> None:
-        self.steps = 0
         self.ctx = ctx
         self.display = ctx.display(path)
         self.tree = tree
         self.builder = ReadingBuilder(self.display, "setup.py", Authority.METADATA)
         self.feeder = requirements.PipLines(ctx, self.builder, path.parent)
-        self.names: dict[str, ast.expr] = {}
+        self.syntax = SetupSyntax(tree)
         self.setup_calls: list[ast.Call] = []
-        for statement in tree.body:
-            if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-                target = statement.targets[0]
-                if isinstance(target, ast.Name):
-                    self.names[target.id] = statement.value
 
     def origin(self, node: ast.AST, text: str) -> Origin:
         return Origin(self.display, getattr(node, "lineno", None), text)
@@ -103,33 +90,14 @@ class _Reader(ast.NodeVisitor):
 
     # --- values ---------------------------------------------------------------------------
 
-    def literal(self, node: ast.expr, depth: int = 0) -> Any:
-        """A literal value (following names and ``+``), or raise ValueError. Bounded: a
-        few KB of nested sums (``a = b + b; b = c + c; ...``) would otherwise build
-        gigabytes, so values over ``MAX_LITERAL`` and trees over ``MAX_STEPS`` are refused."""
-        if depth > 20:
-            raise ValueError("too indirect")
-        self.steps += 1
-        if self.steps > MAX_STEPS:
-            raise ValueError("too many steps")
-        if isinstance(node, ast.Name) and node.id in self.names:
-            return self.literal(self.names[node.id], depth + 1)
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-            left = self.literal(node.left, depth + 1)
-            right = self.literal(node.right, depth + 1)
-            if _size(left) + _size(right) > MAX_LITERAL:
-                raise ValueError("too large")
-            return left + right
-        value = ast.literal_eval(node)
-        if _size(value) > MAX_LITERAL:
-            raise ValueError("too large")
-        return value
+    def literal(self, node: ast.expr) -> Any:
+        """A literal value (following names and ``+``, bounded), or one of NOT_A_LITERAL."""
+        return self.syntax.literal(node)
 
     def requirement_values(self, node: ast.expr, keyword: str, group: str | None) -> None:
-        self.steps = 0
         try:
             value = self.literal(node)
-        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        except NOT_A_LITERAL:
             text = ast.unparse(node)[:80]
             self.builder.note(
                 UNREADABLE,
@@ -164,7 +132,7 @@ class _Reader(ast.NodeVisitor):
             return
         try:
             value = self.literal(node)
-        except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
+        except NOT_A_LITERAL:
             self.builder.note(
                 UNREADABLE, "extras_require is computed: not read", self.origin(node, "extras")
             )
@@ -181,7 +149,7 @@ class _Reader(ast.NodeVisitor):
         elif name in ("python_requires", "name"):
             try:
                 value = self.literal(node)
-            except (ValueError, TypeError, SyntaxError, RecursionError):
+            except NOT_A_LITERAL:
                 return
             if isinstance(value, str):
                 key = PYTHON if name == "python_requires" else NAME

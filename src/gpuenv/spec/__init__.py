@@ -93,6 +93,8 @@ class LocalProject:
     compiled: bool = False  # it has native sources (C, C++, CUDA, Cython)
     package: bool = True  # False: no build system (its dependencies only, like uv's virtual)
     backend_path: tuple[str, ...] = ()  # [build-system] backend-path: an in-tree backend
+    # The requirements files its setup.py reads (absolute): inputs of the lock too
+    requirement_files: tuple[Path, ...] = ()
 
 
 @dataclass(frozen=True)

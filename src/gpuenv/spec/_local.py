@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuenv import _toml
+from gpuenv._setuppy import NOT_A_LITERAL, SetupSyntax
 from gpuenv._srctree import CUDA_SUFFIXES, NATIVE_SUFFIXES, walk
 from gpuenv.errors import SpecError, SpecProblem
 from gpuenv.names import normalize_name
@@ -154,6 +155,9 @@ class SetupFacts:
     def __init__(self) -> None:
         self.name: str | None = None
         self.install_requires: tuple[str, ...] | None = None  # None: not a literal
+        # Not a literal, but read from these files (relative to setup.py): the common
+        # ``install_requires=open("requirements.txt").read().splitlines()`` and its kin
+        self.requirement_files: tuple[str, ...] = ()
         self.torch_extension = False  # torch.utils.cpp_extension is used
         self.cuda_extension = False  # CUDAExtension is used
         self.ext_modules = False  # setup(ext_modules=...) or an Extension
@@ -172,6 +176,7 @@ def read_setup_py(text: str) -> SetupFacts:
     """The facts of a ``setup.py`` (``SyntaxError`` when it is not Python)."""
     facts = SetupFacts()
     tree = ast.parse(text)
+    syntax: SetupSyntax | None = None
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
             "torch.utils.cpp_extension"
@@ -192,12 +197,23 @@ def read_setup_py(text: str) -> SetupFacts:
             keywords = {k.arg: k.value for k in node.keywords if k.arg}
             name = _literal(keywords.get("name"))
             facts.name = name if isinstance(name, str) else facts.name
-            requires = _literal(keywords.get("install_requires"))
+            facts.ext_modules |= "ext_modules" in keywords
             if "install_requires" not in keywords:
                 facts.install_requires = ()
-            elif isinstance(requires, (list, tuple)) and all(isinstance(r, str) for r in requires):
-                facts.install_requires = tuple(requires)
-            facts.ext_modules |= "ext_modules" in keywords
+                continue
+            syntax = syntax or SetupSyntax(tree)
+            try:
+                requires = syntax.literal(keywords["install_requires"])
+            except NOT_A_LITERAL:
+                requires = None
+            if isinstance(requires, str):
+                requires = requires.splitlines()
+            if isinstance(requires, (list, tuple)) and all(isinstance(r, str) for r in requires):
+                facts.install_requires = tuple(
+                    r.strip() for r in requires if r.strip() and not r.strip().startswith("#")
+                )
+            else:
+                facts.requirement_files = syntax.requirement_files(keywords["install_requires"])
     return facts
 
 
@@ -211,6 +227,20 @@ def _called(node: ast.Call) -> str:
 
 
 # --- the project -----------------------------------------------------------------------
+
+
+def _setup_requirements(
+    root: Path, setup: SetupFacts, file: str
+) -> tuple[tuple[str, ...] | None, tuple[Path, ...]]:
+    """A setup.py's dependencies (None: computed, unknown) and the files they came from."""
+    if setup.install_requires is not None:
+        lines = setup.install_requires
+        return _requirements(lines, root / "setup.py", "setup(install_requires)"), ()
+    if setup.requirement_files:
+        read = _requirement_file(root, setup.requirement_files[0], file)
+        if read is not None:
+            return read
+    return None, ()
 
 
 def read_project(root: Path, file: str) -> LocalProject | None:
@@ -234,18 +264,15 @@ def read_project(root: Path, file: str) -> LocalProject | None:
     name: str | None = table.get("name") if table else None
     if not isinstance(name, str):
         name = setup.name if setup else None
-    requirements: tuple[str, ...] | None
+    requirements: tuple[str, ...] | None = None
+    requirement_files: tuple[Path, ...] = ()
     if table is not None and "dependencies" not in dynamic:
         requirements = _strings(
             table.get("dependencies", []), pyproject_path, "project.dependencies"
         )
         requirements = _requirements(requirements, pyproject_path, "project.dependencies")
     elif setup is not None:
-        requirements = setup.install_requires
-        if requirements is not None:
-            requirements = _requirements(requirements, setup_path, "setup(install_requires)")
-    else:
-        requirements = None
+        requirements, requirement_files = _setup_requirements(root, setup, file)
     system = data.get("build-system")
     backend_path: tuple[str, ...] = ()
     if isinstance(system, dict) and "backend-path" in system:
@@ -268,7 +295,58 @@ def read_project(root: Path, file: str) -> LocalProject | None:
         compiled=compiled,
         package=bool(setup is not None or "build-system" in data),
         backend_path=backend_path,
+        requirement_files=requirement_files,
     )
+
+
+_INCLUDE = re.compile(r"(?:-r|--requirement)(?:\s+|=|(?=[^\s-]))(?P<file>\S+)\Z")
+MAX_INCLUDES = 8
+
+
+def _requirement_file(
+    root: Path, name: str, file: str
+) -> tuple[tuple[str, ...], tuple[Path, ...]] | None:
+    """The requirements a ``setup.py`` reads from ``name`` (pip's file format: comments
+    and options dropped, ``-r`` followed in place), or None (the lock then refuses the
+    computed dependencies, naming the fix) when a file is not there or not inside the
+    project. A line that is not a requirement is an error naming its file."""
+    found: dict[str, None] = {}
+    seen: set[Path] = set()
+    base = root.resolve()
+
+    def read(relative: str) -> bool:
+        path = (root / relative).resolve()
+        if path in seen or len(seen) >= MAX_INCLUDES:
+            return True  # a cycle, or includes without end: what was read stands
+        seen.add(path)
+        if not path.is_relative_to(base) or not path.is_file():
+            return False
+        lines: list[str] = []
+        for raw in _read(path, file, relative).splitlines():
+            line = re.sub(r"(^|\s)#.*", "", raw).strip()
+            include = _INCLUDE.match(line)
+            if include is not None:
+                if not read(str(Path(relative).parent / include["file"])):
+                    return False
+            elif line and not line.startswith("-"):  # -e ., --index-url: pip's options
+                lines.append(line)
+                found.setdefault(line)  # in pip's order: an include's lines where it stands
+        _requirements(tuple(lines), path, "install_requires")
+        return True
+
+    return (tuple(found), tuple(sorted(seen))) if read(name) else None
+
+
+def project_files(loaded: LoadedSpec) -> tuple[Path, ...]:
+    """The files beside the spec that its project is read from, present or not (one
+    appearing makes a project appear): what a lock depends on besides the spec."""
+    path = loaded.spec.project.path
+    if path is False:
+        return ()
+    root = (loaded.path.parent / (path if isinstance(path, str) else ".")).resolve()
+    local = loaded.spec.local
+    extra = local.requirement_files if local is not None else ()
+    return (root / "pyproject.toml", root / "setup.py", *extra)
 
 
 def attach(loaded: LoadedSpec) -> LoadedSpec:
