@@ -327,6 +327,27 @@ def test_check_of_bytes_found_fresh_before_parses_nothing_and_any_change_is_chec
     assert stale.code == 1 and "changed since it was locked" in stale.err
 
 
+def test_a_fresh_check_is_not_believed_once_the_projects_own_files_change(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    """The marker named the spec's and the lock's bytes only: after an edit of the
+    project's pyproject.toml dependencies (or a setup.py appearing), ``lock --check``
+    still said "up to date" from the cache."""
+    root = project.parent
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text("[project]\nname = 'paper'\nversion = '1'\ndependencies = []\n")
+    assert cli("-f", str(project), "lock").code == 0
+    assert cli("-f", str(project), "lock", "--check").code == 0  # the full check: noted
+    assert cli("-f", str(project), "lock", "--check").code == 0  # the marker
+    pyproject.write_text(pyproject.read_text().replace("[]", "['einops']"))
+    stale = cli("-f", str(project), "lock", "--check", "--json")
+    assert stale.code == 1, stale.err
+    pyproject.write_text(pyproject.read_text().replace("['einops']", "[]"))
+    assert cli("-f", str(project), "lock", "--check").code == 0  # the same bytes again
+    pyproject.unlink()  # the project disappears: its dependencies go too
+    assert cli("-f", str(project), "lock", "--check").code == 1
+
+
 def test_check_of_a_detect_target_is_never_taken_from_the_cache(
     cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
 ) -> None:

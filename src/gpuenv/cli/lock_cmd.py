@@ -221,8 +221,9 @@ def _check(
     # Noted only when no byte moved while it was checked, and no plan is this machine's.
     if fresh is not None and not loaded.spec.uses_detect and _fresh_key(args) == fresh:
         from gpuenv.lock import _fresh
+        from gpuenv.spec._local import project_files
 
-        _fresh.remember_fresh(*fresh)
+        _fresh.remember_fresh(*fresh, project_files(loaded))
     return _say_fresh(args, lock_path)
 
 

@@ -10,11 +10,19 @@ checked is left in gpuenv's cache; the next check of the same bytes finds the ma
 and answers "up to date" after two reads and a hash (no TOML, no lock model). Any
 other byte, a spec with a "detect" target (whose plan is this machine's), or no
 cache: the full check. Standard library only.
+
+The project beside the spec is an input of the lock too (its pyproject.toml or
+setup.py, and the requirements files setup.py reads): the marker lists those files
+with the sha256 of their bytes ("-" for one that was absent), and is believed only
+while each still matches.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from gpuenv import _fsread
@@ -22,6 +30,7 @@ from gpuenv.errors import GpuenvError
 
 LOCK_FILENAME = "gpuenv.lock"  # gpuenv.lock.format.LOCK_FILENAME, without importing it
 _DIR = "lock-check"
+_FORMAT = b"fresh-2"  # markers of format 1 listed no project files: never believed
 
 
 def key(spec: str, digest: str, targets: list[str] | None) -> str | None:
@@ -35,7 +44,7 @@ def key(spec: str, digest: str, targets: list[str] | None) -> str | None:
     except (OSError, GpuenvError):  # absent, a FIFO, too large: the full check says why
         return None
     h = hashlib.sha256()
-    for part in (__version__.encode(), spec_bytes, lock_bytes, digest.encode()):
+    for part in (_FORMAT, __version__.encode(), spec_bytes, lock_bytes, digest.encode()):
         h.update(len(part).to_bytes(8, "big") + part)
     h.update("\0".join(sorted(targets or ())).encode())
     return h.hexdigest()
@@ -45,15 +54,44 @@ def _marker(cache_dir: str, name: str) -> Path:
     return Path(cache_dir) / _DIR / f"{name}.fresh"
 
 
+def _file_digest(path: Path) -> str:
+    try:
+        data = _fsread.read_bytes(path, limit=_fsread.SPEC_LIMIT, what=path.name)
+    except FileNotFoundError:
+        return "-"
+    except (OSError, GpuenvError):
+        return "?"  # unreadable: never equal to what was recorded
+    return hashlib.sha256(data).hexdigest()
+
+
 def known_fresh(cache_dir: str, name: str) -> bool:
-    return _marker(cache_dir, name).is_file()
+    """A marker for these bytes exists and every project file it lists is unchanged."""
+    try:
+        text = _marker(cache_dir, name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    for line in text.splitlines():
+        digest, _, path = line.partition(" ")
+        if not path or digest == "?" or _file_digest(Path(path)) != digest:
+            return False
+    return True
 
 
-def remember_fresh(cache_dir: str, name: str) -> None:
-    """Leave the marker (the cache is a courtesy: a failure to write is ignored)."""
+def remember_fresh(cache_dir: str, name: str, files: Iterable[Path] = ()) -> None:
+    """Leave the marker, with the digests of the project's ``files`` (the cache is a
+    courtesy: a failure to write is ignored)."""
     path = _marker(cache_dir, name)
+    files = list(files)
+    if any("\n" in str(f) for f in files):
+        return  # a name the marker's lines cannot hold: no marker, the full check each time
+    text = "".join(f"{_file_digest(f)} {f}\n" for f in files)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        path.touch(mode=0o600)  # cache files are private
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # cache: private
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        tmp.replace(path)
     except OSError:
-        pass
+        with contextlib.suppress(OSError):
+            tmp.unlink()
