@@ -1,17 +1,22 @@
 """The documentation in the repository: the README stays a short entry whose commands CI
-runs, every link and cited page exists, and the reference pages name everything they
-claim to (every spec key, command, flag, exit code and variable)."""
+runs and which states how many distributions a plain install brings, every link and cited
+page exists, messages cite pages through one helper, and the reference pages name
+everything they claim to (every spec key, command, flag, exit code and variable)."""
 
 from __future__ import annotations
 
 import argparse
 import ast
+import importlib.metadata
 import inspect
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from gpuenv import errors
 from gpuenv.cli._parser import COMMANDS, build_parser
@@ -55,6 +60,36 @@ def test_the_readme_is_a_short_entry_whose_test_command_ci_runs_exactly() -> Non
     assert tests in ci.splitlines()
 
 
+def _runtime_closure() -> set[str]:
+    """The distributions ``pip install gpuenv`` brings here: gpuenv's requirements without
+    extras, then theirs, each marker judged on this Python."""
+    seen: set[str] = set()
+    todo = ["gpuenv"]
+    while todo:
+        name = canonicalize_name(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        for line in importlib.metadata.requires(name) or []:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return seen
+
+
+def test_the_readme_states_the_runtime_dependency_count_and_it_stays_small() -> None:
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    stated = re.search(r"`pip install gpuenv` installs (\d+) distributions", text)
+    on_310 = re.search(r"(\d+) on Python 3\.10", text)
+    assert stated and on_310, "say in the README how many distributions a plain install brings"
+    expected = int(stated.group(1) if sys.version_info >= (3, 11) else on_310.group(1))
+    closure = _runtime_closure()
+    # At most: an older release of a dependency (pydantic before typing-inspection) brings
+    # fewer; one more than the README says is a new dependency to weigh and state.
+    assert len(closure) <= expected, f"the README says {expected}, not {sorted(closure)}"
+    assert expected <= 20  # issue 27: a plain install stays light
+
+
 @pytest.mark.parametrize("page", [README, *PAGES], ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_relative_link_points_at_a_page_and_heading_that_exist(page: Path) -> None:
     fenced, broken = False, []
@@ -87,6 +122,33 @@ def test_every_page_a_message_cites_exists_with_its_section() -> None:
     assert "README.md," not in "".join(
         p.read_text(encoding="utf-8") for p in (ROOT / "src" / "gpuenv").rglob("*.py")
     )
+
+
+def test_messages_cite_a_docs_page_only_through_the_helper() -> None:
+    """A page named in a message, a help text or a constant goes through ``_docs.doc``, so
+    the test above checks it; docstrings and comments may name pages freely."""
+    cites = re.compile(r"\bdocs/|\bREADME\b|\.md#")
+    loose = []
+    for source in sorted((ROOT / "src" / "gpuenv").rglob("*.py")):
+        if source.name == "_docs.py":
+            continue
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        docstrings = {
+            id(node.body[0].value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.body
+            and isinstance(node.body[0], ast.Expr)
+        }
+        loose += [
+            f"{source.relative_to(ROOT)}:{node.lineno}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and cites.search(node.value)
+        ]
+    assert not loose, f"cite these pages through gpuenv._docs.doc: {loose}"
 
 
 def test_the_exit_code_table_names_every_error_class_with_its_code_and_kind() -> None:
