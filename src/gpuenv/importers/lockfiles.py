@@ -84,6 +84,19 @@ def _pipfile_entry(name: str, value: Any) -> str | None:
     return text + (f"; {marker}" if isinstance(marker, str) else "")
 
 
+def _feed_pipfile_entry(
+    builder: ReadingBuilder, feeder: requirements.PipLines, name: str, value: Any, origin: Origin
+) -> None:
+    """One Pipfile or Pipfile.lock package: a requirement, or a note when it is a local
+    path or file."""
+    line = _pipfile_entry(name, value)
+    if line is None:
+        builder.note(UNMANAGED, f"{name}: a local path or file source", origin)
+        return
+    with line_not_read(builder, origin):
+        feeder.requirement(line, origin)
+
+
 def read_pipfile(ctx: Context, path: Path, text: str, fmt: str) -> None:
     display = ctx.display(path)
     data = parse_toml(text, display)
@@ -103,12 +116,7 @@ def read_pipfile(ctx: Context, path: Path, text: str, fmt: str) -> None:
             requirements.index_facts(builder, source["url"], origin)
     for name, value in _table(data.get("packages")).items():
         origin = Origin(display, line_of(lines, ("packages", name)), f"{name} = {value!r}"[:200])
-        line = _pipfile_entry(name, value)
-        if line is None:
-            builder.note(UNMANAGED, f"{name}: a local path or file source", origin)
-            continue
-        with line_not_read(builder, origin):
-            feeder.requirement(line, origin)
+        _feed_pipfile_entry(builder, feeder, name, value, origin)
     if _table(data.get("dev-packages")):
         origin = Origin(display, line_of(lines, ("dev-packages",)), "[dev-packages]")
         builder.note(DROPPED, "[dev-packages] left out (development tools)", origin)
@@ -136,12 +144,7 @@ def read_pipfile_lock(ctx: Context, path: Path, text: str, fmt: str) -> None:
     for name, value in _table(data.get("default")).items():
         origin = Origin(display, _json_line(text, name), f"{name} {value.get('version', '')}"
                         if isinstance(value, dict) else name)  # fmt: skip
-        line = _pipfile_entry(name, value)
-        if line is None:
-            builder.note(UNMANAGED, f"{name}: a local path or file source", origin)
-            continue
-        with line_not_read(builder, origin):
-            feeder.requirement(line, origin)
+        _feed_pipfile_entry(builder, feeder, name, value, origin)
     if _table(data.get("develop")):
         origin = Origin(display, _json_line(text, "develop"), "develop")
         builder.note(DROPPED, "the develop section left out (development tools)", origin)
