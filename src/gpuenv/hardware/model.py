@@ -8,12 +8,18 @@ doctor). It comes from ``detect()`` on this machine, from a facts file
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuenv.hardware._identity import Fingerprint
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
+
+TYPE_CHECKING = False  # typing stays off the import (this module is cheap to import)
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _V = TypeVar("_V")
 
 __all__ = [
     "OVERRIDE_COMPUTE_CAP_VAR",
@@ -187,24 +193,31 @@ class DetectOverrides:
 
         Raises ``UsageError`` (exit 2) naming the variable for a malformed value.
         """
-        from gpuenv.errors import UsageError
-        from gpuenv.versions import VersionFormatError
-
-        try:
-            cuda = CudaVersion.parse(cuda_driver) if cuda_driver else None
-        except VersionFormatError as exc:
-            raise UsageError(
-                f"{OVERRIDE_CUDA_DRIVER_VAR}: {exc}",
-                hint="give the newest CUDA the driver supports, like 12.4, or leave it empty",
-            ) from exc
-        try:
-            cc = ComputeCapability.parse(compute_cap) if compute_cap else None
-        except VersionFormatError as exc:
-            raise UsageError(
-                f"{OVERRIDE_COMPUTE_CAP_VAR}: {exc}",
-                hint="give a compute capability like 9.0, or leave it empty",
-            ) from exc
+        cuda = _override(
+            OVERRIDE_CUDA_DRIVER_VAR,
+            cuda_driver,
+            CudaVersion.parse,
+            "give the newest CUDA the driver supports, like 12.4, or leave it empty",
+        )
+        cc = _override(
+            OVERRIDE_COMPUTE_CAP_VAR,
+            compute_cap,
+            ComputeCapability.parse,
+            "give a compute capability like 9.0, or leave it empty",
+        )
         return cls(cuda_driver_version=cuda, compute_capability=cc)
+
+
+def _override(var: str, text: str | None, parse: Callable[[str], _V], hint: str) -> _V | None:
+    """An override variable's value parsed (None: empty or missing); a malformed one is a
+    ``UsageError`` naming the variable."""
+    from gpuenv.errors import UsageError
+    from gpuenv.versions import VersionFormatError
+
+    try:
+        return parse(text) if text else None
+    except VersionFormatError as exc:
+        raise UsageError(f"{var}: {exc}", hint=hint) from exc
 
 
 @dataclass(frozen=True)
