@@ -19,7 +19,7 @@ from gpuenv.errors import UsageError
 from gpuenv.lock.builds import BuildNeeds
 from gpuenv.lock.model import PipPackage
 from gpuenv.names import normalize_name
-from gpuenv.spec import TORCH_FAMILY, Spec
+from gpuenv.spec import TORCH_FAMILY, BuildOptions, LocalProject, Spec
 
 
 def groups(spec: Spec) -> dict[str, tuple[str, ...]]:
@@ -94,21 +94,24 @@ def project_needs(spec: Spec, *, cuda: str | None) -> BuildNeeds:
 def _in_prefix(spec: Spec) -> bool:
     """The project builds without isolation: it uses torch's cpp_extension, unless
     ``[pip.build.<name>] no-build-isolation`` says otherwise."""
-    local = spec.local
-    assert local is not None
-    options = spec.pip.build.get(local.name)
-    if options is not None and options.no_build_isolation is not None:
-        return options.no_build_isolation
-    return local.uses_torch
+    local, options = _project_build(spec)
+    said = options.no_build_isolation if options is not None else None
+    return local.uses_torch if said is None else said
 
 
 def _toolkit(spec: Spec) -> bool:
+    """The project's build needs nvcc: it has CUDA sources, unless
+    ``[pip.build.<name>] toolkit`` says otherwise."""
+    local, options = _project_build(spec)
+    said = options.toolkit if options is not None else None
+    return local.cuda if said is None else said
+
+
+def _project_build(spec: Spec) -> tuple[LocalProject, BuildOptions | None]:
+    """The project's own build (``[project]``) and its ``[pip.build.<name>]`` table."""
     local = spec.local
     assert local is not None
-    options = spec.pip.build.get(local.name)
-    if options is not None and options.toolkit is not None:
-        return options.toolkit
-    return local.cuda
+    return local, spec.pip.build.get(local.name)
 
 
 def _name(line: str) -> str | None:
