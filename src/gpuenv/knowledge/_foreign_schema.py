@@ -9,9 +9,11 @@ date, an unparsable version or specifier all fail loudly, naming the file and en
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import date
 from typing import Annotated, Literal
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
@@ -19,42 +21,26 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from gpuenv.versions import ComputeCapability, VersionFormatError
 
 
-def _pep440(text: str) -> str:
-    try:
-        Version(text)
-    except InvalidVersion as exc:
-        raise ValueError(str(exc)) from None
-    return text
+def _parses(
+    parse: Callable[[str], object], errors: type[Exception], prefix: str = ""
+) -> AfterValidator:
+    """A field validator: the text as it is when ``parse`` accepts it, else the parser's
+    own message (after ``prefix``) as the ``ValueError`` pydantic reports."""
+
+    def check(text: str) -> str:
+        try:
+            parse(text)
+        except errors as exc:
+            raise ValueError(f"{prefix}{exc}") from None
+        return text
+
+    return AfterValidator(check)
 
 
-def _specifier(text: str) -> str:
-    try:
-        SpecifierSet(text)
-    except InvalidSpecifier as exc:
-        raise ValueError(str(exc)) from None
-    return text
-
-
-def _cc(text: str) -> str:
-    try:
-        ComputeCapability.parse(text)
-    except VersionFormatError as exc:
-        raise ValueError(str(exc)) from None
-    return text
-
-
-def _regex(text: str) -> str:
-    try:
-        re.compile(text)
-    except re.error as exc:
-        raise ValueError(f"not a regular expression: {exc}") from None
-    return text
-
-
-Pep440 = Annotated[str, AfterValidator(_pep440)]
-Specifier = Annotated[str, AfterValidator(_specifier)]
-CC = Annotated[str, AfterValidator(_cc)]
-Regex = Annotated[str, AfterValidator(_regex)]
+Pep440 = Annotated[str, _parses(Version, InvalidVersion)]
+Specifier = Annotated[str, _parses(SpecifierSet, InvalidSpecifier)]
+CC = Annotated[str, _parses(ComputeCapability.parse, VersionFormatError)]
+Regex = Annotated[str, _parses(re.compile, re.error, "not a regular expression: ")]
 Python = Annotated[str, Field(pattern=r"^3\.\d{1,2}$")]
 CudaFull = Annotated[str, Field(pattern=r"^\d{1,2}\.\d{1,2}(\.\d{1,3})?$")]
 Url = Annotated[str, Field(pattern=r"^https://\S+$")]
@@ -247,17 +233,7 @@ class RawCompanionsFile(_Strict):
 # --- old_sdists.toml ---------------------------------------------------------------------
 
 
-def _requirement(text: str) -> str:
-    from packaging.requirements import InvalidRequirement, Requirement
-
-    try:
-        Requirement(text)
-    except InvalidRequirement as exc:
-        raise ValueError(str(exc)) from None
-    return text
-
-
-RequirementText = Annotated[str, AfterValidator(_requirement)]
+RequirementText = Annotated[str, _parses(Requirement, InvalidRequirement)]
 EnvMap = dict[Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9_]*$")], str]
 
 
