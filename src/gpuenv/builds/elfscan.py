@@ -18,12 +18,15 @@ bounded reads; anything that is not a readable 64- or 32-bit ELF file gives ``No
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from gpuenv import _elf as elf
 from gpuenv._elf import Section
+
+_T = TypeVar("_T")
 
 FATBIN_MAGIC = 0xBA55ED50
 _KIND_PTX = 1
@@ -65,11 +68,17 @@ class GpuCode:
         return None
 
 
-def _sections(fh: BinaryIO) -> tuple[str, bool, list[Section]] | None:
-    header = elf.read_header(fh)
-    if header is None:
+def _read_elf(path: Path, read: Callable[[BinaryIO, str, bool, list[Section]], _T]) -> _T | None:
+    """``read(file, endian, is64, sections)`` on ``path`` opened, through its section
+    headers; None when it is not a readable 64- or 32-bit ELF file."""
+    try:
+        with path.open("rb") as fh:
+            header = elf.read_header(fh)
+            if header is None:
+                return None
+            return read(fh, header.endian, header.is64, elf.sections(fh, header))
+    except (OSError, struct.error):
         return None
-    return header.endian, header.is64, elf.sections(fh, header)
 
 
 def _parse_fatbin(blob: bytes, endian: str) -> tuple[set[int], set[int]]:
@@ -100,44 +109,35 @@ def _parse_fatbin(blob: bytes, endian: str) -> tuple[set[int], set[int]]:
 def gpu_code(path: Path) -> GpuCode | None:
     """The GPU architectures ``path`` carries code for (empty: no ``.nv_fatbin``, a
     CPU-only object); None when it is not a readable ELF file."""
-    try:
-        with path.open("rb") as fh:
-            found = _sections(fh)
-            if found is None:
-                return None
-            endian, _is64, sections = found
-            sass: set[int] = set()
-            ptx: set[int] = set()
-            for section in sections:
-                if section.name == ".nv_fatbin" and 0 < section.size < _MAX_FATBIN:
-                    fh.seek(section.offset)
-                    more_sass, more_ptx = _parse_fatbin(fh.read(section.size), endian)
-                    sass |= more_sass
-                    ptx |= more_ptx
-    except (OSError, struct.error):
-        return None
+    return _read_elf(path, _fatbin_code)
+
+
+def _fatbin_code(fh: BinaryIO, endian: str, _is64: bool, sections: list[Section]) -> GpuCode:
+    sass: set[int] = set()
+    ptx: set[int] = set()
+    for section in sections:
+        if section.name == ".nv_fatbin" and 0 < section.size < _MAX_FATBIN:
+            fh.seek(section.offset)
+            more_sass, more_ptx = _parse_fatbin(fh.read(section.size), endian)
+            sass |= more_sass
+            ptx |= more_ptx
     return GpuCode(frozenset(sass), frozenset(ptx))
 
 
 def _symbols(path: Path, *, defined: bool, prefixes: tuple[str, ...]) -> set[str] | None:
-    try:
-        with path.open("rb") as fh:
-            found = _sections(fh)
-            if found is None:
-                return None
-            endian, is64, sections = found
-            out: set[str] = set()
-            for table in (s for s in sections if s.kind == elf.SHT_DYNSYM):
-                if table.link >= len(sections) or table.size > _MAX_SYMTAB:
-                    continue
-                strings = sections[table.link]
-                fh.seek(strings.offset)
-                names = fh.read(min(strings.size, _MAX_SYMTAB))
-                fh.seek(table.offset)
-                out |= _read_symbols(fh.read(table.size), names, endian, is64, defined, prefixes)
-            return out
-    except (OSError, struct.error):
-        return None
+    def read(fh: BinaryIO, endian: str, is64: bool, sections: list[Section]) -> set[str]:
+        out: set[str] = set()
+        for table in (s for s in sections if s.kind == elf.SHT_DYNSYM):
+            if table.link >= len(sections) or table.size > _MAX_SYMTAB:
+                continue
+            strings = sections[table.link]
+            fh.seek(strings.offset)
+            names = fh.read(min(strings.size, _MAX_SYMTAB))
+            fh.seek(table.offset)
+            out |= _read_symbols(fh.read(table.size), names, endian, is64, defined, prefixes)
+        return out
+
+    return _read_elf(path, read)
 
 
 def _read_symbols(
