@@ -179,40 +179,42 @@ def _by_symbols(ctx: Context, scan: _Scan, ext: Extension) -> list[Finding]:
         return []
     torch = ctx.env.torch
     assert torch is not None
-    return [
-        Finding(
-            code="extension-other-torch",
-            severity=Severity.ERROR,
-            message=f"{ext.path.name} ({ext.dist.name} {ext.dist.version}) needs {len(missing)} "
-            f"torch symbol(s) that torch {torch.version} does not export: it was compiled "
-            f"against another torch (import fails with 'undefined symbol: {missing[0]}')",
-            evidence={
-                "distribution": ext.dist.name,
-                "file": str(ext.path),
-                "missing_symbols": missing[:5],
-                "missing_count": len(missing),
-                "torch": torch.version,
-                "torch_libraries": str(torch.lib_dir),
-            },
-            fix=_rebuild_fix(ext),
-        )
-    ]
+    message = (
+        f"{ext.path.name} ({ext.dist.name} {ext.dist.version}) needs {len(missing)} torch "
+        f"symbol(s) that torch {torch.version} does not export: it was compiled against "
+        f"another torch (import fails with 'undefined symbol: {missing[0]}')"
+    )
+    evidence = {
+        "missing_symbols": missing[:5],
+        "missing_count": len(missing),
+        "torch": torch.version,
+        "torch_libraries": str(torch.lib_dir),
+    }
+    return [_file_error(ext, "extension-other-torch", message, evidence, _rebuild_fix(ext))]
+
+
+def _file_error(
+    ext: Extension, code: str, message: str, evidence: dict[str, Any], fix: str
+) -> Finding:
+    """An error found in one of the extension's files: the evidence names the
+    distribution and the file first."""
+    return Finding(
+        code=code,
+        severity=Severity.ERROR,
+        message=message,
+        evidence={"distribution": ext.dist.name, "file": str(ext.path), **evidence},
+        fix=fix,
+    )
 
 
 def _other_cuda(ext: Extension, built: str, env_cuda: str) -> Finding:
-    return Finding(
-        code="extension-other-cuda",
-        severity=Severity.ERROR,
-        message=f"{ext.dist.name} {ext.dist.version} is built for {built}; this environment's "
-        f"torch is for CUDA {env_cuda}: they load two CUDA runtimes, or fail to load",
-        evidence={
-            "distribution": ext.dist.name,
-            "file": str(ext.path),
-            "built_for": built,
-            "torch_cuda": env_cuda,
-        },
-        fix=_rebuild_fix(ext) + f" (with a CUDA {env_cuda} toolkit)",
+    message = (
+        f"{ext.dist.name} {ext.dist.version} is built for {built}; this environment's torch "
+        f"is for CUDA {env_cuda}: they load two CUDA runtimes, or fail to load"
     )
+    evidence = {"built_for": built, "torch_cuda": env_cuda}
+    fix = _rebuild_fix(ext) + f" (with a CUDA {env_cuda} toolkit)"
+    return _file_error(ext, "extension-other-cuda", message, evidence, fix)
 
 
 def _by_cudart(ctx: Context, ext: Extension) -> list[Finding]:
@@ -235,22 +237,15 @@ def _gpu_code(ctx: Context, ext: Extension) -> list[Finding]:
         cc = gpu.compute_capability
         if cc is None or code.runs_on(cc.major, cc.minor) is not None:
             continue
-        out.append(
-            Finding(
-                code="extension-no-gpu-code",
-                severity=Severity.ERROR,
-                message=f"{ext.path.name} ({ext.dist.name} {ext.dist.version}) has GPU code for "
-                f"{' '.join(code.entries())} only: nothing runs on GPU {gpu.index} ({gpu.name}, "
-                f"{cc.sm}) ('no kernel image is available')",
-                evidence={
-                    "distribution": ext.dist.name,
-                    "file": str(ext.path),
-                    "gpu_code": code.entries(),
-                    "gpu": gpu.name,
-                    "compute_capability": str(cc),
-                },
-                fix=f"rebuild it with {cc} in TORCH_CUDA_ARCH_LIST (with gpuenv: a target whose "
-                "gpu is this one, or extra-archs in [pip.build.<name>])",
-            )
+        message = (
+            f"{ext.path.name} ({ext.dist.name} {ext.dist.version}) has GPU code for "
+            f"{' '.join(code.entries())} only: nothing runs on GPU {gpu.index} ({gpu.name}, "
+            f"{cc.sm}) ('no kernel image is available')"
         )
+        evidence = {"gpu_code": code.entries(), "gpu": gpu.name, "compute_capability": str(cc)}
+        fix = (
+            f"rebuild it with {cc} in TORCH_CUDA_ARCH_LIST (with gpuenv: a target whose gpu "
+            "is this one, or extra-archs in [pip.build.<name>])"
+        )
+        out.append(_file_error(ext, "extension-no-gpu-code", message, evidence, fix))
     return out
