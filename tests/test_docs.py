@@ -214,6 +214,22 @@ def test_the_environment_reference_names_every_variable_gpuenv_reads() -> None:
     assert not missing, f"document these in docs/reference/environment.md: {missing}"
 
 
+def test_the_environment_reference_names_every_other_variable_gpuenv_reads() -> None:
+    """Variables gpuenv does not own but reads (XDG, Slurm, the shells, what doctor
+    examines), each as a read in the code writes it: ``environ.get("X")``,
+    ``environ["X"]``, ``getenv("X")``, ``env_override("X")``."""
+    text = (DOCS / "reference" / "environment.md").read_text(encoding="utf-8")
+    reads = re.compile(
+        r"""(?:environ\.get\(|environ\[|getenv\(|env_override\()\s*["']([A-Z][A-Z0-9_]+)["']"""
+    )
+    read = set()
+    for source in (ROOT / "src" / "gpuenv").rglob("*.py"):
+        read |= set(reads.findall(source.read_text(encoding="utf-8")))
+    assert {"CUDA_HOME", "SLURM_JOB_ID", "XDG_CACHE_HOME", "ZDOTDIR"} <= read
+    missing = [v for v in sorted(read) if not re.search(f"`{v}[`=]", text)]
+    assert not missing, f"document these in docs/reference/environment.md: {missing}"
+
+
 def test_the_command_reference_names_every_command_and_flag() -> None:
     text = (DOCS / "reference" / "commands.md").read_text(encoding="utf-8")
     missing = []
