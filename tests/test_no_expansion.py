@@ -10,7 +10,7 @@ from pathlib import Path
 from gpuenv import export
 from gpuenv.install import requirements_text
 from gpuenv.lock.format import parse_lock_text, render_lock
-from gpuenv.lock.locker import _recorded
+from gpuenv.lock.inputs import recorded_url
 from gpuenv.lock.model import Lock, PipPackage
 from tests.locked import cpu_target
 
@@ -18,10 +18,10 @@ WHEEL = "https://t.invalid/cpu/torch-2.4.1+cpu-cp311-cp311-linux_x86_64.whl"
 
 
 def test_the_locker_records_a_linked_variable_as_its_characters() -> None:
-    recorded = _recorded("https://u:pw@h.invalid/x.whl?x=${SECRET}&token=t")
+    recorded = recorded_url("https://u:pw@h.invalid/x.whl?x=${SECRET}&token=t")
     assert recorded == "https://h.invalid/x.whl?x=%24{SECRET}"
     target = cpu_target()
-    torch = replace(target.pip[0], url=_recorded(WHEEL + "?x=${SECRET}"))
+    torch = replace(target.pip[0], url=recorded_url(WHEEL + "?x=${SECRET}"))
     lock = Lock("sha256:" + "1" * 64, {"cpu": replace(target, pip=(torch,))})
     reading = parse_lock_text(render_lock(lock))  # what gpuenv writes, it reads
     assert not reading.damaged and "${" not in render_lock(lock)

@@ -111,7 +111,8 @@ def test_lock_check_loads_no_knowledge_base_and_starts_no_tool(tmp_path: object)
     assert code == "0", out.stderr
     heavy = {"gpuenv.knowledge.model", "gpuenv.builds.compiler", "gpuenv._proc", "pydantic"}
     # Found fresh before, the same bytes are not read as TOML again (lock._fresh).
-    heavy |= {"gpuenv.spec", "gpuenv.lock.format", "gpuenv.lock.locker", "gpuenv.lock.model"}
+    heavy |= {"gpuenv.spec", "gpuenv.lock.format", "gpuenv.lock.model"}
+    heavy |= {"gpuenv.lock.inputs", "gpuenv.lock.target", "gpuenv.lock.project"}
     # Its digests read bytes: no TOML parser, no build-knowledge model, no dataclasses,
     # no importlib.resources (about 20 ms of imports on a 70 ms budget)
     heavy |= {"tomllib", "tomli", "gpuenv.builds.knowledge", "dataclasses", "importlib.resources"}
@@ -140,7 +141,7 @@ def test_reading_wheel_metadata_from_the_cache_loads_no_http_client() -> None:
     """A relock whose torch metadata is in gpuenv's cache fetches nothing: urllib.request
     (with http.client, ssl and email, ~10 ms) loads only when something is fetched."""
     modules = _imported_after(
-        "import gpuenv.lock.wheelmeta, gpuenv.lock.wheelcheck, gpuenv.lock.locker"
+        "import gpuenv.lock.wheelmeta, gpuenv.lock.wheelcheck, gpuenv.lock.project"
     )
     assert not {"urllib.request", "http.client", "ssl"} & modules
 

@@ -88,7 +88,7 @@ class InstallRequest:
     # Where each locked URL is fetched from (install --from: files unpacked from an archive).
     sources: ArtifactSources = field(default_factory=ArtifactSources)
     offline: bool = False  # uv may not reach the network (install --from)
-    # The indexes the lock was made from, with credentials (lock.locker.install_indexes).
+    # The indexes the lock was made from, with credentials (lock.project.install_indexes).
     indexes: tuple[Index, ...] = ()
     channels: tuple[str, ...] = ()  # the spec's conda channels, for their credentials
     # The project installed editable after the locked packages ([project] path), and its

@@ -14,7 +14,7 @@ import pytest
 
 from gpuenv.errors import NoCompatiblePlan
 from gpuenv.knowledge import knowledge_base
-from gpuenv.lock import locker
+from gpuenv.lock import project
 from gpuenv.lock.index_builds import (
     builds_on_index,
     builds_on_page,
@@ -22,6 +22,7 @@ from gpuenv.lock.index_builds import (
     remember_index_builds,
     seen_builds,
 )
+from gpuenv.lock.options import LockOptions
 from gpuenv.plan import TargetPlan, make_plan
 from gpuenv.plan._seen import unknown_builds
 from gpuenv.spec import parse_spec_text
@@ -142,8 +143,8 @@ def test_a_fake_resolver_never_sends_lock_to_the_network(tmp_path: Path) -> None
         file="gpuenv.toml",
         kb=knowledge_base(),
     ).spec
-    options = locker.LockOptions(cache_dir=tmp_path)
-    locker._remember_index_builds(object(), spec, options, knowledge_base())  # type: ignore[arg-type]
+    options = LockOptions(cache_dir=tmp_path)
+    project._remember_index_builds(object(), spec, options, knowledge_base())  # type: ignore[arg-type]
     assert not (tmp_path / "index").exists()
 
 

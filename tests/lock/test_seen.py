@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from gpuenv.knowledge import knowledge_base
-from gpuenv.lock import locker
+from gpuenv.lock import project
 from gpuenv.lock.seen import (
     newest_torch_on,
     read_newest_torch,
@@ -49,13 +49,13 @@ def test_a_corrupt_record_is_no_record(tmp_path: Path) -> None:
 
 def test_lock_says_plainly_when_the_index_is_ahead_of_the_data() -> None:
     kb = knowledge_base()
-    notice = locker._newer_torch_notice(("https://idx.example/simple", "2.16.0"), kb)
+    notice = project._newer_torch_notice(("https://idx.example/simple", "2.16.0"), kb)
     assert notice is not None
     assert notice.startswith(
         "torch 2.16.0 is on the index but this gpuenv's knowledge stops at 2.15: "
         "upgrade gpuenv or add the facts in your facts file"
     )
-    assert locker._newer_torch_notice(("https://idx.example/simple", "2.15.0"), kb) is None
+    assert project._newer_torch_notice(("https://idx.example/simple", "2.15.0"), kb) is None
 
 
 def test_a_cache_file_that_is_not_one_gpuenv_wrote_is_no_version(tmp_path: Path) -> None:

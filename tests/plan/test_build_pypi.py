@@ -7,7 +7,7 @@ import pytest
 
 from gpuenv.errors import SpecError
 from gpuenv.knowledge import knowledge_base
-from gpuenv.lock.locker import input_hash
+from gpuenv.lock.inputs import input_hash
 from gpuenv.plan import plan_target
 from gpuenv.spec import parse_spec_text
 

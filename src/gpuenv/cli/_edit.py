@@ -135,28 +135,29 @@ def _relock_and_install(
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge._data import data_digest
     from gpuenv.lock.format import LOCK_FILENAME, load_lock
-    from gpuenv.lock.locker import LockOptions, lock_and_write, relock_basis
+    from gpuenv.lock.options import LockOptions
+    from gpuenv.lock.project import lock_and_write, plan_relock
     from gpuenv.spec import load_spec
 
     loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
     touched = edit.touched if edit.touched is not None else tuple(loaded.spec.targets)
     lock_path = spec_file.parent / LOCK_FILENAME
     reading = load_lock(lock_path, cache_dir=_common.cache_dir(), legacy_ok=True)
-    existing, forced = relock_basis(reading, loaded.spec)
-    options = LockOptions(
-        targets=tuple(dict.fromkeys([*touched, *forced])),
+    asked = LockOptions(
+        targets=touched,
         torch_index=_common.url_override("GPUENV_TORCH_INDEX"),
         index_url=_common.url_override("GPUENV_INDEX_URL"),
         cache_dir=_common.cache_dir(),
         mirrors=_common.mirrors(),
     )
+    relock = plan_relock(reading, loaded.spec, asked)
+    options = relock.options
     with _progress.display(args) as progress:
         result, _written = lock_and_write(
             loaded,
             knowledge_base(),
-            existing,
+            relock,
             lock_path=lock_path,
-            options=options,
             kb_digest=data_digest(),
             progress=progress,
         )

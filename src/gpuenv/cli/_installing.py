@@ -10,8 +10,8 @@ from gpuenv.cli import _common
 
 if TYPE_CHECKING:
     from gpuenv.install import InstallResult
-    from gpuenv.lock.locker import LockOptions
     from gpuenv.lock.model import Lock
+    from gpuenv.lock.options import LockOptions
     from gpuenv.spec import BuildOptions, LoadedSpec, Spec
 
 
@@ -33,7 +33,7 @@ def install_locked(
     """Install ``targets`` of a fresh ``lock`` (``gpuenv add`` installs through it too)."""
     from gpuenv._artifacts import ArtifactSources
     from gpuenv.install import InstallRequest, install_target
-    from gpuenv.lock.locker import install_indexes
+    from gpuenv.lock.project import install_indexes
 
     store = _common.store()
     results = []

@@ -88,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge._data import data_digest
     from gpuenv.lock.format import LOCK_FILENAME
-    from gpuenv.lock.locker import LockOptions, ensure_lock
+    from gpuenv.lock.options import LockOptions
+    from gpuenv.lock.project import ensure_lock
     from gpuenv.spec import load_spec
 
     spec_file = _common.spec_path(args)

@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _hardware, _output, _progress
-from gpuenv.errors import CheckFailed
 
 # PEP 508's project name (case-insensitive, as uv reads --upgrade-package's names)
 _PROJECT_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
 
 if TYPE_CHECKING:
     from gpuenv.lock.format import LockReading
-    from gpuenv.lock.locker import LockOptions, LockResult
     from gpuenv.lock.model import CondaSolver, Lock, PipResolver
+    from gpuenv.lock.options import LockOptions
+    from gpuenv.lock.project import LockResult
     from gpuenv.spec import LoadedSpec
 
 
@@ -89,13 +89,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace, fresh: tuple[str, str] | None) -> int:
-    from dataclasses import replace
-
-    from gpuenv.errors import UnreadableLockError
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge._data import data_digest
     from gpuenv.lock.format import LOCK_FILENAME, load_lock
-    from gpuenv.lock.locker import LockOptions, lock_and_write, relock_basis
+    from gpuenv.lock.options import LockOptions
+    from gpuenv.lock.project import lock_and_write, plan_relock, read_for_relock
     from gpuenv.names import normalize_name
     from gpuenv.spec import load_spec
 
@@ -106,15 +104,11 @@ def _run(args: argparse.Namespace, fresh: tuple[str, str] | None) -> int:
     for name in args.target or ():
         _common.check_target(name, list(loaded.spec.targets))
     lock_path = spec_file.parent / LOCK_FILENAME
-    unreadable = None
-    try:
+    if args.check:  # a lock that cannot be read is an error here, not something to fix
         reading = load_lock(lock_path, cache_dir=_common.cache_dir(), legacy_ok=True)
-    except UnreadableLockError as err:
-        if args.check:
-            raise
-        # Writing a lock is the fix for a lock that cannot be read (conflict markers
-        # from a merge, a truncated file): start over rather than refuse to.
-        reading, unreadable = None, err
+        unreadable = None
+    else:
+        reading, unreadable = read_for_relock(lock_path, cache_dir=_common.cache_dir())
     options = LockOptions(
         targets=tuple(args.target) if args.target else None,
         upgrade=args.upgrade,
@@ -133,22 +127,19 @@ def _run(args: argparse.Namespace, fresh: tuple[str, str] | None) -> int:
             f"gpuenv: warning: {unreadable.message}: writing a new gpuenv.lock for every "
             "target (nothing in the old one could be kept)"
         )
-        options = replace(options, targets=None)
     kb = knowledge_base()
-    existing, forced = relock_basis(reading, loaded.spec)
-    _check_upgrade_packages(args.upgrade_package or (), existing, options, lock_path)
-    for name in forced:
-        problems = "; ".join(reading.damaged[name]) if reading else ""
-        _output.err(f"gpuenv: warning: target {name} in {lock_path} is relocked: {problems}")
-    if options.targets is not None and forced:
-        options = replace(options, targets=tuple(dict.fromkeys([*options.targets, *forced])))
+    relock = plan_relock(reading, loaded.spec, options, start_over=unreadable is not None)
+    _check_upgrade_packages(args.upgrade_package or (), relock.basis, options, lock_path)
+    for name, problems in relock.forced.items():
+        _output.err(
+            f"gpuenv: warning: target {name} in {lock_path} is relocked: {'; '.join(problems)}"
+        )
     with _progress.display(args) as progress:
         result, written = lock_and_write(
             loaded,
             kb,
-            existing,
+            relock,
             lock_path=lock_path,
-            options=options,
             backends=backends,
             kb_digest=digest,
             progress=progress,
@@ -198,26 +189,14 @@ def _check(
     lock_path: str,
     fresh: tuple[str, str] | None,
 ) -> int:
-    """``--check``: the selected targets (all without ``--target``) are locked, fresh,
-    and pass every check a reader of the lock applies. No network, nothing written
-    but, when it is fresh, the cache's note of it (``lock._fresh``)."""
+    """``--check`` (``lock.inputs.check_lock``), then, when it is fresh, the cache's note
+    of it (``lock._fresh``): nothing else is written."""
     from gpuenv.knowledge import knowledge_base
-    from gpuenv.lock.locker import damage_reasons, stale_reasons
+    from gpuenv.lock.inputs import check_lock
 
-    selected = options.targets or tuple(loaded.spec.targets)
-    existing = reading.lock if reading is not None else None
-    stale = stale_reasons(loaded, knowledge_base, existing, kb_digest=digest, options=options)
-    found = {name: why for name, why in stale.items() if name in selected}
-    if options.targets is None:  # targets the spec no longer has, damaged or not
-        found.update({n: ["target is no longer in the spec"] for n in _extra(reading, loaded)})
-    found.update(damage_reasons(reading, selected))
-    if found:
-        lines = [f"{name}: {'; '.join(why)}" for name, why in sorted(found.items())]
-        raise CheckFailed(
-            f"{lock_path} is out of date:\n" + "\n".join(lines),
-            hint="run 'gpuenv lock'",
-            details={"lock": lock_path, "stale": found},
-        )
+    check_lock(
+        loaded, knowledge_base, reading, kb_digest=digest, options=options, lock_path=lock_path
+    )
     # Noted only when no byte moved while it was checked, and no plan is this machine's.
     if fresh is not None and not loaded.spec.uses_detect and _fresh_key(args) == fresh:
         from gpuenv.lock import _fresh
@@ -225,11 +204,6 @@ def _check(
 
         _fresh.remember_fresh(*fresh, project_files(loaded))
     return _say_fresh(args, lock_path)
-
-
-def _extra(reading: LockReading | None, loaded: LoadedSpec) -> list[str]:
-    held = set(reading.damaged) | set(reading.lock.targets) if reading is not None else set()
-    return sorted(held - set(loaded.spec.targets))
 
 
 def _render(

@@ -1,6 +1,6 @@
 """The real resolvers a lock runs: uv for the pip half, rattler for the conda half.
 
-``ensure_lock`` and ``lock_and_write`` take a ``backends`` callable and default to
+``lock.project.ensure_lock`` and ``lock_and_write`` take a ``backends`` callable and default to
 ``resolvers``; tests pass fakes instead. The resolvers are imported only when called.
 """
 

@@ -1,0 +1,391 @@
+"""Locking a project: the selected targets one by one (``lock.target``), the others
+carried over; what to relock and why (``plan_relock``, one policy for ``gpuenv lock``,
+``gpuenv install`` and ``gpuenv add``/``remove``); writing the file.
+
+A target whose index cannot be reached (``NetworkError``: name resolution, refused,
+timeout, TLS, 401/403, 404) does not stop the others: the targets that resolved are
+written, a failed target keeps its previous entry when the lock had one (so what was
+installable stays installable; ``lock --check`` still reports it stale if the spec
+moved), and the lock step then fails with exit 5 naming each failed target, its URL and
+the fix. Other errors (an unsatisfiable target, exit 3) stop the whole lock, as before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from packaging.version import Version
+
+from gpuenv._network import Index, pip_indexes
+from gpuenv._progress import failed
+from gpuenv.errors import ExternalToolError, NetworkError, UnreadableLockError
+from gpuenv.lock._pypi_route import with_pypi_route
+from gpuenv.lock.inputs import out_of_date, relock_basis
+from gpuenv.lock.model import CondaSolver, Lock, LockedTarget, PipResolver
+from gpuenv.lock.options import LockOptions
+from gpuenv.lock.target import Backends, expected_requests, lock_target
+from gpuenv.spec import LoadedSpec, Spec
+
+if TYPE_CHECKING:
+    from gpuenv.knowledge import KnowledgeBase
+    from gpuenv.lock.format import LockReading
+
+Progress = Callable[[str], None]
+
+# How long lock waits, once resolved, for its look at the index's newest torch.
+WATCH_GRACE = 5.0
+
+
+@dataclass(frozen=True)
+class PackageChange:
+    name: str
+    before: str | None
+    after: str | None
+
+    def to_json(self) -> dict[str, str | None]:
+        return {"name": self.name, "from": self.before, "to": self.after}
+
+
+@dataclass(frozen=True)
+class TargetChange:
+    target: str
+    status: str  # "added", "updated", "unchanged", "removed"
+    packages: tuple[PackageChange, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "changes": [p.to_json() for p in self.packages]}
+
+
+@dataclass(frozen=True)
+class LockResult:
+    lock: Lock
+    changes: tuple[TargetChange, ...] = field(default_factory=tuple)
+    # Targets whose indexes could not be reached: not relocked (see the module doc).
+    failures: Mapping[str, NetworkError] = field(default_factory=dict)
+    # What the resolved wheels contradict in the knowledge base, metadata that could not
+    # be read, a torch newer than the data knows: reported, never fatal.
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Relock:
+    """What a relock starts from and locks."""
+
+    basis: Lock | None  # the lock's trusted targets (and a version 1 lock's pins)
+    options: LockOptions  # the selection, with every damaged target of the spec added
+    # The spec's targets relocked because their entry is damaged (or of an old format),
+    # whatever was asked for, with what is wrong with each.
+    forced: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def plan_relock(
+    reading: LockReading | None, spec: Spec, options: LockOptions, *, start_over: bool = False
+) -> Relock:
+    """The one relock policy (``gpuenv lock``, ``install``, ``add`` and ``remove``): the
+    targets ``options`` selects, plus every target whose entry fails its checks (a written
+    lock never carries one), starting from the entries that pass them. ``start_over``
+    (the lock could not be read at all): every target."""
+    if start_over:
+        options = replace(options, targets=None)
+    basis, forced = relock_basis(reading, spec)
+    if options.targets is not None and forced:
+        options = replace(options, targets=tuple(dict.fromkeys([*options.targets, *forced])))
+    damaged = reading.damaged if reading is not None else {}
+    return Relock(basis, options, {name: tuple(damaged[name]) for name in forced})
+
+
+def read_for_relock(
+    lock_path: Path, *, cache_dir: Path | None
+) -> tuple[LockReading | None, UnreadableLockError | None]:
+    """The lock as read for relocking (a version 1 lock too), or None and why it cannot
+    be read at all: writing a lock is the fix for a lock that cannot be read (conflict
+    markers from a merge, a truncated file), so ``gpuenv lock`` starts over rather than
+    refuse to."""
+    from gpuenv.lock.format import load_lock
+
+    try:
+        return load_lock(lock_path, cache_dir=cache_dir, legacy_ok=True), None
+    except UnreadableLockError as err:
+        return None, err
+
+
+def _diff(name: str, before: LockedTarget | None, after: LockedTarget | None) -> TargetChange:
+    if after is None:
+        return TargetChange(name, "removed")
+    old = {p.name: p.version for p in (before.pip if before else ())}
+    old.update(
+        {f"conda:{c.name}": f"{c.version}-{c.build}" for c in (before.conda if before else ())}
+    )
+    new = {p.name: p.version for p in after.pip}
+    new.update({f"conda:{c.name}": f"{c.version}-{c.build}" for c in after.conda})
+    changes = tuple(
+        PackageChange(pkg, old.get(pkg), new.get(pkg))
+        for pkg in sorted(set(old) | set(new))
+        if old.get(pkg) != new.get(pkg)
+    )
+    if before is None:
+        return TargetChange(name, "added", changes)
+    return TargetChange(name, "updated" if changes or before != after else "unchanged", changes)
+
+
+def lock_project(
+    loaded: LoadedSpec,
+    kb: KnowledgeBase,
+    *,
+    existing: Lock | None,
+    options: LockOptions,
+    pip: PipResolver,
+    conda: CondaSolver,
+    kb_digest: str,
+    progress: Progress | None = None,
+) -> LockResult:
+    """Lock the selected targets; the others are carried over from ``existing`` untouched."""
+    spec = loaded.spec
+    selected = options.targets or tuple(spec.targets)
+    report = progress or (lambda _message: None)
+    from gpuenv.lock._share import shared_conda, shared_pip
+
+    shared = shared_pip(pip)  # identical requests: once; distinct ones side by side
+    shared.prefetch(expected_requests(loaded, kb, existing, options, selected))
+    backends = Backends(shared, shared_conda(conda))
+    targets: dict[str, LockedTarget] = {}
+    changes: list[TargetChange] = []
+    failures: dict[str, NetworkError] = {}
+    warnings: list[str] = []
+    for name in spec.targets:
+        previous = existing.target(name) if existing else None
+        if name not in selected:
+            if previous is not None:
+                targets[name] = previous  # carried over byte for byte
+            continue
+        try:
+            locked, found = lock_target(
+                name, loaded, kb, backends, previous, options, report, kb_digest
+            )
+        except NetworkError as exc:
+            failed(report)  # the next target's phase must not mark this one done
+            failures[name] = with_pypi_route(
+                exc, name, spec, kb, torch_index=options.torch_index, detected=options.detected
+            )
+            if previous is not None:
+                targets[name] = previous  # still installable as it was locked before
+            continue
+        warnings += found
+        targets[name] = locked
+        changes.append(_diff(name, previous, locked))
+    for name in sorted(set(existing.targets) - set(spec.targets)) if existing else []:
+        if options.targets is None:
+            changes.append(_diff(name, existing.target(name) if existing else None, None))
+        elif existing is not None:
+            targets[name] = existing.targets[name]
+    lock = Lock(loaded.content_hash, dict(sorted(targets.items())))
+    return LockResult(lock, tuple(changes), failures=failures, warnings=tuple(warnings))
+
+
+def ensure_lock(
+    loaded: LoadedSpec,
+    knowledge: Callable[[], KnowledgeBase],
+    *,
+    lock_path: Path,
+    options: LockOptions,
+    frozen: bool,
+    backends: Callable[[], tuple[PipResolver, CondaSolver]] | None = None,
+    kb_digest: str,
+    progress: Progress | None = None,
+) -> Lock:
+    """The lock for ``options.targets``, relocking the stale ones first (like ``uv
+    sync``); with ``frozen`` a stale lock is refused instead (exit 1), and a lock whose
+    entry for one of those targets fails its checks is refused (exit 2) naming what is
+    wrong. Without ``frozen``, such an entry is relocked like a stale one: what it
+    holds is never installed."""
+    from gpuenv.errors import CheckFailed
+    from gpuenv.lock.format import load_lock
+
+    reading = load_lock(lock_path, cache_dir=options.cache_dir, legacy_ok=not frozen)
+    wanted = options.targets or tuple(loaded.spec.targets)
+    if frozen and reading is not None:
+        reading.require(wanted)
+    relevant = out_of_date(loaded, knowledge, reading, kb_digest=kb_digest, options=options)
+    if not relevant and reading is not None:
+        return reading.lock
+    if frozen:
+        lines = [f"{name}: {'; '.join(why)}" for name, why in sorted(relevant.items())]
+        raise CheckFailed(
+            f"{lock_path} is out of date and --frozen forbids relocking:\n" + "\n".join(lines),
+            hint="run 'gpuenv lock' (and commit gpuenv.lock)",
+            details={"stale": relevant},
+        )
+    relock = plan_relock(reading, loaded.spec, replace(options, targets=tuple(relevant)))
+    result, _written = lock_and_write(
+        loaded,
+        knowledge(),
+        relock,
+        lock_path=lock_path,
+        backends=backends,
+        kb_digest=kb_digest,
+        progress=progress,
+    )
+    return result.lock
+
+
+def lock_and_write(
+    loaded: LoadedSpec,
+    kb: KnowledgeBase,
+    relock: Relock,
+    *,
+    lock_path: Path,
+    backends: Callable[[], tuple[PipResolver, CondaSolver]] | None = None,
+    kb_digest: str,
+    progress: Progress | None = None,
+) -> tuple[LockResult, bool]:
+    """Lock what ``relock`` says (``plan_relock``) with ``backends`` (default: uv and
+    rattler, ``lock.backends``) and write the file; True when its bytes changed."""
+    from gpuenv.lock.backends import resolvers
+    from gpuenv.lock.format import write_lock
+
+    existing, options = relock.basis, relock.options
+    pip, conda = (backends or resolvers)()
+    index = options.index_url or loaded.spec.pip.index_url
+    from gpuenv.lock._background import Background
+
+    watch = Background(lambda: _newest_torch_on_index(pip, index, options.cache_dir))
+    builds = Background(lambda: _remember_index_builds(pip, loaded.spec, options, kb))
+    result = lock_project(  # the resolution runs while the index is looked at
+        loaded,
+        kb,
+        existing=existing,
+        options=options,
+        pip=pip,
+        conda=conda,
+        kb_digest=kb_digest,
+        progress=progress,
+    )
+    settle = getattr(pip, "settle", None)
+    if callable(settle):
+        settle()  # a look-up waiting for the resolver's default index waits no more
+    seen = watch.result(timeout=WATCH_GRACE)
+    builds.result(timeout=WATCH_GRACE)
+    notice = _newer_torch_notice(seen, kb)
+    if notice:
+        result = replace(result, warnings=(*result.warnings, notice))
+    written = False
+    if result.lock.targets or existing is not None:
+        written = write_lock(lock_path, result.lock, cache_dir=options.cache_dir)
+    if result.failures:
+        raise partial_lock_error(result, lock_path=lock_path, written=written)
+    return result, written
+
+
+def partial_lock_error(result: LockResult, *, lock_path: Path, written: bool) -> NetworkError:
+    """One error for every target that could not be locked (exit 5), saying what was
+    written: each failed target with its URL and fix, the locked ones by name."""
+    locked = [c.target for c in result.changes if c.status != "removed"]
+    kept = sorted(set(result.failures) & set(result.lock.targets))
+    lines = []
+    for name, exc in sorted(result.failures.items()):
+        lines.append(f"target {name}: {exc.message}")
+        if exc.extra.get("pypi_route"):  # the spec change that needs no torch index
+            lines.append(f"  {exc.extra['pypi_route']}")
+    if locked and written:
+        lines.append(f"wrote {lock_path} with {', '.join(locked)}")
+    elif locked:
+        lines.append(f"{lock_path} unchanged: {', '.join(locked)} locked as before")
+    if kept:
+        lines.append(f"kept the previous lock of {', '.join(kept)}")
+    # Each fix once, however many targets failed the same way.
+    hints = [part for exc in result.failures.values() for part in (exc.hint or "").split("; ")]
+    if locked:
+        hints.append(f"meanwhile: gpuenv install --target {locked[0]}")
+    first_name, first = sorted(result.failures.items())[0]
+    return NetworkError(
+        "\n".join(lines),
+        cause=first.cause,
+        url=first.url,
+        target=first_name,
+        hint="; ".join(dict.fromkeys(h for h in hints if h)) or None,
+        stderr_tail=first.stderr_tail,
+        extra={
+            "lock": str(lock_path),
+            "written": written,
+            "locked": locked,
+            "kept": kept,
+            "failed": {
+                name: {"cause": e.cause, "url": e.url, "message": e.message, "hint": e.hint}
+                | ({"pypi_route": e.extra["pypi_route"]} if "pypi_route" in e.extra else {})
+                for name, e in sorted(result.failures.items())
+            },
+        },
+    )
+
+
+def install_indexes(spec: Spec, target: LockedTarget, options: LockOptions) -> tuple[Index, ...]:
+    """The indexes (and their credentials) ``target`` was locked from, by the names lock
+    gave uv: install declares the same (and the mirrors), so it authenticates exactly
+    as lock did (URL credentials, ``UV_INDEX_<NAME>_*``, netrc, keyring)."""
+    base = options.torch_index or spec.pip.torch_index
+    torch = f"{base.rstrip('/')}/{target.stack.cu_tag}" if base else target.stack.index
+    return pip_indexes(options.index_url or spec.pip.index_url, spec.pip.extra_index_urls, torch)
+
+
+def _newest_torch_on_index(
+    resolver: PipResolver, index: str | None, cache_dir: Path | None
+) -> tuple[str, str] | None:
+    """(index, newest torch there), read beside the resolution (at most hourly, when
+    there is a cache); None when not known."""
+    import time
+
+    from gpuenv.lock.seen import newest_torch_on, recently_seen, record_newest_torch
+
+    try:
+        if index is None:
+            ask = getattr(resolver, "default_index_url", None)
+            index = ask() if callable(ask) else None
+        if index is None:
+            return None
+        now = time.time()
+        version = recently_seen(cache_dir, index, now) if cache_dir else None
+        if version is None:
+            version = newest_torch_on(index)
+            if version and cache_dir is not None:
+                record_newest_torch(cache_dir, index, version, now)
+    except ExternalToolError:
+        return None
+    return (index, version) if version else None
+
+
+def _remember_index_builds(
+    resolver: PipResolver, spec: Spec, options: LockOptions, kb: KnowledgeBase
+) -> None:
+    """Keep in the cache the builds the torch index lists that ``kb`` lacks, for ``plan``
+    (only beside a resolver that reads real indexes: one that can name its default index)."""
+    import time
+
+    from gpuenv.lock.index_builds import remember_index_builds
+    from gpuenv.plan import DEFAULT_TORCH_INDEX
+    from gpuenv.plan._seen import unknown_builds
+
+    if not callable(getattr(resolver, "default_index_url", None)):
+        return
+    base = options.torch_index or spec.pip.torch_index or DEFAULT_TORCH_INDEX
+    remember_index_builds(
+        base, options.cache_dir, time.time(), keep=lambda found: unknown_builds(kb, found)
+    )
+
+
+def _newer_torch_notice(seen: tuple[str, str] | None, kb: KnowledgeBase) -> str | None:
+    if seen is None:
+        return None
+    _index, version = seen
+    newest = kb.newest_torch
+    if newest is None or Version(version) <= newest.version:
+        return None
+    known = f"{newest.version.major}.{newest.version.minor}"
+    from gpuenv.plan import FACTS_FILE
+
+    return (
+        f"torch {version} is on the index but this gpuenv's knowledge stops at {known}: "
+        f"upgrade gpuenv or add the facts in {kb.facts_file or FACTS_FILE}"
+    )
