@@ -230,26 +230,42 @@ def test_the_environment_reference_names_every_other_variable_gpuenv_reads() -> 
     assert not missing, f"document these in docs/reference/environment.md: {missing}"
 
 
-def test_the_command_reference_names_every_command_and_flag() -> None:
+def _undocumented(parser: argparse.ArgumentParser, words: str, text: str) -> list[str]:
+    """What ``parser`` (the command ``words``) offers that ``text`` does not name: its
+    subcommands (``gpuenv kernel install``), long flags and the choices of its operands
+    (``export``'s formats), then the same for each subcommand."""
+    missing = []
+    for action in parser._actions:
+        if action.help == argparse.SUPPRESS or "--help" in action.option_strings:
+            continue
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                command = f"{words} {name}"
+                if f"`{command}" not in text and f"/ {command}" not in text:
+                    missing.append(command)
+                missing += _undocumented(sub, command, text)
+            continue
+        missing += [
+            f"{words} {flag}"
+            for flag in action.option_strings
+            if flag.startswith("--") and flag not in text
+        ]
+        if not action.option_strings and action.choices is not None:
+            missing += [f"{words} {c}" for c in action.choices if f"`{c}`" not in text]
+    return missing
+
+
+def test_the_command_reference_names_every_command_flag_and_choice() -> None:
     text = (DOCS / "reference" / "commands.md").read_text(encoding="utf-8")
     missing = []
     for name in COMMANDS:
-        if f"`gpuenv {name}" not in text:
-            missing.append(name)
-        parser = build_parser(only=name)
-        sub = next(
-            a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"
-        ).choices[name]
-        missing += [
-            f"{name} {flag}"
-            for action in sub._actions
-            for flag in action.option_strings
-            if flag.startswith("--")
-            and flag != "--help"
-            and action.help != argparse.SUPPRESS
-            and flag not in text
-        ]
+        missing += _undocumented(build_parser(only=name), "gpuenv", text)
+    missing = sorted(set(missing))  # the global options, once for each command's parser
     assert not missing, f"document these in docs/reference/commands.md: {missing}"
+    walked = _undocumented(build_parser(only="kernel"), "gpuenv", "")
+    assert {"gpuenv kernel install", "gpuenv kernel install --name"} <= set(walked)
+    walked = _undocumented(build_parser(only="export"), "gpuenv", "")
+    assert {"gpuenv export conda-lock", "gpuenv export slurm", "gpuenv --version"} <= set(walked)
 
 
 def test_the_architecture_map_names_every_top_level_module_and_package() -> None:
