@@ -188,15 +188,16 @@ def _schema_keys() -> set[str]:
             keys.add(f"{table}.{key}")
     for key in defs["Build"]["properties"]:
         keys.add(f"pip.build.{key}")
+    for key in defs["TargetPip"]["properties"]:
+        keys.add(f"targets.pip.{key}")
     return keys
 
 
 def test_the_spec_reference_names_every_key_of_the_schema() -> None:
     text = (DOCS / "reference" / "gpuenv-toml.md").read_text(encoding="utf-8")
     named = set()
-    for table, key in re.findall(
-        r"^\| `\[([a-z.]+)(?:\.NAME|\.PKG)?\](?: ([a-z-]+))?`", text, re.M
-    ):
+    for written, key in re.findall(r"`\[([a-zA-Z.]+)\](?: ([a-z-]+))?`", text):
+        table = re.sub(r"\.(NAME|PKG)\b", "", written)  # [targets.NAME.pip] is targets.pip
         named.add(f"{table}.{key}" if key else table)
     keys = _schema_keys()
     assert len(keys) > 30
