@@ -269,6 +269,48 @@ def test_the_command_reference_names_every_command_flag_and_choice() -> None:
     assert {"gpuenv export conda-lock", "gpuenv export slurm", "gpuenv --version"} <= set(walked)
 
 
+def _resolves(dotted: str) -> bool:
+    """``lock.project.plan_relock``: the longest importable ``gpuenv.`` module, then
+    attributes (so a name re-exported by a package's ``__init__`` counts)."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(["gpuenv", *parts[:cut]]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            found = getattr(found, name, None)
+        return found is not None
+    return False
+
+
+def test_the_lock_and_install_walkthroughs_name_code_that_exists() -> None:
+    """Every module, path, function and class the ``gpuenv lock`` and ``gpuenv install``
+    sections of the architecture map name is still there, so a refactoring that moves one
+    updates the page a newcomer follows."""
+    text = (DOCS / "dev" / "architecture.md").read_text(encoding="utf-8")
+    walk = text[text.index("## `gpuenv lock`") : text.index("## Where the facts live")]
+    root = ROOT / "src" / "gpuenv"
+    sources = [p.read_text(encoding="utf-8") for p in root.rglob("*.py")]
+    names = {p.stem for p in root.rglob("*.py")} | {p.parent.name for p in root.rglob("*.py")}
+    stale, checked = [], 0
+    for token in set(re.findall(r"`([^`\s]+)`", walk)):
+        if "/" in token and token.endswith(".py"):
+            ok = (root / token).is_file()
+        elif re.fullmatch(r"[a-z_]+(\.[A-Za-z_]+)+", token):
+            ok = _resolves(token)
+        elif re.fullmatch(r"[a-z_][a-z0-9_]*|[A-Z][A-Za-z]+", token):
+            defined = re.compile(rf"^\s*(?:def|class) {token}\b", re.M)
+            ok = token in names or any(defined.search(s) for s in sources)
+        else:
+            continue  # a flag, a path in a project, a command line
+        checked += 1
+        if not ok:
+            stale.append(token)
+    assert checked > 40
+    assert not stale, f"docs/dev/architecture.md names what src no longer has: {sorted(stale)}"
+
+
 def test_the_architecture_map_names_every_top_level_module_and_package() -> None:
     text = (DOCS / "dev" / "architecture.md").read_text(encoding="utf-8")
     root = ROOT / "src" / "gpuenv"
