@@ -7,8 +7,9 @@ Three layers, each only talking to the one below:
    ``UnsetVar``, ``Prompt``, ``Source``. This is the only place that decides *what*
    activation does: a new variable is one more ``SetVar`` there.
 2. Emitters (``_posix.BashEmitter`` for sh/dash/bash, ``ZshEmitter``,
-   ``_fish.FishEmitter``; one ``Emitter`` protocol) turn operations into text and
-   decide nothing; what both need besides the ops (record names, what deactivation
+   ``_fish.FishEmitter``) turn operations into text and decide nothing: the script's
+   structure is written once (``_shell.ShellEmitter``, ``Emitter`` here), each shell
+   gives its syntax; what both need besides the ops (record names, what deactivation
    checks) is computed once, in ``_ops.Layout``. No other module writes shell syntax.
    ``environment_delta(ops)`` turns the same operations into JSON for ``gpuenv run``,
    and ``apply_delta`` replays them in Python (``gpuenv._envdelta``).
@@ -77,9 +78,7 @@ This package imports only the standard library: ``gpuenv run`` loads it on every
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Protocol
 
 from gpuenv._envdelta import (
     ACTIVE_VAR,
@@ -121,6 +120,7 @@ from gpuenv.activation._ops import (
     sh_quote,
 )
 from gpuenv.activation._posix import BashEmitter, ZshEmitter
+from gpuenv.activation._shell import ShellEmitter
 from gpuenv.errors import ActivationError
 
 __all__ = [
@@ -169,23 +169,8 @@ __all__ = [
 ]
 
 
-class Emitter(Protocol):
-    """Turns ops into one shell's text; decides nothing."""
-
-    shell: str
-    extension: str
-
-    def emit(self, ops: Sequence[Op]) -> str:
-        """The whole activation script (ops must start with a ``Guard``)."""
-        ...
-
-    def conda_activate_hook(self, script: Path) -> str:
-        """Text for ``etc/conda/activate.d``: source ``script``."""
-        ...
-
-    def conda_deactivate_hook(self) -> str:
-        """Text for ``etc/conda/deactivate.d``: call ``gpuenv_deactivate`` if defined."""
-        ...
+# What every emitter is: the script's structure once, each shell's syntax in its subclass.
+Emitter = ShellEmitter
 
 
 EMITTERS: dict[str, Emitter] = {
