@@ -151,6 +151,26 @@ def test_messages_cite_a_docs_page_only_through_the_helper() -> None:
     assert not loose, f"cite these pages through gpuenv._docs.doc: {loose}"
 
 
+def test_every_style_rule_the_code_cites_is_in_the_style_guide() -> None:
+    """``style.md R6`` in a docstring, a contract or CI names a rule the guide has."""
+    rules = set(
+        re.findall(r"^\*\*(R\d+)\.", (DOCS / "dev" / "style.md").read_text(encoding="utf-8"), re.M)
+    )
+    places = [*(ROOT / "src").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]
+    places += [*(ROOT / "tools").rglob("*.py"), *(ROOT / "bench").rglob("*.py")]
+    places += [ROOT / "pyproject.toml", ROOT / ".ci" / "run"]
+    cited = {}
+    for place in places:
+        for first, last in re.findall(
+            r"style\.md (R\d+)(?:-R(\d+))?", place.read_text(encoding="utf-8")
+        ):
+            span = range(int(first[1:]), int(last or first[1:]) + 1)
+            cited |= {f"R{n}": place.relative_to(ROOT) for n in span}
+    assert len(cited) >= 4
+    missing = {rule: str(place) for rule, place in cited.items() if rule not in rules}
+    assert not missing, f"docs/dev/style.md has no such rule: {missing}"
+
+
 def test_the_exit_code_table_names_every_error_class_with_its_code_and_kind() -> None:
     text = (DOCS / "reference" / "exit-codes.md").read_text(encoding="utf-8")
     rows = {}
