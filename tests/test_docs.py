@@ -109,6 +109,18 @@ def test_every_relative_link_points_at_a_page_and_heading_that_exist(page: Path)
     assert not broken
 
 
+def test_the_docs_index_links_every_page() -> None:
+    """docs/README.md is where a reader looks for a page: a new page is listed there."""
+    index = DOCS / "README.md"
+    linked = {
+        (DOCS / target.partition("#")[0]).resolve()
+        for target in LINK.findall(index.read_text(encoding="utf-8"))
+    }
+    unlisted = [str(p.relative_to(DOCS)) for p in PAGES if p != index and p not in linked]
+    assert len(linked) > 20
+    assert not unlisted, f"link these from docs/README.md: {unlisted}"
+
+
 def test_every_page_a_message_cites_exists_with_its_section() -> None:
     cited = []
     for source in (ROOT / "src" / "gpuenv").rglob("*.py"):
