@@ -132,9 +132,34 @@ def test_lock_reads_the_torch_index_page_once_an_hour(tmp_path: Path) -> None:
         remember_index_builds(base, cache, now=5000.0 + 60)
         assert (cache / "index" / "builds.json").read_bytes() == first
     assert seen_builds(cache, base)["2.12.1"]["cu129"] == {"linux-64": ["3.12"]}
-    # an index that cannot be read leaves the cache as it was
-    remember_index_builds("http://127.0.0.1:9/whl", cache, now=9999.0)
-    assert (cache / "index" / "builds.json").read_bytes() == first
+    # an index that cannot be read keeps what was seen of it, and is not asked again
+    # within the hour (nor is any other index's entry touched)
+    dead = "http://127.0.0.1:9/whl"
+    remember_index_builds(dead, cache, now=9999.0)
+    recorded = json.loads((cache / "index" / "builds.json").read_bytes())
+    assert recorded[base] == json.loads(first)[base]
+    assert recorded[dead] == {"at": 9999.0, "builds": {}}
+
+
+def test_a_torch_index_without_the_page_is_asked_once_an_hour(tmp_path: Path) -> None:
+    """A mirror serving only ``<base>/<tag>/`` pages (no flat ``torch/`` page) answers
+    404: recorded like a read, so each lock within the hour sends no request (and loads
+    no HTTP client); the builds seen before are kept."""
+    served = tmp_path / "served"
+    _torch_tree(served)
+    cache = tmp_path / "cache"
+    with serve(served) as url:
+        base = f"{url}/nowhere"
+        record_builds(cache, base, SEEN_2_14_CU129, now=1000.0)
+        remember_index_builds(base, cache, now=5000.0)
+        assert seen_builds(cache, base) == SEEN_2_14_CU129
+        assert json.loads((cache / "index" / "builds.json").read_bytes())[base]["at"] == 5000.0
+    # within the hour nothing is asked: the server is gone, and a failed request would
+    # be recorded with its time
+    remember_index_builds(base, cache, now=5000.0 + 3599)
+    assert json.loads((cache / "index" / "builds.json").read_bytes())[base]["at"] == 5000.0
+    remember_index_builds(base, cache, now=5000.0 + 3601)  # an hour on: asked again
+    assert json.loads((cache / "index" / "builds.json").read_bytes())[base]["at"] == 8601.0
 
 
 def test_a_fake_resolver_never_sends_lock_to_the_network(tmp_path: Path) -> None:

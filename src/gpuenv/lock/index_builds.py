@@ -150,12 +150,17 @@ def remember_index_builds(
     """Read ``base``'s torch page and keep what it lists (``keep``: only what that
     returns, e.g. what the knowledge base lacks), unless read within the hour (run beside
     the resolution; every failure is silent: the cache is a courtesy). An index read
-    with nothing to keep is recorded too, so the next lock within the hour asks nothing."""
+    with nothing to keep is recorded too, and so is one whose page could not be read (a
+    mirror without the flat ``torch/`` page, an index this machine cannot reach), with
+    the builds seen before kept: the next lock within the hour asks nothing (each ask
+    cost every lock an HTTP client's imports and a request)."""
     if base is None or cache_dir is None or recently_read(cache_dir, base, now):
         return
     try:
         builds = builds_on_index(base)
     except (OSError, ValueError):  # a cache or page problem: the cache is a courtesy
         return
-    if builds is not None:
+    if builds is None:
+        record_builds(cache_dir, base, seen_builds(cache_dir, base), now)
+    else:
         record_builds(cache_dir, base, keep(builds) if keep else builds, now)
