@@ -156,3 +156,17 @@ def test_the_install_path_loads_no_activation_writer() -> None:
     import gpuenv.install
 
     assert callable(gpuenv.install.write_activation)
+
+
+def test_reading_a_lock_and_its_groups_loads_no_build_model() -> None:
+    """`install` of a lock without builds reads the lock and its groups: the build model
+    (hashlib's OpenSSL, four dataclasses), the build needs with packaging's requirement
+    parser, uuid and difflib load only where a build, a build need, a fresh folder name
+    or a suggestion is wanted."""
+    modules = _imported_after(
+        "import gpuenv.lock.format, gpuenv.lock.model, gpuenv.lock.extras, gpuenv.store\n"
+        "import gpuenv.knowledge.model, gpuenv.spec"
+    )
+    lazy = {"gpuenv.builds.model", "gpuenv.lock.builds", "packaging.requirements", "uuid"}
+    assert not (lazy | {"difflib"}) & modules, (lazy | {"difflib"}) & modules
+    assert "uuid" not in _imported_after("import gpuenv.builds.cache")

@@ -58,7 +58,6 @@ import os
 import re
 import shutil
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,7 +196,7 @@ class Store:
         trash = self.root / "trash"
         with writing(trash, "the store's trash"):
             trash.mkdir(parents=True, exist_ok=True)
-        doomed = trash / f"{prefix.name}.{uuid.uuid4().hex[:8]}"
+        doomed = trash / f"{prefix.name}.{os.urandom(4).hex()}"
         try:
             prefix.rename(doomed)
         except OSError as exc:
@@ -576,7 +575,7 @@ def _replace_symlink(link: Path, target: Path, *, what: str = "a link") -> None:
     """Point ``link`` at ``target`` in one atomic step (a new link renamed over the old)."""
     with writing(link, what):
         link.parent.mkdir(parents=True, exist_ok=True)
-        temporary = link.with_name(f".{link.name}.{uuid.uuid4().hex[:8]}")
+        temporary = link.with_name(f".{link.name}.{os.urandom(4).hex()}")
         temporary.symlink_to(target)
         try:
             temporary.replace(link)
@@ -725,6 +724,7 @@ def _ignore_project_dir(project: Path) -> None:
         atomic_write_text(
             ignore,
             "# machine-specific links into the gpuenv store\n*\n",
+            durable=False,  # rewritten by the next install when lost: no fsync
             what="the project's .gpuenv/.gitignore",
             hint=f"gpuenv keeps links to its prefixes in {project / PROJECT_DIR}: "
             "make the project directory writable",

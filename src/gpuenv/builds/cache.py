@@ -30,7 +30,6 @@ import re
 import shutil
 import stat
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,7 +127,7 @@ class BuildCache:
     def incoming(self, identity: str) -> Path:
         """A fresh folder to build ``identity``'s entry in."""
         digest = identity.removeprefix("sha256:")
-        folder = self.root / ".incoming" / f"{digest}.{uuid.uuid4().hex[:8]}"
+        folder = self.root / ".incoming" / f"{digest}.{os.urandom(4).hex()}"
         with writing(folder, "the build cache"):
             folder.mkdir(parents=True)
         return folder

@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import traceback
 from typing import TYPE_CHECKING, Any
 
 from gpuenv._redact import redact, redact_data
@@ -61,6 +60,8 @@ def err(text: str) -> None:
 
 
 def _traceback(exc: BaseException) -> None:
+    import traceback  # only for a bug in gpuenv (or -v on one)
+
     sys.stderr.write(redact("".join(traceback.format_exception(exc))))
 
 

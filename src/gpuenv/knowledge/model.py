@@ -6,7 +6,6 @@ Facts constrain; the package index decides what exists. Every value carries the
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
@@ -355,6 +354,8 @@ class KnowledgeBase:
         return best[1] if best else None
 
     def suggest_gpus(self, name: str, limit: int = 3) -> list[str]:
+        import difflib  # only for a name that matched nothing
+
         names = {" ".join(tokens): gpu.name for tokens, gpu in self._aliases()}
         close = difflib.get_close_matches(" ".join(gpu_tokens(name)), list(names), n=limit * 3)
         seen: list[str] = []

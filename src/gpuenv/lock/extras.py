@@ -12,14 +12,17 @@ groups asked for and nothing else (``groups_closure``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-
-from packaging.requirements import InvalidRequirement, Requirement
+from typing import TYPE_CHECKING
 
 from gpuenv.errors import UsageError
-from gpuenv.lock.builds import BuildNeeds
-from gpuenv.lock.model import PipPackage
-from gpuenv.names import normalize_name
-from gpuenv.spec import TORCH_FAMILY, BuildOptions, LocalProject, Spec
+from gpuenv.names import TORCH_FAMILY, normalize_name
+
+# `install` reads the groups only: the build needs (and packaging's requirement parser)
+# load when a lock asks what a local project's build needs.
+if TYPE_CHECKING:
+    from gpuenv.lock.builds import BuildNeeds
+    from gpuenv.lock.model import PipPackage
+    from gpuenv.spec import BuildOptions, LocalProject, Spec
 
 
 def groups(spec: Spec) -> dict[str, tuple[str, ...]]:
@@ -84,6 +87,8 @@ def project_needs(spec: Spec, *, cuda: str | None) -> BuildNeeds:
     """A project compiled against the prefix's torch builds in the prefix: its build
     requirements (torch's family aside: the locked one) are installed there first, and a
     CUDA project needs nvcc."""
+    from gpuenv.lock.builds import BuildNeeds
+
     local = spec.local
     if local is None or not local.package or not _in_prefix(spec):
         return BuildNeeds()
@@ -115,6 +120,8 @@ def _project_build(spec: Spec) -> tuple[LocalProject, BuildOptions | None]:
 
 
 def _name(line: str) -> str | None:
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         return Requirement(line).name
     except InvalidRequirement:

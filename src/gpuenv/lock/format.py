@@ -34,11 +34,10 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuenv import _fs, _toml
 from gpuenv._fs import atomic_write_text
-from gpuenv.builds.model import BuildEntry, BuildInputs, BuildSource, check_entry
 from gpuenv.errors import FileFormatError, InputFileError, LockIntegrityError, UnreadableLockError
 from gpuenv.lock import _integrity
 from gpuenv.lock._table import WHEEL_FACT_KEYS, target_table
@@ -51,6 +50,9 @@ from gpuenv.lock.model import (
     StackSummary,
     WheelFacts,
 )
+
+if TYPE_CHECKING:
+    from gpuenv.builds.model import BuildEntry
 
 LATEST = 2
 LEGACY = 1  # read only for its pins, by `gpuenv lock`
@@ -123,6 +125,8 @@ def _target(name: str, t: dict[str, Any]) -> LockedTarget:
 
 
 def _build(b: dict[str, Any]) -> BuildEntry:
+    from gpuenv.builds.model import BuildEntry, BuildInputs, BuildSource
+
     return BuildEntry(
         name=b["name"],
         version=b["version"],
@@ -153,6 +157,9 @@ def _with_builds(target: LockedTarget, raw: dict[str, Any], file: str) -> Locked
     builds = tuple(_build(b) for b in raw.get("builds", ()))
     if not builds:
         return target
+    # the build model loads with the first lock that has builds (most have none)
+    from gpuenv.builds.model import check_entry
+
     hashes = {p.name: p.sha256 for p in target.pip}
     for entry in builds:
         check_entry(entry, hashes, where=f"{file}: targets.{target.name}")

@@ -13,13 +13,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import unquote, urlsplit
 
 from gpuenv._network import Mirrors
-from gpuenv.builds.model import BuildEntry
 from gpuenv.names import TORCH_FAMILY, normalize_name
+
+if TYPE_CHECKING:  # annotations only: a lock without builds never loads the build model
+    from pathlib import Path
+
+    from gpuenv.builds.model import BuildEntry
 
 
 @dataclass(frozen=True)

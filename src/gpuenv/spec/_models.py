@@ -9,7 +9,6 @@ dotted key, and a "did you mean" hint for misspelt keys.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import types
@@ -536,6 +535,8 @@ Explained = tuple[str, str | None, int]
 
 
 def _unknown_key(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
+    import difflib  # only for a key that is wrong
+
     parent = _model_at(loc[:-1])
     if parent is None:
         return "unknown key", None, 1
