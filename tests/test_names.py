@@ -51,3 +51,33 @@ def test_each_user_takes_the_shared_definitions() -> None:
     assert wheelcheck.FAMILY is names.TRIO and decide.TRIO is names.TRIO
     assert shadowing.PACKAGES is names.TORCH_IMPORTS is _records.STACK
     assert trio.COMPANIONS is names.COMPANIONS
+    from gpuenv.importers import frameworks
+
+    assert frameworks.TRIO is names.TRIO
+
+
+@pytest.mark.parametrize("written", ["pytorch.triton==3.0.0", "PyTorch_Triton", "Torch"])
+def test_the_spec_check_normalises_names_as_pep_503_does(written: str) -> None:
+    """A torch-family package in [pip] is refused however its name is spelt: the check
+    once folded only case and "_", so "pytorch.triton" got through."""
+    from gpuenv.errors import SpecError
+    from gpuenv.knowledge import knowledge_base
+    from gpuenv.spec import parse_spec_text
+
+    text = (
+        '[project]\nname = "demo"\n\n[stack]\npython = "3.11"\ntorch = "2.4.*"\n\n'
+        f'[pip]\ndependencies = ["{written}"]\n\n'
+        '[targets.h100]\ngpu = "H100"\ndriver = "550.54.15"\n'
+    )
+    with pytest.raises(SpecError) as caught:
+        parse_spec_text(text, file="gpuenv.toml", kb=knowledge_base())
+    assert "is chosen by [stack]" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("group", "dev"), [("Docs.Build", True), ("test_unit", True), ("vision", False)]
+)
+def test_dependency_groups_are_named_as_pep_735_normalises_them(group: str, dev: bool) -> None:
+    from gpuenv.importers.pyproject import is_dev_group
+
+    assert is_dev_group(group) is dev

@@ -19,8 +19,7 @@ from gpuenv.importers.merge import Merged, Resolved
 from gpuenv.importers.model import CUDA_EXTENSION
 from gpuenv.knowledge import KnowledgeBase
 from gpuenv.knowledge.foreign import Companion, ForeignKnowledge
-
-TRIO = ("torch", "torchvision", "torchaudio")
+from gpuenv.names import TRIO
 
 # What runs each framework on a current GPU, by companions.toml name (sources there).
 INSTEAD = {

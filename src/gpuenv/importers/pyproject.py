@@ -30,6 +30,7 @@ from gpuenv.importers.model import (
     Origin,
     ReadingBuilder,
 )
+from gpuenv.names import normalize_name
 
 # Optional groups a person reproducing a paper leaves out: tooling, not the environment.
 DEV_GROUPS = frozenset(
@@ -39,7 +40,7 @@ DEV_GROUPS = frozenset(
 
 
 def is_dev_group(name: str) -> bool:
-    return name.lower().replace("_", "-").split("-")[0] in DEV_GROUPS
+    return normalize_name(name).split("-")[0] in DEV_GROUPS
 
 
 def _caret(version: str) -> str:

@@ -15,7 +15,7 @@ from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import line_of
 from gpuenv.errors import SpecProblem
 from gpuenv.knowledge import KnowledgeBase
-from gpuenv.names import TRIO
+from gpuenv.names import TRIO, normalize_name
 from gpuenv.spec import CONDA_TORCH_NAMES, TORCH_FAMILY, Spec, Target
 from gpuenv.spec._render import render_path
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
@@ -197,7 +197,7 @@ def _pip_lists(spec: Spec) -> list[tuple[tuple[str | int, ...], tuple[str, ...]]
 def _check_packages(spec: Spec, found: _Findings) -> None:
     for key, lines in _pip_lists(spec):
         for index, text in enumerate(lines):
-            name = Requirement(text).name.lower().replace("_", "-")
+            name = normalize_name(Requirement(text).name)
             if name in TORCH_FAMILY:
                 in_stack = name in TRIO
                 found.add(

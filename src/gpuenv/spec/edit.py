@@ -18,7 +18,7 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 
 from gpuenv.errors import SpecError, SpecProblem, UsageError
-from gpuenv.names import normalize_name
+from gpuenv.names import TRIO, normalize_name
 from gpuenv.spec import TORCH_FAMILY
 
 
@@ -57,7 +57,7 @@ def check_requirement(line: str) -> str:
     except InvalidRequirement as exc:
         raise UsageError(f"{line!r} is not a requirement: {exc}") from None
     if name in TORCH_FAMILY:
-        trio = name in ("torch", "torchvision", "torchaudio")
+        trio = name in TRIO
         key = f"[stack] {name}" if trio else "[stack] torch"
         raise UsageError(
             f"{name} is chosen by {key} to match each target's CUDA build: it is not added "
