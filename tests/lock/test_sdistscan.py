@@ -9,6 +9,8 @@ import io
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from gpuenv.lock import builds as build_lock
 from gpuenv.lock.model import PipPackage
 from gpuenv.lock.sdistscan import scan, scan_file
@@ -86,3 +88,19 @@ def test_plain_unreadable_or_oversized_sdists_keep_the_isolated_default(tmp_path
     assert scan_file(broken) is None
     wrong = PipPackage("paper-ops", "0.1", plain.url, "0" * 64)  # the hash does not match
     assert scan(wrong, tmp_path / "other") is None
+
+
+def test_the_sdist_is_fetched_once_and_what_cannot_be_had_is_no_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuenv.lock import sdistscan
+
+    package = _sdist(tmp_path, {"setup.py": SETUP})
+    first = scan(package, tmp_path / "cache")
+    Path(package.url.removeprefix("file://")).unlink()
+    assert first is not None and scan(package, tmp_path / "cache") == first, "from the cache"
+    assert scan(package, tmp_path / "empty") is None, "gone at its URL, not in this cache"
+    other = _sdist(tmp_path, {"setup.py": SETUP}, name="other-0.1")
+    monkeypatch.setattr(sdistscan, "MAX_SDIST", 64)
+    assert scan(other, tmp_path / "small") is None, "over the size limit"
+    assert not list((tmp_path / "small").rglob("*.tar.gz")), "nothing half-written is kept"

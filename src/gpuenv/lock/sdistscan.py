@@ -84,13 +84,15 @@ MAX_SDIST = 1 << 30
 
 
 def _fetch(url: str, sha256: str, directory: Path) -> Path | None:
-    """The sdist at ``url`` in ``directory`` (named by its sha256), downloaded once and
-    checked while it is written; None when it cannot be had or does not match."""
-    import hashlib
+    """The sdist at ``url`` in ``directory`` (named by its sha256), downloaded once (by
+    the one artifact downloader, ``gpuenv._fetch``) and checked while it is written; None
+    when it cannot be had or does not match."""
     import os
     import tempfile
-    import urllib.request
     from urllib.parse import unquote, urlsplit
+
+    from gpuenv._fetch import Digests, download
+    from gpuenv.errors import DownloadError
 
     name = unquote(urlsplit(url).path.rsplit("/", 1)[-1]) or "source.tar.gz"
     if "/" in name or name in (".", ".."):
@@ -100,20 +102,15 @@ def _fetch(url: str, sha256: str, directory: Path) -> Path | None:
         return path
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".sdist-", dir=path.parent)
-    digest, size = hashlib.sha256(), 0
+    digests = Digests()
     try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=120) as response:  # noqa: S310 - locked URLs
-            while chunk := response.read(1 << 20):
-                size += len(chunk)
-                if size > MAX_SDIST:
-                    return None
-                digest.update(chunk)
-                out.write(chunk)
-        if digest.hexdigest() != sha256:
+        with os.fdopen(fd, "wb") as out:  # a courtesy scan: one try, no waiting
+            download(url, out, digests, max_size=MAX_SDIST, attempts=1)
+        if digests.sha256 != sha256:
             return None
         Path(tmp).replace(path)
         return path
-    except (OSError, ValueError):
+    except (OSError, ValueError, DownloadError):
         return None
     finally:
         Path(tmp).unlink(missing_ok=True)
