@@ -566,3 +566,91 @@ def test_settle_ends_a_wait_for_the_default_index() -> None:
     resolver.settle()
     waiter.join(10)
     assert waited == [None] and not waiter.is_alive()
+
+
+@pytest.fixture
+def uv_spans(monkeypatch: pytest.MonkeyPatch) -> list[tuple[bool, float, float]]:
+    """Each uv run as (offline, start, end), in the order they ended."""
+    import time
+    from unittest.mock import create_autospec
+
+    from gpuenv import _proc
+    from gpuenv.lock import uv as uv_module
+
+    spans: list[tuple[bool, float, float]] = []
+    real = _proc.run
+
+    def record(argv, **kwargs):
+        start = time.monotonic()
+        try:
+            return real(argv, **kwargs)
+        finally:
+            spans.append(("--offline" in [str(a) for a in argv], start, time.monotonic()))
+
+    monkeypatch.setattr(uv_module._proc, "run", create_autospec(real, side_effect=record))
+    return spans
+
+
+def test_a_request_resolved_minutes_ago_reads_its_artifacts_beside_the_resolution(
+    resolver: UvResolver, pkgindex: PkgIndex, tmp_path: Path, uv_spans: list
+) -> None:
+    """A first resolution reads the artifacts offline after the annotated run (from what
+    it fetched); the same request again within RESOLVED_FRESH reads them beside it, the
+    two uv runs overlapping, with the same answer; an older note is not trusted."""
+    import os
+    import time
+
+    from gpuenv.lock.uv import RESOLVED_FRESH
+
+    request = PipRequest(
+        requirements=("torch==2.4.1", "transformers"),
+        python="3.11",
+        default_index=pkgindex.default_index,
+        torch_index=pkgindex.torch_index("cu124"),
+        cache_dir=tmp_path,  # a cold cache of its own
+    )
+    first = resolver.resolve(request)
+    (online, _, end), (offline, after, _) = uv_spans
+    assert not online and offline and after >= end, "first: one after the other"
+    notes = list((tmp_path / "uv-resolved").iterdir())
+    assert len(notes) == 1 and notes[0].stat().st_mode & 0o777 == 0o600
+
+    uv_spans.clear()
+    assert resolver.resolve(request) == first
+    by_kind = {offline: (start, end) for offline, start, end in uv_spans}
+    assert len(uv_spans) == 2 and set(by_kind) == {True, False}
+    assert by_kind[True][0] < by_kind[False][1], "the offline read started before the end"
+
+    uv_spans.clear()
+    old = time.time() - RESOLVED_FRESH - 60
+    os.utime(notes[0], (old, old))
+    assert resolver.resolve(request) == first
+    (online, _, end), (offline, after, _) = uv_spans
+    assert not online and offline and after >= end, "an old note: one after the other"
+    assert notes[0].stat().st_mtime > old, "and the note is renewed"
+
+
+def test_an_offline_read_beside_that_fails_is_read_again_after(
+    resolver: UvResolver,
+    pkgindex: PkgIndex,
+    tmp_path: Path,
+    uv_spans: list,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """uv's cache emptied since the note (``uv cache clean``): the read beside fails,
+    and the artifacts are read after the resolution as on a first one."""
+    import shutil
+
+    request = PipRequest(
+        requirements=("torch==2.4.1",),
+        python="3.11",
+        default_index=pkgindex.default_index,
+        torch_index=pkgindex.torch_index("cu124"),
+        cache_dir=tmp_path,
+    )
+    first = resolver.resolve(request)
+    shutil.rmtree(tmp_path / "uv")
+    uv_spans.clear()
+    assert resolver.resolve(request) == first
+    kinds = [offline for offline, _, _ in uv_spans]
+    assert sorted(kinds) == [False, True, True], kinds  # beside (failed), then after

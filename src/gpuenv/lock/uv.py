@@ -19,9 +19,12 @@ settings, but with the network ones: proxies, certificates, timeouts):
    index and who required it (the dependency edges); then ``--format pylock.toml``
    gives the target-compatible wheel URLs with their sha256, run ``--offline`` on what
    the first run left in uv's cache (online again only if the cache cannot answer), so
-   each page and metadata file is fetched once. Preferences (existing pins) are seeded
-   in both output files, which uv reads back and keeps where they still fit. Should the
-   two reads ever disagree, the artifacts are read again with every version pinned.
+   each page and metadata file is fetched once. A request resolved before with the same
+   cache minutes ago (``<cache>/uv-resolved``) finds every page there already: its offline
+   read runs beside the annotated one instead of after it. Preferences (existing pins)
+   are seeded in both output files, which uv reads back and keeps where they still fit.
+   Should the two reads ever disagree (the index moved on since the cache was filled),
+   the artifacts are read again with every version pinned.
    A failure to reach an index (name resolution, refused, timeout, TLS, 401/403, 404)
    is a ``NetworkError`` naming the index and URL with the fix that fits, never exit 3.
 3. uv applies sources to direct dependencies only, so a torch-family package pulled in
@@ -38,6 +41,7 @@ import dataclasses
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 import threading
@@ -63,6 +67,7 @@ from gpuenv._network import (
 )
 from gpuenv._redact import redact, redact_url
 from gpuenv.errors import ExternalToolError, NetworkError, NoCompatiblePlan
+from gpuenv.lock._background import Background
 from gpuenv.lock._tags import ARCHES, FOREIGN, foreign_tags, linux_tags, macos_of
 from gpuenv.lock._uv_output import PROJECT_NAME, classify, error_tail, explain_unsatisfiable
 from gpuenv.lock.model import PipPackage, PipRequest
@@ -70,6 +75,8 @@ from gpuenv.names import normalize_name
 
 DEFAULT_TIMEOUT = 600.0
 _MAX_PASSES = 4
+# How long after a resolution the same request's artifacts are read beside it (seconds).
+RESOLVED_FRESH = 600.0
 # The manylinux levels uv's --python-platform accepts, newest first.
 _UV_GLIBC_LEVELS = (40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 28, 17)
 
@@ -271,8 +278,17 @@ class UvResolver:
         annotated, pylock = folder / "resolved.txt", folder / "pylock.toml"
         _seed_preferences(annotated, pylock, run.request.preferences)
         base = self._base_argv(run, project)
-        self._run_uv(run, [*base, "--emit-index-annotation", "--emit-index-url", "-o", annotated])
-        self._cached_then_online(run, [*base, "--format", "pylock.toml", "-o", pylock])
+        annotation = [*base, "--emit-index-annotation", "--emit-index-url", "-o", annotated]
+        artifacts = [*base, "--format", "pylock.toml", "-o", pylock]
+        marker = _resolved_marker(run, promoted)
+        beside = self._offline_beside(run, artifacts, marker)
+        try:
+            self._run_uv(run, annotation)
+        finally:
+            read_beside = beside is not None and _succeeded(beside)  # never left running
+        if not read_beside:
+            self._cached_then_online(run, artifacts)
+        _remember_resolved(marker)
         text = annotated.read_text(encoding="utf-8")
         if run.default is None and self._default_index is None:
             self._default_index = emitted_index_url(text)
@@ -348,6 +364,21 @@ class UvResolver:
             argv += ["--index", f"{extra.name}={extra.url}"]
         return argv
 
+    def _offline_beside(
+        self, run: _Run, argv: list[str | os.PathLike[str]], marker: Path | None
+    ) -> Background[None] | None:
+        """The artifacts read ``--offline`` in a thread beside the annotated run, when this
+        very request was resolved with this cache within ``RESOLVED_FRESH`` seconds
+        (``marker``): uv's cache then holds every page and metadata file the annotated
+        run reads, still fresh for it (an index's pages are cached for minutes: PyPI's
+        for 600 s), so both read the same pages and the two runs overlap instead of
+        following each other. None otherwise (a first resolution: the offline read waits
+        for what the annotated run fetches). Should the two still disagree, ``_resolve``
+        reads the artifacts again, pinned."""
+        if marker is None or not _recent(marker):
+            return None
+        return Background(lambda: self._run_uv(run, [*argv, "--offline"]), name="gpuenv-uv")
+
     def _cached_then_online(self, run: _Run, argv: list[str | os.PathLike[str]]) -> None:
         """``argv`` with ``--offline``: the run before it fetched every page and metadata
         file this one reads, so it needs no network (an index that sends no caching
@@ -420,6 +451,49 @@ def _network_failure(run: _Run, failure: Failure, tail: str, argv: list[str]) ->
         stderr_tail=tail,
         argv=argv,
     )
+
+
+def _resolved_marker(run: _Run, promoted: frozenset[str]) -> Path | None:
+    """Where a resolution of exactly this request (and promoted names) is noted once it
+    succeeded with this cache (None without a cache of gpuenv's own)."""
+    cache = run.request.cache_dir
+    if cache is None:
+        return None
+    import hashlib
+
+    key = hashlib.sha256(repr((run.request, sorted(promoted))).encode()).hexdigest()
+    return cache / "uv-resolved" / key
+
+
+def _recent(marker: Path) -> bool:
+    import time
+
+    try:
+        info = marker.lstat()
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and 0 <= time.time() - info.st_mtime < RESOLVED_FRESH
+
+
+def _remember_resolved(marker: Path | None) -> None:
+    """Note the marker, or renew its time (the cache is a courtesy: a failure to write
+    is ignored)."""
+    if marker is None:
+        return
+    try:
+        marker.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        marker.touch(mode=0o600)  # cache files are private; touch renews the time
+    except OSError:
+        pass
+
+
+def _succeeded(beside: Background[None]) -> bool:
+    """Whether the read beside finished well (it is waited for either way)."""
+    try:
+        beside.result()
+    except Exception:  # noqa: BLE001 - any failure: the artifacts are read again after
+        return False
+    return True
 
 
 def _private_dir(path: Path) -> Path:
