@@ -57,6 +57,7 @@ from gpuenv._network import (
     is_fetchable_url,
     literal_url,
     network_error,
+    pip_indexes,
     uv_environment,
 )
 from gpuenv._progress import Prefixed
@@ -70,7 +71,8 @@ from gpuenv.store import Store, point_project
 if TYPE_CHECKING:
     from gpuenv._fetch import Artifact
     from gpuenv.editable.install import ProjectResult
-    from gpuenv.spec import BuildOptions, LocalProject
+    from gpuenv.lock.options import LockOptions
+    from gpuenv.spec import BuildOptions, LoadedSpec, LocalProject, Spec
 
 Progress = Callable[[str], None]
 
@@ -88,7 +90,7 @@ class InstallRequest:
     # Where each locked URL is fetched from (install --from: files unpacked from an archive).
     sources: ArtifactSources = field(default_factory=ArtifactSources)
     offline: bool = False  # uv may not reach the network (install --from)
-    # The indexes the lock was made from, with credentials (lock.project.install_indexes).
+    # The indexes the lock was made from, with credentials (``request_for``).
     indexes: tuple[Index, ...] = ()
     channels: tuple[str, ...] = ()  # the spec's conda channels, for their credentials
     # The project installed editable after the locked packages ([project] path), and its
@@ -112,6 +114,49 @@ class InstallResult:
     seconds: float
     builds: tuple[BuildOutcome, ...] = ()  # the compiled extensions, built or from the cache
     project: ProjectResult | None = None  # the project, installed editable
+
+
+def request_for(
+    loaded: LoadedSpec,
+    locked: LockedTarget,
+    options: LockOptions | None,
+    sources: ArtifactSources,
+    *,
+    groups: tuple[str, ...] = (),
+) -> InstallRequest:
+    """What installing ``locked`` of the project ``loaded`` asks: the indexes (with their
+    credentials, by the names lock gave uv) and the channels it was locked from, the
+    project itself and ``groups``. ``options`` None: from ``sources`` alone, offline
+    (``install --from``: the archive's artifacts, nothing else)."""
+    spec = loaded.spec
+    base = InstallRequest(
+        target=locked,
+        project=loaded.path.parent.absolute(),
+        env_name=spec.project.name,
+        toolkit=spec.stack.toolkit,
+        sources=sources,
+        offline=options is None,
+    )
+    if options is None:
+        return base
+    local = spec.local
+    return replace(
+        base,
+        indexes=_locked_indexes(spec, locked, options),
+        channels=spec.conda.channels if spec.conda else (),
+        local=local,
+        local_build=spec.pip.build.get(local.name) if local is not None else None,
+        groups=groups,
+    )
+
+
+def _locked_indexes(spec: Spec, target: LockedTarget, options: LockOptions) -> tuple[Index, ...]:
+    """The indexes (and their credentials) ``target`` was locked from, by the names lock
+    gave uv: install declares the same (and the mirrors), so it authenticates exactly
+    as lock did (URL credentials, ``UV_INDEX_<NAME>_*``, netrc, keyring)."""
+    base = options.torch_index or spec.pip.torch_index
+    torch = f"{base.rstrip('/')}/{target.stack.cu_tag}" if base else target.stack.index
+    return pip_indexes(options.index_url or spec.pip.index_url, spec.pip.extra_index_urls, torch)
 
 
 def _uv_binary(request: InstallRequest) -> Path:

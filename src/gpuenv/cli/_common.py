@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING, Any
 from gpuenv.errors import UsageError
 
 if TYPE_CHECKING:
+    from gpuenv.hardware import HardwareFacts
     from gpuenv.lock.model import Lock
+    from gpuenv.lock.options import LockSettings
     from gpuenv.spec import LoadedSpec
 
 
@@ -140,6 +142,27 @@ def hardware_overrides() -> Any:
     from gpuenv.hardware import DetectOverrides
 
     return DetectOverrides.from_environ(os.environ)
+
+
+def detect_machine() -> HardwareFacts:
+    """This machine's hardware facts, detected (with the GPUENV_OVERRIDE_* variables)."""
+    from gpuenv import hardware
+
+    return hardware.detect(overrides=hardware_overrides())
+
+
+def lock_settings() -> LockSettings:
+    """What every command that locks reads from the environment and the configuration,
+    read here once: the index overrides (checked), the cache, the mirrors, detection."""
+    from gpuenv.lock.options import LockSettings
+
+    return LockSettings(
+        torch_index=url_override("GPUENV_TORCH_INDEX"),
+        index_url=url_override("GPUENV_INDEX_URL"),
+        cache_dir=cache_dir(),
+        mirrors=mirrors(),
+        detect=detect_machine,
+    )
 
 
 def mirrors() -> Any:

@@ -143,13 +143,7 @@ def _relock_and_install(
     touched = edit.touched if edit.touched is not None else tuple(loaded.spec.targets)
     lock_path = spec_file.parent / LOCK_FILENAME
     reading = load_lock(lock_path, cache_dir=_common.cache_dir(), legacy_ok=True)
-    asked = LockOptions(
-        targets=touched,
-        torch_index=_common.url_override("GPUENV_TORCH_INDEX"),
-        index_url=_common.url_override("GPUENV_INDEX_URL"),
-        cache_dir=_common.cache_dir(),
-        mirrors=_common.mirrors(),
-    )
+    asked = LockOptions.from_settings(_common.lock_settings(), loaded.spec, targets=touched)
     relock = plan_relock(reading, loaded.spec, asked)
     options = relock.options
     with _progress.display(args) as progress:

@@ -26,8 +26,8 @@ def add_facts_flag(parser: argparse.ArgumentParser) -> None:
 
 def machine_facts(facts_file: str | None = None) -> HardwareFacts:
     """Facts from ``facts_file`` when given, else detected on this machine."""
-    from gpuenv import hardware
-
     if facts_file:
+        from gpuenv import hardware
+
         return hardware.facts_from_json(facts_file)
-    return hardware.detect(overrides=_common.hardware_overrides())
+    return _common.detect_machine()

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from gpuenv.install import InstallResult
     from gpuenv.lock.model import Lock
     from gpuenv.lock.options import LockOptions
-    from gpuenv.spec import BuildOptions, LoadedSpec, Spec
+    from gpuenv.spec import LoadedSpec, Spec
 
 
 def default_groups(spec: Spec) -> tuple[str, ...]:
@@ -32,31 +32,14 @@ def install_locked(
 ) -> list[InstallResult]:
     """Install ``targets`` of a fresh ``lock`` (``gpuenv add`` installs through it too)."""
     from gpuenv._artifacts import ArtifactSources
-    from gpuenv.install import InstallRequest, install_target
-    from gpuenv.lock.project import install_indexes
+    from gpuenv.install import install_target, request_for
 
     store = _common.store()
     results = []
-    project = loaded.path.parent.absolute()
     for name in targets:
         locked = lock.target(name)
         assert locked is not None  # the caller locked every requested target
-        request = InstallRequest(
-            target=locked,
-            project=project,
-            env_name=loaded.spec.project.name,
-            toolkit=loaded.spec.stack.toolkit,
-            indexes=install_indexes(loaded.spec, locked, options),
-            sources=ArtifactSources(mirrors=options.mirrors),
-            channels=loaded.spec.conda.channels if loaded.spec.conda else (),
-            local=loaded.spec.local,
-            local_build=local_build(loaded.spec),
-            groups=groups,
-        )
+        sources = ArtifactSources(mirrors=options.mirrors)
+        request = request_for(loaded, locked, options, sources, groups=groups)
         results.append(install_target(store, request, progress))
     return results
-
-
-def local_build(spec: Spec) -> BuildOptions | None:
-    local = spec.local
-    return spec.pip.build.get(local.name) if local is not None else None

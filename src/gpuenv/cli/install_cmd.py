@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuenv.cli import _common, _hardware, _installing, _output, _progress
+from gpuenv.cli import _common, _installing, _output, _progress
 from gpuenv.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
@@ -102,14 +102,7 @@ def run(args: argparse.Namespace) -> int:
     for name in targets:  # before any relock: a Mac's or a Windows target installs there
         target = loaded.spec.targets[name]
         _foreign.refuse(name, _foreign.platform_of(target.platform, target.gpu), "install")
-    options = LockOptions(
-        targets=targets,
-        torch_index=_common.url_override("GPUENV_TORCH_INDEX"),
-        index_url=_common.url_override("GPUENV_INDEX_URL"),
-        cache_dir=_common.cache_dir(),
-        detected=_hardware.machine_facts() if loaded.spec.uses_detect else None,
-        mirrors=_common.mirrors(),
-    )
+    options = LockOptions.from_settings(_common.lock_settings(), loaded.spec, targets=targets)
     chosen = _groups(args, loaded.spec)
     with _progress.display(args) as progress:
         lock = ensure_lock(
@@ -136,7 +129,7 @@ def _install_from(args: argparse.Namespace) -> int:
     this directory its project if it is none, and install from those files only."""
     from gpuenv import pack
     from gpuenv.cli._pack_progress import progress_display
-    from gpuenv.install import InstallRequest, install_target, is_current, record_lock_state
+    from gpuenv.install import install_target, is_current, record_lock_state, request_for
     from gpuenv.knowledge import knowledge_base
     from gpuenv.spec import load_spec
 
@@ -164,14 +157,7 @@ def _install_from(args: argparse.Namespace) -> int:
         for name in _targets(args, loaded.spec, list(unpacked.targets)):
             locked = unpacked.lock.target(name)
             assert locked is not None  # unpack checked every packed target against the lock
-            request = InstallRequest(
-                target=locked,
-                project=spec_file.parent.absolute(),
-                env_name=loaded.spec.project.name,
-                toolkit=loaded.spec.stack.toolkit,
-                sources=unpacked.sources(),
-                offline=True,
-            )
+            request = request_for(loaded, locked, None, unpacked.sources())
             with _progress.display(args) as progress:
                 results.append(install_target(store, request, progress))
     except BaseException:
@@ -200,20 +186,17 @@ def _verify(
     """Run the probe in each installed prefix and record the outcome (gpuenv verify)."""
     from gpuenv import runtime
     from gpuenv._progress import Prefixed
-    from gpuenv.verify.target import verify_target
+    from gpuenv.verify.target import verify_locked
 
     outcome = {}
     for result in results:
         selected = runtime.select(project, result.target)  # the pointer install just set
-        locked = lock.target(result.target)
-        assert locked is not None
         with _progress.display(args) as progress:
-            verification = verify_target(
+            verification = verify_locked(
                 selected,
-                locked,
+                lock.target(result.target),
                 kb,
-                extra=spec.verify.extra,
-                timeout=float(spec.verify.timeout),
+                spec.verify,
                 progress=Prefixed(progress, f"{result.target}: "),
             )
         outcome[result.target] = verification.result.passed

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuenv.cli import _common, _hardware, _output, _progress
+from gpuenv.cli import _common, _output, _progress
 
 # PEP 508's project name (case-insensitive, as uv reads --upgrade-package's names)
 _PROJECT_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
@@ -109,15 +109,12 @@ def _run(args: argparse.Namespace, fresh: tuple[str, str] | None) -> int:
         unreadable = None
     else:
         reading, unreadable = read_for_relock(lock_path, cache_dir=_common.cache_dir())
-    options = LockOptions(
+    options = LockOptions.from_settings(
+        _common.lock_settings(),
+        loaded.spec,
         targets=tuple(args.target) if args.target else None,
         upgrade=args.upgrade,
         upgrade_packages=tuple(normalize_name(n) for n in args.upgrade_package or ()),
-        torch_index=_common.url_override("GPUENV_TORCH_INDEX"),
-        index_url=_common.url_override("GPUENV_INDEX_URL"),
-        cache_dir=_common.cache_dir(),
-        detected=_hardware.machine_facts() if loaded.spec.uses_detect else None,
-        mirrors=_common.mirrors(),
     )
     digest = data_digest()
     if args.check:

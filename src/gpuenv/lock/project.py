@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 from packaging.version import Version
 
-from gpuenv._network import Index, pip_indexes
 from gpuenv._progress import failed
 from gpuenv.errors import ExternalToolError, NetworkError, UnreadableLockError
 from gpuenv.lock._pypi_route import with_pypi_route
@@ -319,15 +318,6 @@ def partial_lock_error(result: LockResult, *, lock_path: Path, written: bool) ->
             },
         },
     )
-
-
-def install_indexes(spec: Spec, target: LockedTarget, options: LockOptions) -> tuple[Index, ...]:
-    """The indexes (and their credentials) ``target`` was locked from, by the names lock
-    gave uv: install declares the same (and the mirrors), so it authenticates exactly
-    as lock did (URL credentials, ``UV_INDEX_<NAME>_*``, netrc, keyring)."""
-    base = options.torch_index or spec.pip.torch_index
-    torch = f"{base.rstrip('/')}/{target.stack.cu_tag}" if base else target.stack.index
-    return pip_indexes(options.index_url or spec.pip.index_url, spec.pip.extra_index_urls, torch)
 
 
 def _newest_torch_on_index(

@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuenv.knowledge import KnowledgeBase
 from gpuenv.lock.model import LockedTarget
@@ -17,6 +18,9 @@ from gpuenv.verify._run import run_probe
 from gpuenv.verify.gate import machine_fingerprint
 from gpuenv.verify.model import Expectations, ProbeResult
 from gpuenv.verify.record import VerificationRecord, make_record, write_record
+
+if TYPE_CHECKING:
+    from gpuenv.spec import Verify
 
 
 @dataclass(frozen=True)
@@ -121,7 +125,6 @@ def verify_installed(
 
     Raises ``NotInstalled`` when the prefix is missing or is not the lock's build."""
     from gpuenv import runtime
-    from gpuenv.errors import NotInstalled
     from gpuenv.knowledge import knowledge_base
     from gpuenv.lock.format import LOCK_FILENAME, read_lock
     from gpuenv.spec import load_spec
@@ -135,17 +138,37 @@ def verify_installed(
         spec_file.parent / LOCK_FILENAME, cache_dir=cache_dir, targets=[selected.target]
     )
     locked = lock.target(selected.target) if lock else None
+    verification = verify_locked(
+        selected, locked, kb, loaded.spec.verify, timeout=timeout, progress=progress
+    )
+    return selected, verification
+
+
+def verify_locked(
+    selected: Selected,
+    locked: LockedTarget | None,
+    kb: KnowledgeBase,
+    settings: Verify,
+    *,
+    timeout: float | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> TargetVerification:
+    """The prefix ``selected``, checked to be the build of ``locked`` (``NotInstalled``
+    when it is not, or nothing is locked), probed with the spec's ``[verify]`` settings
+    (``timeout`` None: the spec's) and recorded (``verify_target``): ``verify_installed``
+    and ``gpuenv install --verify``."""
+    from gpuenv.errors import NotInstalled
+
     if locked is None or locked.content_hash != selected.marker.lock_hash:
         raise NotInstalled(
             f"target {selected.target}: the installed prefix does not match gpuenv.lock",
             hint=f"run 'gpuenv install --target {selected.target}' first",
         )
-    verification = verify_target(
+    return verify_target(
         selected,
         locked,
         kb,
-        extra=loaded.spec.verify.extra,
-        timeout=timeout or float(loaded.spec.verify.timeout),
+        extra=settings.extra,
+        timeout=timeout or float(settings.timeout),
         progress=progress,
     )
-    return selected, verification
