@@ -170,3 +170,7 @@ def test_reading_a_lock_and_its_groups_loads_no_build_model() -> None:
     lazy = {"gpuenv.builds.model", "gpuenv.lock.builds", "packaging.requirements", "uuid"}
     assert not (lazy | {"difflib"}) & modules, (lazy | {"difflib"}) & modules
     assert "uuid" not in _imported_after("import gpuenv.builds.cache")
+    # install's lock check: what locks a target, and what hashes a spec's inputs, load
+    # only when a lock is written or judged in full (not for a lock found fresh before)
+    relocking = {"gpuenv.lock.target", "gpuenv.lock.builds", "packaging.requirements"}
+    assert not relocking & _imported_after("import gpuenv.lock.project, gpuenv.lock.inputs")

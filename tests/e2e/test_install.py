@@ -68,6 +68,51 @@ def test_frozen_refuses_a_stale_lock_and_a_plain_install_relocks(
     assert lock is not None and lock.targets["cpu"].pip_package("transformers").version == "4.44.2"
 
 
+def test_an_install_of_a_lock_found_fresh_before_hashes_nothing_again(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    """install judges the lock as `lock --check --target` does and leaves the same note
+    (lock._fresh): the next install of the same bytes does not hash the spec's inputs
+    again (the build declarations and packaging's requirement parser are not even
+    imported), `lock --check --target cpu` answers from the note, and a spec changed
+    since is judged in full (--frozen refuses it)."""
+    project = make_project()
+    project.gpuenv("lock", check=True)
+    probe = (
+        "import sys\n"
+        "from gpuenv.cli import main\n"
+        "code = main(['install', '--target', 'cpu', '--frozen', '--json'])\n"
+        "print(code, ' '.join(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+
+    def install() -> set[str]:
+        out = subprocess.run(
+            [sys.executable, "-c", probe],
+            cwd=project.dir,
+            env=project.env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        code, *loaded = out.stderr.splitlines()[-1].split()
+        assert code == "0", out.stderr
+        return set(loaded)
+
+    hashing = {"gpuenv.lock.builds", "packaging.requirements"}
+    first, second = install(), install()
+    assert hashing <= first, "the first install checks the lock in full"
+    assert not hashing & second, "the same bytes again: the note answers"
+    assert "gpuenv.lock.target" not in first | second, "nothing is relocked"
+    notes = Path(project.env["XDG_CACHE_HOME"]) / "gpuenv" / "lock-check"
+    assert len(list(notes.iterdir())) == 1
+    check = project.gpuenv("lock", "--check", "--target", "cpu", check=True)
+    assert "up to date" in check.stderr
+    assert len(list(notes.iterdir())) == 1, "the same note: the check found it"
+    project.spec.write_text(spec_text(pkgindex, deps='"transformers==4.44.2"'))
+    frozen = project.gpuenv("install", "--target", "cpu", "--frozen")
+    assert frozen.returncode == 1 and "out of date" in frozen.stderr, frozen.stderr
+
+
 def test_several_targets_need_a_choice(make_project: Callable[..., Project]) -> None:
     result = make_project().gpuenv("install")
     assert result.returncode == 2

@@ -59,13 +59,11 @@ def backends() -> tuple[PipResolver, CondaSolver]:
 
 def _fresh_key(args: argparse.Namespace) -> tuple[str, str] | None:
     """(gpuenv's cache, the name of this check of these bytes) for ``lock._fresh``."""
-    from gpuenv.knowledge._data import BUILD_FILES, data_digest, files_digest
+    from gpuenv.knowledge._data import data_digest
     from gpuenv.lock import _fresh
 
     cache = _common.cache_dir()
-    # the build knowledge (packages.toml & co.) makes a lock with builds stale too: its
-    # digest is gpuenv.builds.knowledge.digest(), without importing that module's model
-    digest = data_digest() + files_digest(BUILD_FILES)
+    digest = _fresh.check_digest(data_digest())
     name = _fresh.key(str(_common.spec_path(args)), digest, args.target) if cache else None
     return (str(cache), name) if cache and name else None
 

@@ -33,6 +33,15 @@ _DIR = "lock-check"
 _FORMAT = b"fresh-2"  # markers of format 1 listed no project files: never believed
 
 
+def check_digest(kb_digest: str) -> str:
+    """The digest a check depends on: the knowledge base's (``data_digest``) and the
+    build knowledge's (packages.toml & co. make a lock with builds stale too: the digest
+    ``gpuenv.builds.knowledge.digest()`` gives, without importing that module's model)."""
+    from gpuenv.knowledge._data import BUILD_FILES, files_digest
+
+    return kb_digest + files_digest(BUILD_FILES)
+
+
 def key(spec: str, digest: str, targets: list[str] | None) -> str | None:
     """What names a check of ``spec`` and the lock beside it (None: unreadable)."""
     from gpuenv import __version__

@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING
 from gpuenv._network import literal_url
 from gpuenv._redact import redact_url
 from gpuenv.errors import CheckFailed
-from gpuenv.lock import builds as build_lock
-from gpuenv.lock import extras
 from gpuenv.lock.format import LATEST
 from gpuenv.lock.model import Lock, StackSummary
 from gpuenv.lock.options import LockOptions
@@ -36,6 +34,11 @@ if TYPE_CHECKING:
 def input_hash(spec: Spec, target: str, kb_digest: str) -> str:
     """What a target's lock depends on: the stack, the target's table, [pip], [conda],
     the lock format and the knowledge base. Not the project name, not [verify]."""
+    # the build declarations (and packaging's requirement parser) load only to hash:
+    # `install` of a lock found fresh before never hashes (``lock._fresh``)
+    from gpuenv.lock import builds as build_lock
+    from gpuenv.lock import extras
+
     t = spec.targets[target]
     # With one torch for all targets, every taking-part target's hardware decides it.
     shared = spec.stack.same_torch and t.torch is None

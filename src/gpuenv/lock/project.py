@@ -21,11 +21,9 @@ from packaging.version import Version
 
 from gpuenv._progress import failed
 from gpuenv.errors import ExternalToolError, NetworkError, UnreadableLockError
-from gpuenv.lock._pypi_route import with_pypi_route
 from gpuenv.lock.inputs import out_of_date, relock_basis
 from gpuenv.lock.model import CondaSolver, Lock, LockedTarget, PipResolver
 from gpuenv.lock.options import LockOptions
-from gpuenv.lock.target import Backends, expected_requests, lock_target
 from gpuenv.spec import LoadedSpec, Spec
 
 if TYPE_CHECKING:
@@ -148,6 +146,10 @@ def lock_project(
     from gpuenv.lock._share import shared_conda, shared_pip
 
     shared = shared_pip(pip)  # identical requests: once; distinct ones side by side
+    # what locks a target loads here: `install` of a fresh lock never needs it
+    from gpuenv.lock._pypi_route import with_pypi_route
+    from gpuenv.lock.target import Backends, expected_requests, lock_target
+
     shared.prefetch(expected_requests(loaded, kb, existing, options, selected))
     backends = Backends(shared, shared_conda(conda))
     targets: dict[str, LockedTarget] = {}
@@ -203,12 +205,17 @@ def ensure_lock(
     from gpuenv.errors import CheckFailed
     from gpuenv.lock.format import load_lock
 
+    fresh = _fresh_name(loaded, lock_path, options, kb_digest)  # before the bytes are read
     reading = load_lock(lock_path, cache_dir=options.cache_dir, legacy_ok=not frozen)
     wanted = options.targets or tuple(loaded.spec.targets)
     if frozen and reading is not None:
         reading.require(wanted)
+    if reading is not None and fresh is not None and _known_fresh(*fresh):
+        return reading.lock
     relevant = out_of_date(loaded, knowledge, reading, kb_digest=kb_digest, options=options)
     if not relevant and reading is not None:
+        if fresh is not None and _fresh_name(loaded, lock_path, options, kb_digest) == fresh:
+            _remember_fresh(loaded, *fresh)  # no byte moved while it was checked
         return reading.lock
     if frozen:
         lines = [f"{name}: {'; '.join(why)}" for name, why in sorted(relevant.items())]
@@ -228,6 +235,39 @@ def ensure_lock(
         progress=progress,
     )
     return result.lock
+
+
+def _fresh_name(
+    loaded: LoadedSpec, lock_path: Path, options: LockOptions, kb_digest: str
+) -> tuple[str, str] | None:
+    """(cache, name) of the ``lock --check --target ...`` of the same bytes and targets
+    (``lock._fresh``): what ``ensure_lock`` checks is exactly that check, so a marker
+    either leaves answers for both. None where no marker can answer: no cache, every
+    target (that check also looks for dropped targets), a "detect" target, a lock
+    elsewhere than beside the spec."""
+    from gpuenv.lock import _fresh
+
+    spec = loaded.spec
+    if options.cache_dir is None or not options.targets or spec.uses_detect:
+        return None
+    if lock_path.absolute() != loaded.path.absolute().parent / _fresh.LOCK_FILENAME:
+        return None
+    digest = _fresh.check_digest(kb_digest)
+    name = _fresh.key(str(loaded.path), digest, list(options.targets))
+    return (str(options.cache_dir), name) if name else None
+
+
+def _known_fresh(cache: str, name: str) -> bool:
+    from gpuenv.lock import _fresh
+
+    return _fresh.known_fresh(cache, name)
+
+
+def _remember_fresh(loaded: LoadedSpec, cache: str, name: str) -> None:
+    from gpuenv.lock import _fresh
+    from gpuenv.spec._local import project_files
+
+    _fresh.remember_fresh(cache, name, project_files(loaded))
 
 
 def lock_and_write(
