@@ -104,15 +104,37 @@ mmdet==2.20.0
 
 
 @pytest.mark.parametrize("target", ["h100", "rtx4090", "cpu"])
-def test_an_mmdet_that_does_not_accept_the_written_mmcv_full_is_reported(
+def test_an_mmdet_that_does_not_accept_the_written_mmcv_full_moves_with_it(
     run_import: Callable[..., Imported], tmp_path: Path, target: str
 ) -> None:
+    # mmdet 2.20 accepts mmcv-full up to 1.5.0; 2.25.0 is its oldest release accepting 1.7.0
     imported = run_import(_write(tmp_path, MMDET), target=target)
+    assert imported.result.code == 0, imported.result.out
+    mmdet = imported.entries("changed")["mmdet"]
+    assert (mmdet["from"], mmdet["to"], mmdet["risk"]) == ("2.20.0", "2.25.0", "medium")
+    assert mmdet["why"] == (
+        "mmdet 2.20.0 accepts mmcv-full<=1.5.0,>=1.3.17, and mmcv-full is written 1.7.0; "
+        "2.25.0 is the oldest mmdet release that accepts it (mmcv-full<=1.7.0,>=1.3.17)"
+    )
+    assert mmdet["unverified_fact"] is True
+    text = imported.spec.read_text()
+    assert '"mmdet==2.25.0", # requirements.txt:5 mmdet==2.20.0 → 2.25.0: ' in text
+
+
+def test_an_mmdet_that_cannot_follow_its_mmcv_is_reported(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # torch 2.1 takes mmcv-full 1.7.0 to its successor mmcv 2.2.0, which no mmdet 2.x
+    # accepts: the family cannot move together, and mmdet keeps the paper's pin.
+    text = "torch==2.1.2\nmmcv-full==1.7.0\nmmdet==2.20.0\n"
+    imported = run_import(_write(tmp_path, text), target="h100")
     assert imported.result.code == 0, imported.result.out
     mmdet = imported.entries("kept")["mmdet"]
     assert mmdet["risk"] == "high"
-    assert "mmdet 2.20.0 accepts mmcv-full<=1.5.0,>=1.3.17" in mmdet["risk_detail"]
-    assert "this family cannot move together" in mmdet["risk_detail"]
+    assert mmdet["risk_detail"] == (
+        "mmdet 2.20.0 accepts mmcv-full<=1.5.0,>=1.3.17, and mmcv-full is written as mmcv 2.2.0: "
+        "this family cannot move together; mmdet checks the version at import and fails"
+    )
     assert '"mmdet==2.20.0"' in imported.spec.read_text()
 
 
@@ -128,24 +150,24 @@ def test_an_mmdet_that_accepts_the_written_mmcv_full_carries_no_family_risk(
     assert "family" not in (mmdet.get("risk_detail") or "")
 
 
-def test_an_mmdet_beside_a_range_moved_past_what_it_accepts_is_reported(
+def test_an_mmdet_beside_a_range_moved_past_what_it_accepts_moves_too(
     run_import: Callable[..., Imported], tmp_path: Path
 ) -> None:
     # mmcv-full>=1.7 is written 1.7.0 by the companion move: mmdet 2.20 does not accept it.
     text = "torch==1.10.0\nmmcv-full>=1.7\nmmdet==2.20.0\n"
     imported = run_import(_write(tmp_path, text), target="h100")
     assert imported.result.code == 0, imported.result.out
-    mmdet = imported.entries("kept")["mmdet"]
-    assert mmdet["risk"] == "high"
-    assert "mmcv-full is written 1.7.0" in mmdet["risk_detail"]
+    mmdet = imported.entries("changed")["mmdet"]
+    assert mmdet["to"] == "2.25.0"
+    assert "mmcv-full is written 1.7.0" in mmdet["why"]
 
 
 @pytest.mark.parametrize("target", ["h100", "rtx4090", "cpu"])
 def test_mmcv_full_written_beside_its_successor_mmcv_is_reported(
     run_import: Callable[..., Imported], tmp_path: Path, target: str
 ) -> None:
-    # mmcv 1.4.0 moves to 2.0.0 with torch; mmcv-full 1.7.0 beside it installs the same
-    # importable 'mmcv': the report says only one can be kept.
+    # mmcv 1.4.0 (the pure-Python lite package, kept as pinned) and mmcv-full 1.7.0 beside
+    # it install the same importable 'mmcv': the report says only one can be kept.
     imported = run_import(_write(tmp_path, MMDET), target=target)
     assert imported.result.code == 0, imported.result.out
     report = imported.report

@@ -75,7 +75,7 @@ def nearest(
 ) -> CompanionRelease | None:
     """The release entry that fits ``target`` nearest to ``version``: the oldest at or
     above it, else the newest below it (unpinned: the newest that fits)."""
-    fitting = [r for r in companion.releases if _fits(r, target)]
+    fitting = [r for r in companion.releases if _fits(r, target) and not r.plain]
     if not fitting:
         return None
     if version is None:
@@ -183,7 +183,7 @@ def wheel_page(
     companion: Companion, resolved: Resolved, target: Target, successor: Companion | None
 ) -> Move:
     """mmcv, PyG: wheels per (torch, CUDA) on a find-links page."""
-    version = resolved.exact
+    version, label = _unlabelled(resolved.exact)
     current = companion.release_of(version) if version else None
     name, chosen = companion.name, version
     why = f"built for torch {target.torch}"
@@ -197,29 +197,64 @@ def wheel_page(
             why = f"no {companion.name} release is known to support torch {target.torch}"
         else:
             chosen = found.landing
-            moved_from = str(version) if version else "any"
+            moved_from = str(resolved.exact) if version else "any"
             why = f"{chosen} is the {name} release with wheels for torch {target.torch}"
     page = companion.page_for(target.torch, target.build)
     build_why = f"{why}; gpuenv's lock cannot read its wheel page yet" + (
         f" ({page})" if page else ""
     )
+    if label is not None:
+        build_why += f"; {_label_why(label, target)}"
+        moved_from = moved_from or str(resolved.exact)
     entry = _build_entry(resolved, chosen, target, build_why, companion)
     if moved_from is not None:
         risk = HIGH if name != companion.name else MEDIUM
         text = companion.note if name != companion.name else "another release: its ops may differ"
+        if name == companion.name and chosen == version:
+            text = "the same release, compiled here instead of the prebuilt wheel"
         entry = Entry(
             NEEDS_BUILD,
             companion.name,
             entry.why,
             origin=entry.origin,
             was=moved_from,
-            now=f"{name} {chosen}",
+            now=f"{name} {chosen}" if name != companion.name or chosen != version else str(chosen),
             nvcc=entry.nvcc,
             risk=risk,
             risk_text=text,
             unverified=entry.unverified,
         )
     return Move(entry, _requirement(resolved, chosen, name), True)
+
+
+# PyG's wheel labels: +pt113cu117 is torch 1.13 with CUDA 11.7, +pt20cpu torch 2.0 on CPU.
+_PYG_LABEL = re.compile(r"^pt(?P<major>\d)(?P<minor>\d+)(?P<build>cu\d+|cpu)$")
+
+
+def _unlabelled(version: Version | None) -> tuple[Version | None, str | None]:
+    """``2.1.0+pt113cu117`` -> (2.1.0, "pt113cu117"): a local label names one wheel on a
+    find-links page; a source build (what the lock makes) carries none."""
+    if version is None or version.local is None:
+        return version, None
+    return Version(version.public), version.local
+
+
+def _label_why(label: str, target: Target) -> str:
+    match = _PYG_LABEL.match(label)
+    if match is None:
+        return f"its +{label} label names a wheel the lock cannot fetch: written without it"
+    series = f"{match['major']}.{match['minor']}"
+    build = match["build"]
+    here = f"{target.torch.major}.{target.torch.minor}"
+    if (series, build) == (here, target.build):
+        return (
+            f"its +{label} wheel (torch {series}, {build}) matches this torch, but only that "
+            "page has it: written without the label, built from source"
+        )
+    return (
+        f"its +{label} wheel was built for torch {series} with {build}, not torch "
+        f"{target.label}: written without the label, built for this torch"
+    )
 
 
 def source(companion: Companion, resolved: Resolved, target: Target) -> Move:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
@@ -52,8 +53,13 @@ from gpuenv.importers.report import (
 from gpuenv.importers.report import UNMANAGED as UNMANAGED_ENTRY
 from gpuenv.importers.torch_choice import Choice, PaperTorch, Planning, choose
 from gpuenv.knowledge import DriverCompat, KnowledgeBase
-from gpuenv.knowledge.foreign import ForeignKnowledge, TorchConstraint
-from gpuenv.names import COMPANIONS, TRIO
+from gpuenv.knowledge.foreign import (
+    Companion,
+    CompanionRequirement,
+    ForeignKnowledge,
+    TorchConstraint,
+)
+from gpuenv.names import COMPANIONS, TRIO, normalize_name
 from gpuenv.plan import TargetPlan, spec_text
 from gpuenv.spec import Target
 from gpuenv.versions import DriverVersion, VersionFormatError
@@ -924,7 +930,7 @@ def _packages(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
         if name in TRIO:
             continue
         companion = fk.companion(moves.companion_name(name))
-        if companion is None:
+        if companion is None or _plain_release(companion, resolved):
             _plain(d, resolved, fk)
             continue
         successor = fk.companion(companion.successor) if companion.successor else None
@@ -941,11 +947,35 @@ def _packages(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
     _family(d, merged, fk)
 
 
+def _gpu_only(d: Decision, fk: ForeignKnowledge) -> None:
+    """On a CPU target, a written package that needs an NVIDIA GPU is named, high risk."""
+    if not d.plan.hardware.cpu:
+        return
+    for i, entry in enumerate(d.entries):
+        found = fk.gpu_only_for(entry.package) if entry.package else None
+        if found is None or entry.kind not in (KEPT, CHANGED) or entry.risk >= HIGH:
+            continue
+        d.entries[i] = replace(
+            entry,
+            risk=HIGH,
+            risk_text=f"{found.what}: the target has no GPU",
+            unverified=entry.unverified or found.fact.unverified,
+        )
+
+
 def _old_sdists(d: Decision, fk: ForeignKnowledge) -> None:
     """Old sdists that need an old setuptools: a [pip.build.<name>] table each, its
     comment saying why (``importers.old_sdists``)."""
     pip = [line.text for line in d.pip]
     d.builds = old_sdists.apply(pip, d.entries, fk, gpu=not d.plan.hardware.cpu)
+
+
+def _plain_release(companion: Companion, resolved: Resolved) -> bool:
+    """A pin of releases that are not tied to torch (mmcv 1.x, the pure-Python "lite"
+    package): an ordinary requirement."""
+    version = resolved.exact
+    release = companion.release_of(Version(version.public)) if version else None
+    return release is not None and release.plain
 
 
 def _family(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
@@ -970,6 +1000,13 @@ def _family(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
                         f"importable package ({why}): keep one"
                     ),
                 )
+    _requirements(d, merged, fk)
+
+
+def _requirements(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
+    """Each family member's accepted range of another (companions.toml's
+    ``companion_requirement``), checked on the versions written: the member moves with
+    it where a later release accepts it, else its entry says the family cannot."""
     for rule in fk.companion_requirements:
         member, other = merged.packages.get(rule.package), merged.packages.get(rule.requires)
         if member is None or other is None or member.exact is None:
@@ -984,6 +1021,9 @@ def _family(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
             version = other.exact
         if version is None or rule.specifier.contains(version, prereleases=True):
             continue
+        if _member_moves(d, member, rule, version, fk):
+            continue
+        shown = _as_written(written, version, rule.requires)
         for i, entry in enumerate(d.entries):
             if entry.package == rule.package:
                 d.entries[i] = replace(
@@ -991,11 +1031,78 @@ def _family(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
                     risk=HIGH,
                     risk_text=(
                         f"{rule.package} {member.exact} accepts {rule.requires}{rule.specifier}, "
-                        f"and {rule.requires} is written {version}: this family cannot move "
+                        f"and {rule.requires} is written {shown}: this family cannot move "
                         f"together; {rule.package} checks the version at import and fails"
                     ),
                     unverified=entry.unverified or rule.fact.unverified,
                 )
+
+
+def _as_written(written: str | None, version: Version, name: str) -> str:
+    """ "2.2.0", or "as mmcv 2.2.0" when companion ``name`` moved to its successor."""
+    if written and " " in written and not written.startswith(("==", f"{name} ")):
+        return f"as {written}"
+    return str(version)
+
+
+def _floor(specifier: SpecifierSet) -> Version | None:
+    floors = [Version(s.version) for s in specifier if s.operator in (">=", "==")]
+    return min(floors) if floors else None
+
+
+def _member_moves(
+    d: Decision,
+    member: Resolved,
+    rule: CompanionRequirement,
+    written: Version,
+    fk: ForeignKnowledge,
+) -> bool:
+    """A kept family member (mmdet 2.20) that does not accept its companion's written
+    version (mmcv-full 1.7.0) moves to the oldest later release that does (mmdet 2.25.0),
+    when the data knows one; False when it cannot move."""
+    exact = member.exact
+    at = next(
+        (i for i, e in enumerate(d.entries) if e.package == rule.package and e.kind == KEPT), None
+    )
+    if exact is None or at is None:
+        return False
+    later = [
+        (floor, r)
+        for r in fk.companion_requirements
+        if r.package == rule.package
+        and r.requires == rule.requires
+        and r.specifier.contains(written, prereleases=True)
+        and (floor := _floor(r.version)) is not None
+        and floor > exact
+    ]
+    if not later:
+        return False
+    floor, found = min(later, key=lambda pair: pair[0])
+    entry = Entry(
+        CHANGED,
+        rule.package,
+        f"{rule.package} {exact} accepts {rule.requires}{rule.specifier}, and {rule.requires} "
+        f"is written {written}; {floor} is the oldest {rule.package} release that accepts it "
+        f"({rule.requires}{found.specifier})",
+        origin=member.ask.origin,
+        was=str(exact),
+        now=str(floor),
+        risk=MEDIUM,
+        risk_text="another release of the package: its API and results may differ",
+        unverified=rule.fact.unverified or found.fact.unverified,
+    )
+    d.entries[at] = entry
+    for i, line in enumerate(d.pip):
+        if _line_name(line.text) == rule.package:
+            d.pip[i] = Line(_requirement_of(member, f"=={floor}"), entry.comment())
+    return True
+
+
+def _line_name(text: str) -> str | None:
+    try:
+        return normalize_name(Requirement(text).name)
+    except InvalidRequirement:
+        return None
 
 
 # --- notes, facts, the project itself --------------------------------------------------
@@ -1316,6 +1423,7 @@ def decide(
     d.stack["cuda"] = plan.cuda or "auto"
     d.stack_comments["cuda"] = _cuda_comment(merged, plan, d)
     _packages(d, merged, fk)
+    _gpu_only(d, fk)
     _old_sdists(d, fk)
     _extension(d, merged)
     _toolkit(d, merged)

@@ -163,6 +163,7 @@ class RawCompanionRelease(_Sourced):
     version: Pep440
     latest: Pep440 | None = None
     torch: Specifier
+    plain: bool = False
     nvcc: Specifier | None = None
     gpu_min: CC | None = None
     gpu_max: CC | None = None
@@ -221,6 +222,11 @@ class RawTorchChange(_Sourced):
     what: str
 
 
+class RawGpuOnly(_Sourced):
+    pattern: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._*-]*$")]
+    what: str
+
+
 class RawCompanionsFile(_Strict):
     schema_version: int = Field(alias="schema")
     companion: list[RawCompanion]
@@ -228,6 +234,7 @@ class RawCompanionsFile(_Strict):
     torch_constraint: list[RawTorchConstraint]
     torch_change: list[RawTorchChange]
     companion_requirement: list[RawCompanionRequirement] = Field(default_factory=list)
+    gpu_only: list[RawGpuOnly] = Field(default_factory=list)
 
 
 # --- old_sdists.toml ---------------------------------------------------------------------

@@ -71,6 +71,7 @@ class CompanionRelease:
     gpu_min: ComputeCapability | None
     gpu_max: ComputeCapability | None
     fact: Sourced
+    plain: bool = False  # these releases are not tied to torch: an ordinary requirement
 
     @property
     def landing(self) -> Version:
@@ -164,6 +165,15 @@ class TorchChange:
 
 
 @dataclass(frozen=True)
+class GpuOnly:
+    """Packages (a glob of PyPI names) that do nothing without an NVIDIA GPU."""
+
+    pattern: str
+    what: str
+    fact: Sourced
+
+
+@dataclass(frozen=True)
 class BuildTool:
     """A build tool release that still ships a module old setup.py files import."""
 
@@ -204,6 +214,7 @@ class ForeignKnowledge:
     torch_constraints: tuple[TorchConstraint, ...]
     torch_changes: tuple[TorchChange, ...]
     companion_requirements: tuple[CompanionRequirement, ...] = ()
+    gpu_only: tuple[GpuOnly, ...] = ()
     build_tools: dict[str, BuildTool] = field(default_factory=dict)  # by module provided
     old_sdists: tuple[OldSdist, ...] = ()
 
@@ -243,6 +254,9 @@ class ForeignKnowledge:
 
     def constraints_for(self, torch: Version) -> list[TorchConstraint]:
         return [c for c in self.torch_constraints if c.torch.contains(torch, prereleases=True)]
+
+    def gpu_only_for(self, name: str) -> GpuOnly | None:
+        return next((g for g in self.gpu_only if fnmatch.fnmatchcase(name, g.pattern)), None)
 
     def old_sdist(self, name: str, version: Version) -> OldSdist | None:
         """The entry saying ``name`` ``version``'s sdist needs an old build tool."""
@@ -285,6 +299,7 @@ def _release(raw: Raw) -> CompanionRelease:
         gpu_min=_cc(raw.get("gpu_min")),
         gpu_max=_cc(raw.get("gpu_max")),
         fact=_sourced(raw),
+        plain=bool(raw.get("plain")),
     )
 
 
@@ -377,6 +392,9 @@ def _packages(raw: Raw) -> dict[str, Any]:
                 _sourced(r),
             )
             for r in raw.get("companion_requirement", [])
+        ),
+        "gpu_only": tuple(
+            GpuOnly(g["pattern"], g["what"], _sourced(g)) for g in raw.get("gpu_only", [])
         ),
     }
 
