@@ -270,26 +270,62 @@ def unlabelled_cpu_torch_problem(platform: str, version: str) -> str | None:
     )
 
 
+def family_problems(stack: StackSummary, pip: Iterable[PipPackage], platform: str) -> list[str]:
+    """Why the torch family in ``pip`` is not the build ``stack`` names (empty: it is):
+    the stack's versions, no other build's ``+label``, and for an unlabelled torch (PyPI's
+    build) an ``nvidia-cuda-runtime`` of the stack's CUDA (none for a CPU build).
+
+    The one rule for "the locked torch is the planned build": the locker applies it to
+    a resolution against its plan (``lock.target.check_against_plan``), every reader of
+    the lock to each target against its stack (``stack_problems``)."""
+    pip = list(pip)
+    by_name = {p.name: p for p in pip}
+    problems = []
+    family = (("torch", stack.torch), ("torchvision", stack.torchvision))
+    for name, wanted in (*family, ("torchaudio", stack.torchaudio)):
+        package = by_name.get(name)
+        if wanted is None:
+            continue
+        if package is None:
+            problems.append(f"{name} {wanted}, but no {name} is locked")
+            continue
+        if _public(package.version) != wanted:
+            problems.append(f"{name} {wanted}, but {name} {package.version} is locked")
+        label = _local(package.version)
+        if label is not None and label != stack.cu_tag:
+            problems.append(
+                f"{name} {package.version} is a {label} build (planned {stack.cu_tag}), "
+                f"from {_show(package.url)}"
+            )
+    torch = by_name.get("torch")
+    if torch is not None and _local(torch.version) is None:
+        problems.extend(_runtime_problems(stack, torch, pip, platform))
+    return problems
+
+
 def _runtime_problems(
     stack: StackSummary, torch: PipPackage, pip: list[PipPackage], platform: str
 ) -> list[str]:
     """An unlabelled torch (PyPI's build) shows its CUDA by the nvidia-cuda-runtime it pulls."""
-    if _local(torch.version) is not None:
-        return []
     runtime = next((p for p in pip if CUDA_RUNTIME.match(p.name)), None)
     if stack.cuda is None:
         if runtime is not None:
-            return [f"stack: cpu build, but {runtime.name} is locked"]
+            return [
+                f"torch {torch.version} pulls {runtime.name} {runtime.version}: "
+                "a CUDA build (planned cpu)"
+            ]
         problem = unlabelled_cpu_torch_problem(platform, torch.version)
-        return [f"stack: cpu build, but {problem}"] if problem else []
+        return [f"{problem} (planned cpu)"] if problem else []
     found = ".".join(runtime.version.split(".")[:2]) if runtime else None
     if found == stack.cuda:
         return []
-    return [f"stack: CUDA {stack.cuda}, but torch {torch.version} comes with CUDA {found}"]
+    what = f"CUDA runtime {found}" if found else "no CUDA runtime"
+    return [f"torch {torch.version} comes with {what} (planned CUDA {stack.cuda})"]
 
 
 def stack_problems(target: LockedTarget) -> list[str]:
-    """The stack summary and the torch family agree: versions and build."""
+    """The stack summary is consistent, fits the target's hardware, and the torch family
+    is its build (``family_problems``)."""
     stack = target.stack
     problems = []
     expected_tag = "cpu" if stack.cuda is None else "cu" + stack.cuda.replace(".", "")
@@ -297,29 +333,12 @@ def stack_problems(target: LockedTarget) -> list[str]:
         problems.append(f"stack: cu-tag {stack.cu_tag!r} is not the build of CUDA {stack.cuda}")
     if not is_fetchable_url(stack.index):
         problems.append(f"stack: index {_show(stack.index)} is not an http(s):// or file:// URL")
-    pip = list(target.pip)
-    by_name = {p.name: p for p in pip}
+    torch = {p.name: p for p in target.pip}.get("torch")
     # A CPU target runs a CUDA build only as PyPI's own, unlabelled (build = "pypi").
-    torch_label = _local(by_name["torch"].version) if "torch" in by_name else None
+    torch_label = _local(torch.version) if torch is not None else None
     if target.hardware.cpu and stack.cu_tag != "cpu" and torch_label is not None:
         problems.append(f"stack: a CPU-only target with a {stack.cu_tag} build")
-    family = (("torch", stack.torch), ("torchvision", stack.torchvision))
-    for name, wanted in (*family, ("torchaudio", stack.torchaudio)):
-        package = by_name.get(name)
-        if wanted is None:
-            continue
-        if package is None:
-            problems.append(f"stack: {name} {wanted}, but no {name} is locked")
-            continue
-        if _public(package.version) != wanted:
-            problems.append(f"stack: {name} {wanted}, but {name} {package.version} is locked")
-        label = _local(package.version)
-        if label is not None and label != stack.cu_tag:
-            problems.append(
-                f"stack: a {stack.cu_tag} build, but {name} {package.version} is a {label} build"
-            )
-    if "torch" in by_name:
-        problems.extend(_runtime_problems(stack, by_name["torch"], pip, target.platform))
+    problems += [f"stack: {p}" for p in family_problems(stack, target.pip, target.platform)]
     return problems
 
 

@@ -9,12 +9,9 @@ plan, the pins kept, the options and the Python pip resolves for).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
-
-from packaging.version import InvalidVersion, Version
 
 from gpuenv.builds.model import nvcc_arch_max
 from gpuenv.errors import Alternative, ExternalToolError, NoCompatiblePlan
@@ -44,8 +41,6 @@ if TYPE_CHECKING:
     from gpuenv.plan import TargetPlan
 
 Progress = Callable[[str], None]
-
-_CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -145,73 +140,13 @@ def _pip_requirements(
     return (*family, *wanted, *toolkit, *extra)
 
 
-def _local_label(version: str) -> str | None:
-    try:
-        return Version(version).local
-    except InvalidVersion:
-        return None
-
-
-def _public(version: str) -> str:
-    try:
-        return Version(version).public
-    except InvalidVersion:
-        return version
-
-
-def _family_problems(plan: TargetPlan, by_name: Mapping[str, PipPackage]) -> list[str]:
-    """torch, torchvision, torchaudio: the planned versions, and no other build's label."""
-    problems = []
-    planned = (
-        ("torch", plan.torch),
-        ("torchvision", plan.torchvision),
-        ("torchaudio", plan.torchaudio),
-    )
-    for name, wanted in planned:
-        package = by_name.get(name)
-        if wanted is None or package is None:
-            continue
-        if _public(package.version) != wanted:
-            problems.append(f"{name} {package.version} (planned {wanted})")
-        label = _local_label(package.version)
-        if label is not None and label != plan.cu_tag:
-            problems.append(
-                f"{name} {package.version} is a {label} build (planned {plan.cu_tag}), "
-                f"from {package.url}"
-            )
-    return problems
-
-
-def _runtime_problems(
-    plan: TargetPlan, torch: PipPackage, pip: tuple[PipPackage, ...]
-) -> list[str]:
-    """An unlabelled torch (PyPI's) shows its CUDA through the nvidia-cuda-runtime it pulls."""
-    if _local_label(torch.version) is not None:
-        return []
-    runtime = next((p for p in pip if _CUDA_RUNTIME.match(p.name)), None)
-    if plan.cuda is None:
-        if runtime is None:
-            problem = _integrity.unlabelled_cpu_torch_problem(plan.hardware.platform, torch.version)
-            return [f"{problem}, planned cpu"] if problem else []
-        return [
-            f"torch {torch.version} pulls {runtime.name} {runtime.version}: "
-            "a CUDA build, planned cpu"
-        ]
-    found = ".".join(runtime.version.split(".")[:2]) if runtime else None
-    if found == plan.cuda:
-        return []
-    what = f"CUDA runtime {found}" if found else "no CUDA runtime"
-    return [f"torch {torch.version} comes with {what} (planned CUDA {plan.cuda})"]
-
-
 def check_against_plan(plan: TargetPlan, pip: tuple[PipPackage, ...]) -> None:
-    """The resolved torch family must be the build the plan chose: right versions, and a
+    """The resolved torch family must be the build the plan chose (the rule every reader
+    of the lock applies too: ``_integrity.family_problems``): right versions, and a
     ``+cuXYZ`` label or an ``nvidia-cuda-runtime`` of the right CUDA."""
-    by_name = {p.name: p for p in pip}
-    torch = by_name.get("torch")
-    if torch is None:
+    if not any(p.name == "torch" for p in pip):
         raise ExternalToolError(f"target {plan.target}: the resolution has no torch")
-    problems = _family_problems(plan, by_name) + _runtime_problems(plan, torch, pip)
+    problems = _integrity.family_problems(planned_stack(plan), pip, plan.hardware.platform)
     if problems:
         raise ExternalToolError(
             f"target {plan.target}: the index served builds other than the plan's {plan.cu_tag}:\n"
