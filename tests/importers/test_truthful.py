@@ -57,12 +57,67 @@ def test_a_python_gpuenv_skips_is_not_called_the_nearest(
 def test_a_range_names_the_api_changes_it_crosses(
     run_import: Callable[..., Imported], tmp_path: Path
 ) -> None:
+    # An H100 needs torch >= 2.0 (torch._six gone): the range crosses that change, and
+    # stops below 2.6, whose torch.load default would break the checkpoint loading too.
     req = _file(tmp_path, "requirements.txt", "torch>=1.7.0\nnumpy\n")
     imported = run_import(req, target="h100")
     torch = imported.entries("kept")["torch"]
-    assert torch["from"] == ">=1.7.0" and torch["risk"] == "medium"
-    assert "torch._six was removed" in torch["risk_detail"]
-    assert "weights_only=True" in torch["risk_detail"]
+    assert (torch["from"], torch["to"], torch["risk"]) == (">=1.7.0", "2.5.1+cu124", "medium")
+    assert torch["why"] == (
+        "the newest release in '>=1.7.0' that fits below 2.6.0, whose API change breaks older "
+        "code (torch.load defaults to weights_only=True: full pickled checkpoints need "
+        "weights_only=False)"
+    )
+    assert torch["risk_detail"].startswith(
+        "API change in 2.0.0: torch._six was removed: 'from torch._six import ...' fails; "
+    )
+    assert "weights_only" not in torch["risk_detail"], "2.6 is not crossed"
+
+
+@pytest.mark.parametrize(("target", "torch"), [("rtx4090", "1.13.1+cu117"), ("cpu", "1.13.1+cpu")])
+def test_a_range_stays_below_the_first_breaking_change_where_a_release_fits(
+    run_import: Callable[..., Imported], tmp_path: Path, target: str, torch: str
+) -> None:
+    req = _file(tmp_path, "requirements.txt", "torch>=1.7.0\n")
+    imported = run_import(req, target=target)
+    entry = imported.entries("kept")["torch"]
+    assert (entry["to"], entry["risk"]) == (torch, "none")
+    assert (
+        "below 2.0.0, whose API change breaks older code (torch._six was removed" in (entry["why"])
+    )
+    text = imported.spec.read_text()
+    assert (
+        f'torch = "{torch.split("+", maxsplit=1)[0]}" # requirements.txt:1 torch>=1.7.0 → {torch}: the '
+        in text
+    )
+
+
+def test_a_range_with_no_floor_takes_the_newest_release(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    req = _file(tmp_path, "requirements.txt", "torch<3\n")
+    torch = run_import(req, target="rtx4090").entries("kept")["torch"]
+    assert torch["why"] == "the newest release in '<3' that fits"
+
+
+@pytest.mark.parametrize(
+    ("target", "kind", "to"),
+    [("rtx4090", "kept", "1.13.1+cu117"), ("cpu", "changed", "1.13.1+cpu"),
+     ("h100", "changed", "2.0.1+cu118")],
+)  # fmt: skip
+def test_a_pinned_torchvision_sets_the_era_of_a_torch_range(
+    run_import: Callable[..., Imported], tmp_path: Path, target: str, kind: str, to: str
+) -> None:
+    req = _file(tmp_path, "requirements.txt", "torch>=1.10\ntorchvision==0.14.1\n")
+    imported = run_import(req, target=target)
+    torch = imported.entries(kind)["torch"]
+    assert (torch["from"], torch["to"]) == (">=1.10", to)
+    assert torch["why"].startswith(
+        "torchvision==0.14.1 pins the era: torch 1.13.1 is the release paired with it, in '>=1.10'"
+    )
+    assert imported.report["summary"].startswith(
+        f"torch {to} (kept)" if kind == "kept" else f"torch >=1.10 → {to}"
+    )
 
 
 def test_gpu_only_packages_kept_on_a_cpu_target_are_named_in_the_text(
@@ -137,3 +192,17 @@ def test_a_pin_the_chosen_torch_allows_is_named_as_pinned(
     python = next(a for a in imported.report["assumptions"] if a["package"] == "python")
     assert "numpy==1.24.4 installs on" in python["why"], python["why"]
     assert '"numpy==1.24.4"' in imported.spec.read_text()
+
+
+def test_the_markdown_says_why_a_range_resolved_where_it_did(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    req = _file(tmp_path, "requirements.txt", "torch>=1.7.0\n")
+    result = cli("import", str(req), "--gpu", "none", "-o", str(tmp_path / "r.toml"))
+    assert result.code == 0, result.err
+    line = next(line for line in result.out.splitlines() if line.startswith("- torch "))
+    assert line.startswith(
+        "- torch 1.13.1+cpu: the newest release in '>=1.7.0' that fits below 2.0.0, whose API "
+        "change breaks older code (torch._six was removed"
+    )
+    assert line.endswith("(requirements.txt:1 torch>=1.7.0)")

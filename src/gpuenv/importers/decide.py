@@ -254,6 +254,9 @@ def paper_torch(
     resolved = merged.packages.get("torch")
     specifier = resolved.specifier if resolved else ""
     version = resolved.exact if resolved else None
+    era = None
+    if resolved is not None and version is None:
+        version, era = _era_of_trio(merged, kb, specifier)
     if resolved is None:
         for package in COMPANIONS:
             companion = merged.packages.get(package)
@@ -274,8 +277,44 @@ def paper_torch(
         python=python,
         torchvision="torchvision" in merged.packages,
         torchaudio="torchaudio" in merged.packages,
+        era=era,
     )
     return paper, resolved
+
+
+def _era_of_trio(
+    merged: Merged, kb: KnowledgeBase, specifier: str
+) -> tuple[Version | None, str | None]:
+    """A torch range (or no version) beside an exact torchvision/torchaudio pin: the torch
+    release paired with that pin, when the range allows it (the files' own era)."""
+    for package in COMPANIONS:
+        companion = merged.packages.get(package)
+        if companion is None or companion.exact is None:
+            continue
+        release = kb.release_for_companion(package, Version(companion.exact.public))
+        if release is None:
+            continue
+        try:
+            allowed = not specifier or SpecifierSet(specifier).contains(release.version, True)
+        except InvalidSpecifier:
+            allowed = False
+        if allowed:
+            return release.version, (
+                f"{package}=={companion.exact} pins the era: torch {release.version} is the "
+                f"release paired with it" + (f", in {specifier!r}" if specifier else "")
+            )
+    return None, None
+
+
+def era_caps(paper: PaperTorch, fk: ForeignKnowledge) -> list[Version]:
+    """For a torch range with a floor: the releases above it whose API changes break code
+    written before them (torch 2.0: torch._six; 2.6: torch.load's weights_only), ascending."""
+    if paper.version is not None:
+        return []
+    floor = _range_floor(paper.specifier)
+    if floor is None:
+        return []
+    return [c.since for c in fk.torch_changes if c.breaks and c.since > floor]
 
 
 # --- torch, Python, the trio ------------------------------------------------------------
@@ -415,11 +454,15 @@ def _torch_entries(
     ):
         floor = _range_floor(paper.specifier)
         changes = fk.changes_between(floor, Version(plan.torch)) if floor is not None else []
+        why = f"the newest release in {paper.specifier!r} that fits"
+        if choice.below is not None:
+            broken = next(c.what for c in fk.torch_changes if c.since == choice.below)
+            why += f" below {choice.below}, whose API change breaks older code ({broken})"
         d.add(
             Entry(
                 KEPT,
                 "torch",
-                f"the newest release in {paper.specifier!r} that fits",
+                why,
                 origin=origin,
                 was=paper.specifier,
                 now=now,
@@ -440,6 +483,14 @@ def _torch_entries(
                 risk=risk,
                 risk_text=text,
             )
+        )
+    if paper.era is not None:
+        at = next(
+            i for i, e in enumerate(d.entries) if e.package == "torch" and e.kind in (KEPT, CHANGED)
+        )
+        entry = d.entries[at]
+        d.entries[at] = replace(
+            entry, why=f"{paper.era}; {entry.why}", was=paper.specifier or "any"
         )
     if _nightly(paper, merged):
         pre = merged.fact(PRE)
@@ -1405,7 +1456,7 @@ def decide(
     """The reproduction for ``planning``'s target: ``NoCompatiblePlan`` when nothing fits.
     With ``wheels``, the Python is the nearest on which the pins have wheels there."""
     paper, _ = paper_torch(merged, planning.kb, fk)
-    choice = choose(planning, paper)
+    choice = choose(planning, paper, era_caps(paper, fk))
     plan, python_why = choice.plan, None
     if wheels is not None:
         plan, python_why = _python_for_wheels(planning, paper, plan, merged, (fk, wheels))

@@ -56,7 +56,7 @@ class Entry:
     def comment(self) -> str:
         """The comment the written spec carries for this entry."""
         where = self.origin.cite() if self.origin else "import"
-        if self.kind == KEPT or self.was == self.now:
+        if self.was == self.now or (self.kind == KEPT and not (self.was and self.now)):
             return where
         moved = f" → {self.now}" if self.now else ""
         return f"{where}{moved}: {self.why}"
@@ -168,7 +168,7 @@ def render_markdown(report: Report) -> str:
                 + (f": {e.risk_text}" if e.risk_text else "")
                 + ")"
                 if e.risk >= MEDIUM
-                else ""
+                else (f": {e.why}" if e.was and e.now and e.was != e.now else "")
             )
             + _where(e)
         ),

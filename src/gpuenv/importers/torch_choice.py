@@ -17,7 +17,7 @@ one it does. What the planner said about each rejected candidate becomes the rea
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -39,6 +39,7 @@ class PaperTorch:
     python: str | None  # the paper's Python as major.minor, or a range, or None
     torchvision: bool  # the paper installs torchvision
     torchaudio: bool
+    era: str | None = None  # why ``version`` stands for a range: "torchvision==0.14.1 ..."
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,7 @@ class Choice:
     plan: TargetPlan
     step: str  # "exact", "other-build", "newer", "older", "range", "any"
     rejected: tuple[str, ...]  # what the planner said about the paper's own release
+    below: Version | None = None  # a range stopped below this release (an API change)
 
 
 @dataclass(frozen=True)
@@ -222,10 +224,19 @@ def _unpinned(planning: Planning, paper: PaperTorch) -> TargetPlan | NoCompatibl
     return attempt
 
 
-def choose(planning: Planning, paper: PaperTorch) -> Choice:
-    """The nearest reproduction the planner accepts; ``NoCompatiblePlan`` when none."""
+def choose(planning: Planning, paper: PaperTorch, caps: Sequence[Version] = ()) -> Choice:
+    """The nearest reproduction the planner accepts; ``NoCompatiblePlan`` when none.
+    For a range, each of ``caps`` (ascending: releases whose API changes break code
+    written before them) is tried first as an upper bound: the newest release below the
+    first cap that fits wins."""
     rejected: tuple[str, ...] = ()
     last_error: NoCompatiblePlan | None = None
+    if paper.version is None:
+        for cap in caps:
+            bound = f"{paper.specifier},<{cap}" if paper.specifier else f"<{cap}"
+            capped = _unpinned(planning, replace(paper, specifier=bound))
+            if not isinstance(capped, NoCompatiblePlan):
+                return Choice(capped, "range" if paper.specifier else "any", (), cap)
     if paper.version is not None:
         release = Version(paper.version.base_version)
         found, step, rejected = _pinned(planning, _replace_version(paper, release))

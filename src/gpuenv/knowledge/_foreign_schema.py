@@ -220,6 +220,7 @@ class RawCompanionRequirement(_Sourced):
 class RawTorchChange(_Sourced):
     since: Pep440
     what: str
+    breaks: bool = False
 
 
 class RawGpuOnly(_Sourced):

@@ -162,6 +162,7 @@ class TorchChange:
     since: Version
     what: str
     fact: Sourced
+    breaks: bool = False  # code written before it fails, not only warns
 
 
 @dataclass(frozen=True)
@@ -363,7 +364,8 @@ def _conda(cuda: Raw, names: Raw) -> dict[str, Any]:
 
 def _packages(raw: Raw) -> dict[str, Any]:
     changes = (
-        TorchChange(Version(c["since"]), c["what"], _sourced(c)) for c in raw["torch_change"]
+        TorchChange(Version(c["since"]), c["what"], _sourced(c), bool(c.get("breaks")))
+        for c in raw["torch_change"]
     )
     return {
         "companions": {c["name"]: _companion(c) for c in raw["companion"]},
