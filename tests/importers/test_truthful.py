@@ -206,3 +206,15 @@ def test_the_markdown_says_why_a_range_resolved_where_it_did(
         "change breaks older code (torch._six was removed"
     )
     assert line.endswith("(requirements.txt:1 torch>=1.7.0)")
+
+
+def test_a_range_moved_past_its_ceiling_names_the_api_changes_it_crosses(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    req = _file(tmp_path, "requirements.txt", "torch<1.13\n")
+    torch = run_import(req, target="h100").entries("changed")["torch"]
+    assert (torch["from"], torch["to"], torch["risk"]) == ("<1.13", "2.0.1+cu118", "high")
+    assert torch["risk_detail"] == (
+        "numerics may differ; API change in 2.0.0: torch._six was removed: "
+        "'from torch._six import ...' fails"
+    )

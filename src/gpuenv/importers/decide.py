@@ -361,6 +361,20 @@ def _range_floor(specifier: str) -> Version | None:
     return max(floors) if floors else None
 
 
+def _range_ceiling(specifier: str) -> Version | None:
+    """The release a range stops at (``<1.13`` -> 1.13), when it names one: a move past it
+    crosses the API changes from there on."""
+    try:
+        ceilings = [
+            Version(s.version)
+            for s in SpecifierSet(specifier)
+            if s.operator in ("<", "<=") and not s.version.endswith(".*")
+        ]
+    except (InvalidSpecifier, InvalidVersion):
+        return None
+    return min(ceilings) if ceilings else None
+
+
 def _torch_risk(old: Version | None, new: Version, fk: ForeignKnowledge) -> tuple[int, str]:
     notes = ["numerics may differ"]
     if old is None:
@@ -471,7 +485,8 @@ def _torch_entries(
             )
         )
     else:
-        risk, text = _torch_risk(paper.version, Version(plan.torch), fk)
+        old = paper.version or _range_floor(paper.specifier) or _range_ceiling(paper.specifier)
+        risk, text = _torch_risk(old, Version(plan.torch), fk)
         d.add(
             Entry(
                 CHANGED,
