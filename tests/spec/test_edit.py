@@ -73,3 +73,30 @@ def test_remove_on_the_validated_spec_equals_validating_the_edited_text(
     before = _validated(text)
     edit = remove(text, names, where, file="g")
     assert removed(copy.deepcopy(before), names, where) == _validated(edit.text)
+
+
+@pytest.mark.parametrize(
+    ("line", "hint"),
+    [
+        (
+            "git+https://github.com/facebookresearch/detectron2.git@v0.6",
+            "gpuenv add 'detectron2 @ git+https://github.com/facebookresearch/detectron2.git@v0.6'",
+        ),
+        (
+            "https://example.invalid/wheels/flash_attn-2.6.3-cp311-cp311-linux_x86_64.whl",
+            "gpuenv add 'flash_attn @ https://example.invalid/wheels/flash_attn-2.6.3",
+        ),
+        ("./third_party/apex", "'NAME @ file:///abs/path'"),
+        ("-e .", "installed editable already"),
+    ],
+)
+def test_what_uv_add_takes_bare_is_refused_with_the_line_to_write(line: str, hint: str) -> None:
+    """``gpuenv add git+https://...`` said only "not a requirement": a URL, a VCS URL or
+    a path needs the package's name first, and the hint writes the line."""
+    from gpuenv.errors import UsageError
+    from gpuenv.spec.edit import check_requirement
+
+    with pytest.raises(UsageError) as caught:
+        check_requirement(line)
+    assert "is not a requirement" in caught.value.message
+    assert caught.value.hint is not None and hint in caught.value.hint

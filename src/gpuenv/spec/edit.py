@@ -55,7 +55,7 @@ def check_requirement(line: str) -> str:
     try:
         name = _name_of(line)
     except InvalidRequirement as exc:
-        raise UsageError(f"{line!r} is not a requirement: {exc}") from None
+        raise UsageError(f"{line!r} is not a requirement: {exc}", hint=_hint(line)) from None
     if name in TORCH_FAMILY:
         trio = name in TRIO
         key = f"[stack] {name}" if trio else "[stack] torch"
@@ -68,6 +68,27 @@ def check_requirement(line: str) -> str:
             else "torch brings the one that matches it",
         )
     return name
+
+
+def _hint(line: str) -> str | None:
+    """What to write instead of a URL, a VCS URL, a path or a pip option (uv's add
+    takes them bare and finds the name; a requirement names its package first)."""
+    text = line.strip()
+    if text.startswith(("-e", "--editable")):
+        return (
+            "the project beside gpuenv.toml is installed editable already ([project] path); "
+            "gpuenv add takes requirements"
+        )
+    if "://" in text or text.startswith(("git+", "hg+", "svn+", "bzr+")):
+        tail = text.split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+        stem = tail.split("@", 1)[0].removesuffix(".git")
+        if stem.endswith((".whl", ".tar.gz", ".zip")):
+            stem = stem.split("-", 1)[0]
+        name = stem if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", stem) else "NAME"
+        return f"name the package first: gpuenv add '{name} @ {text}'"
+    if text.startswith((".", "/", "~")) or "/" in text:
+        return "a local folder or file: name the package and give a file URL, 'NAME @ file:///abs/path'"
+    return None
 
 
 def _parse(text: str, file: str) -> Any:
