@@ -4,7 +4,7 @@ does instead of sourcing an activation script.
 This is the one implementation of the replay; ``gpuenv.activation`` builds deltas and
 delegates here, and its tests compare the result with real shells sourcing the
 scripts. It runs on every ``gpuenv run``, so it uses plain dicts and strings and
-imports nothing beyond ``gpuenv.errors`` and ``hashlib``: no ``re``, ``dataclasses``
+imports nothing beyond ``gpuenv.errors`` and ``gpuenv._sha256``: no ``re``, ``dataclasses``
 or ``typing``.
 
 A delta is ``{"format": 1, "active": PREFIX, "ops": [...]}`` where each op is
@@ -26,8 +26,7 @@ activated again (its records are in use): the caller is told.
 
 from __future__ import annotations
 
-import hashlib
-
+from gpuenv import _sha256
 from gpuenv.errors import FileFormatError
 
 TYPE_CHECKING = False
@@ -48,8 +47,7 @@ OWN = "own"  # one of the prefix's own dirs: dropped silently, it is prepended a
 
 def prefix_tag(prefix: str) -> str:
     """The short hash of a prefix's path that names its records."""
-    digest = hashlib.sha256(prefix.encode("utf-8", "surrogateescape")).hexdigest()
-    return digest[:TAG_CHARS]
+    return _sha256.hexdigest(prefix.encode("utf-8", "surrogateescape"))[:TAG_CHARS]
 
 
 def backup_var(tag: str, name: str) -> str:

@@ -135,9 +135,9 @@ ROOT_GONE_SUFFIX = ".gone"
 
 
 def root_link(store_root: str, pointer_path: str) -> str:
-    import hashlib
+    from gpuenv import _sha256
 
-    digest = hashlib.sha256(os.path.abspath(pointer_path).encode()).hexdigest()[:32]
+    digest = _sha256.hexdigest(os.path.abspath(pointer_path).encode())[:32]
     return os.path.join(store_root, ROOTS, digest)
 
 

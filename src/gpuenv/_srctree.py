@@ -13,9 +13,10 @@ Paths are strings and the standard library's cheapest modules only (no pathlib):
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
+
+from gpuenv import _sha256
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -82,13 +83,13 @@ def build_inputs(root: str | os.PathLike[str], backend_dirs: Iterable[str] = ())
 def tree_key(root: str | os.PathLike[str], backend_dirs: Iterable[str] = ()) -> str:
     """sha256 over the build inputs' relative paths and contents."""
     base = os.fspath(root)
-    digest = hashlib.sha256(f"gpuenv-tree {KEY_FORMAT}\n".encode())
+    digest = _sha256.new(f"gpuenv-tree {KEY_FORMAT}\n".encode())
     for relative in build_inputs(base, backend_dirs):
         path = os.path.join(base, relative)  # noqa: PTH118
         try:
             if not stat.S_ISREG(os.stat(path).st_mode):  # noqa: PTH116
                 continue  # a FIFO would block, a device never end
-            content = hashlib.sha256()
+            content = _sha256.new()
             with open(path, "rb") as handle:
                 while chunk := handle.read(1 << 20):
                     content.update(chunk)

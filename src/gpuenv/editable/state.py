@@ -26,10 +26,10 @@ def prefix_key(content_hash: str, local: LocalProject | None, groups: tuple[str,
     root = str(local.root) if local is not None and local.package else None
     if root is None and not groups:
         return content_hash
-    import hashlib
+    from gpuenv import _sha256
 
     text = json.dumps([content_hash, root, sorted(groups)], separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return "sha256:" + _sha256.hexdigest(text.encode())
 
 
 def read_record(prefix: str | os.PathLike[str]) -> dict[str, object] | None:

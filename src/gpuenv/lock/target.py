@@ -265,13 +265,15 @@ def _expected_request(
 
 
 def _sdist_scanner(options: LockOptions) -> Callable[[PipPackage], Scanned | None]:
-    """What an sdist's build needs, read from it (``lock.sdistscan``): once per sdist."""
-    from gpuenv.lock.sdistscan import scan
-
+    """What an sdist's build needs, read from it (``lock.sdistscan``): once per sdist.
+    The scanner (tarfile, zipfile, the download path) loads with the first sdist: a
+    lock of wheels only never needs it."""
     seen: dict[str, Scanned | None] = {}
 
     def scanned(package: PipPackage) -> Scanned | None:
         if package.sha256 not in seen:
+            from gpuenv.lock.sdistscan import scan
+
             seen[package.sha256] = scan(package, options.cache_dir)
         return seen[package.sha256]
 

@@ -1,6 +1,6 @@
 """Where a machine's verification record lives, and whether it passes: the decision
-``gpuenv run`` and ``shell`` make on every start, so plain ``os``/``json``/``hashlib``
-on dicts. ``gpuenv.verify.record`` builds and writes records through these same
+``gpuenv run`` and ``shell`` make on every start, so plain ``os``, ``json`` and
+``gpuenv._sha256`` on dicts. ``gpuenv.verify.record`` builds and writes records through these same
 functions, so there is one definition of the path and of "passing".
 
 A record lives in the prefix (``<prefix>/etc/gpuenv/verify/<fingerprint>.json``), or,
@@ -15,11 +15,10 @@ a newer failed verification always replaces an older pass wherever each was kept
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
-from gpuenv import _fsread, _settings
+from gpuenv import _fsread, _settings, _sha256
 from gpuenv.errors import InputFileError
 
 TYPE_CHECKING = False
@@ -39,7 +38,7 @@ def canonical(value: Mapping[str, Any]) -> str:
 def fingerprint_hash(fingerprint: Mapping[str, Any]) -> str:
     """A stable short hash of a machine fingerprint (key order does not matter; the
     caller gives list fields such as GPU UUIDs in a stable order)."""
-    return hashlib.sha256(canonical(fingerprint).encode()).hexdigest()[:HASH_CHARS]
+    return _sha256.hexdigest(canonical(fingerprint).encode())[:HASH_CHARS]
 
 
 def record_file(prefix: str | os.PathLike[str], fingerprint: Mapping[str, Any]) -> str:
@@ -49,7 +48,7 @@ def record_file(prefix: str | os.PathLike[str], fingerprint: Mapping[str, Any]) 
 
 def prefix_key(prefix: str | os.PathLike[str]) -> str:
     """A short stable name for a prefix's absolute path."""
-    return hashlib.sha256(os.fsencode(os.path.abspath(prefix))).hexdigest()[:HASH_CHARS]
+    return _sha256.hexdigest(os.fsencode(os.path.abspath(prefix)))[:HASH_CHARS]
 
 
 def user_record_dir(prefix: str | os.PathLike[str]) -> str | None:

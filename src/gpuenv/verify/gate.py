@@ -12,10 +12,9 @@ cannot answer (WSL2, some containers) and no record matched is NVML asked, as
 
 from __future__ import annotations
 
-import hashlib
 import os
 
-from gpuenv import _fsread, _marker
+from gpuenv import _fsread, _marker, _sha256
 from gpuenv.errors import FileFormatError, NotInstalled, NotVerified
 from gpuenv.verify._recordcheck import (
     all_records,
@@ -78,7 +77,7 @@ def check_lock(selected: Selected) -> list[str]:
         ) from None
     except OSError as exc:
         raise FileFormatError(f"{path}: cannot read: {exc.strerror}") from None
-    digest = hashlib.sha256(data).hexdigest()
+    digest = _sha256.hexdigest(data)
     state = _marker.read_lock_state(project)
     current = _marker.known_hash(state, digest, target)
     if current is None:
