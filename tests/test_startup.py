@@ -175,3 +175,31 @@ def test_reading_a_lock_and_its_groups_loads_no_build_model() -> None:
     # only when a lock is written or judged in full (not for a lock found fresh before)
     relocking = {"gpuenv.lock.target", "gpuenv.lock.builds", "packaging.requirements"}
     assert not relocking & _imported_after("import gpuenv.lock.project, gpuenv.lock.inputs")
+
+
+def test_torch_metadata_found_in_the_cache_loads_no_wheel_reader(tmp_path: object) -> None:
+    """A relock reads the torch wheels' METADATA from gpuenv's cache: the wheel reader
+    (lock.wheelmeta: zipfile, range requests) loads only for one not cached."""
+    from gpuenv.lock import wheelcheck, wheelmeta
+
+    assert wheelcheck.CACHED_LIMIT == wheelmeta.MAX_METADATA
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from gpuenv.lock.model import PipPackage, PipRequest\n"
+        "from gpuenv.lock.wheelcheck import _metadata\n"
+        "cache = Path(sys.argv[1])\n"
+        "sha = 'a' * 64\n"
+        "(cache / 'wheel-metadata').mkdir(parents=True)\n"
+        "text = 'Metadata-Version: 2.1\\nName: torch\\nVersion: 2.4.1+cu124\\n\\n'\n"
+        "(cache / 'wheel-metadata' / f'{sha}.METADATA').write_text(text)\n"
+        "url = 'https://i.invalid/torch-2.4.1%2Bcu124-cp311-cp311-linux_x86_64.whl'\n"
+        "package = PipPackage('torch', '2.4.1+cu124', url, sha, None, ())\n"
+        "request = PipRequest(requirements=('torch',), python='3.11', cache_dir=cache)\n"
+        "assert _metadata(object(), package, request) == text\n"
+        "print('gpuenv.lock.wheelmeta' in sys.modules, 'zipfile' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["False", "False"], out.stderr

@@ -96,6 +96,11 @@ def _of(text: str, package: PipPackage) -> bool:
     return same and canonicalize_name(headers.get("name", "")) == package.name
 
 
+# wheelmeta.MAX_METADATA, without importing the wheel reader (zipfile, its HTTP ranges):
+# a lock whose torch METADATA is cached reads it from the cache only
+CACHED_LIMIT = 8 * 1024 * 1024
+
+
 def _metadata(source: WheelMetadataSource, package: PipPackage, request: PipRequest) -> str:
     """The wheel's METADATA: from gpuenv's cache when the file there is this wheel's (a
     FIFO, a huge file, another wheel's or a truncated one is read again), else read."""
@@ -103,10 +108,9 @@ def _metadata(source: WheelMetadataSource, package: PipPackage, request: PipRequ
     if path is not None:
         from gpuenv import _fsread
         from gpuenv.errors import InputFileError
-        from gpuenv.lock.wheelmeta import MAX_METADATA
 
         try:
-            text = _fsread.read_text(path, limit=MAX_METADATA, what="cached METADATA")
+            text = _fsread.read_text(path, limit=CACHED_LIMIT, what="cached METADATA")
             if _of(text, package):
                 return text
         except (OSError, InputFileError):
