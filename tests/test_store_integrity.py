@@ -16,9 +16,9 @@ from unittest.mock import create_autospec
 
 import pytest
 
-from gpuenv import _marker, install
+from gpuenv import _marker
 from gpuenv.errors import NotInstalled
-from gpuenv.install import InstallRequest, install_target
+from gpuenv.install import InstallRequest, install_target, pipeline
 from gpuenv.lock.model import LockedTarget
 from gpuenv.store import Store, current_prefix, point_project, pointer_path, rollback
 from tests.locked import cpu_target
@@ -43,7 +43,9 @@ def _fake_build(
 
 @pytest.fixture
 def fake_build(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(install, "_build", create_autospec(install._build, side_effect=_fake_build))
+    monkeypatch.setattr(
+        pipeline, "_build", create_autospec(pipeline._build, side_effect=_fake_build)
+    )
 
 
 def request(project: Path, n: int, name: str = "cpu") -> InstallRequest:
@@ -91,7 +93,7 @@ def test_200_gc_install_races_never_leave_a_project_pointing_at_nothing(tmp_path
 
 
 def _install_in_child(store_root: str, project: str, n: int) -> None:  # pragma: no cover
-    install._build = _fake_build  # type: ignore[assignment]
+    pipeline._build = _fake_build  # type: ignore[assignment]
     install_target(Store(Path(store_root)), request(Path(project), n))
     os._exit(0)
 
@@ -246,8 +248,8 @@ Builder = Callable[[Path, Store, InstallRequest, object], str]
 def test_the_build_double_keeps_the_real_signature() -> None:
     import inspect
 
-    double = create_autospec(install._build, side_effect=_fake_build)
-    assert inspect.signature(double) == inspect.signature(install._build)
+    double = create_autospec(pipeline._build, side_effect=_fake_build)
+    assert inspect.signature(double) == inspect.signature(pipeline._build)
     with pytest.raises(TypeError):
         double(Path("/x"))  # a call the real function would refuse
     assert replace(target(1), input_hash=target(2).input_hash) == target(2)

@@ -11,7 +11,8 @@ import pytest
 
 from gpuenv.builds.install import extensions_of, ordered, read_record
 from gpuenv.errors import InstallError
-from gpuenv.install import InstallRequest, _toolkit_of
+from gpuenv.install import InstallRequest
+from gpuenv.install.pipeline import _toolkit_of
 from tests.builds.conftest import entry_for
 from tests.fixtures.sdists import SdistSpec
 from tests.lock.test_format import PIP, _target

@@ -10,7 +10,7 @@ import pytest
 
 from gpuenv import _proc
 from gpuenv.errors import ExternalToolError
-from gpuenv.install import _cached_then_online
+from gpuenv.install.pip import _cached_then_online
 
 ARGV: list[str | Path] = ["uv", "pip", "install", "-r", "requirements.txt"]
 
@@ -33,7 +33,7 @@ class Uv:
 @pytest.fixture
 def uv(monkeypatch: pytest.MonkeyPatch) -> Uv:
     fake = Uv()
-    monkeypatch.setattr("gpuenv.install._proc.run", fake.run)
+    monkeypatch.setattr("gpuenv.install.pip._proc.run", fake.run)
     return fake
 
 
