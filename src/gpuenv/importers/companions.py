@@ -458,6 +458,23 @@ def move(
         result = wheel_page(companion, resolved, target, successor)
     else:
         result = handlers[companion.moves](companion, resolved, target)
+    if target.cc is None and companion.cpu == "degraded" and result.entry.kind == CHANGED:
+        entry = result.entry
+        result = Move(
+            Entry(
+                CHANGED,
+                entry.package,
+                entry.why,
+                origin=entry.origin,
+                was=entry.was,
+                now=entry.now,
+                risk=HIGH,
+                risk_text=(f"{entry.risk_text}; " if entry.risk_text else "")
+                + "the target has no GPU: it imports, but its CUDA kernels cannot run",
+                unverified=entry.unverified,
+            ),
+            result.requirement,
+        )
     if target.cc is None and companion.cpu == "degraded" and result.entry.kind == KEPT:
         entry = result.entry
         result = Move(

@@ -414,8 +414,9 @@ def _torch_entries(
             )
         )
         build, build_origin = None, None
+    assumed = False
     if build is None and release is not None and release.pypi_default:
-        build = release.pypi_default
+        build, assumed = release.pypi_default, True
         d.add(
             Entry(
                 ASSUMPTION,
@@ -445,6 +446,11 @@ def _torch_entries(
             obstacle = _build_obstacle(kb, paper.version, build or "", plan)
             if obstacle is not None:
                 why = f"the {build} build cannot run here ({obstacle}); {plan.cu_tag} can"
+            elif assumed:
+                why = (
+                    f"the files name no CUDA build: {plan.cu_tag} is the planner's build for "
+                    f"this GPU and driver (PyPI's default, {build}, runs here too)"
+                )
             else:  # it runs on this GPU: something else of the plan ruled it out
                 other = choice.rejected[0] if choice.rejected else "the rest of the plan"
                 why = f"the {build} build runs on this GPU but not with {other}; {plan.cu_tag} does"

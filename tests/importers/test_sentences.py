@@ -1,0 +1,450 @@
+"""Every sentence kind of the import report, checked against a case that produces it.
+
+``CASES`` imports small repositories modelled on real ones and asserts exact sentences
+(an entry's ``why`` or ``risk_detail``). ``test_every_sentence_kind_has_a_case`` reads
+the report's sentence templates from the importers' source (each ``why``/``risk_text``
+string, its ``{...}`` parts as wildcards) and requires each to match a sentence asserted
+here, or to be listed in ``ELSEWHERE`` (asserted by another test of tests/importers, or
+not yet: that list may only shrink). A new sentence kind needs a case.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.importers.conftest import Imported
+
+IMPORTERS = Path(__file__).parents[2] / "src" / "gpuenv" / "importers"
+NUMPY_1 = (
+    "torch before 2.3 was built against NumPy 1.x: with NumPy 2 its numpy interop fails "
+    "('Numpy is not available')"
+)
+
+# name: (requirements.txt, target, [(kind, package, field, sentence)])
+CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
+    "flash-attn on a CPU": (
+        "torch==2.1.2\nflash-attn==2.3.3\n",
+        "cpu",
+        [
+            ("unreproducible", "flash-attn", "why",
+             "flash-attn has no CPU implementation: the target has no GPU"),
+            ("changed", "torch", "why", "the target has no GPU: torch's CPU build"),
+            ("changed", "torch", "risk_detail",
+             "CUDA-only code (.cuda(), custom kernels) fails on CPU"),
+            ("changed", "numpy", "why", NUMPY_1),
+            ("assumptions", "torch", "why",
+             "no CUDA build named for torch 2.1.2: assumed PyPI's default build of that "
+             "release (cu121)"),
+            ("assumptions", "python", "why",
+             "no Python named in the files: Python 3.11, the newest torch 2.1.2 supports"),
+        ],
+    ),
+    "flash-attn built for an RTX 4090": (
+        "torch==2.1.2\nflash-attn==1.0.9\n",
+        "rtx4090",
+        [
+            ("needs_build", "flash-attn", "why",
+             "flash-attn has no prebuilt wheels gpuenv can use: compiled against torch "
+             "2.1.2+cu121 for sm_89, with no build isolation"),
+            ("needs_build", "flash-attn", "risk_detail",
+             "a source build; it takes a while and needs a host compiler nvcc accepts"),
+        ],
+    ),
+    "bitsandbytes on an H100": (
+        "torch==2.0.1\nbitsandbytes==0.37.0\n",
+        "h100",
+        [
+            ("changed", "bitsandbytes", "why",
+             "0.37.0 has no binaries for sm_90; 0.41.0 is the first that has"),
+            ("changed", "bitsandbytes", "risk_detail",
+             "another release: quantisation kernels may differ"),
+            ("changed", "torch", "why",
+             "the cu117 build cannot run here (its arch list (3.7, 5.0, 6.0, 7.0, 7.5, 8.0, "
+             "8.6) has no sm_90 kernels); cu118 can"),
+            ("changed", "torch", "risk_detail",
+             "numerics may differ slightly (other CUDA and cuDNN kernels)"),
+        ],
+    ),
+    "bitsandbytes that covers the GPU": (
+        "torch==2.4.1\nbitsandbytes==0.35.0\n",
+        "rtx4090",
+        [("kept", "bitsandbytes", "why", "its binaries cover this target")],
+    ),
+    "cupy for CUDA 11 beside a CUDA 12 torch": (
+        "torch==2.4.1\ncupy-cuda11x==12.0.0\n",
+        "h100",
+        [("changed", "cupy-cuda11x", "why", "torch's CUDA is 12.4: cupy's CUDA 12 project")],
+    ),
+    "cupy matching torch's CUDA": (
+        "torch==2.0.1\ncupy-cuda11x==12.0.0\n",
+        "h100",
+        [("kept", "cupy-cuda11x", "why", "matches torch's CUDA major")],
+    ),
+    "TensorFlow 1 and JAX beside torch": (
+        "torch==2.0.1\ntensorflow-gpu==1.15.5\njax==0.4.13\n",
+        "h100",
+        [
+            ("unreproducible", "tensorflow-gpu", "why",
+             "tensorflow-gpu 1.15.5 was built for GPUs up to compute capability 7.5: no "
+             "kernels for sm_90"),
+            ("unmanaged", "jax", "why",
+             "left out of the spec: JAX's CUDA support comes from jaxlib / jax-cuda*-plugin "
+             "wheels with their own CUDA pins"),
+        ],
+    ),
+    "an unpinned PyG extension on a CPU": (
+        "torch==2.1.2\ntorch-spline-conv\n",
+        "cpu",
+        [
+            ("needs_build", "torch-spline-conv", "why",
+             "1.2.2 is the torch-spline-conv release with wheels for torch 2.1.2; gpuenv's "
+             "lock cannot read its wheel page yet (https://data.pyg.org/whl/"
+             "torch-2.1.0+cpu.html): compiled against torch 2.1.2+cpu (CPU-only), with no "
+             "build isolation"),
+            ("needs_build", "torch-spline-conv", "risk_detail",
+             "another release: its ops may differ"),
+        ],
+    ),
+    "NumPy 2 beside torch 2.1": (
+        "torch==2.1.2\nnumpy==2.0.1\n",
+        "rtx4090",
+        [
+            ("changed", "numpy", "why", f"{NUMPY_1}; the lock takes the newest release in '<2'"),
+            ("changed", "numpy", "risk_detail", "another release: behaviour may differ"),
+            ("assumptions", "python", "why",
+             "no Python named in the files: Python 3.11, the newest torch 2.1.2 supports "
+             "and numpy<2 installs on"),
+        ],
+    ),
+    "a direct URL and a pre-release": (
+        "torch==2.1.2\nrequests @ https://example.org/requests-2.31.0.tar.gz\n"
+        "transformers==4.40.0rc1\n",
+        "rtx4090",
+        [
+            ("changed", "requests", "why", "a direct URL: the same version from the index"),
+            ("kept", "transformers", "why", "a pre-release pin"),
+        ],
+    ),
+    "git sources": (
+        "torch==2.1.2\ngit+https://github.com/org/tagged.git@v1.2.0#egg=tagged\n"
+        "svn+https://example.org/other#egg=other\n"
+        "git+https://github.com/org/moving.git@main#egg=moving\n"
+        "git+https://github.com/org/fixed.git@0123456789abcdef0123456789abcdef01234567"
+        "#egg=fixed\n",
+        "rtx4090",
+        [
+            ("kept", "tagged", "why",
+             "a git checkout at tag v1.2.0: the lock pins the commit the tag names when it "
+             "is written (a tag can be moved)"),
+            ("unreproducible", "other", "why",
+             "only git+https:// and git+ssh:// sources can be locked: install it into the "
+             "prefix after `gpuenv install` (gpuenv run -- pip install "
+             "'svn+https://example.org/other')"),
+            ("changed", "moving", "why",
+             "branch main of the repository has moved since the paper and no commit is "
+             "recorded: the lock freezes the commit it has when written; pin a commit from "
+             "the paper's date if you know it"),
+            ("changed", "moving", "risk_detail", "another revision of the code than the paper's"),
+            ("kept", "fixed", "why",
+             "a git checkout at commit 0123456789abcdef0123456789abcdef01234567: the lock "
+             "pins it and install builds it"),
+        ],
+    ),
+    "xformers without Hopper kernels": (
+        "torch==2.0.1\nxformers==0.0.20\n",
+        "h100",
+        [
+            ("needs_build", "xformers", "why",
+             "xformers 0.0.20's wheels carry no sm_90 kernels (they arrived in 0.0.21): "
+             "compiled against torch 2.0.1+cu118 for sm_90, with no build isolation"),
+        ],
+    ),
+    "vllm moved with torch": (
+        "torch==2.0.1\nvllm==0.1.0\n",
+        "h100",
+        [
+            ("changed", "vllm", "why", "0.1.0 is not built for torch 2.0.1; 0.2.1 is"),
+            ("changed", "vllm", "risk_detail",
+             "another release of the package: behaviour and numerics may differ"),
+        ],
+    ),
+    "tiny-cuda-nn on a CPU": (
+        "torch==2.0.1\ntinycudann\n",
+        "cpu",
+        [("unreproducible", "tinycudann", "why",
+          "tinycudann has no CPU implementation: the target has no GPU")],
+    ),
+    "deepspeed on an H100": (
+        "torch==2.0.1\ndeepspeed==0.9.5\n",
+        "h100",
+        [
+            ("needs_build", "deepspeed", "why",
+             "its ops are compiled at first use (JIT) for sm_90 against torch 2.0.1+cu118"),
+            ("needs_build", "deepspeed", "risk_detail",
+             "the first run compiles; nvcc must be the toolkit gpuenv adds"),
+        ],
+    ),
+    "deepspeed on a CPU": (
+        "torch==2.0.1\ndeepspeed==0.9.5\n",
+        "cpu",
+        [("kept", "deepspeed", "why", "CPU: its CUDA ops are not used")],
+    ),
+    "a torchvision from another release": (
+        "torch==2.4.1\ntorchvision==0.18.0\n",
+        "rtx4090",
+        [
+            ("changed", "torchvision", "why",
+             "torch 2.4.1 pairs with torchvision 0.19.1, not 0.18.0"),
+            ("changed", "torch", "why",
+             "the files name no CUDA build: cu124 is the planner's build for this GPU and "
+             "driver (PyPI's default, cu121, runs here too)"),
+        ],
+    ),
+    "torchvision moved in lock step": (
+        "torch==1.13.1\ntorchvision==0.14.1\n",
+        "h100",
+        [("changed", "torchvision", "why",
+          "the release paired with torch 2.0.1 (torch, torchvision and torchaudio move in "
+          "lock step)")],
+    ),
+    "a torch build that runs as built": (
+        "torch==2.4.1+cu124\nscipy==1.11.4\n",
+        "rtx4090",
+        [
+            ("kept", "torch", "why", "runs on this target as built"),
+            ("kept", "scipy", "why", "as pinned"),
+        ],
+    ),
+    "torchvision alone names its torch": (
+        "torchvision==0.14.1\n",
+        "rtx4090",
+        [("kept", "torchvision", "why", "released with torch 1.13.1")],
+    ),
+    "xformers moved on a CPU": (
+        "torch==2.1.2\nxformers==0.0.23\n",
+        "cpu",
+        [("changed", "xformers", "risk_detail",
+          "another release of the package: behaviour and numerics may differ; the target "
+          "has no GPU: it imports, but its CUDA kernels cannot run")],
+    ),
+    "xformers kept on a CPU": (
+        "torch==2.1.2\nxformers==0.0.23.post1\n",
+        "cpu",
+        [
+            ("kept", "xformers", "why",
+             "the target has no GPU: it imports, but its CUDA kernels cannot run"),
+            ("kept", "xformers", "risk_detail", "GPU-only code paths fail on CPU"),
+        ],
+    ),
+    "triton pinned by hand": (
+        "torch==2.1.2\ntriton==2.0.0\n",
+        "rtx4090",
+        [("changed", "triton", "why", "torch 2.1.2's wheels require their own exact triton")],
+    ),
+    "a URL without a version": (
+        "torch==2.1.2\npkg @ https://example.org/archive/main.zip\n",
+        "rtx4090",
+        [("unreproducible", "pkg", "why",
+          "a URL that names no version: what it serves has likely changed since the paper")],
+    ),
+    "xformers that predates torch": (
+        "torch==1.12.1\nxformers\n",
+        "rtx4090",
+        [("unreproducible", "xformers", "why", "no xformers release is built for torch 1.12.1")],
+    ),
+    "a range with no floor": (
+        "torch<3\n",
+        "rtx4090",
+        [("kept", "torch", "why", "the newest release in '<3' that fits")],
+    ),
+    "a nightly": (
+        "--pre\ntorch==2.1.0.dev20230415+cu118\n",
+        "h100",
+        [("unreproducible", "torch", "why",
+          "nightly and pre-release builds are removed from PyTorch's indexes after a while: "
+          "this build cannot be had again")],
+    ),
+    "flash-attn newer than torch allows": (
+        "torch==2.1.2\nflash-attn==2.8.0\n",
+        "rtx4090",
+        [
+            ("needs_build", "flash-attn", "why",
+             "2.8.0 needs torch >=2.2; 2.7.4 builds with it: compiled against torch "
+             "2.1.2+cu121 for sm_89, with no build isolation"),
+            ("needs_build", "flash-attn", "risk_detail", "another release, compiled from source"),
+        ],
+    ),
+    "mmcv-full past its last torch": (
+        "torch==2.7.1\nmmcv-full==1.7.0\n",
+        "rtx4090",
+        [("needs_build", "mmcv-full", "why",
+          "no mmcv-full release is known to support torch 2.7.1; gpuenv's lock cannot read "
+          "its wheel page yet (https://download.openmmlab.com/mmcv/dist/cu118/torch2.7/"
+          "index.html): compiled against torch 2.7.1+cu118 for sm_89, with no build isolation")],
+    ),
+    "bitsandbytes newer than torch allows": (
+        "torch==1.13.1\nbitsandbytes==0.45.1\n",
+        "rtx4090",
+        [("changed", "bitsandbytes", "why", "0.45.1 does not support torch 1.13.1; 0.36.0 does")],
+    ),
+    "mmdet follows mmcv-full": (
+        "torch==1.10.0\nmmcv-full==1.7.0\nmmdet==2.20.0\n",
+        "rtx4090",
+        [("changed", "mmdet", "risk_detail",
+          "another release of the package: its API and results may differ")],
+    ),
+    "an old sdist beside a setuptools without pkg_resources": (
+        "torch==2.0.1\nalbumentations==0.4.3\nsetuptools==82.0.0\n",
+        "rtx4090",
+        [
+            ("needs_build", "albumentations", "why",
+             "albumentations 0.4.3 is built from its sdist, and its setup.py imports "
+             "pkg_resources, which setuptools 82.0.0 removed: built in the prefix with wheel, "
+             "setuptools<82"),
+            ("needs_build", "albumentations", "risk_detail",
+             "the repository pins setuptools==82.0.0, which has no pkg_resources: the build "
+             "needs the older one"),
+        ],
+    ),
+    "index options": (
+        "--extra-index-url https://download.pytorch.org/whl/cu118\n"
+        "--extra-index-url https://my.mirror.example/simple\ntorch==2.0.1\n",
+        "rtx4090",
+        [
+            ("assumptions", "", "why",
+             "https://download.pytorch.org/whl/cu118: PyTorch's index: gpuenv chooses the "
+             "torch index for the target's build"),
+            ("assumptions", "", "why",
+             "https://my.mirror.example/simple: extra-index-url not carried over: add it to "
+             "[pip] extra-index-urls if the paper's packages need it"),
+        ],
+    ),
+    "a 2020 conda file": (
+        "name: x\ndependencies:\n  - python=3.6\n  - pytorch=1.10.0\n  - ffmpeg\n",
+        "rtx4090",
+        [
+            ("changed", "python", "why",
+             "torch 1.12.1 supports Python >=3.7,<3.11, but gpuenv installs 3.8 and later: "
+             "3.8 is the nearest it can"),
+            ("changed", "python", "risk_detail", "other packages' pins may not install on it"),
+            ("kept", "ffmpeg", "why", "a conda-only package"),
+        ],
+    ),
+    "a 2023 conda file": (
+        "name: x\ndependencies:\n  - python=3.10\n  - pytorch=2.1.2\n",
+        "rtx4090",
+        [("kept", "python", "why", "torch 2.1.2 supports it")],
+    ),
+}  # fmt: skip
+
+# Templates asserted by other tests of tests/importers, or by no test yet (named by a
+# literal part of the template). This list may only shrink: a new sentence kind gets a case.
+ELSEWHERE = frozenset(
+    {
+        "is the nearest release that satisfies it",  # test_pillow
+        "has no wheels for Python",  # not yet (the index's Python floor of a pin)
+        "is the nearest release that satisfies it with wheels for Python",  # test_pillow
+        "is the oldest",  # test_companions (mmdet follows mmcv-full)
+        "has a wheel for Python",  # test_wheels
+        "release builds with torch",  # not yet: no source release fits the target
+        "the base image's CUDA",  # test_truthful
+        "could not be read",  # test_wheels
+        "not checked for wheels",
+        "requirements checked for wheels",  # not yet (needs the fixture index)
+        "is the nearest release that has one",  # not yet (needs the fixture index)
+        "are both written and install the same importable package",  # test_companions
+        "this family cannot move together",  # test_companions
+        "--prefer names",  # test_disagreement
+        "runs on this GPU but not with",  # not yet: a stated build another pin rules out
+        "cupy needs CUDA",  # unreachable today: cupy's cpu = "none" answers first
+        "not imported",  # test_discovery
+        "compiles",  # test_discovery (the project's own CUDA extension)
+    }
+)
+
+TEXT_KEYS = {"why", "risk_text", "build_why"}
+
+
+def _literal(node: ast.expr) -> str | None:
+    """A template regex for a string expression: its literal parts, wildcards between."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return re.escape(node.value)
+    if isinstance(node, ast.JoinedStr):
+        return "".join(
+            re.escape(v.value) if isinstance(v, ast.Constant) else "(.+?)" for v in node.values
+        )
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _literal(node.left), _literal(node.right)
+        if left is None and right is None:
+            return None
+        return (left or "(.*?)") + (right or "(.*?)")
+    return None
+
+
+def templates() -> dict[str, str]:
+    """Each report sentence template of the importers: regex -> file:line."""
+    found: dict[str, str] = {}
+    for path in sorted(IMPORTERS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            values: list[ast.expr] = []
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id in TEXT_KEYS for t in node.targets
+            ):
+                values.append(node.value)
+            if isinstance(node, ast.Call):
+                func = node.func
+                name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+                if name in ("Entry", "_entry") and len(node.args) >= 3:
+                    values.append(node.args[2])
+                values += [k.value for k in node.keywords if k.arg in ("why", "risk_text")]
+            for value in values:
+                parts = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+                for part in parts:
+                    regex = _literal(part)
+                    if regex and len(re.sub(r"\(\.[+*]\?\)", "", regex)) > 8:
+                        found.setdefault(regex, f"{path.name}:{part.lineno}")
+    return found
+
+
+def _sentences(imported: Imported, kind: str, package: str, field: str) -> list[str]:
+    report = imported.report
+    key = "assumptions" if kind == "assumptions" else kind
+    return [str(e.get(field)) for e in report[key] if (e["package"] or "") == package]
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_sentence_is_true_of_its_case(
+    run_import: Callable[..., Imported], tmp_path: Path, name: str
+) -> None:
+    text, target, expected = CASES[name]
+    name = "environment.yml" if text.startswith("name:") else "requirements.txt"
+    path = tmp_path / "paper" / name
+    path.parent.mkdir()
+    path.write_text(text)
+    imported = run_import(path, target=target)
+    assert imported.result.code == 0, imported.result.out
+    for kind, package, field, sentence in expected:
+        assert sentence in _sentences(imported, kind, package, field), (kind, package, field)
+
+
+def test_every_sentence_kind_has_a_case() -> None:
+    asserted = [s for _, _, expected in CASES.values() for *_, s in expected]
+    uncovered = []
+    for regex, where in templates().items():
+        if any(re.fullmatch(regex, s) or re.search(regex, s) for s in asserted):
+            continue
+        if any(re.escape(fragment) in regex for fragment in ELSEWHERE):
+            continue
+        uncovered.append(f"{where}: {regex}")
+    assert not uncovered, "sentence kinds with no case:\n" + "\n".join(uncovered)
+
+
+def test_the_elsewhere_list_only_names_templates_that_exist() -> None:
+    regexes = list(templates())
+    stale = [f for f in ELSEWHERE if not any(re.escape(f) in r for r in regexes)]
+    assert not stale, stale
