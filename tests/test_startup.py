@@ -126,8 +126,9 @@ def _lock(spec: object, env: dict[str, str]) -> None:
         "import sys\n"
         "sys.path.insert(0, sys.argv[1])\n"
         "from tests.lock.fakes import FakeConda, FakePip\n"
-        "from gpuenv.cli import lock_cmd, main\n"
-        "lock_cmd.backends = lambda: (FakePip(), FakeConda())\n"
+        "from gpuenv.cli import main\n"
+        "from gpuenv.lock import backends\n"
+        "backends.resolvers = lambda: (FakePip(), FakeConda())\n"
         "raise SystemExit(main(['-f', sys.argv[2], 'lock']))\n"
     )
     from pathlib import Path

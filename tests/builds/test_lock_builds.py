@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.cli import lock_cmd
 from gpuenv.errors import LockIntegrityError
+from gpuenv.lock import backends
 from gpuenv.lock.format import parse_lock_text, read_lock, render_lock
 from tests.conftest import CliResult
 from tests.lock.fakes import FakeConda, FakePip
@@ -39,7 +39,7 @@ dependencies = [{deps}]
 @pytest.fixture
 def fakes(monkeypatch: pytest.MonkeyPatch) -> tuple[FakePip, FakeConda]:
     pip, conda = FakePip(), FakeConda()
-    monkeypatch.setattr(lock_cmd, "backends", lambda: (pip, conda))
+    monkeypatch.setattr(backends, "resolvers", lambda: (pip, conda))
     monkeypatch.setenv(
         "PATH", "/nonexistent"
     )  # no gcc here: the lock names the newest nvcc accepts
@@ -150,7 +150,7 @@ def test_a_declared_build_whose_index_has_no_sdist_is_refused(
             return super().resolve(type(request)(**{**request.__dict__, "no_binary": ()}))
 
     pip = WheelsOnly()
-    monkeypatch.setattr(lock_cmd, "backends", lambda: (pip, FakeConda()))
+    monkeypatch.setattr(backends, "resolvers", lambda: (pip, FakeConda()))
     spec = tmp_path / "gpuenv.toml"
     spec.write_text(
         SPEC.format(deps='"mypkg==1.0"', extra="[pip.build.mypkg]\nno-build-isolation = true")

@@ -9,7 +9,7 @@ from unittest.mock import create_autospec
 
 import pytest
 
-from gpuenv.cli import lock_cmd
+from gpuenv.lock import backends
 from gpuenv.lock.format import read_lock
 from tests.conftest import CliResult
 from tests.lock.fakes import FakeConda, FakePip
@@ -37,8 +37,8 @@ dependencies = ["transformers>=1"]
 @pytest.fixture
 def fakes(monkeypatch: pytest.MonkeyPatch) -> tuple[FakePip, FakeConda]:
     pip, conda = FakePip(), FakeConda()
-    fake = create_autospec(lock_cmd.backends, return_value=(pip, conda))  # the real signature
-    monkeypatch.setattr(lock_cmd, "backends", fake)
+    fake = create_autospec(backends.resolvers, return_value=(pip, conda))  # the real signature
+    monkeypatch.setattr(backends, "resolvers", fake)
     return pip, conda
 
 

@@ -9,8 +9,8 @@ from unittest.mock import create_autospec
 
 import pytest
 
-from gpuenv.cli import lock_cmd
 from gpuenv.errors import NetworkError
+from gpuenv.lock import backends
 from gpuenv.lock._share import SharedPip, SharedPipWithMetadata, shared_conda, shared_pip
 from gpuenv.lock.format import read_lock
 from gpuenv.lock.model import PipRequest
@@ -58,8 +58,8 @@ dependencies = ["ffmpeg"]
 @pytest.fixture
 def fakes(monkeypatch: pytest.MonkeyPatch) -> tuple[FakePip, FakeConda]:
     pip, conda = FakePip(), FakeConda()
-    fake = create_autospec(lock_cmd.backends, return_value=(pip, conda))
-    monkeypatch.setattr(lock_cmd, "backends", fake)
+    fake = create_autospec(backends.resolvers, return_value=(pip, conda))
+    monkeypatch.setattr(backends, "resolvers", fake)
     return pip, conda
 
 
@@ -201,8 +201,8 @@ def test_distinct_targets_resolve_side_by_side_and_lock_as_serially(
             return super().resolve(request)
 
     pip = Meeting()
-    fake = create_autospec(lock_cmd.backends, return_value=(pip, FakeConda()))
-    monkeypatch.setattr(lock_cmd, "backends", fake)
+    fake = create_autospec(backends.resolvers, return_value=(pip, FakeConda()))
+    monkeypatch.setattr(backends, "resolvers", fake)
     monkeypatch.setattr("gpuenv.lock._share.os.cpu_count", lambda: 2)
     spec = tmp_path / "gpuenv.toml"
     spec.write_text(TWO_MACHINES)
@@ -212,7 +212,7 @@ def test_distinct_targets_resolve_side_by_side_and_lock_as_serially(
     serial = tmp_path / "serial"
     serial.mkdir()
     (serial / "gpuenv.toml").write_text(TWO_MACHINES)
-    monkeypatch.setattr(lock_cmd, "backends", lambda: (FakePip(), FakeConda()))
+    monkeypatch.setattr(backends, "resolvers", lambda: (FakePip(), FakeConda()))
     assert cli("-f", str(serial / "gpuenv.toml"), "lock").code == 0  # one at a time
     assert (serial / "gpuenv.lock").read_text() == (tmp_path / "gpuenv.lock").read_text()
 

@@ -20,10 +20,10 @@ from gpuenv.lock.uv import UvResolver
 # main path's use of uv together, released by a barrier.
 RACE = """
 import threading
-from gpuenv.cli import lock_cmd
+from gpuenv.lock.backends import resolvers
 from gpuenv.lock._background import Background
 
-pip, _conda = lock_cmd.backends()
+pip, _conda = resolvers()
 barrier = threading.Barrier(2)
 
 def beside():

@@ -15,7 +15,7 @@ _PROJECT_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
 
 if TYPE_CHECKING:
     from gpuenv.lock.format import LockReading
-    from gpuenv.lock.model import CondaSolver, Lock, PipResolver
+    from gpuenv.lock.model import Lock
     from gpuenv.lock.options import LockOptions
     from gpuenv.lock.project import LockResult
     from gpuenv.spec import LoadedSpec
@@ -47,14 +47,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="move this package's pin forward, keeping the others (repeatable)",
     )
     _common.add_json_flag(parser)
-
-
-def backends() -> tuple[PipResolver, CondaSolver]:
-    """The resolvers ``gpuenv lock`` runs (``gpuenv.lock.backends``; tests replace this
-    function to lock with fakes)."""
-    from gpuenv.lock.backends import resolvers
-
-    return resolvers()
 
 
 def _fresh_key(args: argparse.Namespace) -> tuple[str, str] | None:
@@ -135,7 +127,6 @@ def _run(args: argparse.Namespace, fresh: tuple[str, str] | None) -> int:
             kb,
             relock,
             lock_path=lock_path,
-            backends=backends,
             kb_digest=digest,
             progress=progress,
         )

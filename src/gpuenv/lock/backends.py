@@ -1,7 +1,9 @@
 """The real resolvers a lock runs: uv for the pip half, rattler for the conda half.
 
-``lock.project.ensure_lock`` and ``lock_and_write`` take a ``backends`` callable and default to
-``resolvers``; tests pass fakes instead. The resolvers are imported only when called.
+``lock.project.ensure_lock`` and ``lock_and_write`` take a ``backends`` callable and
+default to ``resolvers``, for every command that locks (lock, install, add, remove): tests
+pass fakes as that argument, or replace ``resolvers`` for a whole command. The resolvers
+are imported only when called.
 """
 
 from __future__ import annotations
