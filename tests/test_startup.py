@@ -167,7 +167,7 @@ def test_reading_a_lock_and_its_groups_loads_no_build_model() -> None:
     or a suggestion is wanted."""
     modules = _imported_after(
         "import gpuenv.lock.format, gpuenv.lock.model, gpuenv.lock.extras, gpuenv.store\n"
-        "import gpuenv.knowledge.model, gpuenv.spec"
+        "import gpuenv.knowledge.model, gpuenv.spec, gpuenv.install, gpuenv.cli._installing"
     )
     lazy = {"gpuenv.builds.model", "gpuenv.lock.builds", "packaging.requirements", "uuid"}
     assert not (lazy | {"difflib"}) & modules, (lazy | {"difflib"}) & modules

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from gpuenv._fs import is_read_only, writing
 from gpuenv._progress import Prefixed
-from gpuenv.builds.model import BuildOutcome
 from gpuenv.errors import InstallError, StorageError
 from gpuenv.install.artifacts import fetch_artifacts, record_artifacts
 from gpuenv.install.conda import install_conda
@@ -23,6 +22,7 @@ from gpuenv.lock.model import Lock, LockedTarget
 from gpuenv.store import Store, point_project
 
 if TYPE_CHECKING:
+    from gpuenv.builds.model import BuildOutcome
     from gpuenv.editable.install import ProjectResult
 
 

@@ -20,13 +20,13 @@ from gpuenv._network import (
     uv_environment,
 )
 from gpuenv._redact import redact
-from gpuenv.builds.model import BuildOutcome
 from gpuenv.errors import NetworkError, StorageError
 from gpuenv.lock._uv_output import classify
 from gpuenv.lock.model import LockedTarget
 from gpuenv.store import Store
 
 if TYPE_CHECKING:
+    from gpuenv.builds.model import BuildOutcome
     from gpuenv.editable.install import ProjectResult
     from gpuenv.lock.options import LockOptions
     from gpuenv.spec import BuildOptions, LoadedSpec, LocalProject, Spec

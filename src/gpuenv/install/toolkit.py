@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING
 
 from gpuenv import _proc
 from gpuenv._fs import writing
-from gpuenv.builds.model import arch_list, nvcc_arch_max
 from gpuenv.errors import InstallError
 from gpuenv.install.request import InstallRequest
 from gpuenv.lock.model import LockedTarget
@@ -87,6 +86,7 @@ def jit_arch_list(target: LockedTarget) -> str | None:
     own cpp_extension refuses 8.9: "Unknown CUDA arch"). None for a CPU build."""
     if target.stack.cuda is None:
         return None
+    from gpuenv.builds.model import arch_list, nvcc_arch_max  # a CUDA build's only
     from gpuenv.knowledge import knowledge_base
 
     return arch_list(
