@@ -62,3 +62,11 @@ def test_the_planned_build_passes_both() -> None:
     check_against_plan(plan, pip)
     locked = replace(cpu_target(), stack=planned_stack(plan), pip=pip)
     assert _integrity.stack_problems(locked) == []
+
+
+def test_a_mislabelled_wheel_is_named_by_its_whole_url() -> None:
+    """The URL says which index (or mirror) served it: shown whole, never cut short."""
+    plan = _plan()
+    pip = (PipPackage("torch", "2.4.1+cu124", CU124, "a" * 64),)
+    found = _integrity.family_problems(planned_stack(plan), pip, plan.hardware.platform)
+    assert found[0].endswith(f"from {CU124}")

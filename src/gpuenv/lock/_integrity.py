@@ -295,7 +295,7 @@ def family_problems(stack: StackSummary, pip: Iterable[PipPackage], platform: st
         if label is not None and label != stack.cu_tag:
             problems.append(
                 f"{name} {package.version} is a {label} build (planned {stack.cu_tag}), "
-                f"from {_show(package.url)}"
+                f"from {package.url}"
             )
     torch = by_name.get("torch")
     if torch is not None and _local(torch.version) is None:
