@@ -6,38 +6,35 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 
 _ERRORS = (OSError, ValueError, RuntimeError)  # RuntimeError: a symlink loop (3.10, 3.11)
 
 
-def is_dir(path: Path) -> bool:
+def _answer(test: Callable[[], bool]) -> bool:
+    """``test()``; False when the path cannot even be asked about."""
     try:
-        return path.is_dir()
+        return test()
     except _ERRORS:
         return False
+
+
+def is_dir(path: Path) -> bool:
+    return _answer(path.is_dir)
 
 
 def is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except _ERRORS:
-        return False
+    return _answer(path.is_file)
 
 
 def exists(path: Path) -> bool:
-    try:
-        return path.exists()
-    except _ERRORS:
-        return False
+    return _answer(path.exists)
 
 
 def executable(path: Path) -> bool:
-    try:
-        return os.access(path, os.X_OK)
-    except _ERRORS:
-        return False
+    return _answer(lambda: os.access(path, os.X_OK))
 
 
 def resolved(path: Path) -> Path:
