@@ -56,6 +56,9 @@ def test_line_of_falls_back_to_the_nearest_ancestor() -> None:
 
 def test_malformed_text_gives_no_positions_rather_than_failing() -> None:
     assert key_lines('a = "unterminated') == {}
+    assert key_lines("x = {a = 1, = 2}\n") == {}, "an inline table with no key"
+    assert key_lines("a = {b = 1\nc = 2\n") == {}, "an inline table never closed"
+    assert key_lines("a = 1\n= 2\nb = 3\n") == {("a",): 1}, "stops at a line with no key"
 
 
 def test_nested_array_tables_belong_to_their_parents_latest_element() -> None:

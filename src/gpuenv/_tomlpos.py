@@ -137,14 +137,8 @@ class _Scanner:
             if self.peek() == "}":
                 self.advance()
                 return
-            line = self.line
-            key = self.key()
-            member: Path = (*path, *key)
-            self.lines[member] = line
-            self.skip_space(newlines=False)
-            self.advance()  # =
-            self.skip_space(newlines=False)
-            self.value(member)
+            if not self.key_value(path):
+                raise ValueError("not valid TOML: no key in an inline table")
             self.skip_space(newlines=True)
             if self.peek() == ",":
                 self.advance()
@@ -186,16 +180,23 @@ class _Scanner:
             if self.peek() == "[":
                 table = self.header()
                 continue
-            line = self.line
-            key = self.key()
-            if not key:  # not valid TOML; stop rather than loop
+            if not self.key_value(table):  # not valid TOML; stop rather than loop
                 return self.lines
-            full: Path = (*table, *key)
-            self.lines[full] = line
-            self.skip_space(newlines=False)
-            self.advance()  # =
-            self.skip_space(newlines=False)
-            self.value(full)
+
+    def key_value(self, within: Path) -> bool:
+        """``key = value`` in the table ``within``, the key's line recorded; False (and
+        nothing read) where no key starts."""
+        line = self.line
+        key = self.key()
+        if not key:
+            return False
+        member: Path = (*within, *key)
+        self.lines[member] = line
+        self.skip_space(newlines=False)
+        self.advance()  # =
+        self.skip_space(newlines=False)
+        self.value(member)
+        return True
 
 
 def key_lines(text: str) -> dict[Path, int]:
