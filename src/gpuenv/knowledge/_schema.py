@@ -18,8 +18,9 @@ from typing import Annotated, Any, Literal
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from gpuenv._validation import Problem, schema_problems
 from gpuenv.versions import (
     ArchTarget,
     ComputeCapability,
@@ -173,10 +174,6 @@ MODELS: dict[str, type[_Strict]] = {
 }
 
 
-def validate_facts_file(raw: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+def validate_facts_file(raw: dict[str, Any]) -> list[Problem]:
     """Every problem of a user's facts file as (location, message); empty when valid."""
-    try:
-        RawFactsFile.model_validate(raw)
-    except ValidationError as exc:
-        return [(tuple(e["loc"]), str(e["msg"])) for e in exc.errors()]
-    return []
+    return schema_problems(RawFactsFile, raw)

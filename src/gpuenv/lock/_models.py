@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from gpuenv._validation import Problem, schema_problems
 
 
 class _Model(BaseModel):
@@ -123,13 +125,9 @@ class LockFileModel(_Model):
     targets: dict[str, TargetModel] = Field(default_factory=dict)
 
 
-def problems(raw: dict[str, Any]) -> list[tuple[tuple[str | int, ...], str]]:
+def problems(raw: dict[str, Any]) -> list[Problem]:
     """Every schema problem of a parsed lock: (location, message); empty when valid."""
-    try:
-        LockFileModel.model_validate(raw)
-    except ValidationError as exc:
-        return [(tuple(e["loc"]), str(e["msg"])) for e in exc.errors()]
-    return []
+    return schema_problems(LockFileModel, raw)
 
 
 def json_schema() -> dict[str, Any]:
