@@ -1185,18 +1185,27 @@ class Probe:
         return True, detail, None, result
 
     def check_matmul_cpu(self) -> Outcome:
+        fix = "wrong results from the CPU build: reinstall torch"
+        return self._float32_product("cpu", lambda: None, "", fix)
+
+    def _float32_product(
+        self, device: str, sync: Callable[[], None], where: str, fix: str
+    ) -> Outcome:
+        """A float32 n x n product on ``device`` (``where``: how the detail names it),
+        timed and checked against the float64 reference; ``fix`` when it is wrong."""
         torch = self.torch
         n = int(self.expect.get("matmul_size") or 1024)
-        result = _timed_matmul(torch, torch.device("cpu"), torch.float32, n, lambda: None)
-        result.update({"dtype": "float32", "n": n, "device": "cpu"})
-        detail = "%dx%d float32: %.3f TFLOP/s, relative error %.2e" % (
+        result = _timed_matmul(torch, torch.device(device), torch.float32, n, sync)
+        result.update({"dtype": "float32", "n": n, "device": device})
+        detail = "%dx%d float32%s: %.3f TFLOP/s, relative error %.2e" % (
             n,
             n,
+            where,
             result["tflops"],
             result["relative_error"],
         )
         if not relative_error_ok(result["relative_error"], "float32"):
-            return False, detail, "wrong results from the CPU build: reinstall torch", result
+            return False, detail, fix, result
         return True, detail, None, result
 
     def check_mps(self) -> Outcome:
@@ -1214,19 +1223,9 @@ class Probe:
                 "wheel; in a virtual machine or under Rosetta it is not available",
                 {"built": built},
             )
-        n = int(self.expect.get("matmul_size") or 1024)
         sync = getattr(getattr(torch, "mps", None), "synchronize", lambda: None)
-        result = _timed_matmul(torch, torch.device("mps"), torch.float32, n, sync)
-        result.update({"dtype": "float32", "n": n, "device": "mps"})
-        detail = "%dx%d float32 on the Apple GPU: %.3f TFLOP/s, relative error %.2e" % (
-            n,
-            n,
-            result["tflops"],
-            result["relative_error"],
-        )
-        if not relative_error_ok(result["relative_error"], "float32"):
-            return False, detail, "wrong results from the Apple GPU: reinstall torch", result
-        return True, detail, None, result
+        fix = "wrong results from the Apple GPU: reinstall torch"
+        return self._float32_product("mps", sync, " on the Apple GPU", fix)
 
     def check_cudnn(self) -> Outcome:
         torch = self.torch
