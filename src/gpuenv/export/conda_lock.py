@@ -24,29 +24,35 @@ def _dependencies(depends: tuple[str, ...]) -> dict[str, str]:
 
 
 def _conda(c: CondaPackage, platform: str, models: Any) -> Any:
-    return models.LockedDependency(
-        name=c.name,
-        version=c.version,
-        manager="conda",
-        platform=platform,
-        dependencies=_dependencies(c.depends),
-        url=clean_url(c.url),
-        hash=models.HashModel(md5=c.md5, sha256=c.sha256),
-        categories={"main"},
-        build=c.build,
-    )
+    hashes = models.HashModel(md5=c.md5, sha256=c.sha256)
+    return _locked(models, c, "conda", platform, _dependencies(c.depends), hashes, build=c.build)
 
 
 def _pip(p: PipPackage, platform: str, models: Any) -> Any:
+    requires = dict.fromkeys(sorted(p.requires), "*")
+    return _locked(models, p, "pip", platform, requires, models.HashModel(sha256=p.sha256))
+
+
+def _locked(
+    models: Any,
+    package: CondaPackage | PipPackage,
+    manager: str,
+    platform: str,
+    dependencies: dict[str, str],
+    hashes: Any,
+    **more: Any,
+) -> Any:
+    """conda-lock's entry for a conda record or a pip artifact (every one in "main")."""
     return models.LockedDependency(
-        name=p.name,
-        version=p.version,
-        manager="pip",
+        name=package.name,
+        version=package.version,
+        manager=manager,
         platform=platform,
-        dependencies=dict.fromkeys(sorted(p.requires), "*"),
-        url=clean_url(p.url),
-        hash=models.HashModel(sha256=p.sha256),
+        dependencies=dependencies,
+        url=clean_url(package.url),
+        hash=hashes,
         categories={"main"},
+        **more,
     )
 
 
