@@ -99,6 +99,11 @@ def _entry(kind: str, resolved: Resolved, why: str, **fields: Any) -> Entry:
     return Entry(kind, resolved.name, why, origin=resolved.ask.origin, **fields)
 
 
+def _kept(resolved: Resolved, why: str) -> Entry:
+    """Kept as the files ask for it."""
+    return _entry(KEPT, resolved, why, was=resolved.specifier, now=resolved.specifier or "any")
+
+
 def _build_entry(
     resolved: Resolved, version: Version | None, target: Target, why: str, companion: Companion
 ) -> Entry:
@@ -325,13 +330,7 @@ def jit(companion: Companion, resolved: Resolved, target: Target) -> Move:
     version = resolved.exact
     requirement = _requirement(resolved, version) if version else resolved.ask.requirement_text()
     if target.cc is None:
-        entry = _entry(
-            KEPT,
-            resolved,
-            "CPU: its CUDA ops are not used",
-            was=resolved.specifier,
-            now=resolved.specifier or "any",
-        )
+        entry = _kept(resolved, "CPU: its CUDA ops are not used")
         return Move(entry, requirement)
     entry = _entry(
         NEEDS_BUILD,
@@ -392,13 +391,7 @@ def cuda_suffix(companion: Companion, resolved: Resolved, target: Target) -> Mov
     major = target.cuda.split(".")[0]
     wanted = f"cupy-cuda{major}x"
     if resolved.name == wanted:
-        entry = _entry(
-            KEPT,
-            resolved,
-            "matches torch's CUDA major",
-            was=resolved.specifier,
-            now=resolved.specifier or "any",
-        )
+        entry = _kept(resolved, "matches torch's CUDA major")
         return Move(entry, resolved.ask.requirement_text())
     entry = _entry(
         CHANGED,
