@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -49,11 +50,15 @@ def alternate(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = None,
     before: Mapping[str, Callable[[], None]] | None = None,
+    cpu: dict[str, list[float]] | None = None,
 ) -> dict[str, list[float]]:
     """Wall-clock seconds of each command, run in turn (A B, B A, A B, ...) so that
     the machine's load falls on all of them alike; ``before[name]`` runs untimed
     before each of that command's runs (a cache emptied, a lock removed). One untimed
-    round first. A command that fails stops the benchmark, with its output."""
+    round first. A command that fails stops the benchmark, with its output. ``cpu``,
+    when given, receives each run's CPU seconds (user and system, the command and its
+    children: uv's included), which a loaded machine moves far less than the wall
+    clock: the two side by side tell a slower program from a busier machine."""
     full_env = {**os.environ, **(env or {})}
     names = list(commands)
     times: dict[str, list[float]] = {name: [] for name in names}
@@ -61,15 +66,20 @@ def alternate(
         for name in names if round_ % 2 == 0 else reversed(names):
             if before and name in before:
                 before[name]()
+            used = resource.getrusage(resource.RUSAGE_CHILDREN)
             start = time.perf_counter()
             done = subprocess.run(
                 list(commands[name]), env=full_env, cwd=cwd, capture_output=True, check=False
             )
             took = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
             if done.returncode != 0:
                 raise SystemExit(f"{name} failed ({done.returncode}):\n{done.stderr[-3000:]!r}")
             if round_:
                 times[name].append(took)
+                spent = after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime
+                if cpu is not None:
+                    cpu.setdefault(name, []).append(spent)
     return times
 
 
@@ -87,9 +97,22 @@ def median_ms(times: Sequence[float]) -> float:
     return statistics.median(times) * 1000
 
 
-def report(name: str, times: Sequence[float], *, baseline: Sequence[float] | None = None) -> None:
+def report(
+    name: str,
+    times: Sequence[float],
+    *,
+    baseline: Sequence[float] | None = None,
+    cpu: Sequence[float] | None = None,
+    cpu_baseline: Sequence[float] | None = None,
+) -> None:
+    """One line: the median (and fastest) wall time, its ratio to ``baseline``'s; with
+    ``cpu``, the median CPU time too (and its ratio to ``cpu_baseline``'s)."""
     fastest = min(times) * 1000
     line = f"{name:<44} median {median_ms(times):8.1f} ms  (min {fastest:.1f}, n={len(times)})"
     if baseline:
         line += f"  ratio {statistics.median(times) / statistics.median(baseline):.2f}x"
+    if cpu:
+        line += f"  cpu {median_ms(cpu):.1f} ms"
+        if cpu_baseline:
+            line += f" ({statistics.median(cpu) / statistics.median(cpu_baseline):.2f}x)"
     print(line)

@@ -191,6 +191,7 @@ def main() -> int:
             venv = shlex.join([base, "-m", "venv", "--without-pip", str(pip_venv)])
             commands["pip"] = ["sh", "-c", f"{venv} && {shlex.join(pip_install)}"]
         print(load())
+        spent: dict[str, list[float]] = {}
         times = alternate(
             commands,
             runs=args.runs,
@@ -201,14 +202,25 @@ def main() -> int:
             },
             cwd=project,
             before=before,
+            cpu=spent,
         )
         packages = len(lock.targets["cpu"].pip)
         print(f"-- {packages} locked artifacts, {'cold' if args.cold else 'warm'} caches")
-        report("uv venv + uv pip sync --require-hashes", times["uv"])
-        report("gpuenv install --frozen", times["gpuenv"], baseline=times["uv"])
+        report("uv venv + uv pip sync --require-hashes", times["uv"], cpu=spent["uv"])
+        report(
+            "gpuenv install --frozen",
+            times["gpuenv"],
+            baseline=times["uv"],
+            cpu=spent["gpuenv"],
+            cpu_baseline=spent["uv"],
+        )
         if "pip" in times:
             report(
-                "python -m venv + pip install --require-hashes", times["pip"], baseline=times["uv"]
+                "python -m venv + pip install --require-hashes",
+                times["pip"],
+                baseline=times["uv"],
+                cpu=spent["pip"],
+                cpu_baseline=spent["uv"],
             )
         gpuenv_over_uv = ratio(times["gpuenv"], times["uv"])
         verdict = "within" if gpuenv_over_uv <= 1.1 else "OVER"

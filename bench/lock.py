@@ -109,6 +109,7 @@ def one_case(bench: Bench, args: argparse.Namespace, *, extra: list[str], label:
     gpuenv = [interpreter(), "-m", "gpuenv", "lock"]
     caches = [Path(bench.env["XDG_CACHE_HOME"]) / "gpuenv", Path(bench.env["UV_CACHE_DIR"])]
     fresh = _emptied(project / "gpuenv.lock", *(caches if args.cold else []))
+    cpu: dict[str, list[float]] = {}
     times = alternate(
         {
             "uv": _uv_argv(bench, project, pypi=args.pypi),
@@ -119,11 +120,18 @@ def one_case(bench: Bench, args: argparse.Namespace, *, extra: list[str], label:
         env=bench.env,
         cwd=project,
         before={"uv": _emptied(*caches) if args.cold else (lambda: None), "gpuenv": fresh},
+        cpu=cpu,
     )
     print(f"-- one target{label and f', {label}'} ({'cold' if args.cold else 'warm'} caches)")
-    report("uv pip compile --generate-hashes", times["uv"])
-    report("gpuenv lock (no lock file)", times["gpuenv"], baseline=times["uv"])
-    report("gpuenv lock (relock, pins kept)", times["gpuenv relock"], baseline=times["uv"])
+    report("uv pip compile --generate-hashes", times["uv"], cpu=cpu["uv"])
+    for name, title in (("gpuenv", "no lock file"), ("gpuenv relock", "relock, pins kept")):
+        report(
+            f"gpuenv lock ({title})",
+            times[name],
+            baseline=times["uv"],
+            cpu=cpu[name],
+            cpu_baseline=cpu["uv"],
+        )
     return ratio(times["gpuenv"], times["uv"])
 
 
