@@ -102,3 +102,28 @@ def test_the_lite_mmcv_is_an_ordinary_pin(
     assert (mmcv["to"], mmcv["risk"]) == ("==1.4.0", "none")
     assert "mmcv" not in imported.entries("needs_build")
     assert "mmcv==1.4.0" in _dependencies(imported)
+
+
+def test_a_companion_with_no_release_for_torch_keeps_its_own_name(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # Neither mmcv-full nor its successor mmcv has a release for torch 2.7: the paper's
+    # mmcv-full is built as it is, never written under its successor's name.
+    path = tmp_path / "requirements.txt"
+    path.write_text("torch==2.7.1\nmmcv-full==1.7.0\n")
+    imported = run_import(path, target="rtx4090")
+    deps = _dependencies(imported)
+    assert "mmcv-full==1.7.0" in deps and "mmcv==1.7.0" not in deps
+
+
+@pytest.mark.parametrize("target", ["h100", "cpu"])
+def test_an_unpinned_torch_takes_the_newest_release_its_companions_accept(
+    run_import: Callable[..., Imported], tmp_path: Path, target: str
+) -> None:
+    path = tmp_path / "requirements.txt"
+    path.write_text("torch\nmmcv-full==1.7.0\nmmdet==2.28.2\n")
+    imported = run_import(path, target=target)
+    assert imported.torch().startswith("2.0.1+"), "mmcv-full 1.7.0 supports torch <2.1"
+    assert (
+        "mmcv-full==1.7.0 (torch<2.1,>=1.8) accepts" in imported.entries("changed")["torch"]["why"]
+    )

@@ -285,7 +285,25 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         [("needs_build", "mmcv-full", "why",
           "no mmcv-full release is known to support torch 2.7.1; gpuenv's lock cannot read "
           "its wheel page yet (https://download.openmmlab.com/mmcv/dist/cu118/torch2.7/"
-          "index.html): compiled against torch 2.7.1+cu118 for sm_89, with no build isolation")],
+          "index.html): compiled against torch 2.7.1+cu118 for sm_89, with no build "
+          "isolation; mmcv-full 1.7.0 is built from its sdist, and its setup.py imports "
+          "pkg_resources, which setuptools 82.0.0 removed: built in the prefix with ninja, "
+          "wheel, setuptools<82")],
+    ),
+    "no torch version beside mmcv-full": (
+        "torch\nmmcv-full==1.7.0\n",
+        "h100",
+        [("changed", "torch", "why",
+          "the files pin no torch version; 2.0.1 is the newest release that fits and that "
+          "mmcv-full==1.7.0 (torch<2.1,>=1.8) accepts")],
+    ),
+    "a torch range beside xformers": (
+        "torch>=1.7\nxformers==0.0.20\n",
+        "rtx4090",
+        [("kept", "torch", "why",
+          "the newest release in '>=1.7' that fits and that xformers==0.0.20 (torch==2.0.1) "
+          "accepts below 2.6.0, whose API change breaks older code (torch.load defaults to "
+          "weights_only=True: full pickled checkpoints need weights_only=False)")],
     ),
     "bitsandbytes newer than torch allows": (
         "torch==1.13.1\nbitsandbytes==0.45.1\n",

@@ -197,7 +197,7 @@ def wheel_page(
         found = nearest(companion, version, target)
         if found is None and successor is not None:
             found = nearest(successor, None, target)
-            name = successor.name
+            name = successor.name if found is not None else name
         if found is None:
             why = f"no {companion.name} release is known to support torch {target.torch}"
         else:

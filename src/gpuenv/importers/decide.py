@@ -317,6 +317,26 @@ def era_caps(paper: PaperTorch, fk: ForeignKnowledge) -> list[Version]:
     return [c.since for c in fk.torch_changes if c.breaks and c.since > floor]
 
 
+def companion_bounds(merged: Merged, fk: ForeignKnowledge) -> tuple[str, str] | None:
+    """The torch releases the exact companion pins accept (mmcv-full==1.7.0: torch>=1.8,<2.1),
+    as one specifier, and the pins that say so; None when no pin bounds torch."""
+    specs: list[str] = []
+    who: list[str] = []
+    for name, resolved in merged.packages.items():
+        companion = fk.companion(moves.companion_name(name)) if name not in TRIO else None
+        exact = resolved.exact
+        if companion is None or exact is None or companion.moves in ("unmanaged", "torch-pinned"):
+            continue
+        release = companion.release_of(Version(exact.public))
+        if release is None or release.plain or not str(release.torch):
+            continue
+        specs.append(str(release.torch))
+        who.append(f"{name}=={exact.public} (torch{release.torch})")
+    if not specs:
+        return None
+    return ",".join(specs), ", ".join(who)
+
+
 # --- torch, Python, the trio ------------------------------------------------------------
 
 
@@ -325,7 +345,12 @@ def _moved_torch_why(paper: PaperTorch, choice: Choice, kb: KnowledgeBase) -> st
     version = paper.version
     obstacle = f" ({choice.rejected[0]})" if choice.rejected else ""
     if version is None and not paper.specifier:
-        return f"the files pin no torch version; {plan.torch} is what the planner chose here"
+        chosen = (
+            f"is the newest release that fits and that {choice.allowed_by} accepts"
+            if choice.allowed_by
+            else "is what the planner chose here"
+        )
+        return f"the files pin no torch version; {plan.torch} {chosen}"
     if version is None:
         return f"no release in {paper.specifier!r} fits this target{obstacle}; {plan.torch} does"
     if version.is_prerelease:
@@ -472,24 +497,7 @@ def _torch_entries(
         and paper.specifier
         and SpecifierSet(paper.specifier).contains(plan.torch)
     ):
-        floor = _range_floor(paper.specifier)
-        changes = fk.changes_between(floor, Version(plan.torch)) if floor is not None else []
-        why = f"the newest release in {paper.specifier!r} that fits"
-        if choice.below is not None:
-            broken = next(c.what for c in fk.torch_changes if c.since == choice.below)
-            why += f" below {choice.below}, whose API change breaks older code ({broken})"
-        d.add(
-            Entry(
-                KEPT,
-                "torch",
-                why,
-                origin=origin,
-                was=paper.specifier,
-                now=now,
-                risk=MEDIUM if changes else NONE,
-                risk_text="; ".join(f"API change in {c.since}: {c.what}" for c in changes) or None,
-            )
-        )
+        d.add(_range_entry(paper, choice, fk, origin, now))
     else:
         old = paper.version or _range_floor(paper.specifier) or _range_ceiling(paper.specifier)
         risk, text = _torch_risk(old, Version(plan.torch), fk)
@@ -506,13 +514,7 @@ def _torch_entries(
             )
         )
     if paper.era is not None:
-        at = next(
-            i for i, e in enumerate(d.entries) if e.package == "torch" and e.kind in (KEPT, CHANGED)
-        )
-        entry = d.entries[at]
-        d.entries[at] = replace(
-            entry, why=f"{paper.era}; {entry.why}", was=paper.specifier or "any"
-        )
+        _era_entry(d, paper.era, paper.specifier)
     if _nightly(paper, merged):
         pre = merged.fact(PRE)
         d.add(
@@ -526,6 +528,40 @@ def _torch_entries(
                 risk=HIGH,
             )
         )
+
+
+def _range_entry(
+    paper: PaperTorch, choice: Choice, fk: ForeignKnowledge, origin: Origin | None, now: str
+) -> Entry:
+    """A torch range kept: the newest release in it that fits, within what the other
+    pins allow and below the first API change that breaks older code."""
+    floor = _range_floor(paper.specifier)
+    changes = fk.changes_between(floor, Version(choice.plan.torch)) if floor is not None else []
+    why = f"the newest release in {paper.specifier!r} that fits"
+    if choice.allowed_by:
+        why += f" and that {choice.allowed_by} accepts"
+    if choice.below is not None:
+        broken = next(c.what for c in fk.torch_changes if c.since == choice.below)
+        why += f" below {choice.below}, whose API change breaks older code ({broken})"
+    return Entry(
+        KEPT,
+        "torch",
+        why,
+        origin=origin,
+        was=paper.specifier,
+        now=now,
+        risk=MEDIUM if changes else NONE,
+        risk_text="; ".join(f"API change in {c.since}: {c.what}" for c in changes) or None,
+    )
+
+
+def _era_entry(d: Decision, era: str, specifier: str) -> None:
+    """The torch entry of a range dated by a companion pin says so, from the range."""
+    at = next(
+        i for i, e in enumerate(d.entries) if e.package == "torch" and e.kind in (KEPT, CHANGED)
+    )
+    entry = d.entries[at]
+    d.entries[at] = replace(entry, why=f"{era}; {entry.why}", was=specifier or "any")
 
 
 def _nightly(paper: PaperTorch, merged: Merged) -> bool:
@@ -1477,7 +1513,7 @@ def decide(
     """The reproduction for ``planning``'s target: ``NoCompatiblePlan`` when nothing fits.
     With ``wheels``, the Python is the nearest on which the pins have wheels there."""
     paper, _ = paper_torch(merged, planning.kb, fk)
-    choice = choose(planning, paper, era_caps(paper, fk))
+    choice = choose(planning, paper, era_caps(paper, fk), companion_bounds(merged, fk))
     plan, python_why = choice.plan, None
     if wheels is not None:
         plan, python_why = _python_for_wheels(planning, paper, plan, merged, (fk, wheels))

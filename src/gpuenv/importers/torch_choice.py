@@ -48,6 +48,7 @@ class Choice:
     step: str  # "exact", "other-build", "newer", "older", "range", "any"
     rejected: tuple[str, ...]  # what the planner said about the paper's own release
     below: Version | None = None  # a range stopped below this release (an API change)
+    allowed_by: str | None = None  # the companion pins whose torch range bounded the choice
 
 
 @dataclass(frozen=True)
@@ -224,19 +225,23 @@ def _unpinned(planning: Planning, paper: PaperTorch) -> TargetPlan | NoCompatibl
     return attempt
 
 
-def choose(planning: Planning, paper: PaperTorch, caps: Sequence[Version] = ()) -> Choice:
+def choose(
+    planning: Planning,
+    paper: PaperTorch,
+    caps: Sequence[Version] = (),
+    allowed: tuple[str, str] | None = None,
+) -> Choice:
     """The nearest reproduction the planner accepts; ``NoCompatiblePlan`` when none.
-    For a range, each of ``caps`` (ascending: releases whose API changes break code
-    written before them) is tried first as an upper bound: the newest release below the
-    first cap that fits wins."""
+    For a range (or no version), ``allowed`` (a torch specifier the other pins allow, and
+    who says so) bounds it first, then each of ``caps`` (ascending: releases whose API
+    changes break code written before them) as an upper bound: the newest release that
+    fits within the most of them wins."""
+    if paper.version is None:
+        within = _within(planning, paper, caps, allowed)
+        if within is not None:
+            return within
     rejected: tuple[str, ...] = ()
     last_error: NoCompatiblePlan | None = None
-    if paper.version is None:
-        for cap in caps:
-            bound = f"{paper.specifier},<{cap}" if paper.specifier else f"<{cap}"
-            capped = _unpinned(planning, replace(paper, specifier=bound))
-            if not isinstance(capped, NoCompatiblePlan):
-                return Choice(capped, "range" if paper.specifier else "any", (), cap)
     if paper.version is not None:
         release = Version(paper.version.base_version)
         found, step, rejected = _pinned(planning, _replace_version(paper, release))
@@ -257,6 +262,41 @@ def choose(planning: Planning, paper: PaperTorch, caps: Sequence[Version] = ()) 
     if last_error is not None:
         raise last_error
     raise NoCompatiblePlan(f"no torch release gpuenv knows fits target '{planning.target}'")
+
+
+def _within(
+    planning: Planning,
+    paper: PaperTorch,
+    caps: Sequence[Version],
+    allowed: tuple[str, str] | None,
+) -> Choice | None:
+    """A range (or no version) bounded first by what the other pins allow, then by each
+    cap: the first of those that fits, else None."""
+    step = "range" if paper.specifier else "any"
+    if allowed is not None:
+        bounded = _combined(paper.specifier, allowed[0])
+        found = (
+            _within(planning, replace(paper, specifier=bounded), caps, None) if bounded else None
+        )
+        if found is None and bounded:
+            plan = _unpinned(planning, replace(paper, specifier=bounded))
+            found = None if isinstance(plan, NoCompatiblePlan) else Choice(plan, step, ())
+        if found is not None:
+            return replace(found, step=step, allowed_by=allowed[1])
+    for cap in caps:
+        bound = f"{paper.specifier},<{cap}" if paper.specifier else f"<{cap}"
+        capped = _unpinned(planning, replace(paper, specifier=bound))
+        if not isinstance(capped, NoCompatiblePlan):
+            return Choice(capped, step, (), cap)
+    return None
+
+
+def _combined(first: str, second: str) -> str | None:
+    """Two specifiers as one (None when they are not specifiers)."""
+    try:
+        return str(SpecifierSet(",".join(s for s in (first, second) if s)))
+    except InvalidSpecifier:
+        return None
 
 
 def _replace_version(paper: PaperTorch, version: Version) -> PaperTorch:
