@@ -131,7 +131,7 @@ def _relock_and_install(
     args: argparse.Namespace, spec_file: Path, edit: Edit
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     from gpuenv import runtime
-    from gpuenv.install import record_lock_state
+    from gpuenv.install import install_locked, record_lock_state
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge._data import data_digest
     from gpuenv.lock.format import LOCK_FILENAME, load_lock
@@ -160,7 +160,15 @@ def _relock_and_install(
         installed = tuple(t for t in touched if t in present) if not args.no_install else ()
         if installed:
             groups = _installing.default_groups(loaded.spec)
-            _installing.install_locked(loaded, result.lock, installed, groups, options, progress)
+            install_locked(
+                _common.store(),
+                loaded,
+                result.lock,
+                installed,
+                groups=groups,
+                options=options,
+                progress=progress,
+            )
             record_lock_state(Path(project), result.lock, installed)
     return options.targets or (), installed
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuenv.cli import _common, _installing, _output, _progress
+from gpuenv.cli import _common, _output, _progress
 from gpuenv.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def _targets(
 def run(args: argparse.Namespace) -> int:
     if args.archive is not None:
         return _install_from(args)
-    from gpuenv.install import record_lock_state
+    from gpuenv.install import install_locked, record_lock_state
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge._data import data_digest
     from gpuenv.lock.format import LOCK_FILENAME
@@ -114,7 +114,15 @@ def run(args: argparse.Namespace) -> int:
             kb_digest=data_digest(),
             progress=progress,
         )
-        results = _installing.install_locked(loaded, lock, targets, chosen, options, progress)
+        results = install_locked(
+            _common.store(),
+            loaded,
+            lock,
+            targets,
+            groups=chosen,
+            options=options,
+            progress=progress,
+        )
     record_lock_state(spec_file.parent.absolute(), lock, targets)
     project = str(spec_file.parent.absolute())
     verified = (

@@ -41,7 +41,13 @@ and ``toolkit`` (with activation). What other layers call is re-exported here.
 """
 
 from gpuenv.install.pip import requirements_text
-from gpuenv.install.pipeline import check_platform, install_target, is_current, record_lock_state
+from gpuenv.install.pipeline import (
+    check_platform,
+    install_locked,
+    install_target,
+    is_current,
+    record_lock_state,
+)
 from gpuenv.install.request import InstallRequest, InstallResult, request_for
 from gpuenv.install.toolkit import cuda_home, jit_arch_list, write_activation
 
@@ -50,6 +56,7 @@ __all__ = [
     "InstallResult",
     "check_platform",
     "cuda_home",
+    "install_locked",
     "install_target",
     "is_current",
     "jit_arch_list",

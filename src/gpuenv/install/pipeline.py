@@ -24,6 +24,8 @@ from gpuenv.store import Store, point_project
 if TYPE_CHECKING:
     from gpuenv.builds.model import BuildOutcome
     from gpuenv.editable.install import ProjectResult
+    from gpuenv.lock.options import LockOptions
+    from gpuenv.spec import LoadedSpec
 
 
 MACHINES = {"linux-64": ("x86_64", "amd64"), "linux-aarch64": ("aarch64", "arm64")}
@@ -240,3 +242,28 @@ def record_lock_state(project: Path, lock: Lock, installed: tuple[str, ...]) -> 
         targets={name: t.content_hash for name, t in lock.targets.items()},
         rollback=dict.fromkeys(installed),
     )
+
+
+def install_locked(
+    store: Store,
+    loaded: LoadedSpec,
+    lock: Lock,
+    targets: tuple[str, ...],
+    *,
+    groups: tuple[str, ...],
+    options: LockOptions,
+    progress: Progress,
+) -> list[InstallResult]:
+    """Install ``targets`` of a fresh ``lock`` of the project ``loaded``, with the indexes
+    and mirrors ``options`` locked them from (``gpuenv install``, ``add`` and ``remove``)."""
+    from gpuenv._artifacts import ArtifactSources
+    from gpuenv.install.request import request_for
+
+    results = []
+    for name in targets:
+        locked = lock.target(name)
+        assert locked is not None  # the caller locked every requested target
+        sources = ArtifactSources(mirrors=options.mirrors)
+        request = request_for(loaded, locked, options, sources, groups=groups)
+        results.append(install_target(store, request, progress))
+    return results
