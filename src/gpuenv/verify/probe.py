@@ -353,10 +353,7 @@ def cudnn_version_text(value: Any) -> Optional[str]:
     """torch.backends.cudnn.version() as text: 8907 -> 8.9.7, 90100 -> 9.1.0."""
     if value is None:
         return None
-    v = int(value)
-    if v >= 10000:  # cuDNN 9+: major * 10000 + minor * 100 + patch
-        return "%d.%d.%d" % (v // 10000, (v % 10000) // 100, v % 100)
-    return "%d.%d.%d" % (v // 1000, (v % 1000) // 100, v % 100)
+    return _packed_version(int(value), 10000)  # cuDNN 9+: major * 10000 + ...
 
 
 def nccl_version_text(value: Any) -> Optional[str]:
@@ -365,8 +362,13 @@ def nccl_version_text(value: Any) -> Optional[str]:
         return None
     if isinstance(value, (tuple, list)):
         return ".".join(str(int(p)) for p in value[:3])
-    v = int(value)
-    if v >= 20900:  # NCCL 2.9+: major * 10000 + minor * 100 + patch
+    return _packed_version(int(value), 20900)  # NCCL 2.9+: major * 10000 + ...
+
+
+def _packed_version(v: int, wide_from: int) -> str:
+    """major.minor.patch from a packed integer: major * 10000 + minor * 100 + patch from
+    ``wide_from`` on, major * 1000 + minor * 100 + patch below it."""
+    if v >= wide_from:
         return "%d.%d.%d" % (v // 10000, (v % 10000) // 100, v % 100)
     return "%d.%d.%d" % (v // 1000, (v % 1000) // 100, v % 100)
 
