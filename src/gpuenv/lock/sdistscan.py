@@ -84,36 +84,21 @@ MAX_SDIST = 1 << 30
 
 
 def _fetch(url: str, sha256: str, directory: Path) -> Path | None:
-    """The sdist at ``url`` in ``directory`` (named by its sha256), downloaded once (by
-    the one artifact downloader, ``gpuenv._fetch``) and checked while it is written; None
-    when it cannot be had or does not match."""
-    import os
-    import tempfile
+    """The sdist at ``url`` in ``directory``, an artifact store of its own (``<sha256>/
+    <name>``: gpuenv's one content-addressed cache and downloader, ``gpuenv._fetch``),
+    downloaded once and checked while it is written; None when it cannot be had or does
+    not match."""
     from urllib.parse import unquote, urlsplit
 
-    from gpuenv._fetch import Digests, download
-    from gpuenv.errors import DownloadError
+    from gpuenv._fetch import Artifact, ArtifactStore
+    from gpuenv.errors import GpuenvError
 
     name = unquote(urlsplit(url).path.rsplit("/", 1)[-1]) or "source.tar.gz"
-    if "/" in name or name in (".", ".."):
-        return None
-    path = directory / sha256 / name
-    if path.is_file():
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".sdist-", dir=path.parent)
-    digests = Digests()
+    artifact = Artifact((url,), name, sha256, "pip")
     try:
-        with os.fdopen(fd, "wb") as out:  # a courtesy scan: one try, no waiting
-            download(url, out, digests, max_size=MAX_SDIST, attempts=1)
-        if digests.sha256 != sha256:
-            return None
-        Path(tmp).replace(path)
-        return path
-    except (OSError, ValueError, DownloadError):
+        return ArtifactStore(directory).fetch(artifact, url, max_size=MAX_SDIST)
+    except (GpuenvError, OSError):  # a courtesy scan: what cannot be had changes nothing
         return None
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def scan(package: PipPackage, cache_dir: Path | None) -> Scanned | None:
