@@ -353,6 +353,12 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
             ("kept", "ffmpeg", "why", "a conda-only package"),
         ],
     ),
+    "a NumPy older than the Python": (
+        "name: x\ndependencies:\n  - python=3.11\n  - pytorch=2.1.2\n  - numpy=1.19.5\n",
+        "rtx4090",
+        [("changed", "numpy", "why",
+          "1.19.5 has no wheels for Python 3.11; 1.23.2 is the oldest that has")],
+    ),
     "a 2023 conda file": (
         "name: x\ndependencies:\n  - python=3.10\n  - pytorch=2.1.2\n",
         "rtx4090",
@@ -365,7 +371,6 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
 ELSEWHERE = frozenset(
     {
         "is the nearest release that satisfies it",  # test_pillow
-        "has no wheels for Python",  # not yet (the index's Python floor of a pin)
         "is the nearest release that satisfies it with wheels for Python",  # test_pillow
         "is the oldest",  # test_companions (mmdet follows mmcv-full)
         "has a wheel for Python",  # test_wheels
@@ -373,7 +378,7 @@ ELSEWHERE = frozenset(
         "the base image's CUDA",  # test_truthful
         "could not be read",  # test_wheels
         "not checked for wheels",
-        "requirements checked for wheels",  # not yet (needs the fixture index)
+        "requirements checked for wheels",  # test_wheels
         "is the nearest release that has one",  # not yet (needs the fixture index)
         "are both written and install the same importable package",  # test_companions
         "this family cannot move together",  # test_companions
