@@ -9,38 +9,23 @@ date, an unparsable version or specifier all fail loudly, naming the file and en
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from datetime import date
 from typing import Annotated, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
+from gpuenv._validation import parsed_by
 from gpuenv.versions import ComputeCapability, VersionFormatError
 
-
-def _parses(
-    parse: Callable[[str], object], errors: type[Exception], prefix: str = ""
-) -> AfterValidator:
-    """A field validator: the text as it is when ``parse`` accepts it, else the parser's
-    own message (after ``prefix``) as the ``ValueError`` pydantic reports."""
-
-    def check(text: str) -> str:
-        try:
-            parse(text)
-        except errors as exc:
-            raise ValueError(f"{prefix}{exc}") from None
-        return text
-
-    return AfterValidator(check)
-
-
-Pep440 = Annotated[str, _parses(Version, InvalidVersion)]
-Specifier = Annotated[str, _parses(SpecifierSet, InvalidSpecifier)]
-CC = Annotated[str, _parses(ComputeCapability.parse, VersionFormatError)]
-Regex = Annotated[str, _parses(re.compile, re.error, "not a regular expression: ")]
+Pep440 = Annotated[str, parsed_by(Version, InvalidVersion)]
+Specifier = Annotated[str, parsed_by(SpecifierSet, InvalidSpecifier)]
+CC = Annotated[str, parsed_by(ComputeCapability.parse, VersionFormatError)]
+Regex = Annotated[
+    str, parsed_by(re.compile, re.error, lambda _, exc: f"not a regular expression: {exc}")
+]
 Python = Annotated[str, Field(pattern=r"^3\.\d{1,2}$")]
 CudaFull = Annotated[str, Field(pattern=r"^\d{1,2}\.\d{1,2}(\.\d{1,3})?$")]
 Url = Annotated[str, Field(pattern=r"^https://\S+$")]
@@ -241,7 +226,7 @@ class RawCompanionsFile(_Strict):
 # --- old_sdists.toml ---------------------------------------------------------------------
 
 
-RequirementText = Annotated[str, _parses(Requirement, InvalidRequirement)]
+RequirementText = Annotated[str, parsed_by(Requirement, InvalidRequirement)]
 EnvMap = dict[Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9_]*$")], str]
 
 

@@ -32,6 +32,7 @@ from gpuenv._marker import TARGET_NAME_PATTERN, TARGET_NAME_RULE
 from gpuenv._network import is_fetchable_url
 from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import line_of
+from gpuenv._validation import parsed_by
 from gpuenv.errors import SpecError, SpecProblem
 from gpuenv.names import ENV_NAME, MANAGED_ENV
 from gpuenv.spec import parse_version_spec
@@ -143,12 +144,8 @@ def _glibc(text: str) -> str:
     return text
 
 
-def _requirement(text: str) -> str:
-    try:
-        Requirement(text)
-    except InvalidRequirement as exc:
-        raise ValueError(f"{_show(text)} is not a valid requirement: {exc}") from None
-    return text
+def _not_a_requirement(text: str, exc: Exception) -> str:
+    return f"{_show(text)} is not a valid requirement: {exc}"
 
 
 def _url(text: str) -> str:
@@ -202,7 +199,7 @@ DriverSpec = Annotated[str, AfterValidator(_driver)]
 CCSpec = Annotated[str, AfterValidator(_compute_capability)]
 GpuSpec = Annotated[str, AfterValidator(_gpu)]
 ToolkitSpec = Annotated[str, AfterValidator(_toolkit)]
-RequirementSpec = Annotated[str, AfterValidator(_requirement)]
+RequirementSpec = Annotated[str, parsed_by(Requirement, InvalidRequirement, _not_a_requirement)]
 UrlSpec = Annotated[str, AfterValidator(_url)]
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
