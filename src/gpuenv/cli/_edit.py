@@ -69,16 +69,10 @@ def _apply(
 ) -> int:
     from gpuenv import _fs
     from gpuenv.knowledge import knowledge_base
+    from gpuenv.spec import read_spec_text
     from gpuenv.spec.edit import check_edited
 
-    try:
-        before = _fs.read_text(spec_file, limit=_fs.SPEC_LIMIT, what="gpuenv.toml")
-    except FileNotFoundError:
-        from gpuenv.errors import UsageError
-
-        raise UsageError(
-            f"{spec_file}: no such file", hint="create one with 'gpuenv init'"
-        ) from None
+    before = read_spec_text(spec_file, hint="create one with 'gpuenv init'")
     real, mode = _writable(spec_file)
     edit: Edit = edit_text(before, str(spec_file))
     cache = _common.cache_dir()  # the check fills the cache the relock then reads

@@ -46,6 +46,7 @@ __all__ = [
     "load_spec",
     "parse_spec_text",
     "parse_version_spec",
+    "read_spec_text",
 ]
 
 TORCH_FAMILY = frozenset(names.TORCH_FAMILY)
@@ -375,21 +376,26 @@ def parse_spec_text(
     return LoadedSpec(Path(file), spec, content_hash(normalised), lines)
 
 
+def read_spec_text(file: Path, *, hint: str) -> str:
+    """``gpuenv.toml``'s text: a regular file of a sane size only (a FIFO would hang,
+    ``/dev/zero`` never end); a missing one is a ``UsageError`` with ``hint``."""
+    from gpuenv import _fs
+
+    try:
+        return _fs.read_text(file, limit=_fs.SPEC_LIMIT, what="gpuenv.toml")
+    except FileNotFoundError:
+        raise UsageError(f"{file}: no such file", hint=hint) from None
+
+
 def load_spec(
     path: str | Path, *, kb: Any | None = None, cache_dir: Path | None = None
 ) -> LoadedSpec:
     """Read ``path`` (the CLI's ``-f``) and validate it, against ``kb`` when given."""
-    from gpuenv import _fs
     from gpuenv.errors import InputFileError
 
     file = Path(path)
     try:
-        # A regular file of a sane size only: a FIFO would hang, /dev/zero never end.
-        text = _fs.read_text(file, limit=_fs.SPEC_LIMIT, what="gpuenv.toml")
-    except FileNotFoundError:
-        raise UsageError(
-            f"{file}: no such file", hint="create one with 'gpuenv init', or pass -f PATH"
-        ) from None
+        text = read_spec_text(file, hint="create one with 'gpuenv init', or pass -f PATH")
     except IsADirectoryError:
         raise UsageError(f"{file}: is a directory, not a gpuenv.toml") from None
     except InputFileError as exc:  # UTF-16, invalid UTF-8 (with the byte offset), a FIFO
