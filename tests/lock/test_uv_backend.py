@@ -629,6 +629,14 @@ def test_a_request_resolved_minutes_ago_reads_its_artifacts_beside_the_resolutio
     assert not online and offline and after >= end, "an old note: one after the other"
     assert notes[0].stat().st_mtime > old, "and the note is renewed"
 
+    # a new note removes the notes too old to be believed (another request's, days ago)
+    stale = tmp_path / "uv-resolved" / ("0" * 64)
+    stale.touch()
+    os.utime(stale, (old, old))
+    resolver.resolve(dataclasses.replace(request, requirements=("torch==2.4.1",)))
+    assert not stale.exists()
+    assert len(list((tmp_path / "uv-resolved").iterdir())) == 2
+
 
 def test_an_offline_read_beside_that_fails_is_read_again_after(
     resolver: UvResolver,

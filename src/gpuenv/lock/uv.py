@@ -476,12 +476,22 @@ def _recent(marker: Path) -> bool:
 
 
 def _remember_resolved(marker: Path | None) -> None:
-    """Note the marker, or renew its time (the cache is a courtesy: a failure to write
-    is ignored)."""
+    """Note the marker, or renew its time; a new one first removes the notes too old to
+    be believed, so the folder holds only the last minutes' requests (the cache is a
+    courtesy: a failure to write or remove is ignored)."""
     if marker is None:
         return
+    import contextlib
+    import time
+
     try:
         marker.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not marker.exists():
+            now = time.time()
+            for old in marker.parent.iterdir():
+                with contextlib.suppress(OSError):
+                    if not 0 <= now - old.lstat().st_mtime < RESOLVED_FRESH:
+                        old.unlink()
         marker.touch(mode=0o600)  # cache files are private; touch renews the time
     except OSError:
         pass
