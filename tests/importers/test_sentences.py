@@ -353,6 +353,26 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
             ("kept", "ffmpeg", "why", "a conda-only package"),
         ],
     ),
+    "PyG's wheel page beside a moved torch": (
+        "-f https://data.pyg.org/whl/torch-1.13.0+cu117.html\ntorch==1.13.1\n"
+        "torch-scatter==2.1.0+pt113cu117\n",
+        "cpu",
+        [("assumptions", "", "why",
+          "https://data.pyg.org/whl/torch-1.13.0+cu117.html: the wheel page of torch-scatter "
+          "for torch 1.13 (cu117), not the page of torch 1.13.1+cpu: gpuenv's lock cannot "
+          "read find-links pages, and the packages it served are built from source (their "
+          "entries say for which torch)")],
+    ),
+    "OpenMMLab's wheel page for the same torch": (
+        "torch==2.0.1+cu118\n"
+        "-f https://download.openmmlab.com/mmcv/dist/cu118/torch2.0/index.html\nmmcv==2.1.0\n",
+        "h100",
+        [("assumptions", "", "why",
+          "https://download.openmmlab.com/mmcv/dist/cu118/torch2.0/index.html: the wheel "
+          "page of mmcv for torch 2.0 (cu118), this torch's page: gpuenv's lock cannot read "
+          "find-links pages, and the packages it served are built from source (their entries "
+          "say for which torch)")],
+    ),
     "a NumPy older than the Python": (
         "name: x\ndependencies:\n  - python=3.11\n  - pytorch=2.1.2\n  - numpy=1.19.5\n",
         "rtx4090",

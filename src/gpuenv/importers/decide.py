@@ -1237,7 +1237,7 @@ def _notes(d: Decision, merged: Merged) -> None:
         d.add(Entry(ASSUMPTION, None, message, origin=note.origin, risk=risk))
 
 
-def _facts(d: Decision, merged: Merged) -> None:
+def _facts(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
     gpu, driver = merged.fact(GPU), merged.fact(DRIVER)
     if gpu is not None:
         text = f"the paper ran on {gpu.value}" + (f", driver {driver.value}" if driver else "")
@@ -1246,8 +1246,11 @@ def _facts(d: Decision, merged: Merged) -> None:
         if fact.note:
             d.add(Entry(ASSUMPTION, None, fact.note, origin=fact.origin, risk=LOW))
     for fact in merged.facts.get(INDEX, ()):
+        page = _wheel_page(fact.value, d, merged, fk)
         if re.search(r"download\.pytorch\.org", fact.value):
             why = "PyTorch's index: gpuenv chooses the torch index for the target's build"
+        elif page is not None:
+            why = page
         else:
             why = (
                 f"{fact.note or 'index'} not carried over: add it to [pip] extra-index-urls "
@@ -1259,9 +1262,41 @@ def _facts(d: Decision, merged: Merged) -> None:
                 None,
                 f"{fact.value}: {why}",
                 origin=fact.origin,
-                risk=NONE if "pytorch" in why else LOW,
+                risk=NONE if "pytorch" in why or page else LOW,
             )
         )
+
+
+def _wheel_page(url: str, d: Decision, merged: Merged, fk: ForeignKnowledge) -> str | None:
+    """What a companion's find-links page (PyG's torch-1.13.0+cu117.html, OpenMMLab's
+    dist/cu113/torch1.11/) was for, and what became of the packages it served."""
+    for companion in fk.companions.values():
+        if companion.wheel_page is None:
+            continue
+        pattern = re.escape(companion.wheel_page)
+        pattern = pattern.replace(r"\{series\}", r"(?P<series>\d+\.\d+)(?:\.0)?")
+        pattern = pattern.replace(r"\{build\}", r"(?P<build>cu\d+|cpu)")
+        match = re.fullmatch(pattern, url.rstrip("/") if not url.endswith(".html") else url)
+        if match is None:
+            continue
+        served = sorted(
+            c.name
+            for c in fk.companions.values()
+            if c.wheel_page == companion.wheel_page and c.name in merged.packages
+        )
+        torch = f"{match['series']} ({match['build']})"
+        here = f"{Version(d.plan.torch).major}.{Version(d.plan.torch).minor} ({d.plan.cu_tag})"
+        whose = (
+            "this torch's page"
+            if torch == here
+            else f"not the page of torch {d.plan.torch}+{d.plan.cu_tag}"
+        )
+        return (
+            f"the wheel page of {', '.join(served) or companion.name} for torch {torch}, "
+            f"{whose}: gpuenv's lock cannot read find-links pages, and the packages it "
+            "served are built from source (their entries say for which torch)"
+        )
+    return None
 
 
 def _extension(d: Decision, merged: Merged) -> None:
@@ -1536,6 +1571,6 @@ def decide(
     _extension(d, merged)
     _toolkit(d, merged)
     _notes(d, merged)
-    _facts(d, merged)
+    _facts(d, merged, fk)
     _wheel_check_entry(d, len(_checked(merged, fk, plan)) if wheels is not None else 0)
     return d
