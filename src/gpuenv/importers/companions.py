@@ -5,7 +5,7 @@ source for the target's GPU (with the nvcc it needs), or not reproducible."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from packaging.version import Version
@@ -451,39 +451,32 @@ def move(
         result = wheel_page(companion, resolved, target, successor)
     else:
         result = handlers[companion.moves](companion, resolved, target)
-    if target.cc is None and companion.cpu == "degraded" and result.entry.kind == CHANGED:
-        entry = result.entry
-        result = Move(
-            Entry(
-                CHANGED,
-                entry.package,
-                entry.why,
-                origin=entry.origin,
-                was=entry.was,
-                now=entry.now,
-                risk=HIGH,
-                risk_text=(f"{entry.risk_text}; " if entry.risk_text else "")
-                + "the target has no GPU: it imports, but its CUDA kernels cannot run",
-                unverified=entry.unverified,
-            ),
-            result.requirement,
-        )
-    if target.cc is None and companion.cpu == "degraded" and result.entry.kind == KEPT:
-        entry = result.entry
-        result = Move(
-            Entry(
-                KEPT,
-                entry.package,
-                "the target has no GPU: it imports, but its CUDA kernels cannot run",
-                origin=entry.origin,
-                was=entry.was,
-                now=entry.now,
-                risk=HIGH,
-                risk_text="GPU-only code paths fail on CPU",
-            ),
-            result.requirement,
-        )
+    if target.cc is None and companion.cpu == "degraded":
+        return _degraded_on_cpu(result)
     return result
+
+
+def _degraded_on_cpu(result: Move) -> Move:
+    """A companion whose CUDA kernels a CPU target cannot run: a move or a keep says so,
+    at high risk."""
+    entry = result.entry
+    if entry.kind == CHANGED:
+        degraded = replace(
+            entry,
+            risk=HIGH,
+            risk_text=(f"{entry.risk_text}; " if entry.risk_text else "")
+            + "the target has no GPU: it imports, but its CUDA kernels cannot run",
+        )
+    elif entry.kind == KEPT:
+        degraded = replace(
+            entry,
+            why="the target has no GPU: it imports, but its CUDA kernels cannot run",
+            risk=HIGH,
+            risk_text="GPU-only code paths fail on CPU",
+        )
+    else:
+        return result
+    return Move(degraded, result.requirement)
 
 
 CUPY = re.compile(r"^cupy-cuda\d+x?$")
