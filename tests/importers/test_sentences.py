@@ -232,6 +232,13 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
           "another release of the package: behaviour and numerics may differ; the target "
           "has no GPU: it imports, but its CUDA kernels cannot run")],
     ),
+    "apex built on a CPU": (
+        "torch==1.13.1\napex\n",
+        "cpu",
+        [("needs_build", "apex", "risk_detail",
+          "a source build; it takes a while and needs a host compiler nvcc accepts; the "
+          "target has no GPU: it imports, but its CUDA kernels cannot run")],
+    ),
     "xformers kept on a CPU": (
         "torch==2.1.2\nxformers==0.0.23.post1\n",
         "cpu",

@@ -457,10 +457,10 @@ def move(
 
 
 def _degraded_on_cpu(result: Move) -> Move:
-    """A companion whose CUDA kernels a CPU target cannot run: a move or a keep says so,
-    at high risk."""
+    """A companion whose CUDA kernels a CPU target cannot run: a move, a build or a keep
+    says so, at high risk."""
     entry = result.entry
-    if entry.kind == CHANGED:
+    if entry.kind in (CHANGED, NEEDS_BUILD):
         degraded = replace(
             entry,
             risk=HIGH,
@@ -476,7 +476,7 @@ def _degraded_on_cpu(result: Move) -> Move:
         )
     else:
         return result
-    return Move(degraded, result.requirement)
+    return Move(degraded, result.requirement, result.needs_toolkit)
 
 
 CUPY = re.compile(r"^cupy-cuda\d+x?$")
