@@ -117,6 +117,8 @@ def test_lock_check_loads_no_knowledge_base_and_starts_no_tool(tmp_path: object)
     # Its digests read bytes: no TOML parser, no build-knowledge model, no dataclasses,
     # no importlib.resources (about 20 ms of imports on a 70 ms budget)
     heavy |= {"tomllib", "tomli", "gpuenv.builds.knowledge", "dataclasses", "importlib.resources"}
+    # hashing through gpuenv._sha256 (no OpenSSL), argparse's width without shutil (bz2, lzma)
+    heavy |= {"hashlib", "shutil"}
     assert not heavy & set(loaded), heavy & set(loaded)
 
 

@@ -19,13 +19,15 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-from typing import TYPE_CHECKING, Any
 
 from gpuenv._redact import redact, redact_data
 from gpuenv.cli._printable import printable
 from gpuenv.errors import GpuenvError
 
+TYPE_CHECKING = False  # no typing at run time: `lock --check` imports nothing else of it
 if TYPE_CHECKING:
+    from typing import Any
+
     from rich.console import Console
 
 BUG_HINT = "this is a bug in gpuenv: please report it with the output of 'gpuenv -v ...'"

@@ -60,9 +60,9 @@ def data_toml(name: str) -> dict[str, Any]:
 def files_digest(names: tuple[str, ...], extra: bytes = b"") -> str:
     """sha256 over each file's name and bytes, in order, then ``extra``: the digest of
     every set of data files (a lock's input hash, the parsed-data caches)."""
-    import hashlib
+    from gpuenv import _sha256  # no hashlib: `lock --check` hashes these files only
 
-    digest = hashlib.sha256()
+    digest = _sha256.new()
     for name in names:
         digest.update(name.encode() + b"\0" + data_bytes(name))
     digest.update(extra)

@@ -20,12 +20,11 @@ while each still matches.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from gpuenv import _fsread
+from gpuenv import _fsread, _sha256
 from gpuenv.errors import GpuenvError
 
 LOCK_FILENAME = "gpuenv.lock"  # gpuenv.lock.format.LOCK_FILENAME, without importing it
@@ -52,7 +51,7 @@ def key(spec: str, digest: str, targets: list[str] | None) -> str | None:
         lock_bytes = _fsread.read_bytes(lock, limit=_fsread.LOCK_LIMIT, what=LOCK_FILENAME)
     except (OSError, GpuenvError):  # absent, a FIFO, too large: the full check says why
         return None
-    h = hashlib.sha256()
+    h = _sha256.new()
     for part in (_FORMAT, __version__.encode(), spec_bytes, lock_bytes, digest.encode()):
         h.update(len(part).to_bytes(8, "big") + part)
     h.update("\0".join(sorted(targets or ())).encode())
@@ -70,7 +69,7 @@ def _file_digest(path: Path) -> str:
         return "-"
     except (OSError, GpuenvError):
         return "?"  # unreadable: never equal to what was recorded
-    return hashlib.sha256(data).hexdigest()
+    return _sha256.hexdigest(data)
 
 
 def known_fresh(cache_dir: str, name: str) -> bool:
