@@ -72,6 +72,7 @@ def test_builds_are_read_from_a_json_page() -> None:
         "2.13.0": {"cu129": {"linux-64": ["3.10", "3.11"]}}
     }
     assert builds_on_page(b"{not json") == {}
+    assert builds_on_page(b'{"files": 5}') == {}, "a files value that is not a list"
 
 
 def test_recorded_per_index_without_credentials_and_fresh_for_an_hour(tmp_path: Path) -> None:

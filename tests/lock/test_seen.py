@@ -25,6 +25,17 @@ def test_versions_from_json_and_html_pages() -> None:
     assert sorted(versions_on_page(html)) == ["2.15.0", "2.16.0+cu132"]
 
 
+def test_a_page_of_the_wrong_shape_lists_no_version() -> None:
+    """A mirror's page is not trusted: a "files" that is not a list (seen's own reader
+    once failed on it with a TypeError), entries that are not objects, broken JSON; a
+    file name with a path is read by its last part."""
+    assert versions_on_page(b'{"files": 5}') == []
+    assert versions_on_page(b'{"files": "torch-2.4.0-cp312-cp312-linux_x86_64.whl"}') == []
+    assert versions_on_page(b'{"files": [') == []
+    page = {"files": [{"filename": "sub/torch-2.4.0-cp312-cp312-linux_x86_64.whl"}, 7]}
+    assert versions_on_page(json.dumps(page).encode()) == ["2.4.0"]
+
+
 def test_the_fixture_index_is_read(pkgindex: PkgIndex) -> None:
     assert newest_torch_on(pkgindex.default_index) == "2.5.0"
     assert newest_torch_on("http://127.0.0.1:9/simple", timeout=2) is None
