@@ -36,8 +36,7 @@ from gpuenv.doctor._fsafe import (
 )
 from gpuenv.doctor._syspath import PathEntry
 from gpuenv.errors import ExternalToolError, UsageError
-from gpuenv.names import TORCH_IMPORTS
-from gpuenv.names import normalize_name as canonicalize_name
+from gpuenv.names import TORCH_IMPORTS, normalize_name
 from gpuenv.versions import CudaVersion, VersionFormatError
 
 _DIST_RE = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+?)(?:-py\d.*)?\.(?:dist|egg)-info$")
@@ -133,13 +132,13 @@ class Environment:
 
     def dist(self, name: str) -> Dist | None:
         """The distribution of this name that wins (first on ``sys.path``)."""
-        wanted = canonicalize_name(name)
+        wanted = normalize_name(name)
         found = next((d for d in self.path_dists if d.name == wanted), None)
         return found or next((d for d in self.dists if d.name == wanted), None)
 
     def copies(self, name: str) -> list[Dist]:
         """Every distribution of this name on ``sys.path``, the winner first."""
-        wanted = canonicalize_name(name)
+        wanted = normalize_name(name)
         return [d for d in self.path_dists if d.name == wanted]
 
     def winners(self) -> dict[str, dict[str, str]]:
@@ -360,11 +359,11 @@ def scan_dists(site_packages: Path) -> Iterator[Dist]:
             continue
         match = _DIST_RE.match(entry.name)
         if match:
-            yield Dist(canonicalize_name(match["name"]), match["version"], Path(entry.path))
+            yield Dist(normalize_name(match["name"]), match["version"], Path(entry.path))
         elif entry.is_dir():
             name, version = _metadata_name(Path(entry.path))
             if name:
-                yield Dist(canonicalize_name(name), version or "", Path(entry.path))
+                yield Dist(normalize_name(name), version or "", Path(entry.path))
 
 
 def _metadata_name(path: Path) -> tuple[str | None, str | None]:
