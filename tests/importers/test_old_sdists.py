@@ -6,14 +6,20 @@ build requirements join the resolution and the dependencies come from the spec."
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import tomlkit
+from packaging.specifiers import SpecifierSet
 
-from gpuenv.knowledge.foreign import load_foreign_knowledge
+from gpuenv.knowledge import foreign
+from gpuenv.knowledge.foreign import BuildTool, OldSdist, load_foreign_knowledge
 from gpuenv.lock import builds as lock_builds
+from gpuenv.lock.format import read_lock
 from gpuenv.spec import load_spec
+from tests.conftest import CliResult
+from tests.fixtures.pkgindex.plugin import PkgIndex
 from tests.importers.conftest import Imported
 
 REPO = "openmmlab2022"
@@ -131,3 +137,58 @@ def test_every_old_sdist_names_a_known_tool_and_a_source() -> None:
         assert sdist.needs and set(sdist.needs) <= set(fk.build_tools), sdist.name
         assert sdist.requires_dist, sdist.name
         assert sdist.fact.source.startswith("https://github.com/"), sdist.name
+
+
+def test_the_written_table_locks_against_the_fixture_index(
+    cli: Callable[..., CliResult],
+    pkgindex: PkgIndex,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """End to end with real uv: the data's packages are not on the fixture index, so the
+    same rule is pointed at the index's own sdist (fixture-pure 0.3.0) with a cap the
+    index serves (idna<4 standing for setuptools<82). The import writes the table; `gpuenv
+    lock` locks it unchanged, the build in the prefix with its build requirement resolved
+    beside the rest and its dependencies read from the spec."""
+    real = foreign.foreign_knowledge()
+    cap = BuildTool(
+        "pkg_resources", "idna<4", "a test's tool 4.0", real.build_tools["pkg_resources"].fact
+    )
+    sdist = OldSdist(
+        name="fixture-pure",
+        versions=SpecifierSet("==0.3.0"),
+        needs=("pkg_resources",),
+        against_torch=False,
+        toolkit=False,
+        build_requires=(),
+        env=(),
+        gpu_env=(),
+        requires_dist=("idna",),
+        fact=real.old_sdists[0].fact,
+    )
+    fake = replace(real, build_tools={"pkg_resources": cap}, old_sdists=(sdist,))
+    monkeypatch.setattr(foreign, "foreign_knowledge", lambda: fake)
+    for name, value in (
+        ("GPUENV_IMPORT_INDEX", "off"),
+        ("GPUENV_INDEX_URL", pkgindex.default_index),
+        ("GPUENV_TORCH_INDEX", pkgindex.torch_base),
+    ):
+        monkeypatch.setenv(name, value)
+    req = _write(tmp_path, "torch==2.4.1\nfixture-pure==0.3.0\n")
+    (req.parent / ".python-version").write_text("3.11\n")
+    spec = tmp_path / "gpuenv.toml"
+    imported = cli("import", str(req.parent), "--gpu", "none", "-o", str(spec), "--json")
+    assert imported.code == 0, imported.out + imported.err
+    written = spec.read_text()
+    assert 'build-requires = ["idna<4"]' in written
+    locked = cli("-f", str(spec), "lock")
+    assert locked.code == 0, locked.out + locked.err
+    assert spec.read_text() == written, "the spec locks as written"
+    lock = read_lock(spec.with_name("gpuenv.lock"))
+    assert lock is not None
+    (target,) = lock.targets.values()
+    (build,) = [b for b in target.builds if b.name == "fixture-pure"]
+    assert build.inputs.no_build_isolation and not build.inputs.against_torch
+    assert build.inputs.build_requires == ("idna",)
+    idna = target.pip_package("idna")
+    assert idna is not None and int(idna.version.split(".")[0]) < 4
