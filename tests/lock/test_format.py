@@ -320,3 +320,27 @@ def test_an_absurd_glibc_is_refused_without_listing_a_tag_per_release() -> None:
     assert reading.damaged, "the edit breaks the content hash"
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     assert grown_kib < 200_000
+
+
+def test_the_tags_a_target_installs_are_built_once_per_kind_of_target() -> None:
+    """Each check of a target's wheels needs the hundreds of tags its platform and Python
+    install: built once per kind of target and process, however many targets and checks
+    (a lock checks each target as resolved and as written, a relock as read too)."""
+    from dataclasses import replace
+
+    from gpuenv.lock import _integrity
+    from tests.locked import cpu_target
+
+    _integrity._installable.cache_clear()
+    targets = [cpu_target(f"node-{n}", n) for n in range(4)]
+    for _ in range(3):
+        assert all(_integrity.wheel_tag_problems(t) == [] for t in targets)
+    assert _integrity._installable.cache_info().misses == 1
+    wheel = replace(
+        targets[0].pip[0],
+        url="https://t.invalid/cpu/torch-2.4.1+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
+    )
+    old_glibc = replace(targets[0], pip=(wheel,), virtual_packages={"__glibc": "2.17"})
+    problems = _integrity.wheel_tag_problems(old_glibc)
+    assert problems and "does not install on this target" in problems[0], problems
+    assert _integrity._installable.cache_info().misses == 2

@@ -32,7 +32,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
 from packaging.utils import (
@@ -54,6 +55,9 @@ from gpuenv.lock.model import (
     StackSummary,
 )
 from gpuenv.names import normalize_name
+
+if TYPE_CHECKING:
+    from packaging.tags import Tag
 
 PIP_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")  # PEP 503-normalised
 HEX = {"sha256": re.compile(r"^[0-9a-f]{64}$"), "md5": re.compile(r"^[0-9a-f]{32}$")}
@@ -176,6 +180,22 @@ def _major_minor(text: str | None) -> tuple[int, int] | None:
     return (int(match[1]), int(match[2])) if match else None
 
 
+@lru_cache(maxsize=16)
+def _installable(
+    platform: str,
+    python: tuple[int, int],
+    glibc: tuple[int, int] | None,
+    macos: tuple[int, int] | None,
+) -> frozenset[Tag]:
+    """The tags a wheel may carry to install on the target: hundreds of tags, built once
+    per process for each kind of target (a lock checks each target as resolved, as
+    written, and a relock as read, too)."""
+    if platform in FOREIGN:
+        return frozenset(foreign_tags(platform, python, macos))
+    # no glibc locked: any manylinux level (2.99 is above every glibc there is)
+    return frozenset(linux_tags(platform, python, glibc[1] if glibc else 99))
+
+
 def wheel_tag_problems(target: LockedTarget) -> list[str]:
     """Each wheel installs on the target: one of its tags is for the stack's CPython and
     the target's platform (and locked glibc). Another wheel of the same name and version
@@ -184,11 +204,8 @@ def wheel_tag_problems(target: LockedTarget) -> list[str]:
     if target.platform not in (*ARCHES, *FOREIGN) or python is None:
         return []  # nothing gpuenv locks: the platform or Python check says so elsewhere
     glibc = _major_minor(target.virtual_packages.get("__glibc"))
-    if target.platform in FOREIGN:
-        macos = _major_minor(target.virtual_packages.get("__osx"))
-        installs = set(foreign_tags(target.platform, python, macos))
-    else:  # no glibc locked: any manylinux level (2.99 is above every glibc there is)
-        installs = set(linux_tags(target.platform, python, glibc[1] if glibc else 99))
+    macos = _major_minor(target.virtual_packages.get("__osx"))
+    installs = _installable(target.platform, python, glibc, macos)
     problems = []
     for i, p in enumerate(target.pip):
         if not is_fetchable_url(p.url):
