@@ -380,6 +380,19 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
           "find-links pages, and the packages it served are built from source (their entries "
           "say for which torch)")],
     ),
+    "a CUDA base image dates an unpinned torch": (
+        "FROM nvidia/cuda:11.3.1-cudnn8-devel-ubuntu20.04\n"
+        "RUN apt-get update && apt-get install -y python3-pip\n"
+        "RUN pip3 install torch torchvision timm==0.4.12\n",
+        "rtx4090",
+        [
+            ("kept", "torch", "why",
+             "Dockerfile:1 FROM nvidia/cuda:11.3.1-cudnn8-devel-ubuntu20.04 dates the files: "
+             "torch 1.12.1 is the newest release built for cu113; runs on this target as "
+             "built"),
+            ("changed", "torchvision", "why", "the release paired with torch 1.12.1"),
+        ],
+    ),
     "a NumPy older than the Python": (
         "name: x\ndependencies:\n  - python=3.11\n  - pytorch=2.1.2\n  - numpy=1.19.5\n",
         "rtx4090",
@@ -473,6 +486,7 @@ def test_each_sentence_is_true_of_its_case(
 ) -> None:
     text, target, expected = CASES[name]
     name = "environment.yml" if text.startswith("name:") else "requirements.txt"
+    name = "Dockerfile" if text.startswith("FROM ") else name
     path = tmp_path / "paper" / name
     path.parent.mkdir()
     path.write_text(text)

@@ -218,3 +218,31 @@ def test_a_range_moved_past_its_ceiling_names_the_api_changes_it_crosses(
         "numerics may differ; API change in 2.0.0: torch._six was removed: "
         "'from torch._six import ...' fails"
     )
+
+
+CUDA_IMAGE = """FROM nvidia/cuda:11.3.1-cudnn8-devel-ubuntu20.04
+RUN apt-get update && apt-get install -y python3-pip
+RUN pip3 install torch torchvision timm==0.4.12
+"""
+
+
+@pytest.mark.parametrize(
+    ("target", "kind", "torch"),
+    [("cpu", "changed", "1.12.1+cpu"), ("h100", "changed", "2.0.1+cu118"),
+     ("rtx4090", "kept", "1.12.1+cu113")],
+)  # fmt: skip
+def test_a_cuda_base_image_dates_an_unpinned_torch(
+    run_import: Callable[..., Imported], tmp_path: Path, target: str, kind: str, torch: str
+) -> None:
+    # `pip3 install torch` in a CUDA 11.3 image ran in the cu113 era (torch 1.10 to 1.12):
+    # its newest release there, moved only where it cannot run (an H100 needs 2.0).
+    docker = _file(tmp_path, "Dockerfile", CUDA_IMAGE)
+    imported = run_import(docker, target=target)
+    entry = imported.entries(kind)["torch"]
+    assert (entry["from"], entry["to"]) == ("any", torch)
+    assert entry["why"].startswith(
+        "Dockerfile:1 FROM nvidia/cuda:11.3.1-cudnn8-devel-ubuntu20.04 dates the files: "
+        "torch 1.12.1 is the newest release built for cu113"
+    )
+    if target == "h100":
+        assert "torch._six was removed" in entry["risk_detail"]

@@ -257,6 +257,8 @@ def paper_torch(
     era = None
     if resolved is not None and version is None:
         version, era = _era_of_trio(merged, kb, specifier)
+    if resolved is not None and version is None:
+        version, era = _era_of_cuda(merged, resolved, kb, specifier)
     if resolved is None:
         for package in COMPANIONS:
             companion = merged.packages.get(package)
@@ -304,6 +306,33 @@ def _era_of_trio(
                 f"release paired with it" + (f", in {specifier!r}" if specifier else "")
             )
     return None, None
+
+
+def _era_of_cuda(
+    merged: Merged, resolved: Resolved, kb: KnowledgeBase, specifier: str
+) -> tuple[Version | None, str | None]:
+    """A torch range (or no version) in files that name a CUDA (cudatoolkit=11.3, a
+    nvidia/cuda:11.3.1 base image): the newest release built for that CUDA, when the
+    range allows it (the files' era)."""
+    build, origin = _torch_build(merged, resolved)
+    if build is None or not build.startswith("cu") or origin is None:
+        return None, None
+    try:
+        allowed = SpecifierSet(specifier)
+    except InvalidSpecifier:
+        return None, None
+    built = [
+        r.version
+        for r in kb.torch_releases
+        if r.build(build) is not None and allowed.contains(r.version, prereleases=True)
+    ]
+    if not built:
+        return None, None
+    newest = max(built)
+    return newest, (
+        f"{origin.cite()} dates the files: torch {newest} is the newest release built for "
+        f"{build}" + (f" in {specifier!r}" if specifier else "")
+    )
 
 
 def era_caps(paper: PaperTorch, fk: ForeignKnowledge) -> list[Version]:
@@ -691,12 +720,15 @@ def _trio_entries(d: Decision, merged: Merged, plan: TargetPlan) -> None:
                 and (e.kind == KEPT or (e.was or "").split("+")[0] == plan.torch)
                 for e in d.entries
             )
-            why = (
-                f"torch {plan.torch} pairs with {package} {now}, not {was}"
-                if torch_kept
-                else f"the release paired with torch {plan.torch} "
-                "(torch, torchvision and torchaudio move in lock step)"
-            )
+            if torch_kept and exact is not None:
+                why = f"torch {plan.torch} pairs with {package} {now}, not {was}"
+            elif torch_kept:  # unpinned, or a range: nothing moved
+                why = f"the release paired with torch {plan.torch}"
+            else:
+                why = (
+                    f"the release paired with torch {plan.torch} "
+                    "(torch, torchvision and torchaudio move in lock step)"
+                )
             entry = Entry(
                 CHANGED,
                 package,
