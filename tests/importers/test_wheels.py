@@ -230,3 +230,30 @@ def test_an_unreachable_index_is_reported_and_changes_nothing(
     assert 'python = "3.12"' in imported.spec.read_text()
     note = next(a["why"] for a in imported.report["assumptions"] if "could not be read" in a["why"])
     assert "not checked for wheels" in note and "secret" not in imported.result.out
+
+
+def test_with_no_index_named_the_one_uv_states_is_asked_without_waiting(
+    run_import: Callable[..., Imported],
+    pkgindex: PkgIndex,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    """With neither GPUENV_IMPORT_INDEX nor GPUENV_INDEX_URL set (a user's machine; the
+    suite sets the first to "off"), import waited for a resolution that never came: a
+    hang. uv states its default index for an empty request (its environment names the
+    fixture index here, as a company mirror would be named)."""
+    import threading
+
+    monkeypatch.delenv("GPUENV_IMPORT_INDEX")
+    monkeypatch.delenv("GPUENV_INDEX_URL", raising=False)
+    monkeypatch.setenv("UV_DEFAULT_INDEX", pkgindex.default_index)
+    req = _requirements(tmp_path, "torch==2.4.1\ntorchvision==0.19.1\nnumpy==1.26.4\n")
+    done: list[Imported] = []
+    worker = threading.Thread(target=lambda: done.append(run_import(req, target="cpu")))
+    worker.daemon = True
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive(), "gpuenv import hung"
+    (imported,) = done
+    assert imported.result.code == 0, imported.result.err
+    assert 'python = "3.11"' in imported.spec.read_text()  # the fixture index was read

@@ -96,7 +96,7 @@ def _wheel_index() -> WheelIndex | None:
         from gpuenv.lock.uv import UvResolver
 
         try:
-            index = UvResolver().default_index_url()
+            index = UvResolver().stated_default_index()  # it resolves nothing to wait for
         except ExternalToolError:
             return None
     if index is None or not index.startswith(("http://", "https://")):

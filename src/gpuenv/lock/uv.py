@@ -196,6 +196,26 @@ class UvResolver:
         self._settled.wait(timeout)
         return self._default_index
 
+    def stated_default_index(self) -> str | None:
+        """The index uv uses when none is configured, as uv states it for an empty
+        request (a run of its own, no network: for callers that resolve nothing, such as
+        ``gpuenv import``; ``default_index_url`` would wait for a resolution that never
+        comes). None when uv says none."""
+        with tempfile.TemporaryDirectory(prefix="gpuenv-uv-") as tmp:
+            empty = Path(tmp) / "empty.in"
+            empty.write_text("", encoding="utf-8")
+            argv = [self.uv_bin, "--no-config", "pip", "compile", str(empty)]
+            result = _proc.run(
+                [*argv, "--emit-index-url", "--no-header", "--quiet", "--offline"],
+                timeout=30,
+                check=False,
+                what="uv pip compile --emit-index-url",
+            )
+        for line in result.stdout.splitlines():
+            if line.startswith("--index-url "):
+                return line.split(None, 1)[1].strip()
+        return None
+
     def settle(self) -> None:
         """No more resolutions: ``default_index_url`` stops waiting for one."""
         self._settled.set()
