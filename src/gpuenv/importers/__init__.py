@@ -189,9 +189,11 @@ def _summary(decision: Decision) -> str:
     python = next(
         (e for e in decision.entries if e.package == "python" and e.kind != ASSUMPTION), None
     )
+    # a range or an unpinned torch the files' era resolved is no keep of the paper's torch
+    resolved = torch.kind == "kept" and torch.was not in (None, torch.now)
     moved = (
         f"torch {torch.was} → {torch.now}"
-        if torch.kind == "changed"
+        if torch.kind == "changed" or resolved
         else f"torch {torch.now} (kept)"
     )
     py = decision.plan.python
