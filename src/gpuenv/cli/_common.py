@@ -79,11 +79,9 @@ def is_stdout(path: str | os.PathLike[str] | None) -> bool:
 
 
 def check_target(name: str | None, known: list[str]) -> None:
-    if name is not None and name not in known:
-        raise UsageError(
-            f"no target named {name!r}",
-            hint=f"targets in this spec: {', '.join(known)}",
-        )
+    from gpuenv.spec import check_target
+
+    check_target(name, known)
 
 
 def env_override(name: str) -> str | None:

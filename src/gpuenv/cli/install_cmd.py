@@ -12,7 +12,6 @@ from gpuenv.errors import CheckFailed, UsageError
 if TYPE_CHECKING:
     from gpuenv.editable.install import ProjectResult
     from gpuenv.install import InstallResult
-    from gpuenv.knowledge import KnowledgeBase
     from gpuenv.lock.model import Lock
     from gpuenv.spec import Spec
 
@@ -48,86 +47,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common.add_json_flag(parser)
 
 
-def _groups(args: argparse.Namespace, spec: Spec) -> tuple[str, ...]:
-    """The groups to install: ``dev`` unless ``--no-dev``, those ``--group`` names, or all."""
-    from gpuenv.lock.extras import groups
-    from gpuenv.names import normalize_name
-
-    known = groups(spec)
-    asked = [normalize_name(g) for g in args.group or ()]
-    for name in asked:
-        if name not in known:
-            listed = ", ".join(known) or "none: add [pip.groups] to gpuenv.toml"
-            raise UsageError(f"no dependency group {name!r} (groups: {listed})")
-    if args.all_groups:
-        return tuple(known)
-    default = ["dev"] if "dev" in known and not args.no_dev else []
-    return tuple(dict.fromkeys([*default, *asked]))
-
-
-def _targets(
-    args: argparse.Namespace, spec: Spec, names: list[str] | None = None
-) -> tuple[str, ...]:
-    names = names if names is not None else list(spec.targets)
-    for name in args.target or ():
-        _common.check_target(name, names)
-    if args.target:
-        return tuple(args.target)
-    if args.all or len(names) == 1:
-        return tuple(names)
-    raise UsageError(
-        f"this project has several targets ({', '.join(names)}): say which to install",
-        hint=f"gpuenv install --target {names[0]} (or --all)",
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     if args.archive is not None:
         return _install_from(args)
-    from gpuenv.install import install_locked, record_lock_state
+    from gpuenv.install.project import InstallAsk, install_spec_file
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge._data import data_digest
-    from gpuenv.lock.format import LOCK_FILENAME
-    from gpuenv.lock.options import LockOptions
-    from gpuenv.lock.project import ensure_lock
-    from gpuenv.spec import load_spec
 
     spec_file = _common.spec_path(args)
-    # The knowledge base is loaded only if something needs it (a spec cache miss, a
-    # relock, a "detect" target, --verify): a fresh lock installs without it.
-    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
-    targets = _targets(args, loaded.spec)
-    from gpuenv import _foreign
-
-    for name in targets:  # before any relock: a Mac's or a Windows target installs there
-        target = loaded.spec.targets[name]
-        _foreign.refuse(name, _foreign.platform_of(target.platform, target.gpu), "install")
-    options = LockOptions.from_settings(_common.lock_settings(), loaded.spec, targets=targets)
-    chosen = _groups(args, loaded.spec)
+    ask = InstallAsk(
+        targets=tuple(args.target or ()),
+        every=args.all,
+        groups=tuple(args.group or ()),
+        all_groups=args.all_groups,
+        dev=not args.no_dev,
+        frozen=args.frozen,
+    )
+    settings = _common.lock_settings()
     with _progress.display(args) as progress:
-        lock = ensure_lock(
-            loaded,
+        done = install_spec_file(
+            spec_file,
             knowledge_base,
-            lock_path=spec_file.parent / LOCK_FILENAME,
-            options=options,
-            frozen=args.frozen,
+            settings,
+            _common.store(),
+            ask,
             kb_digest=data_digest(),
             progress=progress,
         )
-        results = install_locked(
-            _common.store(),
-            loaded,
-            lock,
-            targets,
-            groups=chosen,
-            options=options,
-            progress=progress,
-        )
-    record_lock_state(spec_file.parent.absolute(), lock, targets)
-    project = str(spec_file.parent.absolute())
-    verified = (
-        _verify(project, results, lock, loaded.spec, knowledge_base(), args) if args.verify else {}
-    )
+    results = list(done.results)
+    verified = _verify(spec_file, results, done.lock, done.loaded.spec, args) if args.verify else {}
     _render(results, verified, as_json=args.json)
     return 0 if all(verified.values()) else CheckFailed.exit_code
 
@@ -138,6 +86,7 @@ def _install_from(args: argparse.Namespace) -> int:
     from gpuenv import pack
     from gpuenv.cli._pack_progress import progress_display
     from gpuenv.install import install_target, is_current, record_lock_state, request_for
+    from gpuenv.install.project import choose_targets
     from gpuenv.knowledge import knowledge_base
     from gpuenv.spec import load_spec
 
@@ -162,7 +111,7 @@ def _install_from(args: argparse.Namespace) -> int:
     written = pack.place_project(unpacked, spec_file, _common.cache_dir())
     try:
         loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
-        for name in _targets(args, loaded.spec, list(unpacked.targets)):
+        for name in choose_targets(list(unpacked.targets), args.target, every=args.all):
             locked = unpacked.lock.target(name)
             assert locked is not None  # unpack checked every packed target against the lock
             request = request_for(loaded, locked, None, unpacked.sources())
@@ -176,39 +125,28 @@ def _install_from(args: argparse.Namespace) -> int:
     record_lock_state(spec_file.parent.absolute(), unpacked.lock, tuple(r.target for r in results))
     if written and not args.json:
         _output.err("wrote " + ", ".join(str(p) for p in written) + f" from {args.archive}")
-    project = str(spec_file.parent.absolute())
-    kb = knowledge_base() if args.verify else None
-    verified = _verify(project, results, unpacked.lock, loaded.spec, kb, args) if kb else {}
+    verified = _verify(spec_file, results, unpacked.lock, loaded.spec, args) if args.verify else {}
     _render(results, verified, as_json=args.json)
     return 0 if all(verified.values()) else CheckFailed.exit_code
 
 
 def _verify(
-    project: str,
-    results: list[InstallResult],
-    lock: Lock,
-    spec: Spec,
-    kb: KnowledgeBase,
-    args: argparse.Namespace,
+    spec_file: Path, results: list[InstallResult], lock: Lock, spec: Spec, args: argparse.Namespace
 ) -> dict[str, bool]:
-    """Run the probe in each installed prefix and record the outcome (gpuenv verify)."""
-    from gpuenv import runtime
-    from gpuenv._progress import Prefixed
-    from gpuenv.verify.target import verify_locked
+    """``--verify``: run the probe in each installed prefix and record the outcome."""
+    from gpuenv.knowledge import knowledge_base
+    from gpuenv.verify.target import verify_targets
 
-    outcome = {}
-    for result in results:
-        selected = runtime.select(project, result.target)  # the pointer install just set
-        with _progress.display(args) as progress:
-            verification = verify_locked(
-                selected,
-                lock.target(result.target),
-                kb,
-                spec.verify,
-                progress=Prefixed(progress, f"{result.target}: "),
-            )
-        outcome[result.target] = verification.result.passed
-    return outcome
+    project = str(spec_file.parent.absolute())
+    with _progress.display(args) as progress:
+        return verify_targets(
+            project,
+            [r.target for r in results],
+            lock,
+            knowledge_base(),
+            spec.verify,
+            progress=progress,
+        )
 
 
 def _render(results: list[InstallResult], verified: dict[str, bool], *, as_json: bool) -> None:

@@ -3,22 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import re
-from collections.abc import Iterable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _output, _progress
 
-# PEP 508's project name (case-insensitive, as uv reads --upgrade-package's names)
-_PROJECT_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
-
 if TYPE_CHECKING:
-    from gpuenv.lock.format import LockReading
-    from gpuenv.lock.model import Lock
-    from gpuenv.lock.options import LockOptions
-    from gpuenv.lock.project import LockResult
-    from gpuenv.spec import LoadedSpec
+    from gpuenv.lock.project import LockRun
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -54,10 +44,8 @@ def _fresh_key(args: argparse.Namespace) -> tuple[str, str] | None:
     from gpuenv.knowledge._data import data_digest
     from gpuenv.lock import _fresh
 
-    cache = _common.cache_dir()
-    digest = _fresh.check_digest(data_digest())
-    name = _fresh.key(str(_common.spec_path(args)), digest, args.target) if cache else None
-    return (str(cache), name) if cache and name else None
+    spec = str(_common.spec_path(args))
+    return _fresh.check_name(_common.cache_dir(), spec, data_digest(), args.target)
 
 
 def _say_fresh(args: argparse.Namespace, lock_path: str) -> int:
@@ -75,126 +63,42 @@ def run(args: argparse.Namespace) -> int:
 
         if _fresh.known_fresh(*fresh):  # these bytes were found fresh before: say so
             return _say_fresh(args, str(_common.spec_path(args).parent / _fresh.LOCK_FILENAME))
-    return _run(args, fresh)
-
-
-def _run(args: argparse.Namespace, fresh: tuple[str, str] | None) -> int:
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge._data import data_digest
-    from gpuenv.lock.format import LOCK_FILENAME, load_lock
-    from gpuenv.lock.options import LockOptions
-    from gpuenv.lock.project import lock_and_write, plan_relock, read_for_relock
-    from gpuenv.names import normalize_name
-    from gpuenv.spec import load_spec
 
-    spec_file = _common.spec_path(args)
-    # The knowledge base loads only when needed: a spec checked before is cached, and
-    # `lock --check` plans nothing (but "detect" targets).
-    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
-    for name in args.target or ():
-        _common.check_target(name, list(loaded.spec.targets))
-    lock_path = spec_file.parent / LOCK_FILENAME
-    if args.check:  # a lock that cannot be read is an error here, not something to fix
-        reading = load_lock(lock_path, cache_dir=_common.cache_dir(), legacy_ok=True)
-        unreadable = None
-    else:
-        reading, unreadable = read_for_relock(lock_path, cache_dir=_common.cache_dir())
-    options = LockOptions.from_settings(
-        _common.lock_settings(),
-        loaded.spec,
-        targets=tuple(args.target) if args.target else None,
-        upgrade=args.upgrade,
-        upgrade_packages=tuple(normalize_name(n) for n in args.upgrade_package or ()),
-    )
-    digest = data_digest()
+    targets = tuple(args.target) if args.target else None
     if args.check:
-        return _check(args, loaded, reading, options, digest, str(lock_path), fresh)
-    if unreadable is not None:
-        _output.err(
-            f"gpuenv: warning: {unreadable.message}: writing a new gpuenv.lock for every "
-            "target (nothing in the old one could be kept)"
+        from gpuenv.lock.inputs import check_spec_file
+
+        lock_path = check_spec_file(
+            _common.spec_path(args),
+            knowledge_base,
+            _common.lock_settings(),
+            targets=targets,
+            kb_digest=data_digest(),
+            fresh=fresh,
         )
-    kb = knowledge_base()
-    relock = plan_relock(reading, loaded.spec, options, start_over=unreadable is not None)
-    _check_upgrade_packages(args.upgrade_package or (), relock.basis, options, lock_path)
-    for name, problems in relock.forced.items():
-        _output.err(
-            f"gpuenv: warning: target {name} in {lock_path} is relocked: {'; '.join(problems)}"
-        )
+        return _say_fresh(args, str(lock_path))
+    from gpuenv.lock.project import LockAsk, lock_spec_file
+
+    ask = LockAsk(targets, args.upgrade, tuple(args.upgrade_package or ()))
+    settings = _common.lock_settings()
     with _progress.display(args) as progress:
-        result, written = lock_and_write(
-            loaded,
-            kb,
-            relock,
-            lock_path=lock_path,
-            kb_digest=digest,
+        done = lock_spec_file(
+            _common.spec_path(args),
+            knowledge_base,
+            settings,
+            ask,
+            kb_digest=data_digest(),
+            warn=lambda text: _output.err(f"gpuenv: warning: {text}"),
             progress=progress,
         )
-    _render(
-        result, lock_path=str(lock_path), written=written, as_json=args.json, took=progress.elapsed
-    )
+    _render(done, as_json=args.json, took=progress.elapsed)
     return 0
 
 
-def _check_upgrade_packages(
-    given: Iterable[str], existing: Lock | None, options: LockOptions, lock_path: Path
-) -> None:
-    """Each --upgrade-package is a package name (a requirement such as "idna>=3" is
-    refused), and one the lock does not pin is said: a typo moved nothing, silently."""
-    from gpuenv.errors import UsageError
-    from gpuenv.names import normalize_name
-
-    for name in given:
-        if not _PROJECT_NAME.match(name):
-            raise UsageError(
-                f"--upgrade-package {name!r}: not a package name",
-                hint="name the package alone (--upgrade-package idna); version limits go "
-                "in gpuenv.toml",
-            )
-    if existing is None:
-        return  # nothing is kept: every pin moves anyway
-    targets = [
-        existing.targets[n] for n in options.targets or existing.targets if n in existing.targets
-    ]
-    locked = {p.name for t in targets for p in t.pip} | {b.name for t in targets for b in t.builds}
-    unknown = [n for n in given if normalize_name(n) not in locked]
-    if unknown:  # a warning: a requirement new in the spec is not locked yet
-        scope = f" for {', '.join(options.targets)}" if options.targets else ""
-        _output.err(
-            f"gpuenv: warning: --upgrade-package {', '.join(unknown)}: not locked in "
-            f"{lock_path}{scope}: nothing of it to move (check the spelling)"
-        )
-
-
-def _check(
-    args: argparse.Namespace,
-    loaded: LoadedSpec,
-    reading: LockReading | None,
-    options: LockOptions,
-    digest: str,
-    lock_path: str,
-    fresh: tuple[str, str] | None,
-) -> int:
-    """``--check`` (``lock.inputs.check_lock``), then, when it is fresh, the cache's note
-    of it (``lock._fresh``): nothing else is written."""
-    from gpuenv.knowledge import knowledge_base
-    from gpuenv.lock.inputs import check_lock
-
-    check_lock(
-        loaded, knowledge_base, reading, kb_digest=digest, options=options, lock_path=lock_path
-    )
-    # Noted only when no byte moved while it was checked, and no plan is this machine's.
-    if fresh is not None and not loaded.spec.uses_detect and _fresh_key(args) == fresh:
-        from gpuenv.lock import _fresh
-        from gpuenv.spec._local import project_files
-
-        _fresh.remember_fresh(*fresh, project_files(loaded))
-    return _say_fresh(args, lock_path)
-
-
-def _render(
-    result: LockResult, *, lock_path: str, written: bool, as_json: bool, took: float
-) -> None:
+def _render(run: LockRun, *, as_json: bool, took: float) -> None:
+    result, lock_path, written = run.result, str(run.lock_path), run.written
     if as_json:
         _output.emit_json(
             {

@@ -41,6 +41,17 @@ def check_digest(kb_digest: str) -> str:
     return kb_digest + files_digest(BUILD_FILES)
 
 
+def check_name(
+    cache_dir: Path | None, spec: str, kb_digest: str, targets: Iterable[str] | None
+) -> tuple[str, str] | None:
+    """(cache, name) of the check of ``spec``'s bytes and the lock's for ``targets``
+    (None: no cache, or a file that cannot be read)."""
+    if cache_dir is None:
+        return None
+    name = key(spec, check_digest(kb_digest), list(targets) if targets else None)
+    return (str(cache_dir), name) if name else None
+
+
 def key(spec: str, digest: str, targets: list[str] | None) -> str | None:
     """What names a check of ``spec`` and the lock beside it (None: unreadable)."""
     from gpuenv import __version__

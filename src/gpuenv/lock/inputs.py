@@ -20,12 +20,14 @@ from gpuenv._redact import redact_url
 from gpuenv.errors import CheckFailed
 from gpuenv.lock.format import LATEST
 from gpuenv.lock.model import Lock, StackSummary
-from gpuenv.lock.options import LockOptions
+from gpuenv.lock.options import LockOptions, LockSettings
 from gpuenv.spec import LoadedSpec, Spec, Target
 
 # The planner (and the knowledge base behind it) loads only when something is
 # planned: `install` from a fresh lock never needs it (see stale_reasons).
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from gpuenv.knowledge import KnowledgeBase
     from gpuenv.lock.format import LockReading
     from gpuenv.plan import TargetPlan
@@ -224,6 +226,43 @@ def check_lock(
             hint="run 'gpuenv lock'",
             details={"lock": lock_path, "stale": found},
         )
+
+
+def check_spec_file(
+    spec_file: Path,
+    knowledge: Callable[[], KnowledgeBase],
+    settings: LockSettings,
+    *,
+    targets: tuple[str, ...] | None,
+    kb_digest: str,
+    fresh: tuple[str, str] | None,
+) -> Path:
+    """``gpuenv lock --check`` of the project of ``spec_file`` (``check_lock``; a lock
+    that cannot be read is an error here, not something to fix), then, when it is fresh,
+    the cache's note of it (``lock._fresh``, named ``fresh`` as the caller found it):
+    nothing else is written. The lock's path."""
+    from gpuenv.lock import _fresh
+    from gpuenv.lock.format import LOCK_FILENAME, load_lock
+    from gpuenv.spec import check_target, load_spec
+
+    # The knowledge base loads only when needed: a spec checked before is cached, and
+    # `lock --check` plans nothing (but "detect" targets).
+    loaded = load_spec(spec_file, kb=knowledge, cache_dir=settings.cache_dir)
+    for name in targets or ():
+        check_target(name, loaded.spec.targets)
+    lock_path = spec_file.parent / LOCK_FILENAME
+    reading = load_lock(lock_path, cache_dir=settings.cache_dir, legacy_ok=True)
+    options = LockOptions.from_settings(settings, loaded.spec, targets=targets)
+    check_lock(
+        loaded, knowledge, reading, kb_digest=kb_digest, options=options, lock_path=str(lock_path)
+    )
+    # Noted only when no byte moved while it was checked, and no plan is this machine's.
+    again = fresh and _fresh.check_name(settings.cache_dir, str(spec_file), kb_digest, targets)
+    if fresh is not None and not loaded.spec.uses_detect and again == fresh:
+        from gpuenv.spec._local import project_files
+
+        _fresh.remember_fresh(*fresh, project_files(loaded))
+    return lock_path
 
 
 def _dropped(reading: LockReading | None, loaded: LoadedSpec) -> list[str]:

@@ -12,7 +12,8 @@ the fix. Other errors (an unsatisfiable target, exit 3) stop the whole lock, as 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -23,7 +24,7 @@ from gpuenv._progress import failed
 from gpuenv.errors import ExternalToolError, NetworkError, UnreadableLockError
 from gpuenv.lock.inputs import out_of_date, relock_basis
 from gpuenv.lock.model import CondaSolver, Lock, LockedTarget, PipResolver
-from gpuenv.lock.options import LockOptions
+from gpuenv.lock.options import LockOptions, LockSettings
 from gpuenv.spec import LoadedSpec, Spec
 
 if TYPE_CHECKING:
@@ -92,6 +93,120 @@ def plan_relock(
         options = replace(options, targets=tuple(dict.fromkeys([*options.targets, *forced])))
     damaged = reading.damaged if reading is not None else {}
     return Relock(basis, options, {name: tuple(damaged[name]) for name in forced})
+
+
+@dataclass(frozen=True)
+class LockRun:
+    """What ``gpuenv lock`` did: the result, whether the file's bytes changed, where."""
+
+    result: LockResult
+    written: bool
+    lock_path: Path
+
+
+@dataclass(frozen=True)
+class LockAsk:
+    """What ``gpuenv lock`` is asked: the targets (None: every one), and which pins move
+    (``upgrade``: all; ``upgrade_packages``: these, named as given)."""
+
+    targets: tuple[str, ...] | None = None
+    upgrade: bool = False
+    upgrade_packages: tuple[str, ...] = ()
+
+
+def lock_spec_file(
+    spec_file: Path,
+    knowledge: Callable[[], KnowledgeBase],
+    settings: LockSettings,
+    ask: LockAsk,
+    *,
+    kb_digest: str,
+    warn: Callable[[str], None],
+    progress: Progress | None = None,
+    backends: Callable[[], tuple[PipResolver, CondaSolver]] | None = None,
+) -> LockRun:
+    """``gpuenv lock``: lock the project of ``spec_file`` into the gpuenv.lock beside it,
+    the targets ``ask`` names plus those ``plan_relock`` adds, keeping the pins it does
+    not move. What the caller should be told before the lock runs (a lock that cannot be
+    read, a damaged entry relocked, an upgraded package the lock does not pin) goes to
+    ``warn``; the lock's own findings are in the result's ``warnings``."""
+    targets, upgrade_packages = ask.targets, ask.upgrade_packages
+    from gpuenv.lock.format import LOCK_FILENAME
+    from gpuenv.names import normalize_name
+    from gpuenv.spec import check_target, load_spec
+
+    # The knowledge base loads only when needed: a spec checked before is cached.
+    loaded = load_spec(spec_file, kb=knowledge, cache_dir=settings.cache_dir)
+    for name in targets or ():
+        check_target(name, loaded.spec.targets)
+    lock_path = spec_file.parent / LOCK_FILENAME
+    reading, unreadable = read_for_relock(lock_path, cache_dir=settings.cache_dir)
+    options = LockOptions.from_settings(
+        settings,
+        loaded.spec,
+        targets=targets,
+        upgrade=ask.upgrade,
+        upgrade_packages=tuple(normalize_name(n) for n in upgrade_packages),
+    )
+    if unreadable is not None:
+        warn(
+            f"{unreadable.message}: writing a new gpuenv.lock for every target (nothing in "
+            "the old one could be kept)"
+        )
+    kb = knowledge()
+    relock = plan_relock(reading, loaded.spec, options, start_over=unreadable is not None)
+    _check_upgrade_packages(upgrade_packages, relock.basis, options, lock_path, warn)
+    for name, problems in relock.forced.items():
+        warn(f"target {name} in {lock_path} is relocked: {'; '.join(problems)}")
+    result, written = lock_and_write(
+        loaded,
+        kb,
+        relock,
+        lock_path=lock_path,
+        backends=backends,
+        kb_digest=kb_digest,
+        progress=progress,
+    )
+    return LockRun(result, written, lock_path)
+
+
+# PEP 508's project name (case-insensitive, as uv reads --upgrade-package's names)
+_PROJECT_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\Z")
+
+
+def _check_upgrade_packages(
+    given: Iterable[str],
+    existing: Lock | None,
+    options: LockOptions,
+    lock_path: Path,
+    warn: Callable[[str], None],
+) -> None:
+    """Each name whose pin should move is a package name (a requirement such as
+    "idna>=3" is refused), and one the lock does not pin is said: a typo moved nothing,
+    silently."""
+    from gpuenv.errors import UsageError
+    from gpuenv.names import normalize_name
+
+    for name in given:
+        if not _PROJECT_NAME.match(name):
+            raise UsageError(
+                f"--upgrade-package {name!r}: not a package name",
+                hint="name the package alone (--upgrade-package idna); version limits go "
+                "in gpuenv.toml",
+            )
+    if existing is None:
+        return  # nothing is kept: every pin moves anyway
+    targets = [
+        existing.targets[n] for n in options.targets or existing.targets if n in existing.targets
+    ]
+    locked = {p.name for t in targets for p in t.pip} | {b.name for t in targets for b in t.builds}
+    unknown = [n for n in given if normalize_name(n) not in locked]
+    if unknown:  # a warning: a requirement new in the spec is not locked yet
+        scope = f" for {', '.join(options.targets)}" if options.targets else ""
+        warn(
+            f"--upgrade-package {', '.join(unknown)}: not locked in {lock_path}{scope}: "
+            "nothing of it to move (check the spelling)"
+        )
 
 
 def read_for_relock(
@@ -252,9 +367,7 @@ def _fresh_name(
         return None
     if lock_path.absolute() != loaded.path.absolute().parent / _fresh.LOCK_FILENAME:
         return None
-    digest = _fresh.check_digest(kb_digest)
-    name = _fresh.key(str(loaded.path), digest, list(options.targets))
-    return (str(options.cache_dir), name) if name else None
+    return _fresh.check_name(options.cache_dir, str(loaded.path), kb_digest, options.targets)
 
 
 def _known_fresh(cache: str, name: str) -> bool:

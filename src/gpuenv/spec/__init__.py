@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +43,7 @@ __all__ = [
     "Stack",
     "Target",
     "Verify",
+    "check_target",
     "load_spec",
     "parse_spec_text",
     "parse_version_spec",
@@ -65,6 +66,17 @@ def parse_version_spec(text: str) -> SpecifierSet:
         return SpecifierSet(cleaned)
     except InvalidSpecifier:
         raise ValueError(f'"{text}" is not a version or PEP 440 specifier (like "2.4.*")') from None
+
+
+def check_target(name: str | None, known: Iterable[str]) -> None:
+    """A target name given on the command line is one of ``known`` (else a usage error
+    listing them)."""
+    known = list(known)
+    if name is not None and name not in known:
+        raise UsageError(
+            f"no target named {name!r}",
+            hint=f"targets in this spec: {', '.join(known)}",
+        )
 
 
 # --- the spec as values ------------------------------------------------------------------

@@ -5,14 +5,14 @@ says, and the result recorded in the prefix for this machine."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuenv.knowledge import KnowledgeBase
-from gpuenv.lock.model import LockedTarget
+from gpuenv.lock.model import Lock, LockedTarget
 from gpuenv.runtime import Selected, child_environment
 from gpuenv.verify._run import run_probe
 from gpuenv.verify.gate import machine_fingerprint
@@ -172,3 +172,28 @@ def verify_locked(
         timeout=timeout or float(settings.timeout),
         progress=progress,
     )
+
+
+def verify_targets(
+    project: str,
+    targets: Iterable[str],
+    lock: Lock,
+    kb: KnowledgeBase,
+    settings: Verify,
+    *,
+    progress: Callable[[str], None],
+) -> dict[str, bool]:
+    """``gpuenv install --verify``: each of ``targets`` just installed in ``project``
+    (the prefix its pointer names) verified on this machine (``verify_locked``) and
+    recorded; whether each passed."""
+    from gpuenv import runtime
+    from gpuenv._progress import Prefixed
+
+    outcome = {}
+    for name in targets:
+        selected = runtime.select(project, name)  # the pointer install just set
+        verification = verify_locked(
+            selected, lock.target(name), kb, settings, progress=Prefixed(progress, f"{name}: ")
+        )
+        outcome[name] = verification.result.passed
+    return outcome
