@@ -110,6 +110,27 @@ def test_unpinned_or_newer_releases_get_no_build_table(
     assert "[pip.build" not in imported.spec.read_text()
 
 
+@pytest.mark.parametrize(
+    ("line", "tables"),
+    [
+        ("albumentations>=0.4,<0.4.6", 1),
+        ("albumentations>=0.4.1,<=0.4.5,!=0.4.2", 1),
+        ("albumentations<0.4.6", 0),  # 0.3.x too, which the data does not name
+        ("albumentations~=0.4.3", 0),  # up to 0.5: 0.4.6 is not in the data
+        ("albumentations>=0.4,<0.5", 0),
+    ],
+)
+def test_a_range_gets_a_table_when_every_release_it_allows_needs_one(
+    run_import: Callable[..., Imported], tmp_path: Path, line: str, tables: int
+) -> None:
+    imported = run_import(_write(tmp_path, f"torch==2.0.1\n{line}\n"), target="cpu")
+    assert imported.result.code == 0, imported.result.out
+    assert len(_builds(imported)) == tables
+    if tables:
+        why = imported.entries("needs_build")["albumentations"]["why"]
+        assert why.startswith("every albumentations") and "setuptools<82" in why
+
+
 def test_the_lock_honours_the_written_table(
     run_import: Callable[..., Imported], tmp_path: Path
 ) -> None:

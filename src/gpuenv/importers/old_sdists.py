@@ -119,6 +119,57 @@ def _table(
     return values, facts, conflicts, unverified
 
 
+_LOWER, _UPPER = (">=", ">", "~="), ("<", "<=")
+
+
+def _bounds(specifier: SpecifierSet) -> tuple[Version | None, tuple[Version, bool] | None] | None:
+    """The lowest version a specifier allows (inclusive or not, which does not matter
+    here) and its upper bound (version, inclusive); None when it has another operator
+    (==X.*, ===) whose set this does not follow."""
+    lower: Version | None = None
+    upper: tuple[Version, bool] | None = None
+    for spec in specifier:
+        if spec.operator == "!=":
+            continue  # it only removes versions
+        if spec.operator not in (*_LOWER, *_UPPER) or "*" in spec.version:
+            return None
+        version = Version(spec.version)
+        if spec.operator in _LOWER:
+            lower = version if lower is None else max(lower, version)
+        if spec.operator == "~=":
+            parts = version.release[:-1] or version.release
+            ceiling = Version(".".join(map(str, (*parts[:-1], parts[-1] + 1))))
+            spec_upper: tuple[Version, bool] = (ceiling, False)
+            upper = spec_upper if upper is None else min(upper, spec_upper)
+        elif spec.operator in _UPPER:
+            this = (version, spec.operator == "<=")
+            upper = this if upper is None else min(upper, this)
+    return lower, upper
+
+
+def _covering(fk: ForeignKnowledge, name: str, specifier: SpecifierSet) -> OldSdist | None:
+    """The entry whose versions hold every version a range allows (albumentations<0.4.6
+    in >=0.4.0,<0.4.6 once its floor is there too): whichever release the lock takes
+    needs the old tool. None for an unbounded range or one reaching past the entry."""
+    asked = _bounds(specifier)
+    if asked is None or asked[1] is None:
+        return None
+    low, (high, inclusive) = asked[0], asked[1]
+    for sdist in fk.old_sdists:
+        known = _bounds(sdist.versions)
+        if sdist.name != name or known is None:
+            continue
+        known_low, known_high = known
+        if known_low is not None and (low is None or low < known_low):
+            continue
+        if known_high is not None:
+            limit, limit_inclusive = known_high
+            if high > limit or (high == limit and inclusive and not limit_inclusive):
+                continue
+        return sdist
+    return None
+
+
 def _entry_for(entries: list[Entry], name: str) -> int | None:
     """The report entry of the package a written line installs (a companion moved to
     its successor is reported under its old name, ``now`` = "mmcv 2.1.0")."""
@@ -139,16 +190,21 @@ def apply(
         found = _pinned(text)
         if found is None:
             continue
-        name, version, _ = found
-        if version is None:
-            continue
-        sdist = fk.old_sdist(name, version)
+        name, version, requirement = found
+        sdist = (
+            fk.old_sdist(name, version)
+            if version is not None
+            else _covering(fk, name, requirement.specifier)
+        )
         if sdist is None or any(t.name == name for t in tables):
             continue
         values, facts, conflicts, unverified = _table(sdist, fk, own, gpu)
         requires = ", ".join(str(r) for r in values["build-requires"])  # type: ignore[attr-defined]
+        which = (
+            f"{name} {version}" if version is not None else f"every {name}{requirement.specifier}"
+        )
         why = (
-            f"{name} {version} is built from its sdist, and {'; '.join(facts)}: "
+            f"{which} is built from its sdist, and {'; '.join(facts)}: "
             f"built in the prefix with {requires}"
         )
         tables.append(BuildTable(name, values, why))
@@ -164,7 +220,7 @@ def apply(
             entry,
             kind=NEEDS_BUILD if entry.kind == KEPT else entry.kind,
             why=f"{entry.why}; {why}" if entry.kind != KEPT else why,
-            now=entry.now or str(version),
+            now=entry.now or str(version or requirement.specifier),
             risk=risk,
             risk_text=risk_text or "a source build with an old setuptools",
             unverified=entry.unverified or unverified,
