@@ -127,3 +127,20 @@ def test_an_unpinned_torch_takes_the_newest_release_its_companions_accept(
     assert (
         "mmcv-full==1.7.0 (torch<2.1,>=1.8) accepts" in imported.entries("changed")["torch"]["why"]
     )
+
+
+def test_an_mmsegmentation_that_no_later_release_lets_follow_is_reported(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # mmsegmentation 0.20.2 accepts mmcv-full up to 1.6.0 (its get_started table); the
+    # data knows no later release accepting the written 1.7.0, so it keeps its pin and
+    # the report says the family cannot move together.
+    path = tmp_path / "requirements.txt"
+    path.write_text("torch==1.11.0\nmmcv-full==1.7.0\nmmsegmentation==0.20.2\n")
+    mmseg = run_import(path, target="rtx4090").entries("kept")["mmsegmentation"]
+    assert mmseg["risk"] == "high"
+    assert mmseg["risk_detail"] == (
+        "mmsegmentation 0.20.2 accepts mmcv-full<=1.6.0,>=1.3.13, and mmcv-full is written "
+        "1.7.0: this family cannot move together; mmsegmentation checks the version at "
+        "import and fails"
+    )
