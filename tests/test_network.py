@@ -15,6 +15,7 @@ from gpuenv._network import (
     Mirror,
     Mirrors,
     index_of,
+    is_fetchable_url,
     join_index,
     literal_url,
     load_mirrors,
@@ -339,3 +340,21 @@ def test_a_torch_index_with_a_token_query_keeps_it_after_the_build_path(
     result = cli("-f", str(spec), "plan", "--json")
     assert result.code == 0, result.err
     assert '"https://h.invalid/whl/cpu"' in result.out and "abc123" not in result.out
+
+
+@pytest.mark.parametrize("url", ["http://x\x00y/simple", "https://x/a\x07b", "file:///a\x7fb"])
+def test_a_url_with_a_control_character_is_not_fetchable(url: str) -> None:
+    """``index-url = "http://x\\u0000y/simple"`` (a TOML escape) passed the spec's check
+    and reached uv's arguments: subprocess refused the NUL byte with exit 70."""
+    assert not is_fetchable_url(url)
+
+
+def test_a_nul_byte_that_reaches_a_process_is_a_tool_error_not_a_bug() -> None:
+    from gpuenv import _proc
+    from gpuenv.errors import ExternalToolError
+
+    match = "cannot be started: embedded null byte"
+    with pytest.raises(ExternalToolError, match=match):
+        _proc.run(["true", "a\x00b"], timeout=5, what="true")
+    with pytest.raises(ExternalToolError, match=match):
+        _proc.stream(["true", "a\x00b"], timeout=5, what="true", on_line=lambda _: None)

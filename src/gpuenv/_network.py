@@ -36,7 +36,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gpuenv.errors import NetworkError
 
-_URL = re.compile(r"(?:https?|file)://\S+\Z")
+# One token of printable characters: a NUL byte cannot reach a process's arguments
+# (exit 70 from subprocess) and other control characters have no place in a URL.
+_URL = re.compile(r"(?:https?|file)://[^\s\x00-\x1f\x7f]+\Z")
 
 
 def is_fetchable_url(url: str) -> bool:

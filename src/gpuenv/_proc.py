@@ -123,6 +123,16 @@ def _drain(process: subprocess.Popen[str]) -> tuple[str, str]:
     return stdout or "", stderr or ""
 
 
+def _unstartable(label: str, args: tuple[str, ...], exc: ValueError) -> ExternalToolError:
+    """What the net says of a value no process can be given (a NUL byte reached an
+    argument or the environment): the input's checks should have refused it first."""
+    return ExternalToolError(
+        f"{label} cannot be started: {exc} (a NUL byte in one of its arguments or in "
+        "the environment, which no process can be given)",
+        argv=tuple(a.replace("\0", "\\0") for a in args),
+    )
+
+
 def _spawn(
     args: tuple[str, ...],
     env: Mapping[str, str] | None,
@@ -248,6 +258,8 @@ def run(
         process = _spawn(args, env, cwd, input_text is not None)
     except FileNotFoundError as exc:
         raise ExternalToolError(f"{label}: program not found: {args[0]}", argv=args) from exc
+    except ValueError as exc:  # a NUL byte in an argument or the environment
+        raise _unstartable(label, args, exc) from None
     with _tracked(process):
         if on_stderr_line is None:
             stdout, stderr = _communicate(process, input_text, timeout, label)
@@ -309,6 +321,8 @@ def stream(
         )
     except FileNotFoundError as exc:
         raise ExternalToolError(f"{label}: program not found: {args[0]}", argv=args) from exc
+    except ValueError as exc:  # a NUL byte in an argument or the environment
+        raise _unstartable(label, args, exc) from None
     expired = threading.Event()
 
     def expire() -> None:
