@@ -137,6 +137,7 @@ def _unexpected(exc: Exception, *, as_json: bool, verbose: int) -> int:
 def _full_main(argv: list[str]) -> int:
     from gpuenv.cli import _output, _parser
 
+    _output.fit_streams()
     as_json = "--json" in _head(argv)
     verbose = 0
     try:

@@ -35,6 +35,20 @@ BUG_HINT = "this is a bug in gpuenv: please report it with the output of 'gpuenv
 __all__ = ["printable"]
 
 
+def fit_streams() -> None:
+    """stdout shows what its encoding cannot as escapes (``\\u2192``), as stderr always
+    does: with a non-UTF-8 locale (``LC_ALL=C`` and ``PYTHONUTF8=0``, an ISO-8859-1
+    server) or ``PYTHONIOENCODING=ascii``, a report's arrow was an exit 70 after the
+    work was done. Files gpuenv writes are UTF-8 whatever the locale."""
+    stream = sys.stdout
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+    reconfigure = getattr(stream, "reconfigure", None)
+    if encoding in ("utf-8", "utf8") or reconfigure is None:
+        return
+    with contextlib.suppress(ValueError, OSError):  # a closed or detached stream
+        reconfigure(errors="backslashreplace")
+
+
 def emit_json(payload: Any) -> None:
     """Every ``--json`` output is exactly one JSON object on stdout."""
     sys.stdout.write(json.dumps(redact_data(payload), indent=2, sort_keys=False) + "\n")
