@@ -113,3 +113,24 @@ def test_a_read_only_project_is_a_typed_error(
     lock = gpuenv_in(reader, ro, "lock", timeout=300)
     assert lock.returncode == 5, lock.stderr
     assert "cannot write the lock" in lock.stderr and "Traceback" not in lock.stderr
+
+
+def test_add_and_remove_on_a_read_only_mount_name_the_mount_not_the_mode(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    # The spec is mode 0644 on a read-only mount: the refusal said 'read-only (mode 0644)'
+    # with 'chmod u+w', which changes nothing there.
+    project = make_project(spec_text(pkgindex, deps='"transformers>=4.44"'))
+    ro = read_only_prefix([project.dir])
+    if ro is None:
+        pytest.skip("no read-only bind mounts here (no mount namespace)")
+    before = project.spec.read_bytes()
+    for line in (["add", "pillow"], ["remove", "transformers"]):
+        result = gpuenv_in(project, ro, *line, "--no-install", "--json", timeout=60)
+        assert result.returncode == 5, result.stdout + result.stderr  # type: ignore[attr-defined]
+        error = json.loads(result.stdout)["error"]  # type: ignore[attr-defined]
+        assert error["kind"] == "storage" and error["path"] == str(project.spec), error
+        assert "read-only file system" in error["message"], error
+        assert "mounted read-only" in error["hint"] and "chmod" not in error["hint"], error
+    assert project.spec.read_bytes() == before
+    assert not project.lock.exists()

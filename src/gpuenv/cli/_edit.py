@@ -105,14 +105,20 @@ def _writable(spec_file: Path) -> tuple[Path, int]:
     """The file to rewrite and its mode, kept: a spec reached through a symbolic link is
     edited where it lives (the rename would replace the link with a copy), and a spec
     made read-only (no write bit, or not this user's to write) is refused by name, as an
-    editor does, not replaced by a renamed file that drops its mode."""
+    editor does, not replaced by a renamed file that drops its mode. One on a read-only
+    mount is a storage error naming the mount (exit 5, as lock's own write would be)."""
+    import errno
     import os
     import stat
 
+    from gpuenv import _fs
     from gpuenv.errors import UsageError
 
     real = spec_file.resolve()
     mode = stat.S_IMODE(real.stat().st_mode)
+    if os.statvfs(real).f_flag & os.ST_RDONLY:  # no mode makes it writable: say the mount
+        refused = OSError(errno.EROFS, os.strerror(errno.EROFS), str(real))
+        raise _fs.storage_error(refused, real, "gpuenv.toml")
     if not mode & 0o222 or not os.access(real, os.W_OK):
         raise UsageError(
             f"{real} is read-only (mode {mode:04o}): gpuenv add and remove edit it",
