@@ -11,13 +11,14 @@ import json
 import pytest
 
 from gpuenv.cli import main, plan_cmd
+from gpuenv.cli._common import Settings
 
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES])
 def test_a_machine_fault_that_escaped_its_write_site_is_exit_5_naming_the_path(
     code: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def run(args: argparse.Namespace) -> int:  # plan_cmd.run's signature
+    def run(args: argparse.Namespace, settings: Settings) -> int:  # plan_cmd.run's signature
         raise OSError(code, "fault", "/store/prefixes/cpu-0123/file")
 
     monkeypatch.setattr(plan_cmd, "run", run)
@@ -31,7 +32,7 @@ def test_a_machine_fault_that_escaped_its_write_site_is_exit_5_naming_the_path(
 def test_any_other_unexpected_error_is_a_bug(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def run(args: argparse.Namespace) -> int:
+    def run(args: argparse.Namespace, settings: Settings) -> int:
         raise OSError(errno.EINVAL, "invalid argument")
 
     monkeypatch.setattr(plan_cmd, "run", run)
@@ -57,7 +58,7 @@ def test_a_signal_disguised_as_another_exception_is_still_the_signal(
     monkeypatch.setattr(_signals, "_received", [])
     handler = _signals._raise_interrupted if signum != 2 else _signals._raise_keyboard_interrupt
 
-    def run(args: argparse.Namespace) -> int:
+    def run(args: argparse.Namespace, settings: Settings) -> int:
         try:
             handler(signum, None)
         except KeyboardInterrupt:

@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from gpuenv.cli._common import Settings
+
 
 def __getattr__(name: str) -> Any:
     # The parser lives in _parser so that importing gpuenv.cli stays cheap.
@@ -91,14 +93,14 @@ def entry() -> int:
     os._exit(code)
 
 
-def _configure_caches() -> None:
-    """Point the library's caches at gpuenv's cache dir (environment read here, once)."""
+def _configure(settings: Settings) -> None:
+    """Point the library's caches at gpuenv's cache dir (environment read once, in
+    ``settings``)."""
     from gpuenv import _settings
-    from gpuenv.cli._common import cache_dir, facts_file, state_dir
 
-    _settings.cache_dir = cache_dir()
-    _settings.state_dir = state_dir()
-    _settings.facts_file = facts_file()
+    _settings.cache_dir = settings.cache_dir
+    _settings.state_dir = settings.state_dir
+    _settings.facts_file = settings.facts_file
 
 
 def _machine_fault(exc: OSError) -> GpuenvError | None:
@@ -148,8 +150,11 @@ def _full_main(argv: list[str]) -> int:
             parser.print_help()
             return 0
         command = _parser.load(args.command)
-        _configure_caches()
-        return command.run(args)
+        from gpuenv.cli._common import Settings
+
+        settings = Settings()
+        _configure(settings)
+        return command.run(args, settings)
     except GpuenvError as err:
         _output.render_error(err, as_json=as_json, verbose=verbose)
         return err.exit_code

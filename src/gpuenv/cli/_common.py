@@ -5,15 +5,102 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from gpuenv.errors import UsageError
 
 if TYPE_CHECKING:
-    from gpuenv.hardware import HardwareFacts
+    from collections.abc import Callable
+    from typing import TypeVar
+
+    from gpuenv._network import Mirrors
+    from gpuenv.hardware import DetectOverrides, HardwareFacts
     from gpuenv.lock.model import Lock
     from gpuenv.lock.options import LockSettings
     from gpuenv.spec import LoadedSpec
+    from gpuenv.store import Store
+
+    T = TypeVar("T")
+
+
+class Settings:
+    """What the environment and gpuenv's configuration tell a command, read once:
+    ``_full_main`` builds it and hands it to the command's ``run``. The cache, state and
+    facts paths are read at once (environment variables only); the mirrors, the index
+    overrides, the hardware overrides and the store on first use, since they read files
+    or refuse a bad value, which only a command that needs them should meet. Frozen: a
+    value once read stays."""
+
+    __slots__ = ("_read", "cache_dir", "facts_file", "state_dir")
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "cache_dir", cache_dir())
+        object.__setattr__(self, "state_dir", state_dir())
+        object.__setattr__(self, "facts_file", facts_file())
+        object.__setattr__(self, "_read", {})
+
+    cache_dir: Path | None  # $GPUENV_CACHE_DIR & co.; None: GPUENV_NO_CACHE
+    state_dir: str  # $GPUENV_STATE_DIR & co.
+    facts_file: Path  # the user's facts file (used only when it exists)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Settings.{name} is read once and stays")
+
+    _read: dict[str, Any]
+
+    def _once(self, name: str, read: Callable[[], T]) -> T:
+        if name not in self._read:
+            self._read[name] = read()
+        return cast("T", self._read[name])
+
+    @property
+    def mirrors(self) -> Mirrors:
+        """Mirrors configured outside the project (``mirrors()``)."""
+        return self._once("mirrors", mirrors)
+
+    @property
+    def torch_index(self) -> str | None:
+        """GPUENV_TORCH_INDEX, checked (``url_override``)."""
+        return self._once("torch_index", lambda: url_override("GPUENV_TORCH_INDEX"))
+
+    @property
+    def index_url(self) -> str | None:
+        """GPUENV_INDEX_URL, checked (``url_override``)."""
+        return self._once("index_url", lambda: url_override("GPUENV_INDEX_URL"))
+
+    @property
+    def hardware_overrides(self) -> DetectOverrides:
+        """The GPUENV_OVERRIDE_* variables (docs/dev/style.md R6)."""
+        return self._once("hardware_overrides", hardware_overrides)
+
+    def detect_machine(self) -> HardwareFacts:
+        """This machine's hardware facts, detected with the overrides (each call detects)."""
+        from gpuenv import hardware
+
+        return hardware.detect(overrides=self.hardware_overrides)
+
+    @property
+    def lock(self) -> LockSettings:
+        """What every command that locks is told (lock, install, add, remove): the index
+        overrides (checked), the cache, the mirrors, detection."""
+        from gpuenv.lock.options import LockSettings
+
+        def read() -> LockSettings:
+            return LockSettings(
+                torch_index=self.torch_index,
+                index_url=self.index_url,
+                cache_dir=self.cache_dir,
+                mirrors=self.mirrors,
+                detect=self.detect_machine,
+            )
+
+        return self._once("lock", read)
+
+    def store(self) -> Store:
+        """The store under $GPUENV_HOME (default $XDG_DATA_HOME/gpuenv)."""
+        from gpuenv.store import Store, default_root
+
+        return Store(default_root(os.environ), state_dir=Path(self.state_dir))
 
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
@@ -51,7 +138,7 @@ def load_locked(args: argparse.Namespace) -> tuple[LoadedSpec, Lock]:
     return loaded, lock
 
 
-def store() -> Any:
+def store() -> Store:
     """The store under $GPUENV_HOME (default $XDG_DATA_HOME/gpuenv)."""
     from gpuenv.store import Store, default_root
 
@@ -135,7 +222,7 @@ def newest_torch_seen() -> str | None:
     return read_newest_torch(cache) if cache is not None else None
 
 
-def hardware_overrides() -> Any:
+def hardware_overrides() -> DetectOverrides:
     """GPUENV_OVERRIDE_* variables, read once here and passed down (docs/dev/style.md R6)."""
     from gpuenv.hardware import DetectOverrides
 
@@ -149,21 +236,7 @@ def detect_machine() -> HardwareFacts:
     return hardware.detect(overrides=hardware_overrides())
 
 
-def lock_settings() -> LockSettings:
-    """What every command that locks reads from the environment and the configuration,
-    read here once: the index overrides (checked), the cache, the mirrors, detection."""
-    from gpuenv.lock.options import LockSettings
-
-    return LockSettings(
-        torch_index=url_override("GPUENV_TORCH_INDEX"),
-        index_url=url_override("GPUENV_INDEX_URL"),
-        cache_dir=cache_dir(),
-        mirrors=mirrors(),
-        detect=detect_machine,
-    )
-
-
-def mirrors() -> Any:
+def mirrors() -> Mirrors:
     """Mirrors configured outside the project: GPUENV_MIRRORS, then
     $XDG_CONFIG_HOME/gpuenv/config.toml, then /etc/gpuenv/config.toml."""
     from gpuenv._network import load_mirrors

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from gpuenv.cli import _common, _installing, _output, _progress
 
 if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
     from gpuenv.spec.edit import Edit, Where
 
 
@@ -48,6 +49,7 @@ _GROUP = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # [pip.groups]' key rule
 
 def apply(
     args: argparse.Namespace,
+    settings: Settings,
     edit_text: Callable[[str, str], Edit],
     change: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> int:
@@ -57,12 +59,13 @@ def apply(
     spec_file = _common.spec_path(args)
     # Two adds at once each read the spec, and the second's write dropped the first's
     # line (both said "added"): edits of one spec run one after another.
-    with _common.store().spec_locked(spec_file):
-        return _apply(args, spec_file, edit_text, change)
+    with settings.store().spec_locked(spec_file):
+        return _apply(args, settings, spec_file, edit_text, change)
 
 
 def _apply(
     args: argparse.Namespace,
+    settings: Settings,
     spec_file: Path,
     edit_text: Callable[[str, str], Edit],
     change: Callable[[dict[str, Any]], dict[str, Any]],
@@ -75,7 +78,7 @@ def _apply(
     before = read_spec_text(spec_file, hint="create one with 'gpuenv init'")
     real, mode = _writable(spec_file)
     edit: Edit = edit_text(before, str(spec_file))
-    cache = _common.cache_dir()  # the check fills the cache the relock then reads
+    cache = settings.cache_dir  # the check fills the cache the relock then reads
     check_edited(
         before, edit.text, file=str(spec_file), kb=knowledge_base, cache_dir=cache, change=change
     )
@@ -84,7 +87,7 @@ def _apply(
     if written:
         _fs.atomic_write_text(real, bom + edit.text, mode=mode, what="gpuenv.toml")
     try:
-        locked, installed = _relock_and_install(args, spec_file, edit)
+        locked, installed = _relock_and_install(args, settings, spec_file, edit)
     except BaseException:
         if written:  # as it was
             _fs.atomic_write_text(real, bom + before, mode=mode, what="gpuenv.toml")
@@ -128,7 +131,7 @@ def _writable(spec_file: Path) -> tuple[Path, int]:
 
 
 def _relock_and_install(
-    args: argparse.Namespace, spec_file: Path, edit: Edit
+    args: argparse.Namespace, settings: Settings, spec_file: Path, edit: Edit
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     from gpuenv import runtime
     from gpuenv.install import install_locked, record_lock_state
@@ -139,11 +142,11 @@ def _relock_and_install(
     from gpuenv.lock.project import lock_and_write, plan_relock
     from gpuenv.spec import load_spec
 
-    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
+    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=settings.cache_dir)
     touched = edit.touched if edit.touched is not None else tuple(loaded.spec.targets)
     lock_path = spec_file.parent / LOCK_FILENAME
-    reading = load_lock(lock_path, cache_dir=_common.cache_dir(), legacy_ok=True)
-    asked = LockOptions.from_settings(_common.lock_settings(), loaded.spec, targets=touched)
+    reading = load_lock(lock_path, cache_dir=settings.cache_dir, legacy_ok=True)
+    asked = LockOptions.from_settings(settings.lock, loaded.spec, targets=touched)
     relock = plan_relock(reading, loaded.spec, asked)
     options = relock.options
     with _progress.display(args) as progress:
@@ -161,7 +164,7 @@ def _relock_and_install(
         if installed:
             groups = _installing.default_groups(loaded.spec)
             install_locked(
-                _common.store(),
+                settings.store(),
                 loaded,
                 result.lock,
                 installed,

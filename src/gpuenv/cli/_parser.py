@@ -9,10 +9,13 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import Any, NoReturn, Protocol, cast
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, cast
 
 from gpuenv import __version__
 from gpuenv.errors import UsageError
+
+if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
 
 # name -> (module, one-line summary). Order is the order of `gpuenv --help`.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -50,7 +53,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 class CommandModule(Protocol):
     def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
 
-    def run(self, args: argparse.Namespace) -> int: ...
+    def run(self, args: argparse.Namespace, settings: Settings) -> int: ...
 
 
 class _StoreOnce(argparse._StoreAction):

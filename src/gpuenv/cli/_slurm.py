@@ -16,10 +16,11 @@ from gpuenv.errors import CheckFailed, GpuenvError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
     from gpuenv.cluster.slurm import SlurmVerification
 
 
-def node(args: argparse.Namespace) -> int:
+def node(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv.cluster.slurm import NodeRow, node_line, node_name, row_of
     from gpuenv.verify.target import verify_installed
 
@@ -29,7 +30,7 @@ def node(args: argparse.Namespace) -> int:
         _selected, verification = verify_installed(
             _common.spec_path(args),
             args.target,
-            cache_dir=_common.cache_dir(),
+            cache_dir=settings.cache_dir,
             timeout=args.timeout,
         )
     except GpuenvError as err:

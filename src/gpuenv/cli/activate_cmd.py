@@ -14,8 +14,12 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _output
+
+if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -28,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv import runtime
     from gpuenv.shells import activation_script
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from gpuenv.cli import _common, _hardware, _output
 
 if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
     from gpuenv.hardware.model import HardwareFacts
 
 
@@ -15,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common.add_json_flag(parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv.hardware import facts_to_json
 
     facts = _hardware.machine_facts()

@@ -21,6 +21,7 @@ from gpuenv.cli import _common, _output
 from gpuenv.errors import EXIT_CHECK_FAILED, EXIT_OK, GpuenvError, UsageError
 
 if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
     from gpuenv.doctor import Host, Report
     from gpuenv.hardware import HardwareFacts
 
@@ -111,7 +112,7 @@ def default_environment(
     return Path(sys.prefix), None, f"gpuenv's own, as no other is active or on PATH{nothing}"
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv.doctor import DoctorRequest, diagnose
 
     environ = dict(os.environ)

@@ -7,8 +7,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _output
+
+if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
 
 # Kept here (not imported from gpuenv.export) so that --help imports nothing heavy.
 FORMATS = (
@@ -48,7 +52,7 @@ def _target(args: argparse.Namespace, names: list[str]) -> str:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv import export
     from gpuenv._fs import atomic_write_text, output_path
     from gpuenv.verify.record import list_records
@@ -56,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     spec_file = _common.spec_path(args)
     loaded, lock = _common.load_locked(args)
     target = lock.targets[_target(args, sorted(lock.targets))]
-    store = _common.store()
+    store = settings.store()
     # The project's own prefix of this locked content (a project installed editable, or
     # groups, name it apart), else the one the content alone names.
     from gpuenv.store import current_prefix

@@ -5,8 +5,12 @@ inode, and checked against the file system's free space)."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _output
+
+if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -22,7 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common.add_json_flag(parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from datetime import datetime, timezone
 
     from gpuenv.errors import UsageError
@@ -31,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     grace = GC_GRACE_DAYS if args.grace is None else args.grace
     if not grace >= 0:  # also refuses nan
         raise UsageError(f"--grace {args.grace}: a number of days, 0 or more")
-    store = _common.store()
+    store = settings.store()
     result = store.gc(dry_run=args.dry_run, grace_days=grace)
 
     def day(epoch: float) -> str:

@@ -11,6 +11,7 @@ from gpuenv.cli import _common, _hardware, _output
 from gpuenv.errors import UsageError
 
 if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
     from gpuenv.importers import TargetRequest, WheelIndex
 
 
@@ -120,7 +121,7 @@ def _last_commit(root: Path, file: str) -> float | None:
     return float(text) if result.returncode == 0 and text.isdigit() else None
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv.importers import ImportRequest, reproduce
     from gpuenv.importers.report import render_markdown
     from gpuenv.importers.write import write_spec

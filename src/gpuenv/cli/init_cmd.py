@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import re
+from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _hardware, _output
 from gpuenv.errors import SpecError, UsageError
+
+if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
 
 # The spec key each flag of init writes (the last part of a key path; a target's table
 # name comes from --target, or from the GPU).
@@ -56,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common.add_json_flag(parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv.starter import StarterOptions, options_for_machine, write_starter
 
     path = _common.spec_path(args)

@@ -10,6 +10,7 @@ from gpuenv.cli import _common, _output, _progress
 from gpuenv.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
     from gpuenv.editable.install import ProjectResult
     from gpuenv.install import InstallResult
     from gpuenv.lock.model import Lock
@@ -47,9 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common.add_json_flag(parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     if args.archive is not None:
-        return _install_from(args)
+        return _install_from(args, settings)
     from gpuenv.install.project import InstallAsk, install_spec_file
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge._data import data_digest
@@ -63,13 +64,12 @@ def run(args: argparse.Namespace) -> int:
         dev=not args.no_dev,
         frozen=args.frozen,
     )
-    settings = _common.lock_settings()
     with _progress.display(args) as progress:
         done = install_spec_file(
             spec_file,
             knowledge_base,
-            settings,
-            _common.store(),
+            settings.lock,
+            settings.store(),
             ask,
             kb_digest=data_digest(),
             progress=progress,
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
     return 0 if all(verified.values()) else CheckFailed.exit_code
 
 
-def _install_from(args: argparse.Namespace) -> int:
+def _install_from(args: argparse.Namespace, settings: Settings) -> int:
     """``--from FILE``: unpack the archive (checked) into the store's artifact cache, make
     this directory its project if it is none, and install from those files only."""
     from gpuenv import pack
@@ -93,7 +93,7 @@ def _install_from(args: argparse.Namespace) -> int:
     if args.frozen:
         raise UsageError("--from always installs the archive's lock as it is: drop --frozen")
     spec_file = _common.spec_path(args)
-    store = _common.store()
+    store = settings.store()
     results = []
 
     def installed(lock: Lock, packed: tuple[str, ...]) -> bool:
@@ -104,13 +104,13 @@ def _install_from(args: argparse.Namespace) -> int:
 
     with progress_display(bar=_progress.mode(args) == _progress.LIVE, lines=False) as report:
         unpacked = pack.unpack(
-            args.archive, store, report, installed=installed, cache_dir=_common.cache_dir()
+            args.archive, store, report, installed=installed, cache_dir=settings.cache_dir
         )
     for name in args.target or ():  # before anything is written into the project
         _common.check_target(name, list(unpacked.targets))
-    written = pack.place_project(unpacked, spec_file, _common.cache_dir())
+    written = pack.place_project(unpacked, spec_file, settings.cache_dir)
     try:
-        loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=_common.cache_dir())
+        loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=settings.cache_dir)
         for name in choose_targets(list(unpacked.targets), args.target, every=args.all):
             locked = unpacked.lock.target(name)
             assert locked is not None  # unpack checked every packed target against the lock

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _output
+
+if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         _common.add_json_flag(each)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv import kernels
 
     environ = kernels.environ_of()

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _output
+
+if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,10 +36,10 @@ def _unreferenced(kept_until: float | None) -> str:
     return "none: the next 'gpuenv gc' removes it"
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv.verify.gate import passing_machines
 
-    store = _common.store()
+    store = settings.store()
     prefixes = store.list(verified=passing_machines)
     if args.json:
         _output.emit_json(

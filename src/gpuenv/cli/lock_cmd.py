@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from gpuenv.cli import _common, _output, _progress
 
 if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
     from gpuenv.lock.project import LockRun
 
 
@@ -39,13 +40,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common.add_json_flag(parser)
 
 
-def _fresh_key(args: argparse.Namespace) -> tuple[str, str] | None:
+def _fresh_key(args: argparse.Namespace, settings: Settings) -> tuple[str, str] | None:
     """(gpuenv's cache, the name of this check of these bytes) for ``lock._fresh``."""
     from gpuenv.knowledge._data import data_digest
     from gpuenv.lock import _fresh
 
     spec = str(_common.spec_path(args))
-    return _fresh.check_name(_common.cache_dir(), spec, data_digest(), args.target)
+    return _fresh.check_name(settings.cache_dir, spec, data_digest(), args.target)
 
 
 def _say_fresh(args: argparse.Namespace, lock_path: str) -> int:
@@ -56,8 +57,8 @@ def _say_fresh(args: argparse.Namespace, lock_path: str) -> int:
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
-    fresh = _fresh_key(args) if args.check else None
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    fresh = _fresh_key(args, settings) if args.check else None
     if fresh is not None:
         from gpuenv.lock import _fresh
 
@@ -73,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         lock_path = check_spec_file(
             _common.spec_path(args),
             knowledge_base,
-            _common.lock_settings(),
+            settings.lock,
             targets=targets,
             kb_digest=data_digest(),
             fresh=fresh,
@@ -82,12 +83,11 @@ def run(args: argparse.Namespace) -> int:
     from gpuenv.lock.project import LockAsk, lock_spec_file
 
     ask = LockAsk(targets, args.upgrade, tuple(args.upgrade_package or ()))
-    settings = _common.lock_settings()
     with _progress.display(args) as progress:
         done = lock_spec_file(
             _common.spec_path(args),
             knowledge_base,
-            settings,
+            settings.lock,
             ask,
             kb_digest=data_digest(),
             warn=lambda text: _output.err(f"gpuenv: warning: {text}"),

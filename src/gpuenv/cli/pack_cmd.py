@@ -12,6 +12,7 @@ from gpuenv.cli._pack_progress import progress_display
 from gpuenv.errors import UsageError
 
 if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
     from gpuenv.pack import PackRequest
 
 
@@ -54,7 +55,7 @@ def _request(args: argparse.Namespace) -> PackRequest:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv import pack
     from gpuenv._fs import output_path
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from gpuenv.cli import _common, _hardware, _output
 
 if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
     from gpuenv.plan import Plan
 
 
@@ -17,13 +18,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common.add_json_flag(parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv.knowledge import knowledge_base
     from gpuenv.plan import make_plan
     from gpuenv.spec import load_spec
 
     kb = knowledge_base()
-    loaded = load_spec(_common.spec_path(args), kb=kb, cache_dir=_common.cache_dir())
+    loaded = load_spec(_common.spec_path(args), kb=kb, cache_dir=settings.cache_dir)
     _common.check_target(args.target, list(loaded.spec.targets))
     # With one torch for all targets, every target's hardware matters, not only --target's.
     spec = loaded.spec

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common, _output
+
+if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -16,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common.add_json_flag(parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv import runtime
     from gpuenv.store import rollback
 
@@ -27,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         if named is not None:
             _common.check_target(args.target, list(named))
     target = args.target or runtime.select(project, None, spec=spec).target
-    before, after = rollback(_common.store(), Path(project), target)
+    before, after = rollback(settings.store(), Path(project), target)
     if args.json:
         _output.emit_json({"target": target, "from": str(before), "to": str(after)})
     else:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from gpuenv.cli import _common
 
 if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
     from gpuenv.cli._fastrun import FastRun
 
 
@@ -54,7 +55,7 @@ def fast_run(args: argparse.Namespace) -> FastRun:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv.cli._fastrun import execute
 
     return execute(fast_run(args))

@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuenv.cli import _common
+
+if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv import runtime
     from gpuenv.shells import shell_command
 

@@ -15,6 +15,7 @@ from gpuenv.cli import _common, _output, _progress
 from gpuenv.errors import CheckFailed, UsageError
 
 if TYPE_CHECKING:
+    from gpuenv.cli._common import Settings
     from gpuenv.verify import ProbeResult
 
 
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common.add_json_flag(parser)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, settings: Settings) -> int:
     srun_args = list(args.srun_args)
     if srun_args and srun_args[0] == "--":
         srun_args = srun_args[1:]
@@ -56,14 +57,14 @@ def run(args: argparse.Namespace) -> int:
         if args.python is not None:
             raise UsageError("--slurm verifies an installed target: drop --python")
         if args.node_report:
-            return slurm_verify.node(args)
+            return slurm_verify.node(args, settings)
         return slurm_verify.cluster(args, tuple(srun_args))
     if srun_args:
         raise UsageError(
             f"unexpected arguments: {' '.join(srun_args)}",
             hint="arguments after '--' are srun's, with --slurm",
         )
-    subject, result = _verify(args)
+    subject, result = _verify(args, settings)
     if args.json:
         _output.emit_json(to_json(subject, result))
     else:
@@ -87,7 +88,7 @@ def _no_driver_note(args: argparse.Namespace, subject: str, result: ProbeResult)
     return f"this machine has no NVIDIA driver: {only_on_its_hardware(target)}"
 
 
-def _verify(args: argparse.Namespace) -> tuple[str, ProbeResult]:
+def _verify(args: argparse.Namespace, settings: Settings) -> tuple[str, ProbeResult]:
     """Dispatch on the form: (what was verified, the result)."""
     from gpuenv import verify
 
@@ -105,11 +106,11 @@ def _verify(args: argparse.Namespace) -> tuple[str, ProbeResult]:
                 args.python, timeout=timeout or verify.DEFAULT_TIMEOUT, progress=progress
             )
         return str(args.python), result
-    return verify_installed_target(args, timeout)
+    return verify_installed_target(args, timeout, settings)
 
 
 def verify_installed_target(
-    args: argparse.Namespace, timeout: float | None
+    args: argparse.Namespace, timeout: float | None, settings: Settings
 ) -> tuple[str, ProbeResult]:
     """``--target`` (or the only installed target): probe the prefix, record the result."""
     from gpuenv.verify.target import verify_installed
@@ -118,7 +119,7 @@ def verify_installed_target(
         selected, verification = verify_installed(
             _common.spec_path(args),
             args.target,
-            cache_dir=_common.cache_dir(),
+            cache_dir=settings.cache_dir,
             timeout=timeout,
             progress=progress,
         )
