@@ -358,3 +358,39 @@ def test_a_nul_byte_that_reaches_a_process_is_a_tool_error_not_a_bug() -> None:
         _proc.run(["true", "a\x00b"], timeout=5, what="true")
     with pytest.raises(ExternalToolError, match=match):
         _proc.stream(["true", "a\x00b"], timeout=5, what="true", on_line=lambda _: None)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("UV_HTTP_TIMEOUT", "-1"),
+        ("UV_HTTP_TIMEOUT", "2.5"),
+        ("UV_HTTP_CONNECT_TIMEOUT", "abc"),
+        ("UV_REQUEST_TIMEOUT", " 30"),
+        ("UV_HTTP_RETRIES", "4294967296"),
+        ("UV_CONCURRENT_DOWNLOADS", "0"),
+    ],
+)
+def test_a_number_uv_would_refuse_is_a_usage_error_naming_the_variable(
+    name: str, value: str
+) -> None:
+    # uv refuses these at start-up; its words came back under another error's
+    # sentence and fix ("no Python 3.11 for target prefix ...: install Python 3.11 here").
+    with pytest.raises(UsageError) as raised:
+        uv_environment({name: value, "PATH": "/usr/bin"})
+    assert f"{name}={value!r}" in raised.value.message
+    assert name in (raised.value.hint or "") and "unset" in (raised.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("UV_HTTP_TIMEOUT", "0"),
+        ("UV_HTTP_TIMEOUT", ""),
+        ("UV_HTTP_TIMEOUT", "+90"),
+        ("UV_HTTP_RETRIES", "4294967295"),
+        ("UV_CONCURRENT_DOWNLOADS", "50"),
+    ],
+)
+def test_a_number_uv_accepts_passes_through_as_written(name: str, value: str) -> None:
+    assert uv_environment({name: value})[name] == value

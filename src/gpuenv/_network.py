@@ -143,12 +143,45 @@ def _is_dropped(name: str) -> bool:
     return name.startswith(("UV_", "PIP_")) or name in ("VIRTUAL_ENV", "UV")
 
 
+# uv's numeric settings that pass through: (what the number is, smallest, largest). uv
+# parses each as an unsigned integer at start-up and refuses anything else; an empty one
+# is unset.
+_UV_NUMBERS = {
+    "UV_HTTP_TIMEOUT": ("a whole number of seconds", 0, 2**64 - 1),
+    "UV_HTTP_CONNECT_TIMEOUT": ("a whole number of seconds", 0, 2**64 - 1),
+    "UV_REQUEST_TIMEOUT": ("a whole number of seconds", 0, 2**64 - 1),
+    "UV_HTTP_RETRIES": ("a whole number of retries", 0, 2**32 - 1),
+    "UV_CONCURRENT_DOWNLOADS": ("a whole number above zero", 1, 2**64 - 1),
+}
+_UNSIGNED = re.compile(r"^\+?[0-9]+$")
+
+
+def _check_uv_numbers(environ: Mapping[str, str]) -> None:
+    """A network setting uv would refuse is the user's to fix, named here: uv's own
+    refusal came back under the failing step's sentence and fix ('no Python 3.11 for
+    target prefix ...: install Python 3.11 here' for UV_HTTP_TIMEOUT=-1)."""
+    for name, (what, low, high) in _UV_NUMBERS.items():
+        value = environ.get(name)
+        if not value:
+            continue
+        number = int(value) if _UNSIGNED.match(value) else None
+        if number is not None and low <= number <= high:
+            continue
+        bound = f" up to {high}" if number is not None and number > high else ""
+        raise UsageError(
+            f"{name}={value!r} is not {what}{bound}: uv, which gpuenv runs, refuses it",
+            hint=f"unset {name}, or set it to {what}, e.g. {name}={max(low, 30)}",
+        )
+
+
 def uv_environment(
     environ: Mapping[str, str], indexes: Iterable[Index] = (), **fixed: str
 ) -> dict[str, str]:
     """The environment for a uv call of lock or install: ``environ`` without uv's and
     pip's resolution settings, with its network settings (see the module doc), the
-    credentials of ``indexes``, and the caller's ``fixed`` settings (caches, links)."""
+    credentials of ``indexes``, and the caller's ``fixed`` settings (caches, links).
+    A numeric network setting uv would refuse is a ``UsageError`` naming it."""
+    _check_uv_numbers(environ)
     env = {k: v for k, v in environ.items() if not _is_dropped(k)}
     native = environ.get("UV_NATIVE_TLS")
     if native is not None and "UV_SYSTEM_CERTS" not in environ:
