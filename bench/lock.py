@@ -12,7 +12,10 @@ Cases (each its own alternating run):
 - one target: a fresh lock (no lock file), then a relock (the lock kept: pins kept);
 - `--targets N`: N identical targets (four nodes of one machine class) against one;
 - `--scale 10,50,200`: that many more small wheels (benchpkg-NNN) in the request;
-- `--cold`: every run starts with empty caches (gpuenv's and uv's).
+- `--cold`: every run starts with empty caches (gpuenv's and uv's);
+- `--check-after`: `lock --check` and `install --frozen` right after a lock (the lock
+  leaves lock --check's note) against the same commands with no note (cache emptied of
+  it: the full check), and the lock itself beside uv.
 With --pypi (needs network) the one-target case runs against the default index: an
 H100 on driver 535, whose build (cu121) is that index's own torch 2.4.1.
 
@@ -25,7 +28,9 @@ Usage: .venv/bin/python bench/lock.py [--runs N] [--targets 4] [--scale 10,50,20
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -161,6 +166,54 @@ def targets_case(bench: Bench, args: argparse.Namespace) -> float:
     return many_over_one
 
 
+def check_after_case(bench: Bench, args: argparse.Namespace) -> None:
+    """The first `lock --check` and `install --frozen` after `gpuenv lock`, against the
+    same with no note of the check left (the full check, as before a lock left one)."""
+    project = _project(bench, "check-after", targets=1, extra=[], pypi=False)
+    gpuenv = [interpreter(), "-m", "gpuenv"]
+    notes = Path(bench.env["XDG_CACHE_HOME"]) / "gpuenv" / "lock-check"
+    env = {**os.environ, **bench.env}
+
+    def relocked() -> None:  # the lock written again, the notes of every check gone
+        _emptied(project / "gpuenv.lock", notes)()
+        subprocess.run([*gpuenv, "lock"], cwd=project, env=env, check=True, capture_output=True)
+
+    def noteless() -> None:
+        _emptied(notes)()
+
+    install = [*gpuenv, "install", "--frozen"]
+    times = alternate(
+        {
+            "check after lock": [*gpuenv, "lock", "--check"],
+            "check, no note": [*gpuenv, "lock", "--check"],
+            "install after lock": install,
+            "install, no note": install,
+        },
+        runs=args.runs,
+        env=bench.env,
+        cwd=project,
+        before={
+            "check after lock": relocked,
+            "check, no note": noteless,
+            "install after lock": relocked,
+            "install, no note": noteless,
+        },
+    )
+    print("-- right after gpuenv lock (warm caches; the target installed before)")
+    report("lock --check, no note (full check)", times["check, no note"])
+    report(
+        "lock --check right after lock",
+        times["check after lock"],
+        baseline=times["check, no note"],
+    )
+    report("install --frozen, no note (installed)", times["install, no note"])
+    report(
+        "install --frozen right after lock",
+        times["install after lock"],
+        baseline=times["install, no note"],
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=9)
@@ -168,6 +221,9 @@ def main() -> int:
     parser.add_argument("--targets", type=int, default=0, help="N identical targets vs one")
     parser.add_argument("--scale", default="", help="comma-separated package counts")
     parser.add_argument("--cold", action="store_true", help="empty every cache before each run")
+    parser.add_argument(
+        "--check-after", action="store_true", help="lock --check and install after a lock"
+    )
     args = parser.parse_args()
     compiled()
     counts = [int(n) for n in args.scale.split(",") if n]
@@ -181,6 +237,8 @@ def main() -> int:
         print(f"gpuenv/uv {first:.2f} ({verdict} the 1.1x target)")
         if args.targets > 1:
             targets_case(bench, args)
+        if args.check_after:
+            check_after_case(bench, args)
         for count in counts:
             scaled = one_case(bench, args, extra=scale_names(count), label=f"+{count} packages")
             print(f"gpuenv/uv at +{count} packages: {scaled:.2f}")

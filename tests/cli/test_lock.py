@@ -11,6 +11,7 @@ import pytest
 
 from gpuenv.lock import backends
 from gpuenv.lock.format import read_lock
+from gpuenv.lock.model import PipPackage, PipRequest
 from tests.conftest import CliResult
 from tests.lock.fakes import FakeConda, FakePip
 
@@ -346,6 +347,98 @@ def test_a_fresh_check_is_not_believed_once_the_projects_own_files_change(
     assert cli("-f", str(project), "lock", "--check").code == 0  # the same bytes again
     pyproject.unlink()  # the project disappears: its dependencies go too
     assert cli("-f", str(project), "lock", "--check").code == 1
+
+
+def _no_full_check(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Record each full check (``inputs.stale_reasons``) while it still runs."""
+    from gpuenv.lock import inputs
+
+    calls: list[object] = []
+    real = inputs.stale_reasons
+
+    def counted(*args: object, **kwargs: object) -> dict[str, list[str]]:
+        calls.append(args)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(inputs, "stale_reasons", counted)
+    return calls
+
+
+def test_the_first_check_after_a_lock_answers_from_the_note_the_lock_left(
+    cli: Callable[..., CliResult],
+    project: Path,
+    fakes: tuple[FakePip, FakeConda],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`gpuenv lock` leaves lock._fresh's note for the lock it wrote: the whole check,
+    each target alone and both together (install --all) answer without a full check,
+    as they do once a check found the lock fresh; other bytes are checked in full."""
+    assert cli("-f", str(project), "lock").code == 0
+    calls = _no_full_check(monkeypatch)
+    for targets in ([], ["-t", "h100"], ["-t", "cpu"], ["-t", "cpu", "-t", "h100"]):
+        result = cli("-f", str(project), "lock", "--check", *targets, "--json")
+        assert result.code == 0 and result.json()["fresh"] is True, (targets, result.err)
+    assert calls == []
+    lock_file = project.parent / "gpuenv.lock"
+    lock_file.write_text(lock_file.read_text().replace("2.0.0", "2.0.1", 1))  # an edited pin
+    edited = cli("-f", str(project), "lock", "--check")
+    assert edited.code == 1 and "fails gpuenv's checks" in edited.err
+    assert calls, "bytes no lock wrote are checked in full"
+
+
+def test_a_lock_of_one_target_notes_that_target_only_when_another_is_stale(
+    cli: Callable[..., CliResult],
+    project: Path,
+    fakes: tuple[FakePip, FakeConda],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert cli("-f", str(project), "lock").code == 0
+    project.write_text(TWO_TARGETS + "\n[targets.a100]\ngpu = 'A100'\ndriver = '550.54.15'\n")
+    # with one torch for all, the new target makes every target stale; only cpu relocked
+    assert cli("-f", str(project), "lock", "--target", "cpu").code == 0
+    calls = _no_full_check(monkeypatch)
+    assert cli("-f", str(project), "lock", "--check", "--target", "cpu").code == 0
+    assert calls == []  # the note of cpu alone
+    whole = cli("-f", str(project), "lock", "--check", "--json")
+    assert whole.code == 1 and set(whole.json()["error"]["stale"]) == {"h100", "a100"}
+    assert calls, "no note says the whole lock is fresh"
+    alone = cli("-f", str(project), "lock", "--check", "--target", "h100")
+    assert alone.code == 1
+
+
+@pytest.mark.parametrize("moved", ["gpuenv.toml", "pyproject.toml"])
+def test_a_file_edited_while_the_lock_resolves_leaves_no_note(
+    cli: Callable[..., CliResult],
+    project: Path,
+    fakes: tuple[FakePip, FakeConda],
+    monkeypatch: pytest.MonkeyPatch,
+    moved: str,
+) -> None:
+    """The spec or the project's pyproject.toml edited while uv resolved: the lock holds
+    what was read before, so the next check is the full one (and finds the project's
+    new dependency stale) instead of a note saying "up to date"."""
+    root = project.parent
+    pyproject = root / "pyproject.toml"
+    pyproject.write_text("[project]\nname = 'paper'\nversion = '1'\ndependencies = []\n")
+    pip, _conda = fakes
+    real = pip.resolve
+    edits = {
+        "gpuenv.toml": lambda: project.write_text(project.read_text() + "# edited\n"),
+        "pyproject.toml": lambda: pyproject.write_text(
+            pyproject.read_text().replace("[]", "['einops']")
+        ),
+    }
+
+    def editing(request: PipRequest) -> tuple[PipPackage, ...]:
+        edits[moved]()
+        return real(request)
+
+    monkeypatch.setattr(pip, "resolve", editing)
+    assert cli("-f", str(project), "lock").code == 0
+    calls = _no_full_check(monkeypatch)
+    check = cli("-f", str(project), "lock", "--check")
+    assert calls, "checked in full"
+    assert check.code == (1 if moved == "pyproject.toml" else 0), check.err
 
 
 def test_check_of_a_detect_target_is_never_taken_from_the_cache(

@@ -54,14 +54,19 @@ def check_name(
 
 def key(spec: str, digest: str, targets: list[str] | None) -> str | None:
     """What names a check of ``spec`` and the lock beside it (None: unreadable)."""
-    from gpuenv import __version__
-
     lock = Path(spec).absolute().parent / LOCK_FILENAME
     try:
         spec_bytes = _fsread.read_bytes(spec, limit=_fsread.SPEC_LIMIT, what="gpuenv.toml")
         lock_bytes = _fsread.read_bytes(lock, limit=_fsread.LOCK_LIMIT, what=LOCK_FILENAME)
     except (OSError, GpuenvError):  # absent, a FIFO, too large: the full check says why
         return None
+    return key_of(spec_bytes, lock_bytes, digest, targets)
+
+
+def key_of(spec_bytes: bytes, lock_bytes: bytes, digest: str, targets: list[str] | None) -> str:
+    """``key`` of the spec's and the lock's bytes as given."""
+    from gpuenv import __version__
+
     h = _sha256.new()
     for part in (_FORMAT, __version__.encode(), spec_bytes, lock_bytes, digest.encode()):
         h.update(len(part).to_bytes(8, "big") + part)
@@ -96,14 +101,22 @@ def known_fresh(cache_dir: str, name: str) -> bool:
     return True
 
 
-def remember_fresh(cache_dir: str, name: str, files: Iterable[Path] = ()) -> None:
-    """Leave the marker, with the digests of the project's ``files`` (the cache is a
-    courtesy: a failure to write is ignored)."""
+def file_digests(files: Iterable[Path]) -> dict[Path, str]:
+    """The digest a marker records for each of ``files`` ("-": absent)."""
+    return {f: _file_digest(f) for f in files}
+
+
+def remember_fresh(
+    cache_dir: str, name: str, files: Iterable[Path] = (), digests: dict[Path, str] | None = None
+) -> None:
+    """Leave the marker, with the digests of the project's ``files`` (``digests``: as
+    taken before, else now; the cache is a courtesy: a failure to write is ignored)."""
     path = _marker(cache_dir, name)
     files = list(files)
     if any("\n" in str(f) for f in files):
         return  # a name the marker's lines cannot hold: no marker, the full check each time
-    text = "".join(f"{_file_digest(f)} {f}\n" for f in files)
+    known = digests if digests is not None else file_digests(files)
+    text = "".join(f"{known.get(f, '?')} {f}\n" for f in files)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

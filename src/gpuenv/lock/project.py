@@ -131,12 +131,15 @@ def lock_spec_file(
     read, a damaged entry relocked, an upgraded package the lock does not pin) goes to
     ``warn``; the lock's own findings are in the result's ``warnings``."""
     targets, upgrade_packages = ask.targets, ask.upgrade_packages
+    from gpuenv.lock import _noted
     from gpuenv.lock.format import LOCK_FILENAME
     from gpuenv.names import normalize_name
     from gpuenv.spec import check_target, load_spec
 
+    taken = _noted.before(spec_file)  # for the note left after writing
     # The knowledge base loads only when needed: a spec checked before is cached.
     loaded = load_spec(spec_file, kb=knowledge, cache_dir=settings.cache_dir)
+    taken = taken.loaded(loaded) if taken is not None else None
     for name in targets or ():
         check_target(name, loaded.spec.targets)
     lock_path = spec_file.parent / LOCK_FILENAME
@@ -166,6 +169,16 @@ def lock_spec_file(
         backends=backends,
         kb_digest=kb_digest,
         progress=progress,
+    )
+    # the first `lock --check` or `install` of these bytes answers from lock._fresh's note
+    _noted.note_written(
+        taken,
+        loaded,
+        knowledge,
+        result.lock,
+        lock_path=lock_path,
+        options=options,
+        kb_digest=kb_digest,
     )
     return LockRun(result, written, lock_path)
 
