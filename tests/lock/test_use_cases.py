@@ -4,6 +4,7 @@ and ``lock.inputs.check_spec_file`` (``--check``, its freshness note)."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,9 @@ def test_check_of_a_fresh_lock_leaves_the_note_the_next_check_answers_from(
     settings = LockSettings(cache_dir=cache)
     _lock(spec_file, LockAsk(), settings)
     fresh = _fresh.check_name(cache, str(spec_file), data_digest(), None)
-    assert fresh is not None and not _fresh.known_fresh(*fresh)
+    assert fresh is not None and _fresh.known_fresh(*fresh), "the lock left it (lock._noted)"
+    shutil.rmtree(cache / "lock-check")  # as before a lock left one
+    assert not _fresh.known_fresh(*fresh)
     lock_path = check_spec_file(
         spec_file, knowledge_base, settings, targets=None, kb_digest=data_digest(), fresh=fresh
     )
