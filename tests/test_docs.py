@@ -250,10 +250,11 @@ def test_the_environment_reference_names_every_variable_gpuenv_reads() -> None:
 def test_the_environment_reference_names_every_other_variable_gpuenv_reads() -> None:
     """Variables gpuenv does not own but reads (XDG, Slurm, the shells, what doctor
     examines), each as a read in the code writes it: ``environ.get("X")``,
-    ``environ["X"]``, ``getenv("X")``, ``env_override("X")``."""
+    ``environ["X"]``, ``getenv("X")``, ``env_override("X")``, ``env_dir(environ, "X")``."""
     text = (DOCS / "reference" / "environment.md").read_text(encoding="utf-8")
     reads = re.compile(
-        r"""(?:environ\.get\(|environ\[|getenv\(|env_override\()\s*["']([A-Z][A-Z0-9_]+)["']"""
+        r"""(?:environ\.get\(|environ\[|getenv\(|env_override\(|env_dir\(\w+(?:\.environ)?,)\s*"""
+        r"""["']([A-Z][A-Z0-9_]+)["']"""
     )
     read = set()
     for source in (ROOT / "src" / "gpuenv").rglob("*.py"):

@@ -25,12 +25,33 @@ facts_file: Path | None = None
 state_dir: str | None = None
 
 
+def env_dir(environ: Mapping[str, str], name: str) -> str | None:
+    """The directory the variable ``name`` names, absolute; None when unset or empty.
+    ``~`` is expanded (a quoted "~/store" in a unit file, an env file or a Dockerfile
+    reaches gpuenv as written, and made a directory named '~' in the current one). A
+    relative path is taken from the current directory for gpuenv's own variables, and
+    ignored for the XDG ones, as the XDG base directory specification says; the store's
+    prefixes must have absolute paths ('prefix: ... is not an absolute path' was all a
+    relative GPUENV_HOME got)."""
+    import os  # os.path, not pathlib: `gpuenv run` reads the state directory (PTH off)
+
+    value = environ.get(name, "").strip()
+    if not value:
+        return None
+    if value.startswith("~"):
+        home = environ.get("HOME") or os.path.expanduser("~")  # noqa: PTH111
+        value = home.rstrip("/") + value[1:] if value[1:2] in ("", "/") else value
+    if os.path.isabs(value):  # noqa: PTH117
+        return os.path.normpath(value)
+    return None if name.startswith("XDG_") else os.path.abspath(value)  # noqa: PTH100
+
+
 def default_state_dir(environ: Mapping[str, str]) -> str:
     """$GPUENV_STATE_DIR, else $XDG_STATE_HOME/gpuenv, else ~/.local/state/gpuenv, from
     the environment the CLI passes in (``gpuenv run`` computes it too: plain strings)."""
-    explicit = environ.get("GPUENV_STATE_DIR", "").strip()
+    explicit = env_dir(environ, "GPUENV_STATE_DIR")
     if explicit:
         return explicit
-    xdg = environ.get("XDG_STATE_HOME", "").strip()
+    xdg = env_dir(environ, "XDG_STATE_HOME") or ""
     base = xdg or (environ.get("HOME") or "/").rstrip("/") + "/.local/state"
     return base.rstrip("/") + "/gpuenv"

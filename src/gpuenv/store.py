@@ -83,11 +83,16 @@ _MAX_RECORD_BYTES = 1 << 22
 
 
 def default_root(environ: Mapping[str, str]) -> Path:
-    """$GPUENV_HOME, else $XDG_DATA_HOME/gpuenv, else ~/.local/share/gpuenv."""
-    if environ.get("GPUENV_HOME"):
-        return Path(environ["GPUENV_HOME"])
-    if environ.get("XDG_DATA_HOME"):
-        return Path(environ["XDG_DATA_HOME"]) / "gpuenv"
+    """$GPUENV_HOME, else $XDG_DATA_HOME/gpuenv, else ~/.local/share/gpuenv (absolute:
+    ``_settings.env_dir``)."""
+    from gpuenv._settings import env_dir
+
+    home = env_dir(environ, "GPUENV_HOME")
+    if home:
+        return Path(home)
+    data = env_dir(environ, "XDG_DATA_HOME")
+    if data:
+        return Path(data) / "gpuenv"
     return Path(environ.get("HOME", str(Path.home()))) / ".local" / "share" / "gpuenv"
 
 

@@ -195,13 +195,35 @@ def url_override(name: str) -> str | None:
 def cache_dir() -> Path | None:
     """gpuenv's cache: $GPUENV_CACHE_DIR, else $XDG_CACHE_HOME/gpuenv, else
     ~/.cache/gpuenv. GPUENV_NO_CACHE=1 turns it off."""
+    from gpuenv._settings import env_dir
+
     if env_override("GPUENV_NO_CACHE") not in (None, "0"):
         return None
-    explicit = env_override("GPUENV_CACHE_DIR")
+    explicit = env_dir(os.environ, "GPUENV_CACHE_DIR")
+    xdg = env_dir(os.environ, "XDG_CACHE_HOME")
     if explicit:
-        return Path(explicit)
-    xdg = env_override("XDG_CACHE_HOME")
-    return Path(xdg) / "gpuenv" if xdg else Path.home() / ".cache" / "gpuenv"
+        cache, variable = Path(explicit), "GPUENV_CACHE_DIR"
+    elif xdg:
+        cache, variable = Path(xdg) / "gpuenv", "XDG_CACHE_HOME"
+    else:
+        cache, variable = Path.home() / ".cache" / "gpuenv", "HOME"
+    _not_a_file(cache, variable)
+    return cache
+
+
+def _not_a_file(directory: Path, variable: str) -> None:
+    """A file where the cache directory (or one of its parents) should be is the
+    variable's fault, said so: a lock blamed it on uv's scratch files in /tmp."""
+    for path in (directory, *directory.parents):
+        if path.is_dir():
+            return
+        if os.path.lexists(path):
+            raise UsageError(
+                f"gpuenv's cache {directory} cannot be a directory: {path} is a file",
+                hint=f"point {variable} at a directory"
+                + (" (or set GPUENV_CACHE_DIR)" if variable != "GPUENV_CACHE_DIR" else "")
+                + ", or GPUENV_NO_CACHE=1 to cache nothing",
+            )
 
 
 def facts_file() -> Path:
