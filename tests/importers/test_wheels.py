@@ -22,6 +22,7 @@ from gpuenv.importers.wheels import (
     parse_page,
     verdict,
 )
+from tests.conftest import CliResult
 from tests.fixtures.pkgindex.plugin import PkgIndex, closed_port
 from tests.importers.conftest import Imported
 
@@ -257,3 +258,36 @@ def test_with_no_index_named_the_one_uv_states_is_asked_without_waiting(
     (imported,) = done
     assert imported.result.code == 0, imported.result.err
     assert 'python = "3.11"' in imported.spec.read_text()  # the fixture index was read
+
+
+def test_the_index_is_announced_once_before_its_first_ask_never_for_cached_pages(
+    tmp_path: Path,
+) -> None:
+    # The asks may take the whole DEADLINE (30 s) on a slow link: import said nothing
+    # meanwhile, as if hung.
+    said: list[str] = []
+    first = _index(PAGES, tmp_path)
+    first.announce = said.append
+    first.prefetch(["scipy", "torchvision", "absent"])
+    assert said == ["asking http://index.test/simple which Pythons the pins have wheels for"]
+    cached = _index({}, tmp_path)
+    cached.announce = said.append
+    cached.prefetch(["scipy", "torchvision"])
+    assert cached.asked == [] and len(said) == 1  # type: ignore[attr-defined]
+
+
+def test_import_says_which_index_it_asks_on_stderr_and_nothing_under_json(
+    cli: Callable[..., CliResult],
+    index_env: PkgIndex,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GPUENV_NO_CACHE", "1")  # each import asks the index
+    req = _requirements(tmp_path, "torch==2.4.1\nnumpy==1.26.4\n")
+    out = tmp_path / "gpuenv.toml"
+    text = cli("import", str(req), "--gpu", "none", "-o", str(out))
+    assert text.code == 0, text.err
+    line = f"gpuenv: asking {index_env.default_index} which Pythons the pins have wheels for"
+    assert text.err.splitlines() == [line]
+    again = cli("import", str(req), "--gpu", "none", "-o", str(out), "--force", "--json")
+    assert again.code == 0 and again.err == "", again.err

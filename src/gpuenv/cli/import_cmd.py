@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuenv.cli import _common, _hardware, _output
+from gpuenv.cli import _common, _hardware, _output, _progress
 from gpuenv.errors import UsageError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from gpuenv.cli._common import Settings
     from gpuenv.importers import TargetRequest, WheelIndex
 
@@ -83,7 +85,7 @@ def _target(args: argparse.Namespace) -> TargetRequest:
     return TargetRequest(args.target_name, args.gpu, args.driver)
 
 
-def _wheel_index() -> WheelIndex | None:
+def _wheel_index(announce: Callable[[str], None]) -> WheelIndex | None:
     """The index ``--check-resolves`` asks: GPUENV_IMPORT_INDEX (``off``: none), else
     GPUENV_INDEX_URL, else the one uv uses when none is configured (as uv states it);
     None when none can be had."""
@@ -102,7 +104,7 @@ def _wheel_index() -> WheelIndex | None:
             return None
     if index is None or not index.startswith(("http://", "https://")):
         return None
-    return WheelIndex(index, _common.cache_dir())
+    return WheelIndex(index, _common.cache_dir(), announce=announce)
 
 
 def _last_commit(root: Path, file: str) -> float | None:
@@ -139,16 +141,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if not to_stdout and output.exists() and not args.force:
         raise UsageError(f"{output} already exists", hint="pass --force to replace it, or -o FILE")
     kb = knowledge_base()
-    request = ImportRequest(
-        tuple(Path(p) for p in args.paths),
-        target,
-        kb,
-        foreign_knowledge(),
-        _wheel_index() if args.check_resolves else None,
-        tuple(Path(p) for p in args.prefer),
-        _last_commit,
-    )
-    result = reproduce(request)
+    with _progress.display(args) as progress:
+        request = ImportRequest(
+            tuple(Path(p) for p in args.paths),
+            target,
+            kb,
+            foreign_knowledge(),
+            _wheel_index(progress) if args.check_resolves else None,
+            tuple(Path(p) for p in args.prefer),
+            _last_commit,
+        )
+        result = reproduce(request)
     if to_stdout:
         _output.err(render_markdown(result.report))
         sys.stdout.write(result.spec_text)

@@ -191,6 +191,9 @@ class WheelIndex:
     deadline: float = DEADLINE
     failure: str | None = None  # why the index stopped being asked
     skipped: list[str] = field(default_factory=list)  # projects not asked (over the bounds)
+    # Told once, before the first page is asked of the index ("asking <index> ..."): the
+    # asks may take up to ``deadline`` seconds, which without a word looked like a hang.
+    announce: Callable[[str], None] | None = None
     _pages: dict[str, list[IndexFile] | None] = field(default_factory=dict)
     _started: float | None = None
 
@@ -248,6 +251,9 @@ class WheelIndex:
     def _ask(self, project: str, left: float) -> bytes | None:
         """The page's body (empty when the index has no such project); None on failure."""
         url = f"{self.index.rstrip('/')}/{project}/"
+        announce, self.announce = self.announce, None  # once (a page from the cache: never)
+        if announce is not None:
+            announce(f"asking {self.index} which Pythons the pins have wheels for")
         try:
             return self.fetch(url, min(TIMEOUT, left))
         except NotOnIndex:
