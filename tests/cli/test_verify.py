@@ -108,6 +108,25 @@ def test_the_table_lists_check_result_detail_fix(
     assert "install a torch build that has sm_90: cu118, cu121, cu124" in result.out
 
 
+@pytest.mark.parametrize("columns", ["20", "40"])
+def test_a_narrow_terminal_gets_one_line_per_check_not_a_crushed_table(
+    cli: Callable[..., CliResult],
+    installed: Callable[..., None],
+    monkeypatch: pytest.MonkeyPatch,
+    columns: str,
+) -> None:
+    # At 20 columns the table's headers were 'ch', 're', 'de', 'f' and every detail was
+    # cut into pieces of four letters; the suite's runs have no COLUMNS (80 in a pipe).
+    monkeypatch.setenv("COLUMNS", columns)
+    installed({"arch": ["sm_80", "sm_86"], "fail": {"kernel": "no kernel image is available"}})
+    result = cli("verify", "--python", PY)
+    assert result.code == 1
+    assert "┏" not in result.out and "│" not in result.out
+    assert "\n  matmul:cuda:0: FAIL: " in result.out
+    assert "    fix: install a torch build that has sm_90: cu118, cu121, cu124" in result.out
+    assert result.out.rstrip().splitlines()[-1].startswith("NOT verified: ")
+
+
 def test_a_crashing_probe_exits_1(
     cli: Callable[..., CliResult], installed: Callable[..., None]
 ) -> None:

@@ -152,10 +152,27 @@ def to_json(subject: str, result: ProbeResult) -> dict[str, Any]:
 _MARK = {"pass": "[green]pass[/]", "skip": "[yellow]skip[/]", "fail": "[red]FAIL[/]"}
 
 
+_NARROW = 60  # columns below which a four-column table cuts every word: one line a check
+
+
+def _lines(subject: str, result: ProbeResult) -> str:
+    """The table's content as lines, for a terminal too narrow for its columns."""
+    lines = [f"gpuenv verify {subject}"]
+    for check in result.report_checks():
+        mark = "FAIL" if check.status == "fail" else check.status
+        lines.append(f"  {check.name}: {mark}: {check.detail}")
+        if check.fix:
+            lines.append(f"    fix: {check.fix}")
+    return "\n".join(_output.printable(line) for line in lines)
+
+
 def render(subject: str, result: ProbeResult) -> str:
     from rich.markup import escape
     from rich.table import Table
 
+    console = _output.console()
+    if console.width < _NARROW:
+        return _lines(subject, result) + "\n" + _verdict(result)
     title = escape(_output.printable(f"gpuenv verify {subject}"))
     table = Table(title=title, title_justify="left", expand=False)
     for header in ("check", "result", "detail", "fix"):
@@ -167,13 +184,13 @@ def render(subject: str, result: ProbeResult) -> str:
             escape(_output.printable(check.detail)),
             escape(_output.printable(check.fix or "")),
         )
-    console = _output.console()
     with console.capture() as captured:
         console.print(table)
+    return captured.get().rstrip() + "\n" + _verdict(result)
+
+
+def _verdict(result: ProbeResult) -> str:
     failed = len([c for c in result.report_checks() if not c.passed])
-    verdict = (
-        f"verified in {result.seconds:.1f} s"
-        if result.passed
-        else f"NOT verified: {failed} check{'s' if failed != 1 else ''} failed"
-    )
-    return captured.get().rstrip() + "\n" + verdict
+    if result.passed:
+        return f"verified in {result.seconds:.1f} s"
+    return f"NOT verified: {failed} check{'s' if failed != 1 else ''} failed"
