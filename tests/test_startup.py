@@ -206,3 +206,18 @@ def test_torch_metadata_found_in_the_cache_loads_no_wheel_reader(tmp_path: objec
         [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, check=True
     )
     assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+def test_the_lock_and_install_paths_hash_their_small_texts_without_hashlib() -> None:
+    """Content hashes, input hashes, the spec cache's key, the store's prefix names and
+    the cache markers hash a few kilobytes: gpuenv._sha256 gives the same digests without
+    hashlib's OpenSSL start-up (about 3 ms); hashlib loads only where artifacts are
+    hashed (gpuenv._fetch.Digests, while bytes stream)."""
+    modules = _imported_after(
+        "import gpuenv.cli.lock_cmd, gpuenv.cli.install_cmd, gpuenv.lock.project\n"
+        "import gpuenv.lock.target, gpuenv.lock.uv, gpuenv.lock.inputs, gpuenv.lock._noted\n"
+        "import gpuenv.install, gpuenv.store, gpuenv._fetch, gpuenv.spec._cache\n"
+        "import gpuenv.builds.model"
+    )
+    assert {"gpuenv.lock.target", "gpuenv._fetch"} <= modules
+    assert not {"hashlib", "_hashlib"} & modules, {"hashlib", "_hashlib"} & modules

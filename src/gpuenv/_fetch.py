@@ -33,7 +33,6 @@ One error type says the bytes are not the locked ones: ``HashMismatch``.
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 import re
 import stat
@@ -125,6 +124,8 @@ class Digests:
         self.reset()
 
     def reset(self) -> None:
+        import hashlib  # OpenSSL's (fast on large files), loaded only when bytes are hashed
+
         self._sha256 = hashlib.sha256()
         self._md5 = hashlib.md5(usedforsecurity=False) if self._with_md5 else None
         self.size = 0

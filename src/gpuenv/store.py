@@ -52,7 +52,6 @@ failure is a ``StorageError`` naming the path (``gpuenv._fs.writing``).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -66,7 +65,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from gpuenv._fetch import ArtifactStore
 
-from gpuenv import __version__, _marker
+from gpuenv import __version__, _marker, _sha256
 from gpuenv._diskuse import Release, free_bytes, tree_usage
 from gpuenv._flock import FileLock, LockTimeout
 from gpuenv._fs import atomic_write_text, is_read_only, storage_error, writing
@@ -138,7 +137,7 @@ GC_GRACE_DAYS = 14.0
 
 def _key(path: Path) -> str:
     """A short stable name for an absolute path (per-user state of a store prefix)."""
-    return hashlib.sha256(os.fsencode(path.absolute())).hexdigest()[:24]
+    return _sha256.hexdigest(os.fsencode(path.absolute()))[:24]
 
 
 @dataclass(frozen=True)

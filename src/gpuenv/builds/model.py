@@ -22,13 +22,13 @@ This module is pure: no files, no processes. Standard library only.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from gpuenv import _sha256
 from gpuenv.errors import FileFormatError
 from gpuenv.names import ENV_NAME, MANAGED_ENV
 from gpuenv.versions import CudaVersion
@@ -135,7 +135,7 @@ def compute_identity(
         "inputs": inputs.to_json(hashes),
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return "sha256:" + _sha256.hexdigest(text.encode())
 
 
 def check_entry(entry: BuildEntry, pip_hashes: Mapping[str, str], *, where: str) -> None:

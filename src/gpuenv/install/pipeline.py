@@ -230,12 +230,10 @@ def record_lock_state(project: Path, lock: Lock, installed: tuple[str, ...]) -> 
     """Tell ``gpuenv run`` which content hash each target has in this lock (keyed by
     the sha256 of the lock's bytes, so it can compare without parsing the lock), and
     drop the rollback of each target just installed: it follows the lock again."""
-    import hashlib
-
-    from gpuenv import _marker
+    from gpuenv import _marker, _sha256
     from gpuenv.lock.format import render_lock
 
-    digest = hashlib.sha256(render_lock(lock).encode()).hexdigest()
+    digest = _sha256.hexdigest(render_lock(lock).encode())
     _marker.write_lock_state(
         str(project),
         digest=digest,

@@ -8,10 +8,11 @@ does not depend on its serialiser (``lock.format``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
+
+from gpuenv import _sha256
 
 if TYPE_CHECKING:
     from gpuenv.builds.model import BuildEntry
@@ -26,7 +27,7 @@ def content_hash(name: str, table: Mapping[str, Any]) -> str:
     text = json.dumps(
         {"target": name, "table": body}, sort_keys=True, separators=(",", ":"), ensure_ascii=True
     )
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return "sha256:" + _sha256.hexdigest(text.encode())
 
 
 WHEEL_FACT_KEYS = {

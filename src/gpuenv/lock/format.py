@@ -214,11 +214,9 @@ def integrity_error(path: str, problems: Mapping[str, Iterable[str]]) -> LockInt
 # building). The content hashes and consistency checks run on every read: they are
 # cheap, and they are what makes the lock trustworthy.
 def _seen_marker(cache_dir: Path, text: str) -> Path:
-    import hashlib
+    from gpuenv import __version__, _sha256
 
-    from gpuenv import __version__
-
-    digest = hashlib.sha256(f"{__version__}\0{LATEST}\0{text}".encode()).hexdigest()
+    digest = _sha256.hexdigest(f"{__version__}\0{LATEST}\0{text}".encode())
     return cache_dir / "lock" / f"{digest}.ok"
 
 

@@ -9,12 +9,12 @@ checks (or is of an old format) is damaged, and relocked whatever was asked for.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from gpuenv import _sha256
 from gpuenv._network import literal_url
 from gpuenv._redact import redact_url
 from gpuenv.errors import CheckFailed
@@ -71,7 +71,7 @@ def input_hash(spec: Spec, target: str, kb_digest: str) -> str:
 
         payload["build-knowledge"] = knowledge.digest()
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+    return "sha256:" + _sha256.hexdigest(text.encode())
 
 
 def _pip_inputs(spec: Spec) -> dict[str, object]:

@@ -479,9 +479,9 @@ def _resolved_marker(run: _Run, promoted: frozenset[str]) -> Path | None:
     cache = run.request.cache_dir
     if cache is None:
         return None
-    import hashlib
+    from gpuenv import _sha256
 
-    key = hashlib.sha256(repr((run.request, sorted(promoted))).encode()).hexdigest()
+    key = _sha256.hexdigest(repr((run.request, sorted(promoted))).encode())
     return cache / "uv-resolved" / key
 
 

@@ -16,7 +16,6 @@ sees only the frozen dataclasses below.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -26,7 +25,7 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
-from gpuenv import _toml, names
+from gpuenv import _sha256, _toml, names
 from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import key_lines, line_of
 from gpuenv.errors import SpecError, SpecProblem, UsageError
@@ -305,7 +304,7 @@ def content_hash(normalised: Mapping[str, Any]) -> str:
     """sha256 of the validated spec in canonical form: comments, formatting and key
     order do not change it; any change of meaning does."""
     canonical = json.dumps(normalised, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
+    return "sha256:" + _sha256.hexdigest(canonical.encode())
 
 
 # Arrays and inline tables nested deeper than this are refused before parsing: the

@@ -13,13 +13,12 @@ never stored: it is validated on every load instead, so no cache file holds a se
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gpuenv import __version__
+from gpuenv import __version__, _sha256
 from gpuenv._fs import atomic_write_text
 from gpuenv._redact import redact
 from gpuenv._tomlpos import Path as KeyPath
@@ -28,7 +27,7 @@ FORMAT = 2  # 2: same-torch, per-target torch, platform optional
 
 
 def key(text: str, *, with_knowledge: bool) -> str:
-    digest = hashlib.sha256()
+    digest = _sha256.new()
     digest.update(f"gpuenv {__version__} cache {FORMAT}\n".encode())
     if with_knowledge:
         from gpuenv.knowledge._data import data_digest
