@@ -138,7 +138,11 @@ def atomic_write_text(
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            # surrogateescape: a path decoded under a non-UTF-8 locale (/home/josé as
+            # surrogates) is written back as the bytes it has on disk, not refused.
+            with os.fdopen(
+                fd, "w", encoding="utf-8", errors="surrogateescape", newline="\n"
+            ) as handle:
                 handle.write(text)
                 if durable:
                     handle.flush()

@@ -137,7 +137,10 @@ ROOT_GONE_SUFFIX = ".gone"
 def root_link(store_root: str, pointer_path: str) -> str:
     from gpuenv import _sha256
 
-    digest = _sha256.hexdigest(os.path.abspath(pointer_path).encode())[:32]
+    # The path's bytes on disk (os.fsencode): under a non-UTF-8 locale a project path
+    # such as /home/josé holds surrogates, which str.encode() refused (a traceback from
+    # run), and the digest is the same whatever the locale.
+    digest = _sha256.hexdigest(os.fsencode(os.path.abspath(pointer_path)))[:32]
     return os.path.join(store_root, ROOTS, digest)
 
 

@@ -67,8 +67,19 @@ def out(text: str = "", *, raw: bool = False) -> None:
 def raw(text: str) -> None:
     """Machine input printed as is (an activation script for ``eval``): never redacted
     or escaped, since a rewritten path would change what the shell runs. It holds no
-    credentials, and every value in it is quoted for its shell."""
-    sys.stdout.write(text + "\n")
+    credentials, and every value in it is quoted for its shell. On a stdout that is not
+    UTF-8 (a non-UTF-8 locale) it goes out as bytes: a path's own bytes (surrogates, as
+    such a locale decodes them) and UTF-8 for the rest, where escapes made the shell
+    activate a path that does not exist."""
+    stream = sys.stdout
+    buffer = getattr(stream, "buffer", None)
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+    if buffer is None or encoding in ("utf-8", "utf8"):
+        stream.write(text + "\n")
+        return
+    stream.flush()
+    buffer.write((text + "\n").encode("utf-8", "surrogateescape"))
+    buffer.flush()
 
 
 def err(text: str) -> None:
