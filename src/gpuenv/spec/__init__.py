@@ -21,9 +21,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from typing import TYPE_CHECKING, Any
 
 from gpuenv import _sha256, _toml, names
 from gpuenv._tomlpos import Path as KeyPath
@@ -49,6 +47,9 @@ __all__ = [
     "read_spec_text",
 ]
 
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
 TORCH_FAMILY = frozenset(names.TORCH_FAMILY)
 CONDA_TORCH_NAMES = frozenset({"pytorch", "torch", "torchvision", "torchaudio", "pytorch-cuda"})
 
@@ -56,6 +57,10 @@ CONDA_TORCH_NAMES = frozenset({"pytorch", "torch", "torchvision", "torchaudio", 
 def parse_version_spec(text: str) -> SpecifierSet:
     """``"*"`` -> any; ``"2.4.1"`` -> ``==2.4.1``; ``"2.4.*"`` -> ``==2.4.*``;
     anything else must be a PEP 440 specifier set (``">=2.4,<2.6"``)."""
+    # packaging's specifiers load when a spec is validated or planned: `install` of a
+    # spec read from its cache and a fresh lock never parses one (about 2.5 ms)
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     cleaned = text.strip()
     if cleaned in ("*", ""):
         return SpecifierSet()
