@@ -182,6 +182,7 @@ def check_after_case(bench: Bench, args: argparse.Namespace) -> None:
         _emptied(notes)()
 
     install = [*gpuenv, "install", "--frozen"]
+    cpu: dict[str, list[float]] = {}
     times = alternate(
         {
             "check after lock": [*gpuenv, "lock", "--check"],
@@ -198,20 +199,17 @@ def check_after_case(bench: Bench, args: argparse.Namespace) -> None:
             "install after lock": relocked,
             "install, no note": noteless,
         },
+        cpu=cpu,
     )
     print("-- right after gpuenv lock (warm caches; the target installed before)")
-    report("lock --check, no note (full check)", times["check, no note"])
-    report(
-        "lock --check right after lock",
-        times["check after lock"],
-        baseline=times["check, no note"],
-    )
-    report("install --frozen, no note (installed)", times["install, no note"])
-    report(
-        "install --frozen right after lock",
-        times["install after lock"],
-        baseline=times["install, no note"],
-    )
+    for after, before in (
+        ("check after lock", "check, no note"),
+        ("install after lock", "install, no note"),
+    ):
+        report(before, times[before], cpu=cpu[before])
+        report(
+            after, times[after], baseline=times[before], cpu=cpu[after], cpu_baseline=cpu[before]
+        )
 
 
 def main() -> int:
