@@ -68,7 +68,7 @@ def _locked_target(gpu: bool = False) -> object:
 def make_project(root: Path, *, gpu: bool = False) -> Path:
     from gpuenv.activation import ActivationInputs, write_activation_files
     from gpuenv.install import record_lock_state
-    from gpuenv.lock.format import write_lock
+    from gpuenv.lock.format import write_lock_file
     from gpuenv.lock.model import Lock
     from gpuenv.store import Store, point_project
 
@@ -93,9 +93,9 @@ def make_project(root: Path, *, gpu: bool = False) -> Path:
     project = root / "project"
     project.mkdir()
     (project / "gpuenv.toml").write_text('[project]\nname = "bench"\n')
-    write_lock(project / "gpuenv.lock", lock)
+    wrote = write_lock_file(project / "gpuenv.lock", lock)
     point_project(store, project, "cpu", prefix)
-    record_lock_state(project, lock, ("cpu",))  # what `gpuenv install` leaves
+    record_lock_state(project, lock, ("cpu",), digest=wrote.digest)  # as `gpuenv install`
     if not gpu:
         _record_verification(prefix, lock_hash)
     return project

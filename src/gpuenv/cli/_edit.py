@@ -172,7 +172,7 @@ def _relock_and_install(
                 options=options,
                 progress=progress,
             )
-            record_lock_state(Path(project), result.lock, installed)
+            record_lock_state(Path(project), result.lock, installed, digest=result.digest)
     return options.targets or (), installed
 
 

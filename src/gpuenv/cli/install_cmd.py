@@ -88,6 +88,7 @@ def _install_from(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv.install import install_target, is_current, record_lock_state, request_for
     from gpuenv.install.project import choose_targets
     from gpuenv.knowledge import knowledge_base
+    from gpuenv.lock.format import lock_digest
     from gpuenv.spec import load_spec
 
     if args.frozen:
@@ -122,7 +123,9 @@ def _install_from(args: argparse.Namespace, settings: Settings) -> int:
             for path in written:
                 path.unlink(missing_ok=True)
         raise
-    record_lock_state(spec_file.parent.absolute(), unpacked.lock, tuple(r.target for r in results))
+    done = tuple(r.target for r in results)
+    digest = lock_digest(unpacked.lock)  # the archive's lock, as place_project wrote or found it
+    record_lock_state(spec_file.parent.absolute(), unpacked.lock, done, digest=digest)
     if written and not args.json:
         _output.err("wrote " + ", ".join(str(p) for p in written) + f" from {args.archive}")
     verified = _verify(spec_file, results, unpacked.lock, loaded.spec, args) if args.verify else {}

@@ -226,14 +226,16 @@ def install_target(
     return InstallResult(target.name, prefix, built, previous, seconds, outcomes, project)
 
 
-def record_lock_state(project: Path, lock: Lock, installed: tuple[str, ...]) -> None:
-    """Tell ``gpuenv run`` which content hash each target has in this lock (keyed by
-    the sha256 of the lock's bytes, so it can compare without parsing the lock), and
-    drop the rollback of each target just installed: it follows the lock again."""
-    from gpuenv import _marker, _sha256
-    from gpuenv.lock.format import render_lock
+def record_lock_state(
+    project: Path, lock: Lock, installed: tuple[str, ...], *, digest: str
+) -> None:
+    """Tell ``gpuenv run`` which content hash each target has in this lock, keyed by
+    ``digest``, the sha256 of the lock file's bytes ``lock`` was read from or written as
+    (``LockReading.digest``, ``LockWrite.digest``), so it can compare without parsing the
+    lock; and drop the rollback of each target just installed: it follows the lock
+    again."""
+    from gpuenv import _marker
 
-    digest = _sha256.hexdigest(render_lock(lock).encode())
     _marker.write_lock_state(
         str(project),
         digest=digest,

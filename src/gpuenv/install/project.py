@@ -110,7 +110,7 @@ def install_spec_file(
         _foreign.refuse(name, _foreign.platform_of(target.platform, target.gpu), "install")
     options = LockOptions.from_settings(settings, loaded.spec, targets=chosen)
     wanted = choose_groups(loaded.spec, ask.groups, every=ask.all_groups, dev=ask.dev)
-    lock = ensure_lock(
+    lock, digest = ensure_lock(
         loaded,
         knowledge,
         lock_path=spec_file.parent / LOCK_FILENAME,
@@ -122,5 +122,5 @@ def install_spec_file(
     results = install_locked(
         store, loaded, lock, chosen, groups=wanted, options=options, progress=progress
     )
-    record_lock_state(spec_file.parent.absolute(), lock, chosen)
+    record_lock_state(spec_file.parent.absolute(), lock, chosen, digest=digest)
     return ProjectInstall(loaded, lock, tuple(results))

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuenv import _fs, _toml
+from gpuenv import _fs, _sha256, _toml
 from gpuenv._fs import atomic_write_text
 from gpuenv.errors import FileFormatError, InputFileError, LockIntegrityError, UnreadableLockError
 from gpuenv.lock import _integrity
@@ -183,6 +183,9 @@ class LockReading:
     lock: Lock
     damaged: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     pins: Mapping[str, LockedTarget] = field(default_factory=dict)
+    # The sha256 of the file's bytes (``load_lock``; "" for text not read from a file):
+    # what ``gpuenv run``'s shortcut (``install.record_lock_state``) is keyed by.
+    digest: str = ""
 
     def problems(self, targets: Iterable[str] | None = None) -> dict[str, tuple[str, ...]]:
         """The damaged targets among ``targets`` (None: all of them)."""
@@ -358,7 +361,8 @@ def load_lock(
         text = _fs.decode_utf8(data, path)
     except InputFileError as exc:  # its content, not what the file is: lock rewrites it
         raise UnreadableLockError(exc.message, hint=FIX) from None
-    return parse_lock_text(text, file=str(path), cache_dir=cache_dir, legacy_ok=legacy_ok)
+    reading = parse_lock_text(text, file=str(path), cache_dir=cache_dir, legacy_ok=legacy_ok)
+    return replace(reading, digest=_sha256.hexdigest(data))
 
 
 def read_lock(
@@ -438,8 +442,27 @@ def render_lock(lock: Lock) -> str:
 
 def write_lock(path: Path, lock: Lock, *, cache_dir: Path | None = None) -> bool:
     """Write ``lock`` to ``path`` atomically; returns False when the bytes were already
-    there. What is written passes the same checks as any lock read (a lock gpuenv
-    writes and then refuses would be a bug: it is raised as one, before writing)."""
+    there (``write_lock_file``)."""
+    return write_lock_file(path, lock, cache_dir=cache_dir).written
+
+
+@dataclass(frozen=True)
+class LockWrite:
+    written: bool  # False: the bytes were already there
+    digest: str  # the sha256 of the file's bytes, as ``LockReading.digest``
+
+
+def lock_digest(lock: Lock) -> str:
+    """The sha256 of ``lock``'s bytes as ``write_lock`` writes them (rendered here: a
+    caller that wrote or read the file has its digest already)."""
+    return _sha256.hexdigest(render_lock(lock).encode())
+
+
+def write_lock_file(path: Path, lock: Lock, *, cache_dir: Path | None = None) -> LockWrite:
+    """Write ``lock`` to ``path`` atomically, unless those bytes are there already, and
+    say which with their sha256. What is written passes the same checks as any lock read
+    (a lock gpuenv writes and then refuses would be a bug: it is raised as one, before
+    writing)."""
     damaged = {  # checked from the values, as a reader checks what it parsed
         name: problems
         for name, target in lock.targets.items()
@@ -449,9 +472,10 @@ def write_lock(path: Path, lock: Lock, *, cache_dir: Path | None = None) -> bool
         raise AssertionError(f"gpuenv wrote a lock it refuses: {damaged}")
     text = render_lock(lock)
     _remember(cache_dir, text)  # gpuenv's own output: no need to validate it on reading
+    digest = _sha256.hexdigest(text.encode())
     try:
         if _fs.read_text(path, limit=_fs.LOCK_LIMIT) == text:
-            return False
+            return LockWrite(False, digest)
     except (OSError, FileFormatError):
         pass
     atomic_write_text(
@@ -460,7 +484,7 @@ def write_lock(path: Path, lock: Lock, *, cache_dir: Path | None = None) -> bool
         what="the lock",
         hint=f"gpuenv writes {path.name} beside the spec: make {path.parent} writable",
     )
-    return True
+    return LockWrite(True, digest)
 
 
 def json_schema() -> dict[str, Any]:

@@ -66,6 +66,9 @@ class LockResult:
     # What the resolved wheels contradict in the knowledge base, metadata that could not
     # be read, a torch newer than the data knows: reported, never fatal.
     warnings: tuple[str, ...] = ()
+    # The sha256 of the lock file's bytes once written (``lock_and_write``); "" when no
+    # file was written (no target locked, and none before).
+    digest: str = ""
 
 
 @dataclass(frozen=True)
@@ -324,12 +327,13 @@ def ensure_lock(
     backends: Callable[[], tuple[PipResolver, CondaSolver]] | None = None,
     kb_digest: str,
     progress: Progress | None = None,
-) -> Lock:
+) -> tuple[Lock, str]:
     """The lock for ``options.targets``, relocking the stale ones first (like ``uv
-    sync``); with ``frozen`` a stale lock is refused instead (exit 1), and a lock whose
-    entry for one of those targets fails its checks is refused (exit 2) naming what is
-    wrong. Without ``frozen``, such an entry is relocked like a stale one: what it
-    holds is never installed."""
+    sync``), and the sha256 of the file's bytes it was read from or written as; with
+    ``frozen`` a stale lock is refused instead (exit 1), and a lock whose entry for one
+    of those targets fails its checks is refused (exit 2) naming what is wrong. Without
+    ``frozen``, such an entry is relocked like a stale one: what it holds is never
+    installed."""
     from gpuenv.errors import CheckFailed
     from gpuenv.lock.format import load_lock
 
@@ -339,12 +343,12 @@ def ensure_lock(
     if frozen and reading is not None:
         reading.require(wanted)
     if reading is not None and fresh is not None and _known_fresh(*fresh):
-        return reading.lock
+        return reading.lock, reading.digest
     relevant = out_of_date(loaded, knowledge, reading, kb_digest=kb_digest, options=options)
     if not relevant and reading is not None:
         if fresh is not None and _fresh_name(loaded, lock_path, options, kb_digest) == fresh:
             _remember_fresh(loaded, *fresh)  # no byte moved while it was checked
-        return reading.lock
+        return reading.lock, reading.digest
     if frozen:
         lines = [f"{name}: {'; '.join(why)}" for name, why in sorted(relevant.items())]
         raise CheckFailed(
@@ -362,7 +366,7 @@ def ensure_lock(
         kb_digest=kb_digest,
         progress=progress,
     )
-    return result.lock
+    return result.lock, result.digest
 
 
 def _fresh_name(
@@ -409,7 +413,7 @@ def lock_and_write(
     """Lock what ``relock`` says (``plan_relock``) with ``backends`` (default: uv and
     rattler, ``lock.backends``) and write the file; True when its bytes changed."""
     from gpuenv.lock.backends import resolvers
-    from gpuenv.lock.format import write_lock
+    from gpuenv.lock.format import write_lock_file
 
     existing, options = relock.basis, relock.options
     pip, conda = (backends or resolvers)()
@@ -438,7 +442,8 @@ def lock_and_write(
         result = replace(result, warnings=(*result.warnings, notice))
     written = False
     if result.lock.targets or existing is not None:
-        written = write_lock(lock_path, result.lock, cache_dir=options.cache_dir)
+        wrote = write_lock_file(lock_path, result.lock, cache_dir=options.cache_dir)
+        result, written = replace(result, digest=wrote.digest), wrote.written
     if result.failures:
         raise partial_lock_error(result, lock_path=lock_path, written=written)
     return result, written
