@@ -80,7 +80,9 @@ def netrc_auth(host: str, environ: Mapping[str, str] | None = None) -> tuple[str
     from gpuenv.errors import FileFormatError
 
     env = os.environ if environ is None else environ
-    path = env.get("NETRC") or str(Path("~/.netrc").expanduser())
+    from gpuenv._home import home_dir
+
+    path = env.get("NETRC") or str(Path(home_dir(env)) / ".netrc")
     try:
         _fsread.read_text(path, limit=NETRC_LIMIT, what="netrc file")
         found = netrc.netrc(path).authenticators(host)
@@ -338,7 +340,9 @@ class Mirrors:
 def user_config(environ: Mapping[str, str]) -> Path:
     """``$XDG_CONFIG_HOME/gpuenv/config.toml`` (default ``~/.config/gpuenv/config.toml``)."""
     xdg = environ.get("XDG_CONFIG_HOME", "").strip()
-    base = Path(xdg) if xdg else Path(environ.get("HOME") or Path.home()) / ".config"
+    from gpuenv._home import home_dir
+
+    base = Path(xdg) if xdg else Path(home_dir(environ)) / ".config"
     return base / "gpuenv" / "config.toml"
 
 

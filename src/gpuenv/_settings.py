@@ -35,11 +35,13 @@ def env_dir(environ: Mapping[str, str], name: str) -> str | None:
     relative GPUENV_HOME got)."""
     import os  # os.path, not pathlib: `gpuenv run` reads the state directory (PTH off)
 
+    from gpuenv._home import home_dir
+
     value = environ.get(name, "").strip()
     if not value:
         return None
     if value.startswith("~"):
-        home = environ.get("HOME") or os.path.expanduser("~")  # noqa: PTH111
+        home = home_dir(environ)
         value = home.rstrip("/") + value[1:] if value[1:2] in ("", "/") else value
     if os.path.isabs(value):  # noqa: PTH117
         return os.path.normpath(value)
@@ -52,6 +54,8 @@ def default_state_dir(environ: Mapping[str, str]) -> str:
     explicit = env_dir(environ, "GPUENV_STATE_DIR")
     if explicit:
         return explicit
+    from gpuenv._home import home_dir
+
     xdg = env_dir(environ, "XDG_STATE_HOME") or ""
-    base = xdg or (environ.get("HOME") or "/").rstrip("/") + "/.local/state"
+    base = xdg or home_dir(environ).rstrip("/") + "/.local/state"
     return base.rstrip("/") + "/gpuenv"

@@ -54,8 +54,11 @@ def kernels_dir(environ: Mapping[str, str], prefix: Path | None = None) -> Path:
         return prefix / "share" / "jupyter" / "kernels"
     if environ.get("JUPYTER_DATA_DIR"):
         return Path(environ["JUPYTER_DATA_DIR"]) / "kernels"
-    data = environ.get("XDG_DATA_HOME") or str(Path(environ.get("HOME", "~")) / ".local/share")
-    return Path(data).expanduser() / "jupyter" / "kernels"
+    from gpuenv._home import home_dir
+    from gpuenv._settings import env_dir
+
+    data = env_dir(environ, "XDG_DATA_HOME") or str(Path(home_dir(environ)) / ".local/share")
+    return Path(data) / "jupyter" / "kernels"
 
 
 def default_name(project_name: str, target: str) -> str:

@@ -84,6 +84,7 @@ _MAX_RECORD_BYTES = 1 << 22
 def default_root(environ: Mapping[str, str]) -> Path:
     """$GPUENV_HOME, else $XDG_DATA_HOME/gpuenv, else ~/.local/share/gpuenv (absolute:
     ``_settings.env_dir``)."""
+    from gpuenv._home import home_dir
     from gpuenv._settings import env_dir
 
     home = env_dir(environ, "GPUENV_HOME")
@@ -92,7 +93,7 @@ def default_root(environ: Mapping[str, str]) -> Path:
     data = env_dir(environ, "XDG_DATA_HOME")
     if data:
         return Path(data) / "gpuenv"
-    return Path(environ.get("HOME", str(Path.home()))) / ".local" / "share" / "gpuenv"
+    return Path(home_dir(environ)) / ".local" / "share" / "gpuenv"
 
 
 @dataclass(frozen=True)

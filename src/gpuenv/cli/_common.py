@@ -195,6 +195,7 @@ def url_override(name: str) -> str | None:
 def cache_dir() -> Path | None:
     """gpuenv's cache: $GPUENV_CACHE_DIR, else $XDG_CACHE_HOME/gpuenv, else
     ~/.cache/gpuenv. GPUENV_NO_CACHE=1 turns it off."""
+    from gpuenv._home import home_dir
     from gpuenv._settings import env_dir
 
     if env_override("GPUENV_NO_CACHE") not in (None, "0"):
@@ -206,7 +207,7 @@ def cache_dir() -> Path | None:
     elif xdg:
         cache, variable = Path(xdg) / "gpuenv", "XDG_CACHE_HOME"
     else:
-        cache, variable = Path.home() / ".cache" / "gpuenv", "HOME"
+        cache, variable = Path(home_dir(os.environ)) / ".cache" / "gpuenv", "HOME"
     _not_a_file(cache, variable)
     return cache
 
@@ -233,7 +234,9 @@ def facts_file() -> Path:
     if explicit:
         return Path(explicit).expanduser()
     xdg = env_override("XDG_CONFIG_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".config") / "gpuenv" / "facts.toml"
+    from gpuenv._home import home_dir
+
+    return (Path(xdg) if xdg else Path(home_dir(os.environ)) / ".config") / "gpuenv" / "facts.toml"
 
 
 def newest_torch_seen() -> str | None:

@@ -528,9 +528,15 @@ def _succeeded(beside: Background[None]) -> bool:
 
 def _private_dir(path: Path) -> Path:
     """uv's cache of index pages holds what the indexes served, file links' query tokens
-    included: a directory only its owner can read (gpuenv's own cache files are 0600)."""
-    path.mkdir(parents=True, exist_ok=True)
-    path.chmod(0o700)
+    included: a directory only its owner can read (gpuenv's own cache files are 0600).
+    One that cannot be made is named, not blamed on the scratch files around it."""
+    hint = (
+        f"make {path.parent} writable, point GPUENV_CACHE_DIR at a directory you can "
+        "write, or GPUENV_NO_CACHE=1 to cache nothing"
+    )
+    with writing(path, "uv's cache", hint=hint):
+        path.mkdir(parents=True, exist_ok=True)
+        path.chmod(0o700)
     return path
 
 
