@@ -137,9 +137,16 @@ def _unexpected(exc: Exception, *, as_json: bool, verbose: int) -> int:
 
 
 def _full_main(argv: list[str]) -> int:
+    from gpuenv.cli import _output
+
+    with _output.guarded_stdout():
+        _output.fit_streams()
+        return _command(argv)
+
+
+def _command(argv: list[str]) -> int:
     from gpuenv.cli import _output, _parser
 
-    _output.fit_streams()
     as_json = "--json" in _head(argv)
     verbose = 0
     try:
@@ -154,7 +161,9 @@ def _full_main(argv: list[str]) -> int:
 
         settings = Settings()
         _configure(settings)
-        return command.run(args, settings)
+        code = command.run(args, settings)
+        sys.stdout.flush()  # output that cannot be written fails the command, here
+        return code
     except GpuenvError as err:
         _output.render_error(err, as_json=as_json, verbose=verbose)
         return err.exit_code

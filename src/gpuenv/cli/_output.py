@@ -26,6 +26,7 @@ from gpuenv.errors import GpuenvError
 
 TYPE_CHECKING = False  # no typing at run time: `lock --check` imports nothing else of it
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
     from rich.console import Console
@@ -33,6 +34,55 @@ if TYPE_CHECKING:
 BUG_HINT = "this is a bug in gpuenv: please report it with the output of 'gpuenv -v ...'"
 
 __all__ = ["printable"]
+
+
+class _Stdout:
+    """``sys.stdout`` during a command: a write or flush that fails (``> /dev/full``, a
+    full disk under a redirect) is a ``StorageError`` naming standard output, where it
+    was 'cannot write a file ((unknown path))' and, under ``--json``, a traceback."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._stream.write(text))
+        except OSError as exc:
+            raise _stdout_failed(exc) from exc
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise _stdout_failed(exc) from exc
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _stdout_failed(exc: OSError) -> GpuenvError:
+    from gpuenv._fs import storage_error
+
+    hint = "redirect standard output where it can be written (or to a terminal)"
+    return storage_error(exc, "standard output", "gpuenv's output", hint=hint)
+
+
+@contextlib.contextmanager
+def guarded_stdout() -> Iterator[None]:
+    """Run a command with ``_Stdout`` in place (a closed stdout, ``>&-``: a null one),
+    flushed before the command is done, so that output that cannot be written is an
+    error (exit 5) rather than lost after gpuenv said 0."""
+    import os
+
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:  # closed by the caller: Python starts with None
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+    original = sys.stdout
+    sys.stdout = _Stdout(original)
+    try:
+        yield
+    finally:
+        sys.stdout = original
 
 
 def fit_streams() -> None:
@@ -100,8 +150,12 @@ def console(*, stderr: bool = False) -> Console:
 
 def render_error(error: GpuenvError, *, as_json: bool, verbose: int) -> None:
     if as_json:
-        emit_json(error.to_json())
-    else:
+        try:
+            emit_json(error.to_json())
+            return
+        except (GpuenvError, OSError, ValueError):  # stdout itself failed: say it on stderr
+            as_json = False
+    if not as_json:
         lines = error.message.splitlines() or [error.kind]
         err(f"gpuenv: error: {lines[0]}")
         for line in lines[1:]:
