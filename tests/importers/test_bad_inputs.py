@@ -300,6 +300,24 @@ def test_windows_line_endings_and_a_byte_order_mark_are_read(
     assert {"torch", "numpy"} <= {e["package"] for e in report["kept"] + report["changed"]}
 
 
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be"])
+def test_a_utf16_file_with_its_byte_order_mark_is_read(
+    cli: Callable[..., CliResult], tmp_path: Path, codec: str
+) -> None:
+    # Windows PowerShell 5's '>' ('conda env export > environment.yml') writes UTF-16
+    # with a byte-order mark: it was refused as "a binary file, not text (NUL byte)".
+    text = "name: paper\r\ndependencies:\r\n  - python=3.9\r\n  - pytorch=1.13.1\r\n"
+    data = text.encode(codec) if codec == "utf-16" else b"\xfe\xff" + text.encode(codec)
+    path = _hostile(tmp_path, "environment.yml", data)
+    result = cli("import", str(path), "--gpu", "none", "-o", str(tmp_path / "g.toml"), "--json")
+    assert result.code == 0, result.out
+    report = json.loads(result.out)
+    assert "torch" in {e["package"] for e in report["kept"] + report["changed"]}
+    no_bom = _hostile(tmp_path, "requirements.txt", "torch==2.4.1\n".encode("utf-16-le"))
+    refused = cli("import", str(no_bom), "--gpu", "none", "-o", str(tmp_path / "h.toml"))
+    assert refused.code == 2 and "NUL byte" in refused.err  # no mark: no guess
+
+
 # --- regressions found by mutating the fixtures (bench-free fuzzing; see the report) ----
 
 

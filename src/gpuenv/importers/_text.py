@@ -126,7 +126,16 @@ def read_bytes(path: Path, display: str, roots: tuple[Path, ...] = ()) -> bytes:
 
 
 def decode(data: bytes, display: str) -> str:
-    """``data`` as text: no NUL bytes, valid UTF-8 (a byte-order mark is dropped)."""
+    """``data`` as text: no NUL bytes, valid UTF-8 (a byte-order mark is dropped). UTF-16
+    with its byte-order mark is read too: Windows PowerShell 5's ``>`` writes it
+    (``conda env export > environment.yml``), and it was "a binary file"."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")) and not data.startswith(b"\xff\xfe\0\0"):
+        try:
+            data = data.decode("utf-16").encode("utf-8")
+        except UnicodeError:
+            fail(
+                display, None, "not UTF-16 text after its byte-order mark", "save the file as UTF-8"
+            )
     nul = data.find(b"\0")
     if nul >= 0:
         fail(
