@@ -155,7 +155,33 @@ def child_environment(
 ) -> tuple[dict[str, str], list[str]]:
     """The environment a command runs with, and the notes activation prints. An
     inherited ``_GPUENV_ACTIVE`` is checked, not trusted (``_envdelta.apply``)."""
-    return _with_delta(selected, lambda delta: _envdelta.apply(delta, environ))
+    env, notes = _with_delta(selected, lambda delta: _envdelta.apply(delta, environ))
+    return env, notes + shadowing_notes(env, selected.prefix)
+
+
+def shadowing_notes(env: Mapping[str, str], prefix: str) -> list[str]:
+    """A torch (or a companion) on PYTHONPATH outside the prefix is imported before the
+    prefix's own, verified one: the command would run a torch verify never saw (verify's
+    probe runs without PYTHONPATH). Said, not refused: the user may mean it. A stat or
+    two per PYTHONPATH entry, and nothing at all without one."""
+    entries = [e for e in env.get("PYTHONPATH", "").split(os.pathsep) if e]
+    if not entries:
+        return []
+    from gpuenv.names import TORCH_IMPORTS
+
+    inside = os.path.realpath(prefix) + os.sep
+    notes = []
+    for number, entry in enumerate(entries, start=1):
+        if (os.path.realpath(entry) + os.sep).startswith(inside):
+            continue
+        found = [n for n in TORCH_IMPORTS if os.path.isfile(os.path.join(entry, n, "__init__.py"))]
+        if found:
+            notes.append(
+                f"gpuenv: warning: PYTHONPATH entry {number} ({entry}) holds {', '.join(found)}, "
+                "which Python imports before the verified prefix's own: unset PYTHONPATH "
+                "or drop that entry to run what was verified"
+            )
+    return notes
 
 
 def stale_activation(selected: Selected, environ: Mapping[str, str]) -> bool:

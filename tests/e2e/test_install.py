@@ -176,6 +176,29 @@ def test_run_environment_is_activated(make_project: Callable[..., Project]) -> N
     assert 'dropped LD_LIBRARY_PATH entry "relative/lib"' in ran.stderr
 
 
+def test_run_says_when_pythonpath_puts_another_torch_before_the_prefixs(
+    make_project: Callable[..., Project], tmp_path: Path
+) -> None:
+    """A torch on PYTHONPATH is imported before the verified prefix's own (verify's probe
+    runs without PYTHONPATH, so it passed): run said nothing and ran the other torch."""
+    project = make_project()
+    project.gpuenv("install", "--target", "cpu", check=True)
+    prefix = installed_prefix(project)
+    stray = tmp_path / "stray"
+    (stray / "torch").mkdir(parents=True)
+    (stray / "torch" / "__init__.py").write_text("")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    site = next(prefix.glob("lib/python3*/site-packages"))
+    project.env["PYTHONPATH"] = f"{plain}:{stray}:{site}"  # the prefix's own: no word
+    ran = project.gpuenv("run", "--unverified", "--", "true")
+    assert ran.returncode == 0, ran.stderr
+    (warning,) = [line for line in ran.stderr.splitlines() if "PYTHONPATH" in line]
+    assert f"PYTHONPATH entry 2 ({stray}) holds torch" in warning
+    project.env["PYTHONPATH"] = f"{plain}:{site}"
+    assert "PYTHONPATH" not in project.gpuenv("run", "--unverified", "--", "true").stderr
+
+
 def test_activate_prints_a_script_that_real_bash_can_source(
     make_project: Callable[..., Project],
 ) -> None:
