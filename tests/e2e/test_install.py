@@ -154,6 +154,10 @@ def test_a_failed_verification_never_unlocks_run(make_project: Callable[..., Pro
     records = list((installed_prefix(project) / "etc/gpuenv/verify").glob("*.json"))
     assert len(records) == 1 and json.loads(records[0].read_text())["passed"] is False
     assert project.gpuenv("run", "--", "true").returncode == 4
+    # list says what run says ("its last verification here failed"), not "not verified"
+    listing = json.loads(project.gpuenv("list", "--json", check=True).stdout)["prefixes"]
+    assert [(p["verified_machines"], p["failed_here"]) for p in listing] == [(0, True)]
+    assert "failed here" in project.gpuenv("list", check=True).stdout
 
 
 def test_run_environment_is_activated(make_project: Callable[..., Project]) -> None:

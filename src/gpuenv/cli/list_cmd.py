@@ -37,10 +37,12 @@ def _unreferenced(kept_until: float | None) -> str:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from gpuenv.verify.gate import passing_machines
+    from gpuenv.verify.gate import failed_here, passing_machines
 
     store = settings.store()
     prefixes = store.list(verified=passing_machines)
+    # where none passed, whether this machine's last try failed (as run says), not "never"
+    failed = {p.path for p in prefixes if not p.verified_on and p.installed and failed_here(p.path)}
     if args.json:
         _output.emit_json(
             {
@@ -55,6 +57,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                         "unique_bytes": p.unique_bytes,
                         "shared_bytes": p.shared_bytes,
                         "verified_machines": p.verified_on,
+                        "failed_here": p.path in failed,
                         "referenced_by": [str(r) for r in p.referenced_by],
                         "kept_until": _day(p.kept_until) if p.kept_until else None,
                     }
@@ -74,7 +77,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             _size(p.unique_bytes),
             _size(p.shared_bytes),
             "installed" if p.installed else "INCOMPLETE",
-            f"{p.verified_on} machine(s)" if p.verified_on else "not verified",
+            _verified(p.verified_on, p.path in failed),
             ", ".join(str(r) for r in p.referenced_by) or _unreferenced(p.kept_until),
         ]
         for p in prefixes
@@ -83,3 +86,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     headers = ["prefix", "target", "lock", "own", "shared", "state", "verified", "used by"]
     _output.out(_output.table(headers, rows))
     return 0
+
+
+def _verified(machines: int, failed: bool) -> str:
+    if machines:
+        return f"{machines} machine{'s' if machines != 1 else ''}"
+    return "failed here" if failed else "not verified"

@@ -203,3 +203,20 @@ def passing_machines(prefix: object) -> int:
     path = os.fspath(prefix)  # type: ignore[call-overload]
     marker = read_marker(path)
     return count(path, marker.lock_hash) if marker else 0
+
+
+def failed_here(prefix: object) -> bool:
+    """Whether this machine's last verification of ``prefix``, for the lock it holds,
+    failed (``gpuenv list`` says so where ``run`` would, not "not verified")."""
+    from gpuenv._marker import read_marker
+
+    path = os.fspath(prefix)  # type: ignore[call-overload]
+    marker = read_marker(path)
+    if marker is None:
+        return False
+    mine = load_record(record_file(path, machine_fingerprint(nvml_fallback=False)))
+    return (
+        isinstance(mine, dict)
+        and mine.get("lock_hash") == marker.lock_hash
+        and not is_passing(mine, marker.lock_hash, None)
+    )
