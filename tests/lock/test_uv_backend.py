@@ -672,3 +672,44 @@ def test_an_offline_read_beside_that_fails_is_read_again_after(
     assert beside == ["gpuenv-uv"], "the read beside was tried"
     (online, _, end), (offline, after, _) = uv_spans
     assert not online and offline and after >= end, "then read after, offline"
+
+
+def test_an_interrupted_resolution_does_not_wait_for_ever_on_the_read_beside(
+    resolver: UvResolver, pkgindex: PkgIndex, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C can land inside a lock the main thread holds (logging's, which every fork
+    takes): the read beside then never starts its uv, and the interrupted lock waited
+    for it for ever (1 to 2 of 100 interrupted relocks hung). It waits a while, then
+    leaves with the interrupt."""
+    import threading
+    import time
+
+    from gpuenv.lock import uv as uv_module
+
+    request = PipRequest(
+        requirements=("torch==2.4.1",),
+        python="3.11",
+        default_index=pkgindex.default_index,
+        torch_index=pkgindex.torch_index("cu124"),
+        cache_dir=tmp_path,
+    )
+    resolver.resolve(request)  # a fresh note: the next resolution reads beside
+    never = threading.Event()
+    beside: list[str] = []
+
+    def stuck_beside_interrupted_main(self: UvResolver, run, argv) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            beside.append("waiting")
+            never.wait()  # a lock nobody will release
+        else:
+            while not beside:  # the read beside has started
+                time.sleep(0.01)
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(UvResolver, "_run_uv", stuck_beside_interrupted_main)
+    monkeypatch.setattr(uv_module, "INTERRUPTED_WAIT", 0.5)
+    started = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        resolver.resolve(request)
+    assert time.monotonic() - started < 10
+    never.set()

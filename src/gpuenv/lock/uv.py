@@ -37,6 +37,7 @@ settings, but with the network ones: proxies, certificates, timeouts):
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -77,6 +78,8 @@ DEFAULT_TIMEOUT = 600.0
 _MAX_PASSES = 4
 # How long after a resolution the same request's artifacts are read beside it (seconds).
 RESOLVED_FRESH = 600.0
+# How long an interrupted lock waits for the read beside before it leaves (seconds).
+INTERRUPTED_WAIT = 3.0
 # The manylinux levels uv's --python-platform accepts, newest first.
 _UV_GLIBC_LEVELS = (40, 39, 38, 37, 36, 35, 34, 33, 32, 31, 28, 17)
 
@@ -304,8 +307,19 @@ class UvResolver:
         beside = self._offline_beside(run, artifacts, marker)
         try:
             self._run_uv(run, annotation)
-        finally:
+        except Exception:
             read_beside = beside is not None and _succeeded(beside)  # never left running
+            raise
+        except BaseException:
+            # Ctrl-C or SIGTERM: the interrupt may have landed inside a lock this thread
+            # held (logging's, which every fork takes; an import's), so the thread beside
+            # can wait on it for ever: waited for a while, then left. The process ends
+            # next; its uv, if one started, dies with it (PR_SET_PDEATHSIG, _proc).
+            if beside is not None:
+                with contextlib.suppress(Exception):  # its failure is not the news
+                    beside.result(timeout=INTERRUPTED_WAIT)
+            raise
+        read_beside = beside is not None and _succeeded(beside)  # never left running
         if not read_beside:
             self._cached_then_online(run, artifacts)
         _remember_resolved(marker)
