@@ -37,12 +37,14 @@ def _unreferenced(kept_until: float | None) -> str:
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    from gpuenv.verify.gate import failed_here, passing_machines
+    from gpuenv.verify.gate import failed_here, machine_fingerprint, passing_machines
 
     store = settings.store()
     prefixes = store.list(verified=passing_machines)
     # where none passed, whether this machine's last try failed (as run says), not "never"
-    failed = {p.path for p in prefixes if not p.verified_on and p.installed and failed_here(p.path)}
+    unverified = [p.path for p in prefixes if not p.verified_on and p.installed]
+    here = machine_fingerprint(nvml_fallback=False) if unverified else None
+    failed = {path for path in unverified if failed_here(path, here)}
     if args.json:
         _output.emit_json(
             {

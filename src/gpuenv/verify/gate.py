@@ -205,16 +205,19 @@ def passing_machines(prefix: object) -> int:
     return count(path, marker.lock_hash) if marker else 0
 
 
-def failed_here(prefix: object) -> bool:
+def failed_here(prefix: object, here: dict[str, object] | None = None) -> bool:
     """Whether this machine's last verification of ``prefix``, for the lock it holds,
-    failed (``gpuenv list`` says so where ``run`` would, not "not verified")."""
+    failed (``gpuenv list`` says so where ``run`` would, not "not verified"). ``here``:
+    this machine's fingerprint, when the caller asks of many prefixes."""
     from gpuenv._marker import read_marker
 
     path = os.fspath(prefix)  # type: ignore[call-overload]
     marker = read_marker(path)
     if marker is None:
         return False
-    mine = load_record(record_file(path, machine_fingerprint(nvml_fallback=False)))
+    if here is None:
+        here = machine_fingerprint(nvml_fallback=False)
+    mine = load_record(record_file(path, here))
     return (
         isinstance(mine, dict)
         and mine.get("lock_hash") == marker.lock_hash
