@@ -337,13 +337,20 @@ def _requirement_file(
     return (tuple(found), tuple(sorted(seen))) if read(name) else None
 
 
+def _root(loaded: LoadedSpec) -> Path | None:
+    """Where ``[project] path`` points, beside the spec ("." by default); None: false."""
+    path = loaded.spec.project.path
+    if path is False:
+        return None
+    return (loaded.path.parent.resolve() / (path if isinstance(path, str) else ".")).resolve()
+
+
 def project_files(loaded: LoadedSpec) -> tuple[Path, ...]:
     """The files beside the spec that its project is read from, present or not (one
     appearing makes a project appear): what a lock depends on besides the spec."""
-    path = loaded.spec.project.path
-    if path is False:
+    root = _root(loaded)
+    if root is None:
         return ()
-    root = (loaded.path.parent / (path if isinstance(path, str) else ".")).resolve()
     local = loaded.spec.local
     extra = local.requirement_files if local is not None else ()
     return (root / "pyproject.toml", root / "setup.py", *extra)
@@ -351,11 +358,9 @@ def project_files(loaded: LoadedSpec) -> tuple[Path, ...]:
 
 def attach(loaded: LoadedSpec) -> LoadedSpec:
     """``loaded`` with its local project read (``[project] path``; see the module doc)."""
-    path = loaded.spec.project.path
-    if path is False:
+    path, root = loaded.spec.project.path, _root(loaded)
+    if root is None:
         return loaded
-    base = loaded.path.parent.resolve()
-    root = (base / (path if isinstance(path, str) else ".")).resolve()
     file = str(loaded.path)
     if isinstance(path, str) and not root.is_dir():
         line = loaded.line("project", "path")
