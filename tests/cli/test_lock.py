@@ -300,23 +300,16 @@ def test_check_of_bytes_found_fresh_before_parses_nothing_and_any_change_is_chec
     fakes: tuple[FakePip, FakeConda],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from gpuenv.lock import inputs
-
     assert cli("-f", str(project), "lock").code == 0
     assert cli("-f", str(project), "lock", "--check").code == 0  # the full check: noted
-    real = inputs.stale_reasons
-
-    def never(*args, **kwargs):
-        raise AssertionError("the full check ran")
-
-    monkeypatch.setattr(inputs, "stale_reasons", never)
+    calls = _no_full_check(monkeypatch)
     again = cli("-f", str(project), "lock", "--check", "--json")
     assert again.code == 0 and again.json() == {
         "lock": str(project.parent / "gpuenv.lock"),
         "fresh": True,
         "stale": {},
     }
-    monkeypatch.setattr(inputs, "stale_reasons", real)
+    assert calls == [], "the full check ran"
     lock_file = project.parent / "gpuenv.lock"
     text = lock_file.read_text()
     lock_file.write_text(text.replace("2.0.0", "2.0.1", 1))  # an edited pin
