@@ -3,6 +3,7 @@ own tests against the local index and channel)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from unittest.mock import create_autospec
@@ -422,8 +423,17 @@ def test_a_file_edited_while_the_lock_resolves_leaves_no_note(
         ),
     }
 
+    # Edited once, by the first resolution to start; every resolution passes the guard,
+    # so none (the lock's own or one started ahead in a thread) ends before the edit
+    # does. Editing at every call let a resolution started ahead and never used edit
+    # after the lock had returned, and the check found the note (1 run in 3).
+    guard, edited = threading.Lock(), []
+
     def editing(request: PipRequest) -> tuple[PipPackage, ...]:
-        edits[moved]()
+        with guard:
+            if not edited:
+                edits[moved]()
+                edited.append(moved)
         return real(request)
 
     monkeypatch.setattr(pip, "resolve", editing)
