@@ -127,6 +127,29 @@ def test_pages_are_cached_for_the_next_import(tmp_path: Path) -> None:
     assert second.asked == []  # type: ignore[attr-defined]
 
 
+def test_a_cached_page_keeps_the_wheels_of_a_hyphenated_or_dotted_project(tmp_path: Path) -> None:
+    # A real import read pytorch-lightning 1.4.2's py3-none-any wheel from the index,
+    # then, from the cache, only its sdist: the next import called it a source build.
+    pages = {
+        "pytorch-lightning": json.dumps(
+            {"files": [
+                {"filename": "pytorch_lightning-1.4.2-py3-none-any.whl", "requires-python": ">=3.6"},
+                {"filename": "pytorch-lightning-1.4.2.tar.gz", "requires-python": ">=3.6"},
+            ]}
+        ).encode(),
+        "zope-interface": json.dumps(
+            {"files": [{"filename": "zope.interface-6.0-cp38-cp38-manylinux_2_17_x86_64.whl"}]}
+        ).encode(),
+    }  # fmt: skip
+    first = _index(pages, tmp_path)
+    live = {p: verdict(first, p, "", "3.8", "linux-64") for p in pages}
+    second = _index({}, tmp_path)
+    cached = {p: verdict(second, p, "", "3.8", "linux-64") for p in pages}
+    assert second.asked == []  # type: ignore[attr-defined]
+    assert live == cached
+    assert all(v.fits and v.known for v in cached.values())
+
+
 def test_hostile_pages_are_read_as_nothing() -> None:
     pages = {
         "a": b"{not json",

@@ -200,7 +200,9 @@ class WheelIndex:
     def _cache_file(self, project: str) -> Path | None:
         if self.cache_dir is None:
             return None
-        key = hashlib.sha256(f"{self.index}\n{project}".encode()).hexdigest()[:32]
+        # "2": the first format wrote hyphenated names into wheel names, which do not
+        # parse back (every wheel of pytorch-lightning was lost): never read those.
+        key = hashlib.sha256(f"2\n{self.index}\n{project}".encode()).hexdigest()[:32]
         return self.cache_dir / "import-index" / f"{key}.json"
 
     def _cached(self, project: str) -> list[IndexFile] | None:
@@ -291,7 +293,10 @@ class WheelIndex:
 
 
 def _name_of(project: str, file: IndexFile) -> tuple[str, str | None, bool]:
-    """A file name that parses back to ``file`` (for the cache)."""
+    """A file name that parses back to ``file`` (for the cache). The name is escaped as
+    wheel names are (PEP 427: runs of ``-_.`` become ``_``): a hyphen in it would split
+    the wheel name wrongly, and the file would be lost on reading."""
+    project = re.sub(r"[-_.]+", "_", project)
     if file.tags is None:
         return f"{project}-{file.version}.tar.gz", file.requires_python, file.yanked
     tags = sorted(file.tags, key=str)
