@@ -339,6 +339,23 @@ def test_images_tell_torch_build_and_python(
     assert facts(readings)["python"] == [python]
 
 
+@pytest.mark.parametrize(
+    ("image", "torch", "build"),
+    [
+        # DETR's Dockerfile: the tags before 1.6 name the series only
+        ("pytorch/pytorch:1.5-cuda10.1-cudnn7-runtime", "==1.5.*", "cu101"),
+        ("pytorch/pytorch:1.1.0-cuda10.0-cudnn7.5-devel", "==1.1.0", "cu100"),
+    ],
+)
+def test_old_pytorch_image_tags_are_read(
+    tmp_path: Path, image: str, torch: str, build: str
+) -> None:
+    readings = read(tmp_path, {"Dockerfile": f"FROM {image}\n"})
+    ask = asks(readings)["torch"]
+    assert (ask.specifier, ask.build, ask.manager) == (torch, build, "image")
+    assert "cannot read" not in notes(readings)
+
+
 def test_unknown_and_untagged_images_are_reported(tmp_path: Path) -> None:
     readings = read(
         tmp_path, {"Dockerfile": "FROM nvcr.io/nvidia/pytorch:99.01-py3\nFROM ubuntu\n"}

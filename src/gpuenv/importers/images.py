@@ -33,8 +33,11 @@ from gpuenv.knowledge.foreign import ForeignKnowledge
 
 IMPLIED = "implied by the base image"
 
+# Tags before 1.6 name the series only (1.5-cuda10.1-cudnn7-runtime: DETR's base image)
+# and 1.1.0's named cuDNN's minor (1.1.0-cuda10.0-cudnn7.5-devel).
 _PYTORCH_TAG = re.compile(
-    r"^(?P<torch>\d+\.\d+\.\d+)-cuda(?P<cuda>\d+\.\d+)-cudnn(?P<cudnn>\d+)-(?P<flavor>runtime|devel)$"
+    r"^(?P<torch>\d+\.\d+(\.\d+)?)-cuda(?P<cuda>\d+\.\d+)-cudnn(?P<cudnn>\d+(\.\d+)?)"
+    r"-(?P<flavor>runtime|devel)$"
 )
 _CUDA_TAG = re.compile(
     r"^(?P<cuda>\d+\.\d+)(\.\d+)?-(cudnn(?P<cudnn>\d*)-)?(?P<flavor>base|runtime|devel)"
@@ -69,8 +72,10 @@ def _pytorch(tag: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowl
     if match is None:
         return False
     torch = match.group("torch")
+    # A series tag was the series' first release's image; "==X.Y.*" says no more than it.
+    specifier = f"=={torch}" if torch.count(".") == 2 else f"=={torch}.*"
     builder.asks.append(
-        Ask("torch", f"=={torch}", origin, manager="image", build=_cu(match.group("cuda")))
+        Ask("torch", specifier, origin, manager="image", build=_cu(match.group("cuda")))
     )
     version = Version(torch)
     found = kb.pytorch_image_python.get(f"{version.major}.{version.minor}")
