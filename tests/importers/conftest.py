@@ -17,6 +17,8 @@ IMPORTS = FIXTURES / "importers"
 TARGETS = {
     "h100": ("--gpu", "H100", "--driver", "550.54.15"),
     "rtx4090": ("--gpu", "RTX 4090", "--driver", "550.54.15"),
+    "t4": ("--gpu", "T4", "--driver", "550.54.15"),
+    "v100": ("--gpu", "V100", "--driver", "550.54.15"),
     "cpu": ("--gpu", "none"),
 }
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.pkgindex.index import serve
 from tests.importers.conftest import Imported
 
 IMPORTERS = Path(__file__).parents[2] / "src" / "gpuenv" / "importers"
@@ -399,12 +400,80 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         [("changed", "numpy", "why",
           "1.19.5 has no wheels for Python 3.11; 1.23.2 is the oldest that has")],
     ),
+    # FlashAttention 2 needs Ampere or newer, 1.x Turing or newer (its README): a V100
+    # (sm_70) has no release to build, a T4 (sm_75) builds the 1.x series.
+    "flash-attn on a V100": (
+        "torch==2.1.2\nflash-attn==2.3.3\n",
+        "v100",
+        [("unreproducible", "flash-attn", "why",
+          "no flash-attn release builds with torch 2.1.2, CUDA 12.1 for sm_70")],
+    ),
+    "flash-attn on a T4": (
+        "torch==2.1.2\nflash-attn==2.3.3\n",
+        "t4",
+        [("needs_build", "flash-attn", "why",
+          "2.3.3 needs compute capability >= 8.0; 1.0.0 builds with it: compiled against "
+          "torch 2.1.2+cu121 for sm_75, with no build isolation")],
+    ),
+    # torch 1.13.1's cu116 wheels stop at cp310; its cu117 ones (PyPI's) reach cp311.
+    "a cu116 torch beside Python 3.11": (
+        "name: x\ndependencies:\n  - python=3.11\n  - pip\n  - pip:\n"
+        "    - torch==1.13.1+cu116\n",
+        "rtx4090",
+        [("changed", "torch", "why",
+          "the cu116 build runs on this GPU but has no wheels for Python 3.11 (they cover "
+          ">=3.7,<3.11); cu117 does")],
+    ),
     "a 2023 conda file": (
         "name: x\ndependencies:\n  - python=3.10\n  - pytorch=2.1.2\n",
         "rtx4090",
         [("kept", "python", "why", "torch 2.1.2 supports it")],
     ),
 }  # fmt: skip
+
+# Cases that need an index to ask for wheels: (environment.yml, target, {project: its
+# PEP 503 page as (version, [cpXY tags], Requires-Python)}, expected). Served on loopback.
+SCIPY_PAGE = [
+    ("1.7.1", ["37", "38", "39"], ">=3.7,<3.10"),
+    ("1.7.2", ["37", "38", "39", "310"], ">=3.7,<3.11"),  # 1.7.2 added Python 3.10 wheels
+    ("1.7.3", ["37", "38", "39", "310"], ">=3.7,<3.11"),
+]
+INDEX_CASES: dict[
+    str,
+    tuple[str, str, dict[str, list[tuple[str, list[str], str]]], list[tuple[str, str, str, str]]],
+] = {
+    # torch 2.9 supports Python 3.10 and later (a CPU target: its CUDA builds need a
+    # newer driver than the test targets'); the scipy pin left from an older requirements
+    # file has wheels up to cp39: no Python fits both, scipy moves.
+    "a scipy pin older than torch's Pythons": (
+        "name: x\ndependencies:\n  - python=3.10\n  - scipy=1.7.1\n  - pip\n  - pip:\n"
+        "    - torch==2.9.0\n",
+        "cpu",
+        {"scipy": SCIPY_PAGE},
+        [
+            ("changed", "scipy", "why",
+             "1.7.1 has no wheel for Python 3.10 on the index; 1.7.2 is the nearest release "
+             "that has one"),
+            ("changed", "scipy", "risk_detail", "another release: behaviour may differ"),
+            ("kept", "python", "why", "torch 2.9.0 supports it"),
+        ],
+    ),
+}  # fmt: skip
+
+
+def _page(project: str, files: list[tuple[str, list[str], str]]) -> str:
+    links = []
+    for version, pythons, requires in files:
+        names = [
+            f"{project}-{version}-cp{py}-cp{py}-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+            for py in pythons
+        ] + [f"{project}-{version}.tar.gz"]
+        requires = requires.replace(">", "&gt;").replace("<", "&lt;")
+        links += [
+            f'<a href="../../files/{n}" data-requires-python="{requires}">{n}</a>' for n in names
+        ]
+    return "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
+
 
 # Templates asserted by other tests of tests/importers, or by no test yet (named by a
 # literal part of the template). This list may only shrink: a new sentence kind gets a case.
@@ -414,16 +483,13 @@ ELSEWHERE = frozenset(
         "is the nearest release that satisfies it with wheels for Python",  # test_pillow
         "is the oldest",  # test_companions (mmdet follows mmcv-full)
         "has a wheel for Python",  # test_wheels
-        "release builds with torch",  # not yet: no source release fits the target
         "the base image's CUDA",  # test_truthful
         "could not be read",  # test_wheels
         "not checked for wheels",
-        "requirements checked for wheels",  # test_wheels
-        "is the nearest release that has one",  # not yet (needs the fixture index)
+        "checked for wheels for Python",  # test_wheels, and the index cases here
         "are both written and install the same importable package",  # test_companions
         "this family cannot move together",  # test_companions
         "--prefer names",  # test_disagreement
-        "runs on this GPU but not with",  # not yet: a stated build another pin rules out
         "cupy needs CUDA",  # unreachable today: cupy's cpu = "none" answers first
         "not imported",  # test_discovery
         "compiles",  # test_discovery (the project's own CUDA extension)
@@ -496,8 +562,34 @@ def test_each_sentence_is_true_of_its_case(
         assert sentence in _sentences(imported, kind, package, field), (kind, package, field)
 
 
+@pytest.mark.parametrize("name", list(INDEX_CASES))
+def test_each_sentence_that_needs_the_index_is_true_of_its_case(
+    run_import: Callable[..., Imported],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+) -> None:
+    text, target, pages, expected = INDEX_CASES[name]
+    for project, files in pages.items():
+        page = tmp_path / "index" / "simple" / project / "index.html"
+        page.parent.mkdir(parents=True)
+        page.write_text(_page(project, files))
+    path = tmp_path / "paper" / "environment.yml"
+    path.parent.mkdir()
+    path.write_text(text)
+    with serve(tmp_path / "index") as url:
+        monkeypatch.setenv("GPUENV_IMPORT_INDEX", f"{url}/simple")
+        imported = run_import(path, target=target)
+    assert imported.result.code == 0, imported.result.out
+    for kind, package, field, sentence in expected:
+        assert sentence in _sentences(imported, kind, package, field), (kind, package, field)
+    checked = [a["why"] for a in imported.report["assumptions"] if "checked for" in a["why"]]
+    assert checked == [f"1 requirement checked for wheels for Python 3.10 on {url}/simple"]
+
+
 def test_every_sentence_kind_has_a_case() -> None:
     asserted = [s for _, _, expected in CASES.values() for *_, s in expected]
+    asserted += [s for *_, expected in INDEX_CASES.values() for *_, s in expected]
     uncovered = []
     for regex, where in templates().items():
         if any(re.fullmatch(regex, s) or re.search(regex, s) for s in asserted):

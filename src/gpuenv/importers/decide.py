@@ -506,8 +506,8 @@ def _torch_entries(
                     f"this GPU and driver (PyPI's default, {build}, runs here too)"
                 )
             else:  # it runs on this GPU: something else of the plan ruled it out
-                other = choice.rejected[0] if choice.rejected else "the rest of the plan"
-                why = f"the {build} build runs on this GPU but not with {other}; {plan.cu_tag} does"
+                refusal = _build_refusal(kb, paper.version, build or "", plan, choice.rejected)
+                why = f"the {build} build runs on this GPU but {refusal}; {plan.cu_tag} does"
             risk, text = LOW, "numerics may differ slightly (other CUDA and cuDNN kernels)"
         d.add(
             Entry(
@@ -617,6 +617,23 @@ def _build_obstacle(
     if floor is not None and hw.driver is not None and hw.driver < floor:
         return f"it needs driver >= {floor}; the target has {hw.driver}"
     return None
+
+
+def _build_refusal(
+    kb: KnowledgeBase,
+    version: Version | None,
+    tag: str,
+    plan: TargetPlan,
+    rejected: tuple[str, ...],
+) -> str:
+    """Why the paper's build, which runs on the plan's GPU, was not chosen: its wheels
+    stop short of the plan's Python (torch 1.13.1's cu116 wheels end at 3.10), else what
+    the planner said."""
+    release = kb.torch_release(version) if version else None
+    build = release.build(tag) if release else None
+    if build is not None and build.python is not None and not build.python.contains(plan.python):
+        return f"has no wheels for Python {plan.python} (they cover {spec_text(build.python)})"
+    return f"the planner ruled it out ({rejected[0]})" if rejected else "the plan ruled it out"
 
 
 def _python_entry(
@@ -1514,7 +1531,8 @@ def _wheel_check_entry(d: Decision, asked: int) -> None:
             Entry(
                 ASSUMPTION,
                 None,
-                f"{asked} requirements checked for wheels for Python {d.plan.python} on {where}",
+                f"{asked} requirement{'s' if asked != 1 else ''} checked for wheels for "
+                f"Python {d.plan.python} on {where}",
             )
         )
 
