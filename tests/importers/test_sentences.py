@@ -11,6 +11,7 @@ not yet: that list may only shrink). A new sentence kind needs a case.
 from __future__ import annotations
 
 import ast
+import html
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -468,9 +469,9 @@ def _page(project: str, files: list[tuple[str, list[str], str]]) -> str:
             f"{project}-{version}-cp{py}-cp{py}-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
             for py in pythons
         ] + [f"{project}-{version}.tar.gz"]
-        requires = requires.replace(">", "&gt;").replace("<", "&lt;")
+        escaped = html.escape(requires)
         links += [
-            f'<a href="../../files/{n}" data-requires-python="{requires}">{n}</a>' for n in names
+            f'<a href="../../files/{n}" data-requires-python="{escaped}">{n}</a>' for n in names
         ]
     return "<!DOCTYPE html><html><body>\n" + "\n".join(links) + "\n</body></html>\n"
 
