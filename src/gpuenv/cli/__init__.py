@@ -38,6 +38,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
+# Set by ``entry``: this process is the console script, whose dataclasses may compile
+# through gpuenv.cli._classcode's table (never a program that imports gpuenv).
+_console: list[bool] = []
+
+
 def _head(argv: Sequence[str]) -> Sequence[str]:
     """The arguments before a ``--`` (what follows belongs to the user's command)."""
     return argv[: list(argv).index("--")] if "--" in argv else argv
@@ -63,6 +68,7 @@ def entry() -> int:
     the default handlers, would kill the process silently instead of the one line.
     """
     install_signal_handlers()
+    _console.append(True)
     try:
         code = main()
     except KeyboardInterrupt as interrupt:  # one arriving outside main's own handler
@@ -87,6 +93,9 @@ def entry() -> int:
     import gpuenv
 
     gpuenv._guard_start_up(force=True)  # from here on a signal just ends the process
+    classcode = sys.modules.get("gpuenv.cli._classcode")
+    if classcode is not None and code not in (129, 130, 143):  # interrupted: as it was
+        classcode.save()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to say
             stream.flush()
@@ -161,6 +170,10 @@ def _command(argv: list[str]) -> int:
 
         settings = Settings()
         _configure(settings)
+        if _console and settings.cache_dir is not None:
+            from gpuenv.cli import _classcode
+
+            _classcode.install(settings.cache_dir)
         code = command.run(args, settings)
         sys.stdout.flush()  # output that cannot be written fails the command, here
         return code

@@ -1,0 +1,190 @@
+"""``cli._classcode``: the console script keeps the code of the methods ``dataclasses``
+writes in its cache and compiles it once; the classes behave as before, a damaged
+table is an empty one, and a program that imports gpuenv is left alone."""
+
+from __future__ import annotations
+
+import dataclasses
+import marshal
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuenv.cli import _classcode
+
+SPEC = '[project]\nname = "p"\n[stack]\npython = "3.11"\ntorch = "2.4.1"\n[targets.cpu]\ngpu = "none"\n'
+
+# The console script (gpuenv.cli.entry), its compiles counted and printed at its exit.
+PROBE = (
+    "import os, sys\n"
+    "from gpuenv.cli import _classcode, entry\n"
+    "count = [0]\n"
+    "def counted(*args, **kwargs):\n"
+    "    count[0] += 1\n"
+    "    return compile(*args, **kwargs)\n"
+    "_classcode.compile = counted\n"
+    "real_exit = os._exit\n"
+    "def done(code):\n"
+    "    os.write(2, f'compiled {count[0]}\\n'.encode())\n"
+    "    real_exit(code)\n"
+    "os._exit = done\n"
+    "sys.argv = ['gpuenv', 'plan']\n"
+    "entry()\n"
+)
+
+
+def _plan(root: Path) -> tuple[int, int]:
+    """Exit status and the number of texts compiled of one `gpuenv plan` in ``root``."""
+    env = {**os.environ, "GPUENV_CACHE_DIR": str(root / "cache"), "GPUENV_HOME": str(root / "s")}
+    env.pop("GPUENV_NO_CACHE", None)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    line = [x for x in out.stderr.splitlines() if x.startswith("compiled ")]
+    assert line, out.stderr
+    return out.returncode, int(line[-1].split()[1])
+
+
+def _table(root: Path) -> dict[str, object]:
+    (path,) = (root / "cache").glob("dataclass-code-*.marshal")
+    table = marshal.loads(path.read_bytes())
+    assert isinstance(table, dict)
+    return table
+
+
+def test_the_second_run_compiles_nothing_the_first_compiled(tmp_path: Path) -> None:
+    (tmp_path / "gpuenv.toml").write_text(SPEC)
+    code, first = _plan(tmp_path)
+    assert code == 0 and first > 50  # every dataclass method of the plan path, compiled
+    table = _table(tmp_path)
+    assert len(table) == first
+    assert all("def __create_fn__" in text for text in table)
+    assert all(isinstance(c, type(compile("", "", "exec"))) for c in table.values())
+    assert _plan(tmp_path) == (0, 0)
+
+
+def test_a_damaged_table_is_an_empty_one_and_is_written_again(tmp_path: Path) -> None:
+    (tmp_path / "gpuenv.toml").write_text(SPEC)
+    assert _plan(tmp_path)[0] == 0
+    (path,) = (tmp_path / "cache").glob("dataclass-code-*.marshal")
+    for damage in (b"", b"\x00garbage", marshal.dumps([1, 2]), marshal.dumps({"x": 1})):
+        path.write_bytes(damage)
+        code, compiled = _plan(tmp_path)
+        assert code == 0 and compiled > 50  # compiled afresh, and the plan still made
+        assert len(_table(tmp_path)) >= compiled
+        assert _plan(tmp_path) == (0, 0)
+
+
+def test_a_cache_that_cannot_be_written_changes_nothing_but_the_speed(tmp_path: Path) -> None:
+    (tmp_path / "gpuenv.toml").write_text(SPEC)
+    table = _classcode.table_path(tmp_path / "cache")
+    table.mkdir(parents=True)  # neither read nor replaced (running as root: no chmod)
+    (table / "inside").write_text("")
+    for _ in range(2):
+        code, compiled = _plan(tmp_path)
+        assert code == 0 and compiled > 50
+    assert table.is_dir() and [p.name for p in (tmp_path / "cache").glob("*.tmp")] == []
+
+
+def test_a_program_importing_gpuenv_keeps_the_stock_dataclasses(tmp_path: Path) -> None:
+    (tmp_path / "gpuenv.toml").write_text(SPEC)
+    probe = (
+        "import dataclasses\n"
+        "from gpuenv.cli import main\n"
+        "code = main(['plan'])\n"
+        "print(code, 'exec' in vars(dataclasses))\n"
+    )
+    env = {**os.environ, "GPUENV_CACHE_DIR": str(tmp_path / "cache")}
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.stdout.split()[-2:] == ["0", "False"], out.stderr
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").glob("data*"))
+
+
+def test_classes_built_from_the_table_behave_as_stock_ones(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(_classcode, "_table", {})
+    monkeypatch.setattr(_classcode, "_used", set())
+    monkeypatch.setattr(_classcode, "_state", {})
+    monkeypatch.setattr(dataclasses, "exec", exec, raising=False)  # undone after the test
+    _classcode.install(tmp_path)
+    assert vars(dataclasses)["exec"] is _classcode._exec
+
+    def make() -> type:
+        @dataclasses.dataclass(frozen=True)
+        class Pin:
+            name: str
+            version: str = "1.0"
+            extras: tuple[str, ...] = dataclasses.field(default_factory=tuple)
+
+        return Pin
+
+    first = make()
+    _classcode.save()
+    texts = len(_classcode._table)
+    monkeypatch.setattr(_classcode, "_table", {})
+    monkeypatch.setattr(_classcode, "_state", {})
+    _classcode.install(tmp_path)
+    assert _classcode._table == {}  # read on first use only
+    second = make()  # built from the table read back: nothing new compiled
+    assert len(_classcode._table) == texts
+    assert not _classcode._state.get("new")
+    for cls in (first, second):
+        pin = cls("torch")
+        assert (pin.name, pin.version, pin.extras) == ("torch", "1.0", ())
+        assert pin == cls("torch", "1.0") and hash(pin) == hash(cls("torch"))
+        assert repr(pin).endswith("Pin(name='torch', version='1.0', extras=())")
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            pin.name = "numpy"
+        assert dataclasses.replace(pin, version="2.0").version == "2.0"
+        with pytest.raises(TypeError):
+            cls()
+
+
+def test_a_command_creating_no_dataclass_imports_and_reads_nothing(tmp_path: Path) -> None:
+    """`lock --check` of a fresh lock, through the console script: no dataclasses module
+    (inspect, ast, dis: 8 ms) and no table read, although the hook is in place."""
+    from tests.test_startup import _lock
+
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(SPEC)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "c"), "GPUENV_HOME": str(tmp_path / "s")}
+    env.pop("GPUENV_CACHE_DIR", None)
+    env.pop("GPUENV_NO_CACHE", None)
+    _lock(spec, env)
+    table = _classcode.table_path(tmp_path / "c" / "gpuenv")
+    table.write_bytes(b"")
+    probe = (
+        "import os, sys\n"
+        "from gpuenv.cli import _classcode, entry\n"
+        "real_exit = os._exit\n"
+        "def done(code):\n"
+        "    loaded = 'dataclasses' in sys.modules, 'loaded' in _classcode._state\n"
+        "    os.write(1, f'{code} {loaded[0]} {loaded[1]}\\n'.encode())\n"
+        "    real_exit(code)\n"
+        "os._exit = done\n"
+        "sys.argv = ['gpuenv', 'lock', '--check']\n"
+        "entry()\n"
+    )
+    run = [sys.executable, "-c", probe]
+    for _ in range(2):  # the first check may be a full one; the second finds it fresh
+        out = subprocess.run(
+            run, cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+        )
+    assert out.stdout.split()[-3:] == ["0", "False", "False"], out.stdout + out.stderr
+    assert table.read_bytes() == b""
