@@ -253,6 +253,13 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
     "triton pinned by hand": (
         "torch==2.1.2\ntriton==2.0.0\n",
         "rtx4090",
+        [("changed", "triton", "why",
+          "torch 2.1.2's wheels require triton 2.1.0, which '==2.0.0' excludes: "
+          "the files' triton requirement cannot hold beside this torch")],
+    ),
+    "triton that torch's own satisfies": (
+        "torch==2.1.2\ntriton>=2.0\n",
+        "rtx4090",
         [("changed", "triton", "why", "torch 2.1.2's wheels require their own exact triton")],
     ),
     "a URL without a version": (

@@ -5,9 +5,11 @@ source for the target's GPU (with the nvcc it needs), or not reproducible."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from gpuenv.importers.merge import Resolved
@@ -419,7 +421,48 @@ def unmanaged(companion: Companion, resolved: Resolved, target: Target) -> Move:
     return Move(entry, None)
 
 
+def pinned_bound(companion: Companion, specifier: str, torch: Sequence[Version]) -> str | None:
+    """The torch releases among ``torch`` whose wheels require a release of ``companion``
+    that ``specifier`` accepts (triton>=3.5.0: torch 2.9.0 on), as a specifier; None when
+    the data says nothing (no releases, or a specifier that does not parse)."""
+    if not companion.releases:
+        return None
+    try:
+        wanted = SpecifierSet(specifier)
+    except InvalidSpecifier:
+        return None
+    fits = sorted(t for t in torch if _pinned_accepts(companion, wanted, t))
+    if not fits:
+        return f"<{min(torch)}" if torch else None  # none: the bound excludes every release
+    bound = f">={fits[0]}"
+    return bound if fits[-1] == max(torch) else f"{bound},<={fits[-1]}"
+
+
+def _pinned_accepts(companion: Companion, wanted: SpecifierSet, torch: Version) -> bool:
+    return any(
+        wanted.contains(v, prereleases=True)
+        for r in companion.releases_for(torch)
+        for v in (r.version, r.latest)
+        if v is not None
+    )
+
+
 def torch_pinned(companion: Companion, resolved: Resolved, target: Target) -> Move:
+    own = [r.version for r in companion.releases_for(target.torch)]
+    try:
+        wanted = SpecifierSet(resolved.specifier) if resolved.specifier else None
+    except InvalidSpecifier:
+        wanted = None
+    if own and wanted is not None and not any(wanted.contains(v, True) for v in own):
+        # mamba-ssm's triton>=3.5.0 beside a torch whose wheels pin triton 3.3.1: the
+        # project's own requirement cannot hold, and its install will say so.
+        why = (
+            f"torch {target.torch}'s wheels require {resolved.name} {own[0]}, which "
+            f"{resolved.specifier!r} excludes: the files' {resolved.name} requirement cannot "
+            "hold beside this torch"
+        )
+        entry = _entry(CHANGED, resolved, why, was=resolved.specifier, now=f"{own[0]}", risk=HIGH)
+        return Move(entry, None)
     entry = _entry(
         CHANGED,
         resolved,

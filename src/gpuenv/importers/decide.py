@@ -8,6 +8,7 @@ Python floors, torch constraints), and then it moves to the nearest version that
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -346,13 +347,23 @@ def era_caps(paper: PaperTorch, fk: ForeignKnowledge) -> list[Version]:
     return [c.since for c in fk.torch_changes if c.breaks and c.since > floor]
 
 
-def companion_bounds(merged: Merged, fk: ForeignKnowledge) -> tuple[str, str] | None:
+def companion_bounds(
+    merged: Merged, fk: ForeignKnowledge, torch_versions: Sequence[Version] = ()
+) -> tuple[str, str] | None:
     """The torch releases the exact companion pins accept (mmcv-full==1.7.0: torch>=1.8,<2.1),
-    as one specifier, and the pins that say so; None when no pin bounds torch."""
+    and those whose own pinned companion a requirement accepts (triton>=3.5.0: torch>=2.9.0,
+    among ``torch_versions``), as one specifier, and the pins that say so; None when no pin
+    bounds torch."""
     specs: list[str] = []
     who: list[str] = []
     for name, resolved in merged.packages.items():
         companion = fk.companion(moves.companion_name(name)) if name not in TRIO else None
+        if companion is not None and companion.moves == "torch-pinned" and resolved.specifier:
+            bound = moves.pinned_bound(companion, resolved.specifier, torch_versions)
+            if bound is not None:
+                specs.append(bound)
+                who.append(f"{name}{resolved.specifier} (torch{bound})")
+            continue
         exact = resolved.exact
         if companion is None or exact is None or companion.moves in ("unmanaged", "torch-pinned"):
             continue
@@ -1598,7 +1609,8 @@ def decide(
     """The reproduction for ``planning``'s target: ``NoCompatiblePlan`` when nothing fits.
     With ``wheels``, the Python is the nearest on which the pins have wheels there."""
     paper, _ = paper_torch(merged, planning.kb, fk)
-    choice = choose(planning, paper, era_caps(paper, fk), companion_bounds(merged, fk))
+    known = [r.version for r in planning.kb.torch_releases]
+    choice = choose(planning, paper, era_caps(paper, fk), companion_bounds(merged, fk, known))
     plan, python_why = choice.plan, None
     if wheels is not None:
         plan, python_why = _python_for_wheels(planning, paper, plan, merged, (fk, wheels))
