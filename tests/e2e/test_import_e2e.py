@@ -72,7 +72,8 @@ def test_an_imported_pyproject_plans_locks_and_installs_for_an_h100(
         "--gpu", "H100", "--driver", "550.54.15",
     )  # fmt: skip
     plan = json.loads(project.gpuenv("plan", "--json", check=True).stdout)["targets"]["h100"]
-    assert (plan["torch"], plan["cu_tag"], plan["python"]) == ("2.4.1", "cu124", "3.11")
+    # torch==2.4.1 with no build named: PyPI's default build (cu121), which has sm_90 kernels
+    assert (plan["torch"], plan["cu_tag"], plan["python"]) == ("2.4.1", "cu121", "3.11")
     assert plan["torchaudio"] == "2.4.1" and plan["torchvision"] is None
     project.gpuenv("lock", check=True)
     assert project.gpuenv("lock", "--check").returncode == 0
@@ -80,10 +81,10 @@ def test_an_imported_pyproject_plans_locks_and_installs_for_an_h100(
     assert lock is not None
     h100 = lock.targets["h100"]
     torch = h100.pip_package("torch")
-    assert torch is not None and torch.version == "2.4.1+cu124"
-    assert torch.url.startswith(pkgindex.torch_index("cu124") + "/")
+    assert torch is not None and torch.version == "2.4.1+cu121"
+    assert torch.url.startswith(pkgindex.torch_index("cu121") + "/")
     assert h100.pip_package("anyio").version == "4.4.0"  # type: ignore[union-attr]
     result = project.gpuenv("install", "--target", "h100", "--json", check=True)
     prefix = Path(json.loads(result.stdout)["targets"]["h100"]["prefix"])
-    assert _python_of(prefix, "import torch, torchaudio; print(torch.__version__)") == "2.4.1+cu124"
+    assert _python_of(prefix, "import torch, torchaudio; print(torch.__version__)") == "2.4.1+cu121"
     assert os.path.islink(project.dir / ".gpuenv" / "h100")

@@ -27,7 +27,8 @@ REPOS = {
     "req2024": ({"h100": "cu124", "rtx4090": "cu121", "cpu": "cpu"}, ("transformers", "numpy")),
     "conda2024": ({"h100": "cu121", "rtx4090": "cu121", "cpu": "cpu"}, ("safetensors",)),
     "uvproj": ({"h100": "cu124", "rtx4090": "cu121", "cpu": "cpu"}, ("anyio", "numpy")),
-    "pipenv": ({"h100": "cu124", "rtx4090": "cu121", "cpu": "cpu"}, ("tokenizers",)),
+    # torch==2.4.1 with no build named: PyPI's default, cu121, which runs on both GPUs
+    "pipenv": ({"h100": "cu121", "rtx4090": "cu121", "cpu": "cpu"}, ("tokenizers",)),
     "docker2024": ({"h100": "cu124", "rtx4090": "cu121", "cpu": "cpu"}, ("huggingface-hub",)),
 }
 

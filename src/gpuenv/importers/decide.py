@@ -479,9 +479,8 @@ def _torch_entries(
             )
         )
         build, build_origin = None, None
-    assumed = False
     if build is None and release is not None and release.pypi_default:
-        build, assumed = release.pypi_default, True
+        build = release.pypi_default
         d.add(
             Entry(
                 ASSUMPTION,
@@ -511,12 +510,9 @@ def _torch_entries(
             obstacle = _build_obstacle(kb, paper.version, build or "", plan)
             if obstacle is not None:
                 why = f"the {build} build cannot run here ({obstacle}); {plan.cu_tag} can"
-            elif assumed:
-                why = (
-                    f"the files name no CUDA build: {plan.cu_tag} is the planner's build for "
-                    f"this GPU and driver (PyPI's default, {build}, runs here too)"
-                )
             else:  # it runs on this GPU: something else of the plan ruled it out
+                # (PyPI's default, assumed where no build is named, is kept wherever it
+                # runs: torch_choice tries it first)
                 refusal = _build_refusal(kb, paper.version, build or "", plan, choice.rejected)
                 why = f"the {build} build runs on this GPU but {refusal}; {plan.cu_tag} does"
             risk, text = LOW, "numerics may differ slightly (other CUDA and cuDNN kernels)"

@@ -183,6 +183,13 @@ def _pinned(
         if not isinstance(found, NoCompatiblePlan):
             return found, "exact", ()
         rejected = obstacles(found)
+    elif paper.build is None and planning.target_spec.platform in (None, "linux-64"):
+        # No build named: a bare `pip install torch==X` took PyPI's default build (the
+        # report assumes it too), so that build is the paper's where it runs here.
+        default = _cuda_of(release.pypi_default)
+        kept = _attempt(planning, torch, pythons, default, paper) if default else None
+        if kept is not None and not isinstance(kept, NoCompatiblePlan):
+            return kept, "exact", ()
     found = _attempt(planning, torch, pythons, None, paper)
     if not isinstance(found, NoCompatiblePlan):
         return found, "exact" if cuda is None else "other-build", rejected
