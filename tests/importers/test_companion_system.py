@@ -144,3 +144,249 @@ def test_an_mmsegmentation_that_no_later_release_lets_follow_is_reported(
         "1.7.0: this family cannot move together; mmsegmentation checks the version at "
         "import and fails"
     )
+
+
+# --- OpenMMLab's version checks, mmcv-full below 1.7 (companions.toml) -------------------
+
+
+def _requirements(tmp_path: Path, text: str, name: str = "requirements.txt") -> Path:
+    path = tmp_path / "paper" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_an_mmcv_full_below_1_7_stays_on_its_series_where_torch_allows(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # A mid-2022 detection repository: mmdet 2.24 accepts mmcv-full up to 1.6.0, and
+    # mmcv-full 1.6.0 has wheels for torch 1.12. Nothing moves, nothing is at risk.
+    path = _requirements(
+        tmp_path, "torch==1.12.1\ntorchvision==0.13.1\nmmcv-full==1.6.0\nmmdet==2.24.0\n"
+    )
+    imported = run_import(path, target="rtx4090")
+    mmcv = imported.entries("needs_build")["mmcv-full"]
+    assert mmcv["to"] == "1.6.0"
+    assert mmcv["why"].startswith("built for torch 1.12.1; gpuenv's lock cannot read")
+    mmdet = imported.entries("kept")["mmdet"]
+    assert (mmdet["to"], mmdet["risk"]) == ("==2.24.0", "none")
+    deps = _dependencies(imported)
+    assert "mmcv-full==1.6.0" in deps and "mmdet==2.24.0" in deps
+
+
+@pytest.mark.parametrize("spelling", ["mmcv_full", "MMCV-Full", "mmcv.full"])
+def test_an_early_2022_mmdet_moves_with_its_mmcv_full(
+    run_import: Callable[..., Imported], tmp_path: Path, spelling: str
+) -> None:
+    # torch 1.10 is older than gpuenv's knowledge: torch moves to 1.12.1, mmcv-full 1.4.0
+    # (wheels up to torch 1.10) to 1.6.2 (wheels for 1.12), and mmdet 2.20 (mmcv-full
+    # <= 1.5.0 at import) to 2.25.0, the first that accepts 1.6.2.
+    path = _requirements(tmp_path, f"torch==1.10.0\n{spelling}==1.4.0\nmmdet==2.20.0\n")
+    imported = run_import(path, target="rtx4090")
+    assert imported.result.code == 0, imported.result.out
+    mmcv = imported.entries("needs_build")["mmcv-full"]
+    assert (mmcv["from"], mmcv["to"]) == ("1.4.0", "mmcv-full 1.6.2")
+    assert mmcv["why"].startswith(
+        "1.6.2 is the mmcv-full release with wheels for torch 1.12.1; gpuenv's lock cannot "
+        "read its wheel page yet (https://download.openmmlab.com/mmcv/dist/cu116/torch1.12/"
+        "index.html)"
+    )
+    mmdet = imported.entries("changed")["mmdet"]
+    assert (mmdet["from"], mmdet["to"]) == ("2.20.0", "2.25.0")
+    assert mmdet["why"] == (
+        "mmdet 2.20.0 accepts mmcv-full<=1.5.0,>=1.3.17, and mmcv-full is written 1.6.2; "
+        "2.25.0 is the oldest mmdet release that accepts it (mmcv-full<=1.7.0,>=1.3.17)"
+    )
+    deps = _dependencies(imported)
+    assert "mmcv-full==1.6.2" in deps and "mmdet==2.25.0" in deps
+
+
+def test_a_range_of_mmcv_full_lands_inside_it(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    path = _requirements(tmp_path, "torch==1.12.1\nmmcv-full>=1.3.17,<1.7\nmmdet==2.28.2\n")
+    imported = run_import(path, target="cpu")
+    mmcv = imported.entries("needs_build")["mmcv-full"]
+    assert (mmcv["from"], mmcv["to"]) == ("<1.7,>=1.3.17", "mmcv-full 1.6.2")
+    assert imported.entries("kept")["mmdet"]["risk"] == "none"  # 2.28 accepts <= 1.8.0
+
+
+def test_an_mmsegmentation_0_27_cannot_follow_mmcv_full_to_hopper(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # mmseg 0.27-0.29 accept mmcv-full < 1.7.0 (their FAQ table); torch 2.0 needs
+    # mmcv-full 1.7, and no later mmseg in the data accepts it.
+    path = _requirements(tmp_path, "torch==1.12.1\nmmcv-full==1.6.2\nmmsegmentation==0.27.0\n")
+    imported = run_import(path, target="h100")
+    assert imported.torch() == "2.0.1+cu118"
+    assert imported.entries("needs_build")["mmcv-full"]["to"] == "mmcv-full 1.7.0"
+    mmseg = imported.entries("kept")["mmsegmentation"]
+    assert mmseg["risk"] == "high"
+    assert mmseg["risk_detail"] == (
+        "mmsegmentation 0.27.0 accepts mmcv-full<1.7.0,>=1.5.0, and mmcv-full is written "
+        "1.7.0: this family cannot move together; mmsegmentation checks the version at import "
+        "and fails"
+    )
+    kept = run_import(path, target="rtx4090").entries("kept")["mmsegmentation"]
+    assert kept["risk"] == "none", "on torch 1.12 mmcv-full 1.6.2 stays, and mmseg with it"
+
+
+def test_mmdet_3_refuses_the_mmcv_2_2_of_torch_2_4(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # The "MMCV==2.2.0 is used but incompatible" of 2024: mmdet 3.3 asserts mmcv < 2.2.0,
+    # mmsegmentation 1.x only mmcv >= 2.0.0rc4.
+    path = _requirements(
+        tmp_path, "torch==2.4.1\nmmcv==2.2.0\nmmdet==3.3.0\nmmsegmentation==1.2.2\nmmengine\n"
+    )
+    imported = run_import(path, target="rtx4090")
+    kept = imported.entries("kept")
+    assert kept["mmdet"]["risk"] == "high"
+    assert kept["mmdet"]["risk_detail"] == (
+        "mmdet 3.3.0 accepts mmcv<2.2.0,>=2.0.0rc4, and mmcv is written 2.2.0: this family "
+        "cannot move together; mmdet checks the version at import and fails"
+    )
+    assert kept["mmsegmentation"]["risk"] == "none"
+    older = _requirements(tmp_path, "torch==2.1.2\nmmcv==2.1.0\nmmdet==3.3.0\n", "older.txt")
+    assert run_import(older, target="rtx4090").entries("kept")["mmdet"]["risk"] == "none"
+
+
+def test_companion_pins_that_disagree_across_files_are_listed_not_fatal(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    req = _requirements(tmp_path, "torch==1.12.1\nmmcv-full==1.6.0\nmmdet==2.24.0\n")
+    docker = _requirements(
+        tmp_path,
+        "FROM pytorch/pytorch:1.12.1-cuda11.3-cudnn8-devel\n"
+        "RUN pip install mmcv-full==1.5.0 -f "
+        "https://download.openmmlab.com/mmcv/dist/cu113/torch1.12/index.html\n",
+        "Dockerfile",
+    )
+    imported = run_import(req, docker, target="rtx4090")
+    assert imported.result.code == 0, imported.result.out
+    assert any("mmcv-full" in str(d) for d in imported.report.get("disagreements", [])), (
+        imported.report.keys()
+    )
+    written = [d for d in _dependencies(imported) if d.startswith("mmcv-full")]
+    assert len(written) == 1
+
+
+# --- detectron2, apex: source builds from git -------------------------------------------
+
+
+def test_detectron2_pinned_beside_a_moved_torch_builds_from_its_git_tag(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # The README way of 2021: its find-links page for torch 1.9 + cu111 and the release.
+    path = _requirements(
+        tmp_path,
+        "-f https://dl.fbaipublicfiles.com/detectron2/wheels/cu111/torch1.9/index.html\n"
+        "torch==1.9.0+cu111\ntorchvision==0.10.0+cu111\ndetectron2==0.6\nopencv-python\n",
+    )
+    for target, label, arch in (
+        ("h100", "2.0.1+cu118", "for sm_90"),
+        ("cpu", "1.12.1+cpu", "(CPU-only)"),
+    ):
+        imported = run_import(path, target=target)
+        built = imported.entries("needs_build")["detectron2"]
+        assert built["why"] == (
+            "detectron2 0.6's prebuilt wheels (find-links pages per CUDA build and torch "
+            f"series) cover torch 1.8, 1.9, 1.10 only, none for torch {label}: compiled "
+            f"against torch {label} {arch}, with no build isolation"
+        )
+        deps = _dependencies(imported)
+        assert "detectron2 @ git+https://github.com/facebookresearch/detectron2.git@v0.6" in deps
+        assert "detectron2==0.6" not in deps, "not on PyPI"
+
+
+def test_a_git_url_of_a_source_companion_is_written_as_it_is(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    path = _requirements(
+        tmp_path,
+        "torch==2.1.2\n"
+        "detectron2 @ git+https://github.com/facebookresearch/detectron2.git@v0.6\n"
+        "git+https://github.com/NVIDIA/apex.git#egg=apex\n",
+    )
+    imported = run_import(path, target="rtx4090")
+    builds = imported.entries("needs_build")
+    d2 = builds["detectron2"]
+    assert d2["why"].startswith(
+        "installed from git+https://github.com/facebookresearch/detectron2.git@v0.6: compiled"
+    )
+    assert d2["risk"] == "medium"
+    apex = builds["apex"]
+    assert apex["risk"] == "high"
+    assert apex["risk_detail"].endswith(
+        "no release named: the lock freezes the commit its default branch has when written"
+    )
+    deps = _dependencies(imported)
+    assert "detectron2 @ git+https://github.com/facebookresearch/detectron2.git@v0.6" in deps
+    assert "apex @ git+https://github.com/NVIDIA/apex.git" in deps
+    assert "apex" not in deps and "detectron2" not in deps
+
+
+def test_a_bare_apex_is_nvidias_from_git_and_the_report_names_what_replaces_it(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    path = _requirements(tmp_path, "torch==2.1.2\napex\n")
+    imported = run_import(path, target="h100")
+    apex = imported.entries("needs_build")["apex"]
+    assert apex["why"] == (
+        "apex installs from its git repository only (PyPI has no build of it): compiled "
+        "against torch 2.1.2+cu121 for sm_90, with no build isolation"
+    )
+    assert "torch.amp" in apex["risk_detail"] and "apex.amp is deprecated" in apex["risk_detail"]
+    assert "apex @ git+https://github.com/NVIDIA/apex.git" in _dependencies(imported)
+
+
+# --- bitsandbytes on a CPU target ---------------------------------------------------------
+
+
+def test_an_old_bitsandbytes_on_a_cpu_is_named_with_the_first_release_that_runs_there(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    path = _requirements(tmp_path, "torch==2.4.1\ntransformers\nbitsandbytes==0.41.1\n")
+    bnb = run_import(path, target="cpu").entries("kept")["bitsandbytes"]
+    assert bnb["risk"] == "high"
+    assert bnb["why"] == (
+        "the target has no GPU: it imports, but its CUDA kernels cannot run (bitsandbytes "
+        "0.48.1 and later run on CPU, with torch >=2.3)"
+    )
+    new = _requirements(tmp_path, "torch==2.4.1\nbitsandbytes==0.48.1\n", "new.txt")
+    fine = run_import(new, target="cpu").entries("kept")["bitsandbytes"]
+    assert (fine["risk"], fine["why"]) == ("none", "its binaries cover this target")
+    unpinned = _requirements(tmp_path, "torch==2.4.1\nbitsandbytes\n", "unpinned.txt")
+    assert run_import(unpinned, target="cpu").entries("kept")["bitsandbytes"]["risk"] == "none"
+    old_torch = _requirements(tmp_path, "torch==2.1.2\nbitsandbytes\n", "old.txt")
+    held = run_import(old_torch, target="cpu").entries("kept")["bitsandbytes"]
+    assert held["risk"] == "high", "torch 2.1 cannot take a bitsandbytes that runs on CPU"
+
+
+def test_a_torch_and_build_with_a_detectron2_wheel_page_says_so() -> None:
+    # gpuenv plans torch 1.12 and later, past detectron2's last wheels: the pairs its
+    # INSTALL.md lists are still told apart from those it does not.
+    from packaging.version import Version
+
+    from gpuenv.importers import companions as moves
+    from gpuenv.importers.merge import Resolved
+    from gpuenv.importers.model import Ask, Origin
+    from gpuenv.knowledge.foreign import foreign_knowledge
+    from gpuenv.versions import ComputeCapability
+
+    detectron2 = foreign_knowledge().companion("detectron2")
+    assert detectron2 is not None
+    ask = Ask("detectron2", "==0.6", Origin("requirements.txt", 3, "detectron2==0.6"))
+    resolved = Resolved("detectron2", ask, "==0.6", None, (ask,))
+    sm86 = ComputeCapability.parse("8.6")
+    listed = moves.Target(Version("1.10.0"), "cu113", "11.3", sm86)
+    move = moves.move(detectron2, resolved, listed, None)
+    assert move.entry.why.startswith(
+        "detectron2 0.6 has a prebuilt wheel for torch 1.10 with cu113 on its find-links page "
+        "(https://dl.fbaipublicfiles.com/detectron2/wheels/cu113/torch1.10/index.html), which "
+        "gpuenv's lock cannot read yet"
+    )
+    unlisted = moves.Target(Version("1.9.0"), "cu113", "11.3", sm86)  # 1.9 had cu102/cu111
+    assert "cover torch 1.8, 1.9, 1.10 only, none for torch 1.9.0+cu113" in (
+        moves.move(detectron2, resolved, unlisted, None).entry.why
+    )

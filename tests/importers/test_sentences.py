@@ -237,9 +237,41 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
     "apex built on a CPU": (
         "torch==1.13.1\napex\n",
         "cpu",
-        [("needs_build", "apex", "risk_detail",
-          "a source build; it takes a while and needs a host compiler nvcc accepts; the "
-          "target has no GPU: it imports, but its CUDA kernels cannot run")],
+        [
+            ("needs_build", "apex", "why",
+             "apex installs from its git repository only (PyPI has no build of it): compiled "
+             "against torch 1.13.1+cpu (CPU-only), with no build isolation"),
+            ("needs_build", "apex", "risk_detail",
+             "a source build; it takes a while and needs a host compiler nvcc accepts; "
+             "apex.amp is deprecated for PyTorch's own AMP (torch.amp, torch.cuda.amp before "
+             "torch 2.4: autocast and GradScaler), and apex.parallel.DistributedDataParallel "
+             "for torch.nn.parallel.DistributedDataParallel; no release named: the lock "
+             "freezes the commit its default branch has when written; the target has no GPU: "
+             "it imports, but its CUDA kernels cannot run"),
+        ],
+    ),
+    "detectron2 from its git tag": (
+        "torch==2.1.2\n"
+        "detectron2 @ git+https://github.com/facebookresearch/detectron2.git@v0.6\n",
+        "rtx4090",
+        [("needs_build", "detectron2", "why",
+          "installed from git+https://github.com/facebookresearch/detectron2.git@v0.6: "
+          "compiled against torch 2.1.2+cu121 for sm_89, with no build isolation")],
+    ),
+    "detectron2 pinned as its prebuilt wheel": (
+        "torch==1.12.1\ndetectron2==0.6\n",
+        "rtx4090",
+        [("needs_build", "detectron2", "why",
+          "detectron2 0.6's prebuilt wheels (find-links pages per CUDA build and torch "
+          "series) cover torch 1.8, 1.9, 1.10 only, none for torch 1.12.1+cu116: compiled "
+          "against torch 1.12.1+cu116 for sm_89, with no build isolation")],
+    ),
+    "an old bitsandbytes on a CPU": (
+        "torch==2.4.1\nbitsandbytes==0.42.0\n",
+        "cpu",
+        [("kept", "bitsandbytes", "why",
+          "the target has no GPU: it imports, but its CUDA kernels cannot run (bitsandbytes "
+          "0.48.1 and later run on CPU, with torch >=2.3)")],
     ),
     "xformers kept on a CPU": (
         "torch==2.1.2\nxformers==0.0.23.post1\n",

@@ -73,15 +73,21 @@ def _fits(release: CompanionRelease, target: Target) -> bool:
 
 
 def nearest(
-    companion: Companion, version: Version | None, target: Target
+    companion: Companion, version: Version | None, target: Target, within: str = ""
 ) -> CompanionRelease | None:
     """The release entry that fits ``target`` nearest to ``version``: the oldest at or
-    above it, else the newest below it (unpinned: the newest that fits)."""
+    above it, else the newest below it (unpinned: the newest that fits, and whose
+    landing the files' range ``within`` allows when one does)."""
     fitting = [r for r in companion.releases if _fits(r, target) and not r.plain]
     if not fitting:
         return None
     if version is None:
-        return fitting[-1]
+        try:
+            allowed = SpecifierSet(within)
+        except InvalidSpecifier:
+            allowed = SpecifierSet()
+        inside = [r for r in fitting if allowed.contains(r.landing, prereleases=True)]
+        return (inside or fitting)[-1]
     above = [r for r in fitting if r.landing >= version]
     return above[0] if above else fitting[-1]
 
@@ -126,9 +132,10 @@ def _build_entry(
 
 
 def _cpu(companion: Companion, resolved: Resolved, target: Target) -> Move | None:
-    if target.cc is not None or companion.cpu == "works":
+    cpu = companion.cpu_of(_public(resolved.exact))
+    if target.cc is not None or cpu == "works":
         return None
-    if companion.cpu == "none":
+    if cpu == "none":
         entry = _entry(
             UNREPRODUCIBLE,
             resolved,
@@ -196,7 +203,7 @@ def wheel_page(
     why = f"built for torch {target.torch}"
     moved_from = None
     if current is None or not _fits(current, target) or version is None:
-        found = nearest(companion, version, target)
+        found = nearest(companion, version, target, resolved.specifier)
         if found is None and successor is not None:
             found = nearest(successor, None, target)
             name = successor.name if found is not None else name
@@ -204,7 +211,7 @@ def wheel_page(
             why = f"no {companion.name} release is known to support torch {target.torch}"
         else:
             chosen = found.landing
-            moved_from = str(resolved.exact) if version else "any"
+            moved_from = str(resolved.exact) if version else resolved.specifier or "any"
             why = f"{chosen} is the {name} release with wheels for torch {target.torch}"
     page = companion.page_for(target.torch, target.build)
     build_why = f"{why}; gpuenv's lock cannot read its wheel page yet" + (
@@ -266,6 +273,8 @@ def _label_why(label: str, target: Target) -> str:
 
 def source(companion: Companion, resolved: Resolved, target: Target) -> Move:
     """flash-attn, apex, detectron2, pytorch3d: always compiled against torch."""
+    if resolved.ask.url:  # a git checkout (or archive) the files name: kept as it is
+        return _source_url(companion, resolved, target)
     version = resolved.exact
     current = companion.release_of(version) if version else None
     if version is None:
@@ -275,24 +284,16 @@ def source(companion: Companion, resolved: Resolved, target: Target) -> Move:
         if found is not None and found is not companion.releases[-1]:
             version, current = found.landing, found
         else:
-            why = f"{companion.name} has no prebuilt wheels gpuenv can use"
-            return Move(
-                _build_entry(resolved, None, target, why, companion),
-                resolved.ask.requirement_text(),
-                True,
-            )
+            why = _no_wheels(companion, None, target)
+            return _source_move(companion, resolved, None, target, why)
     if current is None or _fits(current, target):
-        why = f"{companion.name} has no prebuilt wheels gpuenv can use"
-        return Move(
-            _build_entry(resolved, version, target, why, companion),
-            _requirement(resolved, version),
-            True,
-        )
+        why = _no_wheels(companion, version, target)
+        return _source_move(companion, resolved, version, target, why)
     found = nearest(companion, version, target)
     if found is None:
         return _no_source_release(companion, resolved, target, str(version))
     why = f"{version} {_source_reason(current, target)}; {found.landing} builds with it"
-    entry = _build_entry(resolved, found.landing, target, why, companion)
+    entry = _source_entry(resolved, found.landing, target, why, companion)
     entry = Entry(
         NEEDS_BUILD,
         entry.package,
@@ -302,10 +303,97 @@ def source(companion: Companion, resolved: Resolved, target: Target) -> Move:
         now=str(found.landing),
         nvcc=entry.nvcc,
         risk=HIGH,
-        risk_text="another release, compiled from source",
+        risk_text="another release, compiled from source"
+        + (f"; {companion.instead}" if companion.instead else ""),
         unverified=found.fact.unverified,
     )
-    return Move(entry, _requirement(resolved, found.landing), True)
+    return Move(entry, _source_requirement(companion, resolved, found.landing), True)
+
+
+def _no_wheels(companion: Companion, version: Version | None, target: Target) -> str:
+    """Why a source companion is compiled: no prebuilt wheels at all, or none for this
+    torch and build (detectron2's find-links pages exist for a few pairs only)."""
+    name = f"{companion.name} {version}" if version else companion.name
+    release = companion.release_of(version) if version else None
+    release = release or (companion.releases[-1] if companion.releases else None)
+    if release is None or not release.wheels:
+        if companion.git:
+            return (
+                f"{companion.name} installs from its git repository only (PyPI has no build of it)"
+            )
+        return f"{companion.name} has no prebuilt wheels gpuenv can use"
+    series = f"{target.torch.major}.{target.torch.minor}"
+    pair = f"{target.build}/torch{series}"
+    page = companion.page_for(target.torch, target.build)
+    if pair in release.wheels:
+        return (
+            f"{name} has a prebuilt wheel for torch {series} with {target.build} on its "
+            f"find-links page ({page}), which gpuenv's lock cannot read yet"
+        )
+    serieses = sorted({w.split("/torch")[1] for w in release.wheels}, key=Version)
+    return (
+        f"{name}'s prebuilt wheels (find-links pages per CUDA build and torch series) cover "
+        f"torch {', '.join(serieses)} only, none for torch {target.label}"
+    )
+
+
+def _source_move(
+    companion: Companion,
+    resolved: Resolved,
+    version: Version | None,
+    target: Target,
+    why: str,
+) -> Move:
+    entry = _source_entry(resolved, version, target, why, companion)
+    requirement = _source_requirement(companion, resolved, version)
+    return Move(_unpinned_git(entry, requirement), requirement, True)
+
+
+_GIT_REF = re.compile(r"@([^#@/]+)(#|$)")
+
+
+def _unpinned_git(entry: Entry, requirement: str) -> Entry:
+    """A git source with no ref: the lock takes whatever its default branch is then."""
+    url = requirement.split(" @ ", 1)[1] if " @ " in requirement else ""
+    if not url.startswith("git+") or _GIT_REF.search(url.split("://", 1)[-1]):
+        return entry
+    return replace(
+        entry,
+        risk=HIGH,
+        risk_text=f"{entry.risk_text}; no release named: the lock freezes the commit its "
+        "default branch has when written",
+    )
+
+
+def _source_entry(
+    resolved: Resolved, version: Version | None, target: Target, why: str, companion: Companion
+) -> Entry:
+    entry = _build_entry(resolved, version, target, why, companion)
+    if companion.instead:
+        entry = replace(entry, risk_text=f"{entry.risk_text}; {companion.instead}")
+    return entry
+
+
+def _source_requirement(companion: Companion, resolved: Resolved, version: Version | None) -> str:
+    """The pip line of a source companion: its git source when PyPI has no such project
+    (``name @ git+https://...@v0.6``), else ``name==version``."""
+    if companion.git is None:
+        return _requirement(resolved, version)
+    url = companion.git
+    if "{version}" in url:
+        url = url.format(version=version) if version else url.split("@v{version}")[0]
+    return f"{resolved.name} @ {url}"
+
+
+def _source_url(companion: Companion, resolved: Resolved, target: Target) -> Move:
+    """A source companion the files install from a URL (``git+https://...``): the URL is
+    written as it is (the lock pins a git ref at the commit it names)."""
+    url = (resolved.ask.url or "").split("#", 1)[0]
+    why = f"installed from {url}"
+    entry = _source_entry(resolved, None, target, why, companion)
+    entry = replace(entry, was=url, now=url)
+    requirement = f"{resolved.name} @ {url}"
+    return Move(_unpinned_git(entry, requirement), requirement, True)
 
 
 def _no_source_release(companion: Companion, resolved: Resolved, target: Target, was: str) -> Move:
@@ -494,26 +582,37 @@ def move(
         result = wheel_page(companion, resolved, target, successor)
     else:
         result = handlers[companion.moves](companion, resolved, target)
-    if target.cc is None and companion.cpu == "degraded":
-        return _degraded_on_cpu(result)
-    return result
+    if target.cc is not None or companion.cpu_of(_public(resolved.exact)) != "degraded":
+        return result
+    since = companion.cpu_since()
+    if resolved.exact is None and since is not None and _fits(since, target):
+        return result  # unpinned: the lock takes a release that runs on CPU
+    return _degraded_on_cpu(result, companion, since)
 
 
-def _degraded_on_cpu(result: Move) -> Move:
+def _public(version: Version | None) -> Version | None:
+    return Version(version.public) if version is not None else None
+
+
+def _degraded_on_cpu(result: Move, companion: Companion, since: CompanionRelease | None) -> Move:
     """A companion whose CUDA kernels a CPU target cannot run: a move, a build or a keep
-    says so, at high risk."""
+    says so, at high risk, with the first release that runs on CPU where one does."""
     entry = result.entry
+    said = "the target has no GPU: it imports, but its CUDA kernels cannot run"
+    if since is not None:
+        said += (
+            f" ({companion.name} {since.version} and later run on CPU, with torch {since.torch})"
+        )
     if entry.kind in (CHANGED, NEEDS_BUILD):
         degraded = replace(
             entry,
             risk=HIGH,
-            risk_text=(f"{entry.risk_text}; " if entry.risk_text else "")
-            + "the target has no GPU: it imports, but its CUDA kernels cannot run",
+            risk_text=(f"{entry.risk_text}; " if entry.risk_text else "") + said,
         )
     elif entry.kind == KEPT:
         degraded = replace(
             entry,
-            why="the target has no GPU: it imports, but its CUDA kernels cannot run",
+            why=said,
             risk=HIGH,
             risk_text="GPU-only code paths fail on CPU",
         )

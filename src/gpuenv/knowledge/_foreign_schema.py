@@ -152,6 +152,11 @@ class RawCompanionRelease(_Sourced):
     nvcc: Specifier | None = None
     gpu_min: CC | None = None
     gpu_max: CC | None = None
+    cpu: Literal["works", "degraded", "none"] | None = None  # the companion's, for these
+    # find-links pages with a prebuilt wheel of these releases: "<build>/torch<X.Y>"
+    wheels: list[Annotated[str, Field(pattern=r"^(cu\d+|cpu)/torch\d+\.\d+$")]] = Field(
+        default_factory=list
+    )
 
 
 class RawCompanionArch(_Sourced):
@@ -177,6 +182,9 @@ class RawCompanion(_Sourced):
     note: str | None = None
     successor: Name | None = None
     wheel_page: Url | None = None
+    # where it installs from when PyPI has no such project ("{version}": the release)
+    git: Annotated[str, Field(pattern=r"^git\+https://[^\s@]+(@[^\s@]*)?$")] | None = None
+    instead: str | None = None  # what replaces it, where its own documentation says so
     release: list[RawCompanionRelease] = Field(default_factory=list)
     arch: list[RawCompanionArch] = Field(default_factory=list)
 

@@ -72,6 +72,8 @@ class CompanionRelease:
     gpu_max: ComputeCapability | None
     fact: Sourced
     plain: bool = False  # these releases are not tied to torch: an ordinary requirement
+    cpu: str | None = None  # "works", "degraded", "none": the companion's, for these
+    wheels: tuple[str, ...] = ()  # find-links pages with their prebuilt wheel: "cu113/torch1.10"
 
     @property
     def landing(self) -> Version:
@@ -101,6 +103,8 @@ class Companion:
     releases: tuple[CompanionRelease, ...]  # ascending
     archs: tuple[CompanionArch, ...]
     fact: Sourced
+    git: str | None = None  # its source when PyPI has none ("{version}": the release)
+    instead: str | None = None  # what replaces it, where its documentation says so
 
     def release_of(self, version: Version) -> CompanionRelease | None:
         """The entry describing ``version`` (the last one that starts at or below it)."""
@@ -119,6 +123,16 @@ class Companion:
             if arch.cc.major == cc.major and cc >= arch.cc and version < arch.since:
                 return arch
         return None
+
+    def cpu_of(self, version: Version | None) -> str:
+        """How ``version`` runs without a GPU (the release's own word, else the
+        companion's)."""
+        release = self.release_of(version) if version is not None else None
+        return release.cpu if release is not None and release.cpu else self.cpu
+
+    def cpu_since(self) -> CompanionRelease | None:
+        """The first release whose CPU support "works", when a later one brought it."""
+        return next((r for r in self.releases if r.cpu == "works"), None)
 
     def page_for(self, torch: Version, build: str) -> str | None:
         if self.wheel_page is None:
@@ -301,6 +315,8 @@ def _release(raw: Raw) -> CompanionRelease:
         gpu_max=_cc(raw.get("gpu_max")),
         fact=_sourced(raw),
         plain=bool(raw.get("plain")),
+        cpu=raw.get("cpu"),
+        wheels=tuple(raw.get("wheels", ())),
     )
 
 
@@ -323,6 +339,8 @@ def _companion(raw: Raw) -> Companion:
         ),
         archs=archs,
         fact=_sourced(raw),
+        git=raw.get("git"),
+        instead=raw.get("instead"),
     )
 
 
