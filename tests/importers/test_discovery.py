@@ -87,6 +87,47 @@ def test_the_subfolder_files_reach_the_report(
     assert any("tools/requirements.txt not imported: in a subfolder" in n for n in notes)
 
 
+def test_a_project_kept_in_one_subfolder_is_found_there(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # NVlabs/eg3d: README and LICENSE at the top, the project and its environment.yml in
+    # eg3d/; "no environment files found" sent the researcher away empty-handed.
+    root = _tree(
+        tmp_path / "repo",
+        {
+            "README.md": "# paper\n",
+            "eg3d/environment.yml": (
+                "name: eg3d\nchannels: [pytorch, nvidia]\ndependencies:\n"
+                "  - python=3.9\n  - pytorch=1.13.1\n  - pip:\n    - einops==0.6.0\n"
+            ),
+            "eg3d/train.py": "import torch\n",
+            "dataset_preprocessing/ffhq/preprocess.py": "import numpy\n",
+        },
+    )
+    found = discover(root)
+    assert found.files == [root / "eg3d" / "environment.yml"]
+    assert found.project_folder == root / "eg3d" and found.skipped == []
+    imported = run_import(root, target="rtx4090")
+    assert imported.result.code == 0, imported.result.out
+    assert [i["file"] for i in imported.report["inputs"]] == ["eg3d/environment.yml"]
+    assert imported.entries("kept")["einops"]["to"] == "==0.6.0"
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert (
+        "eg3d: the only folder with environment files (none at the top): read as the project's"
+        in notes
+    )
+
+
+def test_two_subfolders_with_files_are_not_guessed_between(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path / "repo",
+        {"a/environment.yml": "dependencies: [python=3.9]\n", "b/requirements.txt": "x\n"},
+    )
+    found = discover(root)
+    assert found.files == [] and found.project_folder is None
+    assert len(found.skipped) == 2
+
+
 def test_a_pixi_project_is_read(run_import: Callable[..., Imported]) -> None:
     imported = run_import("pixi-seg", target="h100")
     assert imported.result.code == 0, imported.result.out

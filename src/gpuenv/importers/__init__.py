@@ -141,6 +141,15 @@ def read_inputs(
             found = discover(path)
             for where, why in found.skipped:
                 skipped.append(Entry(ASSUMPTION, None, f"{ctx.display(where)} not imported: {why}"))
+            if found.project_folder is not None:
+                skipped.append(
+                    Entry(
+                        ASSUMPTION,
+                        None,
+                        f"{ctx.display(found.project_folder)}: the only folder with environment "
+                        "files (none at the top): read as the project's",
+                    )
+                )
             if not found.files:
                 fail(
                     ctx.display(path),

@@ -105,6 +105,9 @@ class Found:
     files: list[Path] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)  # path, why
     entries: int = 0
+    # Nothing at the top, everything in one subfolder (NVlabs/eg3d keeps its project and
+    # environment.yml in eg3d/): that folder is the project's, and its files are used.
+    project_folder: Path | None = None
 
 
 def _dev_only(name: str) -> bool:
@@ -158,7 +161,7 @@ class _Walk:
         elif not parts or parts[0] in FOLDERS or any(fnmatch.fnmatch(name, p) for p in ANYWHERE):
             self.use(path)
         else:
-            self.skip(path, "in a subfolder: not used (pass it to use it)")
+            self.skip(path, _SUBFOLDER)
 
     def folder(self, folder: Path, parts: tuple[str, ...]) -> list[tuple[Path, tuple[str, ...]]]:
         """Read one folder; the subfolders to walk next."""
@@ -209,4 +212,21 @@ def discover(root: Path) -> Found:
             if found.entries > MAX_ENTRIES:
                 break
         level = following
+    if not found.files:
+        _use_the_one_project_folder(root, found)
     return found
+
+
+_SUBFOLDER = "in a subfolder: not used (pass it to use it)"
+
+
+def _use_the_one_project_folder(root: Path, found: Found) -> None:
+    """Where no file was used and every file left in a subfolder lies in the same
+    top-level folder, that folder holds the project: its files are used."""
+    aside = [path for path, why in found.skipped if why == _SUBFOLDER]
+    tops = {path.relative_to(root).parts[0] for path in aside}
+    if len(tops) != 1:
+        return
+    found.project_folder = root / tops.pop()
+    found.files = aside[:MAX_FOUND]
+    found.skipped = [(p, why) for p, why in found.skipped if why != _SUBFOLDER]
