@@ -236,3 +236,58 @@ def test_the_install_path_parses_no_version_specifier_until_a_spec_is_validated(
         code + "from gpuenv.spec import parse_version_spec\nassert parse_version_spec('2.4.*')"
     )
     assert "packaging.specifiers" in parsed
+
+
+def test_a_warm_install_reads_its_lock_without_the_checkers_imports(tmp_path: object) -> None:
+    """Lock bytes this gpuenv wrote (or read and found whole) are not checked again: the
+    checks' wheel-tag parser (packaging.tags, with platform, sysconfig and logging) is not
+    even imported; nor are concurrent.futures (logging again) for artifacts all in the
+    store, platform for a Linux target, or packaging.version outside a relock. Bytes
+    never seen are checked in full, and an edit is still found."""
+    from pathlib import Path
+
+    root = Path(str(tmp_path))
+    cache = root / "cache"
+    lock_file = root / "gpuenv.lock"
+    repo = str(Path(__file__).resolve().parents[1])
+    write = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "sys.path.insert(0, sys.argv[1])\n"
+        "from tests.locked import cpu_target\n"
+        "from gpuenv.lock.format import write_lock_file\n"
+        "from gpuenv.lock.model import Lock\n"
+        "write_lock_file(Path(sys.argv[2]), Lock('sha256:' + '0' * 64, {'cpu': cpu_target()}),"
+        " cache_dir=Path(sys.argv[3]))\n"
+    )
+    subprocess.run([sys.executable, "-c", write, repo, str(lock_file), str(cache)], check=True)
+    read = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "import gpuenv.install, gpuenv.cli.install_cmd, gpuenv.lock.project, gpuenv._foreign\n"
+        "from gpuenv._foreign import refuse\n"
+        "from gpuenv.lock.format import load_lock\n"
+        "refuse('cpu', 'linux-64', 'install')\n"
+        "reading = load_lock(Path(sys.argv[1]), cache_dir=Path(sys.argv[2]))\n"
+        "print(sorted(reading.lock.targets), sorted(reading.damaged))\n"
+        "print(' '.join(sorted(sys.modules)))\n"
+    )
+
+    def read_back() -> tuple[str, set[str]]:
+        out = subprocess.run(
+            [sys.executable, "-c", read, str(lock_file), str(cache)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        targets, modules = out.stdout.splitlines()
+        return targets, set(modules.split())
+
+    targets, modules = read_back()
+    assert targets == "['cpu'] []"
+    unused = {"gpuenv.lock._integrity", "packaging.tags", "packaging.version", "platform"}
+    unused |= {"logging", "concurrent.futures", "gpuenv.lock.target"}
+    assert not unused & modules, unused & modules
+    lock_file.write_text(lock_file.read_text().replace("2.4.1+cpu", "2.4.2+cpu", 1))
+    targets, modules = read_back()  # bytes never seen: checked, the edit found
+    assert targets == "[] ['cpu']" and "gpuenv.lock._integrity" in modules

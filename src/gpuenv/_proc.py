@@ -27,7 +27,6 @@ anything of displays.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
 import subprocess
@@ -39,7 +38,16 @@ from pathlib import Path
 
 from gpuenv.errors import ExternalToolError
 
-log = logging.getLogger(__name__)
+
+def _debug(message: str, *args: object) -> None:
+    """A debug record for a program that configured ``logging``: one that did has
+    imported it, and with no handler configured a debug record goes nowhere, so the
+    module (4 ms of imports: traceback, string, weakref) is never imported for it. Its
+    lock is one fewer that every fork takes (uv.py's note on Ctrl-C and forks)."""
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.getLogger(__name__).debug(message, *args)
+
 
 STDERR_TAIL_LINES = 20
 PR_SET_PDEATHSIG = 1
@@ -267,7 +275,7 @@ def run(
             stdout, stderr = _watch_stderr(process, input_text, timeout, label, on_stderr_line)
     seconds = time.perf_counter() - started
     returncode = process.returncode
-    log.debug("ran %s in %.3f s (exit %d)", args, seconds, returncode)
+    _debug("ran %s in %.3f s (exit %d)", args, seconds, returncode)
     result = ProcResult(args, returncode, stdout, stderr, seconds)
     if check and returncode != 0:
         tail = _tail(stderr or stdout)
@@ -349,7 +357,7 @@ def stream(
             process.stdout.close()
     kill_group(process)  # whatever the build left running in its group
     seconds = time.perf_counter() - started
-    log.debug("streamed %s in %.3f s (exit %d)", args, seconds, returncode)
+    _debug("streamed %s in %.3f s (exit %d)", args, seconds, returncode)
     if expired.is_set():
         raise ExternalToolError(f"{label} did not finish within {timeout:g} s", argv=args)
     return StreamResult(args, returncode, seconds)

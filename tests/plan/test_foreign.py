@@ -139,7 +139,9 @@ def test_uv_is_asked_for_the_foreign_platforms() -> None:
 def test_foreign_targets_are_refused_on_other_systems(
     monkeypatch: pytest.MonkeyPatch, platform: str | None, system: str, refused: bool
 ) -> None:
-    monkeypatch.setattr(_foreign._platform, "system", lambda: system)
+    import platform as platform_module
+
+    monkeypatch.setattr(platform_module, "system", lambda: system)
     if refused:
         with pytest.raises(UsageError) as caught:
             _foreign.refuse("t", platform, "install")

@@ -27,9 +27,6 @@ def fetch_artifacts(
     """Every artifact the target names, checked, in the store's artifacts (``gpuenv._fetch``:
     fetched only when missing, several at a time); the sources that hand uv and rattler
     those local files. A pack after this install downloads nothing."""
-    import threading
-    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-
     from gpuenv._fetch import (
         budget,
         credentials_from,
@@ -61,6 +58,11 @@ def fetch_artifacts(
         files = {url: path for a, path in found.items() if path is not None for url in a.urls}
         if len(files) == sum(len(a.urls) for a in artifacts):
             return ArtifactSources(files=files, mirrors=request.sources.mirrors)
+    # Only for downloads: concurrent.futures imports logging (4 ms, and a lock every
+    # fork takes), which an install from the store never needs.
+    import threading
+    from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
     stop = threading.Event()
 
     def advance(_done: int, _total: int | None) -> None:

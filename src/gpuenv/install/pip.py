@@ -67,12 +67,12 @@ def requirement_line(p: PipPackage, url: str | None = None) -> str:
     a newline or a space in a name or URL would let the lock add lines or options
     (``--extra-index-url``, ``-r other-file``) to what uv reads. The lock reader refuses
     such entries already; this is the last check before the text exists."""
-    from gpuenv.lock import _integrity
+    from gpuenv.lock._table import HEX, PIP_NAME
 
     fetched = url or p.url  # where it is fetched from (a rewrite of the locked URL)
-    name_ok = bool(_integrity.PIP_NAME.match(p.name))
+    name_ok = bool(PIP_NAME.match(p.name))
     url_ok = all(is_fetchable_url(u) and u.isprintable() for u in (p.url, fetched))
-    if not (name_ok and url_ok and _integrity.HEX["sha256"].match(p.sha256)):
+    if not (name_ok and url_ok and HEX["sha256"].match(p.sha256)):
         raise InstallError(
             f"refused: the locked pip entry {p.name!r} ({p.url!r}) is not a plain name, URL "
             "and sha256",

@@ -4,7 +4,7 @@ completion marker last; the project editable over it; the project pointer."""
 
 from __future__ import annotations
 
-import platform
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -35,11 +35,12 @@ def check_platform(target: LockedTarget) -> None:
     from gpuenv import _foreign
 
     _foreign.refuse(target.name, target.platform, "install")  # macOS/Windows: exit 2
-    machine = platform.machine().lower()
-    if platform.system() != "Linux" or machine not in MACHINES.get(target.platform, ()):
+    # os.uname: what platform.system() and .machine() read, without importing platform
+    system, machine = os.uname().sysname, os.uname().machine.lower()
+    if system != "Linux" or machine not in MACHINES.get(target.platform, ()):
         raise InstallError(
             f"target {target.name} is locked for {target.platform}; this machine is "
-            f"{platform.system()} {machine}",
+            f"{system} {machine}",
             hint="install the target that describes this machine (gpuenv install --target ...)",
         )
 

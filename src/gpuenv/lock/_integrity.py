@@ -46,7 +46,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpuenv._marker import TARGET_NAME_RULE, valid_target_name
 from gpuenv._network import is_fetchable_url
-from gpuenv.lock._table import HASH_KEY, content_hash
+from gpuenv.lock._table import HASH_KEY, HEX, PIP_NAME, content_hash
 from gpuenv.lock._tags import ARCHES, FOREIGN, foreign_tags, linux_tags
 from gpuenv.lock.model import (
     CondaPackage,
@@ -59,8 +59,6 @@ from gpuenv.names import normalize_name
 if TYPE_CHECKING:
     from packaging.tags import Tag
 
-PIP_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")  # PEP 503-normalised
-HEX = {"sha256": re.compile(r"^[0-9a-f]{64}$"), "md5": re.compile(r"^[0-9a-f]{32}$")}
 CONDA_SUFFIXES = (".conda", ".tar.bz2")
 SDIST_SUFFIXES = (".tar.gz", ".zip")
 CUDA_RUNTIME = re.compile(r"^nvidia-cuda-runtime(-cu\d+)?$")

@@ -9,6 +9,7 @@ does not depend on its serialiser (``lock.format``).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,10 @@ if TYPE_CHECKING:
     from gpuenv.lock.model import LockedTarget
 
 HASH_KEY = "content-hash"
+# The shapes of a pip entry's name and of a digest: checked on reading
+# (``lock._integrity``) and again where install writes uv's requirements.
+PIP_NAME = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")  # PEP 503-normalised
+HEX = {"sha256": re.compile(r"^[0-9a-f]{64}$"), "md5": re.compile(r"^[0-9a-f]{32}$")}
 
 
 def content_hash(name: str, table: Mapping[str, Any]) -> str:

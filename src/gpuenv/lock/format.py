@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any
 from gpuenv import _fs, _sha256, _toml
 from gpuenv._fs import atomic_write_text
 from gpuenv.errors import FileFormatError, InputFileError, LockIntegrityError, UnreadableLockError
-from gpuenv.lock import _integrity
 from gpuenv.lock._table import WHEEL_FACT_KEYS, target_table
 from gpuenv.lock.model import (
     CondaPackage,
@@ -309,16 +308,20 @@ def parse_lock_text(
     if _version(raw, file, legacy_ok=legacy_ok) == LEGACY:
         return _legacy(raw, file)
     seen = cache_dir is not None and _seen_marker(cache_dir, text).exists()
-    reading = _checked(raw, file, schema=not seen)
+    reading = _checked(raw, file, seen=seen)
     if not reading.damaged:
         _remember(cache_dir, text)
     return reading
 
 
-def _checked(raw: dict[str, Any], file: str, *, schema: bool) -> LockReading:
-    """The targets of a parsed version 2 lock, each through the schema (unless these
-    bytes passed it before) and ``_integrity``'s checks."""
-    damaged: dict[str, list[str]] = _schema_problems(raw, file) if schema else {}
+def _checked(raw: dict[str, Any], file: str, *, seen: bool) -> LockReading:
+    """The targets of a parsed version 2 lock, each through the schema and
+    ``_integrity``'s checks, unless these bytes passed both before (``seen``: this gpuenv
+    wrote them, or read them and found nothing damaged; the checks read nothing but the
+    bytes, so they would answer the same). A warm install reads its lock so: the checks'
+    wheel-tag parser (packaging.tags, with platform, sysconfig and logging: 8 ms of
+    imports) is not even imported."""
+    damaged: dict[str, list[str]] = {} if seen else _schema_problems(raw, file)
     targets: dict[str, LockedTarget] = {}
     for name, table in raw.get("targets", {}).items():
         if name in damaged:
@@ -335,13 +338,19 @@ def _checked(raw: dict[str, Any], file: str, *, schema: bool) -> LockReading:
         except FileFormatError as exc:  # a build entry that does not match its inputs
             damaged[name] = [exc.message.removeprefix(f"{file}: targets.{name}: ")]
             continue
-        problems = _integrity.target_problems(name, table, target)
+        problems = [] if seen else _target_problems(name, table, target)
         if problems:
             damaged[name] = problems
         else:
             targets[name] = target
     lock = Lock(raw["spec-hash"], targets)
     return LockReading(file, LATEST, lock, {n: tuple(p) for n, p in sorted(damaged.items())})
+
+
+def _target_problems(name: str, table: Mapping[str, Any], target: LockedTarget) -> list[str]:
+    from gpuenv.lock import _integrity
+
+    return _integrity.target_problems(name, table, target)
 
 
 def load_lock(
@@ -463,6 +472,8 @@ def write_lock_file(path: Path, lock: Lock, *, cache_dir: Path | None = None) ->
     say which with their sha256. What is written passes the same checks as any lock read
     (a lock gpuenv writes and then refuses would be a bug: it is raised as one, before
     writing)."""
+    from gpuenv.lock import _integrity
+
     damaged = {  # checked from the values, as a reader checks what it parsed
         name: problems
         for name, target in lock.targets.items()

@@ -18,8 +18,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from packaging.version import Version
-
 from gpuenv._progress import failed
 from gpuenv.errors import ExternalToolError, NetworkError, UnreadableLockError
 from gpuenv.lock.inputs import out_of_date, relock_basis
@@ -539,6 +537,8 @@ def _remember_index_builds(
 def _newer_torch_notice(seen: tuple[str, str] | None, kb: KnowledgeBase) -> str | None:
     if seen is None:
         return None
+    from packaging.version import Version  # a relock's only use: not loaded for install
+
     _index, version = seen
     newest = kb.newest_torch
     if newest is None or Version(version) <= newest.version:
