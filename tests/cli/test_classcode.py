@@ -54,7 +54,7 @@ def _plan(root: Path) -> tuple[int, int]:
 
 
 def _table(root: Path) -> dict[str, object]:
-    (path,) = (root / "cache").glob("dataclass-code-*.marshal")
+    (path,) = (root / "cache").glob("classcode/dataclass-code-*.marshal")
     table = marshal.loads(path.read_bytes())
     assert isinstance(table, dict)
     return table
@@ -74,13 +74,32 @@ def test_the_second_run_compiles_nothing_the_first_compiled(tmp_path: Path) -> N
 def test_a_damaged_table_is_an_empty_one_and_is_written_again(tmp_path: Path) -> None:
     (tmp_path / "gpuenv.toml").write_text(SPEC)
     assert _plan(tmp_path)[0] == 0
-    (path,) = (tmp_path / "cache").glob("dataclass-code-*.marshal")
+    (path,) = (tmp_path / "cache").glob("classcode/dataclass-code-*.marshal")
     for damage in (b"", b"\x00garbage", marshal.dumps([1, 2]), marshal.dumps({"x": 1})):
         path.write_bytes(damage)
         code, compiled = _plan(tmp_path)
         assert code == 0 and compiled > 50  # compiled afresh, and the plan still made
         assert len(_table(tmp_path)) >= compiled
         assert _plan(tmp_path) == (0, 0)
+
+
+def test_a_table_others_can_write_is_never_read(tmp_path: Path) -> None:
+    # A team's shared cache: a table another user could write would run their code.
+    (tmp_path / "gpuenv.toml").write_text(SPEC)
+    assert _plan(tmp_path)[0] == 0
+    (path,) = (tmp_path / "cache").glob("classcode/dataclass-code-*.marshal")
+    assert path.stat().st_mode & 0o777 == 0o600
+    assert path.parent.stat().st_mode & 0o777 == 0o700
+    (tmp_path / "cache").chmod(0o777)  # the cache itself shared: the table's folder is not
+    assert _plan(tmp_path) == (0, 0)
+    assert _plan(tmp_path) == (0, 0)
+    for where, mode in ((path, 0o620), (path, 0o602), (path.parent, 0o775), (path.parent, 0o777)):
+        before = where.stat().st_mode & 0o777
+        where.chmod(mode)
+        code, compiled = _plan(tmp_path)
+        where.chmod(before)
+        assert code == 0 and compiled > 50, (where.name, oct(mode))
+    assert _plan(tmp_path) == (0, 0)
 
 
 def test_a_cache_that_cannot_be_written_changes_nothing_but_the_speed(tmp_path: Path) -> None:
@@ -168,6 +187,7 @@ def test_a_command_creating_no_dataclass_imports_and_reads_nothing(tmp_path: Pat
     env.pop("GPUENV_NO_CACHE", None)
     _lock(spec, env)
     table = _classcode.table_path(tmp_path / "c" / "gpuenv")
+    table.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     table.write_bytes(b"")
     probe = (
         "import os, sys\n"

@@ -19,7 +19,8 @@ interpreter (``sys.hexversion``: code objects are not portable across versions).
 Only the console script installs it (``gpuenv.cli.entry``), in its own process, never
 a program importing gpuenv. A missing, unreadable or damaged table is an empty one;
 one that cannot be written is not written. The file is trusted as the interpreter
-trusts ``__pycache__``: it sits in the user's own cache directory.
+trusts ``__pycache__`` only where nobody but this user can write it or its folder: a
+table in a shared, group- or world-writable cache is never read.
 """
 
 from __future__ import annotations
@@ -47,7 +48,9 @@ _KEEP = 3000  # past this many texts (old gpuenv versions'), keep only this proc
 
 def table_path(cache_dir: Path) -> Path:
     tag = sys.implementation.cache_tag or "python"
-    return cache_dir / f"dataclass-code-{_FORMAT}-{tag}-{sys.hexversion:x}.marshal"
+    # In a folder of its own, made 0700: the cache folder itself may be group-writable
+    # (a umask of 002, a shared mount) without anyone else reaching the table.
+    return cache_dir / "classcode" / f"dataclass-code-{_FORMAT}-{tag}-{sys.hexversion:x}.marshal"
 
 
 def _exec(
@@ -111,8 +114,28 @@ class _Patcher:
         return spec
 
 
+def _trusted(path: Path) -> bool:
+    """The table and its folder are this user's and nobody else can write them. Code
+    objects run as they load, so a table another user could write (a cache directory
+    shared by a team, ``GPUENV_CACHE_DIR`` on a group-writable mount) would run their
+    code as this user: such a table is never read (the classes compile, as stock)."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return False
+    try:
+        for where in (path, path.parent):
+            info = where.lstat() if where is path else where.stat()
+            if info.st_uid != getuid() or info.st_mode & 0o022:
+                return False
+        return not path.is_symlink()
+    except OSError:
+        return False
+
+
 def _load(path: Path) -> None:
     _state["loaded"] = True
+    if not _trusted(path):
+        return
     try:
         loaded = marshal.loads(path.read_bytes())  # noqa: S302 - gpuenv's own, as a .pyc
     except (OSError, ValueError, EOFError, TypeError):
@@ -131,8 +154,13 @@ def save() -> None:
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     keep = _table if len(_table) <= _KEEP else {k: _table[k] for k in _used}
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(marshal.dumps(keep))
+        path.parent.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            path.parent.mkdir(mode=0o700)
+        # Only this user may write it (see _trusted): created 0600, whatever the umask.
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(marshal.dumps(keep))
         temporary.replace(path)
     except (OSError, ValueError):
         with contextlib.suppress(OSError):
