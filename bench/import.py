@@ -17,6 +17,7 @@ The machine may be shared: the load average is printed with the numbers.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import resource
 import statistics
@@ -46,6 +47,11 @@ def repositories() -> list[Path]:
 CPU: dict[str, list[float]] = {}
 
 
+# --check-resolves' uv resolution, from each import's --json: its seconds, its answers.
+CHECK: list[float] = []
+ANSWERS: dict[str, int] = {}
+
+
 def _run(argv: list[str], env: dict[str, str], key: str | None = None) -> tuple[int, float]:
     """Exit code and wall seconds; with ``key``, the CPU seconds (user + system) the
     command used are kept under it: on a loaded machine they say more than wall time."""
@@ -57,7 +63,19 @@ def _run(argv: list[str], env: dict[str, str], key: str | None = None) -> tuple[
     if key is not None:
         used = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         CPU.setdefault(key, []).append(used)
+        _note_check(done.stdout)
     return done.returncode, took
+
+
+def _note_check(stdout: bytes) -> None:
+    try:
+        resolution = json.loads(stdout).get("resolution")
+    except ValueError:
+        return
+    if isinstance(resolution, dict):
+        CHECK.append(float(resolution["seconds"]))
+        answer = {True: "resolves", False: "does not", None: "not checked"}[resolution["resolves"]]
+        ANSWERS[answer] = ANSWERS.get(answer, 0) + 1
 
 
 def main() -> int:
@@ -89,13 +107,13 @@ def main() -> int:
                     out = root / "out" / name / target / "gpuenv.toml"
                     out.parent.mkdir(parents=True, exist_ok=True)
                     argv = [python, "-m", "gpuenv", "import", str(repo), *flags, "-o", str(out)]
-                    argv.append("--force")
+                    argv += ["--force", "--json"]
                     codes = []
                     for _ in range(args.runs):
                         code, took = _run(argv, env, name)
                         codes.append(code)
                         times.setdefault(name, []).append(took)
-                    if codes[-1] != 0:
+                    if codes[-1] not in (0, 1):  # 1: written, but does not resolve
                         outcomes["refused"] += 1  # exit 3: a TensorFlow/JAX project, say
                         continue
                     outcomes["written"] += 1
@@ -125,6 +143,12 @@ def main() -> int:
         f"typical (median of repositories) {typical * 1000:.0f} ms; "
         f"slowest {medians[-1] * 1000:.0f} ms"
     )
+    if CHECK:
+        answers = ", ".join(f"{k} {v}" for k, v in sorted(ANSWERS.items()))
+        print(
+            f"--check-resolves' uv resolution: median {statistics.median(CHECK) * 1000:.0f} ms, "
+            f"slowest {max(CHECK) * 1000:.0f} ms of each import ({answers})"
+        )
     total = outcomes["written"] + outcomes["refused"]
     print(
         f"imports: {total}; written {outcomes['written']}, refused (another framework) "

@@ -311,6 +311,7 @@ def test_import_says_which_index_it_asks_on_stderr_and_nothing_under_json(
     text = cli("import", str(req), "--gpu", "none", "-o", str(out))
     assert text.code == 0, text.err
     line = f"gpuenv: asking {index_env.default_index} which Pythons the pins have wheels for"
-    assert text.err.splitlines() == [line]
+    resolving = f"gpuenv: resolving the pip dependencies with uv on {index_env.default_index}"
+    assert text.err.splitlines() == [line, resolving]  # then the resolution (test_resolve_check)
     again = cli("import", str(req), "--gpu", "none", "-o", str(out), "--force", "--json")
     assert again.code == 0 and again.err == "", again.err

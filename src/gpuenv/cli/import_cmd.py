@@ -14,7 +14,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from gpuenv.cli._common import Settings
-    from gpuenv.importers import TargetRequest, WheelIndex
+    from gpuenv.import_check import ResolveCheck
+    from gpuenv.importers import Reproduction, TargetRequest, WheelIndex
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,10 +52,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--check-resolves",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="ask the package index which Pythons every pin has wheels for, and choose the "
-        "nearest to the paper's where they all do (default; the index is $GPUENV_INDEX_URL, "
-        "else uv's default; GPUENV_IMPORT_INDEX=off turns it off; an unreachable index is "
-        "reported, not fatal)",
+        help="ask the package index which Pythons every pin has wheels for, choose the "
+        "nearest to the paper's where they all do, then resolve the written pip dependencies "
+        "with uv before writing and report what fails (exit 1, the spec still written) "
+        "(default; the index is $GPUENV_INDEX_URL, else uv's default; "
+        "GPUENV_IMPORT_INDEX=off turns it off; an unreachable index is reported, not fatal)",
     )
     _common.add_json_flag(parser)
 
@@ -142,26 +144,62 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         raise UsageError(f"{output} already exists", hint="pass --force to replace it, or -o FILE")
     kb = knowledge_base()
     with _progress.display(args) as progress:
+        wheels = _wheel_index(progress) if args.check_resolves else None
         request = ImportRequest(
             tuple(Path(p) for p in args.paths),
             target,
             kb,
             foreign_knowledge(),
-            _wheel_index(progress) if args.check_resolves else None,
+            wheels,
             tuple(Path(p) for p in args.prefer),
             _last_commit,
         )
         result = reproduce(request)
+        check = _check_resolves(result, wheels, progress)  # before a byte is written
+    code = 1 if check is not None and check.resolves is False else 0
+    report = render_markdown(result.report) + _check_text(check)
     if to_stdout:
-        _output.err(render_markdown(result.report))
+        _output.err(report)
         sys.stdout.write(result.spec_text)
         sys.stdout.flush()
-        return 0
+        return code
     write_spec(result.spec_text, output, kb, force=args.force)
     if args.json:
-        _output.emit_json({"written": str(output), **result.report.to_json()})
+        resolution = check.to_json() if check is not None else None
+        payload = {"written": str(output), **result.report.to_json()}
+        _output.emit_json(
+            {**payload, "resolves": check and check.resolves, "resolution": resolution}
+        )
     else:
-        _output.out(render_markdown(result.report))
+        _output.out(report)
         _output.out(f"wrote {output}")
-        _output.out("next: gpuenv -f " + str(output) + " plan")
-    return 0
+        if code:
+            _output.out(
+                "next: change the pins named above, then gpuenv -f " + str(output) + " lock"
+            )
+        else:
+            _output.out("next: gpuenv -f " + str(output) + " plan")
+    return code
+
+
+def _check_resolves(
+    result: Reproduction, wheels: WheelIndex | None, announce: Callable[[str], None]
+) -> ResolveCheck | None:
+    """``--check-resolves``: uv's resolution of the pip dependencies about to be written
+    (None when the check is off)."""
+    if wheels is None:
+        return None
+    from gpuenv._redact import redact_url
+    from gpuenv.import_check import check_reproduction
+
+    if wheels.failure is None:
+        announce(f"resolving the pip dependencies with uv on {redact_url(wheels.index)}")
+    return check_reproduction(result, wheels.index, wheels.failure, _common.cache_dir())
+
+
+def _check_text(check: ResolveCheck | None) -> str:
+    if check is None:
+        return ""
+    from gpuenv.import_check import render_markdown
+
+    return "\n" + render_markdown(check)

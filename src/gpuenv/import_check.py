@@ -1,0 +1,540 @@
+"""``gpuenv import --check-resolves``: the real resolution of the written pip dependencies.
+
+``gpuenv.importers`` decides the Python, torch and every pin from the index's pages
+(which Pythons each direct pin has wheels for); it starts no processes. What those
+pages cannot show, a transitive conflict (``transformers==4.44.2`` needs
+``tokenizers<0.20``, the files pin ``tokenizers==0.20.0``) or a dependency with no
+wheel for the chosen Python, only a resolver finds. This module runs one
+``uv pip compile`` of the written non-torch pip dependencies for the target, before
+the spec is written, and says whether they resolve, and if not, what uv said.
+
+How it runs (the lock's own way, ``gpuenv.lock.uv``: ``find_uv``, ``_proc``, the uv
+environment of ``gpuenv._network``, uv's prose read by ``gpuenv.lock._uv_output``):
+
+- the requirements are the dependencies of a throw-away ``pyproject.toml``, each a TOML
+  string, never a command-line argument: a pin that reads like an option
+  (``--index-url=...``, ``-e .``) or holds a newline cannot become one; a line that is
+  not PEP 508 is left out and named;
+- the target's ``--python-version`` and ``--python-platform`` (``target_platform``),
+  never this machine's;
+- the index import asked for wheels (``--default-index``; its credentials go to uv
+  through ``UV_INDEX_GPUENV_DEFAULT_*``, never on the command line, and every text
+  shown is redacted);
+- the torch family is constrained (``-c``) to the planned versions without their local
+  label (``torch==2.4.1``, not ``+cu121``): a dependency that needs another torch is a
+  conflict, as at lock time. The family itself is not a requirement: the lock takes it
+  from the build's own index, and a failure that names only the family (the checked
+  index has no such torch for the target) is "not checked", not a conflict;
+- wheels only (``--only-binary :all:``), except for the pins the import marks as
+  builds (``--no-binary NAME``: their sdist, as the lock builds them); a dependency with
+  no wheel for the target is a failure, the source build ``gpuenv lock`` would
+  otherwise make of it silently;
+- direct URL and git requirements are left out (a clone per import is not a check) and
+  named.
+
+Never fatal: no uv, an unreachable index, a timeout (``TIMEOUT``), a build uv could
+not run: the answer is "not checked" with the reason. Ctrl-C ends it at once (the
+child dies with ``_proc``) and nothing has been written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from gpuenv._network import DEFAULT_INDEX_NAME, Index, uv_environment
+from gpuenv._redact import redact, redact_url
+from gpuenv.errors import GpuenvError
+from gpuenv.names import TORCH_FAMILY, normalize_name
+
+if TYPE_CHECKING:
+    from gpuenv.importers import Reproduction
+
+__all__ = [
+    "TIMEOUT",
+    "CheckRequest",
+    "ResolveCheck",
+    "check_reproduction",
+    "check_resolves",
+    "render_markdown",
+]
+
+TIMEOUT = 90.0  # seconds for the one uv run (the index pages had 30)
+_MAX_SHOWN = 600  # characters of uv's explanation shown
+_MAX_REQUIREMENT = 1000  # characters: a longer requirement is no package's
+_FAMILY = frozenset(TORCH_FAMILY)
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """What to resolve: the written pip dependencies, for one target, on one index."""
+
+    requirements: tuple[str, ...]  # the spec's [pip] dependencies, as written
+    python: str  # "3.11"
+    index: str  # the index import asked for wheels (may carry credentials)
+    platform: str = "linux-64"
+    glibc: str = "2.28"
+    macos: str | None = None
+    torch: tuple[str, ...] = ()  # the planned family: "torch==2.4.1+cu121", ...
+    builds: tuple[str, ...] = ()  # names the import marks as builds (sdists allowed)
+    cache_dir: Path | None = None
+    timeout: float = TIMEOUT
+
+
+@dataclass(frozen=True)
+class ResolveCheck:
+    """The answer. ``resolves``: True, False, or None (not checked: ``reason`` says why)."""
+
+    resolves: bool | None
+    reason: str  # uv's explanation (a failure) or why nothing was checked
+    index: str  # redacted
+    python: str
+    platform: str  # uv's --python-platform
+    packages: tuple[str, ...] = ()  # the packages uv's explanation names
+    instead: str | None = None  # what would work instead, where uv's message says it
+    left_out: tuple[str, ...] = ()  # requirements not checked, with why
+    checked: int = 0  # how many requirements went to uv
+    seconds: float = 0.0
+    resolved: tuple[str, ...] = field(default=(), repr=False)  # "name==version" found
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "checked": self.resolves is not None,
+            "resolves": self.resolves,
+            "reason": self.reason,
+            "packages": list(self.packages),
+            "instead": self.instead,
+            "index": self.index,
+            "python": self.python,
+            "platform": self.platform,
+            "requirements": self.checked,
+            "left_out": list(self.left_out),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def not_checked(reason: str, request: CheckRequest, platform: str = "") -> ResolveCheck:
+    return ResolveCheck(
+        None,
+        redact(reason),
+        redact_url(request.index),
+        request.python,
+        platform or request.platform,
+    )
+
+
+# -- what goes to uv ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    requirements: tuple[str, ...]
+    constraints: tuple[str, ...]
+    no_binary: tuple[str, ...]
+    left_out: tuple[str, ...]
+
+
+def _inputs(request: CheckRequest) -> _Inputs:
+    """The requirements uv resolves, the torch family's constraints, the builds' names,
+    and what is left out (with why)."""
+    keep: list[str] = []
+    left_out: list[str] = []
+    for text in request.requirements:
+        shown = _shown(text)
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            left_out.append(f"{shown}: not a PEP 508 requirement")
+            continue
+        if len(text) > _MAX_REQUIREMENT:
+            left_out.append(f"{shown}: longer than {_MAX_REQUIREMENT} characters")
+        elif requirement.url:
+            left_out.append(f"{shown}: a direct URL or git requirement (fetched by the lock)")
+        elif normalize_name(requirement.name) in _FAMILY:
+            left_out.append(f"{shown}: the torch family comes from its build's index")
+        else:
+            keep.append(str(requirement))
+    constraints = []
+    for text in request.torch:
+        try:
+            requirement = Requirement(text)
+            pins = [s for s in requirement.specifier if s.operator in ("==", "===")]
+            version = Version(pins[0].version).public if len(pins) == 1 else None
+        except (InvalidRequirement, InvalidVersion):
+            continue
+        if version is not None:
+            constraints.append(f"{normalize_name(requirement.name)}=={version}")
+    names = {normalize_name(Requirement(r).name) for r in keep}
+    builds = tuple(sorted(n for n in {normalize_name(b) for b in request.builds} if n in names))
+    return _Inputs(tuple(keep), tuple(constraints), builds, tuple(left_out))
+
+
+def _shown(text: str) -> str:
+    """A requirement as a report may quote it: one line, control characters escaped,
+    credentials redacted, bounded."""
+    one = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+    one = redact(one)
+    return one if len(one) <= 120 else one[:119] + "…"
+
+
+def _project(folder: Path, requirements: tuple[str, ...]) -> Path:
+    from gpuenv.lock._uv_output import PROJECT_NAME
+
+    lines = [
+        "[project]",
+        f'name = "{PROJECT_NAME}"',
+        'version = "0"',
+        "dependencies = [",
+        *(f"    {json.dumps(r)}," for r in requirements),
+        "]",
+    ]
+    path = folder / "pyproject.toml"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _argv(
+    uv: str, folder: Path, inputs: _Inputs, request: CheckRequest, index: Index, platform: str
+) -> list[str | os.PathLike[str]]:
+    argv: list[str | os.PathLike[str]] = [
+        uv,
+        "--no-config",
+        "pip",
+        "compile",
+        _project(folder, inputs.requirements),
+        "--python-version",
+        request.python,
+        "--python-platform",
+        platform,
+        "--no-header",
+        "--quiet",
+        "--python",
+        sys.executable,  # uv needs one only to read a build's metadata
+        "--default-index",
+        f"{index.name}={index.url}",
+        "--only-binary",
+        ":all:",
+    ]
+    for name in inputs.no_binary:
+        argv += ["--no-binary", name]
+    if inputs.constraints:
+        constraints = folder / "torch-family.txt"
+        constraints.write_text("".join(f"{c}\n" for c in inputs.constraints), encoding="utf-8")
+        argv += ["-c", constraints]
+    if request.cache_dir is not None:
+        from gpuenv.lock.uv import _private_dir
+
+        argv += ["--cache-dir", _private_dir(request.cache_dir / "uv")]
+    return argv
+
+
+# -- running it ---------------------------------------------------------------------------
+
+
+def check_resolves(request: CheckRequest) -> ResolveCheck:
+    """Resolve the written pip dependencies with uv for the target; never raises but for
+    an interrupt (the answer says "not checked", and why, where nothing could be said)."""
+    from gpuenv.lock.model import PipRequest
+    from gpuenv.lock.uv import target_platform
+
+    started = time.monotonic()
+    try:
+        platform = target_platform(
+            PipRequest((), request.python, request.platform, request.glibc, macos=request.macos)
+        )
+    except GpuenvError as exc:
+        return not_checked(f"no pip platform for this target: {exc.message}", request)
+    inputs = _inputs(request)
+    if not inputs.requirements:
+        found = not_checked("no pip dependency to resolve besides the torch family", request)
+        return _with(found, inputs, platform, started)
+    try:
+        answer = _run(request, inputs, platform)
+    except GpuenvError as exc:  # no uv, a cache that cannot be made, a timeout
+        answer = not_checked(exc.message, request, platform)
+    except OSError as exc:  # the scratch folder
+        answer = not_checked(f"uv's scratch files: {exc.strerror or exc}", request, platform)
+    return _with(answer, inputs, platform, started)
+
+
+def _with(answer: ResolveCheck, inputs: _Inputs, platform: str, started: float) -> ResolveCheck:
+    from dataclasses import replace
+
+    return replace(
+        answer,
+        platform=platform,
+        left_out=inputs.left_out,
+        checked=len(inputs.requirements),
+        seconds=time.monotonic() - started,
+    )
+
+
+def _run(request: CheckRequest, inputs: _Inputs, platform: str) -> ResolveCheck:
+    from gpuenv import _proc
+    from gpuenv.lock.uv import find_uv
+
+    uv = find_uv()
+    index = Index.parse(DEFAULT_INDEX_NAME, request.index)
+    env = uv_environment(os.environ, (index,), UV_PYTHON_DOWNLOADS="never")
+    with tempfile.TemporaryDirectory(prefix="gpuenv-import-check-") as tmp:
+        argv = _argv(uv, Path(tmp), inputs, request, index, platform)
+        result = _proc.run(
+            argv,
+            timeout=request.timeout,
+            env=env,
+            cwd=tmp,
+            check=False,
+            what="uv pip compile (import --check-resolves)",
+        )
+    if result.returncode == 0:
+        pins = tuple(line for line in result.stdout.splitlines() if "==" in line[:200])
+        return ResolveCheck(
+            True,
+            f"uv resolved them for Python {request.python} on {platform}",
+            index.shown,
+            request.python,
+            platform,
+            resolved=tuple(redact(p.strip()) for p in pins if not p.startswith("#")),
+        )
+    return _failure(request, inputs, index, platform, (result.stderr or result.stdout).strip())
+
+
+def _failure(
+    request: CheckRequest, inputs: _Inputs, index: Index, platform: str, text: str
+) -> ResolveCheck:
+    """uv's non-zero exit, read: an index that failed (not checked), no solution (does
+    not resolve: the names and uv's words), anything else (not checked, uv's last line)."""
+    from gpuenv.lock._uv_output import build_needing_torch, classify, explain_unsatisfiable
+
+    failure = classify(text)
+    if failure is not None and failure.cause != "not-found":
+        where = redact_url(failure.url or index.url)
+        return not_checked(
+            f"the index could not be used ({failure.cause}: {failure.detail}) at {where}",
+            request,
+            platform,
+        )
+    built = build_needing_torch(text)
+    if built is not None:
+        return not_checked(
+            f"{built} is a build whose metadata needs torch to be read: its dependencies "
+            "are resolved by `gpuenv lock`",
+            request,
+            platform,
+        )
+    if "No solution found" not in text and failure is None:
+        last = next((ln for ln in reversed(text.splitlines()) if ln.strip()), "")
+        return not_checked(f"uv pip compile failed: {last.strip()[:300]}", request, platform)
+    message, hint = explain_unsatisfiable(text)
+    names = _named(message + " " + (hint or ""), inputs, failure)
+    missing = _family_missing(message)
+    if missing:
+        return not_checked(
+            f"the index has no {missing} for this target, which a dependency needs "
+            "(the torch family comes from its build's index; `gpuenv lock` resolves it)",
+            request,
+            platform,
+        )
+    return ResolveCheck(
+        False,
+        _short(message),
+        index.shown,
+        request.python,
+        platform,
+        packages=names,
+        instead=_instead(message, hint, inputs),
+    )
+
+
+_UNAVAILABLE = re.compile(
+    r"no version of (?P<a>[A-Za-z0-9._-]+[<>=!~]=?\S+)"
+    r"|(?P<b>[A-Za-z0-9._-]+(?:[<>=!~]=?[^\s,]+)?) (?:has no (?:usable )?wheels|was not found)"
+)
+
+
+def _family_missing(message: str) -> str | None:
+    """The torch-family requirement uv found no release of (its build's index has it)."""
+    for found in _UNAVAILABLE.finditer(message):
+        text = (found["a"] or found["b"]).rstrip(".,")
+        name = re.split(r"[<>=!~]", text, maxsplit=1)[0]
+        if normalize_name(name) in _FAMILY:
+            return text
+    return None
+
+
+_NO_WHEELS = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:==\S+)? has no usable wheels")
+_ABI_HINT = re.compile(
+    r"only found wheels for `(?P<name>[^`]+)` \((?P<version>v[^)]+)\) with the following "
+    r"Python ABI tags: (?P<tags>(?:`cp\d+`(?:, )?)+)"
+)
+_DEPENDS = re.compile(
+    r"(?P<parent>[A-Za-z0-9][A-Za-z0-9._-]*)(?P<which>[<>=!~]=?[^ ]+)? depends on "
+    r"(?P<child>[A-Za-z0-9][A-Za-z0-9._-]*)(?P<spec>[<>=!~]\S*)"
+)
+
+
+def _instead(message: str, hint: str | None, inputs: _Inputs) -> str | None:
+    """What would work instead, where uv's words make it plain: the Pythons a package
+    has wheels for (uv's hint), or the range a dependency's pin must move into (a
+    direct pin a package the request requires rules out); else uv's hint as it is."""
+    if hint:
+        abi = _ABI_HINT.search(hint)
+        if abi:
+            pythons = [f"3.{t[3:]}" for t in re.findall(r"cp3\d+", abi["tags"])]
+            return _short(
+                f"a Python {' or '.join(pythons)}: {abi['name']} {abi['version']} has wheels "
+                f"for those ({hint})"
+            )
+    no_wheels = _NO_WHEELS.search(message)
+    if no_wheels:
+        name = normalize_name(no_wheels["name"])
+        return _short(
+            f"a {name} release with a wheel for this target, or a source build of it "
+            f"(a [pip.build.{name}] table in the spec: `gpuenv lock` builds it)"
+        )
+    absent = re.search(
+        r"([A-Za-z0-9][A-Za-z0-9._-]*) was not found in the package registry", message
+    )
+    if absent:
+        return _short(
+            f"{normalize_name(absent[1])} is not on this index: check its name, or name the "
+            "index that serves it ([pip] extra-index-urls in the spec)"
+        )
+    pins = {}
+    for text in inputs.requirements:
+        requirement = Requirement(text)
+        exact = [s.version for s in requirement.specifier if s.operator == "=="]
+        if len(exact) == 1:
+            pins[normalize_name(requirement.name)] = exact[0]
+    for found in _DEPENDS.finditer(message):
+        child = normalize_name(found["child"])
+        parent = normalize_name(found["parent"])
+        spec = found["spec"].rstrip(".,;")
+        if child in pins and parent in pins and not _allows(spec, pins[child]):
+            return _short(
+                f"{child}{spec}, which {parent}=={pins[parent]} accepts "
+                f"(not {child}=={pins[child]}); or a {parent} that accepts "
+                f"{child}=={pins[child]}"
+            )
+    return _short(hint) if hint else None
+
+
+def _allows(specifier: str, version: str) -> bool:
+    try:
+        return SpecifierSet(specifier).contains(version, prereleases=True)
+    except (InvalidSpecifier, InvalidVersion):
+        return True  # nothing to say
+
+
+def _short(text: str) -> str:
+    text = redact(" ".join(text.split()))
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
+
+
+# uv names packages as `name`, name==1.0, name>=1,<2, name<=1.0 ("transformers<=4.44.2
+# depends on tokenizers>=0.19,<0.20"), "all versions of name", "name was not found".
+_NAMED = re.compile(
+    r"`([A-Za-z0-9][A-Za-z0-9._-]*)`"
+    r"|\b([A-Za-z0-9][A-Za-z0-9._-]*)(?=\s*(?:[<>=!~]=?|\s+was not found|\s+has no))"
+    r"|all versions of ([A-Za-z0-9][A-Za-z0-9._-]*)"
+    r"|depends on ([A-Za-z0-9][A-Za-z0-9._-]*)"
+)
+
+
+def _named(text: str, inputs: _Inputs, failure: Any) -> tuple[str, ...]:
+    """The packages uv's explanation names (the request itself and Pythons left out)."""
+    from gpuenv.lock._uv_output import PROJECT_NAME
+
+    found: list[str] = []
+    for match in _NAMED.finditer(text):
+        raw = next(g for g in match.groups() if g)
+        name = normalize_name(raw)
+        if name in (PROJECT_NAME, "python", "cpython") or name[0].isdigit() or name in found:
+            continue
+        if re.fullmatch(r"(cp|py)\d+.*|v\d.*", name):
+            continue  # an ABI tag or a version (`cp312`, `v2.1.1`)
+        found.append(name)
+    if failure is not None:
+        found += [normalize_name(p) for p in failure.packages if normalize_name(p) not in found]
+    return tuple(found)
+
+
+# -- the report ---------------------------------------------------------------------------
+
+
+def render_markdown(check: ResolveCheck) -> str:
+    """The report's section for the check (Markdown, as the import report)."""
+    target = f"Python {check.python} on {check.platform}"
+    lines: list[str] = []
+    if check.resolves is None:
+        lines += ["### Resolution not checked", "", f"{check.reason}."]
+    elif check.resolves:
+        lines += [
+            "### Resolves",
+            "",
+            f"The {check.checked} pip dependencies resolve for {target} from {check.index} "
+            "(wheels only, but for the builds).",
+        ]
+    else:
+        lines += [
+            "### Does not resolve",
+            "",
+            f"uv found no set of the {check.checked} pip dependencies for {target} from "
+            f"{check.index}: {check.reason}",
+        ]
+        if check.packages:
+            lines += ["", "Packages named: " + ", ".join(f"`{p}`" for p in check.packages) + "."]
+        if check.instead:
+            lines += ["", f"Instead: {check.instead}"]
+        lines += [
+            "",
+            "The spec is written as a starting point; `gpuenv lock` fails on it until "
+            "the pins above are changed.",
+        ]
+    if check.left_out:
+        lines += ["", "Not part of the check:", *(f"- {r}" for r in check.left_out)]
+    return "\n".join(lines) + "\n"
+
+
+# -- from an import ---------------------------------------------------------------------
+
+
+def check_reproduction(
+    reproduction: Reproduction, index: str, failure: str | None, cache_dir: Path | None
+) -> ResolveCheck:
+    """The check of what ``reproduction`` writes, on ``index`` (the one import asked for
+    wheels; ``failure``: why it could not be read, and then nothing is run)."""
+    from gpuenv.importers.report import NEEDS_BUILD
+
+    decision = reproduction.decision
+    plan = decision.plan
+    family = [f"torch=={plan.torch}"]
+    family += [f"torchvision=={plan.torchvision}"] if plan.torchvision else []
+    family += [f"torchaudio=={plan.torchaudio}"] if plan.torchaudio else []
+    builds = {e.package for e in decision.entries if e.kind == NEEDS_BUILD and e.package}
+    builds |= {b.name for b in decision.builds}
+    request = CheckRequest(
+        requirements=tuple(line.text for line in decision.pip),
+        python=plan.python,
+        index=index,
+        platform=plan.hardware.platform,
+        glibc=plan.hardware.glibc,
+        macos=plan.virtual_packages.get("__osx"),
+        torch=tuple(family),
+        builds=tuple(sorted(builds)),
+        cache_dir=cache_dir,
+    )
+    if failure is not None:
+        return not_checked(f"the index could not be read: {failure}", request)
+    return check_resolves(request)

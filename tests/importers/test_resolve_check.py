@@ -1,0 +1,248 @@
+"""`import --check-resolves`, the real resolution: one `uv pip compile` of the pip
+dependencies about to be written, run against the fixture index before the spec is
+written (`gpuenv.import_check`).
+
+The fixture index (`tests/fixtures/pkgindex/catalog.py`) serves the shapes that matter:
+transformers 4.44.2 needs tokenizers <0.20 and 4.45.0 needs >=0.20 (both real); numpy
+has cp310/cp311 wheels only, so a pure-Python package that needs numpy resolves on 3.11
+and not on 3.12; fixture-pure and fixture-ext are sdists (builds), fixture-ext needs torch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpuenv.import_check import CheckRequest, check_resolves, render_markdown
+from tests.conftest import CliResult
+from tests.fixtures.pkgindex.plugin import AUTH_PASSWORD, PkgIndex, closed_port
+from tests.importers.conftest import Imported
+
+
+@pytest.fixture
+def index_env(pkgindex: PkgIndex, monkeypatch: pytest.MonkeyPatch) -> PkgIndex:
+    monkeypatch.setenv("GPUENV_IMPORT_INDEX", pkgindex.default_index)
+    return pkgindex
+
+
+def _requirements(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "paper" / "requirements.txt"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _request(
+    pkgindex: PkgIndex,
+    *requirements: str,
+    builds: tuple[str, ...] = (),
+    torch: tuple[str, ...] = (),
+) -> CheckRequest:
+    return CheckRequest(requirements, "3.11", pkgindex.default_index, torch=torch, builds=builds)
+
+
+# --- through `gpuenv import` ----------------------------------------------------------------
+
+
+def test_pins_that_resolve_are_said_to_and_the_import_succeeds(
+    run_import: Callable[..., Imported], index_env: PkgIndex, tmp_path: Path
+) -> None:
+    req = _requirements(tmp_path, "torch==2.4.1\ntransformers==4.44.2\nnumpy==1.26.4\n")
+    imported = run_import(req, target="cpu")
+    assert imported.result.code == 0, imported.result.err
+    assert imported.report["resolves"] is True
+    resolution = imported.report["resolution"]
+    assert resolution["checked"] and resolution["packages"] == []
+    assert (resolution["python"], resolution["requirements"]) == ("3.11", 2)
+    assert resolution["platform"] == "x86_64-manylinux_2_28"
+    assert imported.spec.exists()
+
+
+def test_a_transitive_conflict_is_reported_with_its_names_and_the_spec_still_written(
+    cli: Callable[..., CliResult], index_env: PkgIndex, tmp_path: Path
+) -> None:
+    # transformers 4.44.2 requires tokenizers>=0.19,<0.20: the paper's 0.20.0 cannot join it.
+    req = _requirements(tmp_path, "torch==2.4.1\ntransformers==4.44.2\ntokenizers==0.20.0\n")
+    out = tmp_path / "gpuenv.toml"
+    result = cli("import", str(req), "--gpu", "none", "-o", str(out))
+    assert result.code == 1, result.err  # a check answered "no"
+    assert out.exists() and '"tokenizers==0.20.0"' in out.read_text()  # a starting point
+    assert "### Does not resolve" in result.out
+    assert "transformers<=4.44.2 depends on tokenizers>=0.19,<0.20" in result.out
+    assert "Packages named: `transformers`, `tokenizers`." in result.out
+    assert "Instead: tokenizers>=0.19,<0.20, which transformers==4.44.2 accepts" in result.out
+    assert "next: change the pins named above" in result.out
+    as_json = cli("import", str(req), "--gpu", "none", "-o", str(out), "--force", "--json")
+    assert as_json.code == 1
+    body = json.loads(as_json.out)
+    assert body["resolves"] is False and body["written"] == str(out)
+    assert body["resolution"]["packages"] == ["transformers", "tokenizers"]
+    assert "gpuenv-lock-request" not in as_json.out  # uv's name for the throw-away project
+
+
+def test_a_dependency_without_a_wheel_for_the_chosen_python_is_reported(
+    run_import: Callable[..., Imported], index_env: PkgIndex, tmp_path: Path
+) -> None:
+    # transformers is pure Python, so the index's pages let 3.12 through; its numpy has
+    # cp310/cp311 wheels only, which only a resolution finds.
+    req = _requirements(tmp_path, "torch==2.4.1\ntransformers==4.44.2\n")
+    imported = run_import(req, target="cpu")
+    assert imported.result.code == 1
+    resolution = imported.report["resolution"]
+    assert resolution["python"] == "3.12" and resolution["resolves"] is False
+    assert resolution["packages"] == ["numpy", "transformers"]
+    assert "no wheels with a matching Python ABI tag" in resolution["reason"]
+    assert resolution["instead"].startswith("a Python 3.10 or 3.11: numpy v2.1.1 has wheels")
+
+
+def test_an_unreachable_index_is_not_checked_never_fatal(
+    run_import: Callable[..., Imported], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("GPUENV_IMPORT_INDEX", f"http://u:pw-9f3@127.0.0.1:{closed_port()}/simple")
+    req = _requirements(tmp_path, "torch==2.4.1\ntransformers==4.44.2\ntokenizers==0.20.0\n")
+    imported = run_import(req, target="cpu")
+    assert imported.result.code == 0, imported.result.err
+    resolution = imported.report["resolution"]
+    assert imported.report["resolves"] is None and resolution["checked"] is False
+    assert resolution["reason"].startswith("the index could not be read")
+    assert "pw-9f3" not in imported.result.out + imported.result.err
+
+
+def test_the_check_is_off_with_the_flag_or_the_variable(
+    run_import: Callable[..., Imported], index_env: PkgIndex, tmp_path: Path
+) -> None:
+    req = _requirements(tmp_path, "torch==2.4.1\ntransformers==4.44.2\ntokenizers==0.20.0\n")
+    off = run_import(req, target="cpu", extra=("--no-check-resolves",))
+    assert off.result.code == 0 and off.report["resolution"] is None
+    assert off.report["resolves"] is None
+
+
+def test_a_credential_in_the_index_url_reaches_uv_and_no_output(
+    cli: Callable[..., CliResult],
+    pkgindex_auth: PkgIndex,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("GPUENV_IMPORT_INDEX", pkgindex_auth.default_index)
+    req = _requirements(tmp_path, "torch==2.4.1\ntransformers==4.44.2\ntokenizers==0.20.0\n")
+    out = tmp_path / "gpuenv.toml"
+    result = cli("import", str(req), "--gpu", "none", "-o", str(out))
+    assert result.code == 1, result.err  # resolved behind the index's password
+    assert "transformers<=4.44.2 depends on tokenizers" in result.out
+    everything = result.out + result.err + out.read_text()
+    assert AUTH_PASSWORD not in everything
+    assert "gpuenv-user:" not in everything
+
+
+def test_an_interrupted_check_writes_nothing(
+    cli: Callable[..., CliResult],
+    index_env: PkgIndex,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    from gpuenv import import_check
+
+    def interrupted(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(import_check, "_run", interrupted)
+    req = _requirements(tmp_path, "torch==2.4.1\nnumpy==1.26.4\n")
+    out = tmp_path / "gpuenv.toml"
+    result = cli("import", str(req), "--gpu", "none", "-o", str(out))
+    assert result.code == 130 and not out.exists()
+
+
+# --- the check itself -----------------------------------------------------------------------
+
+
+def test_only_builds_may_be_sdists(pkgindex: PkgIndex) -> None:
+    # fixture-pure has an sdist only: as an ordinary pin it is the source build the lock
+    # would make silently; marked as a build, its sdist is what the lock builds.
+    plain = check_resolves(_request(pkgindex, "fixture-pure==0.3.0"))
+    assert plain.resolves is False and plain.packages == ("fixture-pure",)
+    assert plain.instead is not None and "[pip.build.fixture-pure]" in plain.instead
+    built = check_resolves(_request(pkgindex, "fixture-pure==0.3.0", builds=("fixture-pure",)))
+    assert built.resolves is True
+    assert "idna==3.8" in built.resolved  # the sdist's own dependency was resolved
+
+
+def test_the_torch_family_is_constrained_to_the_plan_without_its_local_label(
+    pkgindex: PkgIndex,
+) -> None:
+    # fixture-ext depends on torch: the planned 2.4.1+cu121 is asked of the index as 2.4.1.
+    planned = ("torch==2.4.1+cu121",)
+    ext = ("fixture-ext==1.0.0",)
+    found = check_resolves(_request(pkgindex, *ext, builds=("fixture-ext",), torch=planned))
+    assert found.resolves is True and "torch==2.4.1" in found.resolved
+    # A torch the index does not hold is the torch index's business: not checked.
+    other = check_resolves(
+        _request(pkgindex, *ext, builds=("fixture-ext",), torch=("torch==2.3.0",))
+    )
+    assert other.resolves is None
+    assert other.reason.startswith("the index has no torch==2.3.0 for this target")
+
+
+def test_a_package_the_index_lacks_is_named(pkgindex: PkgIndex) -> None:
+    found = check_resolves(_request(pkgindex, "no-such-package==1.0", "numpy==1.26.4"))
+    assert found.resolves is False and found.packages == ("no-such-package",)
+    assert found.instead is not None and "not on this index" in found.instead
+
+
+HOSTILE = (
+    "--index-url=http://127.0.0.1:9/evil",  # an option, smuggled as a pin
+    "-e .",
+    "numpy==1.26.4\n--extra-index-url http://127.0.0.1:9/evil",
+    "numpy\x00==1.26.4",
+    "numpy" + "x" * 5000,
+    "-r /etc/passwd",
+    "numpy @ file:///etc/passwd",
+    "idna; os.system('true')",
+)
+
+
+def test_hostile_requirements_never_reach_uv(
+    pkgindex: PkgIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuenv import _proc
+
+    seen: list[tuple[str, ...]] = []
+    real = _proc.run
+
+    def spy(argv: list[object], **kwargs: object) -> _proc.ProcResult:
+        seen.append(tuple(str(a) for a in argv))
+        return real(argv, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_proc, "run", spy)
+    found = check_resolves(_request(pkgindex, *HOSTILE, "numpy==1.26.4"))
+    assert found.resolves is True and found.checked == 1
+    assert len(found.left_out) == len(HOSTILE)
+    (argv,) = seen
+    assert not any("evil" in a or "passwd" in a for a in argv)
+    assert all(len(reason) < 300 and "\n" not in reason for reason in found.left_out)
+
+
+def test_no_uv_a_timeout_and_a_silent_index_are_not_checked(
+    pkgindex: PkgIndex, monkeypatch: pytest.MonkeyPatch, silent_port: int
+) -> None:
+    import dataclasses
+    import time
+
+    from gpuenv.errors import ExternalToolError
+    from gpuenv.lock import uv
+
+    silent = CheckRequest(("numpy==1.26.4",), "3.11", f"http://127.0.0.1:{silent_port}/simple")
+    started = time.monotonic()
+    hung = check_resolves(dataclasses.replace(silent, timeout=2.0))
+    assert hung.resolves is None and time.monotonic() - started < 15
+    assert hung.reason.endswith("did not finish within 2 s")
+
+    def missing() -> str:
+        raise ExternalToolError("uv: program not found")
+
+    monkeypatch.setattr(uv, "find_uv", missing)
+    none = check_resolves(_request(pkgindex, "numpy==1.26.4"))
+    assert none.resolves is None and "program not found" in none.reason
+    assert "### Resolution not checked" in render_markdown(none)
