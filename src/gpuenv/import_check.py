@@ -318,7 +318,8 @@ def _failure(
     from gpuenv.lock._uv_output import build_needing_torch, classify, explain_unsatisfiable
 
     failure = classify(text)
-    if failure is not None and failure.cause != "not-found":
+    unsatisfiable = "No solution found" in text  # else uv never got to resolving
+    if failure is not None and (failure.cause != "not-found" or not unsatisfiable):
         where = redact_url(failure.url or index.url)
         return not_checked(
             f"the index could not be used ({failure.cause}: {failure.detail}) at {where}",
@@ -333,7 +334,7 @@ def _failure(
             request,
             platform,
         )
-    if "No solution found" not in text and failure is None:
+    if not unsatisfiable:
         last = next((ln for ln in reversed(text.splitlines()) if ln.strip()), "")
         return not_checked(f"uv pip compile failed: {last.strip()[:300]}", request, platform)
     message, hint = explain_unsatisfiable(text)

@@ -246,3 +246,18 @@ def test_no_uv_a_timeout_and_a_silent_index_are_not_checked(
     none = check_resolves(_request(pkgindex, "numpy==1.26.4"))
     assert none.resolves is None and "program not found" in none.reason
     assert "### Resolution not checked" in render_markdown(none)
+
+
+def test_an_index_page_whose_files_are_missing_is_not_checked(tmp_path: Path) -> None:
+    # The page lists a wheel the host no longer has (404): uv never got to resolving,
+    # so nothing is said of the pins (it read as "does not resolve" with uv's fetch error).
+    from tests.fixtures.pkgindex.index import serve
+
+    wheel = "idna-3.8-py3-none-any.whl"
+    page = tmp_path / "index" / "simple" / "idna" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(f'<a href="../../files/{wheel}#sha256={"0" * 64}">{wheel}</a>')
+    with serve(tmp_path / "index") as url:
+        found = check_resolves(CheckRequest(("idna==3.8",), "3.11", f"{url}/simple"))
+    assert found.resolves is None
+    assert found.reason.startswith("the index could not be used (not-found")
