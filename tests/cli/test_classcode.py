@@ -104,7 +104,7 @@ def test_a_table_others_can_write_is_never_read(tmp_path: Path) -> None:
 
 def test_a_cache_that_cannot_be_written_changes_nothing_but_the_speed(tmp_path: Path) -> None:
     (tmp_path / "gpuenv.toml").write_text(SPEC)
-    table = _classcode.table_path(tmp_path / "cache")
+    table = _classcode.table_path(tmp_path / "cache", "plan")
     table.mkdir(parents=True)  # neither read nor replaced (running as root: no chmod)
     (table / "inside").write_text("")
     for _ in range(2):
@@ -141,7 +141,7 @@ def test_classes_built_from_the_table_behave_as_stock_ones(
     monkeypatch.setattr(_classcode, "_used", set())
     monkeypatch.setattr(_classcode, "_state", {})
     monkeypatch.setattr(dataclasses, "exec", exec, raising=False)  # undone after the test
-    _classcode.install(tmp_path)
+    _classcode.install(tmp_path, "plan")
     assert vars(dataclasses)["exec"] is _classcode._exec
 
     def make() -> type:
@@ -158,7 +158,7 @@ def test_classes_built_from_the_table_behave_as_stock_ones(
     texts = len(_classcode._table)
     monkeypatch.setattr(_classcode, "_table", {})
     monkeypatch.setattr(_classcode, "_state", {})
-    _classcode.install(tmp_path)
+    _classcode.install(tmp_path, "plan")
     assert _classcode._table == {}  # read on first use only
     second = make()  # built from the table read back: nothing new compiled
     assert len(_classcode._table) == texts
@@ -186,7 +186,7 @@ def test_a_command_creating_no_dataclass_imports_and_reads_nothing(tmp_path: Pat
     env.pop("GPUENV_CACHE_DIR", None)
     env.pop("GPUENV_NO_CACHE", None)
     _lock(spec, env)
-    table = _classcode.table_path(tmp_path / "c" / "gpuenv")
+    table = _classcode.table_path(tmp_path / "c" / "gpuenv", "lock")
     table.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     table.write_bytes(b"")
     probe = (

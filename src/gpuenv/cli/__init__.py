@@ -173,7 +173,7 @@ def _command(argv: list[str]) -> int:
         if _console and settings.cache_dir is not None:
             from gpuenv.cli import _classcode
 
-            _classcode.install(settings.cache_dir)
+            _classcode.install(settings.cache_dir, args.command)
         code = command.run(args, settings)
         sys.stdout.flush()  # output that cannot be written fails the command, here
         return code

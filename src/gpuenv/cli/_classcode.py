@@ -14,7 +14,9 @@ objects (``marshal``, the format of ``.pyc`` files) and compiles only what it ha
 seen; ``exec(text)`` and ``exec(compile(text, "<string>", "exec"))`` run the same code,
 so nothing else changes. The table is keyed by the text itself (a new gpuenv or a new
 class compiles its text once more) and lives in gpuenv's cache directory, one file per
-interpreter (``sys.hexversion``: code objects are not portable across versions).
+command (a process reads only what its command uses: unmarshalling costs about 2 ms per
+500 texts) and per interpreter (``sys.hexversion``: code objects are not portable
+across versions).
 
 Only the console script installs it (``gpuenv.cli.entry``), in its own process, never
 a program importing gpuenv. A missing, unreadable or damaged table is an empty one;
@@ -31,6 +33,7 @@ import marshal
 import os
 import sys
 from pathlib import Path
+from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -39,18 +42,22 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 _FORMAT = 1
-_CODE = type(compile("", "<string>", "exec"))
+_CODE = CodeType  # not type(compile(...)): a process's first compile costs 1 ms
 _table: dict[str, object] = {}
 _used: set[str] = set()  # the texts this process ran
 _state: dict[str, object] = {}  # "path": the table's file; "new": texts compiled here
 _KEEP = 3000  # past this many texts (old gpuenv versions'), keep only this process's
 
 
-def table_path(cache_dir: Path) -> Path:
+def table_path(cache_dir: Path, command: str) -> Path:
+    """One table per command (what ``lock`` compiles is not read by ``install``), per
+    interpreter."""
     tag = sys.implementation.cache_tag or "python"
+    name = command if command.isidentifier() else "other"
     # In a folder of its own, made 0700: the cache folder itself may be group-writable
     # (a umask of 002, a shared mount) without anyone else reaching the table.
-    return cache_dir / "classcode" / f"dataclass-code-{_FORMAT}-{tag}-{sys.hexversion:x}.marshal"
+    file = f"dataclass-code-{_FORMAT}-{tag}-{sys.hexversion:x}-{name}.marshal"
+    return cache_dir / "classcode" / file
 
 
 def _exec(
@@ -70,7 +77,7 @@ def _exec(
     builtins.exec(source, globals_, locals_)  # type: ignore[arg-type]  # noqa: S102 - as stock
 
 
-def install(cache_dir: Path) -> None:
+def install(cache_dir: Path, command: str) -> None:
     """Give ``dataclasses`` the table-backed ``exec``, its table read from
     ``cache_dir`` on first use. Neither is imported nor read before something needs
     them: ``lock --check`` of a fresh lock, say, creates no dataclass and stays without
@@ -78,7 +85,7 @@ def install(cache_dir: Path) -> None:
     later calls change nothing."""
     if "path" in _state:
         return
-    _state["path"] = table_path(cache_dir)
+    _state["path"] = table_path(cache_dir, command)
     module = sys.modules.get("dataclasses")
     if module is not None:
         module.exec = _exec  # type: ignore[attr-defined]
