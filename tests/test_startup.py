@@ -291,3 +291,30 @@ def test_a_warm_install_reads_its_lock_without_the_checkers_imports(tmp_path: ob
     lock_file.write_text(lock_file.read_text().replace("2.4.1+cpu", "2.4.2+cpu", 1))
     targets, modules = read_back()  # bytes never seen: checked, the edit found
     assert targets == "[] ['cpu']" and "gpuenv.lock._integrity" in modules
+
+
+def test_the_console_script_collects_cycles_less_often(tmp_path: object) -> None:
+    """The console script raises the collector's first threshold (start-up's objects all
+    live to the exit; walking them ~60 times cost a lock 9-13 ms of CPU); a program that
+    imports gpuenv keeps its own."""
+    probe = (
+        "import gc, os, sys\n"
+        "from gpuenv.cli import GC_THRESHOLD, entry\n"
+        "real_exit = os._exit\n"
+        "def done(code):\n"
+        "    os.write(1, f'{gc.get_threshold()[0]} {GC_THRESHOLD} {gc.isenabled()}'.encode())\n"
+        "    real_exit(code)\n"
+        "os._exit = done\n"
+        "sys.argv = ['gpuenv', '--version']\n"
+        "entry()\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=str(tmp_path)
+    )
+    threshold, wanted, enabled = out.stdout.split()[-3:]
+    assert threshold == wanted == "100000" and enabled == "True"
+    library = "import gc\nimport gpuenv.cli\nprint(gc.get_threshold()[0])"
+    out = subprocess.run(
+        [sys.executable, "-c", library], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "700"
