@@ -56,9 +56,9 @@ class CudaVersion(NamedTuple):
 
     @classmethod
     def from_tag(cls, tag: str) -> CudaVersion:
-        """``cu124`` -> 12.4, ``cu118`` -> 11.8, ``cu102`` -> 10.2."""
+        """``cu124`` -> 12.4, ``cu118`` -> 11.8, ``cu102`` -> 10.2, ``cu92`` -> 9.2."""
         digits = tag.removeprefix("cu")
-        if not tag.startswith("cu") or not digits.isdigit() or len(digits) < 3:
+        if not tag.startswith("cu") or not digits.isdigit() or len(digits) < 2:
             raise VersionFormatError(f"{tag!r} is not a CUDA wheel tag (like cu124)")
         return cls(int(digits[:-1]), int(digits[-1]))
 

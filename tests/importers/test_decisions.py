@@ -49,14 +49,16 @@ CASES: dict[tuple[str, str], Expect] = {
     ("detectron2", "h100"): Expect(
         "2.0.1+cu118", "3.8", changed=fs("torch", "torchvision", "python"),
         needs_build={"detectron2": "11.8"}, unreproducible=fs("panopticapi"),
-        why={"torch": "predates", "python": "3.8 is the nearest"}, toolkit=True,
+        why={"torch": "no torch 1.10.0 build for linux-64 has kernels for sm_90",
+             "python": "3.8 is the nearest"}, toolkit=True,
     ),
-    ("detectron2", "rtx4090"): Expect(
-        "1.12.1+cu116", "3.8", changed=fs("torch"), needs_build={"detectron2": "11.6"},
-        toolkit=True,
+    ("detectron2", "rtx4090"): Expect(  # the cu111 build's sm_86 kernels run on sm_89
+        "1.10.0+cu111", "3.8", kept=fs("torch", "torchvision"), changed=fs("python"),
+        needs_build={"detectron2": "11.1"}, toolkit=True,
+        why={"torch": "runs on this target as built"},
     ),
     ("detectron2", "cpu"): Expect(
-        "1.12.1+cpu", "3.8", needs_build={"detectron2": None}, kept=fs("fvcore"),
+        "1.10.0+cpu", "3.8", needs_build={"detectron2": None}, kept=fs("fvcore", "torchvision"),
     ),
     # 3. requirements with +cu111 pins and -f torch_stable.html
     ("cu111/requirements.txt", "h100"): Expect(
@@ -64,9 +66,11 @@ CASES: dict[tuple[str, str], Expect] = {
         kept=fs("scipy", "tensorboard", "pyyaml"), why={"numpy": "NumPy 1.x"},
     ),
     ("cu111/requirements.txt", "rtx4090"): Expect(
-        "1.12.1+cu116", "3.10", changed=fs("torch", "torchaudio"), kept=fs("scipy"),
+        "1.10.0+cu111", "3.9", kept=fs("torch", "torchaudio", "scipy"),
     ),
-    ("cu111/requirements.txt", "cpu"): Expect("1.12.1+cpu", "3.10", changed=fs("torch")),
+    ("cu111/requirements.txt", "cpu"): Expect(
+        "1.10.0+cpu", "3.9", changed=fs("torch"), kept=fs("torchaudio"),
+    ),
     # 4. pyproject with extras and flash-attn
     ("llm-pyproject/pyproject.toml", "h100"): Expect(
         "2.2.2+cu121", "3.12", kept=fs("torch", "bitsandbytes", "transformers"),

@@ -28,10 +28,11 @@ def _write(tmp_path: Path, text: str) -> Path:
     return path
 
 
-@pytest.mark.parametrize("target", ["h100", "rtx4090", "cpu"])
+@pytest.mark.parametrize("target", ["h100"])
 def test_pillow_below_the_moved_torchvisions_floor_moves_to_the_nearest_release(
     run_import: Callable[..., Imported], tmp_path: Path, target: str
 ) -> None:
+    # The H100 needs torch 2.0 (sm_90): torchvision moves to 0.15, past the 0.11 floor.
     imported = run_import(_write(tmp_path, OLD_VISION), target=target)
     assert imported.result.code == 0, imported.result.out
     vision = imported.entries("changed")["torchvision"]
@@ -48,6 +49,24 @@ def test_pillow_below_the_moved_torchvisions_floor_moves_to_the_nearest_release(
         assert "is the nearest release that satisfies it" in pillow["why"]
     else:  # the nearest with wheels for the Python (8.3.2 on 3.10) is excluded: a range
         assert "the lock takes the newest release in" in pillow["why"]
+
+
+@pytest.mark.parametrize("target", ["rtx4090", "cpu"])
+def test_pillow_below_no_floor_of_the_moved_torchvision_moves_for_wheels_only(
+    run_import: Callable[..., Imported], tmp_path: Path, target: str
+) -> None:
+    # On an RTX 4090 or a CPU, torch 1.4 moves only to the oldest series gpuenv knows (1.7):
+    # its torchvision 0.8 accepts Pillow 5.2.0, which moves only because it has no wheels
+    # for the Python, and the reason says so (not torchvision's floor).
+    imported = run_import(_write(tmp_path, OLD_VISION), target=target)
+    assert imported.result.code == 0, imported.result.out
+    assert imported.torch().startswith("1.7.1+")
+    changed = imported.entries("changed")
+    assert changed["torchvision"]["to"] == "0.8.2"
+    assert "predates gpuenv's knowledge (it starts at 1.7.0)" in changed["torch"]["why"]
+    pillow = changed["pillow"]
+    assert "torchvision" not in pillow["why"]
+    assert "no wheel" in pillow["why"] and "for Python 3." in pillow["why"], pillow
 
 
 def test_pillow_nearest_release_has_wheels_for_the_chosen_python(
@@ -102,7 +121,9 @@ def test_a_pillow_pin_the_data_cannot_move_exactly_is_one_entry_with_the_range(
     # A pre-release pin with extras and a marker on a CPU target: the nearest release with
     # wheels for the Python would be excluded or unknown, so the requirement's range is
     # written, as one entry (not the Python floor's move beside it), extras and marker kept.
-    text = "torch==1.4.0\ntorchvision==0.5.0\nPillow[extra]==5.3.0rc1 ; python_version >= '3.6'\n"
+    # (torch 1.12 and its torchvision 0.13, past the 0.11 floor, on Python 3.10: a torch 1.4
+    # would now move to 1.7 only, whose torchvision 0.8 has no such floor)
+    text = "torch==1.12.1\ntorchvision==0.13.1\nPillow[extra]==5.3.0rc1 ; python_version >= '3.6'\n"
     imported = run_import(_write(tmp_path, text), target="cpu")
     assert imported.result.code == 0, imported.result.out
     pillows = [e for e in imported.report["changed"] if e["package"] == "pillow"]

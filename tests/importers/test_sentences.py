@@ -395,7 +395,7 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         "rtx4090",
         [
             ("changed", "python", "why",
-             "torch 1.12.1 supports Python >=3.7,<3.11, but gpuenv installs 3.8 and later: "
+             "torch 1.10.0 supports Python >=3.6,<3.10, but gpuenv installs 3.8 and later: "
              "3.8 is the nearest it can"),
             ("changed", "python", "risk_detail", "other packages' pins may not install on it"),
             ("kept", "ffmpeg", "why", "a conda-only package"),

@@ -62,7 +62,7 @@ def test_cuda_arch_ranges_are_ordered_and_never_move_backwards(kb: KnowledgeBase
 
 def test_cuda_release_set_is_complete_from_10_2() -> None:
     versions = {c.version for c in knowledge_base().cuda_releases}
-    expected = {CudaVersion(10, 2)}
+    expected = {CudaVersion(9, 2), CudaVersion(10, 1), CudaVersion(10, 2)}  # torch 1.7's builds
     expected |= {CudaVersion(11, m) for m in range(9)}
     expected |= {CudaVersion(12, m) for m in range(10) if m != 7}  # there is no 12.7
     expected |= {CudaVersion(13, m) for m in range(4)}
@@ -137,9 +137,10 @@ def test_torch_versions_are_unique(kb: KnowledgeBase) -> None:
     assert [str(v) for v, n in counts.items() if n > 1] == []
 
 
-def test_torch_releases_cover_1_12_through_2_15(kb: KnowledgeBase) -> None:
+def test_torch_releases_cover_1_7_through_2_15(kb: KnowledgeBase) -> None:
     minors = {(r.version.major, r.version.minor) for r in kb.torch_releases}
-    assert {(1, 12), (1, 13)} | {(2, m) for m in range(16)} <= minors
+    assert {(1, m) for m in range(7, 14)} | {(2, m) for m in range(16)} <= minors
+    assert str(kb.torch_releases[-1].version) == "1.7.0"
 
 
 def test_series_members_share_the_series_minor() -> None:
@@ -297,7 +298,8 @@ def test_torch_build_sources_name_their_release_branch() -> None:
             if build["tag"] == "cpu":
                 assert source.endswith("/whl/cpu/torch/"), series["minor"]
             elif "pytorch/builder" in source:
-                assert re.search(r"/blob/[0-9a-f]{40}/manywheel/build_cuda\.sh$", source), source
+                # build_cuda.sh from release/1.11 on, build.sh before it
+                assert re.search(r"/blob/[0-9a-f]{40}/manywheel/build(_cuda)?\.sh$", source), source
             elif "pytorch/test-infra" in source:  # aarch64 builds of 2.4-2.6: the build matrix
                 assert re.search(r"/blob/[0-9a-f]{9,40}/tools/scripts/", source), source
             elif build.get("off_matrix") and "/issues/" in source:

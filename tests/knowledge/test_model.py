@@ -254,7 +254,10 @@ def test_newest_cuda_for_driver(kb: KnowledgeBase, driver: str, cuda: str) -> No
 
 
 def test_a_driver_older_than_every_toolkit_runs_none(kb: KnowledgeBase) -> None:
-    assert kb.newest_cuda_for_driver(DriverVersion.parse("418.39")) is None
+    # CUDA 9.2 (torch 1.7's cu92 build) is the oldest toolkit known: 9.2.148 needs 396.37
+    assert kb.newest_cuda_for_driver(DriverVersion.parse("390.46")) is None
+    assert kb.newest_cuda_for_driver(DriverVersion.parse("396.37")) == CudaVersion(9, 2)
+    assert kb.newest_cuda_for_driver(DriverVersion.parse("418.39")) == CudaVersion(10, 1)
 
 
 @pytest.mark.parametrize(
@@ -279,7 +282,8 @@ def test_driver_floor_strict_vs_minor(
 
 
 def test_driver_floor_of_an_unknown_cuda(kb: KnowledgeBase) -> None:
-    assert kb.driver_floor(CudaVersion(9, 2), DriverCompat.STRICT) is None
+    # 9.2 (torch 1.7's cu92) is the oldest CUDA known
+    assert kb.driver_floor(CudaVersion(9, 0), DriverCompat.STRICT) is None
     # the family floor still applies to an unlisted 12.x under minor compatibility
     assert kb.driver_floor(CudaVersion(12, 7), DriverCompat.MINOR) == DriverVersion.parse(
         "525.60.13"

@@ -261,13 +261,14 @@ def test_a_target_with_its_own_torch_leaves_the_shared_one() -> None:
 
 
 def test_targets_without_a_common_release_are_refused_with_ways_out() -> None:
-    # The K80 on R470 runs only torch 1.12 (cu113); the RTX 5090 needs 2.7 or newer.
+    # The K80 on R470 runs torch 1.11 (the oldest with Python 3.10 wheels) and 1.12, up to
+    # cu113; the RTX 5090 needs 2.7 or newer.
     error = refusal(
         'python = "3.10"',
         'gpu = "K80"\ndriver = "470.256.02"',
         'gpu = "RTX 5090"\ndriver = "570.86.16"',
     )
-    assert "fits every target (same-torch): t0 runs torch 1.12.0 to 1.12.1" in error.message
+    assert "fits every target (same-torch): t0 runs torch 1.11.0 to 1.12.1" in error.message
     changes = [a.changes for a in error.alternatives]
     assert changes[0] == {"stack.same-torch": "false"}
     assert {"targets.t1.torch": "2.11.0"} in changes

@@ -38,7 +38,7 @@ from gpuenv.importers.model import (
 )
 
 _VCS = ("git+", "hg+", "svn+", "bzr+")
-_TORCH_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:(nightly)/)?(cu\d{3}|cpu|rocm[\d.]+)?")
+_TORCH_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:(nightly)/)?(cu\d{2,4}|cpu|rocm[\d.]+)?")
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
 _SDIST = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*)\.(tar\.gz|zip|tar\.bz2)$")
 _EGG = re.compile(r"[#&]egg=([A-Za-z0-9._-]+)")

@@ -49,7 +49,7 @@ Pep440 = Annotated[str, _check(Version)]
 Specifier = Annotated[str, _check(SpecifierSet)]
 Url = Annotated[str, Field(pattern=r"^https://\S+$")]
 Branch = Annotated[str, Field(pattern=r"^\d{3}$")]  # a driver branch: "570"
-Tag = Annotated[str, Field(pattern=r"^(cpu|cu\d{3,4})$")]
+Tag = Annotated[str, Field(pattern=r"^(cpu|cu\d{2,4})$")]
 # the same order as the spec's Literal: typing caches equal Literals (order-blind), and the
 # JSON schema of whichever model loads second would take the first one's order
 Platform = Literal["linux-64", "linux-aarch64", "osx-arm64", "win-64"]

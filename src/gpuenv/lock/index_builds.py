@@ -27,7 +27,7 @@ from gpuenv.lock.torch_page import fetch_torch_page, load_cache, parse_torch_pag
 # version -> build tag -> platform -> Pythons ("3.12"), each sorted
 Builds = dict[str, dict[str, dict[str, list[str]]]]
 
-_TAG = re.compile(r"^(cpu|cu\d{3,4})$")
+_TAG = re.compile(r"^(cpu|cu\d{2,4})$")
 _PYTHONS = frozenset(f"{major}.{minor}" for major in (2, 3, 4) for minor in range(100))
 FRESH_SECONDS = 3600.0
 LIMIT = 4 << 20  # the cache file; a FIFO or a huge planted file is a miss

@@ -28,7 +28,7 @@ from gpuenv.plan._search import (
     search,
     spec_text,
 )
-from gpuenv.versions import ComputeCapability, DriverVersion
+from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion
 
 FACTS_HINT = "add the facts in your facts file ({where}; same format as gpuenv's data files)"
 
@@ -60,12 +60,39 @@ def _cuda_obstacles(
             f"no torch {c.torch_text} build for {c.cuda.tag} on {hw.platform} "
             f"(torch {releases[0].version} has: {available})"
         )
+    found += _pinned_build_lacks_arch(releases, hw, c, kb)
     floor = kb.driver_floor(c.cuda, c.mode, hw.platform)
     if hw.jetpack is not None:
         problem = jetpack_problem(c.cuda, hw.jetpack, c.mode)
         found += [f"CUDA {c.cuda}: {problem}"] if problem else []
     elif hw.driver is not None and floor is not None and hw.driver < floor:
         found.append(f"CUDA {c.cuda} needs driver >= {floor}; this target has {hw.driver}")
+    return found
+
+
+def _pinned_build_lacks_arch(
+    releases: list[TorchRelease], hw: TargetHardware, c: Constraints, kb: KnowledgeBase
+) -> list[str]:
+    """The asked CUDA's build exists but has no kernels for the GPU, while another build of
+    the same releases does (torch 1.10's cu102 on an A100: its list stops at 7.0)."""
+    assert c.cuda is not None
+    pinned = [(r, b) for r in releases if (b := r.build(c.cuda.tag)) is not None]
+    if hw.cpu or not pinned:
+        return []
+    found = []
+    for cc in sorted(set(hw.compute_capabilities)):
+        if any(b.covering(cc) for _, b in pinned):
+            continue
+        others = {b.tag: b for r in releases for b in r.cuda_builds if b.covering(cc)}
+        if not others:
+            continue  # no build of these releases covers it: _gpu_obstacles says so
+        release, build = pinned[0]
+        found.append(
+            f"the {build.tag} build of torch {release.version} has no kernels for {cc.sm} "
+            f"({kb.architecture_of(cc) or 'this architecture'}): its arch list is "
+            f"{build.arch_text}; builds of torch {c.torch_text} that do: "
+            + ", ".join(sorted(others, key=CudaVersion.from_tag))
+        )
     return found
 
 

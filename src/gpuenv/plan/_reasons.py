@@ -104,8 +104,9 @@ def _companions(choice: Choice, c: Constraints) -> str | None:
         if version is None or wanted is False:
             continue
         native = version.major == 0 or version.release[:2] == release.version.release[:2]
-        if package == "torchvision":
-            native = version.release[:2] == (0, release.version.minor + 15)
+        if package == "torchvision":  # 1.x: minor + 1 (1.7 -> 0.8); 2.x: minor + 15
+            shift = 1 if release.version.major == 1 else 15
+            native = version.release[:2] == (0, release.version.minor + shift)
         parts.append(
             f"{package} {version}"
             + (
