@@ -178,27 +178,43 @@ def test_an_mmcv_full_below_1_7_stays_on_its_series_where_torch_allows(
 def test_an_early_2022_mmdet_moves_with_its_mmcv_full(
     run_import: Callable[..., Imported], tmp_path: Path, spelling: str
 ) -> None:
-    # torch 1.10 is older than gpuenv's knowledge: torch moves to 1.12.1, mmcv-full 1.4.0
-    # (wheels up to torch 1.10) to 1.6.2 (wheels for 1.12), and mmdet 2.20 (mmcv-full
-    # <= 1.5.0 at import) to 2.25.0, the first that accepts 1.6.2.
+    # An H100 needs torch 2.0 (sm_90): torch 1.10 moves to 2.0.1, mmcv-full 1.4.0 (wheels
+    # up to torch 1.10) to 1.7.0 (wheels for 2.0), and mmdet 2.20 (mmcv-full <= 1.5.0 at
+    # import) to 2.25.0, the first that accepts 1.7.0.
     path = _requirements(tmp_path, f"torch==1.10.0\n{spelling}==1.4.0\nmmdet==2.20.0\n")
-    imported = run_import(path, target="rtx4090")
+    imported = run_import(path, target="h100")
     assert imported.result.code == 0, imported.result.out
     mmcv = imported.entries("needs_build")["mmcv-full"]
-    assert (mmcv["from"], mmcv["to"]) == ("1.4.0", "mmcv-full 1.6.2")
+    assert (mmcv["from"], mmcv["to"]) == ("1.4.0", "mmcv-full 1.7.0")
     assert mmcv["why"].startswith(
-        "1.6.2 is the mmcv-full release with wheels for torch 1.12.1; gpuenv's lock cannot "
-        "read its wheel page yet (https://download.openmmlab.com/mmcv/dist/cu116/torch1.12/"
+        "1.7.0 is the mmcv-full release with wheels for torch 2.0.1; gpuenv's lock cannot "
+        "read its wheel page yet (https://download.openmmlab.com/mmcv/dist/cu118/torch2.0/"
         "index.html)"
     )
     mmdet = imported.entries("changed")["mmdet"]
     assert (mmdet["from"], mmdet["to"]) == ("2.20.0", "2.25.0")
     assert mmdet["why"] == (
-        "mmdet 2.20.0 accepts mmcv-full<=1.5.0,>=1.3.17, and mmcv-full is written 1.6.2; "
+        "mmdet 2.20.0 accepts mmcv-full<=1.5.0,>=1.3.17, and mmcv-full is written 1.7.0; "
         "2.25.0 is the oldest mmdet release that accepts it (mmcv-full<=1.7.0,>=1.3.17)"
     )
     deps = _dependencies(imported)
-    assert "mmcv-full==1.6.2" in deps and "mmdet==2.25.0" in deps
+    assert "mmcv-full==1.7.0" in deps and "mmdet==2.25.0" in deps
+
+
+def test_an_early_2022_mmdet_stays_where_its_torch_runs(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # On an RTX 4090 torch 1.10.0 runs (its cu113 build): mmcv-full 1.4.0 has wheels for
+    # torch 1.10 and mmdet 2.20 accepts it, so neither moves.
+    path = _requirements(tmp_path, "torch==1.10.0\nmmcv-full==1.4.0\nmmdet==2.20.0\n")
+    imported = run_import(path, target="rtx4090")
+    assert imported.result.code == 0, imported.result.out
+    assert imported.torch() == "1.10.0+cu113"
+    mmcv = imported.entries("needs_build")["mmcv-full"]
+    assert mmcv["to"] == "1.4.0"
+    assert mmcv["why"].startswith("built for torch 1.10.0; gpuenv's lock cannot read")
+    assert imported.entries("kept")["mmdet"]["to"] == "==2.20.0"
+    assert "mmdet" not in imported.entries("changed")
 
 
 def test_a_range_of_mmcv_full_lands_inside_it(
@@ -283,20 +299,25 @@ def test_detectron2_pinned_beside_a_moved_torch_builds_from_its_git_tag(
         "-f https://dl.fbaipublicfiles.com/detectron2/wheels/cu111/torch1.9/index.html\n"
         "torch==1.9.0+cu111\ntorchvision==0.10.0+cu111\ndetectron2==0.6\nopencv-python\n",
     )
-    for target, label, arch in (
-        ("h100", "2.0.1+cu118", "for sm_90"),
-        ("cpu", "1.12.1+cpu", "(CPU-only)"),
-    ):
-        imported = run_import(path, target=target)
-        built = imported.entries("needs_build")["detectron2"]
-        assert built["why"] == (
-            "detectron2 0.6's prebuilt wheels (find-links pages per CUDA build and torch "
-            f"series) cover torch 1.8, 1.9, 1.10 only, none for torch {label}: compiled "
-            f"against torch {label} {arch}, with no build isolation"
-        )
-        deps = _dependencies(imported)
-        assert "detectron2 @ git+https://github.com/facebookresearch/detectron2.git@v0.6" in deps
-        assert "detectron2==0.6" not in deps, "not on PyPI"
+    imported = run_import(path, target="h100")
+    built = imported.entries("needs_build")["detectron2"]
+    assert built["why"] == (
+        "detectron2 0.6's prebuilt wheels (find-links pages per CUDA build and torch "
+        "series) cover torch 1.8, 1.9, 1.10 only, none for torch 2.0.1+cu118: compiled "
+        "against torch 2.0.1+cu118 for sm_90, with no build isolation"
+    )
+    deps = _dependencies(imported)
+    assert "detectron2 @ git+https://github.com/facebookresearch/detectron2.git@v0.6" in deps
+    assert "detectron2==0.6" not in deps, "not on PyPI"
+    # On a CPU torch 1.9.0 stays (its CPU build), and detectron2 0.6 had a wheel for it
+    imported = run_import(path, target="cpu")
+    assert imported.torch() == "1.9.0+cpu"
+    built = imported.entries("needs_build")["detectron2"]
+    assert built["why"].startswith(
+        "detectron2 0.6 has a prebuilt wheel for torch 1.9 with cpu on its find-links page "
+        "(https://dl.fbaipublicfiles.com/detectron2/wheels/cpu/torch1.9/index.html)"
+    )
+    assert "detectron2==0.6" not in _dependencies(imported), "not on PyPI"
 
 
 def test_a_git_url_of_a_source_companion_is_written_as_it_is(
