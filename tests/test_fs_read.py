@@ -39,6 +39,13 @@ def test_a_directory_and_a_missing_file(tmp_path: Path) -> None:
         _fs.read_bytes(tmp_path / "missing", limit=10)
 
 
+def test_a_path_with_a_nul_byte_is_refused_as_input(tmp_path: Path) -> None:
+    # `lock --file` with a NUL in it was exit 70 (os.open's ValueError).
+    with pytest.raises(InputFileError, match="a path with a NUL byte names no file") as err:
+        _fs.read_bytes(f"{tmp_path}/a\x00b", limit=10)
+    assert err.value.exit_code == 2 and "\x00" not in str(err.value.path)
+
+
 def test_a_file_over_the_limit_is_refused_before_reading(tmp_path: Path) -> None:
     path = tmp_path / "big"
     path.write_bytes(b"x" * 2048)

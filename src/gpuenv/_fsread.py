@@ -53,6 +53,10 @@ def read_bytes(path: str | os.PathLike[str], *, limit: int, what: str = "file") 
     reading), ``FileNotFoundError`` when nothing is there (callers decide what absence
     means) and ``OSError`` for other failures to open or read."""
     name = os.fspath(path)
+    if "\x00" in name:  # os.open raises ValueError: no file can have such a name
+        raise InputFileError(
+            f"{name!r}: a path with a NUL byte names no file", path=name.replace("\x00", "?")
+        )
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(name, flags)
     try:
