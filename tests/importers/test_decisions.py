@@ -109,7 +109,7 @@ CASES: dict[tuple[str, str], Expect] = {
     # 7. a nightly installed with --pre
     ("nightly/requirements.txt", "h100"): Expect(
         "2.2.0+cu121", "3.12", changed=fs("torch", "torchvision"), unreproducible=fs("torch"),
-        why={"torch": "pre-release"},
+        why={"torch": "is a nightly of 2023-10-10; 2.2.0 (published 2024-01-30) is the release"},
     ),
     ("nightly/requirements.txt", "rtx4090"): Expect(
         "2.2.0+cu121", "3.12", unreproducible=fs("torch"),

@@ -4,6 +4,8 @@ their schema, their invariants, and the cache of what validated."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +30,9 @@ def test_every_file_validates_against_its_schema(fk: ForeignKnowledge) -> None:
         "conda_names.toml",
         "companions.toml",
         "old_sdists.toml",
+        "torch_dates.toml",
     }
-    assert fk.companions and fk.ngc and fk.conda_cuda and fk.old_sdists
+    assert fk.companions and fk.ngc and fk.conda_cuda and fk.old_sdists and fk.torch_dates
 
 
 @pytest.mark.parametrize("name", FOREIGN_FILES)
@@ -67,6 +70,35 @@ def test_a_damaged_file_names_the_file_and_entry(monkeypatch: pytest.MonkeyPatch
     with pytest.raises(
         FileFormatError, match=r"knowledge/data/companions.toml: companion\.0\.moves"
     ):
+        load_foreign_knowledge(None)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (
+            lambda rows: rows[1].update(published=date(2018, 1, 1)),
+            r"release: .*1\.0\.1 \(2018-01-01\) predates",
+        ),
+        (lambda rows: rows.append(dict(rows[0])), "release: .*torch 1.0.0 is listed twice"),
+        (lambda rows: rows[0].update(published="2018-13-07"), r"release\.0\.published"),
+        (lambda rows: rows[0].update(torch="one"), r"release\.0\.torch"),
+        (lambda rows: rows[0].pop("source"), r"release\.0\.source"),
+    ],
+)
+def test_damaged_release_dates_name_the_entry(
+    monkeypatch: pytest.MonkeyPatch, damage: Callable[[list[dict[str, Any]]], Any], message: str
+) -> None:
+    real = _data.read_data
+
+    def damaged(name: str) -> dict[str, Any]:
+        data = real(name)
+        if name == "torch_dates.toml":
+            damage(data["release"])
+        return data
+
+    monkeypatch.setattr(_data, "read_data", damaged)
+    with pytest.raises(FileFormatError, match=rf"knowledge/data/torch_dates.toml: .*{message}"):
         load_foreign_knowledge(None)
 
 

@@ -18,6 +18,7 @@ from packaging.version import InvalidVersion, Version
 from gpuenv._marker import TARGET_NAME_PATTERN, TARGET_NAME_RULE
 from gpuenv.errors import NoCompatiblePlan, UsageError
 from gpuenv.importers import companions as moves
+from gpuenv.importers import era as eras
 from gpuenv.importers import old_sdists
 from gpuenv.importers import wheels as wheel_index
 from gpuenv.importers.images import IMPLIED
@@ -250,14 +251,21 @@ def _torch_build(merged: Merged, resolved: Resolved | None) -> tuple[str | None,
 
 
 def paper_torch(
-    merged: Merged, kb: KnowledgeBase, fk: ForeignKnowledge
+    merged: Merged, kb: KnowledgeBase, fk: ForeignKnowledge, dated: eras.Dated | None = None
 ) -> tuple[PaperTorch, Resolved | None]:
+    """The paper's torch; a range or a bare torch stands for the release its era gives:
+    an exact torchvision/torchaudio pin (a nightly's: the release it led to), else the
+    day of the files' newest pin (``dated``: the newest torch published by then), else
+    the CUDA the files name."""
     resolved = merged.packages.get("torch")
     specifier = resolved.specifier if resolved else ""
     version = resolved.exact if resolved else None
     era = None
     if resolved is not None and version is None:
-        version, era = _era_of_trio(merged, kb, specifier)
+        version, era = _era_of_trio(merged, kb, fk, specifier)
+    if resolved is not None and version is None and dated is not None:
+        known = [r.version for r in kb.torch_releases]
+        version, era = _era_of_dates(merged, fk, specifier, (dated, known))
     if resolved is not None and version is None:
         version, era = _era_of_cuda(merged, resolved, kb, specifier)
     if resolved is None:
@@ -286,27 +294,61 @@ def paper_torch(
 
 
 def _era_of_trio(
-    merged: Merged, kb: KnowledgeBase, specifier: str
+    merged: Merged, kb: KnowledgeBase, fk: ForeignKnowledge, specifier: str
 ) -> tuple[Version | None, str | None]:
     """A torch range (or no version) beside an exact torchvision/torchaudio pin: the torch
-    release paired with that pin, when the range allows it (the files' own era)."""
+    release paired with that pin, when the range allows it (the files' own era). A
+    nightly's pin (0.16.0.dev20230415) stands for the release it led to (0.16.0)."""
     for package in COMPANIONS:
         companion = merged.packages.get(package)
         if companion is None or companion.exact is None:
             continue
-        release = kb.release_for_companion(package, Version(companion.exact.public))
+        pinned = Version(companion.exact.public)
+        release = kb.release_for_companion(package, Version(pinned.base_version))
         if release is None:
             continue
         try:
             allowed = not specifier or SpecifierSet(specifier).contains(release.version, True)
         except InvalidSpecifier:
             allowed = False
-        if allowed:
-            return release.version, (
-                f"{package}=={companion.exact} pins the era: torch {release.version} is the "
-                f"release paired with it" + (f", in {specifier!r}" if specifier else "")
-            )
+        if not allowed:
+            continue
+        inside = f", in {specifier!r}" if specifier else ""
+        if pinned.is_prerelease:
+            led_to = eras.nightly_text(pinned, pinned.base_version, fk, torch=release.version)
+            return release.version, f"{package}=={companion.exact} pins the era: {led_to}{inside}"
+        return release.version, (
+            f"{package}=={companion.exact} pins the era: torch {release.version} is the "
+            f"release paired with it{inside}"
+        )
     return None, None
+
+
+def _era_of_dates(
+    merged: Merged,
+    fk: ForeignKnowledge,
+    specifier: str,
+    dates: tuple[eras.Dated, Sequence[Version]],
+) -> tuple[Version | None, str | None]:
+    """A torch range (or no version) in files whose newest pin the index dates: the newest
+    torch published by that day, within the range and what the companion pins accept
+    (``dates``: that day, and the torch releases gpuenv knows)."""
+    dated, known = dates
+    allowed = companion_bounds(merged, fk, known)
+    found = eras.dated_release(fk, dated, specifier, allowed[0] if allowed else None)
+    if found is None:
+        return None, None
+    version, later = found
+    if later:
+        out = fk.torch_published(version)
+        return version, (
+            f"the files' newest pin dates them to {dated.says()}, before any torch in "
+            f"{specifier!r}; the oldest there, {version} (published {out}), is their era"
+        )
+    return version, (
+        f"the newest torch released by {dated.says()}, is {version}"
+        + (f", in {specifier!r}" if specifier else "")
+    )
 
 
 def _era_of_cuda(
@@ -380,7 +422,9 @@ def companion_bounds(
 # --- torch, Python, the trio ------------------------------------------------------------
 
 
-def _moved_torch_why(paper: PaperTorch, choice: Choice, kb: KnowledgeBase) -> str:
+def _moved_torch_why(
+    paper: PaperTorch, choice: Choice, kb: KnowledgeBase, fk: ForeignKnowledge
+) -> str:
     plan = choice.plan
     version = paper.version
     obstacle = f" ({choice.rejected[0]})" if choice.rejected else ""
@@ -394,7 +438,7 @@ def _moved_torch_why(paper: PaperTorch, choice: Choice, kb: KnowledgeBase) -> st
     if version is None:
         return f"no release in {paper.specifier!r} fits this target{obstacle}; {plan.torch} does"
     if version.is_prerelease:
-        return f"{version} is a pre-release; {plan.torch} is the release it led to that fits"
+        return _nightly_why(version, choice, kb, fk)
     if kb.torch_release(version) is None:
         oldest = kb.torch_releases[-1].version
         newest = kb.torch_releases[0].version
@@ -411,6 +455,19 @@ def _moved_torch_why(paper: PaperTorch, choice: Choice, kb: KnowledgeBase) -> st
         )
     first = choice.rejected[0] if choice.rejected else f"no torch {version} build fits this target"
     return f"{first}; {plan.torch} ({plan.cu_tag}) is the oldest release after it whose builds do"
+
+
+def _nightly_why(version: Version, choice: Choice, kb: KnowledgeBase, fk: ForeignKnowledge) -> str:
+    """A pinned nightly (or other pre-release) moved to a release: the one it led to (its
+    label's release, else the first gpuenv knows after it), dated where the label is."""
+    base = Version(version.base_version)
+    after = sorted(r.version for r in kb.torch_releases if r.version >= base)
+    led_to = base if kb.torch_release(base) is not None or not after else after[0]
+    if Version(choice.plan.torch) == led_to:
+        return eras.nightly_text(version, str(led_to), fk, " that fits")
+    text = eras.nightly_text(version, str(led_to), fk)
+    first = choice.rejected[0] if choice.rejected else f"no torch {led_to} build fits this target"
+    return f"{text}; {first}: {choice.plan.torch} is the nearest release that fits"
 
 
 def _range_floor(specifier: str) -> Version | None:
@@ -541,7 +598,7 @@ def _torch_entries(
             Entry(
                 CHANGED,
                 "torch",
-                _moved_torch_why(paper, choice, kb),
+                _moved_torch_why(paper, choice, kb, fk),
                 origin=origin,
                 was=was,
                 now=now,
@@ -1604,7 +1661,9 @@ def decide(
 ) -> Decision:
     """The reproduction for ``planning``'s target: ``NoCompatiblePlan`` when nothing fits.
     With ``wheels``, the Python is the nearest on which the pins have wheels there."""
-    paper, _ = paper_torch(merged, planning.kb, fk)
+    torch = merged.packages.get("torch")
+    dated = eras.pins_day(merged, wheels) if torch is not None and torch.exact is None else None
+    paper, _ = paper_torch(merged, planning.kb, fk, dated)
     known = [r.version for r in planning.kb.torch_releases]
     choice = choose(planning, paper, era_caps(paper, fk), companion_bounds(merged, fk, known))
     plan, python_why = choice.plan, None

@@ -7,6 +7,10 @@ index's project page once (PEP 691 JSON, else the PEP 503 HTML page: each file's
 ``Requires-Python`` and yanked flag), and answers "does a release matching this
 specifier have a wheel that installs on Python 3.X on this platform".
 
+The JSON page's ``upload-time`` (PEP 700) of each file is kept too: ``published`` answers
+"when was this release first uploaded", which dates the files a torch range is read from
+(``importers.era``). A malformed or future upload time is no date.
+
 Bounded: at most ``MAX_PROJECTS`` pages, each at most ``MAX_PAGE`` bytes, read eight at a
 time with a per-request timeout, all of it under one deadline; the first failure to
 reach the index stops further asks (the report then says what was not checked). Pages
@@ -25,6 +29,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote
@@ -48,6 +53,7 @@ CACHE_SECONDS = 24 * 3600
 _ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
 
 Fetch = Callable[[str, float], bytes]  # (url, timeout) -> body; raises OSError/ValueError
+_Raw = tuple[str, str | None, bool, str | None]  # file name, requires-python, yanked, uploaded
 
 
 class Unreachable(Exception):
@@ -64,6 +70,7 @@ class IndexFile:
     tags: frozenset[Tag] | None  # None: an sdist
     requires_python: str | None
     yanked: bool = False
+    uploaded: date | None = None  # PEP 700 upload-time (JSON pages only)
 
 
 def _machine(platform: str) -> str:
@@ -111,7 +118,7 @@ def installs_on(file: IndexFile, python: str, platform: str) -> bool:
 class _Links(HTMLParser):
     def __init__(self) -> None:
         super().__init__()
-        self.files: list[tuple[str, str | None, bool]] = []
+        self.files: list[_Raw] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag != "a":
@@ -119,14 +126,14 @@ class _Links(HTMLParser):
         found = dict(attrs)
         href = found.get("href") or ""
         name = unquote(href.split("#", 1)[0].rsplit("/", 1)[-1])
-        self.files.append((name, found.get("data-requires-python"), "data-yanked" in found))
+        self.files.append((name, found.get("data-requires-python"), "data-yanked" in found, None))
 
 
 def parse_page(body: bytes, project: str) -> list[IndexFile]:
     """The files a simple-API project page lists (JSON or HTML); names that are not a
     wheel or sdist of ``project`` are ignored."""
     text = body.decode("utf-8", "replace")
-    raw: list[tuple[str, str | None, bool]] = []
+    raw: list[_Raw] = []
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
@@ -135,11 +142,13 @@ def parse_page(body: bytes, project: str) -> list[IndexFile]:
         for item in data.get("files", []) if isinstance(data, dict) else []:
             if isinstance(item, dict):
                 rp = item.get("requires-python")
+                up = item.get("upload-time")
                 raw.append(
                     (
                         str(item.get("filename", "")),
                         rp if isinstance(rp, str) else None,
                         bool(item.get("yanked")),
+                        up if isinstance(up, str) else None,
                     )
                 )
     else:
@@ -149,22 +158,41 @@ def parse_page(body: bytes, project: str) -> list[IndexFile]:
         raw = parser.files
     wanted = canonicalize_name(project)
     out = []
-    for name, requires, yanked in raw:
-        found = _file_of(name, requires, yanked)
+    for name, requires, yanked, uploaded in raw:
+        found = _file_of(name, requires, yanked, uploaded)
         if found is not None and found[0] == wanted:
             out.append(found[1])
     return out
 
 
-def _file_of(name: str, requires: str | None, yanked: bool) -> tuple[str, IndexFile] | None:
+_UPLOAD_TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ][0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?)?")
+
+
+def upload_day(text: str | None) -> date | None:
+    """The UTC day of a PEP 700 ``upload-time`` ("2023-04-13T12:01:02.345Z"); None when it
+    is not one, or lies in the future (an index's clock or data gone wrong)."""
+    match = _UPLOAD_TIME.fullmatch(text.strip()) if text and len(text) < 64 else None
+    if match is None:
+        return None
+    try:
+        day = date(int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    except ValueError:
+        return None
+    return day if day <= datetime.now(timezone.utc).date() else None
+
+
+def _file_of(
+    name: str, requires: str | None, yanked: bool, uploaded: str | None = None
+) -> tuple[str, IndexFile] | None:
     requires = requires.strip() if requires else None
+    day = upload_day(uploaded)
     try:
         if name.endswith(".whl"):
             project, version, _build, tags = parse_wheel_filename(name)
-            return project, IndexFile(version, tags, requires, yanked)
+            return project, IndexFile(version, tags, requires, yanked, day)
         if name.endswith((".tar.gz", ".zip")):
             project, version = parse_sdist_filename(name)
-            return project, IndexFile(version, None, requires, yanked)
+            return project, IndexFile(version, None, requires, yanked, day)
     except (InvalidWheelFilename, InvalidSdistFilename, InvalidVersion, ValueError):
         return None
     return None
@@ -202,7 +230,8 @@ class WheelIndex:
             return None
         # "2": the first format wrote hyphenated names into wheel names, which do not
         # parse back (every wheel of pytorch-lightning was lost): never read those.
-        key = hashlib.sha256(f"2\n{self.index}\n{project}".encode()).hexdigest()[:32]
+        # "3": entries carry the upload day (a page cached without it is a miss).
+        key = hashlib.sha256(f"3\n{self.index}\n{project}".encode()).hexdigest()[:32]
         return self.cache_dir / "import-index" / f"{key}.json"
 
     def _cached(self, project: str) -> list[IndexFile] | None:
@@ -219,13 +248,14 @@ class WheelIndex:
             return None
         out = []
         for item in data:
-            if isinstance(item, list) and len(item) == 3:
-                found = _file_of(str(item[0]), item[1], bool(item[2]))
+            if isinstance(item, list) and len(item) == 4:
+                rp, up = (v if isinstance(v, str) else None for v in (item[1], item[3]))
+                found = _file_of(str(item[0]), rp, bool(item[2]), up)
                 if found is not None:
                     out.append(found[1])
         return out
 
-    def _remember(self, project: str, names: list[tuple[str, str | None, bool]]) -> None:
+    def _remember(self, project: str, names: list[_Raw]) -> None:
         path = self._cache_file(project)
         if path is None:
             return
@@ -292,18 +322,20 @@ class WheelIndex:
         return self._pages.get(name)
 
 
-def _name_of(project: str, file: IndexFile) -> tuple[str, str | None, bool]:
-    """A file name that parses back to ``file`` (for the cache). The name is escaped as
-    wheel names are (PEP 427: runs of ``-_.`` become ``_``): a hyphen in it would split
-    the wheel name wrongly, and the file would be lost on reading."""
+def _name_of(project: str, file: IndexFile) -> _Raw:
+    """A file name that parses back to ``file`` (for the cache), with its facts. The name
+    is escaped as wheel names are (PEP 427: runs of ``-_.`` become ``_``): a hyphen in it
+    would split the wheel name wrongly, and the file would be lost on reading."""
     project = re.sub(r"[-_.]+", "_", project)
+    day = file.uploaded.isoformat() if file.uploaded else None
     if file.tags is None:
-        return f"{project}-{file.version}.tar.gz", file.requires_python, file.yanked
+        return f"{project}-{file.version}.tar.gz", file.requires_python, file.yanked, day
     tags = sorted(file.tags, key=str)
     interp = ".".join(sorted({t.interpreter for t in tags}))
     abi = ".".join(sorted({t.abi for t in tags}))
     plat = ".".join(sorted({t.platform for t in tags}))
-    return f"{project}-{file.version}-{interp}-{abi}-{plat}.whl", file.requires_python, file.yanked
+    name = f"{project}-{file.version}-{interp}-{abi}-{plat}.whl"
+    return name, file.requires_python, file.yanked, day
 
 
 @dataclass(frozen=True)
@@ -359,3 +391,15 @@ def nearest_with_wheel(
         return later[0]
     earlier = [v for v in good if v < pinned]
     return earlier[-1] if earlier else None
+
+
+def published(index: WheelIndex, project: str, version: Version) -> date | None:
+    """The day ``project`` ``version`` was first uploaded to the index (its earliest file's
+    PEP 700 upload time); None when the index does not say."""
+    wanted = Version(version.public)
+    days = [
+        f.uploaded
+        for f in index.files(project) or []
+        if f.uploaded is not None and Version(f.version.public) == wanted
+    ]
+    return min(days) if days else None

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from gpuenv._validation import parsed_by
 from gpuenv.versions import ComputeCapability, VersionFormatError
@@ -262,10 +262,42 @@ class RawOldSdistsFile(_Strict):
     sdist: list[RawOldSdist]
 
 
+# --- torch_dates.toml -------------------------------------------------------------------
+
+
+class RawTorchDate(_Sourced):
+    torch: Pep440
+    published: date
+
+
+class RawTorchDatesFile(_Strict):
+    schema_version: int = Field(alias="schema")
+    release: list[RawTorchDate] = Field(min_length=1)
+
+    @field_validator("release")
+    @classmethod
+    def _dates_follow_versions(cls, release: list[RawTorchDate]) -> list[RawTorchDate]:
+        """Each release once, and within a series a later release is never older: a swapped
+        or mistyped date would move every era it dates."""
+        seen: dict[Version, date] = {}
+        for entry in release:
+            version = Version(entry.torch)
+            if version in seen:
+                raise ValueError(f"torch {version} is listed twice")
+            seen[version] = entry.published
+        for version, published in seen.items():
+            for other, when in seen.items():
+                same = (other.major, other.minor) == (version.major, version.minor)
+                if same and other < version and when > published:
+                    raise ValueError(f"torch {version} ({published}) predates {other} ({when})")
+        return release
+
+
 SCHEMAS: dict[str, type[BaseModel]] = {
     "images.toml": RawImagesFile,
     "conda_cuda.toml": RawCondaCudaFile,
     "conda_names.toml": RawCondaNamesFile,
     "companions.toml": RawCompanionsFile,
     "old_sdists.toml": RawOldSdistsFile,
+    "torch_dates.toml": RawTorchDatesFile,
 }

@@ -14,6 +14,7 @@ import fnmatch
 import json
 import re
 from dataclasses import dataclass, field
+from datetime import date
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ FOREIGN_FILES = (
     "conda_names.toml",
     "companions.toml",
     "old_sdists.toml",
+    "torch_dates.toml",
 )
 
 
@@ -215,6 +217,15 @@ class OldSdist:
 
 
 @dataclass(frozen=True)
+class TorchDate:
+    """When a torch release was published (``torch_dates.toml``)."""
+
+    version: Version
+    published: date
+    fact: Sourced
+
+
+@dataclass(frozen=True)
 class ForeignKnowledge:
     pytorch_image_python: dict[str, tuple[str, Sourced]]  # torch series -> Python
     os_python: dict[str, tuple[str, Sourced]]  # "ubuntu20.04" -> Python
@@ -232,6 +243,7 @@ class ForeignKnowledge:
     gpu_only: tuple[GpuOnly, ...] = ()
     build_tools: dict[str, BuildTool] = field(default_factory=dict)  # by module provided
     old_sdists: tuple[OldSdist, ...] = ()
+    torch_dates: tuple[TorchDate, ...] = ()  # ascending by version
 
     # --- conda -------------------------------------------------------------------------
 
@@ -283,6 +295,18 @@ class ForeignKnowledge:
             ),
             None,
         )
+
+    # --- torch release dates -----------------------------------------------------------------
+
+    def torch_published(self, version: Version) -> date | None:
+        """The day torch ``version`` (its public part) was published; None when unknown."""
+        public = Version(version.public)
+        return next((d.published for d in self.torch_dates if d.version == public), None)
+
+    def torch_current_on(self, day: date) -> TorchDate | None:
+        """The newest torch release published on or before ``day`` (None before 1.0)."""
+        out = [d for d in self.torch_dates if d.published <= day]
+        return max(out, key=lambda d: d.version) if out else None
 
     def changes_between(self, old: Version, new: Version) -> list[TorchChange]:
         """API changes crossed moving torch from ``old`` up to ``new``."""
@@ -446,6 +470,14 @@ def _old_sdists(raw: Raw) -> dict[str, Any]:
     }
 
 
+def _torch_dates(raw: Raw) -> dict[str, Any]:
+    dates = (
+        TorchDate(Version(r["torch"]), date.fromisoformat(r["published"]), _sourced(r))
+        for r in raw["release"]
+    )
+    return {"torch_dates": tuple(sorted(dates, key=lambda d: d.version))}
+
+
 def _validated(name: str) -> Raw:
     """One data file, checked against its schema (unknown keys, sources, versions)."""
     from pydantic import ValidationError
@@ -503,6 +535,7 @@ def load_foreign_knowledge(cache_dir: Path | None = None) -> ForeignKnowledge:
             **_conda(raw["conda_cuda.toml"], raw["conda_names.toml"]),
             **_packages(raw["companions.toml"]),
             **_old_sdists(raw["old_sdists.toml"]),
+            **_torch_dates(raw["torch_dates.toml"]),
         )
     except (KeyError, TypeError, ValueError) as exc:  # a damaged cache entry
         from gpuenv.errors import FileFormatError

@@ -1,0 +1,149 @@
+"""The era of a torch range or an unpinned torch, from dates.
+
+A range (``torch>=1.7``) or a bare ``torch`` says nothing of the release the paper ran;
+the files' other facts do. Two of them carry dates:
+
+- a nightly (``torch==2.1.0.dev20230415``, or a torchvision/torchaudio nightly beside a
+  bare torch) is dated by its ``.devYYYYMMDD``. Its era is *the release it led to* (the
+  version its label names: 2.1.0, or the torch paired with torchvision 0.16.0), not the
+  release current that day (2.0.0): a paper runs a nightly for something the current
+  release lacks, the release it led to has every change the nightly had, and PyTorch
+  deprecates before it removes, so that nightly's API still works there;
+- the files' exact pins (``transformers==4.28.1``): when the package index says when
+  each was first uploaded (PEP 700 ``upload-time``, ``--check-resolves``), the newest of
+  those days is the earliest the files can have been written, and the torch they ran is
+  taken as the newest torch published by that day (``torch_dates.toml``): one certainly
+  out when the pins were chosen. No grace period: a torch published after the last pin
+  may have been missed by the authors and may bring API changes they never met; never a
+  newer one, unless the target needs it (its GPU's kernels), and then the report says so.
+
+Pure: the index pages are read by ``importers.wheels`` (bounded, cached), dates compared
+here. Without an index (``GPUENV_IMPORT_INDEX=off``) only the nightly dates count.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import Version
+
+from gpuenv.importers import wheels as wheel_index
+from gpuenv.importers.merge import Merged
+from gpuenv.importers.model import Origin
+from gpuenv.knowledge.foreign import ForeignKnowledge
+from gpuenv.names import TRIO
+
+FIRST_NIGHTLY = date(2016, 1, 1)  # before torch's first release: no nightly is older
+
+
+@dataclass(frozen=True)
+class Dated:
+    """The earliest day the files can have been written: their newest pin's upload day."""
+
+    day: date
+    package: str
+    version: Version
+    origin: Origin
+
+    def says(self) -> str:
+        return (
+            f"{self.day.isoformat()}, when {self.package} {self.version} was published "
+            f"({self.origin.where()})"
+        )
+
+
+def nightly_day(version: Version) -> date | None:
+    """The day of a nightly's ``.devYYYYMMDD`` label; None when it has none, or when it
+    is not a day (``dev20231399``), lies before torch existed or in the future."""
+    dev = version.dev
+    if dev is None or not 10_000_000 <= dev <= 99_999_999:
+        return None
+    try:
+        day = date(dev // 10_000, dev // 100 % 100, dev % 100)
+    except ValueError:
+        return None
+    if day < FIRST_NIGHTLY or day > datetime.now(timezone.utc).date():
+        return None
+    return day
+
+
+def nightly_text(
+    version: Version,
+    led_to: str,
+    fk: ForeignKnowledge,
+    fits: str = "",
+    torch: Version | None = None,
+) -> str:
+    """Why a nightly stands for ``led_to`` (``fits``: what to add after "the release it
+    led to"; ``torch``: the torch release that is, when ``led_to`` is a torchvision or
+    torchaudio one): dated when its label carries a real day, with the release current
+    then."""
+    day = nightly_day(version)
+    torch = torch or Version(led_to)
+    paired = f", paired with torch {torch}" if str(torch) != led_to else ""
+    if day is None:
+        bad = f" (its date {version.dev} is no real day)" if version.dev else ""
+        return f"{version} is a pre-release{bad}; {led_to} is the release it led to{fits}{paired}"
+    current = fk.torch_current_on(day)
+    out = fk.torch_published(torch)
+    when = f" (published {out.isoformat()})" if out else ""
+    named = f"{led_to}{'' if paired else when}"
+    text = (
+        f"{version} is a nightly of {day.isoformat()}; {named} is the release it led "
+        f"to{fits}{paired}{when if paired else ''}"
+    )
+    if current is not None and current.version < torch:
+        text += (
+            f": it has every change the nightly had, which torch {current.version}, the "
+            f"release current that day ({current.published.isoformat()}), lacks"
+        )
+    return text
+
+
+def pins_day(merged: Merged, wheels: wheel_index.WheelIndex | None) -> Dated | None:
+    """The newest upload day among the files' exact pins (not torch, torchvision or
+    torchaudio: they are what is being dated), as the index says; None without an index
+    that answers, or when it gives no dates."""
+    if wheels is None or wheels.failure is not None:
+        return None
+    pins = []
+    for name, resolved in merged.packages.items():
+        ask = resolved.ask
+        exact = resolved.exact
+        if name in TRIO or exact is None or ask.url or ask.editable or ask.conda_only:
+            continue
+        if ask.manager == "image":
+            continue
+        pins.append((name, exact, ask.origin))
+    if not pins:
+        return None
+    wheels.prefetch(name for name, _, _ in pins)
+    best: Dated | None = None
+    for name, version, origin in pins:
+        day = wheel_index.published(wheels, name, version)
+        if day is not None and (best is None or day > best.day):
+            best = Dated(day, name, Version(version.public), origin)
+    return best
+
+
+def dated_release(
+    fk: ForeignKnowledge, dated: Dated, specifier: str, allowed: str | None = None
+) -> tuple[Version, bool] | None:
+    """The newest torch published by ``dated.day`` that ``specifier`` (and ``allowed``,
+    what the companion pins accept, where it leaves any) allows, and False; when the range
+    only has later releases, its oldest and True (the files cannot predate the torch they
+    ask for); None when the range has none gpuenv has a date for."""
+    try:
+        spec = SpecifierSet(specifier)
+        bound = SpecifierSet(allowed) if allowed else None
+    except InvalidSpecifier:
+        return None
+    inside = [d for d in fk.torch_dates if d.version in spec]
+    if bound is not None and any(d.version in bound for d in inside):
+        inside = [d for d in inside if d.version in bound]
+    by_then = [d.version for d in inside if d.published <= dated.day]
+    if by_then:
+        return max(by_then), False
+    return (min(d.version for d in inside), True) if inside else None

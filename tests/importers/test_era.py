@@ -1,0 +1,321 @@
+"""The era of a torch range or an unpinned torch, from dates (issue 21, build item 7).
+
+A nightly's ``.devYYYYMMDD`` dates it; with an index to ask (``--check-resolves``), the
+upload day of the files' newest exact pin (PEP 700 ``upload-time`` on the PEP 691 JSON
+page) bounds the torch: the newest release published by then. The index here is a small
+JSON one served on loopback (``tests/fixtures/pkgindex``: a project folder holding an
+``index.json``), its pages carrying the upload days the real releases had. The cases are
+modelled on real repositories: a 2023 LLM fine-tuning repository (bare ``torch``,
+``transformers==4.28.1``), a 2020 NLP one (``torch>=1.7``), a 2022 vision one run on an
+H100, an April-2023 nightly.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from datetime import date
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from gpuenv.importers import era
+from gpuenv.importers.wheels import WheelIndex, parse_page, published, upload_day
+from gpuenv.knowledge.foreign import ForeignKnowledge, load_foreign_knowledge
+from tests.fixtures.pkgindex.index import Seen, Serve, serve
+from tests.fixtures.pkgindex.plugin import closed_port
+from tests.importers.conftest import Imported
+
+# (project, version, upload time, wheel tag): the days these releases were published
+RELEASES = [
+    ("transformers", "4.28.1", "2023-04-13T18:02:11.412Z", "py3-none-any"),
+    ("transformers", "4.30.2", "2023-06-13T14:40:31.000Z", "py3-none-any"),
+    ("transformers", "3.4.0", "2020-10-20T13:06:02.000Z", "py3-none-any"),
+    ("transformers", "4.0.0", "2020-11-30T16:47:50.000Z", "py3-none-any"),
+    ("numpy", "1.24.2", "2023-02-05T17:21:57.000Z", "cp310-cp310-manylinux_2_17_x86_64"),
+    ("numpy", "1.19.2", "2020-09-10T12:53:11.000Z", "cp38-cp38-manylinux2010_x86_64"),
+    ("numpy", "1.23.4", "2022-10-12T04:22:38.000Z", "cp310-cp310-manylinux_2_17_x86_64"),
+    ("sentencepiece", "0.1.91", "2020-05-21T23:03:02.000Z", "cp38-cp38-manylinux1_x86_64"),
+    ("timm", "0.6.11", "2022-10-06T03:17:00.000Z", "py3-none-any"),
+    ("pyyaml", "5.1", "2019-03-13T20:00:00.000Z", "cp37-cp37m-manylinux1_x86_64"),
+]
+
+
+def _pages(releases: list[tuple[str, str, str, str]]) -> dict[str, bytes]:
+    files: dict[str, list[dict[str, object]]] = {}
+    for project, version, uploaded, tag in releases:
+        name = f"{project}-{version}-{tag}.whl"
+        files.setdefault(project, []).append(
+            {"filename": name, "url": f"../../files/{name}", "hashes": {}, "upload-time": uploaded}
+        )
+    return {
+        project: json.dumps(
+            {"meta": {"api-version": "1.1"}, "name": project, "files": found}
+        ).encode()
+        for project, found in files.items()
+    }
+
+
+def write_json_index(root: Path, pages: dict[str, bytes]) -> None:
+    for project, body in pages.items():
+        folder = root / "simple" / project
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "index.json").write_bytes(body)
+
+
+@pytest.fixture
+def dated_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Seen]:
+    root = tmp_path / "dated-index"
+    write_json_index(root, _pages(RELEASES))
+    seen = Seen()
+    with serve(root, options=Serve(), seen=seen) as url:
+        monkeypatch.setenv("GPUENV_IMPORT_INDEX", f"{url}/simple")
+        yield seen
+
+
+@pytest.fixture(scope="module")
+def fk() -> ForeignKnowledge:
+    return load_foreign_knowledge(None)
+
+
+def _paper(tmp_path: Path, text: str, name: str = "requirements.txt") -> Path:
+    path = tmp_path / "paper" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _torch(imported: Imported) -> dict[str, object]:
+    assert imported.result.code == 0, imported.result.out + imported.result.err
+    entries = imported.entries("changed") | imported.entries("kept")
+    return entries["torch"]
+
+
+# --- through `gpuenv import` ------------------------------------------------------------
+
+
+def test_a_2023_repository_with_a_bare_torch_takes_the_torch_of_its_newest_pin(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    # a 2023 fine-tuning repository: bare torch, exact pins of the day
+    req = _paper(tmp_path, "numpy==1.24.2\ntorch\ntransformers==4.28.1\naccelerate\n")
+    torch = _torch(run_import(req, target="rtx4090"))
+    assert torch["to"] == "2.0.0+cu118"
+    assert torch["why"] == (
+        "the newest torch released by 2023-04-13, when transformers 4.28.1 was published "
+        "(requirements.txt:3), is 2.0.0; the files name no CUDA build: cu118 is the planner's "
+        "build for this GPU and driver (PyPI's default, cu117, runs here too)"
+    )
+    assert torch["from"] == "any"
+
+
+def test_a_2020_range_takes_the_torch_of_its_pins_or_the_nearest_gpuenv_knows(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    req = _paper(
+        tmp_path, "torch>=1.7\ntransformers==4.0.0\nnumpy==1.19.2\nsentencepiece==0.1.91\n"
+    )
+    torch = _torch(run_import(req, target="rtx4090"))
+    # 1.7.0 was the newest torch on 2020-11-30 (1.7.1: 2020-12-10); gpuenv plans from 1.12 on,
+    # where without the dates the range took 1.13.1 (below 2.0's API change)
+    assert torch["to"] == "1.12.1+cu116"
+    assert torch["why"] == (
+        "the newest torch released by 2020-11-30, when transformers 4.0.0 was published "
+        "(requirements.txt:2), is 1.7.0, in '>=1.7'; torch 1.7.0 predates gpuenv's knowledge "
+        "(it starts at 1.12.0); 1.12.1 is the nearest known release that fits"
+    )
+    assert torch["from"] == ">=1.7"
+
+
+def test_pins_older_than_the_range_date_the_files_to_its_oldest_release(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    # transformers 3.4.0 (2020-10-20) predates torch 1.7.0 (2020-10-27): the files, which
+    # ask for torch>=1.7, were written after it
+    req = _paper(tmp_path, "torch>=1.7\ntransformers==3.4.0\n")
+    torch = _torch(run_import(req, target="rtx4090"))
+    assert str(torch["why"]).startswith(
+        "the files' newest pin dates them to 2020-10-20, when transformers 3.4.0 was published "
+        "(requirements.txt:2), before any torch in '>=1.7'; the oldest there, 1.7.0 "
+        "(published 2020-10-27), is their era; "
+    )
+
+
+def test_on_an_h100_the_gpu_wins_over_the_era_and_the_report_says_so(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    # a 2022 vision repository: the era's torch (1.12.1) has no sm_90 kernels
+    req = _paper(tmp_path, "torch\ntorchvision\ntimm==0.6.11\nnumpy==1.23.4\n")
+    torch = _torch(run_import(req, target="h100"))
+    assert torch["to"] == "2.0.1+cu118"  # the first series with sm_90, its newest patch
+    why = str(torch["why"])
+    assert why.startswith(
+        "the newest torch released by 2022-10-12, when numpy 1.23.4 was published "
+        "(requirements.txt:4), is 1.12.1; "
+    )
+    assert "sm_90" in why and why.endswith(
+        "2.0.1 (cu118) is the oldest release after it whose builds do"
+    )
+
+
+def test_the_newest_pin_dates_the_files_not_the_oldest(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    # an old stable pin (pyyaml 5.1, 2019) does not drag a 2023 repository back
+    req = _paper(tmp_path, "pyyaml==5.1\ntorch\ntransformers==4.30.2\n")
+    torch = _torch(run_import(req, target="rtx4090"))
+    assert torch["to"] == "2.0.1+cu118"
+    assert "by 2023-06-13, when transformers 4.30.2 was published" in str(torch["why"])
+
+
+def test_without_an_index_nothing_changes(
+    run_import: Callable[..., Imported], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    req = _paper(tmp_path, "numpy==1.24.2\ntorch\ntransformers==4.28.1\n")
+    monkeypatch.setenv("GPUENV_IMPORT_INDEX", "off")
+    off = _torch(run_import(req, target="rtx4090"))
+    monkeypatch.setenv("GPUENV_IMPORT_INDEX", f"http://127.0.0.1:{closed_port()}/simple")
+    down = run_import(req, target="rtx4090")
+    assert _torch(down)["to"] == off["to"]
+    assert "released by" not in str(off["why"]) + str(_torch(down)["why"])
+    assert any("could not be read" in a["why"] for a in down.report["assumptions"])
+
+
+def test_a_pinned_nightly_is_the_release_it_led_to_with_its_date(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    req = _paper(tmp_path, "--pre\ntorch==2.1.0.dev20230415+cu118\ntorchvision\n")
+    imported = run_import(req, target="rtx4090")
+    torch = imported.entries("changed")["torch"]
+    assert torch["to"] == "2.1.0+cu118"
+    assert torch["why"] == (
+        "2.1.0.dev20230415 is a nightly of 2023-04-15; 2.1.0 (published 2023-10-04) is the "
+        "release it led to that fits: it has every change the nightly had, which torch "
+        "2.0.0, the release current that day (2023-03-15), lacks"
+    )
+    assert "torch" in imported.entries("unreproducible")
+
+
+def test_a_torchvision_nightly_beside_a_bare_torch_dates_it(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    req = _paper(tmp_path, "--pre\ntorch\ntorchvision==0.16.0.dev20230415\n")
+    torch = _torch(run_import(req, target="rtx4090"))
+    assert str(torch["to"]).startswith("2.1.0+")
+    assert str(torch["why"]).startswith(
+        "torchvision==0.16.0.dev20230415 pins the era: 0.16.0.dev20230415 is a nightly of "
+        "2023-04-15; 0.16.0 is the release it led to, paired with torch 2.1.0 (published "
+        "2023-10-04): it has every change the nightly had, which torch 2.0.0, the release "
+        "current that day (2023-03-15), lacks"
+    )
+
+
+@pytest.mark.parametrize("label", ["dev20231399", "dev20991231", "dev1", "dev20230230"])
+def test_a_nightly_with_no_real_date_is_a_plain_pre_release(
+    run_import: Callable[..., Imported], tmp_path: Path, label: str
+) -> None:
+    req = _paper(tmp_path, f"torch==2.1.0.{label}\n")
+    torch = _run_ok(run_import(req, target="cpu"))
+    assert torch["to"] == "2.1.0+cpu"
+    assert str(torch["why"]).startswith(f"2.1.0.{label} is a pre-release")
+    assert "nightly of" not in str(torch["why"])
+
+
+def _run_ok(imported: Imported) -> dict[str, object]:
+    assert imported.result.code == 0, imported.result.out
+    return imported.entries("changed")["torch"]
+
+
+# --- the pieces -------------------------------------------------------------------------
+
+
+def test_release_dates_are_data_and_answer_the_era_questions(fk: ForeignKnowledge) -> None:
+    assert fk.torch_published(Version("2.0.0")) == date(2023, 3, 15)
+    assert fk.torch_published(Version("1.7.1")) == date(2020, 12, 10)
+    current = fk.torch_current_on(date(2023, 4, 13))
+    assert current is not None and current.version == Version("2.0.0")
+    assert "releases/tag/v2.0.0" in current.fact.source
+    assert fk.torch_current_on(date(2018, 1, 1)) is None
+    # a patch of an older series published later (1.13.1, 2022-12-15) is not "newer"
+    late = fk.torch_current_on(date(2022, 12, 20))
+    assert late is not None and late.version == Version("1.13.1")
+    # every release gpuenv plans has a date
+    from gpuenv.knowledge import knowledge_base
+
+    undated = [
+        r.version for r in knowledge_base().torch_releases if not fk.torch_published(r.version)
+    ]
+    assert not undated
+
+
+@pytest.mark.parametrize(
+    ("label", "day"),
+    [
+        ("2.1.0.dev20230415", date(2023, 4, 15)),
+        ("2.1.0.dev20231399", None),  # month 13, day 99
+        ("2.1.0.dev20230230", None),  # 30 February
+        ("2.1.0.dev20991231", None),  # the future
+        ("0.4.0.dev20000101", None),  # before torch
+        ("2.1.0.dev1", None),
+        ("2.1.0", None),
+        ("2.1.0rc1", None),
+    ],
+)
+def test_a_nightly_day_is_a_real_past_day_or_none(label: str, day: date | None) -> None:
+    assert era.nightly_day(Version(label)) == day
+
+
+def test_the_era_release_is_within_the_range_and_the_companion_bound(fk: ForeignKnowledge) -> None:
+    from gpuenv.importers.model import Origin
+
+    dated = era.Dated(date(2023, 9, 1), "x", Version("1"), Origin("r.txt", 1, "x==1"))
+    assert era.dated_release(fk, dated, "") == (Version("2.0.1"), False)
+    assert era.dated_release(fk, dated, "<2") == (Version("1.13.1"), False)
+    assert era.dated_release(fk, dated, ">=2.1") == (Version("2.1.0"), True)  # none by then
+    assert era.dated_release(fk, dated, ">=9") is None
+    assert era.dated_release(fk, dated, "", "<2.0") == (Version("1.13.1"), False)
+    assert era.dated_release(fk, dated, "", ">=9") == (Version("2.0.1"), False)  # no overlap
+    assert era.dated_release(fk, dated, "not a specifier") is None
+
+
+def test_upload_times_are_read_from_json_pages_and_bad_ones_are_no_date() -> None:
+    page = {
+        "files": [
+            {"filename": "a-1.0-py3-none-any.whl", "upload-time": "2021-05-06T07:08:09.123456Z"},
+            {"filename": "a-1.0.tar.gz", "upload-time": "2021-05-05T23:59:59Z"},
+            {"filename": "a-2.0-py3-none-any.whl", "upload-time": "2021-13-45T00:00:00Z"},
+            {"filename": "a-3.0-py3-none-any.whl", "upload-time": "3021-01-01T00:00:00Z"},
+            {"filename": "a-4.0-py3-none-any.whl", "upload-time": 20210101},
+            {"filename": "a-5.0-py3-none-any.whl", "upload-time": "x" * 10_000},
+            {"filename": "a-6.0-py3-none-any.whl", "upload-time": None},
+            {"filename": "a-7.0-py3-none-any.whl", "upload-time": ["2021-01-01"]},
+        ]
+    }
+    files = parse_page(json.dumps(page).encode(), "a")
+    days = {str(f.version): f.uploaded for f in files if f.tags is not None}
+    assert days == {
+        "1.0": date(2021, 5, 6), "2.0": None, "3.0": None, "4.0": None,
+        "5.0": None, "6.0": None, "7.0": None,
+    }  # fmt: skip
+    index = WheelIndex(
+        "https://index.invalid/simple", fetch=lambda url, t: json.dumps(page).encode()
+    )
+    assert published(index, "a", Version("1.0")) == date(2021, 5, 5)  # its first file
+    assert published(index, "a", Version("3.0")) is None
+    assert upload_day("2021-05-06") == date(2021, 5, 6)
+
+
+def test_dated_pages_are_cached_with_their_days(tmp_path: Path) -> None:
+    body = _pages(RELEASES)["transformers"]
+    asked: list[str] = []
+
+    def fetch(url: str, timeout: float) -> bytes:
+        asked.append(url)
+        return body
+
+    first = WheelIndex("https://index.invalid/simple", tmp_path, fetch=fetch)
+    assert published(first, "transformers", Version("4.28.1")) == date(2023, 4, 13)
+    again = WheelIndex("https://index.invalid/simple", tmp_path, fetch=fetch)
+    assert published(again, "transformers", Version("4.28.1")) == date(2023, 4, 13)
+    assert len(asked) == 1
