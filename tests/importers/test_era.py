@@ -319,3 +319,50 @@ def test_dated_pages_are_cached_with_their_days(tmp_path: Path) -> None:
     again = WheelIndex("https://index.invalid/simple", tmp_path, fetch=fetch)
     assert published(again, "transformers", Version("4.28.1")) == date(2023, 4, 13)
     assert len(asked) == 1
+
+
+# --- NGC containers gpuenv has no data for ------------------------------------------------
+
+
+def test_an_unlisted_ngc_container_is_dated_by_its_neighbours(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # a 2023 repository built FROM NGC 23.04 (images.toml lists 23.02 and 23.05)
+    _paper(tmp_path, "torch\ntransformers==4.28.1\n")
+    docker = _paper(
+        tmp_path,
+        "FROM nvcr.io/nvidia/pytorch:23.04-py3\nCOPY requirements.txt .\n"
+        "RUN pip install -r requirements.txt\n",
+        "Dockerfile",
+    )
+    imported = run_import(docker.parent, target="rtx4090")
+    assert _torch(imported)["to"] == "2.0.0+cu118"
+    assert any(
+        a["why"]
+        == "NGC PyTorch release 23.04 is not in gpuenv's data (it knows up to 25.01, 25.03, "
+        "25.12): its CUDA and Python are unknown; its torch is taken as 2.0.0: NGC 23.02 and "
+        "23.05, either side of it, both hold builds that led to torch 2.0.0"
+        for a in imported.report["assumptions"]
+    ), imported.report["assumptions"]
+
+
+@pytest.mark.parametrize(
+    ("tag", "torch", "text"),
+    [
+        ("23.06", "2.0.1", "its tag dates it to 2023-06: torch 2.0.1 is the newest torch "
+         "published by 2023-06-30, the end of its month (NGC 23.05's build led to 2.0.0, "
+         "NGC 23.08's build led to 2.1.0)"),
+        ("22.04", "1.12.0", "its tag dates it to 2022-04: torch 1.12.0 is the oldest torch its "
+         "neighbours allow (NGC 22.03's build led to 1.12.0, NGC 22.06's build led to 1.13.0)"),
+        ("26.03", "2.11.0", "its tag dates it to 2026-03: torch 2.11.0 is the newest torch "
+         "published by 2026-03-31, the end of its month (NGC 25.12's build led to 2.10.0)"),
+        ("99.01", None, None),  # the future
+        ("23.13", None, None),  # no month
+        ("23.00", None, None),
+    ],
+)  # fmt: skip
+def test_an_unlisted_ngc_tag_between_different_neighbours_is_dated_by_its_month(
+    fk: ForeignKnowledge, tag: str, torch: str | None, text: str | None
+) -> None:
+    found = era.ngc_era(tag, fk)
+    assert (str(found[0]), found[1]) == (torch, text) if found else torch is None

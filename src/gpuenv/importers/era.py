@@ -9,6 +9,10 @@ the files' other facts do. Two of them carry dates:
   release current that day (2.0.0): a paper runs a nightly for something the current
   release lacks, the release it led to has every change the nightly had, and PyTorch
   deprecates before it removes, so that nightly's API still works there;
+- an NGC PyTorch container (``nvcr.io/nvidia/pytorch:23.04-py3``) that ``images.toml``
+  does not list is dated by its tag: NVIDIA's build in it led to the release its listed
+  neighbours' builds led to where they agree (23.02 and 23.05: 2.0.0), else the newest
+  torch published by the end of the tag's month between theirs;
 - the files' exact pins (``transformers==4.28.1``): when the package index says when
   each was first uploaded (PEP 700 ``upload-time``, ``--check-resolves``), the newest of
   those days is the earliest the files can have been written, and the torch they ran is
@@ -23,17 +27,21 @@ here. Without an index (``GPUENV_IMPORT_INDEX=off``) only the nightly dates coun
 
 from __future__ import annotations
 
+import calendar
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
+from typing import TYPE_CHECKING
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from gpuenv.importers import wheels as wheel_index
-from gpuenv.importers.merge import Merged
 from gpuenv.importers.model import Origin
 from gpuenv.knowledge.foreign import ForeignKnowledge
 from gpuenv.names import TRIO
+
+if TYPE_CHECKING:  # merge reads images, which reads this module
+    from gpuenv.importers.merge import Merged
 
 FIRST_NIGHTLY = date(2016, 1, 1)  # before torch's first release: no nightly is older
 
@@ -147,3 +155,39 @@ def dated_release(
     if by_then:
         return max(by_then), False
     return (min(d.version for d in inside), True) if inside else None
+
+
+def ngc_era(release: str, fk: ForeignKnowledge) -> tuple[Version, str] | None:
+    """The torch an NGC PyTorch container gpuenv has no data for stands for (``release``:
+    "23.04"), and why; None when its tag is no month, lies in the future or nothing fits."""
+    year, month = 2000 + int(release[:2]), int(release[3:])
+    if not 1 <= month <= 12 or date(year, month, 1) > datetime.now(timezone.utc).date():
+        return None
+    end = date(year, month, calendar.monthrange(year, month)[1])
+    known = sorted(fk.ngc.values(), key=lambda n: n.release)
+    low = next((n for n in reversed(known) if n.release < release), None)
+    high = next((n for n in known if n.release > release), None)
+    if low is not None and high is not None and low.upstream == high.upstream:
+        return low.upstream, (
+            f"NGC {low.release} and {high.release}, either side of it, both hold builds "
+            f"that led to torch {low.upstream}"
+        )
+    inside = [
+        d
+        for d in fk.torch_dates
+        if (low is None or d.version >= low.upstream)
+        and (high is None or d.version <= high.upstream)
+    ]
+    if not inside:
+        return None
+    by_then = [d.version for d in inside if d.published <= end]
+    pick = max(by_then) if by_then else min(d.version for d in inside)
+    sides = [f"NGC {n.release}'s build led to {n.upstream}" for n in (low, high) if n is not None]
+    edge = (
+        f"the newest torch published by {end.isoformat()}, the end of its month"
+        if by_then
+        else f"the oldest torch its neighbours allow ({', '.join(sides)})"
+    )
+    return pick, f"its tag dates it to {year}-{month:02d}: torch {pick} is {edge}" + (
+        f" ({', '.join(sides)})" if by_then and sides else ""
+    )

@@ -19,6 +19,7 @@ import re
 
 from packaging.version import Version
 
+from gpuenv.importers import era
 from gpuenv.importers.model import (
     IMAGE,
     PYTHON,
@@ -107,10 +108,15 @@ def _ngc(tag: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowledge
     release = kb.ngc.get(match.group("release"))
     if release is None:
         known = ", ".join(sorted(kb.ngc)[-3:])
+        dated = era.ngc_era(match.group("release"), kb)
+        what = "its torch, CUDA and Python are unknown"
+        if dated is not None:
+            what = f"its CUDA and Python are unknown; its torch is taken as {dated[0]}: {dated[1]}"
+            builder.asks.append(Ask("torch", f"=={dated[0]}", origin, manager="image"))
         builder.note(
             UNREADABLE,
             f"NGC PyTorch release {match.group('release')} is not in gpuenv's data "
-            f"(it knows up to {known}): its torch, CUDA and Python are unknown",
+            f"(it knows up to {known}): {what}",
             origin,
         )
         return True
