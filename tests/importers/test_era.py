@@ -74,6 +74,19 @@ def dated_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[See
         yield seen
 
 
+@pytest.fixture(autouse=True)
+def _no_uv_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests are about the era, decided before ``--check-resolves`` hands the written
+    pins to uv (its own tests cover that): the small dated index serves pages, no wheels."""
+    import importlib
+
+    try:
+        check = importlib.import_module("gpuenv.import_check")
+    except ImportError:
+        return
+    monkeypatch.setattr(check, "check_reproduction", lambda *args, **kwargs: None)
+
+
 @pytest.fixture(scope="module")
 def fk() -> ForeignKnowledge:
     return load_foreign_knowledge(None)
@@ -274,6 +287,11 @@ def test_the_era_release_is_within_the_range_and_the_companion_bound(fk: Foreign
     assert era.dated_release(fk, dated, "<2") == (Version("1.13.1"), False)
     assert era.dated_release(fk, dated, ">=2.1") == (Version("2.1.0"), True)  # none by then
     assert era.dated_release(fk, dated, ">=9") is None
+    assert era.dated_release(fk, dated, "<2.1,!=2.0.1") == (Version("2.0.0"), False)
+    ancient = era.Dated(date(2011, 1, 1), "x", Version("1"), Origin("r.txt", 1, "x==1"))
+    assert era.dated_release(fk, ancient, "") is None  # an old stable pin dates nothing
+    assert era.dated_release(fk, ancient, "<2") is None
+    assert era.dated_release(fk, ancient, "~=1.8") == (Version("1.8.0"), True)
     assert era.dated_release(fk, dated, "", "<2.0") == (Version("1.13.1"), False)
     assert era.dated_release(fk, dated, "", ">=9") == (Version("2.0.1"), False)  # no overlap
     assert era.dated_release(fk, dated, "not a specifier") is None
@@ -366,3 +384,43 @@ def test_an_unlisted_ngc_tag_between_different_neighbours_is_dated_by_its_month(
 ) -> None:
     found = era.ngc_era(tag, fk)
     assert (str(found[0]), found[1]) == (torch, text) if found else torch is None
+
+
+# --- hostile indexes ------------------------------------------------------------------------
+
+
+def test_hostile_pages_give_no_date_and_never_fail_the_import(
+    run_import: Callable[..., Imported],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gpuenv.importers import wheels
+
+    whl = "-1.0-py3-none-any.whl"
+    pages = {
+        "aaa": b'{"files": "not a list"}',
+        "bbb": json.dumps(
+            {
+                "files": [
+                    {"filename": f"bbb{whl}", "upload-time": {"a": 1}},
+                    {"filename": f"bbb{whl}", "upload-time": "2023-02-30T00:00:00Z"},
+                    {"filename": f"bbb{whl}", "upload-time": "3021-01-01T00:00:00Z"},
+                    {"filename": f"bbb{whl}", "upload-time": "9" * 5000},
+                ]
+            }
+        ).encode(),
+        "ccc": b"{" * 100_000,  # nested past any parser's depth
+        "ddd": b'{"files": [' + b'{"filename": "ddd-1.0-py3-none-any.whl"},' * 2000 + b"{}]}",
+        "eee": b"\xff\xfe not utf-8 \x00",
+    }
+    root = tmp_path / "hostile"
+    write_json_index(root, pages)
+    monkeypatch.setattr(wheels, "MAX_PAGE", 50_000)  # ddd is over it
+    req = _paper(tmp_path, "torch\naaa==1.0\nbbb==1.0\nccc==1.0\nddd==1.0\neee==1.0\n")
+    with serve(root) as url:
+        monkeypatch.setenv("GPUENV_IMPORT_INDEX", f"{url}/simple")
+        imported = run_import(req, target="cpu")
+    assert imported.result.code == 0, imported.result.out
+    torch = _torch(imported)
+    assert "released by" not in str(torch["why"])
+    assert torch["why"] == "the files pin no torch version; 2.15.0 is what the planner chose here"

@@ -142,7 +142,8 @@ def dated_release(
     """The newest torch published by ``dated.day`` that ``specifier`` (and ``allowed``,
     what the companion pins accept, where it leaves any) allows, and False; when the range
     only has later releases, its oldest and True (the files cannot predate the torch they
-    ask for); None when the range has none gpuenv has a date for."""
+    ask for; without a floor, old pins say nothing of a newer torch: None); None when the
+    range has none gpuenv has a date for."""
     try:
         spec = SpecifierSet(specifier)
         bound = SpecifierSet(allowed) if allowed else None
@@ -154,7 +155,8 @@ def dated_release(
     by_then = [d.version for d in inside if d.published <= dated.day]
     if by_then:
         return max(by_then), False
-    return (min(d.version for d in inside), True) if inside else None
+    floor = any(s.operator in (">=", ">", "~=") for s in spec)
+    return (min(d.version for d in inside), True) if inside and floor else None
 
 
 def ngc_era(release: str, fk: ForeignKnowledge) -> tuple[Version, str] | None:
