@@ -114,11 +114,10 @@ def test_a_2023_repository_with_a_bare_torch_takes_the_torch_of_its_newest_pin(
     # a 2023 fine-tuning repository: bare torch, exact pins of the day
     req = _paper(tmp_path, "numpy==1.24.2\ntorch\ntransformers==4.28.1\naccelerate\n")
     torch = _torch(run_import(req, target="rtx4090"))
-    assert torch["to"] == "2.0.0+cu118"
+    assert torch["to"] == "2.0.0+cu117"  # PyPI's default build of 2.0.0, what pip took
     assert torch["why"] == (
         "the newest torch released by 2023-04-13, when transformers 4.28.1 was published "
-        "(requirements.txt:3), is 2.0.0; the files name no CUDA build: cu118 is the planner's "
-        "build for this GPU and driver (PyPI's default, cu117, runs here too)"
+        "(requirements.txt:3), is 2.0.0; runs on this target as built"
     )
     assert torch["from"] == "any"
 
@@ -178,7 +177,7 @@ def test_the_newest_pin_dates_the_files_not_the_oldest(
     # an old stable pin (pyyaml 5.1, 2019) does not drag a 2023 repository back
     req = _paper(tmp_path, "pyyaml==5.1\ntorch\ntransformers==4.30.2\n")
     torch = _torch(run_import(req, target="rtx4090"))
-    assert torch["to"] == "2.0.1+cu118"
+    assert torch["to"] == "2.0.1+cu117"
     assert "by 2023-06-13, when transformers 4.30.2 was published" in str(torch["why"])
 
 
@@ -354,7 +353,7 @@ def test_an_unlisted_ngc_container_is_dated_by_its_neighbours(
         "Dockerfile",
     )
     imported = run_import(docker.parent, target="rtx4090")
-    assert _torch(imported)["to"] == "2.0.0+cu118"
+    assert _torch(imported)["to"] == "2.0.0+cu117"
     assert any(
         a["why"]
         == "NGC PyTorch release 23.04 is not in gpuenv's data (it knows up to 25.01, 25.03, "
