@@ -122,20 +122,20 @@ def test_a_2023_repository_with_a_bare_torch_takes_the_torch_of_its_newest_pin(
     assert torch["from"] == "any"
 
 
-def test_a_2020_range_takes_the_torch_of_its_pins_or_the_nearest_gpuenv_knows(
+def test_a_2020_range_takes_the_torch_of_its_pins(
     run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
 ) -> None:
     req = _paper(
         tmp_path, "torch>=1.7\ntransformers==4.0.0\nnumpy==1.19.2\nsentencepiece==0.1.91\n"
     )
     torch = _torch(run_import(req, target="rtx4090"))
-    # 1.7.0 was the newest torch on 2020-11-30 (1.7.1: 2020-12-10); gpuenv plans from 1.12 on,
-    # where without the dates the range took 1.13.1 (below 2.0's API change)
-    assert torch["to"] == "1.12.1+cu116"
+    # 1.7.0 was the newest torch on 2020-11-30 (1.7.1: 2020-12-10); without the dates the
+    # range took 1.13.1 (the newest below 2.0's API change)
+    assert torch["to"] == "1.7.0+cu110"
     assert torch["why"] == (
         "the newest torch released by 2020-11-30, when transformers 4.0.0 was published "
-        "(requirements.txt:2), is 1.7.0, in '>=1.7'; torch 1.7.0 predates gpuenv's knowledge "
-        "(it starts at 1.12.0); 1.12.1 is the nearest known release that fits"
+        "(requirements.txt:2), is 1.7.0, in '>=1.7'; the cu102 build cannot run here (its "
+        "arch list (3.7, 5.0, 6.0, 7.0, 7.5) has no sm_89 kernels); cu110 can"
     )
     assert torch["from"] == ">=1.7"
 
