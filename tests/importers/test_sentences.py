@@ -464,6 +464,67 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
           "the cu116 build runs on this GPU but has no wheels for Python 3.11 (they cover "
           ">=3.7,<3.11); cu117 does")],
     ),
+    "a PyG wheel label that is not PyG's form": (
+        "torch==1.12.1\ntorch-scatter==2.1.0+pt112\n",
+        "cpu",
+        [("needs_build", "torch-scatter", "why",
+          "built for torch 1.12.1; gpuenv's lock cannot read its wheel page yet "
+          "(https://data.pyg.org/whl/torch-1.12.0+cpu.html); its +pt112 label names a wheel "
+          "the lock cannot fetch: written without it: compiled against torch 1.12.1+cpu "
+          "(CPU-only), with no build isolation")],
+    ),
+    "flash-attn newer than torch's CUDA": (
+        "torch==2.1.2+cu118\nflash-attn==2.7.4\n",
+        "rtx4090",
+        [("needs_build", "flash-attn", "why",
+          "2.7.4 needs nvcc >=12.0; 2.7.0 builds with it: compiled against torch "
+          "2.1.2+cu118 for sm_89, with no build isolation")],
+    ),
+    "a nightly torch": (
+        "torch==2.1.0.dev20230801\n",
+        "rtx4090",
+        [("changed", "torch", "why",
+          "2.1.0.dev20230801 is a pre-release; 2.1.0 is the release it led to that fits")],
+    ),
+    "a torch older than gpuenv's knowledge": (
+        "torch==1.10.0\n",
+        "rtx4090",
+        [("changed", "torch", "why",
+          "torch 1.10.0 predates gpuenv's knowledge (it starts at 1.12.0); 1.12.1 is the "
+          "nearest known release that fits")],
+    ),
+    # The driver (550) runs CUDA 12.4 at most: cu118 is the last build that carries torch
+    # past 2.6, and its last release is 2.7.1.
+    "an unpinned torch": (
+        "torch\n",
+        "rtx4090",
+        [("changed", "torch", "why",
+          "the files pin no torch version; 2.7.1 is what the planner chose here")],
+    ),
+    "a torch too new for the driver": (
+        "torch==2.9.0\n",
+        "rtx4090",
+        [("changed", "torch", "why",
+          "no build of 2.9.0 or any later release fits this target (driver 550.54.15 is "
+          "older than every torch 2.9.0 build that covers RTX 4090 needs (strict): cu126 "
+          "needs driver >= 560.28.03; cu128 needs driver >= 570.26; cu129 needs driver >= "
+          "575.51.03; cu130 needs driver >= 580.65.06); 2.7.1 does")],
+    ),
+    "a cu126 torch on driver 550": (
+        "torch==2.6.0+cu126\n",
+        "rtx4090",
+        [("changed", "torch", "why",
+          "the cu126 build cannot run here (it needs driver >= 560.28.03; the target has "
+          "550.54.15); cu124 can")],
+    ),
+    # PyTorch's cu118 wheels are x86_64 only; GH200 (aarch64) has cu124 for 2.4.1.
+    "an x86-only build on a GH200": (
+        "torch==2.4.1+cu118\n",
+        "gh200",
+        [("changed", "torch", "why",
+          "the cu118 build cannot run here (torch 2.4.1 has no cu118 build for "
+          "linux-aarch64); cu124 can")],
+    ),
     "a 2023 conda file": (
         "name: x\ndependencies:\n  - python=3.10\n  - pytorch=2.1.2\n",
         "rtx4090",
@@ -498,6 +559,27 @@ INDEX_CASES: dict[
             ("kept", "python", "why", "torch 2.9.0 supports it"),
         ],
     ),
+    # A 2021 requirements file (scipy 1.7.1 and pandas 1.3.0 have wheels up to cp39) that
+    # later gained networkx 3.3 (Python >= 3.10): no Python has every wheel; 3.9 lacks the
+    # fewest, and networkx steps back to 3.2.1, the last release for 3.9.
+    "pins from two eras": (
+        "torch==2.1.2\nscipy==1.7.1\npandas==1.3.0\nnetworkx==3.3\n",
+        "cpu",
+        {
+            "scipy": SCIPY_PAGE,
+            "pandas": [("1.3.0", ["37", "38", "39"], ">=3.7.1")],
+            "networkx": [("3.2.1", ["py3"], ">=3.9"), ("3.3", ["py3"], ">=3.10")],
+        },
+        [
+            ("assumptions", "python", "why",
+             "no Python named in the files: Python 3.9, the newest torch 2.1.2 supports where "
+             "the fewest pins lack a wheel (1) (scipy==1.7.1, pandas==1.3.0: no wheel for "
+             "Python 3.11 on the index)"),
+            ("changed", "networkx", "why",
+             "3.3 has no wheel for Python 3.9 on the index; 3.2.1 is the nearest release that "
+             "has one"),
+        ],
+    ),
 }  # fmt: skip
 
 
@@ -505,7 +587,9 @@ def _page(project: str, files: list[tuple[str, list[str], str]]) -> str:
     links = []
     for version, pythons, requires in files:
         names = [
-            f"{project}-{version}-cp{py}-cp{py}-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+            f"{project}-{version}-py3-none-any.whl"
+            if py == "py3"
+            else f"{project}-{version}-cp{py}-cp{py}-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
             for py in pythons
         ] + [f"{project}-{version}.tar.gz"]
         escaped = html.escape(requires)
@@ -531,12 +615,26 @@ ELSEWHERE = frozenset(
         "this family cannot move together",  # test_companions
         "--prefer names",  # test_disagreement
         "cupy needs CUDA",  # unreachable today: cupy's cpu = "none" answers first
+        "not read: ",  # test_tolerant, test_bad_inputs
+        "wheel was built for torch",  # test_companion_system (PyG labels)
+        "matches this torch, but only that page has it",  # test_companion_system
+        "compiled here instead of the prebuilt wheel",  # test_companion_system
+        "has a prebuilt wheel for torch",  # test_companion_system (detectron2's pages)
+        "every pin has a wheel",  # test_wheels
+        "was built for GPUs up to compute",  # test_frameworks; and the TensorFlow case here
+        "is newer than gpuenv's knowledge",  # below: the knowledge's newest release moves
+        "no release in ",  # below: the list of builds grows with the knowledge
+        "the paper ran on",  # below: collect_env's GPU line
+        "supports compute capability up to",  # below: no source companion has a gpu_max yet
+        "ruled it out",  # below: a build the GPU runs is refused only for its Python today
         "not imported",  # test_discovery
         "compiles",  # test_discovery (the project's own CUDA extension)
     }
 )
 
-TEXT_KEYS = {"why", "risk_text", "build_why"}
+TEXT_KEYS = {"why", "risk_text", "build_why", "text", "edge", "chosen", "said", "tail", "has"}
+# Helpers whose returned strings become (part of) a report sentence.
+HELPERS = re.compile(r"(_why|_reason|_refusal|_obstacle|_no_wheels|_label_why)$")
 
 
 def _literal(node: ast.expr) -> str | None:
@@ -559,12 +657,26 @@ def templates() -> dict[str, str]:
     """Each report sentence template of the importers: regex -> file:line."""
     found: dict[str, str] = {}
     for path in sorted(IMPORTERS.glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            values: list[ast.expr] = []
-            if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id in TEXT_KEYS for t in node.targets
-            ):
-                values.append(node.value)
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        returned = {
+            id(node.value)
+            for helper in ast.walk(tree)
+            if isinstance(helper, ast.FunctionDef) and HELPERS.search(helper.name)
+            for node in ast.walk(helper)
+            if isinstance(node, ast.Return) and node.value is not None
+        }
+        for node in ast.walk(tree):
+            values: list[ast.expr] = [node] if id(node) in returned else []  # type: ignore[list-item]
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    if isinstance(target, ast.Name) and target.id in TEXT_KEYS:
+                        values.append(node.value)
+                    elif isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                        values += [  # why, risk, text = ("...", MEDIUM, "...")
+                            v
+                            for t, v in zip(target.elts, node.value.elts, strict=False)
+                            if isinstance(t, ast.Name) and t.id in TEXT_KEYS
+                        ]
             if isinstance(node, ast.Call):
                 func = node.func
                 name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
@@ -575,7 +687,8 @@ def templates() -> dict[str, str]:
                 parts = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
                 for part in parts:
                     regex = _literal(part)
-                    if regex and len(re.sub(r"\(\.[+*]\?\)", "", regex)) > 8:
+                    literal = re.sub(r"\(\.[+*]\?\)", "", regex or "")
+                    if regex and len(re.sub(r"\\(.)", r"\1", literal)) > 8:
                         found.setdefault(regex, f"{path.name}:{part.lineno}")
     return found
 
@@ -614,7 +727,8 @@ def test_each_sentence_that_needs_the_index_is_true_of_its_case(
         page = tmp_path / "index" / "simple" / project / "index.html"
         page.parent.mkdir(parents=True)
         page.write_text(_page(project, files))
-    path = tmp_path / "paper" / "environment.yml"
+    name = "environment.yml" if text.startswith("name:") else "requirements.txt"
+    path = tmp_path / "paper" / name
     path.parent.mkdir()
     path.write_text(text)
     with serve(tmp_path / "index") as url:
@@ -624,7 +738,12 @@ def test_each_sentence_that_needs_the_index_is_true_of_its_case(
     for kind, package, field, sentence in expected:
         assert sentence in _sentences(imported, kind, package, field), (kind, package, field)
     checked = [a["why"] for a in imported.report["assumptions"] if "checked for" in a["why"]]
-    assert checked == [f"1 requirement checked for wheels for Python 3.10 on {url}/simple"]
+    python = re.search(r'python = "([\d.]+)"', imported.spec.read_text())
+    assert python is not None
+    count, plural = len(pages), "s" if len(pages) != 1 else ""
+    assert checked == [
+        f"{count} requirement{plural} checked for wheels for Python {python[1]} on {url}/simple"
+    ]
 
 
 def test_every_sentence_kind_has_a_case() -> None:
@@ -644,3 +763,77 @@ def test_the_elsewhere_list_only_names_templates_that_exist() -> None:
     regexes = list(templates())
     stale = [f for f in ELSEWHERE if not any(re.escape(f) in r for r in regexes)]
     assert not stale, stale
+
+
+# --- sentences whose case is computed, or not reachable through an import -----------------
+
+
+def test_a_torch_newer_than_the_knowledge_names_where_it_ends(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    from gpuenv.knowledge import knowledge_base
+
+    newest = max(r.version for r in knowledge_base().torch_releases)
+    path = tmp_path / "requirements.txt"
+    path.write_text("torch==99.0.0\n")
+    why = run_import(path, target="cpu").entries("changed")["torch"]["why"]
+    assert why.startswith(f"torch 99.0.0 is newer than gpuenv's knowledge (it ends at {newest}); ")
+    assert why.endswith(" is the nearest known release that fits")
+
+
+def test_a_torch_range_older_than_hopper_says_which_builds_have_its_kernels(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    path = tmp_path / "requirements.txt"
+    path.write_text("torch>=1.8,<1.13\n")
+    why = run_import(path, target="h100").entries("changed")["torch"]["why"]
+    assert why.startswith(
+        "no release in '<1.13,>=1.8' fits this target (no torch <1.13,>=1.8 build for "
+        "linux-64 has kernels for sm_90 (Hopper); builds that do: cu118 (torch 2.0.0 - 2.7.1, "
+        "driver >= 520.61.05), "
+    )
+    assert why.endswith("); 2.0.1 does")
+
+
+def test_the_gpu_the_paper_ran_on_is_named_as_collect_env_reports_it(
+    run_import: Callable[..., Imported],
+) -> None:
+    imported = run_import("collect-env/collect_env.txt", target="cpu")
+    said = [a["why"] for a in imported.report["assumptions"] if "ran on" in a["why"]]
+    assert said == ["the paper ran on NVIDIA A100-SXM4-40GB, driver 515.65.01"]
+
+
+def test_a_source_release_beyond_its_newest_gpu_says_so() -> None:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    from gpuenv.importers import companions as moves
+    from gpuenv.knowledge.foreign import CompanionRelease, Sourced
+    from gpuenv.versions import ComputeCapability
+
+    old = CompanionRelease(
+        Version("1.0"),
+        None,
+        SpecifierSet(">=1.12"),
+        None,
+        None,
+        ComputeCapability.parse("8.6"),
+        Sourced("https://example.invalid/notes", False),
+    )
+    hopper = moves.Target(Version("2.1.2"), "cu121", "12.1", ComputeCapability.parse("9.0"))
+    assert moves._source_reason(old, hopper) == "supports compute capability up to 8.6"
+
+
+def test_a_build_refused_for_no_reason_gpuenv_knows_says_what_the_planner_said() -> None:
+    from types import SimpleNamespace
+
+    from packaging.version import Version
+
+    from gpuenv.importers.decide import _build_refusal
+    from gpuenv.knowledge import knowledge_base
+
+    plan = SimpleNamespace(hardware=SimpleNamespace(platform="linux-64"), python="3.11")
+    kb, version = knowledge_base(), Version("2.4.1")
+    said = _build_refusal(kb, version, "cu124", plan, ("a reason",))  # type: ignore[arg-type]
+    assert said == "the planner ruled it out (a reason)"
+    assert _build_refusal(kb, version, "cu124", plan, ()) == "the plan ruled it out"  # type: ignore[arg-type]

@@ -412,7 +412,7 @@ def _source_reason(release: CompanionRelease, target: Target) -> str:
         return f"needs nvcc {release.nvcc}"
     if target.cc is not None and release.gpu_min is not None and target.cc < release.gpu_min:
         return f"needs compute capability >= {release.gpu_min}"
-    return "does not fit this target"
+    return f"supports compute capability up to {release.gpu_max}"  # _fits: what is left
 
 
 def jit(companion: Companion, resolved: Resolved, target: Target) -> Move:

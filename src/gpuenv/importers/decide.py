@@ -669,11 +669,12 @@ def _build_obstacle(
     kb: KnowledgeBase, version: Version | None, tag: str, plan: TargetPlan
 ) -> str | None:
     """Why the paper's build of ``version`` cannot run on the plan's hardware."""
+    hw = plan.hardware
     release = kb.torch_release(version) if version else None
+    release = release.on(hw.platform) if release else None
     build = release.build(tag) if release else None
     if build is None:
-        return f"torch {version} has no {tag} build" if release else None
-    hw = plan.hardware
+        return f"torch {version} has no {tag} build for {hw.platform}" if release else None
     missing = [cc.sm for cc in sorted(set(hw.compute_capabilities)) if build.covering(cc) is None]
     if missing:
         return f"its arch list ({build.arch_text}) has no {', '.join(missing)} kernels"
@@ -694,7 +695,7 @@ def _build_refusal(
     stop short of the plan's Python (torch 1.13.1's cu116 wheels end at 3.10), else what
     the planner said."""
     release = kb.torch_release(version) if version else None
-    build = release.build(tag) if release else None
+    build = release.on(plan.hardware.platform).build(tag) if release else None
     if build is not None and build.python is not None and not build.python.contains(plan.python):
         return f"has no wheels for Python {plan.python} (they cover {spec_text(build.python)})"
     return f"the planner ruled it out ({rejected[0]})" if rejected else "the plan ruled it out"
@@ -1353,7 +1354,8 @@ def _notes(d: Decision, merged: Merged) -> None:
 def _facts(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
     gpu, driver = merged.fact(GPU), merged.fact(DRIVER)
     if gpu is not None:
-        text = f"the paper ran on {gpu.value}" + (f", driver {driver.value}" if driver else "")
+        shown = re.sub(r"^GPU \d+:\s*", "", gpu.value)  # collect_env's "GPU 0: NVIDIA A100-..."
+        text = f"the paper ran on {shown}" + (f", driver {driver.value}" if driver else "")
         d.add(Entry(ASSUMPTION, None, text, origin=gpu.origin))
     for fact in merged.facts.get(IMAGE, ()):
         if fact.note:

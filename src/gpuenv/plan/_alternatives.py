@@ -56,9 +56,10 @@ def _cuda_obstacles(
     found = []
     if not any(r.build(c.cuda.tag) for r in releases):
         available = ", ".join(b.tag for b in releases[0].cuda_builds)
+        has = f"has: {available}" if available else "has no CUDA build there"
         found.append(
             f"no torch {c.torch_text} build for {c.cuda.tag} on {hw.platform} "
-            f"(torch {releases[0].version} has: {available})"
+            f"(torch {releases[0].version} {has})"
         )
     found += _pinned_build_lacks_arch(releases, hw, c, kb)
     floor = kb.driver_floor(c.cuda, c.mode, hw.platform)
