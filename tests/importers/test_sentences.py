@@ -628,6 +628,7 @@ ELSEWHERE = frozenset(
         "supports compute capability up to",  # below: no source companion has a gpu_max yet
         "ruled it out",  # below: a build the GPU runs is refused only for its Python today
         "not imported",  # test_discovery
+        "the only folder with environment files",  # test_discovery
         "compiles",  # test_discovery (the project's own CUDA extension)
     }
 )
