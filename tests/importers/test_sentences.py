@@ -486,13 +486,6 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         [("changed", "torch", "why",
           "2.1.0.dev20230801 is a pre-release; 2.1.0 is the release it led to that fits")],
     ),
-    "a torch older than gpuenv's knowledge": (
-        "torch==1.10.0\n",
-        "rtx4090",
-        [("changed", "torch", "why",
-          "torch 1.10.0 predates gpuenv's knowledge (it starts at 1.12.0); 1.12.1 is the "
-          "nearest known release that fits")],
-    ),
     # The driver (550) runs CUDA 12.4 at most: cu118 is the last build that carries torch
     # past 2.6, and its last release is 2.7.1.
     "an unpinned torch": (
@@ -623,6 +616,8 @@ ELSEWHERE = frozenset(
         "every pin has a wheel",  # test_wheels
         "was built for GPUs up to compute",  # test_frameworks; and the TensorFlow case here
         "is newer than gpuenv's knowledge",  # below: the knowledge's newest release moves
+        "predates gpuenv's knowledge",  # below: so does its oldest
+        "is the nearest known release that fits",  # below, both ends of the knowledge
         "no release in ",  # below: the list of builds grows with the knowledge
         "the paper ran on",  # below: collect_env's GPU line
         "supports compute capability up to",  # below: no source companion has a gpu_max yet
@@ -838,3 +833,16 @@ def test_a_build_refused_for_no_reason_gpuenv_knows_says_what_the_planner_said()
     said = _build_refusal(kb, version, "cu124", plan, ("a reason",))  # type: ignore[arg-type]
     assert said == "the planner ruled it out (a reason)"
     assert _build_refusal(kb, version, "cu124", plan, ()) == "the plan ruled it out"  # type: ignore[arg-type]
+
+
+def test_a_torch_older_than_the_knowledge_names_where_it_starts(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    from gpuenv.knowledge import knowledge_base
+
+    oldest = min(r.version for r in knowledge_base().torch_releases)
+    path = tmp_path / "requirements.txt"
+    path.write_text("torch==1.0.0\n")
+    why = run_import(path, target="cpu").entries("changed")["torch"]["why"]
+    assert why.startswith(f"torch 1.0.0 predates gpuenv's knowledge (it starts at {oldest}); ")
+    assert why.endswith(" is the nearest known release that fits")
