@@ -57,3 +57,16 @@ def test_unknown_torch_release_uses_the_companions_pairing(clean_env: FakeEnv, r
         if f.code == "trio-mismatch"
     }
     assert found == {"2.4.1"}
+
+
+def test_a_same_day_re_release_of_torchvision_pairs_too(clean_env: FakeEnv, run: Run) -> None:
+    """torchvision 0.11.0 and 0.11.1 were both made for torch 1.10.0 (torchvision_also)."""
+    clean_env.torch(version="1.10.0+cu111")
+    shutil.rmtree(next(clean_env.site.glob("torch-2.4.1*.dist-info")))
+    replace(clean_env, "torchaudio", "0.10.0+cu111")
+    for paired in ("0.11.0+cu111", "0.11.1+cu111"):
+        replace(clean_env, "torchvision", paired)
+        assert "trio-mismatch" not in codes(run(clean_env)), paired
+    replace(clean_env, "torchvision", "0.10.1+cu111")
+    finding = only(run(clean_env), "trio-mismatch")
+    assert finding.evidence["expected_torchvision"] == "0.11.1"

@@ -66,7 +66,8 @@ CASES: dict[tuple[str, str], Expect] = {
         kept=fs("scipy", "tensorboard", "pyyaml"), why={"numpy": "NumPy 1.x"},
     ),
     ("cu111/requirements.txt", "rtx4090"): Expect(
-        "1.10.0+cu111", "3.9", kept=fs("torch", "torchaudio", "scipy"),
+        "1.10.0+cu111", "3.9", kept=fs("torch", "torchvision", "torchaudio", "scipy"),
+        why={"torchvision": "released with torch 1.10.0"},  # 0.11.0 and 0.11.1 both were
     ),
     ("cu111/requirements.txt", "cpu"): Expect(
         "1.10.0+cpu", "3.9", changed=fs("torch"), kept=fs("torchaudio"),

@@ -6,6 +6,7 @@ them (whl/cu111/ for 1.9.1+cu111; PyPI for the cu102 build, PyPI's plain torch).
 from __future__ import annotations
 
 import pytest
+from packaging.version import Version
 
 from gpuenv.errors import NoCompatiblePlan
 from gpuenv.knowledge import knowledge_base
@@ -132,3 +133,28 @@ def test_a_range_over_old_releases_takes_the_python_gpuenv_installs() -> None:
     # torch 1.8 supports 3.6 .. 3.9 and gpuenv installs 3.8 and later: the newest in range
     plan = plan_of('python = ">=3.6"\ntorch = "1.8.*"', RTX4090)
     assert (plan.torch, plan.cu_tag, plan.python) == ("1.8.1", "cu111", "3.9")
+
+
+@pytest.mark.parametrize(
+    ("torch", "vision", "planned"),
+    [
+        ("1.10.0", "*", "0.11.1"),  # a move writes the later re-release
+        ("1.10.0", "0.11.0", "0.11.0"),  # a pin of the first one is planned as asked
+        ("1.7.0", "0.8.0", "0.8.0"),
+    ],
+)
+def test_a_same_day_torchvision_re_release_pairs_with_its_torch(
+    torch: str, vision: str, planned: str
+) -> None:
+    stack = f'python = "3.8"\ntorch = "{torch}"\ntorchvision = "{vision}"'
+    plan = plan_of(stack, RTX4090)
+    assert (plan.torch, plan.torchvision) == (torch, planned)
+    assert f"torchvision {planned}" in next(r for r in plan.reasons if "paired with" in r)
+    kb = knowledge_base()
+    release = kb.release_for_companion("torchvision", Version(planned))
+    assert release is not None and str(release.version) == torch
+
+
+def test_a_torchvision_made_for_another_release_is_still_refused() -> None:
+    error = refusal('python = "3.8"\ntorch = "1.10.0"\ntorchvision = "0.10.1"', RTX4090)
+    assert "torchvision 0.10.1 does not pair with torch 1.10.0" in error.message

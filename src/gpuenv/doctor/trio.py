@@ -39,7 +39,9 @@ def _pairing(ctx: Context, dist: Dist) -> Finding | None:
             return None
         paired_with = str(companion_of.version)
         source = f"gpuenv knowledge base ({companion_of.source})"
-    elif have == expected:
+    elif have == expected or (
+        ctx.torch_release is not None and have in ctx.torch_release.paired(dist.name)
+    ):
         return None
     else:
         paired_with = None

@@ -776,7 +776,8 @@ def _skips_supported(wanted: str, supported: SpecifierSet) -> bool:
     return any(supported.contains(f"3.{minor}") for minor in between)
 
 
-def _trio_entries(d: Decision, merged: Merged, plan: TargetPlan) -> None:
+def _trio_entries(d: Decision, merged: Merged, plan: TargetPlan, kb: KnowledgeBase) -> None:
+    release = kb.torch_release(Version(plan.torch))
     for package in COMPANIONS:
         resolved = merged.packages.get(package)
         now = getattr(plan, package)
@@ -784,8 +785,12 @@ def _trio_entries(d: Decision, merged: Merged, plan: TargetPlan) -> None:
             d.stack[package] = False
             d.stack_comments[package] = "not in the paper's environment"
             continue
-        d.stack[package] = now or False
         exact = resolved.exact
+        if exact is not None and now is not None and release is not None:
+            pinned = Version(exact.public)
+            if pinned in release.paired(package):  # 0.11.0 beside 0.11.1: made for it too
+                now = str(pinned)
+        d.stack[package] = now or False
         was = str(Version(exact.public)) if exact else (resolved.specifier or "any")
         if exact is not None and now is not None and Version(exact.public) == Version(now):
             entry = Entry(
@@ -1681,7 +1686,7 @@ def decide(
         e.comment() for e in d.entries if e.package == "torch" and e.kind in (KEPT, CHANGED)
     )
     _python_entry(d, merged, plan, (planning.kb, fk))
-    _trio_entries(d, merged, plan)
+    _trio_entries(d, merged, plan, planning.kb)
     d.stack["cuda"] = plan.cuda or "auto"
     d.stack_comments["cuda"] = _cuda_comment(merged, plan, d)
     _packages(d, merged, fk)

@@ -371,6 +371,7 @@ def _release(
     return TorchRelease(
         version=Version(rel["torch"]),
         torchvision=_optional_version(rel.get("torchvision")),
+        torchvision_also=tuple(Version(v) for v in rel.get("torchvision_also") or ()),
         torchaudio=_optional_version(rel.get("torchaudio")),
         python=SpecifierSet(rel.get("python") or raw["python"]),
         pypi_default=rel.get("pypi_default"),

@@ -122,6 +122,9 @@ class RawGpuFile(_Strict):
 class RawRelease(_Strict):
     torch: Pep440
     torchvision: Pep440 | None = None
+    # torchvision releases also made for this torch (a same-day re-release: 0.11.0 and 0.11.1
+    # for 1.10.0); ``torchvision`` is the one a move writes
+    torchvision_also: list[Pep440] = []
     torchaudio: Pep440 | None = None
     pypi_default: Tag | None = None
     pypi_default_aarch64: Tag | None = None

@@ -202,6 +202,14 @@ class TorchRelease:
     pypi_python: SpecifierSet | None = None
     # Pythons the torch index was seen to serve that the data lacks (``plan._seen``)
     seen_pythons: tuple[str, ...] = ()
+    # other torchvision releases made for this torch (torchvision 0.11.0 beside 0.11.1)
+    torchvision_also: tuple[Version, ...] = ()
+
+    def paired(self, package: str) -> tuple[Version, ...]:
+        """The torchvision/torchaudio releases made for this torch, the one to write first."""
+        first = self.torchvision if package == "torchvision" else self.torchaudio
+        also = self.torchvision_also if package == "torchvision" else ()
+        return (first, *also) if first is not None else ()
 
     def on_pypi(self, python: str) -> bool:
         """Whether PyPI has wheels of this release for ``python``."""
@@ -381,8 +389,7 @@ class KnowledgeBase:
     def release_for_companion(self, package: str, version: Version) -> TorchRelease | None:
         """The torch release a torchvision/torchaudio version was released with."""
         for release in self.torch_releases:
-            paired = release.torchvision if package == "torchvision" else release.torchaudio
-            if paired == version:
+            if version in release.paired(package):
                 return release
         return None
 

@@ -24,7 +24,7 @@ from packaging.version import InvalidVersion, Version
 from gpuenv._network import join_index
 from gpuenv.errors import NoCompatiblePlan
 from gpuenv.hardware import HardwareFacts
-from gpuenv.knowledge import DriverCompat, KnowledgeBase, TorchBuild
+from gpuenv.knowledge import DriverCompat, KnowledgeBase, TorchBuild, TorchRelease
 from gpuenv.plan._hardware import (
     cuda_ceiling,
     driver_range_problem,
@@ -42,7 +42,7 @@ from gpuenv.plan._model import (
     UnverifiedFact,
 )
 from gpuenv.plan._reasons import Choice, reasons, unverified
-from gpuenv.plan._search import Notes, search, spec_text
+from gpuenv.plan._search import Notes, paired_companion, search, spec_text
 from gpuenv.plan._seen import Seen, with_seen
 from gpuenv.plan._shared import SharedTorch, participates, shared_reason, shared_torch
 from gpuenv.spec import Spec, parse_version_spec
@@ -134,8 +134,11 @@ def _refuse(name: str, hw: TargetHardware, c: Constraints, kb: KnowledgeBase) ->
     )
 
 
-def _companion(version: Version | None, wanted: str | bool | None) -> str | None:
-    return None if version is None or wanted is False else str(version)
+def _companion(release: TorchRelease, package: str, wanted: str | bool | None) -> str | None:
+    if wanted is False:
+        return None
+    version = paired_companion(release, package, wanted)
+    return None if version is None else str(version)
 
 
 def _target_plan(
@@ -149,8 +152,8 @@ def _target_plan(
         hardware=hw,
         python=found.python,
         torch=str(release.version),
-        torchvision=_companion(release.torchvision, c.torchvision),
-        torchaudio=_companion(release.torchaudio, c.torchaudio),
+        torchvision=_companion(release, "torchvision", c.torchvision),
+        torchaudio=_companion(release, "torchaudio", c.torchaudio),
         cuda=str(build.cuda) if build.cuda else None,
         cu_tag=build.tag,
         arch_list=tuple(str(a) for a in build.arch),

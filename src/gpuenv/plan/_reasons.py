@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gpuenv.knowledge import DriverCompat, GpuModel, KnowledgeBase
 from gpuenv.plan._model import Constraints, TargetHardware, UnverifiedFact
-from gpuenv.plan._search import Found, Notes, official_search, spec_text
+from gpuenv.plan._search import Found, Notes, official_search, paired_companion, spec_text
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,8 @@ def _companions(choice: Choice, c: Constraints) -> str | None:
     release = choice.found.release
     parts = []
     for package, version, wanted in (
-        ("torchvision", release.torchvision, c.torchvision),
-        ("torchaudio", release.torchaudio, c.torchaudio),
+        ("torchvision", paired_companion(release, "torchvision", c.torchvision), c.torchvision),
+        ("torchaudio", paired_companion(release, "torchaudio", c.torchaudio), c.torchaudio),
     ):
         if version is None or wanted is False:
             continue

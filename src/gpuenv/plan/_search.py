@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from gpuenv.knowledge import DriverCompat, JetPack, KnowledgeBase, TorchBuild, TorchRelease
 from gpuenv.plan._model import KNOWN_PYTHONS, Constraints, TargetHardware
@@ -67,6 +68,18 @@ def choose_python(release: TorchRelease, build: TorchBuild, c: Constraints) -> s
     return python_for(pythons, c.python)
 
 
+def paired_companion(
+    release: TorchRelease, package: str, wanted: str | bool | None
+) -> Version | None:
+    """The torchvision/torchaudio made for ``release`` that ``wanted`` admits (the first
+    listed where several do, or where nothing is asked); None when none does."""
+    paired = release.paired(package)
+    if not isinstance(wanted, str):
+        return paired[0] if paired else None
+    spec = parse_version_spec(wanted)
+    return next((p for p in paired if spec.contains(p, prereleases=True)), None)
+
+
 def companion_problem(release: TorchRelease, package: str, wanted: str | bool | None) -> str | None:
     paired = release.torchvision if package == "torchvision" else release.torchaudio
     if wanted is None or wanted is False:
@@ -74,7 +87,7 @@ def companion_problem(release: TorchRelease, package: str, wanted: str | bool | 
     if paired is None:
         return f"torch {release.version} has no paired {package} release"
     assert isinstance(wanted, str)
-    if not parse_version_spec(wanted).contains(paired, prereleases=True):
+    if paired_companion(release, package, wanted) is None:
         return (
             f"{package} {wanted} does not pair with torch {release.version} "
             f"(it pairs with {package} {paired})"
