@@ -103,9 +103,11 @@ def entry() -> int:
     import gpuenv
 
     gpuenv._guard_start_up(force=True)  # from here on a signal just ends the process
-    classcode = sys.modules.get("gpuenv.cli._classcode")
-    if classcode is not None and code not in (129, 130, 143):  # interrupted: as it was
-        classcode.save()
+    if code not in (129, 130, 143):  # interrupted: the tables stay as they were
+        for name in ("gpuenv.cli._classcode", "gpuenv.cli._patterncode"):
+            table = sys.modules.get(name)
+            if table is not None:
+                table.save()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to say
             stream.flush()
@@ -184,6 +186,9 @@ def _command(argv: list[str]) -> int:
             from gpuenv.cli import _classcode
 
             _classcode.install(settings.cache_dir, args.command)
+            from gpuenv.cli import _patterncode
+
+            _patterncode.install(settings.cache_dir, args.command)
         code = command.run(args, settings)
         sys.stdout.flush()  # output that cannot be written fails the command, here
         return code

@@ -37,7 +37,7 @@ from types import CodeType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
     from importlib.machinery import ModuleSpec
     from types import ModuleType
 
@@ -121,7 +121,7 @@ class _Patcher:
         return spec
 
 
-def _trusted(path: Path) -> bool:
+def trusted(path: Path) -> bool:
     """The table and its folder are this user's and nobody else can write them. Code
     objects run as they load, so a table another user could write (a cache directory
     shared by a team, ``GPUENV_CACHE_DIR`` on a group-writable mount) would run their
@@ -141,7 +141,7 @@ def _trusted(path: Path) -> bool:
 
 def _load(path: Path) -> None:
     _state["loaded"] = True
-    if not _trusted(path):
+    if not trusted(path):
         return
     try:
         loaded = marshal.loads(path.read_bytes())  # noqa: S302 - gpuenv's own, as a .pyc
@@ -158,18 +158,24 @@ def save() -> None:
     if path is None or not _state.get("new"):
         return
     assert isinstance(path, Path)
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     keep = _table if len(_table) <= _KEEP else {k: _table[k] for k in _used}
+    write_table(path, keep)
+    _state["new"] = False
+
+
+def write_table(path: Path, table: Mapping[Any, object]) -> None:
+    """``table`` marshalled to ``path``, in a folder only this user may enter and a file
+    only this user may write (see ``trusted``); nothing on failure."""
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.suppress(FileExistsError):
             path.parent.mkdir(mode=0o700)
-        # Only this user may write it (see _trusted): created 0600, whatever the umask.
+        # Only this user may write it (see trusted): created 0600, whatever the umask.
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(descriptor, "wb") as out:
-            out.write(marshal.dumps(keep))
+            out.write(marshal.dumps(dict(table)))
         temporary.replace(path)
     except (OSError, ValueError):
         with contextlib.suppress(OSError):
             temporary.unlink()
-    _state["new"] = False
