@@ -158,3 +158,29 @@ def test_a_same_day_torchvision_re_release_pairs_with_its_torch(
 def test_a_torchvision_made_for_another_release_is_still_refused() -> None:
     error = refusal('python = "3.8"\ntorch = "1.10.0"\ntorchvision = "0.10.1"', RTX4090)
     assert "torchvision 0.10.1 does not pair with torch 1.10.0" in error.message
+
+
+def test_an_unknown_old_release_points_at_the_nearest_known_series() -> None:
+    # 1.6.0 predates the data: the nearest release is 1.7's newest patch, not whichever
+    # release has the highest patch number (1.10.2 before the asked version counted)
+    error = refusal('python = "3.8"\ntorch = "1.6.0"', 'gpu = "RTX 3090"\ndriver = "535.54.03"')
+    assert "no torch release gpuenv knows matches '1.6.0'" in error.message
+    assert error.alternatives[0].changes == {"stack.torch": "==1.7.1"}
+
+
+@pytest.mark.parametrize("python", ["3.6", "<3.8"])
+def test_a_python_torch_supports_but_gpuenv_does_not_install_is_named_as_such(
+    python: str,
+) -> None:
+    error = refusal(f'python = "{python}"\ntorch = "1.8.1"', RTX4090)
+    assert (
+        f"gpuenv installs Python 3.8 and later, not {python} (torch 1.8.1 supports >=3.6,<3.10)"
+        in error.message
+    )
+    assert "release supports Python" not in error.message
+    assert error.alternatives[0].changes == {"stack.python": "3.9"}
+
+
+def test_a_python_no_release_supports_keeps_the_unsupported_sentence() -> None:
+    error = refusal('python = "3.5"\ntorch = "1.8.1"', RTX4090)
+    assert "no torch 1.8.1 release supports Python 3.5" in error.message

@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import Version
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from gpuenv.errors import Alternative
 from gpuenv.knowledge import DriverCompat, KnowledgeBase, TorchRelease
@@ -162,6 +162,18 @@ def _gpu_obstacles(
     return found
 
 
+def _below_known_pythons(asked: str, releases: list[TorchRelease]) -> bool:
+    """Whether the asked Python (exact or a range) is one a release supports but gpuenv
+    does not install (3.6 for torch 1.8: gpuenv starts at 3.8)."""
+    first = int(KNOWN_PYTHONS[0].split(".")[1])
+    older = [f"3.{m}" for m in range(first)]
+    try:
+        wanted = [p for p in older if p == asked or SpecifierSet(asked).contains(p)]
+    except InvalidSpecifier:
+        wanted = [p for p in older if p == asked]
+    return any(r.python.contains(p) for r in releases for p in wanted)
+
+
 def obstacles(
     releases: list[TorchRelease],
     hw: TargetHardware,
@@ -179,10 +191,19 @@ def obstacles(
     found = _cuda_obstacles(releases, hw, c, kb)
     if not any(python_for(r.python, c.python) for r in releases):
         newest = releases[0]
-        found.append(
-            f"no torch {c.torch_text} release supports Python {c.python} "
-            f"({newest.version} supports {spec_text(newest.python)})" + newest.provenance.label()
-        )
+        if _below_known_pythons(c.python, releases):
+            # torch 1.8 supports 3.6, which gpuenv does not install: say so, not "unsupported"
+            found.append(
+                f"gpuenv installs Python {KNOWN_PYTHONS[0]} and later, not {c.python} "
+                f"(torch {newest.version} supports {spec_text(newest.python)})"
+                + newest.provenance.label()
+            )
+        else:
+            found.append(
+                f"no torch {c.torch_text} release supports Python {c.python} "
+                f"({newest.version} supports {spec_text(newest.python)})"
+                + newest.provenance.label()
+            )
     if not hw.cpu:
         found.extend(_gpu_obstacles(releases, hw, c, kb))
     for package, wanted in (("torchvision", c.torchvision), ("torchaudio", c.torchaudio)):
@@ -237,21 +258,36 @@ def _alt_minor_compat(p: Problem) -> Alternative | None:
     )
 
 
-def _distance(release: TorchRelease, matching: list[TorchRelease]) -> tuple[int, int]:
+def _distance(release: TorchRelease, anchors: list[Version]) -> tuple[int, int]:
     """How far ``release`` is from the asked releases: minor series apart, then newest
     patch first."""
-    if not matching:
+    if not anchors:
         return (0, -release.version.micro)
 
     def minor_index(v: Version) -> int:
         return v.major * 1000 + v.minor
 
-    gap = min(abs(minor_index(release.version) - minor_index(m.version)) for m in matching)
+    gap = min(abs(minor_index(release.version) - minor_index(a)) for a in anchors)
     return (gap, -release.version.micro)
 
 
+def _anchors(p: Problem) -> list[Version]:
+    """The asked releases, or where the data has none of them, the versions the torch
+    specifier names (an unknown "1.6.0" is nearest to 1.7, not to the newest patch)."""
+    if p.matching:
+        return [m.version for m in p.matching]
+    named = []
+    for clause in p.c.torch:
+        try:
+            named.append(Version(clause.version.removesuffix(".*")))
+        except InvalidVersion:
+            continue
+    return named
+
+
 def _nearest_first(p: Problem) -> list[TorchRelease]:
-    return sorted(p.others, key=lambda r: (_distance(r, p.matching), -r.version.minor))
+    anchors = _anchors(p)
+    return sorted(p.others, key=lambda r: (_distance(r, anchors), -r.version.minor))
 
 
 def _alt_nearby_release(p: Problem) -> Alternative | None:
