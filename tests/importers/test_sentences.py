@@ -484,7 +484,9 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         "torch==2.1.0.dev20230801\n",
         "rtx4090",
         [("changed", "torch", "why",
-          "2.1.0.dev20230801 is a pre-release; 2.1.0 is the release it led to that fits")],
+          "2.1.0.dev20230801 is a nightly of 2023-08-01; 2.1.0 (published 2023-10-04) is the "
+          "release it led to that fits: it has every change the nightly had, which torch "
+          "2.0.1, the release current that day (2023-05-08), lacks")],
     ),
     # The driver (550) runs CUDA 12.4 at most: cu118 is the last build that carries torch
     # past 2.6, and its last release is 2.7.1.
@@ -618,6 +620,10 @@ ELSEWHERE = frozenset(
         "is newer than gpuenv's knowledge",  # below: the knowledge's newest release moves
         "predates gpuenv's knowledge",  # below: so does its oldest
         "is the nearest known release that fits",  # below, both ends of the knowledge
+        "is a nightly of",  # test_era, test_decisions, and the nightly case here
+        "the newest torch published by",  # test_era (NGC tags)
+        "the oldest torch its neighbours allow",  # test_era (NGC tags)
+        "is the nearest release that fits",  # below: the planner's list of builds grows
         "no release in ",  # below: the list of builds grows with the knowledge
         "the paper ran on",  # below: collect_env's GPU line
         "supports compute capability up to",  # below: no source companion has a gpu_max yet
@@ -846,3 +852,14 @@ def test_a_torch_older_than_the_knowledge_names_where_it_starts(
     why = run_import(path, target="cpu").entries("changed")["torch"]["why"]
     assert why.startswith(f"torch 1.0.0 predates gpuenv's knowledge (it starts at {oldest}); ")
     assert why.endswith(" is the nearest known release that fits")
+
+
+def test_a_nightly_whose_release_does_not_fit_names_the_nearest_that_does(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    path = tmp_path / "requirements.txt"
+    path.write_text("torch==1.13.0.dev20220801\n")
+    why = run_import(path, target="h100").entries("changed")["torch"]["why"]
+    assert why.startswith("1.13.0.dev20220801 is a nightly of 2022-08-01; 1.13.0 ")
+    assert "; no torch 1.13.0 build for linux-64 has kernels for sm_90 (Hopper); " in why
+    assert why.endswith(": 2.0.1 is the nearest release that fits")
