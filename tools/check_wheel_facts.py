@@ -76,8 +76,8 @@ SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
 ACCEPT = f"{SIMPLE_JSON}, text/html;q=0.1"
 PYTHON_MINORS = range(6, 20)
 WORKERS = 8
-# The first companion releases of torch 1.12, the oldest series the data covers.
-COMPANIONS_SINCE = {"torchvision": Version("0.13"), "torchaudio": Version("0.12")}
+# The first companion releases of torch 1.7, the oldest series the data covers.
+COMPANIONS_SINCE = {"torchvision": Version("0.8"), "torchaudio": Version("0.7")}
 
 
 # --- the indexes ---------------------------------------------------------------------------
@@ -664,7 +664,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--torch-index", help="base of the per-build torch indexes")
     parser.add_argument("--no-torch-index", action="store_true", help="read the default index only")
     parser.add_argument(
-        "--since", default="1.12", type=_version, help="oldest torch release to check"
+        "--since", default="1.7", type=_version, help="oldest torch release to check"
     )
     parser.add_argument(
         "--release", action="append", default=[], type=_version, help="only these (2.15 or 2.15.0)"
