@@ -33,6 +33,7 @@ RELEASES = [
     ("transformers", "4.30.2", "2023-06-13T14:40:31.000Z", "py3-none-any"),
     ("transformers", "3.4.0", "2020-10-20T13:06:02.000Z", "py3-none-any"),
     ("transformers", "4.0.0", "2020-11-30T16:47:50.000Z", "py3-none-any"),
+    ("transformers", "4.50.0", "2025-03-21T14:55:02.000Z", "py3-none-any"),
     ("numpy", "1.24.2", "2023-02-05T17:21:57.000Z", "cp310-cp310-manylinux_2_17_x86_64"),
     ("numpy", "1.19.2", "2020-09-10T12:53:11.000Z", "cp38-cp38-manylinux2010_x86_64"),
     ("numpy", "1.23.4", "2022-10-12T04:22:38.000Z", "cp310-cp310-manylinux_2_17_x86_64"),
@@ -120,6 +121,9 @@ def test_a_2023_repository_with_a_bare_torch_takes_the_torch_of_its_newest_pin(
         "(requirements.txt:3), is 2.0.0; runs on this target as built"
     )
     assert torch["from"] == "any"
+    # the era reads the pages the wheel check reads anyway, each once
+    pages = sorted(path for path, _ in dated_index.requests)
+    assert pages == ["/simple/accelerate/", "/simple/numpy/", "/simple/transformers/"]
 
 
 def test_a_2020_range_takes_the_torch_of_its_pins(
@@ -138,6 +142,27 @@ def test_a_2020_range_takes_the_torch_of_its_pins(
         "arch list (3.7, 5.0, 6.0, 7.0, 7.5) has no sm_89 kernels); cu110 can"
     )
     assert torch["from"] == ">=1.7"
+
+
+def test_an_old_floor_dated_late_names_every_api_change_it_crosses(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    # torch>=1.7 in a repository whose pins were updated in 2025: the era (2.6.0) wins over
+    # stopping below 2.0, and the report names both changes crossed from the floor
+    req = _paper(tmp_path, "torch>=1.7\ntransformers==4.50.0\n")
+    torch = _torch(run_import(req, target="rtx4090"))
+    assert str(torch["to"]).startswith("2.6.0+")
+    assert str(torch["why"]).startswith(
+        "the newest torch released by 2025-03-21, when transformers 4.50.0 was published "
+        "(requirements.txt:2), is 2.6.0, in '>=1.7'; "
+    )
+    assert torch["risk"] == "medium"
+    assert torch["risk_detail"] == (
+        "API change in 2.0.0: torch._six was removed: 'from torch._six import ...' fails; "
+        "API change in 2.4.0: torch.cuda.amp.autocast and GradScaler are deprecated for "
+        "torch.amp (warnings); API change in 2.6.0: torch.load defaults to weights_only=True: "
+        "full pickled checkpoints need weights_only=False"
+    )
 
 
 def test_pins_older_than_the_range_date_the_files_to_its_oldest_release(

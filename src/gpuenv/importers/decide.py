@@ -607,7 +607,7 @@ def _torch_entries(
             )
         )
     if paper.era is not None:
-        _era_entry(d, paper.era, paper.specifier)
+        _era_entry(d, paper.era, paper.specifier, fk)
     if _nightly(paper, merged):
         pre = merged.fact(PRE)
         d.add(
@@ -648,13 +648,22 @@ def _range_entry(
     )
 
 
-def _era_entry(d: Decision, era: str, specifier: str) -> None:
-    """The torch entry of a range dated by a companion pin says so, from the range."""
+def _era_entry(d: Decision, era: str, specifier: str, fk: ForeignKnowledge) -> None:
+    """The torch entry of a range its era resolved says so, from the range, and names the
+    API changes crossed from the range's floor (``torch>=1.7`` dated to 2025: 2.0, 2.6)."""
     at = next(
         i for i, e in enumerate(d.entries) if e.package == "torch" and e.kind in (KEPT, CHANGED)
     )
     entry = d.entries[at]
-    d.entries[at] = replace(entry, why=f"{era}; {entry.why}", was=specifier or "any")
+    entry = replace(entry, why=f"{era}; {entry.why}", was=specifier or "any")
+    floor = _range_floor(specifier)
+    crossed = fk.changes_between(floor, Version(d.plan.torch)) if floor is not None else []
+    notes = [f"API change in {c.since}: {c.what}" for c in crossed]
+    notes = [n for n in notes if n not in (entry.risk_text or "")]
+    if notes:
+        text = "; ".join([*([entry.risk_text] if entry.risk_text else []), *notes])
+        entry = replace(entry, risk=max(entry.risk, MEDIUM), risk_text=text)
+    d.entries[at] = entry
 
 
 def _nightly(paper: PaperTorch, merged: Merged) -> bool:
