@@ -234,6 +234,22 @@ def test_a_pinned_nightly_is_the_release_it_led_to_with_its_date(
     assert "torch" in imported.entries("unreproducible")
 
 
+def test_a_nightly_whose_release_cannot_run_here_moves_on_and_says_why(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # a summer-2022 nightly on an H100: 1.13.0, the release it led to, has no sm_90 kernels
+    req = _paper(tmp_path, "--pre\ntorch==1.13.0.dev20220801\n")
+    torch = _run_ok(run_import(req, target="h100"))
+    assert str(torch["to"]).startswith("2.0.1+")
+    why = str(torch["why"])
+    assert why.startswith(
+        "1.13.0.dev20220801 is a nightly of 2022-08-01; 1.13.0 (published 2022-10-28) is the "
+        "release it led to: it has every change the nightly had, which torch 1.12.0, the "
+        "release current that day (2022-06-28), lacks; "
+    )
+    assert "sm_90" in why and why.endswith(": 2.0.1 is the nearest release that fits")
+
+
 def test_a_torchvision_nightly_beside_a_bare_torch_dates_it(
     run_import: Callable[..., Imported], tmp_path: Path
 ) -> None:
