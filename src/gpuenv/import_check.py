@@ -88,6 +88,9 @@ class CheckRequest:
     macos: str | None = None
     torch: tuple[str, ...] = ()  # the planned family: "torch==2.4.1+cu121", ...
     builds: tuple[str, ...] = ()  # names the import marks as builds (sdists allowed)
+    # (name, requirements): a build's declared dependencies, as the lock gives them to uv
+    # (its metadata cannot be read without building it: a setup.py that imports torch)
+    dependency_metadata: tuple[tuple[str, tuple[str, ...]], ...] = ()
     cache_dir: Path | None = None
     timeout: float = TIMEOUT
 
@@ -232,6 +235,10 @@ def _argv(
         constraints = folder / "torch-family.txt"
         constraints.write_text("".join(f"{c}\n" for c in inputs.constraints), encoding="utf-8")
         argv += ["-c", constraints]
+    if request.dependency_metadata:
+        from gpuenv.lock.uv import write_dependency_metadata
+
+        argv += ["--config-file", write_dependency_metadata(folder, request.dependency_metadata)]
     if request.cache_dir is not None:
         from gpuenv.lock.uv import _private_dir
 
@@ -525,6 +532,8 @@ def check_reproduction(
     family += [f"torchaudio=={plan.torchaudio}"] if plan.torchaudio else []
     builds = {e.package for e in decision.entries if e.kind == NEEDS_BUILD and e.package}
     builds |= {b.name for b in decision.builds}
+    declared = _lock_builds(reproduction.spec_text)
+    builds |= {name for name, _ in declared}
     request = CheckRequest(
         requirements=tuple(line.text for line in decision.pip),
         python=plan.python,
@@ -534,8 +543,23 @@ def check_reproduction(
         macos=plan.virtual_packages.get("__osx"),
         torch=tuple(family),
         builds=tuple(sorted(builds)),
+        dependency_metadata=tuple((n, r) for n, r in declared if r is not None),
         cache_dir=cache_dir,
     )
     if failure is not None:
         return not_checked(f"the index could not be read: {failure}", request)
     return check_resolves(request)
+
+
+def _lock_builds(spec_text: str) -> list[tuple[str, tuple[str, ...] | None]]:
+    """The builds ``gpuenv lock`` knows before resolving the written spec (its
+    ``[pip.build]`` tables, and the pins the knowledge base says are always compiled
+    against torch), each with the dependencies it declares (None: uv reads them)."""
+    from gpuenv.lock import builds as lock_builds
+    from gpuenv.spec import parse_spec_text
+
+    try:
+        spec = parse_spec_text(spec_text, file="gpuenv.toml").spec
+    except GpuenvError:  # write_spec refuses it next, naming the problem
+        return []
+    return [(name, wanted.requires_dist) for name, wanted in lock_builds.declared(spec).items()]

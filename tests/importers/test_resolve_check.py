@@ -10,6 +10,7 @@ and not on 3.12; fixture-pure and fixture-ext are sdists (builds), fixture-ext n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -227,7 +228,6 @@ def test_hostile_requirements_never_reach_uv(
 def test_no_uv_a_timeout_and_a_silent_index_are_not_checked(
     pkgindex: PkgIndex, monkeypatch: pytest.MonkeyPatch, silent_port: int
 ) -> None:
-    import dataclasses
     import time
 
     from gpuenv.errors import ExternalToolError
@@ -261,3 +261,43 @@ def test_an_index_page_whose_files_are_missing_is_not_checked(tmp_path: Path) ->
         found = check_resolves(CheckRequest(("idna==3.8",), "3.11", f"{url}/simple"))
     assert found.resolves is None
     assert found.reason.startswith("the index could not be used (not-found")
+
+
+def test_a_build_whose_metadata_needs_torch_is_read_from_its_declared_dependencies(
+    pkgindex: PkgIndex,
+) -> None:
+    # fixture-attn's setup imports torch to give its dependencies (as flash-attn's does):
+    # uv cannot read them in isolation, so without the spec's requires-dist nothing is
+    # said; with it, uv takes them as the lock does (dependency-metadata).
+    attn = ("fixture-attn==2.0.0",)
+    blind = check_resolves(_request(pkgindex, *attn, builds=("fixture-attn",)))
+    assert blind.resolves is None and blind.reason.startswith("fixture-attn is a build whose")
+    declared = dataclasses.replace(
+        _request(pkgindex, *attn, builds=("fixture-attn",)),
+        dependency_metadata=(("fixture-attn", ("packaging>=24",)),),
+    )
+    found = check_resolves(declared)
+    assert found.resolves is True and "packaging==24.1" in found.resolved
+
+
+def test_the_builds_are_the_ones_the_lock_knows_from_the_written_spec() -> None:
+    from gpuenv.import_check import _lock_builds
+
+    spec = """
+[project]
+name = "p"
+[stack]
+python = "3.11"
+torch = "2.4.1"
+[targets.cpu]
+gpu = "none"
+[pip]
+dependencies = ["fixture-attn==2.0.0", "flash-attn==2.6.3", "numpy==1.26.4"]
+[pip.build.fixture-attn]
+requires-dist = ["packaging>=24"]
+"""
+    found = dict(_lock_builds(spec))
+    assert found["fixture-attn"] == ("packaging>=24",)
+    assert "flash-attn" in found  # the knowledge base: always compiled against torch
+    assert "numpy" not in found
+    assert _lock_builds("not = [a spec") == []

@@ -587,17 +587,22 @@ def _write_project(folder: Path, run: _Run, promoted: frozenset[str]) -> Path:
 
 
 def _write_dependency_metadata(run: _Run) -> Path:
-    """uv's ``dependency-metadata``: the declared dependencies of packages whose metadata
-    cannot be read without building them (their setup.py imports torch)."""
+    return write_dependency_metadata(run.workdir, run.request.dependency_metadata)
+
+
+def write_dependency_metadata(folder: Path, entries: Iterable[tuple[str, tuple[str, ...]]]) -> Path:
+    """uv's ``dependency-metadata`` (a ``--config-file`` in ``folder``): the declared
+    dependencies of packages whose metadata cannot be read without building them (their
+    setup.py imports torch). ``import --check-resolves`` gives uv the same."""
     lines = []
-    for name, requires in run.request.dependency_metadata:
+    for name, requires in entries:
         lines += [
             "[[dependency-metadata]]",
             f"name = {json.dumps(name)}",
             f"requires-dist = {json.dumps(list(requires))}",
             "",
         ]
-    path = run.workdir / "uv-dependency-metadata.toml"
+    path = folder / "uv-dependency-metadata.toml"
     path.write_text("\n".join(lines), encoding="utf-8")
     return path
 
