@@ -382,6 +382,10 @@ def _family_missing(message: str) -> str | None:
 
 
 _NO_WHEELS = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:==\S+)? has no usable wheels")
+_PLATFORM_HINT = re.compile(
+    r"Wheels are available for `(?P<name>[^`]+)` \((?P<version>v[^)]+)\) on the following "
+    r"platforms: (?P<tags>(?:`[^`]+`(?:, )?)+)"
+)
 _ABI_HINT = re.compile(
     r"only found wheels for `(?P<name>[^`]+)` \((?P<version>v[^)]+)\) with the following "
     r"Python ABI tags: (?P<tags>(?:`cp\d+`(?:, )?)+)"
@@ -404,6 +408,15 @@ def _instead(message: str, hint: str | None, inputs: _Inputs) -> str | None:
                 f"a Python {' or '.join(pythons)}: {abi['name']} {abi['version']} has wheels "
                 f"for those ({hint})"
             )
+    platforms = _PLATFORM_HINT.search(hint or "")
+    if platforms:
+        tags = re.findall(r"`([^`]+)`", platforms["tags"])
+        glibc = sorted({int(t.split("_")[2]) for t in tags if re.match(r"manylinux_2_\d+_", t)})
+        floor = f"; on Linux, glibc 2.{glibc[0]} or newer" if glibc else ""
+        return _short(
+            f"another {platforms['name']} release, or a target its {platforms['version']} "
+            f"wheels fit ({', '.join(tags)}{floor})"
+        )
     no_wheels = _NO_WHEELS.search(message)
     if no_wheels:
         name = normalize_name(no_wheels["name"])
@@ -460,6 +473,9 @@ _NAMED = re.compile(
 )
 
 
+_TAG = re.compile(r"(cp|py)\d+.*|v\d.*|(many|musl)linux.*|macosx.*|win.*|linux-.*|any|abi3|none")
+
+
 def _named(text: str, inputs: _Inputs, failure: Any) -> tuple[str, ...]:
     """The packages uv's explanation names (the request itself and Pythons left out)."""
     from gpuenv.lock._uv_output import PROJECT_NAME
@@ -470,8 +486,8 @@ def _named(text: str, inputs: _Inputs, failure: Any) -> tuple[str, ...]:
         name = normalize_name(raw)
         if name in (PROJECT_NAME, "python", "cpython") or name[0].isdigit() or name in found:
             continue
-        if re.fullmatch(r"(cp|py)\d+.*|v\d.*", name):
-            continue  # an ABI tag or a version (`cp312`, `v2.1.1`)
+        if _TAG.fullmatch(name):
+            continue  # a wheel tag or a version (`cp312`, `manylinux_2_17_x86_64`, `v2.1.1`)
         found.append(name)
     if failure is not None:
         found += [normalize_name(p) for p in failure.packages if normalize_name(p) not in found]

@@ -301,3 +301,45 @@ requires-dist = ["packaging>=24"]
     assert "flash-attn" in found  # the knowledge base: always compiled against torch
     assert "numpy" not in found
     assert _lock_builds("not = [a spec") == []
+
+
+def test_uv_refused_by_the_index_is_not_checked() -> None:
+    # The pages came from the cache; uv, asking the index itself, is refused.
+    index = f"http://u:pw-77e@127.0.0.1:{closed_port()}/simple"
+    found = check_resolves(CheckRequest(("numpy==1.26.4",), "3.11", index))
+    assert found.resolves is None
+    assert found.reason.startswith("the index could not be used (refused")
+    assert "pw-77e" not in found.reason + found.index + render_markdown(found)
+
+
+@pytest.mark.parametrize(
+    ("platform", "uv_platform"),
+    [
+        ("linux-aarch64", "aarch64-manylinux_2_28"),
+        ("osx-arm64", "aarch64-apple-darwin"),
+        ("win-64", "x86_64-pc-windows-msvc"),
+    ],
+)
+def test_the_target_platform_is_resolved_for_never_this_machine(
+    pkgindex: PkgIndex, platform: str, uv_platform: str
+) -> None:
+    # pillow 10.4.0 has manylinux_2_28, macOS and Windows wheels: each target finds one.
+    request = dataclasses.replace(
+        _request(pkgindex, "numpy==1.26.4", "pillow==10.4.0"), platform=platform, macos="14.0"
+    )
+    found = check_resolves(request)
+    assert (found.resolves, found.platform) == (True, uv_platform), found.reason
+    old_glibc = dataclasses.replace(request, platform="linux-64", glibc="2.17")
+    refused = check_resolves(old_glibc)  # pillow 10.4.0 has no manylinux2014 wheel
+    assert refused.resolves is False and refused.packages == ("pillow",)  # no wheel tags
+    assert refused.instead is not None and "glibc 2.28 or newer" in refused.instead
+
+
+def test_with_the_spec_on_stdout_the_check_goes_to_stderr_and_sets_the_code(
+    cli: Callable[..., CliResult], index_env: PkgIndex, tmp_path: Path
+) -> None:
+    req = _requirements(tmp_path, "torch==2.4.1\ntransformers==4.44.2\ntokenizers==0.20.0\n")
+    result = cli("import", str(req), "--gpu", "none", "-o", "-")
+    assert result.code == 1
+    assert result.out.startswith("# Written by `gpuenv import`")
+    assert "### Does not resolve" in result.err and "### Does not resolve" not in result.out
