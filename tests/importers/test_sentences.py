@@ -390,6 +390,13 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
              "[pip] extra-index-urls if the paper's packages need it"),
         ],
     ),
+    "the LTS torch the data lacks": (
+        "torch==1.8.2\n",
+        "rtx4090",
+        [("changed", "torch", "why",
+          "torch 1.8.2 is not a release gpuenv knows (it knows 1.8.1 and 1.9.0 either side); "
+          "1.8.1 is the nearest known release that fits")],
+    ),
     "a 2020 conda file": (
         "name: x\ndependencies:\n  - python=3.6\n  - pytorch=1.10.0\n  - ffmpeg\n",
         "rtx4090",

@@ -422,6 +422,15 @@ def companion_bounds(
 # --- torch, Python, the trio ------------------------------------------------------------
 
 
+def _between_known_why(version: Version, kb: KnowledgeBase) -> str:
+    """A release inside the known range that the data lacks (1.8.2, PyTorch's LTS release,
+    served from an index of its own)."""
+    known = [r.version for r in kb.torch_releases]
+    below = max((v for v in known if v < version), default=None)
+    above = min((v for v in known if v > version), default=None)
+    return f"is not a release gpuenv knows (it knows {below} and {above} either side)"
+
+
 def _moved_torch_why(
     paper: PaperTorch, choice: Choice, kb: KnowledgeBase, fk: ForeignKnowledge
 ) -> str:
@@ -442,11 +451,12 @@ def _moved_torch_why(
     if kb.torch_release(version) is None:
         oldest = kb.torch_releases[-1].version
         newest = kb.torch_releases[0].version
-        edge = (
-            f"predates gpuenv's knowledge (it starts at {oldest})"
-            if version < oldest
-            else (f"is newer than gpuenv's knowledge (it ends at {newest})")
-        )
+        if version < oldest:
+            edge = f"predates gpuenv's knowledge (it starts at {oldest})"
+        elif version > newest:
+            edge = f"is newer than gpuenv's knowledge (it ends at {newest})"
+        else:
+            edge = _between_known_why(version, kb)
         return f"torch {version} {edge}; {plan.torch} is the nearest known release that fits"
     if choice.step == "older":
         return (

@@ -144,13 +144,19 @@ def _by_series(kb: KnowledgeBase) -> dict[tuple[int, int], list[TorchRelease]]:
 
 
 def _walk(kb: KnowledgeBase, start: Version) -> Iterator[tuple[str, TorchRelease]]:
-    """Candidates after the paper's series (ascending), then before it (descending)."""
+    """Candidates after the paper's series (ascending), then before it (descending). A
+    release the data lacks inside a series it knows (1.8.2, the LTS release) is nearest to
+    that series' own patch releases (1.8.1), older ones included, before another series."""
     grouped = _by_series(kb)
     after = sorted(s for s in grouped if s > _series(start))
     before = sorted((s for s in grouped if s < _series(start)), reverse=True)
     same = [r for r in grouped.get(_series(start), []) if r.version > start]
     for release in sorted(same, key=lambda r: r.version):
         yield "newer", release
+    if kb.torch_release(start) is None:
+        older = [r for r in grouped.get(_series(start), []) if r.version < start]
+        for release in sorted(older, key=lambda r: r.version, reverse=True):
+            yield "older", release
     for series in after:
         for release in grouped[series]:
             yield "newer", release
