@@ -411,3 +411,19 @@ def test_a_torch_and_build_with_a_detectron2_wheel_page_says_so() -> None:
     assert "cover torch 1.8, 1.9, 1.10 only, none for torch 1.9.0+cu113" in (
         moves.move(detectron2, resolved, unlisted, None).entry.why
     )
+
+
+def test_a_bitsandbytes_without_binaries_for_torchs_cuda_moves_to_one_with_them(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # 0.43.0's wheels carry CUDA 11.0 to 12.3 (its installation guide); torch 2.4.1's
+    # cu124 build needs 12.4, which 0.43.2's (to 12.5) carry. cu121 is covered as it is.
+    path = _requirements(tmp_path, "torch==2.4.1+cu124\nbitsandbytes==0.43.0\n")
+    moved = run_import(path, target="rtx4090").entries("changed")["bitsandbytes"]
+    assert (moved["from"], moved["to"]) == ("0.43.0", "0.43.2")
+    assert moved["why"] == (
+        "0.43.0's wheels carry binaries for CUDA >=11.0,<12.4, not torch's 12.4; 0.43.2 does"
+    )
+    covered = _requirements(tmp_path, "torch==2.4.1+cu121\nbitsandbytes==0.43.0\n", "cu121.txt")
+    kept = run_import(covered, target="rtx4090").entries("kept")["bitsandbytes"]
+    assert (kept["to"], kept["why"]) == ("0.43.0", "its binaries cover this target")

@@ -266,6 +266,15 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
           "series) cover torch 1.8, 1.9, 1.10 only, none for torch 1.12.1+cu116: compiled "
           "against torch 1.12.1+cu116 for sm_89, with no build isolation")],
     ),
+    # bitsandbytes loads the binary for torch's CUDA: 0.45's wheels stop at CUDA 12.6,
+    # and an RTX 5090 needs torch's cu128 build.
+    "bitsandbytes without binaries for torch's CUDA": (
+        "torch==2.7.1\nbitsandbytes==0.45.1\n",
+        "rtx5090",
+        [("changed", "bitsandbytes", "why",
+          "0.45.1's wheels carry binaries for CUDA >=11.0,<12.7, not torch's 12.8; 0.46.0 "
+          "does")],
+    ),
     "an old bitsandbytes on a CPU": (
         "torch==2.4.1\nbitsandbytes==0.42.0\n",
         "cpu",
@@ -356,7 +365,7 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
     "bitsandbytes newer than torch allows": (
         "torch==1.13.1\nbitsandbytes==0.45.1\n",
         "rtx4090",
-        [("changed", "bitsandbytes", "why", "0.45.1 does not support torch 1.13.1; 0.36.0 does")],
+        [("changed", "bitsandbytes", "why", "0.45.1 does not support torch 1.13.1; 0.43.2 does")],
     ),
     "mmdet follows mmcv-full": (
         "torch==1.10.0\nmmcv-full==1.7.0\nmmdet==2.20.0\n",
@@ -635,6 +644,8 @@ ELSEWHERE = frozenset(
         "the paper ran on",  # below: collect_env's GPU line
         "supports compute capability up to",  # below: no source companion has a gpu_max yet
         "ruled it out",  # below: a build the GPU runs is refused only for its Python today
+        "and no release gpuenv knows does",  # below: every CUDA gpuenv plans has a release
+        "its CUDA binaries may fail to load",  # below, likewise
         "not imported",  # test_discovery
         "the only folder with environment files",  # test_discovery
         "compiles",  # test_discovery (the project's own CUDA extension)
@@ -873,3 +884,30 @@ def test_a_nightly_whose_release_does_not_fit_names_the_nearest_that_does(
     assert why.startswith("1.13.0.dev20220801 is a nightly of 2022-08-01; 1.13.0 ")
     assert "; no torch 1.13.0 build for linux-64 has kernels for sm_90 (Hopper); " in why
     assert why.endswith(": 2.0.1 is the nearest release that fits")
+
+
+def test_a_bitsandbytes_no_known_release_carries_binaries_for_is_kept_at_high_risk() -> None:
+    from packaging.version import Version
+
+    from gpuenv.importers import companions as moves
+    from gpuenv.importers.merge import Resolved
+    from gpuenv.importers.model import Ask, Origin
+    from gpuenv.knowledge.foreign import foreign_knowledge
+    from gpuenv.versions import ComputeCapability
+
+    bnb = foreign_knowledge().companion("bitsandbytes")
+    assert bnb is not None
+    ask = Ask("bitsandbytes", "==0.43.0", Origin("requirements.txt", 2, "bitsandbytes==0.43.0"))
+    resolved = Resolved("bitsandbytes", ask, "==0.43.0", None, (ask,))
+    # a torch older than every release (1.9) with a CUDA no release's binaries reach
+    target = moves.Target(Version("1.9.0"), "cu129", "12.9", ComputeCapability.parse("8.9"))
+    entry = moves.move(bnb, resolved, target, None).entry
+    assert (entry.kind, entry.now, entry.risk_text) == (
+        "kept",
+        "0.43.0",
+        "its CUDA binaries may fail to load",
+    )
+    assert entry.why == (
+        "0.43.0's wheels carry binaries for CUDA >=11.0,<12.4, not torch's 12.9, and no "
+        "release gpuenv knows does"
+    )

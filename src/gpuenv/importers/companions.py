@@ -26,6 +26,7 @@ from gpuenv.importers.report import (
     Entry,
 )
 from gpuenv.knowledge.foreign import Companion, CompanionRelease
+from gpuenv.plan import spec_text
 from gpuenv.versions import ComputeCapability
 
 
@@ -63,12 +64,9 @@ def _gpu_fits(release: CompanionRelease, cc: ComputeCapability | None) -> bool:
 def _fits(release: CompanionRelease, target: Target) -> bool:
     if not release.torch.contains(target.torch, prereleases=True):
         return False
-    if (
-        release.nvcc is not None
-        and target.cuda is not None
-        and not release.nvcc.contains(target.cuda, prereleases=True)
-    ):
-        return False
+    for cuda in (release.nvcc, release.cuda):
+        if cuda is not None and target.cuda is not None and not cuda.contains(target.cuda):
+            return False
     return _gpu_fits(release, target.cc)
 
 
@@ -448,13 +446,35 @@ def cuda_binaries(companion: Companion, resolved: Resolved, target: Target) -> M
             KEPT, resolved, "its binaries cover this target", was=str(version), now=str(version)
         )
         return Move(entry, _requirement(resolved, version))
+    unverified = False
     if lacking is not None:
         landing = lacking.since
         why = f"{version} has no binaries for {lacking.cc.sm}; {landing} is the first that has"
+        unverified = lacking.fact.unverified
     else:
         found = nearest(companion, version, target)
-        landing = found.landing if found else version
-        why = f"{version} does not support torch {target.torch}; {landing} does"
+        reason = f"{version} does not support torch {target.torch}"
+        carried = current.cuda if current is not None else None
+        if carried is not None and target.cuda is not None and not carried.contains(target.cuda):
+            reason = (
+                f"{version}'s wheels carry binaries for CUDA {spec_text(carried)}, "
+                f"not torch's {target.cuda}"
+            )
+        if found is None:
+            entry = _entry(
+                KEPT,
+                resolved,
+                f"{reason}, and no release gpuenv knows does",
+                was=str(version),
+                now=str(version),
+                risk=HIGH,
+                risk_text="its CUDA binaries may fail to load",
+                unverified=companion.fact.unverified,
+            )
+            return Move(entry, _requirement(resolved, version))
+        landing = found.landing
+        why = f"{reason}; {landing} does"
+        unverified = found.fact.unverified
     entry = _entry(
         CHANGED,
         resolved,
@@ -463,6 +483,7 @@ def cuda_binaries(companion: Companion, resolved: Resolved, target: Target) -> M
         now=str(landing),
         risk=MEDIUM,
         risk_text="another release: quantisation kernels may differ",
+        unverified=unverified,
     )
     return Move(entry, _requirement(resolved, landing))
 

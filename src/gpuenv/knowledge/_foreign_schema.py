@@ -152,6 +152,7 @@ class RawCompanionRelease(_Sourced):
     nvcc: Specifier | None = None
     gpu_min: CC | None = None
     gpu_max: CC | None = None
+    cuda: Specifier | None = None  # the CUDA releases its wheels carry binaries for
     cpu: Literal["works", "degraded", "none"] | None = None  # the companion's, for these
     # find-links pages with a prebuilt wheel of these releases: "<build>/torch<X.Y>"
     wheels: list[Annotated[str, Field(pattern=r"^(cu\d+|cpu)/torch\d+\.\d+$")]] = Field(

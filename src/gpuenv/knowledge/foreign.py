@@ -75,6 +75,7 @@ class CompanionRelease:
     fact: Sourced
     plain: bool = False  # these releases are not tied to torch: an ordinary requirement
     cpu: str | None = None  # "works", "degraded", "none": the companion's, for these
+    cuda: SpecifierSet | None = None  # the CUDA releases its wheels carry binaries for
     wheels: tuple[str, ...] = ()  # find-links pages with their prebuilt wheel: "cu113/torch1.10"
 
     @property
@@ -340,6 +341,7 @@ def _release(raw: Raw) -> CompanionRelease:
         fact=_sourced(raw),
         plain=bool(raw.get("plain")),
         cpu=raw.get("cpu"),
+        cuda=SpecifierSet(raw["cuda"]) if raw.get("cuda") else None,
         wheels=tuple(raw.get("wheels", ())),
     )
 
