@@ -464,3 +464,25 @@ def test_hostile_pages_give_no_date_and_never_fail_the_import(
     torch = _torch(imported)
     assert "released by" not in str(torch["why"])
     assert torch["why"] == "the files pin no torch version; 2.15.0 is what the planner chose here"
+
+
+@pytest.mark.parametrize(
+    ("run", "kept"),
+    [
+        # pip keeps the image's torch: "Requirement already satisfied"
+        ("pip install torch transformers==4.28.1", True),
+        ("pip install --no-cache-dir 'torch>=1.13' transformers==4.28.1", True),
+        # these install over it: the image's torch says nothing
+        ("pip install -U torch transformers==4.28.1", False),
+        ("pip install --force-reinstall torch", False),
+        ("pip install 'torch>=2.1'", False),  # 2.0.0 is outside the range: pip replaces it
+        ("pip install torch==2.1.2", False),
+    ],
+)
+def test_a_versionless_pip_install_keeps_the_base_images_torch(
+    run_import: Callable[..., Imported], tmp_path: Path, run: str, kept: bool
+) -> None:
+    # a 2023 repository's Dockerfile: NGC 23.05 (torch 2.0.0), then its own pip install
+    docker = _paper(tmp_path, f"FROM nvcr.io/nvidia/pytorch:23.05-py3\nRUN {run}\n", "Dockerfile")
+    imported = run_import(docker, target="rtx4090")
+    assert str(_torch(imported)["to"]).startswith("2.0.0+") is kept

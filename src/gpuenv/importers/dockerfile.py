@@ -15,6 +15,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
 from gpuenv.importers import images, requirements
 from gpuenv.importers._context import Context
 from gpuenv.importers._text import OUTSIDE, fail, line_not_read
@@ -23,6 +26,7 @@ from gpuenv.importers.model import (
     INCLUDED,
     UNMANAGED,
     UNREADABLE,
+    Ask,
     Authority,
     Origin,
     ReadingBuilder,
@@ -82,6 +86,9 @@ class _State:
     stages: dict[str, str] = field(default_factory=dict)  # stage name -> its base image
     base: tuple[str, Origin] | None = None
     torch_by_run: bool = False
+    # torch asked by pip without a version or upgrade flag: pip keeps an installed torch
+    # these allow ("Requirement already satisfied"), so the base image's stays
+    torch_if_missing: list[str] = field(default_factory=list)
 
     def expand(self, text: str) -> tuple[str, bool]:
         """``text`` with known ARG/ENV values substituted; False when one is unknown."""
@@ -175,8 +182,33 @@ def _pip_install(state: _State, tokens: list[str], origin: Origin) -> None:
             rest.append(token)
     before = len(state.builder.asks)
     requirements.PipLines(state.ctx, state.builder, state.path.parent).args(rest, origin)
-    if any(a.name == "torch" for a in state.builder.asks[before:]):
+    torch = [a for a in state.builder.asks[before:] if a.name == "torch"]
+    if torch and not _REPLACES.intersection(tokens) and not any(
+        a.url or _EXACT.fullmatch(a.specifier.strip()) for a in torch
+    ):
+        state.torch_if_missing += [a.specifier for a in torch]
+    elif torch:
         state.torch_by_run = True
+
+
+_EXACT = re.compile(r"===?\s*([^*,;\s]+)")
+# pip options that install over an installed torch, whatever it is
+_REPLACES = frozenset(
+    {"-U", "--upgrade", "--force-reinstall", "-I", "--ignore-installed", "--no-deps"}
+)
+
+
+def _keeps(image_asks: list[Ask], specifiers: list[str]) -> bool:
+    """Whether the image's torch satisfies every versionless ``pip install torch`` after
+    it (a range it is outside of makes pip replace it)."""
+    exact = [_EXACT.fullmatch(a.specifier.strip()) for a in image_asks if a.name == "torch"]
+    if not specifiers or not exact or exact[0] is None:
+        return True
+    try:
+        version = Version(exact[0].group(1))
+        return all(SpecifierSet(s).contains(version, prereleases=True) for s in specifiers)
+    except (InvalidSpecifier, InvalidVersion):
+        return False
 
 
 def _requirements_file(state: _State, name: str, origin: Origin) -> None:
@@ -285,7 +317,7 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
     image, origin = state.base
     image_builder = ReadingBuilder(display, "dockerfile", Authority.DEFINITION)
     images.image_facts(image, origin, image_builder, ctx.knowledge)
-    if state.torch_by_run:
+    if state.torch_by_run or not _keeps(image_builder.asks, state.torch_if_missing):
         image_builder.asks = [a for a in image_builder.asks if a.name != "torch"]
     state.builder.asks[:0] = image_builder.asks
     state.builder.facts[:0] = image_builder.facts
