@@ -649,9 +649,6 @@ ELSEWHERE = frozenset(
         "not imported",  # test_discovery
         "the only folder with environment files",  # test_discovery
         "compiles",  # test_discovery (the project's own CUDA extension)
-        "is the nearest release that fits",  # test_era: a nightly whose release cannot run
-        "the end of its month",  # test_era: an NGC container images.toml does not list
-        "the oldest torch its neighbours allow",  # test_era: likewise
     }
 )
 

@@ -183,8 +183,10 @@ def _pip_install(state: _State, tokens: list[str], origin: Origin) -> None:
     before = len(state.builder.asks)
     requirements.PipLines(state.ctx, state.builder, state.path.parent).args(rest, origin)
     torch = [a for a in state.builder.asks[before:] if a.name == "torch"]
-    if torch and not _REPLACES.intersection(tokens) and not any(
-        a.url or _EXACT.fullmatch(a.specifier.strip()) for a in torch
+    if (
+        torch
+        and not _REPLACES.intersection(tokens)
+        and not any(a.url or _EXACT.fullmatch(a.specifier.strip()) for a in torch)
     ):
         state.torch_if_missing += [a.specifier for a in torch]
     elif torch:
