@@ -472,6 +472,7 @@ def test_hostile_pages_give_no_date_and_never_fail_the_import(
         # pip keeps the image's torch: "Requirement already satisfied"
         ("pip install torch transformers==4.28.1", True),
         ("pip install --no-cache-dir 'torch>=1.13' transformers==4.28.1", True),
+        ("pip install --no-deps torch", True),
         # these install over it: the image's torch says nothing
         ("pip install -U torch transformers==4.28.1", False),
         ("pip install --force-reinstall torch", False),

@@ -195,9 +195,7 @@ def _pip_install(state: _State, tokens: list[str], origin: Origin) -> None:
 
 _EXACT = re.compile(r"===?\s*([^*,;\s]+)")
 # pip options that install over an installed torch, whatever it is
-_REPLACES = frozenset(
-    {"-U", "--upgrade", "--force-reinstall", "-I", "--ignore-installed", "--no-deps"}
-)
+_REPLACES = frozenset({"-U", "--upgrade", "--force-reinstall", "-I", "--ignore-installed"})
 
 
 def _keeps(image_asks: list[Ask], specifiers: list[str]) -> bool:
