@@ -638,8 +638,6 @@ ELSEWHERE = frozenset(
         "is the nearest known release that fits",  # below, both ends of the knowledge
         "is a nightly of",  # test_era, test_decisions, and the nightly case here
         "the newest torch published by",  # test_era (NGC tags)
-        "the oldest torch its neighbours allow",  # test_era (NGC tags)
-        "is the nearest release that fits",  # below: the planner's list of builds grows
         "no release in ",  # below: the list of builds grows with the knowledge
         "the paper ran on",  # below: collect_env's GPU line
         "supports compute capability up to",  # below: no source companion has a gpu_max yet
