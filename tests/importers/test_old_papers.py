@@ -127,3 +127,51 @@ def test_latent_diffusion_era_environment_keeps_torch_1_11(
     assert kept["torchvision"]["to"] == "0.12.0"
     assert 'python = "3.8"' in spec.read_text()
     assert _planned(cli, spec)["cu_tag"] == expected
+
+
+# A 2020 conda file: torch 1.7.0 with cudatoolkit 10.1, the torchvision of release day
+# (0.8.0; 0.8.1 followed it the same day) and Python 3.7, below what gpuenv installs.
+TORCH_17_LIKE = """\
+name: x2020
+channels:
+  - pytorch
+dependencies:
+  - python=3.7
+  - pytorch=1.7.0
+  - torchvision=0.8.0
+  - cudatoolkit=10.1
+"""
+
+
+@pytest.mark.parametrize(
+    ("gpu", "driver", "torch", "why"),
+    [
+        # CUDA 10.1 needs 418.39: the paper's own build
+        ("GTX 1080 Ti", "418.87.01", "1.7.0+cu101", "runs on this target as built"),
+        # cu101's list stops at 7.5; cu110's sm_80 code runs on the A100 (R450 runs 11.0)
+        (
+            "A100",
+            "470.57.02",
+            "1.7.0+cu110",
+            "its arch list (3.7, 5.0, 6.0, 7.0, 7.5) has no sm_80",
+        ),
+    ],
+)
+def test_a_2020_environment_keeps_torch_1_7_moving_only_its_build(
+    cli: Callable[..., CliResult], tmp_path: Path, gpu: str, driver: str, torch: str, why: str
+) -> None:
+    source = tmp_path / "paper" / "environment.yml"
+    source.parent.mkdir()
+    source.write_text(TORCH_17_LIKE)
+    spec = tmp_path / "gpuenv.toml"
+    result = cli("import", str(source), "--gpu", gpu, "--driver", driver, "-o", str(spec), "--json")
+    assert result.code == 0, result.err or result.out
+    report = json.loads(result.out)
+    entries = {e["package"]: e for e in report["changed"] + report["kept"] if e["package"]}
+    assert entries["torch"]["to"] == torch and why in entries["torch"]["why"]
+    assert "torchvision" in _entries(report, "kept")  # 0.8.0 was made for 1.7.0 too
+    assert entries["torchvision"]["to"] == "0.8.0"
+    assert entries["python"]["to"] == "3.8"
+    assert "gpuenv installs 3.8 and later: 3.8 is the nearest it can" in entries["python"]["why"]
+    assert 'torchvision = "0.8.0"' in spec.read_text()
+    assert _planned(cli, spec)["torch"] == "1.7.0"
