@@ -40,12 +40,18 @@ from gpuenv.errors import ExternalToolError
 
 
 def _debug(message: str, *args: object) -> None:
-    """A debug record for a program that configured ``logging``: one that did has
-    imported it, and with no handler configured a debug record goes nowhere, so the
-    module (4 ms of imports: traceback, string, weakref) is never imported for it. Its
-    lock is one fewer that every fork takes (uv.py's note on Ctrl-C and forks)."""
+    """A debug record for a program that configured ``logging`` (a handler on the root
+    logger or on gpuenv's): one that did has imported it, and with no handler a debug
+    record goes nowhere, so the module (4 ms of imports: traceback, string, weakref) is
+    never imported for it. Nor is logging's lock taken when nothing is configured
+    (handlers read as plain attributes): every fork takes that lock, and Ctrl-C landing
+    while a thread holds it left the uv run beside unable to start (uv.py's note)."""
     logging = sys.modules.get("logging")
-    if logging is not None:
+    if logging is None:
+        return
+    loggers = logging.Logger.manager.loggerDict
+    chain = (loggers.get(__name__), loggers.get("gpuenv"), logging.root)
+    if any(getattr(logger, "handlers", None) for logger in chain):
         logging.getLogger(__name__).debug(message, *args)
 
 
