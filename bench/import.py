@@ -146,7 +146,7 @@ def main() -> int:
     if CHECK:
         answers = ", ".join(f"{k} {v}" for k, v in sorted(ANSWERS.items()))
         print(
-            f"--check-resolves' uv resolution: median {statistics.median(CHECK) * 1000:.0f} ms, "
+            f"--check-resolves' uv run: median {statistics.median(CHECK) * 1000:.0f} ms, "
             f"slowest {max(CHECK) * 1000:.0f} ms of each import ({answers})"
         )
     total = outcomes["written"] + outcomes["refused"]

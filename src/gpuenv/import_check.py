@@ -548,7 +548,7 @@ def check_reproduction(
     family += [f"torchaudio=={plan.torchaudio}"] if plan.torchaudio else []
     builds = {e.package for e in decision.entries if e.kind == NEEDS_BUILD and e.package}
     builds |= {b.name for b in decision.builds}
-    declared = _lock_builds(reproduction.spec_text)
+    declared = _lock_builds(reproduction.spec_text, cache_dir)
     builds |= {name for name, _ in declared}
     request = CheckRequest(
         requirements=tuple(line.text for line in decision.pip),
@@ -567,15 +567,18 @@ def check_reproduction(
     return check_resolves(request)
 
 
-def _lock_builds(spec_text: str) -> list[tuple[str, tuple[str, ...] | None]]:
+def _lock_builds(
+    spec_text: str, cache_dir: Path | None = None
+) -> list[tuple[str, tuple[str, ...] | None]]:
     """The builds ``gpuenv lock`` knows before resolving the written spec (its
     ``[pip.build]`` tables, and the pins the knowledge base says are always compiled
-    against torch), each with the dependencies it declares (None: uv reads them)."""
+    against torch), each with the dependencies it declares (None: uv reads them). The
+    validated-spec cache spares a repeated import the validation."""
     from gpuenv.lock import builds as lock_builds
     from gpuenv.spec import parse_spec_text
 
     try:
-        spec = parse_spec_text(spec_text, file="gpuenv.toml").spec
+        spec = parse_spec_text(spec_text, file="gpuenv.toml", cache_dir=cache_dir).spec
     except GpuenvError:  # write_spec refuses it next, naming the problem
         return []
     return [(name, wanted.requires_dist) for name, wanted in lock_builds.declared(spec).items()]

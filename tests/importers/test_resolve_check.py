@@ -113,12 +113,18 @@ def test_an_unreachable_index_is_not_checked_never_fatal(
 
 
 def test_the_check_is_off_with_the_flag_or_the_variable(
-    run_import: Callable[..., Imported], index_env: PkgIndex, tmp_path: Path
+    run_import: Callable[..., Imported],
+    index_env: PkgIndex,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     req = _requirements(tmp_path, "torch==2.4.1\ntransformers==4.44.2\ntokenizers==0.20.0\n")
     off = run_import(req, target="cpu", extra=("--no-check-resolves",))
     assert off.result.code == 0 and off.report["resolution"] is None
     assert off.report["resolves"] is None
+    monkeypatch.setenv("GPUENV_IMPORT_INDEX", "off")
+    variable = run_import(req, target="cpu")
+    assert variable.result.code == 0 and variable.report["resolution"] is None
 
 
 def test_a_credential_in_the_index_url_reaches_uv_and_no_output(

@@ -155,7 +155,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             _last_commit,
         )
         result = reproduce(request)
-        check = _check_resolves(result, wheels, progress)  # before a byte is written
+        check = _check_resolves(result, wheels, progress, settings.cache_dir)  # before writing
     code = 1 if check is not None and check.resolves is False else 0
     report = render_markdown(result.report) + _check_text(check)
     if to_stdout:
@@ -183,10 +183,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _check_resolves(
-    result: Reproduction, wheels: WheelIndex | None, announce: Callable[[str], None]
+    result: Reproduction,
+    wheels: WheelIndex | None,
+    announce: Callable[[str], None],
+    cache_dir: Path | None,
 ) -> ResolveCheck | None:
     """``--check-resolves``: uv's resolution of the pip dependencies about to be written
-    (None when the check is off)."""
+    (None when the check is off), in the uv cache ``gpuenv lock`` reads next."""
     if wheels is None:
         return None
     from gpuenv._redact import redact_url
@@ -194,7 +197,7 @@ def _check_resolves(
 
     if wheels.failure is None:
         announce(f"resolving the pip dependencies with uv on {redact_url(wheels.index)}")
-    return check_reproduction(result, wheels.index, wheels.failure, _common.cache_dir())
+    return check_reproduction(result, wheels.index, wheels.failure, cache_dir)
 
 
 def _check_text(check: ResolveCheck | None) -> str:
