@@ -637,6 +637,8 @@ ELSEWHERE = frozenset(
         "predates gpuenv's knowledge",  # below: so does its oldest
         "is the nearest known release that fits",  # below, both ends of the knowledge
         "is a nightly of",  # test_era, test_decisions, and the nightly case here
+        "the oldest torch its neighbours allow",  # test_era (NGC tags)
+        "is the nearest release that fits",  # test_era; below: a nightly on Hopper
         "the newest torch published by",  # test_era (NGC tags)
         "no release in ",  # below: the list of builds grows with the knowledge
         "the paper ran on",  # below: collect_env's GPU line
