@@ -184,3 +184,25 @@ def test_a_python_torch_supports_but_gpuenv_does_not_install_is_named_as_such(
 def test_a_python_no_release_supports_keeps_the_unsupported_sentence() -> None:
     error = refusal('python = "3.5"\ntorch = "1.8.1"', RTX4090)
     assert "no torch 1.8.1 release supports Python 3.5" in error.message
+
+
+@pytest.mark.parametrize(
+    ("platform", "torch", "planned"),
+    [
+        ("osx-arm64", "1.10.2", ("1.10.2", "cpu", "3.9")),  # Apple-silicon wheels cp38-cp39
+        ("win-64", "1.9.1", ("1.9.1", "cpu", "3.9")),  # PyPI's Windows torch is the CPU build
+        ("linux-aarch64", "1.11.0", ("1.11.0", "cpu", "3.10")),
+    ],
+)
+def test_old_releases_plan_on_the_other_platforms_pypi_served(
+    platform: str, torch: str, planned: tuple[str, str, str]
+) -> None:
+    plan = plan_of(f'python = ">=3.8"\ntorch = "{torch}"', f'platform = "{platform}"\ngpu = "none"')
+    assert (plan.torch, plan.cu_tag, plan.python) == planned
+    assert plan.pypi_default
+
+
+@pytest.mark.parametrize("platform", ["osx-arm64", "linux-aarch64"])
+def test_1_9_1_has_no_arm_wheels_and_1_9_0_is_offered(platform: str) -> None:
+    error = refusal('python = ">=3.8"\ntorch = "1.9.1"', f'platform = "{platform}"\ngpu = "none"')
+    assert error.alternatives[0].changes == {"stack.torch": "==1.9.0"}
