@@ -29,7 +29,7 @@ from tests.importers.conftest import Imported
 
 # (project, version, upload time, wheel tag): the days these releases were published
 RELEASES = [
-    ("transformers", "4.28.1", "2023-04-13T18:02:11.412Z", "py3-none-any"),
+    ("transformers", "4.28.1", "2023-04-14T16:55:50.932Z", "py3-none-any"),
     ("transformers", "4.30.2", "2023-06-13T14:40:31.000Z", "py3-none-any"),
     ("transformers", "3.4.0", "2020-10-20T13:06:02.000Z", "py3-none-any"),
     ("transformers", "4.0.0", "2020-11-30T16:47:50.000Z", "py3-none-any"),
@@ -38,7 +38,7 @@ RELEASES = [
     ("numpy", "1.19.2", "2020-09-10T12:53:11.000Z", "cp38-cp38-manylinux2010_x86_64"),
     ("numpy", "1.23.4", "2022-10-12T04:22:38.000Z", "cp310-cp310-manylinux_2_17_x86_64"),
     ("sentencepiece", "0.1.91", "2020-05-21T23:03:02.000Z", "cp38-cp38-manylinux1_x86_64"),
-    ("timm", "0.6.11", "2022-10-06T03:17:00.000Z", "py3-none-any"),
+    ("timm", "0.6.11", "2022-10-03T21:40:46.393Z", "py3-none-any"),
     ("pyyaml", "5.1", "2019-03-13T20:00:00.000Z", "cp37-cp37m-manylinux1_x86_64"),
 ]
 
@@ -117,7 +117,7 @@ def test_a_2023_repository_with_a_bare_torch_takes_the_torch_of_its_newest_pin(
     torch = _torch(run_import(req, target="rtx4090"))
     assert torch["to"] == "2.0.0+cu117"  # PyPI's default build of 2.0.0, what pip took
     assert torch["why"] == (
-        "the newest torch released by 2023-04-13, when transformers 4.28.1 was published "
+        "the newest torch released by 2023-04-14, when transformers 4.28.1 was published "
         "(requirements.txt:3), is 2.0.0; runs on this target as built"
     )
     assert torch["from"] == "any"
@@ -373,9 +373,9 @@ def test_dated_pages_are_cached_with_their_days(tmp_path: Path) -> None:
         return body
 
     first = WheelIndex("https://index.invalid/simple", tmp_path, fetch=fetch)
-    assert published(first, "transformers", Version("4.28.1")) == date(2023, 4, 13)
+    assert published(first, "transformers", Version("4.28.1")) == date(2023, 4, 14)
     again = WheelIndex("https://index.invalid/simple", tmp_path, fetch=fetch)
-    assert published(again, "transformers", Version("4.28.1")) == date(2023, 4, 13)
+    assert published(again, "transformers", Version("4.28.1")) == date(2023, 4, 14)
     assert len(asked) == 1
 
 
@@ -487,3 +487,31 @@ def test_a_versionless_pip_install_keeps_the_base_images_torch(
     docker = _paper(tmp_path, f"FROM nvcr.io/nvidia/pytorch:23.05-py3\nRUN {run}\n", "Dockerfile")
     imported = run_import(docker, target="rtx4090")
     assert str(_torch(imported)["to"]).startswith("2.0.0+") is kept
+
+
+# --- against the real default index (skipped offline) ---------------------------------------
+
+
+@pytest.mark.network
+def test_the_release_dates_are_the_default_indexs_upload_days(fk: ForeignKnowledge) -> None:
+    """torch_dates.toml is the first upload day of each release on the index uv uses by
+    default (PEP 700 upload-time on its PEP 691 page), and a pin's day is read the same way."""
+    from gpuenv.errors import ExternalToolError
+    from gpuenv.lock.uv import UvResolver
+
+    try:
+        default = UvResolver().stated_default_index()
+    except ExternalToolError as exc:
+        pytest.skip(f"uv cannot say its default index: {exc}")
+    assert default is not None
+    index = WheelIndex(default)
+    index.prefetch(["torch", "transformers"])
+    if index.failure is not None or not index.files("torch"):
+        pytest.skip(f"the default index is not reachable: {index.failure}")
+    differ = [
+        (str(d.version), d.published, published(index, "torch", d.version))
+        for d in fk.torch_dates
+        if published(index, "torch", d.version) != d.published
+    ]
+    assert not differ
+    assert published(index, "transformers", Version("4.28.1")) == date(2023, 4, 14)
