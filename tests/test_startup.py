@@ -318,3 +318,32 @@ def test_the_console_script_collects_cycles_less_often(tmp_path: object) -> None
         [sys.executable, "-c", library], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "700"
+
+
+def test_the_install_path_creates_temporary_files_without_tempfile_or_shutil() -> None:
+    """Atomic writes and the store's downloads make their temporary files themselves
+    (``_fs.temporary_beside``): tempfile (with random) and shutil (with bz2 and lzma)
+    are not imported by a warm install, and shutil loads only to remove something."""
+    modules = _imported_after(
+        "import gpuenv.install, gpuenv.cli.install_cmd, gpuenv.store, gpuenv._fetch\n"
+        "import gpuenv._fs, gpuenv.install.project, gpuenv.activation"
+    )
+    assert not {"tempfile", "shutil", "random", "bz2", "lzma"} & modules
+
+
+def test_temporary_files_are_made_as_mkstemp_makes_them(tmp_path: object) -> None:
+    import os
+    import stat
+    from pathlib import Path
+
+    from gpuenv._fs import temporary_beside
+
+    target = Path(str(tmp_path)) / "gpuenv.lock"
+    made = {temporary_beside(target, prefix=".gpuenv.lock.", suffix=".tmp") for _ in range(50)}
+    names = {path for _fd, path in made}
+    assert len(names) == 50  # a new name each time, never one that exists
+    for fd, path in made:
+        assert not os.get_inheritable(fd)  # closed on exec, as mkstemp's
+        os.close(fd)
+        assert path.parent == target.parent and path.name.startswith(".gpuenv.lock.")
+        assert path.name.endswith(".tmp") and stat.S_IMODE(path.stat().st_mode) == 0o600

@@ -36,7 +36,6 @@ import base64
 import os
 import re
 import stat
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -49,7 +48,7 @@ from urllib.parse import unquote, urlsplit
 from gpuenv import __version__
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._flock import FileLock, LockTimeout
-from gpuenv._fs import storage_error
+from gpuenv._fs import storage_error, temporary_beside
 from gpuenv._network import Index, download_cap, env_key, netrc_auth, strip_userinfo
 from gpuenv._redact import redact_url, remember_secret
 from gpuenv.errors import DownloadError, HashMismatch, InstallError
@@ -612,10 +611,9 @@ class ArtifactStore:
     ) -> Path:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, name = tempfile.mkstemp(prefix=".incoming.", dir=path.parent)
+            fd, tmp = temporary_beside(path, prefix=".incoming.")
         except OSError as exc:
             raise storage_error(exc, path, "the store's artifacts") from None
-        tmp = Path(name)
         try:
             digests = Digests(md5=artifact.md5 is not None)
             with os.fdopen(fd, "w+b") as out:

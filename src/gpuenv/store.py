@@ -55,7 +55,6 @@ import contextlib
 import json
 import os
 import re
-import shutil
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -94,6 +93,14 @@ def default_root(environ: Mapping[str, str]) -> Path:
     if data:
         return Path(data) / "gpuenv"
     return Path(home_dir(environ)) / ".local" / "share" / "gpuenv"
+
+
+def _rmtree(path: Path) -> None:
+    """``shutil.rmtree``, errors ignored; shutil (with bz2 and lzma) imported only
+    when something is removed: an install of a new prefix removes nothing."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
 
 
 @dataclass(frozen=True)
@@ -195,7 +202,7 @@ class Store:
         one atomic step, so nothing ever sees a half-deleted prefix at its real path."""
         if not prefix.exists() and not prefix.is_symlink():
             return
-        shutil.rmtree(self._to_trash(prefix), ignore_errors=True)
+        _rmtree(self._to_trash(prefix))
 
     def _to_trash(self, prefix: Path) -> Path:
         trash = self.root / "trash"
@@ -217,7 +224,7 @@ class Store:
     def empty_trash(self) -> None:
         """Finish deletions an earlier process was killed in the middle of."""
         for leftover in (self.root / "trash").glob("*"):
-            shutil.rmtree(leftover, ignore_errors=True)
+            _rmtree(leftover)
 
     @contextlib.contextmanager
     def locked(self, prefix: Path, *, timeout: float = 3600) -> Iterator[None]:
@@ -414,7 +421,7 @@ class Store:
             freed = release.freed
             if not dry_run:
                 for path in [*(place for _prefix, place in doomed), *artifacts, *entries]:
-                    shutil.rmtree(path, ignore_errors=True)
+                    _rmtree(path)
         finally:
             if lock is not None:
                 lock.release()
@@ -555,11 +562,11 @@ class Store:
                     log.unlink()
         for source in (root / "sources").glob("*"):  # before sources joined the artifacts
             if source.name not in sources:
-                shutil.rmtree(source, ignore_errors=True)
+                _rmtree(source)
         names = {p.name for p in live}
         for folder in self.cache("torch-extensions").glob("*"):
             if folder.name not in names:
-                shutil.rmtree(folder, ignore_errors=True)
+                _rmtree(folder)
 
 
 # --- project pointers ------------------------------------------------------------------------
