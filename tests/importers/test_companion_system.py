@@ -427,3 +427,26 @@ def test_a_bitsandbytes_without_binaries_for_torchs_cuda_moves_to_one_with_them(
     covered = _requirements(tmp_path, "torch==2.4.1+cu121\nbitsandbytes==0.43.0\n", "cu121.txt")
     kept = run_import(covered, target="rtx4090").entries("kept")["bitsandbytes"]
     assert (kept["to"], kept["why"]) == ("0.43.0", "its binaries cover this target")
+
+
+def test_a_git_subdirectory_is_kept_and_pips_egg_dropped(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # tiny-cuda-nn's torch bindings build from bindings/torch (its README's pip line);
+    # detectron2's projects install from their own folder.
+    path = _requirements(
+        tmp_path,
+        "torch==2.1.2\n"
+        "git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch\n"
+        "git+https://github.com/facebookresearch/detectron2.git@v0.6"
+        "#subdirectory=projects/PointRend&egg=detectron2\n",
+    )
+    deps = _dependencies(run_import(path, target="h100"))
+    assert (
+        "tiny-cuda-nn @ git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch"
+        in deps
+    )
+    assert (
+        "detectron2 @ git+https://github.com/facebookresearch/detectron2.git@v0.6"
+        "#subdirectory=projects/PointRend"
+    ) in deps

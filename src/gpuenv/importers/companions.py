@@ -8,6 +8,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import parse_qsl
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
@@ -352,7 +353,7 @@ _GIT_REF = re.compile(r"@([^#@/]+)(#|$)")
 
 def _unpinned_git(entry: Entry, requirement: str) -> Entry:
     """A git source with no ref: the lock takes whatever its default branch is then."""
-    url = requirement.split(" @ ", 1)[1] if " @ " in requirement else ""
+    url = requirement.split(" @ ", 1)[1].split("#", 1)[0] if " @ " in requirement else ""
     if not url.startswith("git+") or _GIT_REF.search(url.split("://", 1)[-1]):
         return entry
     return replace(
@@ -383,10 +384,19 @@ def _source_requirement(companion: Companion, resolved: Resolved, version: Versi
     return f"{resolved.name} @ {url}"
 
 
+def pip_url(url: str) -> str:
+    """A direct reference as a requirement writes it: pip's ``#egg=`` fragment dropped (the
+    name is written before the ``@``), a ``#subdirectory=`` kept (tiny-cuda-nn's torch
+    bindings build from ``bindings/torch``, not the repository's top)."""
+    base, _, fragment = url.partition("#")
+    kept = [(k, v) for k, v in parse_qsl(fragment) if k == "subdirectory" and v]
+    return f"{base}#subdirectory={kept[0][1]}" if kept else base
+
+
 def _source_url(companion: Companion, resolved: Resolved, target: Target) -> Move:
     """A source companion the files install from a URL (``git+https://...``): the URL is
     written as it is (the lock pins a git ref at the commit it names)."""
-    url = (resolved.ask.url or "").split("#", 1)[0]
+    url = pip_url(resolved.ask.url or "")
     why = f"installed from {url}"
     entry = _source_entry(resolved, None, target, why, companion)
     entry = replace(entry, was=url, now=url)

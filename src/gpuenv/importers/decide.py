@@ -864,7 +864,7 @@ def _git(d: Decision, resolved: Resolved) -> None:
     """A git requirement is kept and the lock pins it (``name @ git+https://...@ref`` is
     locked at the commit the ref resolves to, and built at install): a commit exactly, a
     tag as it is today, a branch or no ref at today's commit, with a warning."""
-    url = (resolved.ask.url or "").split("#", 1)[0]  # pip's #egg= fragment: the name is here
+    url = moves.pip_url(resolved.ask.url or "")  # #egg= dropped: the name is written here
     ref = git_ref(url)
     line = f"{resolved.name} @ {url}"
     origin = resolved.ask.origin
