@@ -24,7 +24,7 @@ from gpuenv.importers import era
 from gpuenv.importers.wheels import WheelIndex, parse_page, published, upload_day
 from gpuenv.knowledge.foreign import ForeignKnowledge, load_foreign_knowledge
 from tests.fixtures.pkgindex.index import Seen, Serve, serve
-from tests.fixtures.pkgindex.plugin import closed_port
+from tests.fixtures.pkgindex.plugin import PkgIndex, closed_port
 from tests.importers.conftest import Imported
 
 # (project, version, upload time, wheel tag): the days these releases were published
@@ -217,6 +217,25 @@ def test_without_an_index_nothing_changes(
     assert _torch(down)["to"] == off["to"]
     assert "released by" not in str(off["why"]) + str(_torch(down)["why"])
     assert any("could not be read" in a["why"] for a in down.report["assumptions"])
+
+
+def test_an_index_of_html_pages_gives_no_dates_and_changes_nothing(
+    run_import: Callable[..., Imported],
+    pkgindex: PkgIndex,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # the fixture index serves PEP 503 HTML only: no upload times, no era from them
+    req = _paper(tmp_path, "torch\nnumpy==1.26.4\n")
+    monkeypatch.setenv("GPUENV_IMPORT_INDEX", pkgindex.default_index)
+    html = _torch(run_import(req, target="cpu"))
+    monkeypatch.setenv("GPUENV_IMPORT_INDEX", "off")
+    off = _torch(run_import(req, target="cpu"))
+    assert (
+        html["why"]
+        == off["why"]
+        == ("the files pin no torch version; 2.15.0 is what the planner chose here")
+    )
 
 
 def test_a_pinned_nightly_is_the_release_it_led_to_with_its_date(
