@@ -70,3 +70,38 @@ def test_a_mislabelled_wheel_is_named_by_its_whole_url() -> None:
     pip = (PipPackage("torch", "2.4.1+cu124", CU124, "a" * 64),)
     found = _integrity.family_problems(planned_stack(plan), pip, plan.hardware.platform)
     assert found[0].endswith(f"from {CU124}")
+
+
+OLD_SPEC = '[project]\nname = "t"\n[stack]\npython = "3.8"\ntorch = "1.8.1"\n'
+OLD_SPEC += 'torchvision = false\ntorchaudio = false\n[targets.v100]\ngpu = "V100"\n'
+OLD_SPEC += 'driver = "450.80.02"\n'
+OLD_PYPI = "https://files.example/torch-1.8.1-cp38-cp38-manylinux1_x86_64.whl"
+
+
+def _old_plan() -> TargetPlan:
+    # driver 450.80.02 runs CUDA 10.2 but not 11.1: the cu102 build, PyPI's plain torch 1.8.1
+    kb = knowledge_base()
+    spec = parse_spec_text(OLD_SPEC, file="gpuenv.toml", kb=kb).spec
+    plan = plan_target("v100", spec, kb)
+    assert (plan.cu_tag, plan.pypi_default) == ("cu102", True)
+    return plan
+
+
+def test_pypis_torch_before_1_13_bundles_its_cuda_and_passes_both() -> None:
+    """PyPI's 1.8.1 wheel pulls no nvidia-* wheel (its CUDA 10.2 is inside it): the lock
+    refused it as 'comes with no CUDA runtime (planned CUDA 10.2)'."""
+    plan = _old_plan()
+    pip = (PipPackage("torch", "1.8.1", OLD_PYPI, "e" * 64),)
+    check_against_plan(plan, pip)
+    assert _integrity.family_problems(planned_stack(plan), pip, "linux-64") == []
+
+
+def test_an_unlabelled_torch_that_pulls_another_cuda_is_still_refused() -> None:
+    plan = _old_plan()
+    runtime = "https://files.example/nvidia_cuda_runtime_cu11-11.7.99-py3-none-any.whl"
+    pip = (
+        PipPackage("torch", "1.8.1", OLD_PYPI, "e" * 64),
+        PipPackage("nvidia-cuda-runtime-cu11", "11.7.99", runtime, "f" * 64),
+    )
+    found = _integrity.family_problems(planned_stack(plan), pip, "linux-64")
+    assert found == ["torch 1.8.1 comes with CUDA runtime 11.7 (planned CUDA 10.2)"]

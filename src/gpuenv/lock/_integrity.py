@@ -318,6 +318,10 @@ def family_problems(stack: StackSummary, pip: Iterable[PipPackage], platform: st
     return problems
 
 
+def _pulls_nvidia(pip: list[PipPackage]) -> bool:
+    return any(p.name.startswith("nvidia-") for p in pip)
+
+
 def _runtime_problems(
     stack: StackSummary, torch: PipPackage, pip: list[PipPackage], platform: str
 ) -> list[str]:
@@ -333,6 +337,11 @@ def _runtime_problems(
         return [f"{problem} (planned cpu)"] if problem else []
     found = ".".join(runtime.version.split(".")[:2]) if runtime else None
     if found == stack.cuda:
+        return []
+    if runtime is None and platform in UNLABELLED_TORCH_IS_CUDA and not _pulls_nvidia(pip):
+        # PyPI's plain torch before 1.13 bundles its CUDA libraries (the cu102 build of
+        # 1.7 .. 1.12): no nvidia-* wheel says which CUDA, and the plan sent torch to the
+        # default index only because that build is PyPI's, so it stands as planned
         return []
     what = f"CUDA runtime {found}" if found else "no CUDA runtime"
     return [f"torch {torch.version} comes with {what} (planned CUDA {stack.cuda})"]
