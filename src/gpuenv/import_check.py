@@ -26,9 +26,12 @@ environment of ``gpuenv._network``, uv's prose read by ``gpuenv.lock._uv_output`
   from the build's own index, and a failure that names only the family (the checked
   index has no such torch for the target) is "not checked", not a conflict;
 - wheels only (``--only-binary :all:``), except for the pins the import marks as
-  builds (``--no-binary NAME``: their sdist, as the lock builds them); a dependency with
-  no wheel for the target is a failure, the source build ``gpuenv lock`` would
-  otherwise make of it silently;
+  builds (``--no-binary NAME``: their sdist, as the lock builds them). A dependency uv
+  finds no usable wheel of (omegaconf 2.1.1's antlr4-python3-runtime 4.8, wandb
+  0.15's pathtools: published as source archives only) is what ``gpuenv lock`` locks
+  as a source build: the check runs again with that package's sdist allowed (at most
+  ``_SDIST_ROUNDS`` times) and, where that resolves, says the environment resolves
+  and names the packages built from source, instead of a conflict that is none;
 - direct URL and git requirements are left out (a clone per import is not a check) and
   named.
 
@@ -55,7 +58,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpuenv._network import DEFAULT_INDEX_NAME, Index, uv_environment
 from gpuenv._redact import redact, redact_url
-from gpuenv.errors import GpuenvError
+from gpuenv.errors import ExternalToolError, GpuenvError
 from gpuenv.names import TORCH_FAMILY, normalize_name
 
 if TYPE_CHECKING:
@@ -110,6 +113,7 @@ class ResolveCheck:
     checked: int = 0  # how many requirements went to uv
     seconds: float = 0.0
     resolved: tuple[str, ...] = field(default=(), repr=False)  # "name==version" found
+    built: tuple[str, ...] = ()  # dependencies with no usable wheel: built from source
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,6 +127,7 @@ class ResolveCheck:
             "platform": self.platform,
             "requirements": self.checked,
             "left_out": list(self.left_out),
+            "built_from_source": list(self.built),
             "seconds": round(self.seconds, 3),
         }
 
@@ -208,7 +213,13 @@ def _project(folder: Path, requirements: tuple[str, ...]) -> Path:
 
 
 def _argv(
-    uv: str, folder: Path, inputs: _Inputs, request: CheckRequest, index: Index, platform: str
+    uv: str,
+    folder: Path,
+    inputs: _Inputs,
+    request: CheckRequest,
+    index: Index,
+    platform: str,
+    sdists: tuple[str, ...] = (),
 ) -> list[str | os.PathLike[str]]:
     argv: list[str | os.PathLike[str]] = [
         uv,
@@ -229,7 +240,7 @@ def _argv(
         "--only-binary",
         ":all:",
     ]
-    for name in inputs.no_binary:
+    for name in (*inputs.no_binary, *sdists):
         argv += ["--no-binary", name]
     if inputs.constraints:
         constraints = folder / "torch-family.txt"
@@ -294,27 +305,65 @@ def _run(request: CheckRequest, inputs: _Inputs, platform: str) -> ResolveCheck:
     uv = find_uv()
     index = Index.parse(DEFAULT_INDEX_NAME, request.index)
     env = uv_environment(os.environ, (index,), UV_PYTHON_DOWNLOADS="never")
-    with tempfile.TemporaryDirectory(prefix="gpuenv-import-check-") as tmp:
-        argv = _argv(uv, Path(tmp), inputs, request, index, platform)
-        result = _proc.run(
-            argv,
-            timeout=request.timeout,
-            env=env,
-            cwd=tmp,
-            check=False,
-            what="uv pip compile (import --check-resolves)",
-        )
-    if result.returncode == 0:
-        pins = tuple(line for line in result.stdout.splitlines() if "==" in line[:200])
-        return ResolveCheck(
-            True,
-            f"uv resolved them for Python {request.python} on {platform}",
-            index.shown,
-            request.python,
-            platform,
-            resolved=tuple(redact(p.strip()) for p in pins if not p.startswith("#")),
-        )
-    return _failure(request, inputs, index, platform, (result.stderr or result.stdout).strip())
+    deadline = time.monotonic() + request.timeout
+    sdists: tuple[str, ...] = ()
+    for _ in range(_SDIST_ROUNDS + 1):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ExternalToolError(f"uv pip compile took over {request.timeout:.0f} s")
+        with tempfile.TemporaryDirectory(prefix="gpuenv-import-check-") as tmp:
+            argv = _argv(uv, Path(tmp), inputs, request, index, platform, sdists)
+            result = _proc.run(
+                argv,
+                timeout=left,
+                env=env,
+                cwd=tmp,
+                check=False,
+                what="uv pip compile (import --check-resolves)",
+            )
+        if result.returncode == 0:
+            pins = tuple(line for line in result.stdout.splitlines() if "==" in line[:200])
+            return ResolveCheck(
+                True,
+                f"uv resolved them for Python {request.python} on {platform}",
+                index.shown,
+                request.python,
+                platform,
+                resolved=tuple(redact(p.strip()) for p in pins if not p.startswith("#")),
+                built=sdists,
+            )
+        text = (result.stderr or result.stdout).strip()
+        more = tuple(n for n in _without_wheels(text) if n not in sdists and n not in _FAMILY)
+        if "No solution found" not in text or not more:
+            break
+        sdists = (*sdists, *more)
+    return _failure(request, inputs, index, platform, text)
+
+
+_SDIST_ROUNDS = 3  # reruns with more source builds allowed (each names new packages)
+_WHEELLESS = re.compile(r"ha(?:s|ve) no usable wheels")
+_CLAUSE_START = ("Because ", "because ", " and ", "all of:", "all versions of ")
+
+
+def _without_wheels(text: str) -> tuple[str, ...]:
+    """The packages uv's explanation says have no usable wheel ("Because
+    antlr4-python3-runtime==4.8 has no usable wheels", "all versions of pathtools have
+    no usable wheels", "all of: pudb>=2022.1.3,<=2024.1 pudb==2025.1.2 have no usable
+    wheels"), normalized, in order."""
+    from gpuenv.lock._uv_output import PROJECT_NAME
+
+    found: list[str] = []
+    for match in _WHEELLESS.finditer(text):
+        before = text[max(0, match.start() - 400) : match.start()]
+        start = max((before.rfind(s) + len(s) for s in _CLAUSE_START if s in before), default=0)
+        for word in before[start:].split():
+            head = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", word)
+            if head is None:
+                continue
+            name = normalize_name(head.group(0))
+            if name not in found and name != PROJECT_NAME and not name[0].isdigit():
+                found.append(name)
+    return tuple(found)
 
 
 def _failure(
@@ -510,6 +559,14 @@ def render_markdown(check: ResolveCheck) -> str:
             f"The {check.checked} pip dependencies resolve for {target} from {check.index} "
             "(wheels only, but for the builds).",
         ]
+        if check.built:
+            lines += [
+                "",
+                "Published as source archives only, with no wheel for this target, and built "
+                "from them when installed (`gpuenv lock` locks each sdist by its hash): "
+                + ", ".join(f"`{n}`" for n in check.built)
+                + ".",
+            ]
     else:
         lines += [
             "### Does not resolve",

@@ -165,15 +165,46 @@ def test_an_interrupted_check_writes_nothing(
 # --- the check itself -----------------------------------------------------------------------
 
 
-def test_only_builds_may_be_sdists(pkgindex: PkgIndex) -> None:
-    # fixture-pure has an sdist only: as an ordinary pin it is the source build the lock
-    # would make silently; marked as a build, its sdist is what the lock builds.
+def test_a_package_with_no_wheel_is_named_as_built_from_source_not_a_conflict(
+    pkgindex: PkgIndex,
+) -> None:
+    # fixture-pure has an sdist only, as antlr4-python3-runtime 4.8 (omegaconf 2.1.1's,
+    # so stable-diffusion's and ControlNet's) and pathtools (wandb 0.15's) have: `gpuenv
+    # lock` locks such a package as a source build, so the check must not call the
+    # environment unresolvable (it did, and the import exited 1 for those repositories).
     plain = check_resolves(_request(pkgindex, "fixture-pure==0.3.0"))
-    assert plain.resolves is False and plain.packages == ("fixture-pure",)
-    assert plain.instead is not None and "[pip.build.fixture-pure]" in plain.instead
+    assert plain.resolves is True and plain.built == ("fixture-pure",)
+    assert "idna==3.8" in plain.resolved  # the sdist's own dependency was resolved
+    assert plain.to_json()["built_from_source"] == ["fixture-pure"]
+    shown = render_markdown(plain)
+    assert "### Resolves" in shown and "built from them when installed" in shown
+    assert "`fixture-pure`" in shown
+    # Marked as a build by the import, its sdist is asked for from the start.
     built = check_resolves(_request(pkgindex, "fixture-pure==0.3.0", builds=("fixture-pure",)))
-    assert built.resolves is True
-    assert "idna==3.8" in built.resolved  # the sdist's own dependency was resolved
+    assert built.resolves is True and built.built == ()
+    assert "idna==3.8" in built.resolved
+
+
+def test_a_package_with_neither_wheel_nor_sdist_still_does_not_resolve(pkgindex: PkgIndex) -> None:
+    # numpy 1.26.4 has cp310/cp311 wheels only and no sdist on the fixture index.
+    found = check_resolves(dataclasses.replace(_request(pkgindex, "numpy==1.26.4"), python="3.12"))
+    assert found.resolves is False and "numpy" in found.packages
+
+
+def test_the_packages_uv_says_have_no_usable_wheels_are_read_from_its_words() -> None:
+    from gpuenv.import_check import _without_wheels
+
+    texts = {
+        "Because antlr4-python3-runtime==4.8 has no usable wheels and omegaconf==2.1.1 "
+        "depends on antlr4-python3-runtime==4.8, we can conclude": ("antlr4-python3-runtime",),
+        "Because all versions of pathtools have no usable wheels and wandb==0.15.12 depends "
+        "on pathtools": ("pathtools",),
+        "And because all of: pudb>=2022.1.3,<=2024.1 pudb==2025.1.2 have no usable wheels "
+        "and the request requires pudb>=2022.1.3": ("pudb",),
+        "Because transformers<=4.44.2 depends on tokenizers>=0.19,<0.20": (),
+    }
+    for text, names in texts.items():
+        assert _without_wheels(text) == names, text
 
 
 def test_the_torch_family_is_constrained_to_the_plan_without_its_local_label(
