@@ -380,3 +380,30 @@ def test_with_the_spec_on_stdout_the_check_goes_to_stderr_and_sets_the_code(
     assert result.code == 1
     assert result.out.startswith("# Written by `gpuenv import`")
     assert "### Does not resolve" in result.err and "### Does not resolve" not in result.out
+
+
+def test_an_unwritable_folder_is_refused_before_the_index_is_asked(
+    cli: Callable[..., CliResult],
+    index_env: PkgIndex,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    # The suite runs as root, for whom permission bits say nothing: the folder answers
+    # access() as a read-only file system does.
+    import os
+
+    from gpuenv import import_check
+
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    real = os.access
+    monkeypatch.setattr(os, "access", lambda p, m: False if Path(p) == folder else real(p, m))
+
+    def asked(*_args: object) -> None:
+        raise AssertionError("resolved before refusing")
+
+    monkeypatch.setattr(import_check, "check_reproduction", asked)
+    req = _requirements(tmp_path, "torch==2.4.1\nnumpy==1.26.4\n")
+    result = cli("import", str(req), "--gpu", "none", "-o", str(folder / "sub" / "gpuenv.toml"))
+    assert result.code == 2 and f"cannot write in {folder}" in result.err
+    assert list(folder.iterdir()) == []

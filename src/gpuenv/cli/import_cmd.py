@@ -142,6 +142,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     output = Path(args.output) if args.output else Path.cwd() / "gpuenv.toml"
     if not to_stdout and output.exists() and not args.force:
         raise UsageError(f"{output} already exists", hint="pass --force to replace it, or -o FILE")
+    if not to_stdout:
+        _refuse_unwritable(output)
     kb = knowledge_base()
     with _progress.display(args) as progress:
         wheels = _wheel_index(progress) if args.check_resolves else None
@@ -180,6 +182,20 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         else:
             _output.out("next: gpuenv -f " + str(output) + " plan")
     return code
+
+
+def _refuse_unwritable(output: Path) -> None:
+    """A folder the spec cannot be written in is refused before the index is asked and
+    uv resolves (a minute, on a slow index), not after: its nearest existing folder must
+    be writable (write_spec makes the missing ones). What access() cannot tell (root in
+    a folder that refuses new files) write_spec still refuses."""
+    import os
+
+    folder = output.absolute().parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if folder.is_dir() and not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"{output}: cannot write in {folder}", hint="pass -o with a writable path")
 
 
 def _check_resolves(
