@@ -495,3 +495,25 @@ def test_check_upgrade_and_upgrade_package_exclude_each_other(
     result = cli("-f", str(project), "lock", *flags)
     assert result.code == 2 and "not allowed with argument" in result.err, result.err
     assert not (project.parent / "gpuenv.lock").exists()
+
+
+def test_an_interrupted_freshness_note_leaves_no_stray_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C between the note's temporary file and its rename (seen once in 180
+    interrupted locks): the interrupt goes on, and no '.<name>.<pid>.tmp' stays in
+    the cache."""
+    import os
+
+    from gpuenv.lock import _fresh
+
+    def interrupted(*_args: object, **_kwargs: object) -> object:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fdopen", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _fresh.remember_fresh(str(tmp_path), "lock")
+    monkeypatch.undo()
+    assert not list(tmp_path.rglob("*.tmp"))
+    _fresh.remember_fresh(str(tmp_path), "lock")  # and an uninterrupted one is written
+    assert not list(tmp_path.rglob("*.tmp")) and list(tmp_path.rglob("*.fresh"))

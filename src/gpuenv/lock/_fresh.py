@@ -127,3 +127,7 @@ def remember_fresh(
     except OSError:
         with contextlib.suppress(OSError):
             tmp.unlink()
+    except BaseException:  # Ctrl-C between the create and the rename: no stray file
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
