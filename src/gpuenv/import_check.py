@@ -62,7 +62,7 @@ from gpuenv.errors import ExternalToolError, GpuenvError
 from gpuenv.names import TORCH_FAMILY, normalize_name
 
 if TYPE_CHECKING:
-    from gpuenv.importers import Reproduction
+    from gpuenv.importers import ImportRequest, Reproduction
 
 __all__ = [
     "TIMEOUT",
@@ -71,6 +71,7 @@ __all__ = [
     "check_reproduction",
     "check_resolves",
     "render_markdown",
+    "settle",
 ]
 
 TIMEOUT = 90.0  # seconds for the one uv run (the index pages had 30)
@@ -639,3 +640,42 @@ def _lock_builds(
     except GpuenvError:  # write_spec refuses it next, naming the problem
         return []
     return [(name, wanted.requires_dist) for name, wanted in lock_builds.declared(spec).items()]
+
+
+# -- a move for wheels undone -------------------------------------------------------------
+
+
+def settle(
+    request: ImportRequest,
+    result: Reproduction,
+    check: ResolveCheck,
+    index: str,
+    cache_dir: Path | None,
+) -> tuple[Reproduction, ResolveCheck]:
+    """Where the pins do not resolve and uv names a pin the import moved to the nearest
+    release with a wheel (Real-ESRGAN's basicsr 1.4.2, an sdist, moved to 1.3.3.3 while
+    its gfpgan>=1.3.5 needs basicsr>=1.4.2), the move is undone: the paper's pin is kept
+    as a source build, as pip built it, and the import and its check run once more. The
+    second answer is taken where it resolves; else the first stands."""
+    if check.resolves is not False:
+        return result, check
+    from dataclasses import replace
+
+    from gpuenv.importers import reproduce
+    from gpuenv.importers.decide import WHEEL_MOVE
+
+    moved = {
+        e.package: e for e in result.decision.entries if e.package and e.why.endswith(WHEEL_MOVE)
+    }
+    named = [n for n in check.packages if n in moved]
+    if not named:
+        return result, check
+    cause = check.reason.split(", we can conclude", 1)[0].removeprefix("Because ")
+    kept = tuple(
+        (name, f"{moved[name].now}, the nearest release with a wheel, does not resolve with "
+         f"the other pins ({_short(cause)[:240]})")
+        for name in named
+    )  # fmt: skip
+    again = reproduce(replace(request, kept_as_builds=(*request.kept_as_builds, *kept)))
+    second = check_reproduction(again, index, None, cache_dir)
+    return (again, second) if second.resolves else (result, check)

@@ -407,3 +407,55 @@ def test_an_unwritable_folder_is_refused_before_the_index_is_asked(
     result = cli("import", str(req), "--gpu", "none", "-o", str(folder / "sub" / "gpuenv.toml"))
     assert result.code == 2 and f"cannot write in {folder}" in result.err
     assert list(folder.iterdir()) == []
+
+
+def test_a_pin_moved_for_a_wheel_that_breaks_the_resolution_is_kept_as_a_build(
+    run_import: Callable[..., Imported], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Real-ESRGAN's cog.yaml pins basicsr==1.4.2, published as an sdist only; the import
+    # moved it to 1.3.3.3, the nearest release with a wheel, and its gfpgan>=1.3.5 needs
+    # basicsr>=1.4.2: uv found no solution. The paper's pin is kept as a source build.
+    import hashlib
+    import html
+    from urllib.parse import quote
+
+    from tests.fixtures.pkgindex.index import serve, write_index
+    from tests.fixtures.pkgindex.wheels import WheelSpec
+    from tests.fixtures.sdists import SdistSpec, build_sdist
+
+    root = tmp_path / "index"
+    write_index(
+        root,
+        "simple",
+        [
+            WheelSpec("restorer", "1.3.3"),
+            WheelSpec("faceup", "1.3.5", requires=("restorer>=1.4.2",)),
+        ],
+        files_path="files",
+    )
+    sdist = SdistSpec("restorer", "1.4.2", "restorer", needs_torch=False)
+    data = build_sdist(sdist)
+    (root / "files" / sdist.filename).write_bytes(data)
+    page = root / "simple" / "restorer" / "index.html"
+    link = (
+        f'<a href="../../files/{quote(sdist.filename)}#sha256={hashlib.sha256(data).hexdigest()}">'
+        f"{html.escape(sdist.filename)}</a><br/>\n"
+    )
+    page.write_text(page.read_text().replace("</body>", link + "</body>"))
+    req = _requirements(tmp_path, "torch==2.4.1\nrestorer==1.4.2\nfaceup>=1.3.5\n")
+    with serve(root) as url:
+        monkeypatch.setenv("GPUENV_IMPORT_INDEX", f"{url}/simple")
+        imported = run_import(req, target="cpu")
+    assert imported.result.code == 0, imported.result.out + imported.result.err
+    assert imported.report["resolves"] is True
+    kept = imported.entries("needs_build")["restorer"]
+    assert (kept["from"], kept["to"]) == ("1.4.2", "1.4.2")
+    python = imported.report["resolution"]["python"]
+    assert kept["why"] == (
+        f"1.4.2 has no wheel for Python {python} on the index; kept and built from its source "
+        "archive at install: 1.3.3, the nearest release with a wheel, does not resolve with "
+        "the other pins (all versions of faceup depend on restorer>=1.4.2 and the request "
+        "requires restorer==1.3.3)"
+    )
+    assert "restorer" not in imported.entries("changed")
+    assert '"restorer==1.4.2"' in imported.spec.read_text()

@@ -615,6 +615,7 @@ def _page(project: str, files: list[tuple[str, list[str], str]]) -> str:
 ELSEWHERE = frozenset(
     {
         "is the nearest release that satisfies it",  # test_pillow
+        "kept and built from its source archive at install",  # test_resolve_check
         "is the nearest release that satisfies it with wheels for Python",  # test_pillow
         "is the oldest",  # test_companions (mmdet follows mmcv-full)
         "has a wheel for Python",  # test_wheels

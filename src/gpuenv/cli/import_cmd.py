@@ -158,6 +158,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
         result = reproduce(request)
         check = _check_resolves(result, wheels, progress, settings.cache_dir)  # before writing
+        if check is not None and wheels is not None:
+            from gpuenv.import_check import settle
+
+            result, check = settle(request, result, check, wheels.index, settings.cache_dir)
     code = 1 if check is not None and check.resolves is False else 0
     report = render_markdown(result.report) + _check_text(check)
     if to_stdout:

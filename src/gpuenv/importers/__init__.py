@@ -53,6 +53,9 @@ class ImportRequest:
     prefer: tuple[Path, ...] = ()  # --prefer: files that win every disagreement
     # A file's last commit time in its git checkout (root, path relative to it), or None.
     recency: Callable[[Path, str], float | None] | None = None
+    # Pins built from source rather than moved to the nearest release with a wheel, with
+    # why (gpuenv.import_check: the move left the pins unresolvable).
+    kept_as_builds: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -250,6 +253,7 @@ def reproduce(request: ImportRequest) -> Reproduction:
         request.knowledge,
         _project_name(merged, request.paths),
         request.wheels,
+        dict(request.kept_as_builds),
     )
     decision.entries.extend(skipped)
     hardware = decision.plan.hardware.describe()

@@ -8,7 +8,7 @@ Python floors, torch constraints), and then it moves to the nearest version that
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -121,6 +121,11 @@ class Line:
     comment: str
 
 
+# The end of the sentence of a pin moved to the nearest release with a wheel: the
+# resolution check (gpuenv.import_check) finds such moves among the packages uv names.
+WHEEL_MOVE = "is the nearest release that has one"
+
+
 @dataclass
 class Decision:
     project: str
@@ -138,6 +143,9 @@ class Decision:
     wheels: wheel_index.WheelIndex | None = None  # the index asked for wheels, if any
     python_why: str | None = None  # why the Python moved for wheels (the index's word)
     builds: list[old_sdists.BuildTable] = field(default_factory=list)  # [pip.build.<name>]
+    # Pins kept as source builds rather than moved to the nearest release with a wheel,
+    # with why (the move left the pins unresolvable: gpuenv.import_check says so).
+    kept_as_builds: dict[str, str] = field(default_factory=dict)
 
     def add(self, entry: Entry) -> None:
         self.entries.append(entry)
@@ -1641,6 +1649,18 @@ def _wheel_move(d: Decision, resolved: Resolved) -> Entry | None:
     ask = resolved.ask
     exact = resolved.exact
     was = resolved.specifier or "any"
+    kept = d.kept_as_builds.get(resolved.name)
+    if kept is not None and exact is not None and found.sdist:
+        return Entry(
+            NEEDS_BUILD,
+            resolved.name,
+            f"{exact.public} has no wheel for Python {python} on the index; kept and built "
+            f"from its source archive at install: {kept}",
+            origin=ask.origin,
+            was=str(exact.public),
+            now=str(exact.public),
+            risk=MEDIUM,
+        )
     if exact is not None:
         nearest = wheel_index.nearest_with_wheel(
             wheels, resolved.name, Version(exact.public), python, platform
@@ -1650,7 +1670,7 @@ def _wheel_move(d: Decision, resolved: Resolved) -> Entry | None:
                 CHANGED,
                 resolved.name,
                 f"{exact.public} has no wheel for Python {python} on the index; {nearest} "
-                f"is the nearest release that has one",
+                f"{WHEEL_MOVE}",
                 origin=ask.origin,
                 was=str(exact.public),
                 now=f"{nearest}",
@@ -1684,9 +1704,11 @@ def decide(
     fk: ForeignKnowledge,
     project: tuple[str, str],
     wheels: wheel_index.WheelIndex | None = None,
+    kept_as_builds: Mapping[str, str] | None = None,
 ) -> Decision:
     """The reproduction for ``planning``'s target: ``NoCompatiblePlan`` when nothing fits.
-    With ``wheels``, the Python is the nearest on which the pins have wheels there."""
+    With ``wheels``, the Python is the nearest on which the pins have wheels there;
+    ``kept_as_builds`` names pins (with why) built from source rather than moved."""
     torch = merged.packages.get("torch")
     dated = eras.pins_day(merged, wheels) if torch is not None and torch.exact is None else None
     paper, _ = paper_torch(merged, planning.kb, fk, dated)
@@ -1698,6 +1720,7 @@ def decide(
         choice = replace(choice, plan=plan)
     d = Decision(project[0], project[1], planning.target, planning.target_spec, plan)
     d.wheels, d.python_why = wheels, python_why
+    d.kept_as_builds = dict(kept_as_builds or {})
     _torch_entries(d, merged, paper, choice, (planning.kb, fk))
     d.stack["python"] = plan.python
     d.stack["torch"] = plan.torch
