@@ -196,6 +196,21 @@ def test_on_an_h100_the_gpu_wins_over_the_era_and_the_report_says_so(
     )
 
 
+def test_on_a_blackwell_gpu_the_era_moves_to_the_first_release_with_its_kernels(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    req = _paper(tmp_path, "numpy==1.24.2\ntorch\ntransformers==4.28.1\n")
+    torch = _torch(run_import(req, target="rtx5090"))
+    assert str(torch["to"]).startswith("2.7.1+cu128")
+    why = str(torch["why"])
+    assert why.startswith(
+        "the newest torch released by 2023-04-14, when transformers 4.28.1 was published "
+        "(requirements.txt:3), is 2.0.0; no torch 2.0.0 build for linux-64 has kernels for "
+        "sm_120 (Blackwell)"
+    )
+    assert why.endswith("2.7.1 (cu128) is the oldest release after it whose builds do")
+
+
 def test_the_newest_pin_dates_the_files_not_the_oldest(
     run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
 ) -> None:
