@@ -450,3 +450,32 @@ def test_a_git_subdirectory_is_kept_and_pips_egg_dropped(
         "detectron2 @ git+https://github.com/facebookresearch/detectron2.git@v0.6"
         "#subdirectory=projects/PointRend"
     ) in deps
+
+
+@pytest.mark.parametrize(
+    ("text", "landing"),
+    [
+        # mmdet 2.24 accepts mmcv-full <= 1.6.0: the 1.6 series' first release, not 1.6.2
+        ("torch==1.12.1\nmmcv-full<1.7\nmmdet==2.24.0\n", "1.6.0"),
+        # mmdet 2.20 accepts <= 1.5.0: 1.4.7, the first with torch 1.11 wheels, has 1.10's
+        ("torch==1.10.0\nmmcv-full>=1.3.17\nmmdet==2.20.0\n", "1.4.7"),
+    ],
+)
+def test_an_unpinned_mmcv_full_lands_where_its_pinned_mmdet_accepts_it(
+    run_import: Callable[..., Imported], tmp_path: Path, text: str, landing: str
+) -> None:
+    imported = run_import(_requirements(tmp_path, text), target="rtx4090")
+    assert imported.entries("needs_build")["mmcv-full"]["to"] == f"mmcv-full {landing}"
+    mmdet = imported.entries("kept")["mmdet"]
+    assert mmdet["risk"] == "none" and "mmdet" not in imported.entries("changed")
+    assert f"mmcv-full=={landing}" in _dependencies(imported)
+
+
+def test_an_unpinned_mmcv_full_with_no_release_the_mmdet_accepts_moves_the_mmdet(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # torch 2.0 has mmcv-full 1.7 only, which mmdet 2.20 refuses: mmdet follows it.
+    path = _requirements(tmp_path, "torch==2.0.1\nmmcv-full\nmmdet==2.20.0\n")
+    imported = run_import(path, target="rtx4090")
+    assert imported.entries("needs_build")["mmcv-full"]["to"] == "mmcv-full 1.7.0"
+    assert imported.entries("changed")["mmdet"]["to"] == "2.25.0"

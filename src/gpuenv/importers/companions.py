@@ -193,9 +193,14 @@ def paired(companion: Companion, resolved: Resolved, target: Target) -> Move:
 
 
 def wheel_page(
-    companion: Companion, resolved: Resolved, target: Target, successor: Companion | None
+    companion: Companion,
+    resolved: Resolved,
+    target: Target,
+    successor: Companion | None,
+    family: str = "",
 ) -> Move:
-    """mmcv, PyG: wheels per (torch, CUDA) on a find-links page."""
+    """mmcv, PyG: wheels per (torch, CUDA) on a find-links page. An unpinned one lands
+    inside the files' range and what its pinned family members accept (``family``)."""
     version, label = _unlabelled(resolved.exact)
     current = companion.release_of(version) if version else None
     name, chosen = companion.name, version
@@ -210,6 +215,9 @@ def wheel_page(
             why = f"no {companion.name} release is known to support torch {target.torch}"
         else:
             chosen = found.landing
+            if version is None and name == companion.name:
+                within = ",".join(t for t in (resolved.specifier, family) if t)
+                chosen = _landing_within(companion, target, within) or chosen
             moved_from = str(resolved.exact) if version else resolved.specifier or "any"
             why = f"{chosen} is the {name} release with wheels for torch {target.torch}"
     page = companion.page_for(target.torch, target.build)
@@ -238,6 +246,22 @@ def wheel_page(
             unverified=entry.unverified,
         )
     return Move(entry, _requirement(resolved, chosen, name), True)
+
+
+def _landing_within(companion: Companion, target: Target, within: str) -> Version | None:
+    """The newest release that fits ``target`` and the specifier ``within``: each entry's
+    newest release, else its first (mmcv-full 1.6.0, not 1.6.2, beside an mmdet that
+    accepts mmcv-full <= 1.6.0)."""
+    try:
+        allowed = SpecifierSet(within)
+    except InvalidSpecifier:
+        return None
+    fitting = [r for r in companion.releases if _fits(r, target) and not r.plain]
+    for release in reversed(fitting):
+        for candidate in (release.landing, release.version):
+            if allowed.contains(candidate, prereleases=True):
+                return candidate
+    return None
 
 
 # PyG's wheel labels: +pt113cu117 is torch 1.13 with CUDA 11.7, +pt20cpu torch 2.0 on CPU.
@@ -594,9 +618,14 @@ def torch_pinned(companion: Companion, resolved: Resolved, target: Target) -> Mo
 
 
 def move(
-    companion: Companion, resolved: Resolved, target: Target, successor: Companion | None
+    companion: Companion,
+    resolved: Resolved,
+    target: Target,
+    successor: Companion | None,
+    family: str = "",
 ) -> Move:
-    """Dispatch on ``companion.moves``."""
+    """Dispatch on ``companion.moves``; ``family``: what the files' pinned family members
+    accept of this companion (a specifier), where an unpinned one has a choice."""
     cpu = _cpu(companion, resolved, target)
     if cpu is not None and companion.moves not in ("unmanaged", "torch-pinned"):
         return cpu
@@ -610,7 +639,7 @@ def move(
         "torch-pinned": torch_pinned,
     }
     if companion.moves == "wheel-page":
-        result = wheel_page(companion, resolved, target, successor)
+        result = wheel_page(companion, resolved, target, successor, family)
     else:
         result = handlers[companion.moves](companion, resolved, target)
     if target.cc is not None or companion.cpu_of(_public(resolved.exact)) != "degraded":

@@ -1188,7 +1188,8 @@ def _packages(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
             _plain(d, resolved, fk)
             continue
         successor = fk.companion(companion.successor) if companion.successor else None
-        result = moves.move(companion, resolved, target, successor)
+        family = _family_bound(name, merged, fk) if resolved.exact is None else ""
+        result = moves.move(companion, resolved, target, successor, family)
         d.add(result.entry)
         comment = result.entry.comment()
         if result.requirement is not None:
@@ -1199,6 +1200,18 @@ def _packages(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
             d.needs_toolkit.append(f"{name} is compiled against torch")
     _constraints(d, merged, fk)
     _family(d, merged, fk)
+
+
+def _family_bound(name: str, merged: Merged, fk: ForeignKnowledge) -> str:
+    """What the files' pinned family members accept of companion ``name`` (mmdet 2.24.0:
+    mmcv-full>=1.3.17,<=1.6.0), as one specifier; "" when none pins a version."""
+    bounds = []
+    for rule in fk.companion_requirements:
+        member = merged.packages.get(rule.package) if rule.requires == name else None
+        exact = member.exact if member is not None else None
+        if exact is not None and rule.version.contains(exact, prereleases=True):
+            bounds.append(str(rule.specifier))
+    return ",".join(bounds)
 
 
 def _gpu_only(d: Decision, fk: ForeignKnowledge) -> None:
