@@ -250,8 +250,8 @@ def test_an_mmsegmentation_0_27_cannot_follow_mmcv_full_to_hopper(
 def test_mmdet_3_refuses_the_mmcv_2_2_of_torch_2_4(
     run_import: Callable[..., Imported], tmp_path: Path
 ) -> None:
-    # The "MMCV==2.2.0 is used but incompatible" of 2024: mmdet 3.3 asserts mmcv < 2.2.0,
-    # mmsegmentation 1.x only mmcv >= 2.0.0rc4.
+    # The "MMCV==2.2.0 is used but incompatible" of 2024: mmdet 3.3 and mmsegmentation
+    # 1.x assert mmcv < 2.2.0.
     path = _requirements(
         tmp_path, "torch==2.4.1\nmmcv==2.2.0\nmmdet==3.3.0\nmmsegmentation==1.2.2\nmmengine\n"
     )
@@ -262,9 +262,15 @@ def test_mmdet_3_refuses_the_mmcv_2_2_of_torch_2_4(
         "mmdet 3.3.0 accepts mmcv<2.2.0,>=2.0.0rc4, and mmcv is written 2.2.0: this family "
         "cannot move together; mmdet checks the version at import and fails"
     )
-    assert kept["mmsegmentation"]["risk"] == "none"
-    older = _requirements(tmp_path, "torch==2.1.2\nmmcv==2.1.0\nmmdet==3.3.0\n", "older.txt")
-    assert run_import(older, target="rtx4090").entries("kept")["mmdet"]["risk"] == "none"
+    assert kept["mmsegmentation"]["risk_detail"] == (
+        "mmsegmentation 1.2.2 accepts mmcv<2.2.0,>=2.0.0rc4, and mmcv is written 2.2.0: this "
+        "family cannot move together; mmsegmentation checks the version at import and fails"
+    )
+    older = _requirements(
+        tmp_path, "torch==2.1.2\nmmcv==2.1.0\nmmdet==3.3.0\nmmsegmentation==1.2.2\n", "older.txt"
+    )
+    fine = run_import(older, target="rtx4090").entries("kept")
+    assert fine["mmdet"]["risk"] == "none" and fine["mmsegmentation"]["risk"] == "none"
 
 
 def test_companion_pins_that_disagree_across_files_are_listed_not_fatal(
