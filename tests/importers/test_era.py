@@ -211,6 +211,28 @@ def test_on_a_blackwell_gpu_the_era_moves_to_the_first_release_with_its_kernels(
     assert why.endswith("2.7.1 (cu128) is the oldest release after it whose builds do")
 
 
+def test_a_bare_torch_from_the_nightly_index_is_the_release_that_nightly_led_to(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    # April 2023: pip install --pre torch from the nightly index, beside dated pins
+    req = _paper(
+        tmp_path,
+        "--pre\n--extra-index-url https://download.pytorch.org/whl/nightly/cu118\n"
+        "torch\ntransformers==4.28.1\n",
+    )
+    imported = run_import(req, target="rtx4090")
+    torch = _torch(imported)
+    assert torch["to"] == "2.1.0+cu118"
+    assert torch["why"] == (
+        "requirements.txt:2 --extra-index-url https://download.pytorch.org/whl/nightly/cu118 "
+        "installs torch's nightly; on 2023-04-14, when transformers 4.28.1 was published "
+        "(requirements.txt:4), the nightly led to 2.1.0 (published 2023-10-04); runs on this "
+        "target as built"
+    )
+    lost = imported.entries("unreproducible")["torch"]
+    assert lost["from"] == "a nightly"
+
+
 def test_the_newest_pin_dates_the_files_not_the_oldest(
     run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
 ) -> None:
@@ -369,6 +391,20 @@ def test_the_era_release_is_within_the_range_and_the_companion_bound(fk: Foreign
     assert era.dated_release(fk, dated, "", "<2.0") == (Version("1.13.1"), False)
     assert era.dated_release(fk, dated, "", ">=9") == (Version("2.0.1"), False)  # no overlap
     assert era.dated_release(fk, dated, "not a specifier") is None
+
+
+def test_a_nightly_of_a_day_led_to_the_next_series(fk: ForeignKnowledge) -> None:
+    from gpuenv.importers.model import Origin
+
+    def on(day: date) -> era.Dated:
+        return era.Dated(day, "x", Version("1"), Origin("r.txt", 1, "x==1"))
+
+    assert era.nightly_led_to(fk, on(date(2023, 4, 14)), "") == Version("2.1.0")
+    # after 1.13.1 (2022-12-15), a patch of the 1.13 branch, main led to 2.0.0
+    assert era.nightly_led_to(fk, on(date(2022, 12, 20)), "") == Version("2.0.0")
+    assert era.nightly_led_to(fk, on(date(2023, 4, 14)), "<2.1") is None
+    assert era.nightly_led_to(fk, on(date(2026, 11, 1)), "") is None  # not released yet
+    assert era.nightly_led_to(fk, on(date(2017, 1, 1)), "") is None  # before torch 1.0
 
 
 def test_upload_times_are_read_from_json_pages_and_bad_ones_are_no_date() -> None:

@@ -343,6 +343,14 @@ def _era_of_dates(
     (``dates``: that day, and the torch releases gpuenv knows)."""
     dated, known = dates
     allowed = companion_bounds(merged, fk, known)
+    nightly = next((f for f in merged.facts.get(PRE, ()) if f.value == "nightly"), None)
+    led_to = eras.nightly_led_to(fk, dated, specifier) if nightly is not None else None
+    if nightly is not None and led_to is not None:
+        out = fk.torch_published(led_to)
+        return led_to, (
+            f"{nightly.origin.cite()} installs torch's nightly; on {dated.says()}, the "
+            f"nightly led to {led_to} (published {out})"
+        )
     found = eras.dated_release(fk, dated, specifier, allowed[0] if allowed else None)
     if found is None:
         return None, None
@@ -635,7 +643,9 @@ def _torch_entries(
                 "nightly and pre-release builds are removed from "
                 "PyTorch's indexes after a while: this build cannot be had again",
                 origin=origin or (pre.origin if pre else None),
-                was=str(paper.version) if paper.version else "a nightly",
+                was=str(paper.version)
+                if paper.version is not None and paper.version.is_prerelease
+                else "a nightly",
                 risk=HIGH,
             )
         )
@@ -685,9 +695,14 @@ def _era_entry(d: Decision, era: str, specifier: str, fk: ForeignKnowledge) -> N
 
 
 def _nightly(paper: PaperTorch, merged: Merged) -> bool:
-    """The paper's torch was a nightly (or another pre-release build)."""
-    if paper.version is not None:
-        return paper.version.is_prerelease
+    """The paper's torch was a nightly (or another pre-release build): a pre-release pin,
+    or an unpinned torch (whatever release its era gave) installed with ``--pre`` or from
+    the nightly index."""
+    if paper.version is not None and paper.version.is_prerelease:
+        return True
+    resolved = merged.packages.get("torch")
+    if paper.version is not None and (resolved is None or resolved.exact is not None):
+        return False
     pre = merged.facts.get(PRE, ())
     return any(f.value == "nightly" for f in pre) or bool(pre and "torch" in merged.packages)
 

@@ -136,6 +136,28 @@ def pins_day(merged: Merged, wheels: wheel_index.WheelIndex | None) -> Dated | N
     return best
 
 
+def nightly_led_to(fk: ForeignKnowledge, dated: Dated, specifier: str) -> Version | None:
+    """For files that install torch's nightly: the release the nightly of ``dated.day`` led
+    to (the first of the next series after the one current that day: patch releases come
+    from the release branch, the nightly from main), within ``specifier``; None when it is
+    not known yet or the range rules it out."""
+    current = fk.torch_current_on(dated.day)
+    if current is None:
+        return None
+    series = (current.version.major, current.version.minor)
+    try:
+        spec = SpecifierSet(specifier)
+    except InvalidSpecifier:
+        return None
+    after = [
+        d.version
+        for d in fk.torch_dates
+        if (d.version.major, d.version.minor) > series and d.published > dated.day
+    ]
+    led_to = min(after) if after else None
+    return led_to if led_to is not None and led_to in spec else None
+
+
 def dated_release(
     fk: ForeignKnowledge, dated: Dated, specifier: str, allowed: str | None = None
 ) -> tuple[Version, bool] | None:
