@@ -37,13 +37,28 @@ def _raise_interrupted(signum: int, _frame: object) -> None:
 
 def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     """An interrupt raised where Python cannot propagate it (importlib's module-lock
-    weakref callback, seen at 50 ms into start-up) would be printed as "Exception
-    ignored in ..." with a traceback and then lost. It is delivered again instead, to be
-    raised in ordinary code; anything else goes to Python's own hook."""
+    weakref callback, seen at 50 ms into start-up; logging's at-fork hook) would be
+    printed as "Exception ignored in ..." with a traceback and then lost. It is
+    delivered again instead, to be raised in ordinary code; anything else goes to
+    Python's own hook.
+
+    Not from here: a signal raised in the hook has its handler run at the hook's next
+    instruction, inside the hook, where the interrupt is ignored again (and the command
+    carried on). A short-lived thread raises it a moment later, once the hook has
+    returned; should it land in a hook again, this runs again."""
     if isinstance(unraisable.exc_value, KeyboardInterrupt) and _received:
-        _signal.raise_signal(_received[-1])
+        import _thread
+
+        _thread.start_new_thread(_deliver_later, (_received[-1],))
         return
     sys.__unraisablehook__(unraisable)
+
+
+def _deliver_later(signum: int) -> None:
+    import time
+
+    time.sleep(0.005)
+    _signal.raise_signal(signum)  # the handler runs on the main thread, as for any signal
 
 
 def install_signal_handlers() -> None:
