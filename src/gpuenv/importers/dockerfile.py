@@ -24,6 +24,7 @@ from gpuenv.importers._text import OUTSIDE, fail, line_not_read
 from gpuenv.importers.conda_env import CondaSink
 from gpuenv.importers.model import (
     INCLUDED,
+    PYTHON,
     UNMANAGED,
     UNREADABLE,
     Ask,
@@ -89,6 +90,10 @@ class _State:
     # torch asked by pip without a version or upgrade flag: pip keeps an installed torch
     # these allow ("Requirement already satisfied"), so the base image's stays
     torch_if_missing: list[str] = field(default_factory=list)
+    # a python3.X the RUN lines install with apt (over the OS's python3) or invoke by
+    # name (python3.9 get-pip.py, python3.9 -m pip, pip3.9): (version, origin)
+    apt_python: tuple[str, Origin] | None = None
+    run_python: tuple[str, Origin] | None = None
 
     def expand(self, text: str) -> tuple[str, bool]:
         """``text`` with known ARG/ENV values substituted; False when one is unknown."""
@@ -266,6 +271,7 @@ def _command(state: _State, tokens: list[str], origin: Origin) -> None:
             state.builder.note(UNREADABLE, f"{token}: a variable gpuenv cannot know", origin)
             return
         expanded.append(value)
+    _python_named(state, _command_words(expanded), origin)
     pip = _pip_tokens(expanded)
     if pip is not None:
         _pip_install(state, pip, origin)
@@ -286,6 +292,48 @@ def _command(state: _State, tokens: list[str], origin: Origin) -> None:
             f"system packages ({', '.join(packages[:8])}): install them on the machine",
             origin,
         )
+
+
+_APT_PYTHON = re.compile(r"python(3\.\d{1,2})(?:-(?:dev|venv|distutils|full|minimal|tk))?(?:=\S*)?")
+_RUN_PYTHON = re.compile(r"(?:python|pip)(3\.\d{1,2})")
+
+
+def _python_named(state: _State, words: list[str], origin: Origin) -> None:
+    """A ``python3.X`` installed by apt or run by name: the Python the image's pip
+    installs into (FastChat: ``FROM nvidia/cuda:...-ubuntu20.04``, whose python3 is 3.8,
+    then ``apt-get install python3.9`` and ``python3.9 get-pip.py``)."""
+    if not words:
+        return
+    head = _RUN_PYTHON.fullmatch(words[0].rsplit("/", 1)[-1])
+    if head is not None:
+        state.run_python = (head.group(1), origin)
+        return
+    if words[0] in ("apt-get", "apt") and "install" in words:
+        found = [m.group(1) for w in words if (m := _APT_PYTHON.fullmatch(w))]
+        if found:
+            newest = max(found, key=lambda v: int(v.split(".")[1]))
+            state.apt_python = (newest, origin)
+
+
+def _own_python(state: _State, image: ReadingBuilder) -> None:
+    """The RUN lines' python3.X replaces what the base image implies: one run by name
+    replaces any image's Python; one only installed by apt replaces the OS's python3."""
+    chosen = state.run_python or state.apt_python
+    if chosen is None:
+        return
+    version, origin = chosen
+    os_only = state.run_python is None
+    image.facts = [
+        f
+        for f in image.facts
+        if f.key != PYTHON or (os_only and not (f.note or "").endswith(_OS_PYTHON))
+    ]
+    if any(f.key == PYTHON for f in image.facts):
+        return
+    state.builder.fact(PYTHON, version, origin)
+
+
+_OS_PYTHON = "the OS's python3"
 
 
 def _instruction(state: _State, line: int, name: str, args: str) -> None:
@@ -317,6 +365,7 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
     image, origin = state.base
     image_builder = ReadingBuilder(display, "dockerfile", Authority.DEFINITION)
     images.image_facts(image, origin, image_builder, ctx.knowledge)
+    _own_python(state, image_builder)
     if state.torch_by_run or not _keeps(image_builder.asks, state.torch_if_missing):
         image_builder.asks = [a for a in image_builder.asks if a.name != "torch"]
     state.builder.asks[:0] = image_builder.asks

@@ -37,6 +37,7 @@ from packaging.version import InvalidVersion, Version
 from gpuenv.importers.images import IMPLIED
 from gpuenv.importers.model import (
     DROPPED,
+    NAME,
     PYTHON,
     UNREADABLE,
     Ask,
@@ -46,6 +47,7 @@ from gpuenv.importers.model import (
     Origin,
     Reading,
 )
+from gpuenv.names import normalize_name
 
 
 @dataclass(frozen=True)
@@ -400,6 +402,31 @@ def paper_python(readings: Iterable[Reading]) -> str:
     return "3.10"
 
 
+# Readings that name the repository's own project: its name in them is the project itself.
+_PROJECT_KINDS = frozenset({"pyproject", "setup.py", "setup.cfg"})
+
+
+def own_names(readings: Iterable[Reading]) -> dict[str, str]:
+    """The repository's own project names (as pyproject.toml, setup.py or setup.cfg
+    name them), each with why a requirement of it is not a dependency. ``pip install
+    fschat`` in FastChat's Dockerfile and ``flux[gradio]`` in flux's ``all`` extra name
+    the project itself: as a pip dependency it would install the published copy (or an
+    unrelated project that has the name on the index) beside the checkout."""
+    found: dict[str, str] = {}
+    for reading in readings:
+        if reading.format not in _PROJECT_KINDS:
+            continue
+        for fact in reading.facts:
+            if fact.key == NAME and fact.value:
+                found.setdefault(
+                    normalize_name(fact.value),
+                    f"the project itself ({fact.origin.cite()} names it): not a dependency; "
+                    "its extras' requirements are read from the file that defines them, "
+                    "and `gpuenv run -- pip install --no-deps -e .` installs the project",
+                )
+    return found
+
+
 def set_aside(readings: Iterable[Reading]) -> tuple[list[Reading], list[Note]]:
     """The readings to merge, and a note for each file set aside as another platform's
     (kept when every file is another platform's: then there is nothing else to read)."""
@@ -435,10 +462,16 @@ def merge(
     merger.notes.extend(aside)
     python = paper_python(merger.readings)
     environment = marker_environment(python)
+    own = own_names(merger.readings)
     grouped: dict[str, list[Ask]] = {}
     constraints: dict[str, list[Ask]] = {}
     for reading in merger.readings:
         for ask in reading.asks:
+            if ask.name in own and not ask.url:
+                merger.notes.append(
+                    Note(DROPPED, f"{ask.requirement_text()}: {own[ask.name]}", ask.origin)
+                )
+                continue
             if not _valid_specifier(ask):
                 merger.notes.append(
                     Note(

@@ -1,0 +1,157 @@
+"""Cases found by importing real public paper repositories and judging each result
+against the repository's own README: each fixture keeps the quirk that mattered, in
+files written for the test."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from pathlib import Path
+
+from gpuenv.importers import read_inputs
+from gpuenv.importers.merge import merge
+from gpuenv.knowledge.foreign import foreign_knowledge
+from tests.importers.conftest import Imported
+
+
+def _paper(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "paper"
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def _spec(imported: Imported) -> dict[str, object]:
+    return tomllib.loads(imported.spec.read_text())
+
+
+def _pip(imported: Imported) -> list[str]:
+    pip = _spec(imported)["pip"]
+    assert isinstance(pip, dict)
+    return [str(d) for d in pip["dependencies"]]
+
+
+# A chatbot-serving repository (2023): the pyproject names the project; its Dockerfile
+# starts from a CUDA image on Ubuntu 20.04 (python3 is 3.8), installs python3.9 with apt,
+# bootstraps pip with it and installs the project from the index by its name.
+CHAT_PYPROJECT = """[project]
+name = "chatserve"
+version = "0.2.1"
+requires-python = ">=3.8"
+dependencies = ["fastapi", "httpx", "numpy"]
+
+[project.optional-dependencies]
+model_worker = ["accelerate>=0.21", "torch", "transformers>=4.31.0"]
+dev = ["black==23.3.0"]
+"""
+CHAT_DOCKERFILE = """FROM nvidia/cuda:12.2.0-runtime-ubuntu20.04
+
+RUN apt-get update -y && apt-get install -y python3.9 python3.9-distutils curl
+RUN curl https://example.invalid/get-pip.py -o get-pip.py
+RUN python3.9 get-pip.py
+RUN pip3 install chatserve
+RUN pip3 install chatserve[model_worker]
+"""
+
+
+def test_a_python_the_dockerfile_installs_and_runs_replaces_the_oss(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    root = _paper(
+        tmp_path, {"pyproject.toml": CHAT_PYPROJECT, "docker/Dockerfile": CHAT_DOCKERFILE}
+    )
+    imported = run_import(root, target="rtx4090", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.out
+    stack = _spec(imported)["stack"]
+    assert isinstance(stack, dict) and stack["python"] == "3.9"
+    assert "RUN python3.9 get-pip.py" in imported.spec.read_text()
+
+
+def test_the_project_installed_by_its_own_name_is_not_a_dependency(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    root = _paper(
+        tmp_path, {"pyproject.toml": CHAT_PYPROJECT, "docker/Dockerfile": CHAT_DOCKERFILE}
+    )
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.out
+    pip = _pip(imported)
+    assert not [d for d in pip if d.startswith("chatserve")], pip
+    assert "accelerate>=0.21" in pip and "fastapi" in pip
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert any(n.startswith("chatserve: the project itself (pyproject.toml:2") for n in notes)
+
+
+def test_an_all_extra_that_names_the_project_pulls_no_namesake_from_the_index(
+    tmp_path: Path,
+) -> None:
+    # An image-generation repository (2024): `pip install -e ".[all]"`, where `all` lists
+    # the project's own extras by its name, a name another project holds on the index.
+    root = _paper(
+        tmp_path,
+        {
+            "pyproject.toml": (
+                "[project]\n"
+                'name = "Image_Gen"\n'
+                "dependencies = ['einops', 'safetensors']\n"
+                "[project.optional-dependencies]\n"
+                "torch = ['torch == 2.6.0', 'torchvision']\n"
+                "gradio = ['gradio']\n"
+                "all = ['image-gen[gradio]', 'image_gen[torch]']\n"
+            )
+        },
+    )
+    readings, _ = read_inputs((root,), foreign_knowledge())
+    merged = merge(readings)
+    assert "image-gen" not in merged.packages
+    assert {"einops", "gradio", "torch", "torchvision"} <= set(merged.packages)
+    said = [n.message for n in merged.notes if "the project itself" in n.message]
+    assert len(said) == 2 and said[0].startswith("image-gen[gradio]: the project itself")
+
+
+def test_a_namesake_in_a_conda_environment_name_is_still_a_dependency(tmp_path: Path) -> None:
+    # a conda environment's name is only the environment's: `name: timm` asks nothing away
+    root = _paper(
+        tmp_path,
+        {"environment.yml": "name: timm\ndependencies:\n  - python=3.10\n  - pip:\n    - timm==0.9.2\n"},
+    )
+    readings, _ = read_inputs((root,), foreign_knowledge())
+    assert "timm" in merge(readings).packages
+
+
+def test_an_apt_python_on_a_pytorch_image_keeps_the_images_python(tmp_path: Path) -> None:
+    # the image's conda Python runs pip; a python3.10 apt installs beside it is not used
+    root = _paper(
+        tmp_path,
+        {
+            "Dockerfile": (
+                "FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-runtime\n"
+                "RUN apt-get update && apt-get install -y python3.10-dev git\n"
+                "RUN pip install timm==0.6.12\n"
+            )
+        },
+    )
+    readings, _ = read_inputs((root,), foreign_knowledge())
+    pythons = [f.value for r in readings for f in r.facts if f.key == "python"]
+    assert pythons == ["3.10"]
+    origin = next(f.origin for r in readings for f in r.facts if f.key == "python")
+    assert origin.line == 1, "the image's Python (3.10 for 1.13), not the apt line's"
+
+
+def test_pip_of_a_named_python_replaces_any_images_python(tmp_path: Path) -> None:
+    root = _paper(
+        tmp_path,
+        {
+            "Dockerfile": (
+                "FROM ubuntu:22.04\n"
+                "RUN apt-get update && apt-get install -y python3.11 python3.11-venv\n"
+                "RUN python3.11 -m pip install numpy==1.26.4\n"
+            )
+        },
+    )
+    readings, _ = read_inputs((root,), foreign_knowledge())
+    facts = [(f.value, f.origin.line) for r in readings for f in r.facts if f.key == "python"]
+    assert facts == [("3.11", 3)]
+
