@@ -4,10 +4,10 @@ files written for the test."""
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
+from gpuenv._toml import loads as toml_loads
 from gpuenv.importers import read_inputs
 from gpuenv.importers.merge import merge
 from gpuenv.knowledge.foreign import foreign_knowledge
@@ -24,7 +24,7 @@ def _paper(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def _spec(imported: Imported) -> dict[str, object]:
-    return tomllib.loads(imported.spec.read_text())
+    return toml_loads(imported.spec.read_text())
 
 
 def _pip(imported: Imported) -> list[str]:
@@ -115,7 +115,9 @@ def test_a_namesake_in_a_conda_environment_name_is_still_a_dependency(tmp_path: 
     # a conda environment's name is only the environment's: `name: timm` asks nothing away
     root = _paper(
         tmp_path,
-        {"environment.yml": "name: timm\ndependencies:\n  - python=3.10\n  - pip:\n    - timm==0.9.2\n"},
+        {
+            "environment.yml": "name: timm\ndependencies:\n  - python=3.10\n  - pip:\n    - timm==0.9.2\n"
+        },
     )
     readings, _ = read_inputs((root,), foreign_knowledge())
     assert "timm" in merge(readings).packages
@@ -155,3 +157,67 @@ def test_pip_of_a_named_python_replaces_any_images_python(tmp_path: Path) -> Non
     facts = [(f.value, f.origin.line) for r in readings for f in r.facts if f.key == "python"]
     assert facts == [("3.11", 3)]
 
+
+# An open-set detector (2023): `conda env export` from a Windows machine (MSVC runtime,
+# pywin32, msys2 libraries, Windows builds of native libraries that PyPI does not have),
+# beside the Linux Dockerfile and requirements its README installs from.
+WINDOWS_EXPORT = """name: detect
+channels:
+  - pytorch
+  - nvidia
+  - conda-forge
+dependencies:
+  - blas-devel=3.9.0=18_win64_mkl
+  - certifi=2023.7.22=py39haa95532_0
+  - m2w64-gcc-libs=5.3.0=7
+  - python=3.9.18=h4de0772_0_cpython
+  - pytorch=2.0.1=py3.9_cuda11.8_cudnn8_0
+  - pywin32=305=py39h2bbff1b_0
+  - ucrt=10.0.22621.0=h57928b3_0
+  - vc=14.3=h64f974e_17
+  - vs2015_runtime=14.36.32532=hdcecf7f_17
+  - pip:
+      - supervision==0.6.0
+      - torchvision==0.15.2
+prefix: C:\\Users\\someone\\miniconda3\\envs\\detect
+"""
+DETECT_REQUIREMENTS = "torch\ntorchvision\nsupervision>=0.22.0\n"
+DETECT_DOCKERFILE = "FROM pytorch/pytorch:2.1.2-cuda12.1-cudnn8-runtime\nRUN python -m pip install -r requirements.txt\n"
+
+
+def test_a_conda_export_made_on_windows_is_set_aside_beside_linux_files(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    root = _paper(
+        tmp_path,
+        {
+            "environment.yaml": WINDOWS_EXPORT,
+            "requirements.txt": DETECT_REQUIREMENTS,
+            "Dockerfile": DETECT_DOCKERFILE,
+        },
+    )
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.out
+    assert imported.torch() == "2.1.2+cu121", "the Linux image's torch, not the export's"
+    pip = _pip(imported)
+    assert "supervision>=0.22.0" in pip
+    assert not [d for d in pip if d.split("=")[0] in ("blas-devel", "pywin32", "vc", "ucrt")]
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert "environment.yaml set aside: it is for win-64, not Linux" in notes
+
+
+def test_a_windows_export_alone_is_read_without_its_windows_only_packages(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    root = _paper(tmp_path, {"environment.yaml": WINDOWS_EXPORT})
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.out
+    pip = _pip(imported)
+    assert "supervision==0.6.0" in pip
+    for name in ("pywin32", "vc", "ucrt", "vs2015-runtime", "m2w64-gcc-libs"):
+        assert not [d for d in pip if d.startswith(name)], pip
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert (
+        "environment.yaml was exported on win-64: 5 packages built only for it "
+        "(m2w64-gcc-libs, pywin32, ucrt, vc, vs2015_runtime) not carried over"
+    ) in notes

@@ -75,6 +75,8 @@ class CondaSink:
     builder: ReadingBuilder
     runtime: list[str] = field(default_factory=list)
     runtime_origin: Origin | None = None
+    elsewhere: list[str] = field(default_factory=list)  # packages of another platform only
+    elsewhere_origin: Origin | None = None
 
     def package(self, name: str, version: str | None, build: str | None, origin: Origin) -> None:
         knowledge = self.ctx.knowledge
@@ -90,6 +92,14 @@ class CondaSink:
         cuda = knowledge.conda_cuda.get(name)
         if cuda is not None:
             self._cuda_package(cuda.means, specifier, origin)
+            return
+        platform = knowledge.only_on(name)
+        if platform is not None:
+            # exported on another platform (the MSVC runtime of a Windows export): the
+            # file is that platform's, and the package has no form on Linux at all
+            self.builder.platform = self.builder.platform or platform
+            self.elsewhere.append(name)
+            self.elsewhere_origin = self.elsewhere_origin or origin
             return
         if name in BUILD_TOOLS and specifier.startswith("=="):
             # The repository's own setuptools/wheel pin: old sdists built in the prefix
@@ -144,6 +154,16 @@ class CondaSink:
         self.package(match.name.normalized, version, match.build, origin)
 
     def finish(self) -> None:
+        if self.elsewhere and self.elsewhere_origin is not None:
+            shown = ", ".join(sorted(self.elsewhere)[:6])
+            more = ", ..." if len(self.elsewhere) > 6 else ""
+            self.builder.note(
+                DROPPED,
+                f"{self.builder.file} was exported on {self.builder.platform}: "
+                f"{len(self.elsewhere)} package{'s' if len(self.elsewhere) > 1 else ''} "
+                f"built only for it ({shown}{more}) not carried over",
+                self.elsewhere_origin,
+            )
         if self.runtime and self.runtime_origin is not None:
             shown = ", ".join(sorted(self.runtime)[:6]) + (", ..." if len(self.runtime) > 6 else "")
             self.builder.note(

@@ -134,11 +134,17 @@ class RawNamed(_Sourced):
     name: Name
 
 
+class RawPlatformOnly(_Sourced):
+    name: Name
+    platform: Literal["win-64"]
+
+
 class RawCondaNamesFile(_Strict):
     schema_version: int = Field(alias="schema")
     rename: list[RawRename]
     conda_only: list[RawNamed]
     runtime: list[RawNamed]
+    platform_only: list[RawPlatformOnly] = []
 
 
 # --- companions.toml --------------------------------------------------------------------

@@ -245,6 +245,7 @@ class ForeignKnowledge:
     build_tools: dict[str, BuildTool] = field(default_factory=dict)  # by module provided
     old_sdists: tuple[OldSdist, ...] = ()
     torch_dates: tuple[TorchDate, ...] = ()  # ascending by version
+    platform_only: tuple[tuple[str, str], ...] = ()  # (conda name or "prefix*", platform)
 
     # --- conda -------------------------------------------------------------------------
 
@@ -257,6 +258,13 @@ class ForeignKnowledge:
         if name in self.conda_only or name in self.renames:
             return False
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.runtime_patterns)
+
+    def only_on(self, name: str) -> str | None:
+        """The one platform a conda package exists for ("win-64"), or None."""
+        for pattern, platform in self.platform_only:
+            if fnmatch.fnmatchcase(name, pattern):
+                return platform
+        return None
 
     def build_cuda(self, build: str) -> str | None:
         """The torch build a conda build string names: "cu113", "cpu", or None."""
@@ -403,6 +411,7 @@ def _conda(cuda: Raw, names: Raw) -> dict[str, Any]:
         "renames": {r["conda"]: r["pypi"] for r in names["rename"]},
         "conda_only": frozenset(c["name"] for c in names["conda_only"]),
         "runtime_patterns": tuple(r["name"] for r in names["runtime"]),
+        "platform_only": tuple((p["name"], p["platform"]) for p in names["platform_only"]),
     }
 
 
