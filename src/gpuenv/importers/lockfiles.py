@@ -154,6 +154,14 @@ def read_pipfile_lock(ctx: Context, path: Path, text: str, fmt: str) -> None:
 # --- poetry.lock and uv.lock ------------------------------------------------------------
 
 
+# uv.lock source keys of a package that comes from the checkout, not an index
+_LOCAL = frozenset({"editable", "virtual", "directory", "path"})
+_LOCAL_WHY = (
+    "a folder or archive of the checkout the lock installs from its path: not an index "
+    "requirement; `gpuenv run -- pip install --no-deps <path>` installs it"
+)
+
+
 def _locked(
     ctx: Context, path: Path, text: str, fmt: str, *, skip: frozenset[str] = frozenset()
 ) -> tuple[ReadingBuilder, dict[str, Any], dict[KeyPath, int]]:
@@ -177,8 +185,12 @@ def _locked(
         if isinstance(category, str) and is_dev_group(category):
             continue
         source = _table(package.get("source"))
-        if "editable" in source or "virtual" in source or source.get("type") == "directory":
-            continue  # the project itself, or a path beside it
+        if _LOCAL.intersection(source) or source.get("type") in ("directory", "file"):
+            # the project itself, or a folder or archive of the checkout: uv writes
+            # { directory = "sd-scripts" } or { path = ... }, poetry type = "directory"
+            if "virtual" not in source and "editable" not in source:
+                builder.note(DROPPED, f"{name}: {_LOCAL_WHY}", origin)
+            continue
         if name in newest:  # one entry per Python or platform fork: the newest is kept
             builder.note(DROPPED, f"{name}=={newest[name][1]}: another fork's entry", origin)
             continue
