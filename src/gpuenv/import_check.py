@@ -341,7 +341,10 @@ def _run(request: CheckRequest, inputs: _Inputs, platform: str) -> ResolveCheck:
     return _failure(request, inputs, index, platform, text)
 
 
-_SDIST_ROUNDS = 3  # reruns with more source builds allowed (each names new packages)
+_SDIST_ROUNDS = 12  # reruns with more source builds allowed (each names new packages;
+# lerobot 2025 needed seven, one sdist-only package each: robomimic, bddl, evdev, docopt,
+# hf-egl-probe, egl-probe, antlr4-python3-runtime); the check's deadline bounds them all
+_MARKER = re.compile(r"\{[^{}]*\}")
 _WHEELLESS = re.compile(r"ha(?:s|ve) no usable wheels")
 _CLAUSE_START = ("Because ", "because ", " and ", "all of:", "all versions of ")
 
@@ -357,7 +360,9 @@ def _without_wheels(text: str) -> tuple[str, ...]:
     for match in _WHEELLESS.finditer(text):
         before = text[max(0, match.start() - 400) : match.start()]
         start = max((before.rfind(s) + len(s) for s in _CLAUSE_START if s in before), default=0)
-        for word in before[start:].split():
+        # a marker uv writes in braces ("evdev{'linux' in sys_platform}>=1.3.0") names
+        # no package
+        for word in _MARKER.sub("", before[start:]).split():
             head = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", word)
             if head is None:
                 continue

@@ -221,3 +221,46 @@ def test_a_windows_export_alone_is_read_without_its_windows_only_packages(
         "environment.yaml was exported on win-64: 5 packages built only for it "
         "(m2w64-gcc-libs, pywin32, ucrt, vc, vs2015_runtime) not carried over"
     ) in notes
+
+
+# A training GUI (2025): uv.lock holds the repository's own sub-package, installed from a
+# folder of the checkout (`library = { path = "sd-scripts" }` in tool.uv.sources), which uv
+# writes as `source = { directory = ... }` with version 0.0.0.
+UV_LOCK = """version = 1
+requires-python = ">=3.10, <3.12"
+
+[[package]]
+name = "kohya-gui"
+version = "25.2.1"
+source = { virtual = "." }
+dependencies = [
+    { name = "library" },
+    { name = "toml" },
+]
+
+[[package]]
+name = "library"
+version = "0.0.0"
+source = { directory = "sd-scripts" }
+
+[[package]]
+name = "local-wheel"
+version = "1.0"
+source = { path = "wheels/local_wheel-1.0-py3-none-any.whl" }
+
+[[package]]
+name = "toml"
+version = "0.10.2"
+source = { registry = "https://example.invalid/simple" }
+"""
+
+
+def test_a_uv_lock_package_from_a_folder_of_the_checkout_is_no_index_pin(
+    tmp_path: Path,
+) -> None:
+    root = _paper(tmp_path, {"uv.lock": UV_LOCK})
+    readings, _ = read_inputs((root / "uv.lock",), foreign_knowledge())
+    merged = merge(readings)
+    assert set(merged.packages) == {"toml"}, "library==0.0.0 is on no index"
+    said = [n.message for n in merged.notes if "a folder or archive of the checkout" in n.message]
+    assert [s.split(":")[0] for s in said] == ["library", "local-wheel"]

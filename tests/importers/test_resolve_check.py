@@ -202,6 +202,9 @@ def test_the_packages_uv_says_have_no_usable_wheels_are_read_from_its_words() ->
         "And because all of: pudb>=2022.1.3,<=2024.1 pudb==2025.1.2 have no usable wheels "
         "and the request requires pudb>=2022.1.3": ("pudb",),
         "Because transformers<=4.44.2 depends on tokenizers>=0.19,<0.20": (),
+        # a marker in braces names no package (lerobot: 'in' and 'sys-platform' were)
+        "Because evdev{'linux' in sys_platform}>=1.3.0 has no usable wheels and "
+        "pynput>=1.7.8 depends on evdev{'linux' in sys_platform}>=1.3": ("evdev",),
     }
     for text, names in texts.items():
         assert _without_wheels(text) == names, text
