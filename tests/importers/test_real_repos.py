@@ -264,3 +264,38 @@ def test_a_uv_lock_package_from_a_folder_of_the_checkout_is_no_index_pin(
     assert set(merged.packages) == {"toml"}, "library==0.0.0 is on no index"
     said = [n.message for n in merged.notes if "a folder or archive of the checkout" in n.message]
     assert [s.split(":")[0] for s in said] == ["library", "local-wheel"]
+
+
+# A NeRF framework (2024): pixi.toml's conda dependencies include COLMAP, a conda-forge
+# build with no form on the index, pinned by a range.
+PIXI = """[project]
+name = "nerfkit"
+channels = ["nvidia/label/cuda-11.8.0", "conda-forge", "pytorch"]
+platforms = ["linux-64"]
+
+[dependencies]
+python = ">=3.8,<3.11"
+pip = ">=24.0,<25"
+colmap = ">=3.9.1,<3.10"
+ffmpeg = "6.0"
+
+[pypi-dependencies]
+numpy = "<2.0.0"
+"""
+
+
+def test_a_conda_only_range_is_written_as_a_conda_spec(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    import rattler
+
+    root = _paper(tmp_path, {"pixi.toml": PIXI})
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.out
+    conda = _spec(imported)["conda"]
+    assert isinstance(conda, dict)
+    written = [str(d) for d in conda["dependencies"]]
+    assert written == ["colmap >=3.9.1,<3.10", "ffmpeg=6.0"]
+    for text in written:
+        rattler.MatchSpec(text)  # conda reads each (was "colmap=>=3.9.1,<3.10": refused)
+    assert not [d for d in _pip(imported) if d.startswith(("colmap", "ffmpeg"))]

@@ -980,8 +980,10 @@ def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
         return
     if ask.conda_only:
         spec = resolved.specifier.removeprefix("==").removesuffix(".*") or "*"
+        # "colmap=3.9.1", but a range in conda's own form: "colmap >=3.9.1,<3.10"
+        text = f"={spec}" if spec[:1].isdigit() else f" {spec}"
         d.conda.append(
-            Line(f"{resolved.name}={spec}" if spec != "*" else resolved.name, ask.origin.cite())
+            Line(f"{resolved.name}{text}" if spec != "*" else resolved.name, ask.origin.cite())
         )
         d.add(
             Entry(
