@@ -299,3 +299,92 @@ def test_a_conda_only_range_is_written_as_a_conda_spec(
     for text in written:
         rattler.MatchSpec(text)  # conda reads each (was "colmap=>=3.9.1,<3.10": refused)
     assert not [d for d in _pip(imported) if d.startswith(("colmap", "ffmpeg"))]
+
+
+# A small GPT trainer (2023) has no environment file: its README's "install" block is the
+# environment; its other plain blocks are sample output (an unbalanced quote among them).
+README_ONLY = """# tinygpt
+
+## install
+
+```
+pip install torch numpy transformers datasets tiktoken wandb tqdm
+```
+
+## sampling
+
+```
+And he that ate away, and hang'd
+```
+
+```python
+# not a shell block: pip install never-read
+import torch
+```
+"""
+
+# A 2022 ConvNet: the steps live in INSTALL.md, with a prompt and a continuation.
+INSTALL_MD = """# Installation
+
+```bash
+conda create -n convnet python=3.8 -y
+conda activate convnet
+```
+
+```shell
+$ pip install torch==1.8.0+cu111 torchvision==0.9.0+cu111 \\
+    -f https://download.pytorch.org/whl/torch_stable.html
+```
+
+~~~
+git clone https://example.invalid/convnet
+pip install timm==0.3.2 tensorboardX six
+~~~
+"""
+
+
+def test_a_readme_only_repository_is_read_from_its_install_block(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    root = _paper(tmp_path, {"README.md": README_ONLY, "train.py": "import torch\n"})
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.out
+    pip = _pip(imported)
+    assert {"numpy", "transformers", "tiktoken", "tqdm"} <= set(pip)
+    assert "never-read" not in imported.spec.read_text()
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert (
+        "no environment file in .: the install commands of the shell code blocks in "
+        "README.md are read (pip install, conda install/create)"
+    ) in notes
+    assert not [n for n in notes if n.startswith("not read")], notes
+
+
+def test_install_md_steps_give_python_torch_build_and_pins(tmp_path: Path) -> None:
+    root = _paper(tmp_path, {"INSTALL.md": INSTALL_MD, "README.md": "# convnet\n"})
+    readings, _ = read_inputs((root,), foreign_knowledge())
+    merged = merge(readings)
+    torch = merged.packages["torch"]
+    assert (torch.specifier, torch.ask.build, torch.ask.origin.line) == ("==1.8.0", "cu111", 9)
+    assert merged.packages["timm"].specifier == "==0.3.2"
+    assert {"tensorboardx", "six", "torchvision"} <= set(merged.packages)
+    python = merged.fact("python")
+    assert python is not None and (python.value, python.origin.line) == ("3.8", 4)
+
+
+def test_a_folder_with_neither_files_nor_install_commands_is_refused(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    root = _paper(tmp_path, {"README.md": "# mae\n\nInstallation follows the DeiT repo.\n"})
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 2
+    message = imported.result.json()["error"]["message"]
+    assert message.startswith(
+        ".: no environment files found in this folder, and no install commands in README.md"
+    )
+
+
+def test_a_readme_is_not_read_beside_environment_files(tmp_path: Path) -> None:
+    root = _paper(tmp_path, {"README.md": README_ONLY, "requirements.txt": "einops==0.7.0\n"})
+    readings, _ = read_inputs((root,), foreign_knowledge())
+    assert [r.file for r in readings] == ["requirements.txt"]

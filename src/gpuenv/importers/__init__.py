@@ -130,6 +130,32 @@ def _read_found(ctx: Context, path: Path, skipped: list[Entry]) -> None:
             skipped.append(Entry(ASSUMPTION, None, text, risk=1))
 
 
+def _readme_files(ctx: Context, folder: Path, skipped: list[Entry]) -> list[Path]:
+    """A folder with no environment file: its README's install commands, when it has
+    any (nanoGPT, ConvNeXt's INSTALL.md); else exit 2."""
+    from gpuenv.importers import readme
+
+    docs = [d for d in readme.doc_files(folder) if ctx.inside(d)]
+    if not docs:
+        fail(
+            ctx.display(folder),
+            None,
+            "no environment files found in this folder, and no install commands in "
+            f"{', '.join(readme.DOC_NAMES)}",
+            "pass the files themselves",
+        )
+    shown = ", ".join(ctx.display(d) for d in docs)
+    skipped.append(
+        Entry(
+            ASSUMPTION,
+            None,
+            f"no environment file in {ctx.display(folder)}: the install commands of the "
+            f"shell code blocks in {shown} are read (pip install, conda install/create)",
+        )
+    )
+    return docs
+
+
 def read_inputs(
     paths: tuple[Path, ...], knowledge: ForeignKnowledge
 ) -> tuple[list[Reading], list[Entry]]:
@@ -153,14 +179,10 @@ def read_inputs(
                         "files (none at the top): read as the project's",
                     )
                 )
-            if not found.files:
-                fail(
-                    ctx.display(path),
-                    None,
-                    "no environment files found in this folder",
-                    "pass the files themselves",
-                )
-            for file in found.files:
+            files = found.files
+            if not files:
+                files = _readme_files(ctx, path, skipped)
+            for file in files:
                 if ctx.claim(file):
                     _read_found(ctx, file, skipped)
         elif ctx.claim(path):

@@ -17,6 +17,7 @@ from gpuenv.importers import (
     dockerfile,
     lockfiles,
     pyproject,
+    readme,
     requirements,
     setup_cfg,
     setup_py,
@@ -44,6 +45,7 @@ READERS: dict[str, Reader] = {
     "poetry-lock": lockfiles.read_poetry_lock,
     "uv-lock": lockfiles.read_uv_lock,
     "pixi": lockfiles.read_pixi,
+    "readme": readme.read,
 }
 
 KNOWN = (
@@ -67,6 +69,7 @@ _NAMES = (
     (("uv.lock",), "uv-lock"),
     (("pixi.toml",), "pixi"),
     ((".python-version",), "python-version"),
+    (("readme*.md", "install*.md"), "readme"),
 )
 
 

@@ -1,0 +1,167 @@
+"""The install commands of a README's shell code blocks, for a repository with no
+environment file: nanoGPT's ``pip install torch numpy transformers ...``, ConvNeXt's
+INSTALL.md (``conda create -n convnext python=3.8``, then ``pip install
+torch==1.8.0+cu111 ... -f <torch_stable page>`` and ``pip install timm==0.3.2``).
+
+Only fenced blocks (````` ``` ````` or ``~~~``) with no language or a shell's are read;
+``$ `` prompts and ``\\`` continuations are handled; ``pip install``, ``conda install``
+and ``conda create`` are read as a Dockerfile's ``RUN`` lines are, everything else is
+left. Discovery reads these files only when a folder has no environment file at all
+(``doc_files``); a README named on the command line is always read.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from gpuenv.importers import requirements
+from gpuenv.importers._context import Context
+from gpuenv.importers._text import line_not_read
+from gpuenv.importers.conda_env import CondaSink
+from gpuenv.importers.model import Authority, Origin, ReadingBuilder
+
+# Where repositories keep install commands, in the order they are read.
+DOC_NAMES = ("README.md", "INSTALL.md", "docs/INSTALL.md", "docs/install.md")
+_FENCE = re.compile(r"^\s{0,3}(```+|~~~+)\s*([A-Za-z0-9_+.-]*)")
+_SHELLS = frozenset({"", "bash", "sh", "shell", "console", "zsh", "shell-session", "sh-session"})
+_PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?[$%>]\s+")
+_PIP = re.compile(r"pip(?:3(?:\.\d{1,2})?)?")
+_CONDA = ("conda", "mamba", "micromamba")
+_ASKS = re.compile(r"\b(?:pip[0-9.]*|conda|mamba|micromamba)\s+(?:.*\s)?(?:install|create)\b")
+_MAX_COMMAND = 8192  # characters of one command, continuations joined
+_CONDA_VALUE_OPTIONS = {"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file"}
+
+
+def doc_files(folder: Path) -> list[Path]:
+    """The README-like files of ``folder`` that hold at least one install command."""
+    found = []
+    for name in DOC_NAMES:
+        path = _case_insensitive(folder, name)
+        if path is None:
+            continue
+        try:
+            with path.open("rb") as handle:
+                head = handle.read(1 << 20)
+        except OSError:
+            continue
+        if b"\x00" in head:
+            continue  # not text
+        text = head.decode("utf-8", errors="replace")
+        if any(_install_words(tokens) for _, line in _shell_lines(text) for tokens in _split(line)):
+            found.append(path)
+    return found
+
+
+def _case_insensitive(folder: Path, name: str) -> Path | None:
+    here = folder
+    for part in name.split("/"):
+        try:
+            entries = {p.name.lower(): p for p in here.iterdir()}
+        except OSError:
+            return None
+        match = entries.get(part.lower())
+        if match is None:
+            return None
+        here = match
+    return here if here.is_file() and not here.is_symlink() else None
+
+
+def _shell_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, command) of each command in the shell code blocks."""
+    out: list[tuple[int, str]] = []
+    fence: str | None = None
+    shell = False
+    pending: tuple[int, str] | None = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        match = _FENCE.match(raw)
+        if fence is None:
+            if match is not None:
+                fence, shell = match.group(1), match.group(2).lower() in _SHELLS
+            continue
+        if match is not None and match.group(1).startswith(fence[:3]) and not match.group(2):
+            fence = None
+            pending = None
+            continue
+        if not shell:
+            continue
+        line = _PROMPT.sub("", raw, count=1).rstrip()
+        if pending is not None:
+            start, before = pending
+            line = f"{before} {line.strip()}"
+        else:
+            start = number
+        if line.endswith("\\") and len(line) < _MAX_COMMAND:
+            pending = (start, line[:-1].rstrip())
+            continue
+        pending = None
+        if line.strip() and not line.lstrip().startswith("#"):
+            out.append((start, line.strip()))
+    return out
+
+
+def _split(line: str) -> list[list[str]]:
+    try:
+        return requirements.shell_commands(line, Origin("README", None, line))
+    except Exception:  # noqa: BLE001 - a line gpuenv cannot split is prose, not a command
+        return []
+
+
+def _words(tokens: list[str]) -> list[str]:
+    while tokens and (re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tokens[0]) or tokens[0] == "sudo"):
+        tokens = tokens[1:]
+    return tokens
+
+
+def _install_words(tokens: list[str]) -> tuple[str, list[str]] | None:
+    """("pip" | "conda" | "conda-create", the arguments) of an install command."""
+    words = _words(tokens)
+    if not words:
+        return None
+    head = words[0].rsplit("/", 1)[-1]
+    if head.startswith("python") and words[1:3] == ["-m", "pip"]:
+        words, head = ["pip", *words[3:]], "pip"
+    if _PIP.fullmatch(head) and words[1:2] == ["install"]:
+        return "pip", words[2:]
+    if head in _CONDA and words[1:2] == ["install"]:
+        return "conda", words[2:]
+    if head in _CONDA and words[1:2] == ["create"]:
+        return "conda", words[2:]
+    return None
+
+
+def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
+    display = ctx.display(path)
+    builder = ReadingBuilder(display, "readme", Authority.DEFINITION)
+    feeder = requirements.PipLines(ctx, builder, path.parent)
+    for number, line in _shell_lines(text):
+        if not _ASKS.search(line):
+            continue  # sample output, other commands: prose to gpuenv
+        origin = Origin(display, number, line[:200])
+        with line_not_read(builder, origin):
+            for tokens in requirements.shell_commands(line, origin):
+                found = _install_words(tokens)
+                if found is None:
+                    continue
+                kind, args = found
+                if kind == "pip":
+                    rest = [a for a in args if a not in ("-U", "--upgrade")]
+                    if "-r" in rest or "--requirement" in rest:
+                        continue  # a file discovery would have found: not in this folder
+                    feeder.args(rest, origin)
+                else:
+                    _conda(ctx, builder, args, origin)
+    ctx.readings.append(builder.build())
+
+
+def _conda(ctx: Context, builder: ReadingBuilder, args: list[str], origin: Origin) -> None:
+    sink = CondaSink(ctx, builder)
+    skip = False
+    for token in args:
+        if skip:
+            skip = False
+        elif token in _CONDA_VALUE_OPTIONS:
+            skip = True
+        elif not token.startswith("-"):
+            sink.spec(token, origin)
+    sink.finish()
