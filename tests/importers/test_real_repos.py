@@ -99,6 +99,8 @@ def test_an_all_extra_that_names_the_project_pulls_no_namesake_from_the_index(
                 "[project.optional-dependencies]\n"
                 "torch = ['torch == 2.6.0', 'torchvision']\n"
                 "gradio = ['gradio']\n"
+                "tensorrt = ['tensorrt-cu12 == 10.12.0.36', 'onnx >=1.18.0']\n"
+                "dev = ['ruff']\n"
                 "all = ['image-gen[gradio]', 'image_gen[torch]']\n"
             )
         },
@@ -109,6 +111,27 @@ def test_an_all_extra_that_names_the_project_pulls_no_namesake_from_the_index(
     assert {"einops", "gradio", "torch", "torchvision"} <= set(merged.packages)
     said = [n.message for n in merged.notes if "the project itself" in n.message]
     assert len(said) == 2 and said[0].startswith("image-gen[gradio]: the project itself")
+    # `all` is what the README installs: a group it does not name is left out and listed
+    assert not {"tensorrt-cu12", "onnx", "ruff"} & set(merged.packages)
+    assert (
+        "optional group 'tensorrt' left out: the group 'all', which lists the project's "
+        "own extras, does not name it"
+    ) in [n.message for n in merged.notes]
+
+
+def test_without_an_aggregate_group_every_optional_group_is_read(tmp_path: Path) -> None:
+    root = _paper(
+        tmp_path,
+        {
+            "pyproject.toml": (
+                "[project]\nname = 'chat'\ndependencies = ['httpx']\n"
+                "[project.optional-dependencies]\n"
+                "worker = ['torch', 'chat-tools']\nwebui = ['gradio>=4.10']\n"
+            )
+        },
+    )
+    readings, _ = read_inputs((root,), foreign_knowledge())
+    assert {"httpx", "torch", "chat-tools", "gradio"} <= set(merge(readings).packages)
 
 
 def test_a_namesake_in_a_conda_environment_name_is_still_a_dependency(tmp_path: Path) -> None:

@@ -83,6 +83,24 @@ def poetry_to_pep440(constraint: str) -> str:
     return ",".join(parts)
 
 
+def _own_extras(project: str, items: Any) -> set[str] | None:
+    """The extras a group names when it lists only ``project[...]`` requirements."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    if not isinstance(items, list) or not items:
+        return None
+    extras: set[str] = set()
+    for item in items:
+        try:
+            requirement = Requirement(item) if isinstance(item, str) else None
+        except InvalidRequirement:
+            return None
+        if requirement is None or normalize_name(requirement.name) != project:
+            return None
+        extras |= {normalize_name(e) for e in requirement.extras}
+    return extras
+
+
 class _Reader:
     def __init__(self, ctx: Context, path: Path, text: str) -> None:
         self.ctx = ctx
@@ -119,7 +137,41 @@ class _Reader:
             origin = self.origin(("project", "requires-python"), f"requires-python = {python!r}")
             self.builder.fact(PYTHON, python, origin)
         self.requirement_list(("project", "dependencies"), table.get("dependencies", []), None)
-        self.groups(("project", "optional-dependencies"), table.get("optional-dependencies", {}))
+        groups = table.get("optional-dependencies", {})
+        name = table.get("name")
+        if isinstance(groups, dict) and isinstance(name, str):
+            groups = self._within_aggregate(name, groups)
+        self.groups(("project", "optional-dependencies"), groups)
+
+    def _within_aggregate(self, project: str, groups: dict[str, Any]) -> dict[str, Any]:
+        """Where a group lists only the project's own extras (flux's ``all =
+        ["flux[gradio]", "flux[streamlit]", "flux[torch]"]``, what its README installs),
+        those are the groups used; another (flux's ``tensorrt``, which needs NVIDIA's
+        container and index) is left out and listed."""
+        own = normalize_name(project)
+        named: set[str] = set()
+        for group, items in groups.items():
+            extras = _own_extras(own, items)
+            if extras is not None:
+                named |= {normalize_name(group), *extras}
+        if not named:
+            return groups
+        kept = {}
+        for group, items in groups.items():
+            if normalize_name(group) in named or is_dev_group(group):
+                kept[group] = items
+                continue
+            origin = self.origin(("project", "optional-dependencies", group), f"[{group}]")
+            aggregates = ", ".join(
+                sorted(g for g, i in groups.items() if _own_extras(own, i) is not None)
+            )
+            self.builder.note(
+                DROPPED,
+                f"optional group {group!r} left out: the group {aggregates!r}, which lists "
+                "the project's own extras, does not name it",
+                origin,
+            )
+        return kept
 
     def groups(self, key: KeyPath, groups: Any) -> None:
         if not isinstance(groups, dict):
