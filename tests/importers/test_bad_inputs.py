@@ -430,3 +430,23 @@ def test_a_control_character_in_the_input_is_escaped_in_the_written_comments(
     result = cli("import", str(path), "--gpu", "none", "-o", str(out))
     assert result.code == 0, result.err
     assert shown in out.read_text()
+
+
+def test_an_index_token_in_the_files_reaches_neither_report_nor_written_spec(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    # The spec's comments quote each line they came from, and the spec is committed: a
+    # company index token on a requirements line was written into gpuenv.toml.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "requirements.txt").write_text(
+        "--extra-index-url https://user:s3cr3tTOKEN@pkgs.example.com/simple\n"
+        "torch==2.1.0\n"
+        "numpy==1.26.4 --index-url https://tok123@mirror.example.com/simple\n"
+    )
+    out = tmp_path / "gpuenv.toml"
+    result = cli("import", str(repo), "--gpu", "none", "-o", str(out))
+    assert result.code == 0, result.out + result.err
+    for text in (result.out, result.err, out.read_text()):
+        assert "s3cr3tTOKEN" not in text and "tok123" not in text
+    assert "numpy==1.26.4 --index-url https://mirror.example.com/simple" in out.read_text()

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from gpuenv._redact import redact
+
 
 class Authority(IntEnum):
     """How much a file's word counts when files disagree.
@@ -57,7 +59,10 @@ class Origin:
     text: str
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "text", hide_secrets(self.text))
+        # Shown in the report and written as the spec's comments, which are committed:
+        # a token in an index URL (`--extra-index-url https://user:TOKEN@host/simple`)
+        # must reach neither.
+        object.__setattr__(self, "text", redact(hide_secrets(self.text)))
 
     def where(self) -> str:
         return f"{self.file}:{self.line}" if self.line else self.file
