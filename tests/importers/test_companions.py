@@ -83,7 +83,7 @@ def test_a_gpu_too_old_for_flash_attn_2(
     assert imported.entries("needs_build")["flash-attn"]["to"] == "2.3.6"
     old_gpu = run_import(path, target="t4")
     builds = old_gpu.entries("needs_build")
-    assert builds["flash-attn"]["to"] == "1.0.0" and builds["flash-attn"]["risk"] == "high"
+    assert builds["flash-attn"]["to"] == "1.0.9" and builds["flash-attn"]["risk"] == "high"
     assert "compute capability >= 8.0" in builds["flash-attn"]["why"]
 
 

@@ -331,7 +331,7 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         "rtx4090",
         [
             ("needs_build", "flash-attn", "why",
-             "2.8.0 needs torch >=2.2; 2.7.4 builds with it: compiled against torch "
+             "2.8.0 needs torch >=2.2; 2.7.4.post1 builds with it: compiled against torch "
              "2.1.2+cu121 for sm_89, with no build isolation"),
             ("needs_build", "flash-attn", "risk_detail", "another release, compiled from source"),
         ],
@@ -468,7 +468,7 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         "torch==2.1.2\nflash-attn==2.3.3\n",
         "t4",
         [("needs_build", "flash-attn", "why",
-          "2.3.3 needs compute capability >= 8.0; 1.0.0 builds with it: compiled against "
+          "2.3.3 needs compute capability >= 8.0; 1.0.9 builds with it: compiled against "
           "torch 2.1.2+cu121 for sm_75, with no build isolation")],
     ),
     # torch 1.13.1's cu116 wheels stop at cp310; its cu117 ones (PyPI's) reach cp311.
@@ -493,7 +493,7 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         "torch==2.1.2+cu118\nflash-attn==2.7.4\n",
         "rtx4090",
         [("needs_build", "flash-attn", "why",
-          "2.7.4 needs nvcc >=12.0; 2.7.0 builds with it: compiled against torch "
+          "2.7.4 needs nvcc >=12.0; 2.7.3 builds with it: compiled against torch "
           "2.1.2+cu118 for sm_89, with no build isolation")],
     ),
     "a nightly torch": (
