@@ -450,3 +450,27 @@ def test_an_index_token_in_the_files_reaches_neither_report_nor_written_spec(
     for text in (result.out, result.err, out.read_text()):
         assert "s3cr3tTOKEN" not in text and "tok123" not in text
     assert "numpy==1.26.4 --index-url https://mirror.example.com/simple" in out.read_text()
+
+
+def test_a_url_requirement_is_written_without_its_credentials(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    # A private dependency fetched with a token in its URL: the spec is committed, so the
+    # token is left out and the report says where the lock takes credentials from.
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "requirements.txt").write_text(
+        "torch==2.1.0\n"
+        f"mylib @ git+https://user:ghp_SECRET123@github.com/org/mylib.git@{sha}\n"
+        f"shared @ git+ssh://git@github.com/org/shared.git@{sha}\n"
+    )
+    out = tmp_path / "gpuenv.toml"
+    result = cli("import", str(repo), "--gpu", "none", "-o", str(out))
+    assert result.code == 0, result.out + result.err
+    written = out.read_text()
+    assert "SECRET" not in written + result.out + result.err
+    assert f'"mylib @ git+https://github.com/org/mylib.git@{sha}"' in written
+    assert f'"shared @ git+ssh://git@github.com/org/shared.git@{sha}"' in written  # no secret
+    assert "written without the credentials its URL held" in result.out
+    assert result.out.count("written without the credentials") == 1

@@ -1769,4 +1769,35 @@ def decide(
     _notes(d, merged)
     _facts(d, merged, fk)
     _wheel_check_entry(d, len(_checked(merged, fk, plan)) if wheels is not None else 0)
+    _no_credentials(d)
     return d
+
+
+_URL_IN_LINE = re.compile(r"(?:git\+)?[a-z][a-z0-9+.-]*://[^\s;#]+")
+
+
+def _no_credentials(d: Decision) -> None:
+    """The written spec is committed: a URL requirement's credentials (``git+https://
+    user:TOKEN@host/...``, ``?token=...``) are removed from it and the report says how
+    ``gpuenv lock`` gets them instead. An ssh URL's user (``git@``) is no secret."""
+    from gpuenv._redact import redact_url
+
+    def clean(match: re.Match[str]) -> str:
+        url = match.group(0)
+        return url if url.startswith(("ssh://", "git+ssh://")) else redact_url(url)
+
+    for lines in (d.pip, d.left_out):
+        for at, line in enumerate(lines):
+            text = _URL_IN_LINE.sub(clean, line.text)
+            if text == line.text:
+                continue
+            lines[at] = replace(line, text=text)
+            d.add(
+                Entry(
+                    ASSUMPTION,
+                    None,
+                    f"{text}: written without the credentials its URL held; `gpuenv lock` "
+                    "takes them from ~/.netrc (machine HOST login USER password TOKEN) or "
+                    "git's credential helper",
+                )
+            )
