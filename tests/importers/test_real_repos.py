@@ -411,3 +411,19 @@ def test_a_readme_is_not_read_beside_environment_files(tmp_path: Path) -> None:
     root = _paper(tmp_path, {"README.md": README_ONLY, "requirements.txt": "einops==0.7.0\n"})
     readings, _ = read_inputs((root,), foreign_knowledge())
     assert [r.file for r in readings] == ["requirements.txt"]
+
+
+def test_a_folder_whose_every_environment_file_is_unreadable_is_refused(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # nothing could be read, so nothing asks for torch: no environment is invented
+    root = _paper(tmp_path, {"requirements.txt": "torch==2.1.0\n"})
+    (root / "requirements.txt").write_bytes(b"torch==2.1.0\n\x00\x01")
+    imported = run_import(root, target="cpu", extra=("--no-check-resolves",))
+    assert imported.result.code == 2
+    message = imported.result.json()["error"]["message"]
+    assert message.startswith(
+        ".: no environment file found here could be read: "
+        "not read: requirements.txt:2: a binary file, not text (NUL byte)"
+    )
+    assert not imported.spec.exists()

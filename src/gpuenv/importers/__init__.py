@@ -182,9 +182,20 @@ def read_inputs(
             files = found.files
             if not files:
                 files = _readme_files(ctx, path, skipped)
+            before, listed = len(ctx.readings), len(skipped)
             for file in files:
                 if ctx.claim(file):
                     _read_found(ctx, file, skipped)
+            if len(ctx.readings) == before and len(skipped) > listed:
+                # every file found is unreadable: nothing asks for anything, and an
+                # environment written from nothing would be invented
+                fail(
+                    ctx.display(path),
+                    None,
+                    "no environment file found here could be read: "
+                    + "; ".join(e.why for e in skipped[listed:])[:2000],
+                    "fix or pass the files themselves",
+                )
         elif ctx.claim(path):
             _read_one(ctx, path, None)
     return ctx.readings, skipped
