@@ -427,3 +427,40 @@ def test_a_folder_whose_every_environment_file_is_unreadable_is_refused(
         "not read: requirements.txt:2: a binary file, not text (NUL byte)"
     )
     assert not imported.spec.exists()
+
+
+def test_a_uv_path_source_and_other_vendors_requirement_files(tmp_path: Path) -> None:
+    # the training GUI again: its pyproject takes `library` from a folder of the checkout,
+    # and beside requirements.txt it keeps one requirements file per GPU vendor and OS
+    root = _paper(
+        tmp_path,
+        {
+            "pyproject.toml": (
+                "[project]\nname = 'trainer-gui'\n"
+                "dependencies = ['library', 'omegaconf==2.3.0', 'tensorflow>=2.16.1']\n"
+                "[tool.uv.sources]\nlibrary = { path = 'sd-scripts' }\n"
+                "torch = [{ index = 'pytorch-cu128', marker = \"sys_platform == 'linux'\" }]\n"
+            ),
+            "requirements.txt": "omegaconf==2.3.0\n",
+            "requirements_linux_rocm.txt": "tensorflow-rocm==2.14.0.600\n",
+            "requirements_ipex_xpu.txt": "tensorflow==2.15.1\n",
+            "requirements_macos_arm64.txt": "tensorflow-metal\n",
+        },
+    )
+    readings, _ = read_inputs((root,), foreign_knowledge())
+    merged = merge(readings)
+    assert "library" not in merged.packages
+    assert "tensorflow-rocm" not in merged.packages
+    assert "tensorflow-metal" not in merged.packages
+    assert merged.packages["tensorflow"].specifier == ">=2.16.1"
+    notes = [n.message for n in merged.notes]
+    assert (
+        "library: installed from sd-scripts in the checkout ([tool.uv.sources]), not from an "
+        "index; `gpuenv run -- pip install --no-deps ./sd-scripts` installs it"
+    ) in notes
+    assert (
+        "requirements_linux_rocm.txt set aside: it is for AMD GPUs (ROCm), not NVIDIA GPUs or a CPU"
+    ) in notes
+    assert (
+        "requirements_ipex_xpu.txt set aside: it is for Intel GPUs (XPU), not NVIDIA GPUs or a CPU"
+    ) in notes

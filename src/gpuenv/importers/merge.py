@@ -308,6 +308,9 @@ def _weight_text(weight: float) -> str:
     return Authority(int(weight)).describe()
 
 
+_ROCM = "AMD GPUs (ROCm)"
+_INTEL = "Intel GPUs (XPU)"
+_ACCELERATORS = frozenset({_ROCM, _INTEL})
 # Words in a file's name that say it is for another platform than Linux.
 _OTHER_PLATFORMS = {
     "osx": "macOS",
@@ -322,6 +325,11 @@ _OTHER_PLATFORMS = {
     "ppc64le": "ppc64le",
     "ppc": "ppc64le",
     "s390x": "s390x",
+    # another vendor's GPUs: requirements_linux_rocm.txt, requirements_ipex_xpu.txt
+    "rocm": _ROCM,
+    "ipex": _INTEL,
+    "xpu": _INTEL,
+    "directml": "DirectML (Windows)",
 }
 
 
@@ -441,7 +449,8 @@ def set_aside(readings: Iterable[Reading]) -> tuple[list[Reading], list[Note]]:
             notes.append(
                 Note(
                     DROPPED,
-                    f"{reading.file} set aside: it is for {platform}, not Linux",
+                    f"{reading.file} set aside: it is for {platform}, "
+                    + ("not NVIDIA GPUs or a CPU" if platform in _ACCELERATORS else "not Linux"),
                     Origin(reading.file, None, ""),
                 )
             )

@@ -277,6 +277,7 @@ class _Reader:
                 requirements.index_facts(self.builder, source["url"], self.origin(where, "source"))
 
     def tools(self) -> None:
+        self.local_sources()
         indexes = _table(_table(self.data.get("tool")).get("uv")).get("index", [])
         for index, entry in enumerate(indexes if isinstance(indexes, list) else []):
             if isinstance(entry, dict) and isinstance(entry.get("url"), str):
@@ -292,6 +293,30 @@ class _Reader:
                     self.origin(where, item),
                     "the build needs torch: the project compiles against it",
                 )
+
+    def local_sources(self) -> None:
+        """A dependency ``[tool.uv.sources]`` takes from a folder of the checkout
+        (kohya_ss: ``library = { path = "sd-scripts" }``) or the workspace is not an index
+        requirement: the name alone would ask the index for another project."""
+        sources = _table(_table(_table(self.data.get("tool")).get("uv")).get("sources"))
+        for name, value in sources.items():
+            if not isinstance(value, dict) or not ("path" in value or value.get("workspace")):
+                continue
+            key = normalize_name(name)
+            asks = [a for a in self.builder.asks if a.name == key]
+            if not asks:
+                continue
+            self.builder.asks = [a for a in self.builder.asks if a.name != key]
+            where = value.get("path") if isinstance(value.get("path"), str) else "the workspace"
+            origin = self.origin(("tool", "uv", "sources", name), f"{name} = {value!r}"[:200])
+            self.builder.note(
+                UNMANAGED,
+                f"{name}: installed from {where} in the checkout ([tool.uv.sources]), not "
+                f"from an index; `gpuenv run -- pip install --no-deps ./{where}` installs it"
+                if where != "the workspace"
+                else f"{name}: a member of the uv workspace, installed from the checkout",
+                origin,
+            )
 
     def read(self) -> None:
         if isinstance(self.data.get("project"), dict):
