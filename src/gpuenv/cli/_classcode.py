@@ -139,16 +139,21 @@ def trusted(path: Path) -> bool:
         return False
 
 
-def _load(path: Path) -> None:
-    _state["loaded"] = True
+def read_table(path: Path) -> dict[Any, object]:
+    """The table marshalled at ``path``: empty where it is missing, damaged or not
+    ``trusted``."""
     if not trusted(path):
-        return
+        return {}
     try:
         loaded = marshal.loads(path.read_bytes())  # noqa: S302 - gpuenv's own, as a .pyc
     except (OSError, ValueError, EOFError, TypeError):
-        return
-    if isinstance(loaded, dict):
-        _table.update((k, v) for k, v in loaded.items() if isinstance(k, str))
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
+
+
+def _load(path: Path) -> None:
+    _state["loaded"] = True
+    _table.update((k, v) for k, v in read_table(path).items() if isinstance(k, str))
 
 
 def save() -> None:

@@ -31,7 +31,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from gpuenv.cli._classcode import trusted, write_table
+from gpuenv.cli._classcode import read_table, write_table
 
 _FORMAT = 1
 _DEBUG = 128  # re.DEBUG: prints as it compiles, never cached
@@ -109,21 +109,12 @@ def _plain(value: Any) -> Any:
 
 
 def _load(path: Path) -> None:
-    import marshal
-
     _state["loaded"] = True
-    if not trusted(path):
-        return
-    try:
-        loaded = marshal.loads(path.read_bytes())  # noqa: S302 - gpuenv's own, as a .pyc
-    except (OSError, ValueError, EOFError, TypeError):
-        return
-    if isinstance(loaded, dict):
-        _table.update(
-            (k, v)
-            for k, v in loaded.items()
-            if isinstance(k, tuple) and len(k) == 2 and isinstance(v, tuple)
-        )
+    _table.update(
+        (k, v)
+        for k, v in read_table(path).items()
+        if isinstance(k, tuple) and len(k) == 2 and isinstance(v, tuple)
+    )
 
 
 def save() -> None:
