@@ -42,7 +42,6 @@ child dies with ``_proc``) and nothing has been written.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -198,18 +197,10 @@ def _shown(text: str) -> str:
 
 
 def _project(folder: Path, requirements: tuple[str, ...]) -> Path:
-    from gpuenv.lock._uv_output import PROJECT_NAME
+    from gpuenv.lock.uv import project_lines
 
-    lines = [
-        "[project]",
-        f'name = "{PROJECT_NAME}"',
-        'version = "0"',
-        "dependencies = [",
-        *(f"    {json.dumps(r)}," for r in requirements),
-        "]",
-    ]
     path = folder / "pyproject.toml"
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    path.write_text("\n".join(project_lines(requirements)) + "\n", encoding="utf-8")
     return path
 
 

@@ -557,11 +557,11 @@ def _private_dir(path: Path) -> Path:
 # -- files uv reads ---------------------------------------------------------------------
 
 
-def _write_project(folder: Path, run: _Run, promoted: frozenset[str]) -> Path:
-    """The throw-away project: the requirements (and the promoted torch-family names) as
-    its dependencies, every torch-family name among them pinned to the torch index."""
-    requirements = [*run.request.requirements, *sorted(promoted)]
-    lines = [
+def project_lines(requirements: Iterable[str]) -> list[str]:
+    """The ``[project]`` table of a throw-away project whose dependencies are
+    ``requirements``, each a TOML string (never a command-line argument: a requirement
+    that reads like an option cannot become one). ``import --check-resolves`` uses it too."""
+    return [
         "[project]",
         f'name = "{PROJECT_NAME}"',
         'version = "0"',
@@ -569,6 +569,12 @@ def _write_project(folder: Path, run: _Run, promoted: frozenset[str]) -> Path:
         *(f"    {json.dumps(req)}," for req in requirements),
         "]",
     ]
+
+
+def _write_project(folder: Path, run: _Run, promoted: frozenset[str]) -> Path:
+    """The throw-away project: the requirements (and the promoted torch-family names) as
+    its dependencies, every torch-family name among them pinned to the torch index."""
+    lines = project_lines([*run.request.requirements, *sorted(promoted)])
     if run.torch is not None:
         pinned = sorted((run.direct | promoted) & run.family)
         lines += [
