@@ -464,3 +464,29 @@ def test_a_uv_path_source_and_other_vendors_requirement_files(tmp_path: Path) ->
     assert (
         "requirements_ipex_xpu.txt set aside: it is for Intel GPUs (XPU), not NVIDIA GPUs or a CPU"
     ) in notes
+
+
+def test_all_is_the_aggregate_and_is_followed_through_nested_extras(tmp_path: Path) -> None:
+    # a robotics library (2025): many composite groups list its own extras; `all` also
+    # pins a plain package, and reaches `dataset` only through `viz`
+    root = _paper(
+        tmp_path,
+        {
+            "pyproject.toml": (
+                "[project]\nname = 'robokit'\ndependencies = ['numpy']\n"
+                "[project.optional-dependencies]\n"
+                "dataset = ['datasets>=2.19']\n"
+                "viz = ['rerun-sdk', 'robokit[dataset]']\n"
+                "motors = ['dynamixel-sdk']\n"
+                "core_scripts = ['robokit[dataset]', 'robokit[motors]']\n"
+                "groot = ['flash-attn>=2.5']\n"
+                "all = ['robokit[viz]', 'scipy>=1.14.0,<2.0.0', 'robokit[motors]']\n"
+            )
+        },
+    )
+    readings, _ = read_inputs((root,), foreign_knowledge())
+    merged = merge(readings)
+    assert {"numpy", "datasets", "rerun-sdk", "dynamixel-sdk", "scipy"} <= set(merged.packages)
+    assert "flash-attn" not in merged.packages and "robokit" not in merged.packages
+    left = sorted(n.message.split("'")[1] for n in merged.notes if "does not name it" in n.message)
+    assert left == ["core_scripts", "groot"]

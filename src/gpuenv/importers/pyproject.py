@@ -83,21 +83,18 @@ def poetry_to_pep440(constraint: str) -> str:
     return ",".join(parts)
 
 
-def _own_extras(project: str, items: Any) -> set[str] | None:
-    """The extras a group names when it lists only ``project[...]`` requirements."""
+def _own_extras(project: str, items: Any) -> set[str]:
+    """The extras of ``project`` a group names (``project[a,b]`` entries)."""
     from packaging.requirements import InvalidRequirement, Requirement
 
-    if not isinstance(items, list) or not items:
-        return None
     extras: set[str] = set()
-    for item in items:
+    for item in items if isinstance(items, list) else []:
         try:
             requirement = Requirement(item) if isinstance(item, str) else None
         except InvalidRequirement:
-            return None
-        if requirement is None or normalize_name(requirement.name) != project:
-            return None
-        extras |= {normalize_name(e) for e in requirement.extras}
+            continue
+        if requirement is not None and normalize_name(requirement.name) == project:
+            extras |= {normalize_name(e) for e in requirement.extras}
     return extras
 
 
@@ -144,31 +141,30 @@ class _Reader:
         self.groups(("project", "optional-dependencies"), groups)
 
     def _within_aggregate(self, project: str, groups: dict[str, Any]) -> dict[str, Any]:
-        """Where a group lists only the project's own extras (flux's ``all =
+        """Where the group ``all`` names the project's own extras (flux's ``all =
         ["flux[gradio]", "flux[streamlit]", "flux[torch]"]``, what its README installs),
-        those are the groups used; another (flux's ``tensorrt``, which needs NVIDIA's
-        container and index) is left out and listed."""
+        those (and the extras they name in turn) are the groups used; another (flux's
+        ``tensorrt``, which needs NVIDIA's container and index) is left out and listed.
+        Without such a group every group is read."""
         own = normalize_name(project)
-        named: set[str] = set()
-        for group, items in groups.items():
-            extras = _own_extras(own, items)
-            if extras is not None:
-                named |= {normalize_name(group), *extras}
-        if not named:
+        by_name = {normalize_name(g): items for g, items in groups.items()}
+        if not _own_extras(own, by_name.get("all")):
             return groups
+        named, todo = {"all"}, ["all"]
+        while todo:
+            for extra in _own_extras(own, by_name.get(todo.pop())) - named:
+                named.add(extra)
+                todo.append(extra)
         kept = {}
         for group, items in groups.items():
             if normalize_name(group) in named or is_dev_group(group):
                 kept[group] = items
                 continue
             origin = self.origin(("project", "optional-dependencies", group), f"[{group}]")
-            aggregates = ", ".join(
-                sorted(g for g, i in groups.items() if _own_extras(own, i) is not None)
-            )
             self.builder.note(
                 DROPPED,
-                f"optional group {group!r} left out: the group {aggregates!r}, which lists "
-                "the project's own extras, does not name it",
+                f"optional group {group!r} left out: the group 'all', which lists the "
+                "project's own extras, does not name it",
                 origin,
             )
         return kept
