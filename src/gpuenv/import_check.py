@@ -29,9 +29,9 @@ environment of ``gpuenv._network``, uv's prose read by ``gpuenv.lock._uv_output`
   builds (``--no-binary NAME``: their sdist, as the lock builds them). A dependency uv
   finds no usable wheel of (omegaconf 2.1.1's antlr4-python3-runtime 4.8, wandb
   0.15's pathtools: published as source archives only) is what ``gpuenv lock`` locks
-  as a source build: the check runs again with that package's sdist allowed (at most
-  ``_SDIST_ROUNDS`` times) and, where that resolves, says the environment resolves
-  and names the packages built from source, instead of a conflict that is none;
+  as a source build: the check runs once more as the lock resolves (any sdist allowed)
+  and, where that resolves, says so and names the packages it takes from a source
+  archive (read from uv's pylock.toml), instead of a conflict that is none;
 - direct URL and git requirements are left out (a clone per import is not a check) and
   named.
 
@@ -211,7 +211,6 @@ def _argv(
     request: CheckRequest,
     index: Index,
     platform: str,
-    sdists: tuple[str, ...] = (),
 ) -> list[str | os.PathLike[str]]:
     argv: list[str | os.PathLike[str]] = [
         uv,
@@ -232,7 +231,7 @@ def _argv(
         "--only-binary",
         ":all:",
     ]
-    for name in (*inputs.no_binary, *sdists):
+    for name in inputs.no_binary:
         argv += ["--no-binary", name]
     if inputs.constraints:
         constraints = folder / "torch-family.txt"
@@ -291,51 +290,98 @@ def _with(answer: ResolveCheck, inputs: _Inputs, platform: str, started: float) 
 
 
 def _run(request: CheckRequest, inputs: _Inputs, platform: str) -> ResolveCheck:
-    from gpuenv import _proc
+    """Wheels only first (but for the builds); where uv says some package has no usable
+    wheel, once more as ``gpuenv lock`` resolves (any sdist allowed), reading uv's
+    pylock.toml to name what that run takes from a source archive."""
     from gpuenv.lock.uv import find_uv
 
     uv = find_uv()
     index = Index.parse(DEFAULT_INDEX_NAME, request.index)
     env = uv_environment(os.environ, (index,), UV_PYTHON_DOWNLOADS="never")
     deadline = time.monotonic() + request.timeout
-    sdists: tuple[str, ...] = ()
-    for _ in range(_SDIST_ROUNDS + 1):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise ExternalToolError(f"uv pip compile took over {request.timeout:.0f} s")
-        with tempfile.TemporaryDirectory(prefix="gpuenv-import-check-") as tmp:
-            argv = _argv(uv, Path(tmp), inputs, request, index, platform, sdists)
-            result = _proc.run(
-                argv,
-                timeout=left,
-                env=env,
-                cwd=tmp,
-                check=False,
-                what="uv pip compile (import --check-resolves)",
-            )
-        if result.returncode == 0:
-            pins = tuple(line for line in result.stdout.splitlines() if "==" in line[:200])
-            return ResolveCheck(
-                True,
-                f"uv resolved them for Python {request.python} on {platform}",
-                index.shown,
-                request.python,
-                platform,
-                resolved=tuple(redact(p.strip()) for p in pins if not p.startswith("#")),
-                built=sdists,
-            )
-        text = (result.stderr or result.stdout).strip()
-        more = tuple(n for n in _without_wheels(text) if n not in sdists and n not in _FAMILY)
-        if "No solution found" not in text or not more:
-            break
-        sdists = (*sdists, *more)
-    return _failure(request, inputs, index, platform, text)
+    with tempfile.TemporaryDirectory(prefix="gpuenv-import-check-") as tmp:
+        argv = _argv(uv, Path(tmp), inputs, request, index, platform)
+        code, text = _compile(argv, env, tmp, deadline, request.timeout)
+        if code == 0:
+            pins = tuple(line for line in text.splitlines() if "==" in line[:200])
+            return _resolved(request, index, platform, pins, ())
+        if "No solution found" not in text or not _without_wheels(text):
+            return _failure(request, inputs, index, platform, text)
+        # As the lock resolves: sdists allowed wherever no wheel fits.
+        output = Path(tmp) / "pylock.toml"
+        argv = [a for a in argv if a not in ("--only-binary", ":all:")]
+        argv += ["--format", "pylock.toml", "-o", output]
+        code, text = _compile(argv, env, tmp, deadline, request.timeout)
+        if code != 0:
+            return _failure(request, inputs, index, platform, text)
+        pins, built = _from_sources(output, inputs.no_binary)
+    return _resolved(request, index, platform, pins, built)
 
 
-_SDIST_ROUNDS = 12  # reruns with more source builds allowed (each names new packages;
-# lerobot 2025 needed seven, one sdist-only package each: robomimic, bddl, evdev, docopt,
-# hf-egl-probe, egl-probe, antlr4-python3-runtime); the check's deadline bounds them all
-_MARKER = re.compile(r"\{[^{}]*\}")
+def _compile(
+    argv: list[str | os.PathLike[str]],
+    env: dict[str, str],
+    cwd: str,
+    deadline: float,
+    limit: float,
+) -> tuple[int, str]:
+    """One uv run within what is left of the check's time: (exit status, its output:
+    stdout on success, else what it said)."""
+    from gpuenv import _proc
+
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ExternalToolError(f"uv pip compile took over {limit:.0f} s")
+    result = _proc.run(
+        argv,
+        timeout=round(left, 1),  # said in seconds ("did not finish within 90 s")
+        env=env,
+        cwd=cwd,
+        check=False,
+        what="uv pip compile (import --check-resolves)",
+    )
+    if result.returncode == 0:
+        return 0, result.stdout
+    return result.returncode, (result.stderr or result.stdout).strip()
+
+
+def _from_sources(pylock: Path, builds: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The pins of uv's pylock.toml, and the packages it takes from a source archive
+    with no wheel beside it (the import's own builds left out: they are named already)."""
+    from gpuenv import _toml
+
+    data = _toml.loads(pylock.read_text(encoding="utf-8"))
+    pins: list[str] = []
+    built: list[str] = []
+    for package in data.get("packages", []):
+        if not isinstance(package, dict) or not isinstance(package.get("name"), str):
+            continue
+        name = normalize_name(package["name"])
+        pins.append(f"{name}=={package.get('version', '')}")
+        if package.get("sdist") and not package.get("wheels") and name not in builds:
+            built.append(name)
+    return tuple(pins), tuple(built)
+
+
+def _resolved(
+    request: CheckRequest,
+    index: Index,
+    platform: str,
+    pins: tuple[str, ...],
+    built: tuple[str, ...],
+) -> ResolveCheck:
+    return ResolveCheck(
+        True,
+        f"uv resolved them for Python {request.python} on {platform}",
+        index.shown,
+        request.python,
+        platform,
+        resolved=tuple(redact(p.strip()) for p in pins if not p.startswith("#")),
+        built=built,
+    )
+
+
+_MARKER = re.compile(r"\{[^{}]*\}")  # uv's "evdev{'linux' in sys_platform}>=1.3.0"
 _WHEELLESS = re.compile(r"ha(?:s|ve) no usable wheels")
 _CLAUSE_START = ("Because ", "because ", " and ", "all of:", "all versions of ")
 
