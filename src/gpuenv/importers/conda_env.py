@@ -67,6 +67,11 @@ def release_of(specifier: str) -> str | None:
 BUILD_TOOLS = frozenset({"setuptools", "wheel"})
 
 
+# conda's command-line tools, and the options of their install/create that take a value.
+CONDA_TOOLS = ("conda", "mamba", "micromamba")
+_CONDA_VALUE_OPTIONS = frozenset({"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file"})
+
+
 @dataclass
 class CondaSink:
     """Turns conda packages into asks and facts of one reading."""
@@ -233,3 +238,20 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
             sink.spec(spec.strip(), origin)
     sink.finish()
     ctx.readings.append(builder.build())
+
+
+def read_install_args(
+    ctx: Context, builder: ReadingBuilder, args: list[str], origin: Origin
+) -> None:
+    """The packages of a ``conda install``/``create`` command line (a Dockerfile's RUN,
+    a README's shell block): every word that is neither an option nor its value."""
+    sink = CondaSink(ctx, builder)
+    skip = False
+    for token in args:
+        if skip:
+            skip = False
+        elif token in _CONDA_VALUE_OPTIONS:
+            skip = True
+        elif not token.startswith("-"):
+            sink.spec(token, origin)
+    sink.finish()

@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 from gpuenv.importers import images, requirements
 from gpuenv.importers._context import Context
 from gpuenv.importers._text import OUTSIDE, fail, line_not_read
-from gpuenv.importers.conda_env import CondaSink
+from gpuenv.importers.conda_env import CONDA_TOOLS, read_install_args
 from gpuenv.importers.model import (
     INCLUDED,
     PYTHON,
@@ -36,8 +36,6 @@ from gpuenv.importers.model import (
 _INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)\s*(.*)$", re.DOTALL)
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 _PIP = ("pip", "pip3", "pip3.8", "pip3.9", "pip3.10", "pip3.11", "pip3.12")
-_CONDA = ("conda", "mamba", "micromamba")
-_CONDA_VALUE_OPTIONS = {"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file"}
 
 
 def instructions(text: str, display: str) -> list[tuple[int, str, str]]:
@@ -167,7 +165,7 @@ def _pip_tokens(tokens: list[str]) -> list[str] | None:
 
 def _conda_tokens(tokens: list[str]) -> list[str] | None:
     words = _command_words(tokens)
-    if len(words) >= 2 and words[0].rsplit("/", 1)[-1] in _CONDA and words[1] == "install":
+    if len(words) >= 2 and words[0].rsplit("/", 1)[-1] in CONDA_TOOLS and words[1] == "install":
         return words[2:]
     return None
 
@@ -231,16 +229,7 @@ def _requirements_file(state: _State, name: str, origin: Origin) -> None:
 
 
 def _conda_install(state: _State, tokens: list[str], origin: Origin) -> None:
-    sink = CondaSink(state.ctx, state.builder)
-    skip = False
-    for token in tokens:
-        if skip:
-            skip = False
-        elif token in _CONDA_VALUE_OPTIONS:
-            skip = True
-        elif not token.startswith("-"):
-            sink.spec(token, origin)
-    sink.finish()
+    read_install_args(state.ctx, state.builder, tokens, origin)
     if any(a.name == "torch" and a.origin is origin for a in state.builder.asks):
         state.torch_by_run = True
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
 from gpuenv.importers._text import line_not_read
-from gpuenv.importers.conda_env import CondaSink
+from gpuenv.importers.conda_env import CONDA_TOOLS, read_install_args
 from gpuenv.importers.model import Authority, Origin, ReadingBuilder
 
 # Where repositories keep install commands, in the order they are read.
@@ -27,10 +27,8 @@ _FENCE = re.compile(r"^\s{0,3}(```+|~~~+)\s*([A-Za-z0-9_+.-]*)")
 _SHELLS = frozenset({"", "bash", "sh", "shell", "console", "zsh", "shell-session", "sh-session"})
 _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?[$%>]\s+")
 _PIP = re.compile(r"pip(?:3(?:\.\d{1,2})?)?")
-_CONDA = ("conda", "mamba", "micromamba")
 _ASKS = re.compile(r"\b(?:pip[0-9.]*|conda|mamba|micromamba)\s+(?:.*\s)?(?:install|create)\b")
 _MAX_COMMAND = 8192  # characters of one command, continuations joined
-_CONDA_VALUE_OPTIONS = {"-c", "--channel", "-n", "--name", "-p", "--prefix", "--file"}
 
 
 def doc_files(folder: Path) -> list[Path]:
@@ -123,9 +121,9 @@ def _install_words(tokens: list[str]) -> tuple[str, list[str]] | None:
         words, head = ["pip", *words[3:]], "pip"
     if _PIP.fullmatch(head) and words[1:2] == ["install"]:
         return "pip", words[2:]
-    if head in _CONDA and words[1:2] == ["install"]:
+    if head in CONDA_TOOLS and words[1:2] == ["install"]:
         return "conda", words[2:]
-    if head in _CONDA and words[1:2] == ["create"]:
+    if head in CONDA_TOOLS and words[1:2] == ["create"]:
         return "conda", words[2:]
     return None
 
@@ -150,18 +148,5 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
                         continue  # a file discovery would have found: not in this folder
                     feeder.args(rest, origin)
                 else:
-                    _conda(ctx, builder, args, origin)
+                    read_install_args(ctx, builder, args, origin)
     ctx.readings.append(builder.build())
-
-
-def _conda(ctx: Context, builder: ReadingBuilder, args: list[str], origin: Origin) -> None:
-    sink = CondaSink(ctx, builder)
-    skip = False
-    for token in args:
-        if skip:
-            skip = False
-        elif token in _CONDA_VALUE_OPTIONS:
-            skip = True
-        elif not token.startswith("-"):
-            sink.spec(token, origin)
-    sink.finish()
