@@ -10,8 +10,12 @@ wheels to the lock (the fixed cost shows at 10, the per-package cost at 200).
 
 Target (issue 28): gpuenv <= 1.1x uv, warm and cold.
 
+With --pypi (needs network) the environment is the issue's own: an H100 target on the
+default index's torch 2.9.1 build (cu128) with transformers, accelerate and datasets
+(about 66 artifacts, 3.9 GiB; --cold downloads that for every run of each tool).
+
 Usage: .venv/bin/python bench/install.py [--runs N] [--cold] [--scale N] [--no-pip]
-       [--heavy] [--torch-wheel PATH]
+       [--heavy] [--torch-wheel PATH] [--pypi]
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from _project import bench_index, scale_names
+from _project import PYPI_SPEC, bench_index, scale_names
 from _timing import REPO, alternate, compiled, interpreter, load, ratio, report
 
 
@@ -79,8 +83,10 @@ def main() -> int:
         type=Path,
         help="install this real torch wheel in place of the fixture's small one",
     )
+    parser.add_argument("--pypi", action="store_true", help="the issue's H100 environment")
     args = parser.parse_args()
     compiled()
+    name = "h100" if args.pypi else "cpu"
     python = Path(interpreter())
     uv = str(REPO / ".venv" / "bin" / "uv")
     base = str(Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}")
@@ -88,7 +94,7 @@ def main() -> int:
         work = Path(tmp)
         project = work / "project"
         project.mkdir()
-        spec = bench.spec("cpu")
+        spec = PYPI_SPEC.rstrip("\n") if args.pypi else bench.spec("cpu")
         if args.scale:
             deps = ", ".join(f'"{n}"' for n in ["transformers>=4.44", *scale_names(args.scale)])
             spec = "\n".join(
@@ -116,14 +122,14 @@ def main() -> int:
             from gpuenv.lock.format import write_lock
 
             digest = hashlib.sha256(args.torch_wheel.read_bytes()).hexdigest()
-            cpu = lock.targets["cpu"]
+            target = lock.targets[name]
             pip = tuple(
                 replace(p, url=args.torch_wheel.resolve().as_uri(), sha256=digest)
                 if p.name == "torch"
                 else p
-                for p in cpu.pip
+                for p in target.pip
             )
-            lock = replace(lock, targets={"cpu": replace(cpu, pip=pip)})
+            lock = replace(lock, targets={name: replace(target, pip=pip)})
             write_lock(project / "gpuenv.lock", lock)
         if args.heavy:
             from dataclasses import replace
@@ -135,11 +141,11 @@ def main() -> int:
                 PipPackage(name, "1.0", path.as_uri(), sha256)
                 for name, sha256, path in heavy_wheels(work / "heavy", 25, 1200)
             )
-            cpu = lock.targets["cpu"]
-            lock = replace(lock, targets={"cpu": replace(cpu, pip=cpu.pip + extra)})
+            target = lock.targets[name]
+            lock = replace(lock, targets={name: replace(target, pip=target.pip + extra)})
             write_lock(project / "gpuenv.lock", lock)
         requirements = work / "requirements.txt"
-        requirements.write_text(requirements_text(lock.targets["cpu"]))
+        requirements.write_text(requirements_text(lock.targets[name]))
         store = Path(bench.env["GPUENV_HOME"])
         uv_venv, pip_venv = work / "uv-venv", work / "pip-venv"
         uv_cache, pip_cache = work / "uv-cache", work / "pip-cache"
@@ -187,6 +193,12 @@ def main() -> int:
             "uv": ["sh", "-c", f"{shlex.join(uv_venv_argv)} && {shlex.join(sync)}"],
             "gpuenv": [str(python), "-m", "gpuenv", "install", "--frozen"],
         }
+        if args.pypi and not args.cold:
+            # uv checks each URL's freshness online; offline, its cache alone answers, as
+            # gpuenv's first try does: both anchors are printed.
+            offline = shlex.join([*sync[:3], "--offline", *sync[3:]])
+            commands["uv offline"] = ["sh", "-c", f"{shlex.join(uv_venv_argv)} && {offline}"]
+            before["uv offline"] = before["uv"]
         if not args.no_pip:
             venv = shlex.join([base, "-m", "venv", "--without-pip", str(pip_venv)])
             commands["pip"] = ["sh", "-c", f"{venv} && {shlex.join(pip_install)}"]
@@ -204,7 +216,7 @@ def main() -> int:
             before=before,
             cpu=spent,
         )
-        packages = len(lock.targets["cpu"].pip)
+        packages = len(lock.targets[name].pip)
         print(f"-- {packages} locked artifacts, {'cold' if args.cold else 'warm'} caches")
         report("uv venv + uv pip sync --require-hashes", times["uv"], cpu=spent["uv"])
         report(
@@ -214,6 +226,19 @@ def main() -> int:
             cpu=spent["gpuenv"],
             cpu_baseline=spent["uv"],
         )
+        if "uv offline" in times:
+            report(
+                "uv venv + uv pip sync --offline",
+                times["uv offline"],
+                cpu=spent["uv offline"],
+            )
+            report(
+                "gpuenv install --frozen",
+                times["gpuenv"],
+                baseline=times["uv offline"],
+                cpu=spent["gpuenv"],
+                cpu_baseline=spent["uv offline"],
+            )
         if "pip" in times:
             report(
                 "python -m venv + pip install --require-hashes",

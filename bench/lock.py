@@ -16,8 +16,8 @@ Cases (each its own alternating run):
 - `--check-after`: `lock --check` and `install --frozen` right after a lock (the lock
   leaves lock --check's note) against the same commands with no note (cache emptied of
   it: the full check), and the lock itself beside uv.
-With --pypi (needs network) the one-target case runs against the default index: an
-H100 on driver 535, whose build (cu121) is that index's own torch 2.4.1.
+With --pypi (needs network) the one-target case is the issue's own: an H100 on the
+default index's torch 2.9.1 build (cu128) with transformers, accelerate and datasets.
 
 Targets (issue 28): one target <= 1.1x uv, four identical targets <= 1.2x one.
 
@@ -36,7 +36,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from _project import REQUIREMENTS, Bench, bench_index, scale_names
+from _project import PYPI_REQUIREMENTS, PYPI_SPEC, REQUIREMENTS, Bench, bench_index, scale_names
 from _timing import REPO, alternate, compiled, interpreter, load, ratio, report
 
 
@@ -49,10 +49,7 @@ def _spec(bench: Bench, *, targets: int, extra: list[str], pypi: bool) -> str:
             for line in spec.splitlines()
         )
     if pypi:
-        spec = spec.replace("550.54.15", "535.104.05")
-        spec = "\n".join(
-            line for line in spec.splitlines() if not line.startswith(("index-url", "torch-index"))
-        )
+        return PYPI_SPEC
     if targets > 1:
         block = '[targets.h100]\ngpu = "H100"\ndriver = "550.54.15"\n'
         nodes = "".join(block.replace("h100]", f"node-{n}]") for n in range(targets))
@@ -92,8 +89,10 @@ def _project(bench: Bench, name: str, *, targets: int, extra: list[str], pypi: b
     project = bench.root / name
     project.mkdir()
     (project / "gpuenv.toml").write_text(_spec(bench, targets=targets, extra=extra, pypi=pypi))
-    torch = "torch==2.4.1" if pypi else "torch==2.4.1+cu124"
-    lines = [r.replace("torch==2.4.1", torch) for r in REQUIREMENTS] + extra
+    if pypi:
+        lines = PYPI_REQUIREMENTS + extra
+    else:
+        lines = [r.replace("torch==2.4.1", "torch==2.4.1+cu124") for r in REQUIREMENTS] + extra
     (project / "requirements.in").write_text("\n".join(lines) + "\n")
     return project
 
