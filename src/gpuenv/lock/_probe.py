@@ -38,12 +38,14 @@ def page_status(url: str, index: Index) -> int | None:
 
 
 def _status(url: str, index: Index) -> int | None:
+    from gpuenv._http import urlopen
+
     request = urllib.request.Request(url, method="GET")  # noqa: S310 - an index's http(s) URL
     if index.username is not None:
         pair = f"{index.username}:{index.password or ''}".encode()
         request.add_header("Authorization", "Basic " + base64.b64encode(pair).decode())
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:  # noqa: S310
+        with urlopen(request, timeout=TIMEOUT) as response:
             return int(response.status)
     except urllib.error.HTTPError as exc:
         return exc.code

@@ -85,9 +85,9 @@ Opener = Callable[["Request", float], "io.BufferedIOBase"]
 
 
 def _open(request: Request, timeout: float) -> io.BufferedIOBase:
-    from urllib.request import urlopen
+    from gpuenv._http import urlopen
 
-    return urlopen(request, timeout=timeout)  # type: ignore[no-any-return]  # noqa: S310
+    return urlopen(request, timeout=timeout)  # type: ignore[no-any-return]
 
 
 def _get(
