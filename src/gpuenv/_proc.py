@@ -21,7 +21,8 @@ it has no terminal to read, and nothing gpuenv runs should wait on one.
 
 ``running()`` names the children running now, so a progress display can say how much
 they have read (``/proc/<pid>/io``: a download's bytes) without the library knowing
-anything of displays.
+anything of displays; a child that only reads local files beside a download
+(``metered=False``: install's early wheels) is left out of it.
 """
 
 from __future__ import annotations
@@ -69,6 +70,20 @@ class ProcResult:
     seconds: float
 
 
+@dataclass(frozen=True)
+class Watch:
+    """What a caller follows of a child while ``run`` runs it, each optional:
+    ``on_stderr_line`` sees each line of stderr as it arrives (the probe names each check
+    as it starts it; stderr is still captured whole); ``on_start`` is given the child's
+    pid, its process group's too, as soon as it runs (a caller in another thread that may
+    have to kill it); ``metered=False`` keeps it out of ``running()`` (a child that reads
+    local files beside a download)."""
+
+    on_stderr_line: Callable[[str], None] | None = None
+    on_start: Callable[[int], None] | None = None
+    metered: bool = True
+
+
 def _tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
     return "\n".join(text.rstrip().splitlines()[-lines:])
 
@@ -83,7 +98,12 @@ def running() -> tuple[int, ...]:
 
 
 @contextlib.contextmanager
-def _tracked(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> Iterator[None]:
+def _tracked(
+    process: subprocess.Popen[str] | subprocess.Popen[bytes], *, metered: bool = True
+) -> Iterator[None]:
+    if not metered:
+        yield
+        return
     _running.add(process.pid)
     try:
         yield
@@ -255,16 +275,17 @@ def run(
     input_text: str | None = None,
     check: bool = True,
     what: str | None = None,
-    on_stderr_line: Callable[[str], None] | None = None,
+    watch: Watch | None = None,
 ) -> ProcResult:
     """Run ``argv`` and return its captured output.
 
     ``check`` raises ``ExternalToolError`` on a non-zero exit; a missing program or a
     timeout always raises. ``what`` names the step for the error message ("uv pip
-    compile"); it defaults to the program name. ``on_stderr_line`` sees each line of
-    stderr as it arrives (the probe names each check as it starts it); stderr is still
-    captured whole.
+    compile"); it defaults to the program name. ``watch``: what the caller follows of
+    the child while it runs.
     """
+    watch = watch or Watch()
+    on_stderr_line, on_start = watch.on_stderr_line, watch.on_start
     args = tuple(os.fspath(a) for a in argv)
     label = what or Path(args[0]).name
     started = time.perf_counter()
@@ -274,7 +295,14 @@ def run(
         raise ExternalToolError(f"{label}: program not found: {args[0]}", argv=args) from exc
     except ValueError as exc:  # a NUL byte in an argument or the environment
         raise _unstartable(label, args, exc) from None
-    with _tracked(process):
+    with _tracked(process, metered=watch.metered):
+        if on_start is not None:
+            try:
+                on_start(process.pid)
+            except BaseException:
+                kill_group(process)
+                _drain(process)
+                raise
         if on_stderr_line is None:
             stdout, stderr = _communicate(process, input_text, timeout, label)
         else:

@@ -4,6 +4,7 @@ prefix so gc keeps them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,19 +23,22 @@ FETCH_WORKERS = 8
 
 
 def fetch_artifacts(
-    store: Store, request: InstallRequest, progress: Progress, target: LockedTarget | None = None
+    store: Store,
+    request: InstallRequest,
+    progress: Progress,
+    target: LockedTarget | None = None,
+    *,
+    on_stored: Callable[[Artifact, Path], None] | None = None,
+    before_download: Callable[[], None] | None = None,
 ) -> ArtifactSources:
     """Every artifact the target names, checked, in the store's artifacts (``gpuenv._fetch``:
-    fetched only when missing, several at a time); the sources that hand uv and rattler
-    those local files. A pack after this install downloads nothing."""
-    from gpuenv._fetch import (
-        budget,
-        credentials_from,
-        credentials_of,
-        disk_needed,
-        human_size,
-        require_space,
-    )
+    fetched only when missing, several at a time, the largest first); the sources that
+    hand uv and rattler those local files. A pack after this install downloads nothing.
+    When anything is fetched: ``before_download`` runs once the cost is known and the
+    disk checked, before the fetch is said and begins; ``on_stored`` is told of each
+    artifact as it is in the store (from the fetching threads). ``install.early`` uses
+    both."""
+    from gpuenv._fetch import credentials_from, credentials_of
     from gpuenv.errors import DownloadError
     from gpuenv.lock.artifacts import merged, target_artifacts
 
@@ -45,19 +49,68 @@ def fetch_artifacts(
     stored = store.artifacts()
     missing = stored.missing(artifacts)
     credentials = {**credentials_from(request.channels), **credentials_of(request.all_indexes)}
-    if missing:  # said, and the disk checked, before anything is downloaded
-        cost = budget(missing, request.sources, credentials)
-        needed = disk_needed(cost.download, cost.count)
-        progress(
-            f"{target.name}: fetching {cost.count} of {len(artifacts)} artifacts into the "
-            f"store: {cost.shown}, about {human_size(needed)} of disk with the environment"
-        )
-        require_space(store.root, needed, f"target {target.name}")
     if not missing:  # all stored: a stat and a stamp each, no threads
         found = {a: stored.find(a) for a in artifacts}
         files = {url: path for a, path in found.items() if path is not None for url in a.urls}
         if len(files) == sum(len(a.urls) for a in artifacts):
             return ArtifactSources(files=files, mirrors=request.sources.mirrors)
+    sizes, said = _cost(store, request, target, missing, len(artifacts), credentials)
+    if before_download is not None:
+        before_download()
+    if said:
+        progress(said)
+
+    def one(artifact: Artifact, advance: Callable[[int, int | None], None]) -> Path:
+        path = stored.ensure(artifact, request.sources, credentials=credentials, advance=advance)
+        if on_stored is not None:
+            on_stored(artifact, path)
+        return path
+
+    try:
+        paths = _download(artifacts, sizes, one)
+    except DownloadError as exc:
+        network = network_failure(_artifact_kind(exc, artifacts), exc.message, request)
+        if network is not None:
+            raise network from None
+        raise
+    files = {url: path for a, path in zip(artifacts, paths, strict=True) for url in a.urls}
+    return ArtifactSources(files=files, mirrors=request.sources.mirrors)
+
+
+def _cost(
+    store: Store,
+    request: InstallRequest,
+    target: LockedTarget,
+    missing: list[Artifact],
+    count: int,
+    credentials: Mapping[str, tuple[str, str]],
+) -> tuple[dict[str, int], str]:
+    """What the download costs, with the disk checked before anything is written: each
+    missing artifact's size where its server said (by sha256), and the line to say."""
+    from gpuenv._fetch import budget, disk_needed, human_size, require_space
+
+    if not missing:  # stored, but a file went missing meanwhile: fetched again, unsaid
+        return {}, ""
+    cost = budget(missing, request.sources, credentials)
+    needed = disk_needed(cost.download, cost.count)
+    require_space(store.root, needed, f"target {target.name}")
+    said = (
+        f"{target.name}: fetching {cost.count} of {count} artifacts into the "
+        f"store: {cost.shown}, about {human_size(needed)} of disk with the environment"
+    )
+    return {a.sha256: n for a, n in zip(missing, cost.sizes, strict=False) if n is not None}, said
+
+
+def _download(
+    artifacts: list[Artifact],
+    sizes: Mapping[str, int],
+    one: Callable[[Artifact, Callable[[int, int | None], None]], Path],
+) -> list[Path]:
+    """``one(artifact, advance)`` for each artifact, several at a time, the largest first
+    (the longest downloads start at once instead of last, and what unpacks them,
+    install.early, has the most work soonest); their paths in the lock's order. The first
+    failure stops the others and is raised: the first in the lock's order, not the first
+    to happen, so the message is one and the same on every run."""
     # Only for downloads: concurrent.futures imports logging (4 ms, and a lock every
     # fork takes), which an install from the store never needs.
     import threading
@@ -69,31 +122,24 @@ def fetch_artifacts(
         if stop.is_set():
             raise _Stopped("stopped: another download failed")
 
-    def one(artifact: Artifact) -> Path:
-        return stored.ensure(artifact, request.sources, credentials=credentials, advance=advance)
-
+    order = sorted(range(len(artifacts)), key=lambda i: -sizes.get(artifacts[i].sha256, 0))
     pool = ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(artifacts)))
     try:
-        futures = [pool.submit(one, a) for a in artifacts]
+        submitted = {i: pool.submit(one, artifacts[i], advance) for i in order}
+        futures = [submitted[i] for i in range(len(artifacts))]  # the lock's order
         wait(futures, return_when=FIRST_EXCEPTION)
         if any(f.done() and f.exception() for f in futures):
             stop.set()
             pool.shutdown(wait=True, cancel_futures=True)
-            # The first failure in the lock's order (not the first to finish): one message.
             errors = [f.exception() for f in futures if not f.cancelled()]
             raise next(e for e in errors if e is not None and not isinstance(e, _Stopped))
         paths = [f.result() for f in futures]
-    except BaseException as exc:
+    except BaseException:
         stop.set()
         pool.shutdown(wait=True, cancel_futures=True)
-        if isinstance(exc, DownloadError):
-            network = network_failure(_artifact_kind(exc, artifacts), exc.message, request)
-            if network is not None:
-                raise network from None
         raise
     pool.shutdown()
-    files = {url: path for a, path in zip(artifacts, paths, strict=True) for url in a.urls}
-    return ArtifactSources(files=files, mirrors=request.sources.mirrors)
+    return paths
 
 
 def record_artifacts(prefix: Path, sources: ArtifactSources) -> None:

@@ -69,9 +69,27 @@ def _build_prefix(
     left_out = _left_out(request)
     if left_out:  # the dependency groups not asked for
         target = replace(target, pip=tuple(p for p in target.pip if p.name not in left_out))
-    request = replace(request, sources=fetch_artifacts(store, request, progress, target))
     uv = uv_binary(request)
     env = uv_env(store, request)
+    if target.conda:
+        request = replace(request, sources=fetch_artifacts(store, request, progress, target))
+    else:  # wheels go into the environment as they are stored (install.early)
+        from gpuenv.install.early import early_wheels
+
+        made: list[bool] = []
+
+        def venv() -> None:
+            progress(f"{target.name}: creating the Python {target.stack.python} environment")
+            make_venv(prefix, target.stack.python, uv, env)
+            made.append(True)
+
+        with early_wheels(prefix, target.pip, uv, env) as early:
+            sources = fetch_artifacts(
+                store, request, progress, target, on_stored=early.stored, before_download=venv
+            )
+        request = replace(request, sources=sources)
+        if not made:  # nothing to download
+            venv()
     if target.conda:
         progress(f"{target.name}: linking {len(target.conda)} conda packages")
         install_conda(prefix, target.conda, store.cache("rattler"), request)
@@ -80,9 +98,6 @@ def _build_prefix(
                 raise InstallError(f"conda's python package left no bin/python in {prefix}")
         else:  # conda tools beside a virtual environment ([conda] python = false)
             make_venv(prefix, target.stack.python, uv, env, allow_existing=True)
-    else:
-        progress(f"{target.name}: creating the Python {target.stack.python} environment")
-        make_venv(prefix, target.stack.python, uv, env)
     record_artifacts(prefix, request.sources)
     progress(f"{target.name}: installing {len(target.pip)} pip packages")
     install_pip(prefix, target, uv, env, request)

@@ -65,7 +65,7 @@ def run_probe(
                 env=env,
                 check=False,
                 what="the probe",
-                on_stderr_line=_check_reporter(progress) if progress else None,
+                watch=_proc.Watch(on_stderr_line=_check_reporter(progress) if progress else None),
             )
         except ExternalToolError as exc:
             return _not_run(exc, timeout)
