@@ -85,7 +85,10 @@ def test_an_unreachable_torch_index_writes_the_reachable_target_and_names_the_ot
     error = json.loads(as_json.stdout)["error"]
     assert error["kind"] == "network" and error["target"] == "cpu"
     assert error["failed"]["cpu"]["cause"] == "refused"
-    assert error["failed"]["cpu"]["url"] == f"{dead}/cpu/torch/"
+    # uv asks for the family's pages at once and names the first that failed: under load
+    # torchvision's came first once in a full run, torch's otherwise
+    family = {f"{dead}/cpu/{name}/" for name in ("torch", "torchvision", "torchaudio")}
+    assert error["failed"]["cpu"]["url"] in family, error["failed"]["cpu"]["url"]
     assert error["locked"] == ["h100"] and error["written"] is False  # same bytes again
     assert project.gpuenv("lock", "--check").returncode == 1, "cpu is still not locked"
 
