@@ -183,3 +183,21 @@ def test_the_largest_artifacts_are_fetched_first_and_returned_in_the_locks_order
     paths = fetching._download(lock_order, sizes, one)
     assert started == ["b-large", "d-middle", "a-small", "c-unknown"]
     assert [p.name for p in paths] == names
+
+
+def test_an_entry_uv_must_not_read_ends_the_early_runs_without_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``requirement_line`` refuses it (the full install refuses it too, and says so):
+    the early thread stops quietly instead of dying with a traceback on stderr."""
+    import threading
+
+    died: list[object] = []
+    monkeypatch.setattr(threading, "excepthook", died.append)
+    uv, pids = _sleeping_uv(tmp_path, code=0)
+    ((package, path),) = _wheels(tmp_path / "store", "fine")
+    odd = PipPackage("two words", "1.0", package.url, package.sha256)
+    early = EarlyWheels(tmp_path / "prefix", [odd], uv, dict(os.environ))
+    early.stored(_artifact(odd, path), path)
+    early.finish()
+    assert died == [] and early.installed == [] and not pids.exists()

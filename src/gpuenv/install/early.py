@@ -112,8 +112,8 @@ class EarlyWheels:
 
     def _runs(self) -> None:
         while batch := self._next_batch():
-            lines = [requirement_line(p, path.absolute().as_uri()) for p, path in batch]
             try:
+                lines = [requirement_line(p, path.absolute().as_uri()) for p, path in batch]
                 _proc.run(  # the requirements on stdin: nothing written but by uv
                     [*self._argv, "-r", "-"],
                     input_text="\n".join(lines) + "\n",
