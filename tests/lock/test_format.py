@@ -322,6 +322,29 @@ def test_an_absurd_glibc_is_refused_without_listing_a_tag_per_release() -> None:
     assert grown_kib < 200_000
 
 
+@pytest.mark.parametrize(
+    ("locked", "edited", "said"),
+    [
+        ('python = "3.11"', 'python = "3.99999999991"', 'stack.python: "3.99999999991" is not'),
+        ('__glibc = "2.28"', '__osx = "99999999.0"', "__osx: no macOS is 99999999.0"),
+    ],
+)
+def test_an_absurd_python_or_macos_is_refused_at_once(locked: str, edited: str, said: str) -> None:
+    """The lock fuzz's Python 3.99999999991 kept ``lock --check`` listing abi3 tags for a
+    hundred billion minors (killed after 10 s: exit 70); a macOS 99999999 would list a
+    platform tag per major. Each is one problem now, said in well under a second."""
+    import time
+
+    text = render_lock(sample())
+    assert locked in text
+    started = time.monotonic()
+    reading = parse_lock_text(text.replace(locked, edited, 1))
+    assert time.monotonic() - started < 5
+    assert any(said in problem for found in reading.damaged.values() for problem in found), (
+        reading.damaged
+    )
+
+
 def test_the_tags_a_target_installs_are_built_once_per_kind_of_target() -> None:
     """Each check of a target's wheels needs the hundreds of tags its platform and Python
     install: built once per kind of target and process, however many targets and checks

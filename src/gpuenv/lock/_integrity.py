@@ -47,7 +47,14 @@ from packaging.version import InvalidVersion, Version
 from gpuenv._marker import TARGET_NAME_RULE, valid_target_name
 from gpuenv._network import is_fetchable_url
 from gpuenv.lock._table import HASH_KEY, HEX, PIP_NAME, content_hash
-from gpuenv.lock._tags import ARCHES, FOREIGN, foreign_tags, linux_tags
+from gpuenv.lock._tags import (
+    ARCHES,
+    FOREIGN,
+    NEWEST_MACOS_MAJOR,
+    NEWEST_PYTHON_MINOR,
+    foreign_tags,
+    linux_tags,
+)
 from gpuenv.lock.model import (
     CondaPackage,
     LockedTarget,
@@ -203,6 +210,10 @@ def wheel_tag_problems(target: LockedTarget) -> list[str]:
         return []  # nothing gpuenv locks: the platform or Python check says so elsewhere
     glibc = _major_minor(target.virtual_packages.get("__glibc"))
     macos = _major_minor(target.virtual_packages.get("__osx"))
+    if python[1] > NEWEST_PYTHON_MINOR:
+        return []  # said by the stack.python check (two digits at most)
+    if macos is not None and macos[0] > NEWEST_MACOS_MAJOR:
+        return [f"virtual-packages.__osx: no macOS is {macos[0]}.{macos[1]}"]
     installs = _installable(target.platform, python, glibc, macos)
     problems = []
     for i, p in enumerate(target.pip):

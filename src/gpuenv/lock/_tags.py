@@ -14,6 +14,10 @@ _OLDEST_GLIBC_MINOR = 5  # manylinux1
 # Above every glibc there is: a lock edited to say glibc 2.99999999998 must not make a
 # list of a hundred billion tags (the reader was killed for memory, or exited 70).
 NEWEST_GLIBC_MINOR = 99
+# Likewise a Python 3.99999999991 (packaging lists an abi3 tag for every minor below it)
+# and a macOS 99999999 (a platform tag for every major down to 11): the reader hung.
+NEWEST_PYTHON_MINOR = 99
+NEWEST_MACOS_MAJOR = 99
 
 
 def linux_tags(platform: str, python: tuple[int, int], glibc_minor: int) -> list[Tag]:
