@@ -218,26 +218,17 @@ def main() -> int:
         )
         packages = len(lock.targets[name].pip)
         print(f"-- {packages} locked artifacts, {'cold' if args.cold else 'warm'} caches")
-        report("uv venv + uv pip sync --require-hashes", times["uv"], cpu=spent["uv"])
-        report(
-            "gpuenv install --frozen",
-            times["gpuenv"],
-            baseline=times["uv"],
-            cpu=spent["gpuenv"],
-            cpu_baseline=spent["uv"],
-        )
-        if "uv offline" in times:
-            report(
-                "uv venv + uv pip sync --offline",
-                times["uv offline"],
-                cpu=spent["uv offline"],
-            )
+        anchors = {"uv": "--require-hashes", "uv offline": "--offline"}
+        for anchor, how in anchors.items():
+            if anchor not in times:
+                continue
+            report(f"uv venv + uv pip sync {how}", times[anchor], cpu=spent[anchor])
             report(
                 "gpuenv install --frozen",
                 times["gpuenv"],
-                baseline=times["uv offline"],
+                baseline=times[anchor],
                 cpu=spent["gpuenv"],
-                cpu_baseline=spent["uv offline"],
+                cpu_baseline=spent[anchor],
             )
         if "pip" in times:
             report(

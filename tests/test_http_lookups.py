@@ -4,6 +4,7 @@ still checked against the host name."""
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import socket
 import ssl
@@ -30,14 +31,25 @@ class _Quiet(http.server.BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def server() -> Iterator[int]:
+@contextlib.contextmanager
+def _serving(tls: ssl.SSLContext | None = None) -> Iterator[int]:
+    """A loopback server answering "ok" (over TLS with ``tls``); its port."""
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Quiet)
+    if tls is not None:
+        httpd.socket = tls.wrap_socket(httpd.socket, server_side=True)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
-    yield httpd.server_address[1]
-    httpd.shutdown()
-    httpd.server_close()
+    try:
+        yield httpd.server_address[1]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def server() -> Iterator[int]:
+    with _serving() as port:
+        yield port
 
 
 @pytest.fixture
@@ -102,18 +114,10 @@ def test_a_certificate_is_still_checked_against_the_host_name(
     monkeypatch.setenv("SSL_CERT_FILE", str(test_ca.ca))
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(*test_ca.tls)
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Quiet)
-    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    port = httpd.server_address[1]
-    try:
+    with _serving(context) as port:
         assert _get(f"https://127.0.0.1:{port}/") == b"ok"
         with pytest.raises(urllib.error.URLError) as caught:
             _get(f"https://index.test:{port}/")
         assert isinstance(caught.value.reason, ssl.SSLCertVerificationError)
         assert "index.test" in str(caught.value.reason)
         assert lookups.count("index.test") == 1
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
