@@ -22,6 +22,7 @@ from gpuenv.lock.model import Lock, LockedTarget
 from gpuenv.store import Store, point_project
 
 if TYPE_CHECKING:
+    from gpuenv._artifacts import ArtifactSources
     from gpuenv.builds.model import BuildOutcome
     from gpuenv.editable.install import ProjectResult
     from gpuenv.lock.options import LockOptions
@@ -71,26 +72,11 @@ def _build_prefix(
         target = replace(target, pip=tuple(p for p in target.pip if p.name not in left_out))
     uv = uv_binary(request)
     env = uv_env(store, request)
-    if target.conda:
-        request = replace(request, sources=fetch_artifacts(store, request, progress, target))
-    else:  # wheels go into the environment as they are stored (install.early)
-        from gpuenv.install.early import early_wheels
-
-        made: list[bool] = []
-
-        def venv() -> None:
-            progress(f"{target.name}: creating the Python {target.stack.python} environment")
-            make_venv(prefix, target.stack.python, uv, env)
-            made.append(True)
-
-        with early_wheels(prefix, target.pip, uv, env) as early:
-            sources = fetch_artifacts(
-                store, request, progress, target, on_stored=early.stored, before_download=venv
-            )
+    if not target.conda:
+        sources = _fetch_into_venv(prefix, store, request, progress, target, uv, env)
         request = replace(request, sources=sources)
-        if not made:  # nothing to download
-            venv()
-    if target.conda:
+    else:
+        request = replace(request, sources=fetch_artifacts(store, request, progress, target))
         progress(f"{target.name}: linking {len(target.conda)} conda packages")
         install_conda(prefix, target.conda, store.cache("rattler"), request)
         if any(c.name == "python" for c in target.conda):
@@ -124,6 +110,36 @@ def _build_prefix(
         )
     write_activation(prefix, store, request, home)
     return python, outcomes
+
+
+def _fetch_into_venv(
+    prefix: Path,
+    store: Store,
+    request: InstallRequest,
+    progress: Progress,
+    target: LockedTarget,
+    uv: Path,
+    env: dict[str, str],
+) -> ArtifactSources:
+    """The target's artifacts fetched and its virtual environment made: before the
+    download when there is one (once the disk is checked), so that each wheel goes into
+    it as the fetch stores it (``install.early``); after, when everything is stored."""
+    from gpuenv.install.early import early_wheels
+
+    made: list[bool] = []
+
+    def venv() -> None:
+        progress(f"{target.name}: creating the Python {target.stack.python} environment")
+        make_venv(prefix, target.stack.python, uv, env)
+        made.append(True)
+
+    with early_wheels(prefix, target.pip, uv, env) as early:
+        sources = fetch_artifacts(
+            store, request, progress, target, on_stored=early.stored, before_download=venv
+        )
+    if not made:  # nothing to download
+        venv()
+    return sources
 
 
 def _left_out(request: InstallRequest) -> set[str]:
