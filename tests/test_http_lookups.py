@@ -121,3 +121,34 @@ def test_a_certificate_is_still_checked_against_the_host_name(
         assert isinstance(caught.value.reason, ssl.SSLCertVerificationError)
         assert "index.test" in str(caught.value.reason)
         assert lookups.count("index.test") == 1
+
+
+def test_one_tls_context_serves_every_https_request(
+    test_ca: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A context loads the CA bundle (40-57 ms of CPU): made once for many requests, and
+    made again when the certificate settings change (a second SSL_CERT_FILE is read)."""
+    made: list[ssl.SSLContext] = []
+    real = ssl._create_default_https_context
+
+    def counting() -> ssl.SSLContext:
+        context = real()
+        made.append(context)
+        return context
+
+    monkeypatch.setattr(ssl, "_create_default_https_context", counting)
+    monkeypatch.setenv("SSL_CERT_FILE", str(test_ca.ca))
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(*test_ca.tls)
+    with _serving(server) as port:
+        for _ in range(4):
+            assert _get(f"https://127.0.0.1:{port}/") == b"ok"
+        assert len(made) == 1
+        assert _http.tls_context() is made[0]
+        monkeypatch.setenv("SSL_CERT_FILE", str(test_ca.ca.parent / "none.pem"))
+        with pytest.raises(urllib.error.URLError):  # a new setting: read, and it trusts nothing
+            _get(f"https://127.0.0.1:{port}/")
+        assert len(made) == 2
+        monkeypatch.setenv("SSL_CERT_FILE", str(test_ca.ca))
+        assert _get(f"https://127.0.0.1:{port}/") == b"ok"
+        assert len(made) == 2

@@ -15,6 +15,7 @@ A program that replaces ``socket.getaddrinfo`` (a test) gets a memo of its own.
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import http.client
+    import ssl
 
 TTL = 300.0  # seconds an answer is reused: a CLI run, not a resolver's cache
 
@@ -30,6 +32,7 @@ _LOCK = threading.Lock()
 # (getaddrinfo in use, host, port) -> (when looked up, addresses in the resolver's order)
 _MEMO: dict[tuple[object, str, int], tuple[float, tuple[str, ...]]] = {}
 _opener: urllib.request.OpenerDirector | None = None
+_CONTEXTS: dict[tuple[object, str | None, str | None], ssl.SSLContext] = {}
 
 
 def addresses(host: str, port: int) -> tuple[str, ...]:
@@ -75,8 +78,33 @@ class _HTTPHandler(urllib.request.HTTPHandler):
         return super().do_open(_remembering(http_class), req, **kwargs)
 
 
+def tls_context() -> ssl.SSLContext:
+    """The verifying TLS context of this process's certificate settings, made once.
+
+    ``http.client`` makes a new default context for every HTTPS connection, and loading
+    the system's CA bundle into one costs 40-57 ms of CPU here: sizing and fetching the
+    68 artifacts of a CUDA stack made 136 of them (5-8 s of CPU, on a cold install that
+    is CPU-bound). The settings it reads (``SSL_CERT_FILE``, ``SSL_CERT_DIR``, and the
+    ``ssl`` module's default-context factory, which a program may replace) are the key:
+    a changed setting gets a context of its own."""
+    import ssl
+
+    factory = ssl._create_default_https_context  # what http.client calls
+    key = (factory, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+    with _LOCK:
+        context = _CONTEXTS.get(key)
+        if context is None:
+            context = factory()
+            context.set_alpn_protocols(["http/1.1"])  # as http.client sets its own
+            if context.post_handshake_auth is not None:
+                context.post_handshake_auth = True
+            _CONTEXTS[key] = context
+    return context
+
+
 class _HTTPSHandler(urllib.request.HTTPSHandler):
     def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        kwargs["context"] = kwargs.get("context") or tls_context()
         return super().do_open(_remembering(http_class), req, **kwargs)
 
 
