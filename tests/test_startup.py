@@ -190,7 +190,7 @@ def test_torch_metadata_found_in_the_cache_loads_no_wheel_reader(tmp_path: objec
         "import sys\n"
         "from pathlib import Path\n"
         "from gpuenv.lock.model import PipPackage, PipRequest\n"
-        "from gpuenv.lock.wheelcheck import _metadata\n"
+        "from gpuenv.lock.wheelcheck import read_wheel_metadata\n"
         "cache = Path(sys.argv[1])\n"
         "sha = 'a' * 64\n"
         "(cache / 'wheel-metadata').mkdir(parents=True)\n"
@@ -199,7 +199,7 @@ def test_torch_metadata_found_in_the_cache_loads_no_wheel_reader(tmp_path: objec
         "url = 'https://i.invalid/torch-2.4.1%2Bcu124-cp311-cp311-linux_x86_64.whl'\n"
         "package = PipPackage('torch', '2.4.1+cu124', url, sha, None, ())\n"
         "request = PipRequest(requirements=('torch',), python='3.11', cache_dir=cache)\n"
-        "assert _metadata(object(), package, request) == text\n"
+        "assert read_wheel_metadata(object(), package, request) == text\n"
         "print('gpuenv.lock.wheelmeta' in sys.modules, 'zipfile' in sys.modules)\n"
     )
     out = subprocess.run(

@@ -174,7 +174,7 @@ def test_the_metadata_cache_is_checked_before_it_is_believed(tmp_path: Path) -> 
     import os
 
     from gpuenv.lock.model import PipPackage, PipRequest
-    from gpuenv.lock.wheelcheck import _metadata
+    from gpuenv.lock.wheelcheck import read_wheel_metadata
 
     real = "Metadata-Version: 2.1\nName: torch\nVersion: 2.4.1+cu124\nRequires-Dist: x\n\n"
 
@@ -190,11 +190,11 @@ def test_the_metadata_cache_is_checked_before_it_is_believed(tmp_path: Path) -> 
     cached = tmp_path / "wheel-metadata" / f"{'a' * 64}.METADATA"
     cached.parent.mkdir()
     os.mkfifo(cached)
-    assert _metadata(Source(), package, request) == real and Source.calls == 1
+    assert read_wheel_metadata(Source(), package, request) == real and Source.calls == 1
     for planted in (real.replace("2.4.1+cu124", "2.5.0"), "Metadata-Version: 2.1\nName: tor"):
         cached.unlink()
         cached.write_text(planted)
-        assert _metadata(Source(), package, request) == real
+        assert read_wheel_metadata(Source(), package, request) == real
     assert Source.calls == 3
     assert cached.read_text() == real, "the cache is rewritten with what the wheel says"
-    assert _metadata(Source(), package, request) == real and Source.calls == 3
+    assert read_wheel_metadata(Source(), package, request) == real and Source.calls == 3

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar
 
+from gpuenv.lock._background import Background
 from gpuenv.lock.model import (
     CondaPackage,
     CondaRequest,
@@ -33,6 +34,7 @@ from gpuenv.lock.model import (
     PipRequest,
     PipResolver,
 )
+from gpuenv.lock.torch_page import Pages
 
 R = TypeVar("R")
 A = TypeVar("A")
@@ -102,7 +104,6 @@ class SharedPip:
         if len(distinct) < 2:
             return  # nothing to run beside: the lock resolves it itself
         self._slots = threading.BoundedSemaphore(max(1, limit or os.cpu_count() or 1))
-        from gpuenv.lock._background import Background
 
         def run(request: PipRequest) -> None:
             with contextlib.suppress(Exception):  # kept in the memo for resolve()
@@ -113,8 +114,53 @@ class SharedPip:
 
 
 class SharedPipWithMetadata(SharedPip):
+    """A ``SharedPip`` that also reads each wheel's METADATA once per lock (by its
+    sha256): a read started ahead (``read_ahead``, beside the resolution) is waited for
+    and its text used; one that failed is tried again by the asker, whose error it is."""
+
+    def __init__(self, inner: PipResolver) -> None:
+        super().__init__(inner)
+        self._guard = threading.Lock()
+        self._reading: dict[str, threading.Lock] = {}
+        self._texts: dict[str, str] = {}
+        self._default_index: Background[str | None] | None = None
+        self.pages = Pages()
+
     def wheel_metadata(self, package: PipPackage, request: PipRequest) -> str:
-        return self.inner.wheel_metadata(package, request)  # type: ignore[attr-defined, no-any-return]
+        key = package.sha256 or package.url
+        with self._guard:
+            reading = self._reading.setdefault(key, threading.Lock())
+        with reading:  # a read of the same wheel in flight (ahead): its answer
+            if key not in self._texts:
+                inner = self.inner.wheel_metadata(package, request)  # type: ignore[attr-defined]
+                self._texts[key] = inner
+            return self._texts[key]
+
+    def read_ahead(self, requests: Iterable[PipRequest]) -> None:
+        """Start reading the METADATA of the family wheels each request will most likely
+        resolve to (``lock.metadata_ahead``), while the resolutions run. Only beside a
+        resolver that reads real indexes (one that can state its default index): a
+        stand-in's requests name indexes nobody serves."""
+        if not callable(getattr(self.inner, "stated_default_index", None)):
+            return
+        from gpuenv.lock.metadata_ahead import PAGE_TIMEOUT, read_ahead
+        from gpuenv.lock.wheelcheck import read_wheel_metadata
+
+        for request in {repr(r): r for r in requests}.values():
+            read_ahead(
+                request,
+                lambda w, r: read_wheel_metadata(self, w, r),
+                self._stated_default,
+                lambda url: self.pages.fetch(url, timeout=PAGE_TIMEOUT),
+            )
+
+    def _stated_default(self) -> str | None:
+        """The index uv uses when none is configured, asked once (offline, in a thread
+        of its own) for all requests; None when uv says none."""
+        with self._guard:
+            if self._default_index is None:
+                self._default_index = Background(self.inner.stated_default_index)  # type: ignore[attr-defined]
+        return self._default_index.result()
 
 
 class SharedConda:

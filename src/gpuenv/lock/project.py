@@ -28,6 +28,7 @@ from gpuenv.spec import LoadedSpec, Spec
 if TYPE_CHECKING:
     from gpuenv.knowledge import KnowledgeBase
     from gpuenv.lock.format import LockReading
+    from gpuenv.lock.torch_page import Pages
 
 Progress = Callable[[str], None]
 
@@ -279,7 +280,11 @@ def lock_project(
     from gpuenv.lock._pypi_route import with_pypi_route
     from gpuenv.lock.target import Backends, expected_requests, lock_target
 
-    shared.prefetch(expected_requests(loaded, kb, existing, options, selected))
+    expected = expected_requests(loaded, kb, existing, options, selected)
+    shared.prefetch(expected)
+    read_ahead = getattr(shared, "read_ahead", None)
+    if callable(read_ahead):
+        read_ahead(expected)  # the family's METADATA, read while uv resolves
     backends = Backends(shared, shared_conda(conda))
     targets: dict[str, LockedTarget] = {}
     changes: list[TargetChange] = []
@@ -417,15 +422,18 @@ def lock_and_write(
     pip, conda = (backends or resolvers)()
     index = options.index_url or loaded.spec.pip.index_url
     from gpuenv.lock._background import Background
+    from gpuenv.lock._share import shared_pip
 
-    watch = Background(lambda: _newest_torch_on_index(pip, index, options.cache_dir))
+    shared = shared_pip(pip)  # one lock's: its pages serve the look at the newest torch
+    pages = getattr(shared, "pages", None)
+    watch = Background(lambda: _newest_torch_on_index(pip, index, options.cache_dir, pages))
     builds = Background(lambda: _remember_index_builds(pip, loaded.spec, options, kb))
     result = lock_project(  # the resolution runs while the index is looked at
         loaded,
         kb,
         existing=existing,
         options=options,
-        pip=pip,
+        pip=shared,
         conda=conda,
         kb_digest=kb_digest,
         progress=progress,
@@ -490,7 +498,7 @@ def partial_lock_error(result: LockResult, *, lock_path: Path, written: bool) ->
 
 
 def _newest_torch_on_index(
-    resolver: PipResolver, index: str | None, cache_dir: Path | None
+    resolver: PipResolver, index: str | None, cache_dir: Path | None, pages: Pages | None = None
 ) -> tuple[str, str] | None:
     """(index, newest torch there), read beside the resolution (at most hourly, when
     there is a cache); None when not known."""
@@ -507,7 +515,7 @@ def _newest_torch_on_index(
         now = time.time()
         version = recently_seen(cache_dir, index, now) if cache_dir else None
         if version is None:
-            version = newest_torch_on(index)
+            version = newest_torch_on(index, pages=pages)
             if version and cache_dir is not None:
                 record_newest_torch(cache_dir, index, version, now)
     except ExternalToolError:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 # Only the standard library at import: ``gpuenv plan`` reads the remembered version.
-from gpuenv.lock.torch_page import fetch_torch_page, load_cache, parse_torch_page
+from gpuenv.lock.torch_page import Pages, fetch_torch_page, load_cache, parse_torch_page
 
 
 def newest_final(versions: list[str]) -> str | None:
@@ -52,9 +52,9 @@ def versions_on_page(body: bytes) -> list[str]:
     return out
 
 
-def newest_torch_on(index: str, *, timeout: float = 15.0) -> str | None:
+def newest_torch_on(index: str, *, timeout: float = 15.0, pages: Pages | None = None) -> str | None:
     """The newest final torch on the simple index at ``index``; None when unreadable."""
-    body = fetch_torch_page(index, timeout=timeout)
+    body = fetch_torch_page(index, timeout=timeout, pages=pages)
     return None if body is None else newest_final(versions_on_page(body))
 
 

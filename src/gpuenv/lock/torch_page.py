@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,45 @@ _FILE = re.compile(r"torch-[^\"'<>/\s#]+?\.whl")  # "%2B" for "+" is unquoted af
 _ACCEPT = "application/vnd.pypi.simple.v1+json, text/html;q=0.1"
 
 
-def fetch_torch_page(index: str, *, timeout: float) -> bytes | None:
-    """``<index>/torch/``; None when it cannot be read."""
+def project_page(index: str, project: str) -> str:
+    return f"{index.rstrip('/')}/{project}/"
+
+
+def fetch_page(url: str, *, timeout: float) -> bytes | None:
+    """A simple-API project page, JSON preferred; None when it cannot be read."""
     from gpuenv.lock.wheelmeta import MetadataUnavailable, fetch
 
     try:
-        return fetch(f"{index.rstrip('/')}/torch/", accept=_ACCEPT, timeout=timeout)
+        return fetch(url, accept=_ACCEPT, timeout=timeout)
     except MetadataUnavailable:
         return None
+
+
+class Pages:
+    """The project pages one lock has read, by URL: the torch page read ahead for its
+    wheels' metadata (``lock.metadata_ahead``) is the one the look at the newest torch
+    reads after the resolution (``lock.seen``), not a second request on the lock's path.
+    Only pages that were read are kept; one lock's, never the next's."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._bodies: dict[str, bytes] = {}
+
+    def fetch(self, url: str, *, timeout: float) -> bytes | None:
+        with self._guard:
+            body = self._bodies.get(url)
+        if body is None:
+            body = fetch_page(url, timeout=timeout)
+            if body is not None:
+                with self._guard:
+                    self._bodies[url] = body
+        return body
+
+
+def fetch_torch_page(index: str, *, timeout: float, pages: Pages | None = None) -> bytes | None:
+    """``<index>/torch/`` (through ``pages`` when given); None when it cannot be read."""
+    url = project_page(index, "torch")
+    return pages.fetch(url, timeout=timeout) if pages else fetch_page(url, timeout=timeout)
 
 
 def parse_torch_page(body: bytes) -> tuple[dict[str, Any], list[str]]:

@@ -101,7 +101,9 @@ def _of(text: str, package: PipPackage) -> bool:
 CACHED_LIMIT = 8 * 1024 * 1024
 
 
-def _metadata(source: WheelMetadataSource, package: PipPackage, request: PipRequest) -> str:
+def read_wheel_metadata(
+    source: WheelMetadataSource, package: PipPackage, request: PipRequest
+) -> str:
     """The wheel's METADATA: from gpuenv's cache when the file there is this wheel's (a
     FIFO, a huge file, another wheel's or a truncated one is read again), else read."""
     path = _cached(request, package)
@@ -139,7 +141,7 @@ def read_wheel_facts(
     from gpuenv.lock._background import Background
 
     reads = {
-        n: Background(partial(_metadata, source, p, request), name=f"metadata-{n}")
+        n: Background(partial(read_wheel_metadata, source, p, request), name=f"metadata-{n}")
         for n, p in family.items()
     }
     for name, read in reads.items():

@@ -1,0 +1,185 @@
+"""The torch family's wheel METADATA read while uv resolves.
+
+Once uv has resolved a target, ``lock.wheelcheck`` reads the METADATA of the torch,
+torchvision and torchaudio wheels it chose (their CUDA runtime, cuDNN and NCCL pins). On
+a first lock that was 0.4-0.6 s after uv had finished: new TLS connections, a PEP 658
+file or range requests on a 900 MB wheel. Yet the request pins each of them
+(``torch==2.9.1``), and with the target's wheel tags that names one file of the index's
+project page. So that file is guessed here and its METADATA read beside the resolution,
+through the same per-sha256 read the check makes afterwards (``SharedPipWithMetadata``),
+which then finds it done.
+
+A guess and nothing more: the resolution still decides which wheel is locked, a wrong
+guess costs one background read, and every failure here is silent (the read after the
+resolution tries again and reports). A kept pin (a relock) is its own guess and needs no
+page; a request through mirrors, or for a platform gpuenv does not install, is left to
+the read afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import json
+import re
+from collections.abc import Callable, Iterator
+from urllib.parse import unquote, urljoin
+
+from gpuenv.lock.model import PipPackage, PipRequest
+from gpuenv.lock.torch_page import project_page
+from gpuenv.names import TRIO
+
+PAGE_TIMEOUT = 10.0
+_HREF = re.compile(r"""<a\s[^>]*?href\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
+_SHA256 = re.compile(r"sha256=([0-9a-fA-F]{64})")
+
+Fetch = Callable[[str], bytes | None]  # a page's body (None: unreadable)
+Read = Callable[[PipPackage, PipRequest], object]  # reads and keeps one wheel's METADATA
+
+
+def pinned(request: PipRequest) -> dict[str, str]:
+    """The torch family members the request pins to one version (``name==version``)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    pins: dict[str, str] = {}
+    for text in request.requirements:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        specs = list(requirement.specifier)
+        if requirement.name in TRIO and len(specs) == 1 and specs[0].operator == "==":
+            pins[requirement.name] = specs[0].version
+    return pins
+
+
+def _tags(request: PipRequest) -> list[str] | None:
+    """The target's wheel tags as strings, most preferred first; None off Linux."""
+    from gpuenv.lock._tags import ARCHES, linux_tags
+
+    try:
+        major, minor = (int(p) for p in request.python.split(".")[:2])
+        glibc = int(request.glibc.split(".")[1])
+    except (ValueError, IndexError):
+        return None
+    if request.platform not in ARCHES:
+        return None
+    return [str(t) for t in linux_tags(request.platform, (major, minor), glibc)]
+
+
+def page_files(body: bytes, page_url: str, prefix: str) -> Iterator[tuple[str, str, str]]:
+    """(file name, absolute URL without credentials, sha256) of each file a simple-API
+    project page lists with a sha256 (PEP 691 JSON, or PEP 503 HTML) whose name starts
+    with ``prefix`` (a torch page lists thousands: only the candidates are joined)."""
+    from gpuenv._network import strip_userinfo
+
+    text = body.decode("utf-8", "replace")
+    entries: list[tuple[str, str | None]] = []
+    if text.lstrip().startswith("{"):
+        try:
+            data = json.loads(text)
+        except ValueError:
+            return
+        files = data.get("files") if isinstance(data, dict) else None
+        for entry in files if isinstance(files, list) else []:
+            if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
+                continue
+            hashes = entry.get("hashes")
+            sha = hashes.get("sha256") if isinstance(hashes, dict) else None
+            entries.append((entry["url"], sha if isinstance(sha, str) else None))
+    else:
+        for raw in _HREF.findall(text):
+            href = html.unescape(raw)
+            found = _SHA256.search(href.partition("#")[2])
+            entries.append((href, found.group(1) if found else None))
+    prefix = prefix.lower()
+    for href, sha in entries:
+        path = href.partition("#")[0].partition("?")[0]
+        filename = unquote(path.rsplit("/", 1)[-1])
+        if sha is None or len(sha) != 64 or not filename.lower().startswith(prefix):
+            continue
+        url = strip_userinfo(urljoin(page_url, href)).split("#", 1)[0]
+        yield filename, url, sha.lower()
+
+
+def guess(
+    name: str, version: str, tags: list[str], files: Iterator[tuple[str, str, str]]
+) -> PipPackage | None:
+    """The file uv would pick for ``name==version`` among ``files``: the highest matching
+    version (a local label such as ``+cu128`` matches ``==2.9.1``), then the target's
+    most preferred tag."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        wanted = SpecifierSet(f"=={version}")
+    except InvalidSpecifier:
+        return None
+    rank = {tag: n for n, tag in enumerate(tags)}
+    best: tuple[tuple[Version, int], PipPackage] | None = None
+    for filename, url, sha in files:
+        if not filename.endswith(".whl"):
+            continue
+        try:
+            file_name, file_version, _build, file_tags = parse_wheel_filename(filename)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        if file_name != name or not wanted.contains(file_version, prereleases=True):
+            continue
+        place = min((rank[str(t)] for t in file_tags if str(t) in rank), default=None)
+        if place is None:
+            continue
+        key = (file_version, -place)
+        if best is None or key > best[0]:
+            best = (key, PipPackage(name, str(file_version), url, sha))
+    return best[1] if best else None
+
+
+def expected_wheels(
+    request: PipRequest, fetch: Fetch, default_index: Callable[[], str | None]
+) -> Iterator[PipPackage]:
+    """The family's wheels the resolution of ``request`` will most likely return."""
+    tags = _tags(request)
+    if tags is None or request.mirrors.entries:
+        return
+    pins = pinned(request)
+    kept = {p.name: p for p in request.preferences if p.url.endswith(".whl")}
+    index: str | None = request.torch_index or request.default_index
+    for name, version in pins.items():
+        previous = kept.get(name)
+        if previous is not None and previous.version.split("+")[0] == version.split("+")[0]:
+            yield previous
+            continue
+        if index is None:
+            index = default_index()
+            if index is None:
+                return
+        page = project_page(index, name)
+        body = fetch(page)
+        if body is not None:
+            files = page_files(body, page, f"{name}-{version.split('+')[0]}")
+            found = guess(name, version, tags, files)
+            if found is not None:
+                yield found
+
+
+def read_ahead(
+    request: PipRequest, read: Read, default_index: Callable[[], str | None], fetch: Fetch
+) -> None:
+    """Start reading (``read``) the METADATA of each expected family wheel, each in a
+    daemon thread; returns at once. Nothing here fails the lock."""
+    from gpuenv.lock._background import Background
+
+    def run() -> None:
+        with contextlib.suppress(Exception):
+            for wheel in expected_wheels(request, fetch, default_index):
+                # each read starts as its page is known: the next page is fetched meanwhile
+                Background(lambda w=wheel: _quietly(read, w, request), name="metadata-ahead")  # type: ignore[misc]
+
+    Background(run, name="metadata-ahead")
+
+
+def _quietly(read: Read, wheel: PipPackage, request: PipRequest) -> None:
+    with contextlib.suppress(Exception):
+        read(wheel, request)

@@ -1,0 +1,268 @@
+"""lock.metadata_ahead: the torch family's wheels guessed from the index's project pages
+while uv resolves, and their METADATA read once, by whichever asks first.
+
+The pages are those the default index serves for torch 2.9.1 (PEP 691 JSON: the real
+file names and sha256 of that release, the file host replaced) and the PyTorch index's
+per-build pages (PEP 503 HTML, relative links with a ``#sha256=`` fragment, a ``%2B``
+for the local label's ``+``)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from gpuenv._network import Mirror, Mirrors
+from gpuenv.lock._share import SharedPipWithMetadata
+from gpuenv.lock.metadata_ahead import expected_wheels, guess, page_files, pinned, read_ahead
+from gpuenv.lock.model import PipPackage, PipRequest
+from gpuenv.lock.wheelcheck import read_wheel_metadata
+
+FILES = "https://files.example/packages/ab/cd"
+TORCH_291 = {  # the default index's torch 2.9.1 wheels for CPython 3.11 and 3.12
+    "torch-2.9.1-cp311-cp311-manylinux_2_28_aarch64.whl": (
+        "62b3fd888277946918cba4478cf849303da5359f0fb4e3bfb86b0533ba2eaf8d"
+    ),
+    "torch-2.9.1-cp311-cp311-manylinux_2_28_x86_64.whl": (
+        "d033ff0ac3f5400df862a51bdde9bad83561f3739ea0046e68f5401ebfa67c1b"
+    ),
+    "torch-2.9.1-cp311-cp311-win_amd64.whl": (
+        "0d06b30a9207b7c3516a9e0102114024755a07045f0c1d2f2a56b1819ac06bcb"
+    ),
+    "torch-2.9.1-cp311-none-macosx_11_0_arm64.whl": (
+        "52347912d868653e1528b47cafaf79b285b98be3f4f35d5955389b1b95224475"
+    ),
+    "torch-2.9.1-cp312-cp312-manylinux_2_28_x86_64.whl": (
+        "27331cd902fb4322252657f3902adf1c4f6acad9dcad81d8df3ae14c7c4f07c4"
+    ),
+}
+
+
+def _json_page(files: dict[str, str], *, older: bool = True) -> bytes:
+    entries = [
+        {"filename": name, "url": f"{FILES}/{name}", "hashes": {"sha256": sha}}
+        for name, sha in files.items()
+    ]
+    if older:  # an older release and a pre-release around it, as the real page lists
+        entries.insert(
+            0,
+            {
+                "filename": "torch-2.9.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+                "url": f"{FILES}/torch-2.9.0.whl",
+                "hashes": {"sha256": "0" * 64},
+            },
+        )
+        entries.append(
+            {
+                "filename": "torch-2.9.10-cp311-cp311-manylinux_2_28_x86_64.whl",
+                "url": f"{FILES}/torch-2.9.10.whl",
+                "hashes": {"sha256": "1" * 64},
+            }
+        )
+    return json.dumps({"meta": {"api-version": "1.1"}, "name": "torch", "files": entries}).encode()
+
+
+def _html_page(tag: str, version: str, files: dict[str, str]) -> bytes:
+    links = "".join(
+        f'<a href="/whl/{tag}/{name.replace("+", "%2B")}#sha256={sha}" '
+        f'data-dist-info-metadata="sha256={"2" * 64}">{name}</a><br/>\n'
+        for name, sha in files.items()
+    )
+    return f"<!DOCTYPE html><html><body><h1>Links for torch</h1>\n{links}</body></html>".encode()
+
+
+H100 = PipRequest(
+    requirements=("torch==2.9.1", "torchvision==0.24.1", "transformers", "accelerate"),
+    python="3.11",
+)
+
+
+def test_pins_are_the_family_members_asked_for_one_version() -> None:
+    request = PipRequest(("torch==2.9.1", "torchvision>=0.24", "torchaudio==2.9.1", "x==1"), "3.11")
+    assert pinned(request) == {"torch": "2.9.1", "torchaudio": "2.9.1"}
+
+
+def test_the_json_page_names_the_wheel_uv_picks_for_the_target() -> None:
+    page = "https://index.example/simple/torch/"
+    files = page_files(_json_page(TORCH_291), page, "torch-2.9.1")
+    found = guess("torch", "2.9.1", _tags(H100), files)
+    name = "torch-2.9.1-cp311-cp311-manylinux_2_28_x86_64.whl"
+    assert found == PipPackage("torch", "2.9.1", f"{FILES}/{name}", TORCH_291[name])
+    aarch64 = PipRequest(H100.requirements, "3.12", platform="linux-aarch64")
+    arm = guess("torch", "2.9.1", _tags(aarch64), page_files(_json_page(TORCH_291), page, "torch-"))
+    assert arm is None  # no cp312 aarch64 wheel on this page: no guess, not a wrong one
+
+
+def test_the_html_page_of_a_build_index_with_its_local_label() -> None:
+    page = "https://user:secret@torch.example/whl/cu128/torch/"
+    files = {
+        "torch-2.9.1+cu128-cp311-cp311-manylinux_2_28_x86_64.whl": "a" * 64,
+        "torch-2.9.1+cu128-cp311-cp311-manylinux_2_28_aarch64.whl": "b" * 64,
+        "torch-2.9.1+cu128-cp310-cp310-manylinux_2_28_x86_64.whl": "c" * 64,
+        "torch-2.8.0+cu128-cp311-cp311-manylinux_2_28_x86_64.whl": "d" * 64,
+    }
+    listed = list(page_files(_html_page("cu128", "2.9.1", files), page, "torch-2.9.1"))
+    assert len(listed) == 3  # 2.8.0 is not even joined
+    found = guess("torch", "2.9.1", _tags(H100), iter(listed))
+    assert found is not None and found.version == "2.9.1+cu128" and found.sha256 == "a" * 64
+    # the page's credentials never reach the guess's URL (the read adds them back)
+    assert found.url == (
+        "https://torch.example/whl/cu128/torch-2.9.1%2Bcu128-cp311-cp311-manylinux_2_28_x86_64.whl"
+    )
+
+
+def test_the_oldest_glibc_the_target_has_rules_out_newer_manylinux() -> None:
+    old = PipRequest(H100.requirements, "3.11", glibc="2.17")
+    assert guess("torch", "2.9.1", _tags(old), page_files(_json_page(TORCH_291), "x", "t")) is None
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"{",
+        b"[]",
+        b'{"files": {}}',
+        b'{"files": [1, {"url": 2}, {"url": "a.whl"}]}',
+        b"<a href='x.whl#sha256=short'>",
+        "é".encode("latin-1"),
+    ],
+)
+def test_a_broken_page_lists_nothing(body: bytes) -> None:
+    assert list(page_files(body, "https://i.example/simple/torch/", "")) == []
+
+
+def test_a_kept_pin_needs_no_page_and_a_mirrored_request_is_left_alone() -> None:
+    kept = PipPackage("torch", "2.9.1", f"{FILES}/kept.whl", "e" * 64)
+    request = PipRequest(("torch==2.9.1",), "3.11", preferences=(kept,))
+    asked: list[str] = []
+
+    def fetch(url: str) -> bytes:
+        asked.append(url)
+        return _json_page(TORCH_291)
+
+    assert list(expected_wheels(request, fetch, lambda: None)) == [kept] and asked == []
+    mirrored = PipRequest(
+        ("torch==2.9.1",),
+        "3.11",
+        mirrors=Mirrors((Mirror("https://a.example", "https://b.example", "test"),)),
+    )
+    assert list(expected_wheels(mirrored, fetch, lambda: "https://i.example/simple")) == []
+    mac = PipRequest(("torch==2.9.1",), "3.11", platform="osx-arm64", macos="14.0")
+    assert list(expected_wheels(mac, fetch, lambda: "https://i.example/simple")) == []
+    assert asked == []
+
+
+def test_the_default_index_is_asked_only_when_the_request_names_none() -> None:
+    pages: list[str] = []
+    stated: list[int] = []
+
+    def fetch(url: str) -> bytes:
+        pages.append(url)
+        return _json_page(TORCH_291)
+
+    def default() -> str:
+        stated.append(1)
+        return "https://default.example/simple"
+
+    found = list(expected_wheels(H100, fetch, default))
+    assert [w.name for w in found] == ["torch"]  # torchvision's page lists no torchvision
+    assert pages == [
+        "https://default.example/simple/torch/",
+        "https://default.example/simple/torchvision/",
+    ]
+    assert stated == [1]
+    named = PipRequest(H100.requirements, "3.11", torch_index="https://torch.example/whl/cu128")
+    pages.clear()
+    list(expected_wheels(named, fetch, default))
+    assert pages[0] == "https://torch.example/whl/cu128/torch/" and stated == [1]
+
+
+class _Index:
+    """A resolver whose METADATA reads are counted and can be held back."""
+
+    def __init__(self) -> None:
+        self.reads: list[str] = []
+        self.release = threading.Event()
+
+    def resolve(self, request: PipRequest) -> tuple[PipPackage, ...]:
+        return ()
+
+    def describe(self) -> str:
+        return "index"
+
+    def stated_default_index(self) -> str:
+        return "https://default.example/simple"
+
+    def wheel_metadata(self, package: PipPackage, request: PipRequest) -> str:
+        self.reads.append(package.sha256)
+        assert self.release.wait(10)
+        return f"Metadata-Version: 2.1\nName: {package.name}\nVersion: {package.version}\n\n"
+
+
+def test_the_read_after_the_resolution_waits_for_the_one_ahead(tmp_path: Path) -> None:
+    index = _Index()
+    shared = SharedPipWithMetadata(index)
+    shared.pages.fetch = lambda url, timeout: _json_page(TORCH_291)  # type: ignore[method-assign]
+    request = PipRequest(("torch==2.9.1",), "3.11", cache_dir=tmp_path)
+    shared.read_ahead([request, request])
+    name = "torch-2.9.1-cp311-cp311-manylinux_2_28_x86_64.whl"
+    resolved = PipPackage("torch", "2.9.1", f"{FILES}/{name}", TORCH_291[name])
+    result: list[str] = []
+    asker = threading.Thread(
+        target=lambda: result.append(read_wheel_metadata(shared, resolved, request))
+    )
+    asker.start()
+    index.release.set()
+    asker.join(10)
+    assert result and "Name: torch" in result[0]
+    assert index.reads == [TORCH_291[name]]  # one read, started ahead, for both askers
+    assert (tmp_path / "wheel-metadata" / f"{TORCH_291[name]}.METADATA").is_file()
+
+
+def test_a_failed_read_ahead_is_tried_again_by_the_asker(tmp_path: Path) -> None:
+    class Flaky(_Index):
+        def wheel_metadata(self, package: PipPackage, request: PipRequest) -> str:
+            self.reads.append(package.sha256)
+            if len(self.reads) == 1:
+                raise OSError("reset by peer")
+            return f"Metadata-Version: 2.1\nName: {package.name}\nVersion: {package.version}\n\n"
+
+    index = Flaky()
+    shared = SharedPipWithMetadata(index)
+    package = PipPackage("torch", "2.9.1", f"{FILES}/t.whl", "f" * 64)
+    request = PipRequest(("torch==2.9.1",), "3.11", preferences=(package,), cache_dir=tmp_path)
+    with pytest.raises(OSError):
+        shared.wheel_metadata(package, request)
+    assert "Version: 2.9.1" in read_wheel_metadata(shared, package, request)
+    assert index.reads == ["f" * 64] * 2
+
+
+def test_nothing_is_read_ahead_beside_a_stand_in_resolver() -> None:
+    class StandIn(_Index):
+        stated_default_index = None  # type: ignore[assignment]
+
+    index = StandIn()
+    index.release.set()
+    shared = SharedPipWithMetadata(index)
+    kept = PipPackage("torch", "2.9.1", f"{FILES}/t.whl", "f" * 64)
+    shared.read_ahead([PipRequest(("torch==2.9.1",), "3.11", preferences=(kept,))])
+    threading.Event().wait(0.2)
+    assert index.reads == []
+
+
+def _tags(request: PipRequest) -> list[str]:
+    from gpuenv.lock.metadata_ahead import _tags as tags
+
+    found = tags(request)
+    assert found is not None
+    return found
+
+
+def test_read_ahead_never_raises() -> None:
+    def boom(*_args: object) -> bytes:
+        raise RuntimeError("anything")
+
+    read_ahead(H100, boom, lambda: "https://i.example/simple", boom)  # returns at once
