@@ -79,10 +79,13 @@ def bench_index(root: Path, *, packages: int = 0, seen: Seen | None = None) -> I
 
 
 # Issue 28's own measurement: an H100 target on the default index's torch 2.9.1 build
-# (cu128) with transformers, accelerate and datasets (about 66 pins, 3.9 GiB).
+# (cu128) with transformers, accelerate and datasets (66 pins, about 3.9 GiB).
 PYPI_REQUIREMENTS = ["torch==2.9.1", "transformers", "accelerate", "datasets"]
+# Without torchvision and torchaudio, as the issue measured it (66 pins), so that uv's
+# anchor and gpuenv resolve the same request (with them gpuenv resolved two packages more).
 PYPI_SPEC = (
     '[project]\nname = "bench"\n[stack]\npython = "3.11"\ntorch = "2.9.1"\ncuda = "12.8"\n'
+    "torchvision = false\ntorchaudio = false\n"
     '[targets.h100]\ngpu = "H100"\ndriver = "570.133.20"\n'
     '[pip]\ndependencies = ["transformers", "accelerate", "datasets"]\n'
 )
