@@ -128,6 +128,7 @@ def test_the_oldest_glibc_the_target_has_rules_out_newer_manylinux() -> None:
         b'{"files": [1, {"url": 2}, {"url": "a.whl"}]}',
         b"<a href='x.whl#sha256=short'>",
         "é".encode("latin-1"),
+        b'{"files": ' + b"[" * 200_000,  # deeper than the JSON reader's recursion
     ],
 )
 def test_a_broken_page_lists_nothing(body: bytes) -> None:
@@ -266,3 +267,24 @@ def test_read_ahead_never_raises() -> None:
         raise RuntimeError("anything")
 
     read_ahead(H100, boom, lambda: "https://i.example/simple", boom)  # returns at once
+
+
+def test_a_page_cannot_name_a_local_file() -> None:
+    name = "torch-2.9.1-cp311-cp311-manylinux_2_28_x86_64.whl"
+    page = json.dumps(
+        {
+            "files": [
+                {
+                    "filename": name,
+                    "url": "file:///tmp/fifo/" + name,
+                    "hashes": {"sha256": "a" * 64},
+                }
+            ]
+        }
+    ).encode()
+    html_page = f'<a href="file:///tmp/fifo/{name}#sha256={"a" * 64}">{name}</a>'.encode()
+    relative = f'<a href="{name}#sha256={"a" * 64}">{name}</a>'.encode()
+    assert len(list(page_files(relative, "https://i.example/simple/torch/", "torch-"))) == 1
+    assert list(page_files(relative, "file:///srv/simple/torch/", "torch-")) == []
+    for body in (page, html_page):
+        assert list(page_files(body, "https://i.example/simple/torch/", "torch-")) == []

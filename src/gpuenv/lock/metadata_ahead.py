@@ -70,7 +70,9 @@ def _tags(request: PipRequest) -> list[str] | None:
 def page_files(body: bytes, page_url: str, prefix: str) -> Iterator[tuple[str, str, str]]:
     """(file name, absolute URL without credentials, sha256) of each file a simple-API
     project page lists with a sha256 (PEP 691 JSON, or PEP 503 HTML) whose name starts
-    with ``prefix`` (a torch page lists thousands: only the candidates are joined)."""
+    with ``prefix`` (a torch page lists thousands: only the candidates are joined). Only
+    http(s) URLs: a ``file:`` link on a hostile page (a FIFO, ``/dev/zero``) would be
+    opened by the read, and the check after the resolution would wait for it."""
     from gpuenv._network import strip_userinfo
 
     text = body.decode("utf-8", "replace")
@@ -78,7 +80,7 @@ def page_files(body: bytes, page_url: str, prefix: str) -> Iterator[tuple[str, s
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: deep nesting
             return
         files = data.get("files") if isinstance(data, dict) else None
         for entry in files if isinstance(files, list) else []:
@@ -99,7 +101,8 @@ def page_files(body: bytes, page_url: str, prefix: str) -> Iterator[tuple[str, s
         if sha is None or len(sha) != 64 or not filename.lower().startswith(prefix):
             continue
         url = strip_userinfo(urljoin(page_url, href)).split("#", 1)[0]
-        yield filename, url, sha.lower()
+        if url.startswith(("https://", "http://")):  # never a local path a page names
+            yield filename, url, sha.lower()
 
 
 def guess(
