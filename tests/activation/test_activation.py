@@ -321,6 +321,9 @@ def test_read_delta(tmp_path: Path) -> None:
     path.write_text("[]")
     with pytest.raises(FileFormatError):
         read_delta(path)
+    path.write_text("[" * 100_000)  # past the JSON reader's recursion: no RecursionError
+    with pytest.raises(FileFormatError):
+        read_delta(path)
     with pytest.raises(FileNotFoundError):
         read_delta(tmp_path / "missing.json")
 

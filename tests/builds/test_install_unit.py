@@ -64,9 +64,10 @@ def test_the_build_record_is_checked_before_it_is_believed(tmp_path: Path) -> No
     record.write_text('{"format": 1, "builds": [{"name": "x", "extensions": ["/etc/passwd"]}]}')
     with pytest.raises(InstallError, match="leaves the prefix"):
         extensions_of(tmp_path)
-    record.write_text("[1, 2")
-    with pytest.raises(InstallError, match="unreadable"):
-        read_record(tmp_path)
+    for damaged in ("[1, 2", "[" * 100_000):  # the second: past the JSON reader's recursion
+        record.write_text(damaged)
+        with pytest.raises(InstallError, match="unreadable"):
+            read_record(tmp_path)
     record.write_text('{"builds": "nope"}')
     with pytest.raises(InstallError, match="not gpuenv's build record"):
         read_record(tmp_path)

@@ -178,6 +178,8 @@ NOT_READ = {
     "poetry-tilde": ("pyproject.toml", "[tool.poetry.dependencies]\ntorch = '~'\nnumpy = '1.0'\n", 2, "not a requirement: 'torch~'"),
     "ipv6-url": ("requirements.txt", "bar @ git+http://[::1\nnumpy==1.0\n", 1, "not a URL"),
     "pep621-not-text": ("pyproject.toml", "[project]\nname = 'p'\ndependencies = [7, 'numpy==1.0']\n", 3, "a requirement must be text"),
+    # nested past the JSON reader's recursion: was an internal error (exit 70)
+    "deep-json-run": ("Dockerfile", "FROM python:3.10\nRUN " + "[" * 100_000 + "]" * 100_000 + "\nRUN pip install numpy==1.0\n", 2, "not a JSON array"),
 }  # fmt: skip
 
 

@@ -156,6 +156,7 @@ def test_hostile_pages_are_read_as_nothing() -> None:
         "b": b'{"files": [{"filename": "b-1.0-cp3x-none-any.whl"}, 7, "x"]}',
         "c": b"<a href='c-1.0-py3-none-any.whl' data-requires-python='>=>=3'>",
         "d": b"\xff\xfe<a href=" * 1000,
+        "e": b'{"files": ' + b"[" * 200_000,  # past the JSON reader's recursion
     }
     index = _index(pages)
     found = {name: verdict(index, name, "==1.0", "3.11", "linux-64") for name in pages}
@@ -164,6 +165,7 @@ def test_hostile_pages_are_read_as_nothing() -> None:
         "b": (True, False),  # a wheel for no real interpreter installs nowhere
         "c": (True, True),  # an unparsable Requires-Python is no obstacle
         "d": (False, True),
+        "e": (False, True),
     }
 
 

@@ -32,6 +32,9 @@ def test_a_page_of_the_wrong_shape_lists_no_version() -> None:
     assert versions_on_page(b'{"files": 5}') == []
     assert versions_on_page(b'{"files": "torch-2.4.0-cp312-cp312-linux_x86_64.whl"}') == []
     assert versions_on_page(b'{"files": [') == []
+    # nesting deeper than the JSON reader's recursion (it raised RecursionError, and
+    # the lock that read the page ended with an internal error, exit 70)
+    assert versions_on_page(b'{"files":' + b"[" * 200_000 + b"]" * 200_000 + b"}") == []
     page = {"files": [{"filename": "sub/torch-2.4.0-cp312-cp312-linux_x86_64.whl"}, 7]}
     assert versions_on_page(json.dumps(page).encode()) == ["2.4.0"]
 

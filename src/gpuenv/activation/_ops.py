@@ -290,8 +290,8 @@ def read_delta(path: Path) -> dict[str, Any]:
     """Load an ``env-delta.json``; a missing file raises ``FileNotFoundError``."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise FileFormatError(f"{path}: not valid JSON ({exc})") from exc
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the reader
+        raise FileFormatError(f"{path}: not valid JSON ({exc})") from None
     if not isinstance(data, dict):
         raise FileFormatError(f"{path}: an environment delta must be a JSON object")
     return data

@@ -162,7 +162,7 @@ def read_record(prefix: Path) -> list[dict[str, Any]]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return []
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: deep nesting
         raise InstallError(f"{path}: unreadable ({exc})", hint="reinstall the prefix") from None
     builds = data.get("builds") if isinstance(data, dict) else None
     if not isinstance(builds, list) or not all(isinstance(b, dict) for b in builds):

@@ -395,7 +395,7 @@ def read_conda_meta(prefix: Path) -> tuple[CondaPackage, ...]:
         raw = read_bytes(path, MAX_TEXT * 16)  # conda-meta of a big package is megabytes
         try:
             data = json.loads(raw) if raw else None
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the reader
             continue
         if not isinstance(data, dict) or not isinstance(data.get("name"), str):
             continue

@@ -242,7 +242,7 @@ def _run(state: _State, line: int, args: str) -> None:
     if args.startswith("["):
         try:
             commands = [json.loads(args)]
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past the reader
             fail(state.builder.file, line, "RUN [...]: not a JSON array")
     else:
         commands = requirements.shell_commands(args, origin)

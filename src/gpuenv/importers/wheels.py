@@ -137,7 +137,7 @@ def parse_page(body: bytes, project: str) -> list[IndexFile]:
     if text.lstrip().startswith("{"):
         try:
             data = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: deep nesting
             return []
         for item in data.get("files", []) if isinstance(data, dict) else []:
             if isinstance(item, dict):

@@ -162,7 +162,7 @@ def authenticated_client(urls: Iterable[str]) -> Iterator[Any]:
         try:
             loaded = json.loads(Path(own).read_text(encoding="utf-8"))
             merged = loaded if isinstance(loaded, dict) else {}
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             merged = {}
     merged.update(entries)
     with tempfile.TemporaryDirectory(prefix="gpuenv-auth-") as tmp:

@@ -69,7 +69,7 @@ def parse_torch_page(body: bytes) -> tuple[dict[str, Any], list[str]]:
         return {}, [unquote(n).rsplit("/", 1)[-1] for n in _FILE.findall(text)]
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nesting planted to crash the reader
         return {}, []
     if not isinstance(data, dict):
         return {}, []
