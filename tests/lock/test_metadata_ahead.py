@@ -288,3 +288,46 @@ def test_a_page_cannot_name_a_local_file() -> None:
     assert list(page_files(relative, "file:///srv/simple/torch/", "torch-")) == []
     for body in (page, html_page):
         assert list(page_files(body, "https://i.example/simple/torch/", "torch-")) == []
+
+
+def test_a_guess_is_remembered_and_a_later_lock_reads_no_page(tmp_path: Path) -> None:
+    from gpuenv.lock.metadata_ahead import Guesses
+
+    index = "https://user:secret@mirror.example/simple?token=hunter2"
+    request = PipRequest(("torch==2.9.1",), "3.11", default_index=index, cache_dir=tmp_path)
+    pages: list[str] = []
+
+    def fetch(url: str) -> bytes:
+        pages.append(url)
+        return _json_page(TORCH_291)
+
+    first = Guesses(tmp_path)
+    (found,) = expected_wheels(request, fetch, lambda: None, first)
+    first.save()
+    assert len(pages) == 1
+    saved = (tmp_path / "wheel-metadata" / "guesses.json").read_text()
+    assert "secret" not in saved and "hunter2" not in saved and found.sha256 in saved
+    again = list(expected_wheels(request, fetch, lambda: None, Guesses(tmp_path)))
+    assert again == [found] and len(pages) == 1  # from the file: no page read
+    other = PipRequest(("torch==2.9.1",), "3.12", default_index=index, cache_dir=tmp_path)
+    list(expected_wheels(other, fetch, lambda: None, Guesses(tmp_path)))
+    assert len(pages) == 2  # another Python: another guess
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "{",
+        "[]",
+        '{"k": ["torch", "2.9.1", "file:///etc/passwd", "' + "a" * 64 + '"]}',
+        '{"k": ["numpy", "1", "https://x/n.whl", "' + "a" * 64 + '"]}',
+        '{"k": ["torch", "2.9.1", "https://x/t.whl", "short"]}',
+        '{"k": 7}',
+    ],
+)
+def test_a_guesses_file_gpuenv_did_not_write_is_no_guesses(tmp_path: Path, content: str) -> None:
+    from gpuenv.lock.metadata_ahead import Guesses
+
+    (tmp_path / "wheel-metadata").mkdir()
+    (tmp_path / "wheel-metadata" / "guesses.json").write_text(content)
+    assert Guesses(tmp_path).get("k") is None
