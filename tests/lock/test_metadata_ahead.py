@@ -314,6 +314,26 @@ def test_a_guess_is_remembered_and_a_later_lock_reads_no_page(tmp_path: Path) ->
     assert len(pages) == 2  # another Python: another guess
 
 
+def test_uv_default_index_from_the_environment_is_kept_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuenv.lock.metadata_ahead import Guesses
+
+    monkeypatch.setenv("UV_INDEX_URL", "https://user:secret@mirror.example/simple")
+    request = PipRequest(("torch==2.9.1",), "3.11", cache_dir=tmp_path)
+    guesses = Guesses(tmp_path)
+    found = list(
+        expected_wheels(
+            request, lambda _url: _json_page(TORCH_291), lambda: "https://m.example/simple", guesses
+        )
+    )
+    guesses.save()
+    saved = (tmp_path / "wheel-metadata" / "guesses.json").read_text()
+    assert found and "secret" not in saved and "mirror.example" in saved
+    monkeypatch.setenv("UV_INDEX_URL", "https://other.example/simple")  # another default
+    assert Guesses(tmp_path).get(Guesses.key(request, None, "torch", "2.9.1")) is None
+
+
 @pytest.mark.parametrize(
     "content",
     [

@@ -132,8 +132,8 @@ class SharedPipWithMetadata(SharedPip):
             reading = self._reading.setdefault(key, threading.Lock())
         with reading:  # a read of the same wheel in flight (ahead): its answer
             if key not in self._texts:
-                inner = self.inner.wheel_metadata(package, request)  # type: ignore[attr-defined]
-                self._texts[key] = inner
+                text = self.inner.wheel_metadata(package, request)  # type: ignore[attr-defined]
+                self._texts[key] = text
             return self._texts[key]
 
     def read_ahead(self, requests: Iterable[PipRequest]) -> None:

@@ -167,7 +167,7 @@ class Guesses:
         where = (
             redact_url(index)
             if index
-            else "default:" + ",".join(os.environ.get(v, "") for v in _DEFAULT_FROM)
+            else "default:" + ",".join(redact_url(os.environ.get(v, "")) for v in _DEFAULT_FROM)
         )
         python = ".".join(request.python.split(".")[:2])
         return " ".join([where, f"{name}=={version}", python, request.platform, request.glibc])
