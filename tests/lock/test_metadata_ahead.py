@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -221,6 +222,30 @@ def test_the_read_after_the_resolution_waits_for_the_one_ahead(tmp_path: Path) -
     assert result and "Name: torch" in result[0]
     assert index.reads == [TORCH_291[name]]  # one read, started ahead, for both askers
     assert (tmp_path / "wheel-metadata" / f"{TORCH_291[name]}.METADATA").is_file()
+
+
+def test_a_stalled_read_ahead_is_waited_for_a_while_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Stalling(_Index):
+        def wheel_metadata(self, package: PipPackage, request: PipRequest) -> str:
+            self.reads.append(package.sha256)
+            if len(self.reads) == 1:
+                assert self.release.wait(10)  # the read ahead: a server that stalls
+            return f"Metadata-Version: 2.1\nName: {package.name}\nVersion: {package.version}\n\n"
+
+    monkeypatch.setattr(SharedPipWithMetadata, "WAIT_FOR_AHEAD", 0.3)
+    index = Stalling()
+    shared = SharedPipWithMetadata(index)
+    package = PipPackage("torch", "2.9.1", f"{FILES}/t.whl", "f" * 64)
+    request = PipRequest(("torch==2.9.1",), "3.11", preferences=(package,), cache_dir=tmp_path)
+    shared.read_ahead([request])
+    while not index.reads:
+        threading.Event().wait(0.01)
+    started = time.monotonic()
+    assert "Version: 2.9.1" in shared.wheel_metadata(package, request)
+    assert 0.25 < time.monotonic() - started < 5 and len(index.reads) == 2
+    index.release.set()
 
 
 def test_a_failed_read_ahead_is_tried_again_by_the_asker(tmp_path: Path) -> None:

@@ -126,15 +126,23 @@ class SharedPipWithMetadata(SharedPip):
         self._default_index: Background[str | None] | None = None
         self.pages = Pages()
 
+    # How long a read waits for the same wheel's read in flight (ahead) before it reads
+    # on its own: a server that stalls the read ahead does not stall the lock twice.
+    WAIT_FOR_AHEAD = 10.0
+
     def wheel_metadata(self, package: PipPackage, request: PipRequest) -> str:
         key = package.sha256 or package.url
         with self._guard:
             reading = self._reading.setdefault(key, threading.Lock())
-        with reading:  # a read of the same wheel in flight (ahead): its answer
+        if not reading.acquire(timeout=self.WAIT_FOR_AHEAD):
+            return self.inner.wheel_metadata(package, request)  # type: ignore[attr-defined, no-any-return]
+        try:  # the same wheel read before (ahead): its answer
             if key not in self._texts:
                 text = self.inner.wheel_metadata(package, request)  # type: ignore[attr-defined]
                 self._texts[key] = text
             return self._texts[key]
+        finally:
+            reading.release()
 
     def read_ahead(self, requests: Iterable[PipRequest]) -> None:
         """Start reading the METADATA of the family wheels each request will most likely
