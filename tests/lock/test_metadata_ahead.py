@@ -376,3 +376,17 @@ def test_a_guesses_file_gpuenv_did_not_write_is_no_guesses(tmp_path: Path, conte
     (tmp_path / "wheel-metadata").mkdir()
     (tmp_path / "wheel-metadata" / "guesses.json").write_text(content)
     assert Guesses(tmp_path).get("k") is None
+
+
+def test_the_guesses_file_keeps_the_newest(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuenv.lock.metadata_ahead import Guesses
+
+    monkeypatch.setattr(Guesses, "KEEP", 3)
+    wheel = PipPackage("torch", "2.9.1", f"{FILES}/t.whl", "a" * 64)
+    for keys in (["a", "b", "c"], ["a"], ["d"]):  # "a" made again is newer than "b", "c"
+        guesses = Guesses(tmp_path)
+        for key in keys:
+            guesses.put(key, wheel)
+        guesses.save()
+    kept = Guesses(tmp_path)
+    assert [k for k in "abcd" if kept.get(k)] == ["a", "c", "d"]
