@@ -19,7 +19,6 @@ the read afterwards.
 from __future__ import annotations
 
 import contextlib
-import html
 import json
 import os
 import re
@@ -32,8 +31,11 @@ from gpuenv.lock.torch_page import project_page
 from gpuenv.names import TRIO
 
 PAGE_TIMEOUT = 10.0
-_HREF = re.compile(r"""<a\s[^>]*?href\s*=\s*["']([^"']+)["']""", re.IGNORECASE)
-_SHA256 = re.compile(r"sha256=([0-9a-fA-F]{64})")
+# Compiled on the first HTML page (``re`` caches them), ``html`` imported there too: a
+# lock whose guesses are remembered parses no page, and both at import were 3 ms of
+# every lock.
+_HREF = r"""<a\s[^>]*?href\s*=\s*["']([^"']+)["']"""
+_SHA256 = r"sha256=([0-9a-fA-F]{64})"
 # Where uv's default index comes from when gpuenv names none (uv runs with --no-config).
 _DEFAULT_FROM = ("UV_DEFAULT_INDEX", "UV_INDEX_URL")
 
@@ -94,9 +96,11 @@ def page_files(body: bytes, page_url: str, prefix: str) -> Iterator[tuple[str, s
             sha = hashes.get("sha256") if isinstance(hashes, dict) else None
             entries.append((entry["url"], sha if isinstance(sha, str) else None))
     else:
-        for raw in _HREF.findall(text):
+        import html
+
+        for raw in re.findall(_HREF, text, re.IGNORECASE):
             href = html.unescape(raw)
-            found = _SHA256.search(href.partition("#")[2])
+            found = re.search(_SHA256, href.partition("#")[2])
             entries.append((href, found.group(1) if found else None))
     prefix = prefix.lower()
     for href, sha in entries:
