@@ -287,11 +287,27 @@ def _tags(request: PipRequest) -> list[str]:
     return found
 
 
-def test_read_ahead_never_raises() -> None:
-    def boom(*_args: object) -> bytes:
-        raise RuntimeError("anything")
+def test_read_ahead_returns_at_once_and_a_failure_stays_in_its_thread(tmp_path: Path) -> None:
+    """The lock's thread never waits for a page, and a page or read that fails ends
+    the read ahead only (no guess kept, nothing raised where the lock runs)."""
+    slow = threading.Event()
+    fetched: list[str] = []
 
-    read_ahead(H100, boom, lambda: "https://i.example/simple", boom)  # returns at once
+    def fetch(url: str) -> bytes:
+        fetched.append(url)
+        assert slow.wait(10)
+        raise RuntimeError("the index broke")
+
+    request = PipRequest(H100.requirements, "3.11", cache_dir=tmp_path)
+    started = time.monotonic()
+    read_ahead(request, fetch, lambda: "https://i.example/simple", fetch)
+    assert time.monotonic() - started < 1
+    while not fetched:
+        threading.Event().wait(0.01)
+    slow.set()
+    threading.Event().wait(0.2)
+    assert fetched == ["https://i.example/simple/torch/"]  # the failure ended it
+    assert not (tmp_path / "wheel-metadata" / "guesses.json").exists()
 
 
 def test_a_page_cannot_name_a_local_file() -> None:

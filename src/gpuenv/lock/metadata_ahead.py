@@ -60,17 +60,18 @@ def pinned(request: PipRequest) -> dict[str, str]:
 
 
 def _tags(request: PipRequest) -> list[str] | None:
-    """The target's wheel tags as strings, most preferred first; None off Linux."""
-    from gpuenv.lock._tags import ARCHES, linux_tags
+    """The target's wheel tags as uv ranks them (``lock.uv.target_tags``), as strings;
+    None off the Linux platforms gpuenv installs, or for a target uv cannot resolve."""
+    from gpuenv.errors import GpuenvError
+    from gpuenv.lock._tags import ARCHES
+    from gpuenv.lock.uv import target_tags
 
-    try:
-        major, minor = (int(p) for p in request.python.split(".")[:2])
-        glibc = int(request.glibc.split(".")[1])
-    except (ValueError, IndexError):
-        return None
     if request.platform not in ARCHES:
         return None
-    return [str(t) for t in linux_tags(request.platform, (major, minor), glibc)]
+    try:
+        return [str(t) for t in target_tags(request)]
+    except (GpuenvError, ValueError):  # a glibc older than manylinux2014, a bad Python
+        return None
 
 
 def page_files(body: bytes, page_url: str, prefix: str) -> Iterator[tuple[str, str, str]]:
@@ -272,15 +273,10 @@ def read_ahead(
 
     def run() -> None:
         guesses = Guesses(request.cache_dir)
-        with contextlib.suppress(Exception):
-            for wheel in expected_wheels(request, fetch, default_index, guesses):
-                # each read starts as its page is known: the next page is fetched meanwhile
-                Background(lambda w=wheel: _quietly(read, w, request), name="metadata-ahead")  # type: ignore[misc]
-            guesses.save()
+        for wheel in expected_wheels(request, fetch, default_index, guesses):
+            # each read starts as its page is known: the next page is fetched meanwhile
+            Background(lambda w=wheel: read(w, request), name="metadata-ahead")  # type: ignore[misc]
+        guesses.save()
 
+    # A failure anywhere stays in its Background, whose result nobody asks for.
     Background(run, name="metadata-ahead")
-
-
-def _quietly(read: Read, wheel: PipPackage, request: PipRequest) -> None:
-    with contextlib.suppress(Exception):
-        read(wheel, request)
