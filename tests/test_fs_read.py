@@ -105,6 +105,9 @@ def test_nesting_check_is_iterative() -> None:
     assert _fs.nested_deeper_than(value, 64)
     assert not _fs.nested_deeper_than({"a": {"b": [1, 2]}}, 3)
     assert _fs.nested_deeper_than({"a": {"b": [1, 2]}}, 2)
+    mixed = {"a": 1, "b": [0, "x", {"c": [[]]}], "d": {}}  # the deepest under a later sibling
+    assert _fs.nested_deeper_than(mixed, 4)
+    assert not _fs.nested_deeper_than(mixed, 5)
 
 
 @pytest.mark.parametrize("kind", ["fifo", "dev-zero"])

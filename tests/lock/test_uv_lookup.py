@@ -105,3 +105,71 @@ def test_a_missing_binary_is_a_typed_error(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(ExternalToolError, match=r"uv binary is missing.*/nowhere/bin") as caught:
         UvResolver()
     assert caught.value.exit_code == 5
+
+
+# In a fresh interpreter: gpuenv's answer, uv's own answer, and whether gpuenv's look-up
+# initialised sysconfig (its first use is 7-8 ms of every lock and install).
+OWN_PREFIX = """
+import sysconfig
+from gpuenv import _uvbin
+mine = _uvbin.find_uv()
+untouched = sysconfig._CONFIG_VARS is None
+import uv
+print(mine == uv.find_uv_bin(), untouched)
+"""
+
+
+def test_in_its_own_prefix_uv_is_found_as_uv_finds_it_without_sysconfig() -> None:
+    import uv
+
+    if _uvbin._in_own_prefix(uv) is None:
+        pytest.skip("the uv package is not installed in this interpreter's prefix")
+    done = subprocess.run(
+        [sys.executable, "-c", OWN_PREFIX], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stdout.split(), done.stderr) == (0, ["True", "True"], "")
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "{prefix}/lib/python3.11/site-packages/uv/__init__.py",
+        "{prefix}/lib64/python3.11/site-packages/uv/__init__.py",
+    ],
+)
+def test_a_package_in_the_prefix_names_the_prefix_bin(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str
+) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "uv").write_text("")
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    package = type("Package", (), {"__file__": where.format(prefix=tmp_path)})
+    assert _uvbin._in_own_prefix(package) == str(tmp_path / "bin" / "uv")
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "{other}/lib/python3.11/site-packages/uv/__init__.py",  # another prefix
+        "{prefix}/uv/__init__.py",  # pip install --target
+        "{prefix}/lib/python3.11/dist-packages/uv/__init__.py",  # Debian's layout
+        "{prefix}/lib/site-packages/uv/__init__.py",
+        "{prefix}/lib/python3.11/site-packages/notuv/__init__.py",
+    ],
+)
+def test_anywhere_else_uv_decides(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, where: str
+) -> None:
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "uv").write_text("")
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    package = type("Package", (), {"__file__": where.format(prefix=tmp_path, other=tmp_path / "o")})
+    assert _uvbin._in_own_prefix(package) is None
+
+
+def test_no_binary_in_the_prefix_leaves_it_to_uv(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    package = type("Package", (), {"__file__": f"{tmp_path}/lib/python3.11/site-packages/uv/x.py"})
+    assert _uvbin._in_own_prefix(package) is None
