@@ -156,6 +156,46 @@ def test_a_vanished_project_goes_once_its_grace_is_over(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("fake_build")
+def test_the_date_list_gives_a_vanished_project_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """list and gc --dry-run gave "kept until" a date that moved on with each look (the
+    grace period started only at the first real gc): the first look starts it now."""
+    store = Store(tmp_path / "store")
+    old = tmp_path / "old-home"
+    old.mkdir()
+    prefix = install_target(store, request(old, 1)).prefix
+    old.rename(tmp_path / "new-home")
+    first = {i.path: i for i in store.list()}[prefix].kept_until
+    assert first is not None
+    later = time.time() + 5 * 86400
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert {i.path: i for i in store.list()}[prefix].kept_until == first
+    assert store.gc(dry_run=True).graced[0].until == first
+    result = store.gc()
+    assert result.removed == () and result.graced[0].until == first
+
+
+@pytest.mark.usefixtures("fake_build")
+def test_a_project_back_in_place_gets_a_full_grace_period_when_it_goes_again(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "store")
+    project = tmp_path / "p"
+    project.mkdir()
+    prefix = install_target(store, request(project, 1)).prefix
+    project.rename(tmp_path / "away")
+    assert store.gc().graced[0].prefix == prefix
+    gone = next((store.root / "roots").glob("*.gone"))
+    os.utime(gone, (time.time() - 13 * 86400,) * 2)  # gone for 13 of its 14 days
+    (tmp_path / "away").rename(project)  # back
+    assert store.gc().removed == () and not gone.exists()
+    project.rename(tmp_path / "away")  # and gone again, a month later say
+    result = store.gc()
+    assert result.removed == () and result.graced[0].until > time.time() + 13 * 86400
+
+
+@pytest.mark.usefixtures("fake_build")
 def test_a_pointer_removed_from_a_live_project_is_garbage_at_once(tmp_path: Path) -> None:
     store = Store(tmp_path / "store")
     project = tmp_path / "p"

@@ -316,10 +316,13 @@ class Store:
         try:
             since = gone.stat().st_mtime
         except OSError:
+            # The first look that finds the project gone starts its grace period, a
+            # dry run's or list's too: the date they print then holds (it moved on
+            # with every list until a real gc ran). Not writable here: from now.
             since = now
-            if not dry_run:
-                with contextlib.suppress(OSError):
-                    gone.touch()
+            with contextlib.suppress(OSError):
+                gone.touch()
+                os.utime(gone, (now, now))  # the date said now is the one said later
         if now - since >= grace * 86400:
             if not dry_run:
                 self._forget(root)
@@ -342,6 +345,10 @@ class Store:
                 continue
             assert pointer is not None
             references.setdefault(target, []).append(pointer)
+            # Its project is back (moved back, a remount): a later disappearance starts
+            # a new grace period, not the old one's remainder.
+            with contextlib.suppress(OSError):
+                root.with_name(root.name + _marker.ROOT_GONE_SUFFIX).unlink()
             if not dry_run:
                 with contextlib.suppress(OSError):
                     self.register_root(pointer, target)  # the prefix it reaches now

@@ -9,7 +9,7 @@ import pytest
 
 from gpuenv.doctor.environment import inventory, locate, read_version_py, scan_dists
 from gpuenv.errors import UsageError
-from tests.doctor.conftest import FakeEnv
+from tests.doctor.conftest import ElfFactory, FakeEnv
 
 
 def test_virtual_env_wins_over_conda_prefix(clean_env: FakeEnv, tmp_path: Path) -> None:
@@ -64,3 +64,39 @@ def test_version_py(tmp_path: Path) -> None:
     path = tmp_path / "version.py"
     path.write_text("__version__ = '2.4.1'\ncuda: Optional[str] = None\nhip = os.environ\n")
     assert read_version_py(path) == {"__version__": "2.4.1", "cuda": None}
+
+
+def _bare_venv(tmp_path: Path, elf: ElfFactory) -> FakeEnv:
+    env = FakeEnv(tmp_path / "env", elf)
+    env.site.mkdir(parents=True)
+    (env.prefix / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    return env
+
+
+@pytest.mark.parametrize(
+    ("version", "cuda", "tag"),
+    [("2.4.1+cpu", None, "cpu"), ("2.4.1+cu121", "12.1", "cu121"), ("2.4.1", None, "cpu")],
+)
+def test_a_torch_without_version_py_is_read_from_its_dist_info(
+    tmp_path: Path, elf: ElfFactory, version: str, cuda: str | None, tag: str
+) -> None:
+    """doctor said "no torch" of a torch that imports (a trimmed build, the tests' own
+    small wheels), and skipped the trio checks with it."""
+    bare = _bare_venv(tmp_path, elf)
+    bare.torch(version, cuda)
+    (bare.site / "torch" / "version.py").unlink()
+    env = inventory(locate(prefix=bare.prefix, python=None, environ={}, default_prefix=None))
+    assert env.torch is not None
+    assert (env.torch.version, env.torch.tag) == (version, tag)
+    assert str(env.torch.cuda) == str(cuda)
+    assert env.torch.package_dir == bare.site / "torch"
+    assert env.torch.lib_dir == bare.site / "torch" / "lib"
+
+
+def test_no_torch_package_is_no_torch_even_with_a_stray_dist_info(
+    tmp_path: Path, elf: ElfFactory
+) -> None:
+    bare = _bare_venv(tmp_path, elf)
+    bare.dist("torch", "2.4.1")  # metadata left behind, no package
+    env = inventory(locate(prefix=bare.prefix, python=None, environ={}, default_prefix=None))
+    assert env.torch is None

@@ -623,7 +623,7 @@ def build_index(ctx: Context) -> LibraryIndex:
     deps_ok = builder.global_deps()
     torch = ctx.env.torch
     if torch is not None and torch.cuda is not None and deps_ok is not None:
-        preload = torch_preload(torch.version_file.parent / "__init__.py")
+        preload = torch_preload(torch.package_dir / "__init__.py")
         index.preload = preload
         cudart = any(load.copy.library.name == "cudart" for load in index.loads.values())
         if deps_ok is False:

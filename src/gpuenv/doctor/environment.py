@@ -85,12 +85,20 @@ class CondaPackage:
 
 @dataclass(frozen=True)
 class TorchInfo:
-    """What torch's ``version.py`` says, read without importing torch."""
+    """What torch's ``version.py`` says, read without importing torch; for a torch
+    package without one, what its distribution's metadata says (``version_file`` is
+    then that ``.dist-info`` directory, ``package`` the ``torch`` folder)."""
 
     version: str
     cuda: CudaVersion | None
     hip: str | None
     version_file: Path
+    package: Path | None = None
+
+    @property
+    def package_dir(self) -> Path:
+        """The ``torch`` package folder import finds."""
+        return self.package or self.version_file.parent
 
     @property
     def public(self) -> str:
@@ -108,7 +116,7 @@ class TorchInfo:
 
     @property
     def lib_dir(self) -> Path:
-        return self.version_file.parent / "lib"
+        return self.package_dir / "lib"
 
 
 @dataclass(frozen=True)
@@ -485,7 +493,24 @@ def find_torch(search: tuple[PathEntry, ...], own: tuple[Path, ...]) -> TorchInf
     dirs = [e.path for e in search if e.origin != _syspath.ORIGIN_STDLIB]
     dirs += [p for p in own if p not in dirs]
     regular = [d for d in dirs if is_file(d / "torch" / "__init__.py")]
-    return read_torch(tuple(regular)) or read_torch(tuple(dirs))
+    return read_torch(tuple(regular)) or read_torch(tuple(dirs)) or _from_dist(regular[:1])
+
+
+def _from_dist(sites: list[Path]) -> TorchInfo | None:
+    """A torch package without ``version.py`` (a trimmed or hand-made build): the
+    version its ``.dist-info`` beside it states, the build from its local tag
+    (``+cu124``), rather than "no torch" for a torch that imports."""
+    for site in sites:
+        dist = next((d for d in scan_dists(site) if d.name == "torch" and d.version), None)
+        if dist is None:
+            continue
+        tag = local_tag(dist.version) or ""
+        try:
+            cuda = CudaVersion.from_tag(tag) if tag.startswith("cu") else None
+        except VersionFormatError:
+            cuda = None
+        return TorchInfo(dist.version, cuda, None, dist.path, package=site / "torch")
+    return None
 
 
 def inventory(location: Location) -> Environment:
