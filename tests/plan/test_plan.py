@@ -119,6 +119,21 @@ def test_torch_index_base_is_configurable() -> None:
     assert target.index_url == "http://mirror.local/whl/cpu"
 
 
+@pytest.mark.parametrize("named", [None, "http://mirror.local/whl"])
+def test_the_reason_says_where_pypis_own_build_comes_from(named: str | None) -> None:
+    """plan said torch came "from the default index alone" for a spec that names a torch
+    index, while the lock took it from that index."""
+    spec = spec_of('torch = "2.4.1"', 'gpu = "T4"\ndriver = "535.104.05"')
+    target = make_plan(spec, knowledge_base(), torch_index=named).target("t")
+    assert target.cu_tag == "cu121" and target.pypi_default
+    said = next(r for r in target.reasons if "is this same build" in r)
+    if named:
+        assert said.startswith("index http://mirror.local/whl/cu121: ")
+        assert "names the torch index, so torch comes from there" in said
+    else:
+        assert "it comes from the default index alone" in said
+
+
 def test_unknown_torch_release_is_refused() -> None:
     spec = spec_of('torch = "==9.9.9"', 'gpu = "none"')
     with pytest.raises(NoCompatiblePlan, match="no torch release gpuenv knows matches"):

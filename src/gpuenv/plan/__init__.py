@@ -214,7 +214,7 @@ def plan_target(
         )
     base = given_index or DEFAULT_TORCH_INDEX
     index = join_index(base, found.build.tag)  # a query (?token=) stays at the end
-    choice = Choice(name, found, hw, index, tuple(models), torch_reason)
+    choice = Choice(name, found, hw, index, tuple(models), torch_reason, given_index is not None)
     return _target_plan(choice, c, kb, notes, how)
 
 

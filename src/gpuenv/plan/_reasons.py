@@ -21,6 +21,7 @@ class Choice:
     index_url: str
     models: tuple[GpuModel, ...]
     torch_reason: str  # why this release (newest that fits, or the shared one)
+    named_index: bool = False  # [pip] torch-index or GPUENV_TORCH_INDEX names the index
 
 
 def _python_reason(choice: Choice, c: Constraints) -> str:
@@ -139,6 +140,12 @@ def _package_reasons(choice: Choice, c: Constraints) -> list[str]:
         reasons.append(
             f"index {choice.index_url}: PyPI has no Python {choice.found.python} wheels of "
             f"torch {release.version} (they are on the PyTorch index only)"
+        )
+    elif release.pypi_default == build.tag and choice.named_index:
+        reasons.append(
+            f"index {choice.index_url}: PyPI's plain torch {release.version} "
+            f"({release.platform}) is this same build, but [pip] torch-index or "
+            "GPUENV_TORCH_INDEX names the torch index, so torch comes from there"
         )
     elif release.pypi_default == build.tag:
         reasons.append(
