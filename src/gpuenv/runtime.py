@@ -105,14 +105,53 @@ def refuse_foreign(spec: str, target: str, action: str) -> None:
         _foreign.refuse(target, where, action)
 
 
-def select(project: str, target: str | None, *, spec: str | None = None) -> Selected:
+def declared_targets(spec: str) -> list[str]:
+    """The targets of a spec named with ``-f``, read as the commands that parse it read
+    it: a missing file, a folder, a FIFO or a device, text that is not UTF-8 or TOML are
+    exit 2 naming the file. run, shell and activate took the pointers beside any path
+    otherwise: another spec's target, or one for a file that does not exist."""
+    from gpuenv import _toml
+
+    try:
+        data = _fsread.read_bytes(spec, limit=_fsread.SPEC_LIMIT, what=SPEC_FILENAME)
+    except FileNotFoundError:
+        raise UsageError(
+            f"{spec}: no such file", hint="create one with 'gpuenv init', or pass -f PATH"
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"{spec}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        document = _toml.loads(_fsread.decode_utf8(data, spec))
+    except (_toml.TomlError, RecursionError) as exc:
+        detail = str(exc) if isinstance(exc, _toml.TomlError) else "nested too deeply"
+        raise FileFormatError(
+            f"{spec}: not a valid {SPEC_FILENAME}: {detail}",
+            hint="'gpuenv plan' lists everything wrong with it",
+        ) from None
+    targets = document.get("targets")
+    return sorted(targets) if isinstance(targets, dict) else []
+
+
+def select(
+    project: str, target: str | None, *, spec: str | None = None, explicit: bool = False
+) -> Selected:
     """The prefix to activate: ``target``'s, or the only installed one. ``spec`` (default
-    ``<project>/gpuenv.toml``) tells a target it does not name from one not installed."""
+    ``<project>/gpuenv.toml``) tells a target it does not name from one not installed.
+    ``explicit``: the user named ``spec`` (``-f``): it must be a spec, and only the
+    targets it declares are candidates."""
     spec_file = spec or os.path.join(project, SPEC_FILENAME)
+    declared = declared_targets(spec_file) if explicit else None
+    if declared is not None and target is not None and target not in declared:
+        raise UsageError(
+            f"no target named {target!r} in {spec_file}",
+            hint=f"targets in this spec: {', '.join(declared) or 'none'}",
+        )
     if target is not None and os.path.isfile(spec_file):
         refuse_foreign(spec_file, target, "run")
     if target is None:
         installed = installed_targets(project)
+        if declared is not None:  # pointers beside it of targets it does not declare
+            installed = [name for name in installed if name in declared]
         if not installed and not os.path.isfile(spec_file):
             raise NotInstalled(
                 f"no {SPEC_FILENAME} here: {spec_file} does not exist",

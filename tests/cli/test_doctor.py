@@ -219,6 +219,33 @@ def test_in_a_project_its_installed_target(
     assert cli("doctor", "--target", "h100").code == 2, "not a target of this project"
 
 
+def test_a_project_named_with_f_wins_over_an_activated_environment(
+    cli: Cli, elf: ElfFactory, clean_env: FakeEnv, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    prefix = _installed_project(tmp_path, elf)
+    monkeypatch.setenv("VIRTUAL_ENV", str(clean_env.prefix))
+    spec = tmp_path / "project" / "gpuenv.toml"
+    result = cli("-f", str(spec), "doctor", "--json")
+    assert result.code in (0, 1), result.err
+    environment = result.json()["environment"]
+    assert Path(environment["prefix"]).resolve() == prefix.resolve()
+    assert environment["chosen_because"] == f"target cpu of the project {spec}"
+
+
+@pytest.mark.parametrize("named", ["missing.toml", "folder", "binary.toml"])
+def test_a_bad_file_named_with_f_is_exit_2_not_another_environment(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, named: str
+) -> None:
+    """doctor -f with a missing, a folder's or a binary file's path diagnosed gpuenv's own
+    environment, exit 0, without a word about the file."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "binary.toml").write_bytes(b"\x00\x01\xff")
+    result = cli("-f", named, "doctor")
+    assert result.code == 2, (result.code, result.out[:300])
+    assert named in result.err
+
+
 def test_outside_any_environment_the_first_python3_on_path(
     cli: Cli, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -49,3 +49,59 @@ def test_a_named_target_not_yet_installed_is_still_exit_4(
     result = cli("-f", str(spec), "run", "--target", "cpu", "--", "true")
     assert result.code == 4, result.err
     assert "target cpu is not installed" in result.err
+
+
+ACTIVATING = [("run", "--", "true"), ("shell",), ("activate",), ("rollback",)]
+
+
+@pytest.mark.parametrize("command", ACTIVATING)
+@pytest.mark.parametrize("named", ["missing.toml", "folder", "fifo", "/dev/null", "binary.toml"])
+def test_a_file_named_with_f_must_be_a_spec(
+    cli: Callable[..., CliResult],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    command: tuple[str, ...],
+    named: str,
+) -> None:
+    """run, shell, activate and rollback took whatever was installed beside a missing,
+    a folder's or a device's path (and said "no gpuenv.toml here: /dev/null does not
+    exist"): exit 2 naming the file, as plan says it."""
+    import os
+
+    monkeypatch.setenv("GPUENV_HOME", str(tmp_path / "store"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gpuenv.toml").write_text(SPEC)
+    _installed_beside(tmp_path, "cpu")
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "binary.toml").write_bytes(b"\x00\x01\xff")
+    result = cli("-f", named, *command)
+    assert result.code == 2, (result.code, result.err)
+    assert named in result.err and "Traceback" not in result.err
+
+
+@pytest.mark.parametrize("command", ACTIVATING)
+def test_only_the_targets_the_named_spec_declares_are_taken(
+    cli: Callable[..., CliResult],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    command: tuple[str, ...],
+) -> None:
+    """``-f other.toml`` with no --target activated the cpu target of the gpuenv.toml
+    beside it, a target other.toml does not have."""
+    monkeypatch.setenv("GPUENV_HOME", str(tmp_path / "store"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gpuenv.toml").write_text(SPEC)
+    (tmp_path / "other.toml").write_text(SPEC.replace("cpu]", "other]"))
+    _installed_beside(tmp_path, "cpu")
+    result = cli("-f", "other.toml", *command)
+    assert result.code == 4, (result.code, result.err)
+    assert "nothing is installed for other.toml" in result.err
+
+
+def _installed_beside(project: Path, target: str) -> None:
+    """A project pointer for ``target``: what ``installed_targets`` sees."""
+    prefix = project / "store" / "prefixes" / f"{target}-0"
+    prefix.mkdir(parents=True)
+    (project / ".gpuenv").mkdir(exist_ok=True)
+    (project / ".gpuenv" / target).symlink_to(prefix)

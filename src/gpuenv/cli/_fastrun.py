@@ -163,7 +163,9 @@ def execute(run: FastRun) -> int:
 
     _settings.state_dir = _settings.default_state_dir(os.environ)
     spec = runtime.find_spec(run.file, os.getcwd())
-    selected = runtime.select(runtime.project_of(spec), run.target, spec=spec)
+    selected = runtime.select(
+        runtime.project_of(spec), run.target, spec=spec, explicit=bool(run.file)
+    )
     from gpuenv.verify.gate import admit
 
     for warning in admit(selected, unverified=run.unverified):

@@ -37,7 +37,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv.shells import activation_script
 
     spec = runtime.find_spec(getattr(args, "file", None), str(Path.cwd()))
-    selected = runtime.select(runtime.project_of(spec), args.target, spec=spec)
+    explicit = bool(getattr(args, "file", None))
+    selected = runtime.select(runtime.project_of(spec), args.target, spec=spec, explicit=explicit)
     from gpuenv.verify.gate import admit
 
     for warning in admit(selected, unverified=args.unverified):

@@ -76,6 +76,10 @@ def default_environment(
     from gpuenv import runtime
     from gpuenv._envdelta import ACTIVE_VAR
 
+    if file:  # named with -f: that project's environment, or why not (never another)
+        spec = runtime.find_spec(file, str(cwd))
+        selected = runtime.select(runtime.project_of(spec), target, spec=spec, explicit=True)
+        return Path(selected.prefix), None, f"target {selected.target} of the project {spec}"
     own = Path(sys.prefix).resolve()
     active = environ.get(ACTIVE_VAR)
     if active and Path(active).is_dir():

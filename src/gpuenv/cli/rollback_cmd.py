@@ -26,11 +26,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     spec = runtime.find_spec(getattr(args, "file", None), str(Path.cwd()))
     project = runtime.project_of(spec)
+    explicit = bool(getattr(args, "file", None))
     if args.target is not None:  # a name the spec does not have is no "nothing to roll back"
-        named = runtime._named_targets(spec)
+        named = runtime.declared_targets(spec) if explicit else runtime._named_targets(spec)
         if named is not None:
             _common.check_target(args.target, list(named))
-    target = args.target or runtime.select(project, None, spec=spec).target
+    target = args.target or runtime.select(project, None, spec=spec, explicit=explicit).target
     before, after = rollback(settings.store(), Path(project), target)
     if args.json:
         _output.emit_json({"target": target, "from": str(before), "to": str(after)})
