@@ -254,3 +254,57 @@ def test_a_target_that_cannot_be_planned_fails_the_lock_as_a_serial_lock_does(
     assert result.code == 3, result.err
     assert "old" in result.err
     assert not (tmp_path / "gpuenv.lock").exists()
+
+
+def test_a_relock_where_every_target_fails_leaves_the_lock_byte_for_byte(
+    cli: Callable[..., CliResult],
+    tmp_path: Path,
+    fakes: tuple[FakePip, FakeConda],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lock was rewritten with the new spec's hash over the old targets (a lock of a
+    spec never locked; after a failed ``add`` of a misspelt name, of a spec that no
+    longer exists either)."""
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(CLUSTER)
+    assert cli("-f", str(spec), "lock").code == 0
+    before = (tmp_path / "gpuenv.lock").read_bytes()
+
+    def down(self: FakePip, request: PipRequest):
+        raise NetworkError("cannot reach the index", cause="refused", url="http://i.example/")
+
+    monkeypatch.setattr(FakePip, "resolve", down)
+    spec.write_text(CLUSTER.replace('"transformers>=1"', '"transformers>=1", "nonexistpkg"'))
+    result = cli("-f", str(spec), "lock", "--json")
+    assert result.code == 5
+    error = result.json()["error"]
+    assert error["written"] is False and error["locked"] == []
+    assert sorted(error["kept"]) == ["login", "node-a", "node-b", "node-c", "node-d"]
+    assert (tmp_path / "gpuenv.lock").read_bytes() == before
+    assert cli("-f", str(spec), "lock", "--check").code == 1, "still stale for the new spec"
+
+
+def test_after_a_partial_relock_the_lock_stays_stale_until_every_target_is_locked(
+    cli: Callable[..., CliResult],
+    tmp_path: Path,
+    fakes: tuple[FakePip, FakeConda],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(CLUSTER)
+    assert cli("-f", str(spec), "lock").code == 0
+    real = FakePip.resolve
+
+    def flaky(self: FakePip, request: PipRequest):
+        if request.torch_index and request.torch_index.endswith("cu124"):
+            raise NetworkError("cannot reach the index", cause="refused", url=request.torch_index)
+        return real(self, request)
+
+    monkeypatch.setattr(FakePip, "resolve", flaky)
+    spec.write_text(CLUSTER.replace('"transformers>=1"', '"transformers>=1", "tokenizers"'))
+    result = cli("-f", str(spec), "lock", "--json")
+    assert result.code == 5 and result.json()["error"]["locked"] == ["login"]
+    assert cli("-f", str(spec), "lock", "--check").code == 1, "node-a..d hold the old spec's"
+    monkeypatch.setattr(FakePip, "resolve", real)
+    assert cli("-f", str(spec), "lock").code == 0
+    assert cli("-f", str(spec), "lock", "--check").code == 0
