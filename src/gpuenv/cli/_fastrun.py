@@ -154,7 +154,10 @@ def parse(argv: Sequence[str]) -> FastRun | None:
 def _say(line: str) -> None:
     from gpuenv.cli._printable import printable
 
-    sys.stderr.write(printable(line) + "\n")
+    try:  # noqa: SIM105 - contextlib is not imported on the run path; a full stderr loses the line
+        sys.stderr.write(printable(line) + "\n")
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def execute(run: FastRun) -> int:

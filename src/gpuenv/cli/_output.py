@@ -133,7 +133,13 @@ def raw(text: str) -> None:
 
 
 def err(text: str) -> None:
-    sys.stderr.write(clean(text) + "\n")
+    """A line on stderr (a warning, an error); lost, not raised, when stderr cannot take
+    it: the exit code still says how the command ended."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        stream.write(clean(text) + "\n")
 
 
 def _traceback(exc: BaseException) -> None:

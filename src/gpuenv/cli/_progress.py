@@ -104,6 +104,20 @@ def _seconds(value: float) -> str:
     return f"{minutes}m{seconds:02d}s"
 
 
+def say(text: str) -> None:
+    """``text`` on stderr, flushed; a stderr that cannot take it (full, closed, a broken
+    pipe) loses the line, not the command: ``verify 2>/dev/full`` recorded its own
+    progress line's ENOSPC as the probe's failure, and ``lock`` stopped at its first."""
+    stream = sys.stderr
+    if stream is None:  # started with fd 2 closed
+        return
+    try:
+        stream.write(text)
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
 class Display:
     """The progress callable a command hands to the library (phases by calling it,
     details through ``detail``); a context manager that finishes the display on exit,
@@ -132,8 +146,7 @@ class Display:
             self._failed = False
             self._print_finished(finished, ok=ok)
         if self.mode == LINES:
-            sys.stderr.write(f"gpuenv: {text}\n")
-            sys.stderr.flush()
+            say(f"gpuenv: {text}\n")
 
     def detail(self, text: str) -> None:
         if self.mode == LIVE:

@@ -449,9 +449,7 @@ def lock_and_write(
     written = False
     # Every target failed: the file stays as it was, byte for byte (it was rewritten
     # with the new spec's hash over the old targets, a lock of a spec never locked).
-    none_locked = bool(result.failures) and not any(
-        c.status != "removed" for c in result.changes
-    )
+    none_locked = bool(result.failures) and not any(c.status != "removed" for c in result.changes)
     if (result.lock.targets or existing is not None) and not none_locked:
         wrote = write_lock_file(lock_path, result.lock, cache_dir=options.cache_dir)
         result, written = replace(result, digest=wrote.digest), wrote.written
