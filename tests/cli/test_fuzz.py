@@ -38,6 +38,7 @@ ODD_VALUES = (
     "../../../../etc/passwd",
     "/dev/null",
     "x" * 600,
+    "x" * 10_000,  # ENAMETOOLONG for any path
     "a=b=c",
     "-9",
     ".",

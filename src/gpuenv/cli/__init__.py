@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 
 from gpuenv.cli._signals import install_signal_handlers, interrupt_code, interrupt_received
-from gpuenv.errors import EXIT_INTERNAL, GpuenvError
+from gpuenv.errors import EXIT_INTERNAL, GpuenvError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -139,6 +139,27 @@ def _machine_fault(exc: OSError) -> GpuenvError | None:
     return storage_error(exc, exc.filename or "(unknown path)", "a file")
 
 
+def _path_fault(exc: OSError) -> GpuenvError | None:
+    """A path the user gave that no file system can hold (a name too long, a loop of
+    symbolic links) and that no command checked: the input's fault, exit 2, not a bug
+    in gpuenv (``pack -o``, ``export -o``, ``verify --python`` with a 10,000-character
+    path ended in exit 70)."""
+    import errno
+    import os
+
+    reasons = {
+        errno.ENAMETOOLONG: "a name longer than the file system allows",
+        errno.ELOOP: "a loop of symbolic links",
+    }
+    reason = reasons.get(exc.errno) if exc.errno is not None else None
+    if reason is None:
+        return None
+    name = os.fsdecode(exc.filename) if exc.filename is not None else "(a path)"
+    if len(name) > 100:
+        name = f"{name[:60]}...{name[-20:]} ({len(name)} characters)"
+    return UsageError(f"{name}: {reason}", hint="give a shorter path (or fix the links)")
+
+
 def _unexpected(exc: Exception, *, as_json: bool, verbose: int) -> int:
     """An exception no command turned into a ``GpuenvError``: the disguise of a signal
     (its line and 128 + its number), a machine fault (exit 5, named as such) or a bug
@@ -149,7 +170,7 @@ def _unexpected(exc: Exception, *, as_json: bool, verbose: int) -> int:
     if received is not None:  # the signal's exception, disguised by where it landed
         _output.render_interrupt(received, as_json=as_json)
         return interrupt_code(received)
-    storage = _machine_fault(exc) if isinstance(exc, OSError) else None
+    storage = (_machine_fault(exc) or _path_fault(exc)) if isinstance(exc, OSError) else None
     if storage is not None:
         _output.render_error(storage, as_json=as_json, verbose=verbose)
         return storage.exit_code

@@ -182,13 +182,20 @@ def execute(run: FastRun) -> int:
     for note in notes:
         _say(note)
     sys.stderr.flush()
+    name = run.command[0] if len(run.command[0]) <= 100 else f"{run.command[0][:60]}..."
     try:
         os.execvpe(run.command[0], run.command, env)  # noqa: S606 - exec is the point
     except FileNotFoundError:
-        _say(f"gpuenv: {run.command[0]}: command not found")
+        _say(f"gpuenv: {name}: command not found")
         return 127
     except PermissionError:
-        _say(f"gpuenv: {run.command[0]}: permission denied")
+        _say(f"gpuenv: {name}: permission denied")
+        return 126
+    except ValueError:  # an empty name (or a NUL byte): what a shell says of ''
+        _say(f"gpuenv: {name!r}: command not found")
+        return 127
+    except OSError as exc:  # a name too long, an exec format error: as a shell, 126
+        _say(f"gpuenv: {name}: cannot run it: {exc.strerror or exc}")
         return 126
 
 

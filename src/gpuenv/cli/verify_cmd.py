@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from gpuenv.verify import ProbeResult
 
 
+MAX_TIMEOUT = 7 * 86400.0
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common.add_target_flag(
         parser, what="verify this installed target and record the result (default: the only one)"
@@ -93,8 +96,13 @@ def _verify(args: argparse.Namespace, settings: Settings) -> tuple[str, ProbeRes
     from gpuenv import verify
 
     timeout = args.timeout if args.timeout is not None else None
-    if timeout is not None and timeout <= 0:
-        raise UsageError("--timeout must be positive")
+    # Also nan (it killed the probe at once) and what the timer cannot wait for (inf,
+    # 1e309, 1e11 s: an OverflowError in the timer's thread left no timeout at all).
+    if timeout is not None and not 0 < timeout <= MAX_TIMEOUT:
+        raise UsageError(
+            f"--timeout {args.timeout:g}: a number of seconds, more than 0 and at most "
+            f"{MAX_TIMEOUT:g} (a week)"
+        )
     if args.python is not None:
         if args.target:
             raise UsageError("give --python or --target, not both")

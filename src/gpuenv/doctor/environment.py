@@ -298,13 +298,20 @@ def _from_python(
             f"--python {python}: no such file"
             + ("" if os.sep in str(python) else " (and no such command on PATH)")
         )
-    result = _proc.run(
-        [python, "-c", _syspath.QUERY],
-        timeout=_ASK_TIMEOUT,
-        env=environ,
-        cwd=cwd if cwd.is_dir() else None,
-        what=f"{python}",
-    )
+    if python.is_dir():
+        raise UsageError(f"--python {python}: a directory, not an interpreter")
+    if not os.access(python, os.X_OK):  # /etc/passwd said "cannot write a file": EACCES
+        raise UsageError(f"--python {python}: not executable")
+    try:
+        result = _proc.run(
+            [python, "-c", _syspath.QUERY],
+            timeout=_ASK_TIMEOUT,
+            env=environ,
+            cwd=cwd if cwd.is_dir() else None,
+            what=f"{python}",
+        )
+    except OSError as exc:  # an executable that is no program (exec format error)
+        raise UsageError(f"--python {python}: cannot run it: {exc.strerror or exc}") from None
     try:
         answer = _syspath.parse_answer(result.stdout)
     except (ValueError, KeyError, TypeError) as exc:
@@ -322,7 +329,11 @@ def _on_path(python: Path, environ: Mapping[str, str]) -> Path:
     if os.sep in text or not text:
         return python
     found = shutil.which(text, path=environ.get("PATH", os.defpath))
-    return Path(found) if found else python
+    if found:
+        return Path(found)
+    # Not a command but a file here (``./python``, which Path shortens to ``python``):
+    # that file, by its full path, never a search of PATH for its name.
+    return python.absolute() if python.exists() else python
 
 
 def _prefix_python(prefix: Path) -> Path | None:

@@ -1,0 +1,102 @@
+"""What a user types that no file system or exec can take ends in a message and an exit
+code, never exit 70 or a traceback: a 10,000-character path given to ``-o``,
+``--python`` or ``--prefix`` (``File name too long``), an empty or unrunnable command
+after ``run --``, a ``verify --timeout`` the timer cannot wait for."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from gpuenv import runtime
+from gpuenv.cli import _fastrun, _unexpected, main
+
+
+@pytest.mark.parametrize(
+    ("number", "said"),
+    [
+        (errno.ENAMETOOLONG, "a name longer than the file system allows"),
+        (errno.ELOOP, "a loop of symbolic links"),
+    ],
+)
+def test_a_path_no_file_system_can_hold_is_exit_2_naming_it_shortened(
+    number: int, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    long = "/tmp/" + "x" * 10_000
+    code = _unexpected(OSError(number, os.strerror(number), long), as_json=False, verbose=0)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert said in err and "(10005 characters)" in err and len(err) < 400
+    assert "internal error" not in err
+
+
+@pytest.mark.parametrize(
+    ("command", "code", "said"),
+    [
+        ([""], 127, "'': command not found"),
+        (["x" * 10_000], 126, "cannot run it: File name too long"),
+        (["./not-a-program"], 126, "cannot run it: Exec format error"),
+    ],
+)
+def test_a_command_run_cannot_start_is_the_shells_code_and_one_line(
+    command: list[str],
+    code: int,
+    said: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    program = tmp_path / "not-a-program"
+    program.write_bytes(b"\x00\x01garbage")
+    program.chmod(0o755)
+    selected = runtime.Selected("cpu", str(tmp_path), None, str(tmp_path))  # type: ignore[arg-type]
+    monkeypatch.setattr(runtime, "select", lambda *a, **k: selected)
+    monkeypatch.setattr(runtime, "child_environment", lambda s, e: (dict(e), []))
+    import gpuenv.editable.state
+    import gpuenv.verify.gate
+
+    monkeypatch.setattr(gpuenv.verify.gate, "admit", lambda s, unverified: [])
+    monkeypatch.setattr(gpuenv.editable.state, "stale_note", lambda p: None)
+    assert _fastrun.execute(_fastrun.FastRun(None, None, True, command)) == code
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err and len(err) < 400
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "1e309", "99999999999", "0", "-1"])
+def test_a_verify_timeout_the_timer_cannot_take_is_exit_2(
+    value: str, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["verify", f"--timeout={value}"]) == 2
+    assert "--timeout" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("data.txt", "not executable"),
+        ("folder", "a directory, not an interpreter"),
+        ("./garbage", "cannot run it: Exec format error"),
+    ],
+)
+def test_doctor_python_that_cannot_run_is_exit_2_saying_why(
+    given: str,
+    said: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """doctor --python /etc/passwd said "cannot write a file (/etc/passwd): permission
+    denied" (exit 5): the EACCES of exec, read as a failed write."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data.txt").write_text("root:x:0:0\n")
+    (tmp_path / "folder").mkdir()
+    (tmp_path / "garbage").write_bytes(b"\x00\x01")
+    (tmp_path / "garbage").chmod(0o755)
+    assert main(["doctor", "--python", given]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "cannot write" not in err
