@@ -182,8 +182,10 @@ def output_path(path: Path, *, hint: str) -> Path:
     except OSError:
         return target  # nothing there yet (or unreadable): the write says what is wrong
     kind = special_kind(mode)
+    shown = str(path) if target == path else f"{path} (-> {target})"
+    if stat.S_ISDIR(mode):  # -o '' is '.': it said "Device or resource busy", exit 5
+        raise UsageError(f"{shown} is a directory: name a file (in it, say)", hint=hint)
     if kind is not None:
-        shown = str(path) if target == path else f"{path} (-> {target})"
         raise UsageError(
             f"{shown} is {kind}, not a regular file: gpuenv writes its output by renaming "
             "a complete file over the path, which would replace it",

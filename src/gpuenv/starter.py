@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -158,9 +159,15 @@ def _refuse_what_is_not_a_file(path: Path) -> None:
     """--force replaces a spec file; a FIFO or a device there (``-f /dev/full``) would be
     replaced by the rename of the new file, so it is refused, and left as it is."""
     try:
-        kind = special_kind(path.stat().st_mode)
+        mode = path.stat().st_mode
     except OSError:
         return  # nothing there (or the write says why)
+    if stat.S_ISDIR(mode):  # it said "already exists, pass --force", which then failed
+        raise UsageError(
+            f"{path} is a directory, not a spec file",
+            hint=f"pass -f with a file name: -f {path / 'gpuenv.toml'}",
+        )
+    kind = special_kind(mode)
     if kind is not None:
         raise UsageError(
             f"{path}: {kind}, not a spec file: refusing to replace it",
@@ -171,9 +178,9 @@ def _refuse_what_is_not_a_file(path: Path) -> None:
 def write_starter(path: Path, options: StarterOptions, *, overwrite: bool) -> list[str]:
     """Write a starter spec to ``path``; returns the target names. Refuses to replace
     an existing file unless ``overwrite``; never writes a spec that does not validate."""
+    _refuse_what_is_not_a_file(path)  # first: --force would not help
     if path.exists() and not overwrite:
         raise UsageError(f"{path} already exists", hint="pass --force to replace it")
-    _refuse_what_is_not_a_file(path)
     text, names = starter_text(options)
     parse_spec_text(text, file=str(path), kb=knowledge_base())
     atomic_write_text(path, text, what="the new spec")

@@ -100,3 +100,30 @@ def test_doctor_python_that_cannot_run_is_exit_2_saying_why(
     assert main(["doctor", "--python", given]) == 2
     err = capsys.readouterr().err
     assert said in err and "cannot write" not in err
+
+
+@pytest.mark.parametrize("force", [[], ["--force"]])
+def test_init_into_a_folder_says_it_is_a_folder(
+    force: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``-f DIR init`` said "DIR already exists, pass --force", and --force then failed
+    with exit 5."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dd").mkdir()
+    assert main(["-f", "dd", "init", *force]) == 2
+    assert "dd is a directory, not a spec file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("given", ["", ".", "folder"])
+def test_an_output_path_that_is_a_folder_is_a_usage_error(given: str, tmp_path: Path) -> None:
+    """``pack -o ''`` said "cannot write .: Device or resource busy" (exit 5) with a hint
+    to free space; ``export -o DIR`` exit 5 too."""
+    from gpuenv._fs import output_path
+    from gpuenv.errors import UsageError
+
+    (tmp_path / "folder").mkdir()
+    with pytest.raises(UsageError, match="is a directory: name a file"):
+        output_path(tmp_path / given if given else Path(given), hint="name a file")

@@ -140,6 +140,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if to_stdout and args.json:
         raise UsageError("--json and -o - both want stdout", hint="name a file with -o")
     output = Path(args.output) if args.output else Path.cwd() / "gpuenv.toml"
+    if not to_stdout and output.is_dir():
+        raise UsageError(f"{output} is a directory", hint="name a file: -o FILE")
     if not to_stdout and output.exists() and not args.force:
         raise UsageError(f"{output} already exists", hint="pass --force to replace it, or -o FILE")
     if not to_stdout:

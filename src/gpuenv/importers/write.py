@@ -143,10 +143,10 @@ def spec_text(decision: Decision, report: Report) -> str:
 
 def write_spec(text: str, path: Path, kb: KnowledgeBase, *, force: bool) -> None:
     """Validate ``text`` as a spec, then write it to ``path`` atomically."""
-    if path.exists() and not force:
-        raise UsageError(f"{path} already exists", hint="pass --force to replace it")
     if path.is_dir():
         raise UsageError(f"{path} is a directory", hint="pass -o FILE")
+    if path.exists() and not force:
+        raise UsageError(f"{path} already exists", hint="pass --force to replace it")
     from gpuenv import _settings
 
     # Validated (and remembered in the spec cache, so the next `gpuenv plan` of these
