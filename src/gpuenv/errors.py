@@ -52,6 +52,7 @@ EXIT_NOT_READY = 4
 EXIT_EXTERNAL = 5
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE, what a shell tool ends with when its reader left
 EXIT_TERMINATED = 143
 
 
@@ -435,6 +436,15 @@ class StorageError(GpuenvError, OSError):
 
     def details(self) -> dict[str, Any]:
         return {"path": self.filename, "errno": self.errno_name}
+
+
+class OutputClosed(GpuenvError):
+    """The reader of standard output went away (``gpuenv list | head -1``): nothing more
+    can be said there, and saying so on stderr is noise. Ends the command quietly with
+    128 + SIGPIPE, as ``ls | head`` ends ``ls``."""
+
+    exit_code = EXIT_BROKEN_PIPE
+    kind = "broken-pipe"
 
 
 class Interrupted(KeyboardInterrupt):

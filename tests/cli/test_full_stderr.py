@@ -56,3 +56,24 @@ def test_plan_with_stderr_full_prints_its_plan(tmp_path: Path) -> None:
             check=False,
         )
     assert done.returncode == 0 and "cpu" in done.stdout
+
+
+def test_a_reader_that_left_ends_the_command_quietly_with_sigpipes_code(tmp_path: Path) -> None:
+    """``gpuenv plan | head -c0`` said "error: cannot write gpuenv's output (standard
+    output): Broken pipe" and exit 5: every ``| head`` of a long listing did."""
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(
+        '[project]\nname = "p"\n[stack]\npython = "3.11"\ntorch = "2.4.1"\n'
+        '[targets.cpu]\ngpu = "none"\n'
+    )
+    for extra in ([], ["--json"]):
+        child = subprocess.Popen(
+            [sys.executable, "-m", "gpuenv", "-f", str(spec), "plan", *extra],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert child.stdout is not None and child.stderr is not None
+        child.stdout.close()  # long before the plan is written (the start takes 100 ms)
+        err = child.stderr.read()
+        assert child.wait(timeout=120) == 141, err
+        assert err == b""

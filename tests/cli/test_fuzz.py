@@ -27,7 +27,7 @@ from gpuenv.cli import _fastrun, _parser, main, run_cmd
 from gpuenv.errors import UsageError
 
 # Exit codes gpuenv documents (errors.py), plus the shell's 126/127 from `run`.
-DOCUMENTED = {0, 1, 2, 3, 4, 5, 126, 127, 130}
+DOCUMENTED = {0, 1, 2, 3, 4, 5, 126, 127, 130, 141}
 
 ODD_VALUES = (
     "",

@@ -214,7 +214,8 @@ def _command(argv: list[str]) -> int:
         sys.stdout.flush()  # output that cannot be written fails the command, here
         return code
     except GpuenvError as err:
-        _output.render_error(err, as_json=as_json, verbose=verbose)
+        if err.kind != "broken-pipe":  # its reader is gone: nothing to tell anyone
+            _output.render_error(err, as_json=as_json, verbose=verbose)
         return err.exit_code
     except KeyboardInterrupt as interrupt:
         _output.render_interrupt(interrupt, as_json=as_json)

@@ -61,6 +61,10 @@ class _Stdout:
 
 
 def _stdout_failed(exc: OSError) -> GpuenvError:
+    if isinstance(exc, BrokenPipeError):  # `| head`: the reader has what it wanted
+        from gpuenv.errors import OutputClosed
+
+        return OutputClosed("standard output was closed by its reader")
     from gpuenv._fs import storage_error
 
     hint = "redirect standard output where it can be written (or to a terminal)"
