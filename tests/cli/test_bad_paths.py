@@ -127,3 +127,50 @@ def test_an_output_path_that_is_a_folder_is_a_usage_error(given: str, tmp_path: 
     (tmp_path / "folder").mkdir()
     with pytest.raises(UsageError, match="is a directory: name a file"):
         output_path(tmp_path / given if given else Path(given), hint="name a file")
+
+
+def test_what_init_says_next_names_the_file_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["-f", "new.toml", "init", "--cpu"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "next: gpuenv -f new.toml plan"
+
+
+def test_a_value_with_a_line_break_is_quoted_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`stack.torch: "a` was all that was said of torch = "a\\nb"."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["init", "--torch", "a\nb"]) == 2
+    assert '--torch: "a\\nb" is not a version' in capsys.readouterr().err
+
+
+def test_a_facts_file_given_to_plan_is_read_even_when_no_target_detects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gpuenv.toml").write_text(
+        '[project]\nname = "p"\n[stack]\npython = "3.11"\n[targets.cpu]\ngpu = "none"\n'
+    )
+    assert main(["plan", "--facts", "missing.json"]) == 2
+    assert "missing.json" in capsys.readouterr().err
+
+
+def test_json_before_the_command_is_told_where_it_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["--json", "plan"]) == 2
+    assert "--json goes after the command: gpuenv plan --json" in capsys.readouterr().out
+
+
+def test_a_missing_group_is_named_as_typed() -> None:
+    from gpuenv.errors import UsageError
+    from gpuenv.install.project import choose_groups
+    from gpuenv.spec import parse_spec_text
+
+    text = '[project]\nname = "p"\n[stack]\npython = "3.11"\n[targets.cpu]\ngpu = "none"\n'
+    spec = parse_spec_text(text, file="gpuenv.toml").spec
+    with pytest.raises(UsageError, match=r"no dependency group '\.\./x'"):
+        choose_groups(spec, iter(["../x"]), every=False, dev=True)

@@ -402,8 +402,8 @@ def test_a_folder_with_neither_files_nor_install_commands_is_refused(
     imported = run_import(root, target="h100", extra=("--no-check-resolves",))
     assert imported.result.code == 2
     message = imported.result.json()["error"]["message"]
-    assert message.startswith(
-        ".: no environment files found in this folder, and no install commands in README.md"
+    assert message.startswith(  # the folder named as given ("." named nothing)
+        f"{root}: no environment files found in this folder, and no install commands in README.md"
     )
 
 

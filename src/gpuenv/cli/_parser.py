@@ -203,10 +203,14 @@ def parse(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, argparse.Namesp
     args, extra = parser.parse_known_args(argv if parts is None else parts[0])
     if extra:  # argparse's own words were "gpuenv: error: gpuenv: unrecognized arguments"
         where = " ".join(["gpuenv", *([name] if name else []), *_action_of(args)])
+        # `gpuenv --json plan`: --json is the command's own flag, written after it.
+        after = "--json" in extra and "json" in vars(args)
         raise UsageError(
             f"{where}: unexpected {'argument' if len(extra) == 1 else 'arguments'}: "
             + " ".join(extra),
-            hint=f"see '{where} --help'",
+            hint=f"--json goes after the command: {where} --json"
+            if after
+            else f"see '{where} --help'",
         )
     if parts is not None:
         args.argv = parts[1]

@@ -93,7 +93,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         _output.emit_json({"written": str(path), "targets": written})
     else:
         _output.out(f"wrote {path} (targets: {', '.join(written)})")
-        _output.out("next: gpuenv plan")
+        # -f new.toml: "gpuenv plan" alone would read ./gpuenv.toml, not the file written
+        named = getattr(args, "file", None)
+        _output.out(f"next: gpuenv -f {path} plan" if named else "next: gpuenv plan")
     return 0
 
 

@@ -46,7 +46,8 @@ def _request(args: argparse.Namespace) -> PackRequest:
     indexes += [_common.url_override(v) for v in ("GPUENV_INDEX_URL", "GPUENV_TORCH_INDEX")]
     return pack.PackRequest(
         lock=lock,
-        targets=tuple(args.target) if args.target else tuple(sorted(lock.targets)),
+        # -t cpu -t cpu is one target (the archive listed it twice)
+        targets=tuple(dict.fromkeys(args.target)) if args.target else tuple(sorted(lock.targets)),
         project=loaded.spec.project.name,
         spec_file=spec_file,
         store=_common.store(),

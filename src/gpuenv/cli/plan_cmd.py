@@ -30,7 +30,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     spec = loaded.spec
     shared = spec.stack.same_torch
     wanted = [spec.targets[args.target]] if args.target and not shared else spec.targets.values()
-    detected = _hardware.machine_facts(args.facts) if any(t.uses_detect for t in wanted) else None
+    detected = (
+        _hardware.machine_facts(args.facts)
+        # A facts file given is read even when no target detects: a missing or broken
+        # one was accepted in silence (exit 0) by a spec that never needed it.
+        if any(t.uses_detect for t in wanted) or args.facts
+        else None
+    )
     torch_index = _common.url_override("GPUENV_TORCH_INDEX")
     plan = make_plan(
         spec,

@@ -137,8 +137,9 @@ def _readme_files(ctx: Context, folder: Path, skipped: list[Entry]) -> list[Path
 
     docs = [d for d in readme.doc_files(folder) if ctx.inside(d)]
     if not docs:
+        shown_folder = ctx.display(folder)
         fail(
-            ctx.display(folder),
+            str(folder) if shown_folder == "." else shown_folder,  # "." named nothing
             None,
             "no environment files found in this folder, and no install commands in "
             f"{', '.join(readme.DOC_NAMES)}",

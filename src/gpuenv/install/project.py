@@ -58,11 +58,13 @@ def choose_groups(spec: Spec, asked: Iterable[str], *, every: bool, dev: bool) -
     from gpuenv.names import normalize_name
 
     known = groups(spec)
-    wanted = [normalize_name(g) for g in asked]
-    for name in wanted:
+    given_names = list(asked)
+    wanted = [normalize_name(g) for g in given_names]
+    for given, name in zip(given_names, wanted, strict=True):
         if name not in known:
             listed = ", ".join(known) or "none: add [pip.groups] to gpuenv.toml"
-            raise UsageError(f"no dependency group {name!r} (groups: {listed})")
+            # As typed: the normalised form of "../x" ("-/x") is no name the user gave.
+            raise UsageError(f"no dependency group {given!r} (groups: {listed})")
     if every:
         return tuple(known)
     default = ["dev"] if "dev" in known and dev else []

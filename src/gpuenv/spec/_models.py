@@ -556,7 +556,10 @@ def _missing_key(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explai
 
 
 def _bad_value(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
-    return str(error["ctx"]["error"]).splitlines()[0], None, 1
+    # The whole message, its line breaks shown: they come from the value it quotes
+    # (torch = "a\nb" was reported as `stack.torch: "a`, the rest cut off).
+    text = str(error["ctx"]["error"])
+    return text.replace("\r", "\\r").replace("\n", "\\n"), None, 1
 
 
 def _wrong_type(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
