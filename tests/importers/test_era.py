@@ -126,6 +126,20 @@ def test_a_2023_repository_with_a_bare_torch_takes_the_torch_of_its_newest_pin(
     assert pages == ["/simple/accelerate/", "/simple/numpy/", "/simple/transformers/"]
 
 
+def test_files_without_torch_are_dated_as_a_bare_torch_is(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    """A requirements.txt that names no torch at all (the README installs it, in words
+    gpuenv does not read) took the newest torch: 2.7 for 2023 pins."""
+    req = _paper(tmp_path, "numpy==1.24.2\ntransformers==4.28.1\naccelerate\n")
+    torch = _torch(run_import(req, target="rtx4090"))
+    assert torch["to"] == "2.0.0+cu117"
+    assert str(torch["why"]).startswith(
+        "the newest torch released by 2023-04-14, when transformers 4.28.1 was published "
+        "(requirements.txt:2), is 2.0.0"
+    )
+
+
 def test_a_2020_range_takes_the_torch_of_its_pins(
     run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
 ) -> None:

@@ -490,3 +490,168 @@ def test_all_is_the_aggregate_and_is_followed_through_nested_extras(tmp_path: Pa
     assert "flash-attn" not in merged.packages and "robokit" not in merged.packages
     left = sorted(n.message.split("'")[1] for n in merged.notes if "does not name it" in n.message)
     assert left == ["core_scripts", "groot"]
+
+
+# NeuScraper (2024): a pip-freeze requirements.txt without torch; the README installs a
+# CUDA 11.1 torch first, from the torch_stable page. The newest torch was chosen (2.7.1).
+NEU_README = """# NeuScraper
+
+**3️⃣ Environment**
+
+Install the `torch` first :
+
+```bash
+pip install torch==1.9.1+cu111 torchvision==0.10.1+cu111 torchaudio==0.9.1 -f https://download.pytorch.org/whl/torch_stable.html
+```
+
+Install other packages :
+
+```bash
+pip install -r requirements.txt
+pip install einops==0.7.0
+```
+"""
+NEU_REQUIREMENTS = "prettytable==3.9.0\npandas==1.5.3\ntransformers==4.24.0\nuvicorn==0.15.0\n"
+
+
+def test_environment_files_without_torch_take_the_readmes_torch_and_nothing_else(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    root = _paper(tmp_path, {"README.md": NEU_README, "requirements.txt": NEU_REQUIREMENTS})
+    imported = run_import(root, target="rtx4090", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    stack = _spec(imported)["stack"]
+    assert isinstance(stack, dict)
+    assert (stack["torch"], stack["torchvision"], stack["torchaudio"]) == (
+        "1.9.1",
+        "0.10.1",
+        "0.9.1",
+    )
+    assert stack["cuda"] == "11.1"
+    assert not any(d.startswith("einops") for d in _pip(imported)), "the rest is not read"
+    notes = [e["why"] for e in imported.report["assumptions"]]
+    assert (
+        "the environment files name no torch version: the torch install of README.md is "
+        "read (README.md:8), nothing else of it"
+    ) in notes
+
+
+# Deformable-DETR (2020): requirements.txt has no torch, the CUDA op's setup.py asks
+# torch without a version, and the README's steps are code blocks indented in a list.
+DETR_README = """## Installation
+
+### Requirements
+
+* Linux, CUDA>=9.2, GCC>=5.4
+
+* Python>=3.7
+
+    We recommend you to use Anaconda to create a conda environment:
+    ```bash
+    conda create -n deformable_detr python=3.7 pip
+    ```
+    Then, activate the environment:
+    ```bash
+    conda activate deformable_detr
+    ```
+
+* PyTorch>=1.5.1, torchvision>=0.6.1 (following instructions [here](https://pytorch.org/))
+
+    For example, if your CUDA version is 9.2, you could install pytorch and torchvision as following:
+    ```bash
+    conda install pytorch=1.5.1 torchvision=0.6.1 cudatoolkit=9.2 -c pytorch
+    ```
+
+* Other requirements
+    ```bash
+    pip install -r requirements.txt
+    ```
+"""
+DETR_OPS_SETUP = """import torch
+from torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension
+from setuptools import find_packages, setup
+
+setup(
+    name="MultiScaleDeformableAttention",
+    version="1.0",
+    ext_modules=[CUDAExtension("MultiScaleDeformableAttention", ["src/vision.cpp"])],
+    cmdclass={"build_ext": torch.utils.cpp_extension.BuildExtension},
+)
+"""
+
+
+def test_an_indented_readme_block_gives_the_torch_a_versionless_setup_py_does_not(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    files = {
+        "README.md": DETR_README,
+        "requirements.txt": "pycocotools\ntqdm\ncython\nscipy\n",
+        "models/ops/setup.py": DETR_OPS_SETUP,
+    }
+    imported = run_import(_paper(tmp_path, files), target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    torch = imported.entries("changed")["torch"]
+    assert (torch["from"], torch["to"]) == ("1.5.1+cu92", "2.0.1+cu118"), torch
+    assert imported.entries("changed")["python"]["from"] == "3.7"
+    assert imported.entries("changed")["torchvision"]["from"] == "0.6.1"
+
+
+# Swin-Transformer (2021): the only environment file is a CUDA kernel's setup.py (torch
+# alone); get_started.md holds the install steps. Only torch was written.
+SWIN_GET_STARTED = """# Swin Transformer for Image Classification
+
+## Install
+
+- Create a conda virtual environment and activate it:
+
+```bash
+conda create -n swin python=3.7 -y
+conda activate swin
+```
+
+- Install `PyTorch>=1.8.0` and `torchvision>=0.9.0` with `CUDA>=10.2`:
+
+```bash
+conda install pytorch==1.8.0 torchvision==0.9.0 cudatoolkit=10.2 -c pytorch
+```
+
+- Install `timm==0.4.12`:
+
+```bash
+pip install timm==0.4.12
+```
+
+- Install other requirements:
+
+```bash
+pip install opencv-python==4.4.0.46 termcolor==1.1.0 yacs==0.1.8 pyyaml scipy
+```
+"""
+SWIN_KERNEL_SETUP = """from setuptools import setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+
+setup(name='swin_window_process',
+    ext_modules=[
+        CUDAExtension('swin_window_process', [
+            'swin_window_process.cpp',
+            'swin_window_process_kernel.cu',
+        ])
+    ],
+    cmdclass={'build_ext': BuildExtension})
+"""
+
+
+def test_files_that_ask_for_torch_alone_leave_the_rest_to_get_started(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    files = {
+        "get_started.md": SWIN_GET_STARTED,
+        "README.md": "# Swin Transformer\n\nSee [get_started.md](get_started.md).\n",
+        "kernels/window_process/setup.py": SWIN_KERNEL_SETUP,
+    }
+    imported = run_import(_paper(tmp_path, files), target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    pins = _pip(imported)
+    assert {"timm==0.4.12", "yacs==0.1.8"} <= set(pins), pins
+    assert imported.entries("changed")["torch"]["from"] == "1.8.0+cu102"

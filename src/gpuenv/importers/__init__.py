@@ -26,12 +26,13 @@ from gpuenv.importers.decide import Decision, TargetRequest, decide
 from gpuenv.importers.discover import discover
 from gpuenv.importers.formats import READERS, detect
 from gpuenv.importers.merge import Merged, merge
-from gpuenv.importers.model import NAME, Reading
+from gpuenv.importers.model import NAME, Ask, Reading
 from gpuenv.importers.report import ASSUMPTION, Entry, Report
 from gpuenv.importers.torch_choice import Planning
 from gpuenv.importers.wheels import WheelIndex
 from gpuenv.knowledge import KnowledgeBase
 from gpuenv.knowledge.foreign import ForeignKnowledge
+from gpuenv.names import TRIO
 
 __all__ = [
     "ImportRequest",
@@ -133,9 +134,17 @@ def _read_found(ctx: Context, path: Path, skipped: list[Entry]) -> None:
 def _readme_files(ctx: Context, folder: Path, skipped: list[Entry]) -> list[Path]:
     """A folder with no environment file: its README's install commands, when it has
     any (nanoGPT, ConvNeXt's INSTALL.md); else exit 2."""
+    return _readme_docs(ctx, folder, skipped, beside=False)
+
+
+def _readme_docs(ctx: Context, folder: Path, skipped: list[Entry], *, beside: bool) -> list[Path]:
+    """The README-like files with install commands, and a note that they are read;
+    none (``beside``: environment files that ask for torch alone) or exit 2."""
     from gpuenv.importers import readme
 
     docs = [d for d in readme.doc_files(folder) if ctx.inside(d)]
+    if not docs and beside:
+        return []
     if not docs:
         shown_folder = ctx.display(folder)
         fail(
@@ -146,15 +155,89 @@ def _readme_files(ctx: Context, folder: Path, skipped: list[Entry]) -> list[Path
             "pass the files themselves",
         )
     shown = ", ".join(ctx.display(d) for d in docs)
+    because = (
+        "the environment files here ask for torch alone"
+        if beside
+        else f"no environment file in {ctx.display(folder)}"
+    )
     skipped.append(
         Entry(
             ASSUMPTION,
             None,
-            f"no environment file in {ctx.display(folder)}: the install commands of the "
-            f"shell code blocks in {shown} are read (pip install, conda install/create)",
+            f"{because}: the install commands of the shell code blocks in {shown} are read "
+            "(pip install, conda install/create)",
         )
     )
     return docs
+
+
+def _readme_beside(ctx: Context, folder: Path, skipped: list[Entry], own: list[Reading]) -> None:
+    """What a README adds to environment files found in ``folder`` (``own``, read)."""
+    if not any(a.name not in TRIO for r in own for a in r.asks):
+        # Files that ask for torch alone (Swin-Transformer's kernel setup.py): the
+        # README's install commands say what the project needs, read whole.
+        for doc in _readme_docs(ctx, folder, skipped, beside=True):
+            if ctx.claim(doc):
+                _read_found(ctx, doc, skipped)
+    elif not _asks_torch(own):
+        _readme_torch(ctx, folder, skipped)
+
+
+def _asks_torch(readings: list[Reading]) -> bool:
+    """Some file says which torch: a version, a build or a URL of torch or a companion
+    (a setup.py that compiles against torch asks for it, and says nothing of which)."""
+    return _says_which(tuple(a for r in readings for a in r.asks))
+
+
+def _says_which(asks: tuple[Ask, ...]) -> bool:
+    return any(a.name in TRIO and (a.specifier or a.build or a.url) for a in asks)
+
+
+def _readme_torch(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
+    """Environment files that name no torch version, beside a README that installs one
+    (NeuScraper's requirements.txt and its ``pip install torch==1.9.1+cu111
+    torchvision==0.10.1+cu111 ... -f <torch_stable page>``; Deformable-DETR's
+    ``conda install pytorch=1.5.1 torchvision=0.6.1``): the README's torch, torchvision
+    and torchaudio are read, with the index and build on their lines and the Python its
+    ``conda create`` names when no file names one; nothing else of it (the environment
+    files say what else is installed). The newest torch was chosen otherwise."""
+    from gpuenv.importers import readme
+    from gpuenv.importers.model import INDEX, PRE, PYTHON, TORCH_BUILD
+
+    has_python = any(f.key == PYTHON for r in ctx.readings for f in r.facts)
+    for doc in readme.doc_files(folder):
+        if not ctx.inside(doc) or not ctx.claim(doc):
+            continue
+        start = len(ctx.readings)
+        with contextlib.suppress(ForeignFileError):
+            _read_one(ctx, doc, None)
+        read = ctx.readings[start:]
+        del ctx.readings[start:]
+        asks = tuple(a for r in read for a in r.asks if a.name in TRIO)
+        if not _says_which(asks):
+            continue  # a bare `pip install torch` says no more than the files
+        lines = {a.origin.line for a in asks}
+        facts = tuple(
+            f
+            for r in read
+            for f in r.facts
+            if (f.key in (INDEX, TORCH_BUILD, PRE) and f.origin.line in lines)
+            or (f.key == PYTHON and not has_python)
+        )
+        first = read[0]
+        ctx.readings.append(
+            Reading(first.file, first.format, first.authority, asks=asks, facts=facts)
+        )
+        cited = ", ".join(sorted({a.origin.where() for a in asks}))
+        skipped.append(
+            Entry(
+                ASSUMPTION,
+                None,
+                f"the environment files name no torch version: the torch install of "
+                f"{ctx.display(doc)} is read ({cited}), nothing else of it",
+            )
+        )
+        return
 
 
 def read_inputs(
@@ -187,6 +270,8 @@ def read_inputs(
             for file in files:
                 if ctx.claim(file):
                     _read_found(ctx, file, skipped)
+            if found.files:
+                _readme_beside(ctx, path, skipped, ctx.readings[before:])
             if len(ctx.readings) == before and len(skipped) > listed:
                 # every file found is unreadable: nothing asks for anything, and an
                 # environment written from nothing would be invented

@@ -284,6 +284,12 @@ def paper_torch(
                 if release is not None:
                     version, specifier = release.version, f"=={release.version}"
                     break
+    if resolved is None and version is None and dated is not None:
+        # No torch in the files (a requirements.txt beside a README that installs it):
+        # their pins still date them, as they date a bare torch. The newest release was
+        # chosen otherwise, 2.7 for a 2021 repository.
+        known = [r.version for r in kb.torch_releases]
+        version, era = _era_of_dates(merged, fk, "", (dated, known))
     build, _ = _torch_build(merged, resolved)
     python, _ = _python_wanted(merged)
     ceiling = python_ceiling(merged, fk)
@@ -1740,7 +1746,9 @@ def decide(
     With ``wheels``, the Python is the nearest on which the pins have wheels there;
     ``kept_as_builds`` names pins (with why) built from source rather than moved."""
     torch = merged.packages.get("torch")
-    dated = eras.pins_day(merged, wheels) if torch is not None and torch.exact is None else None
+    # A torch without a version, or none at all (the README installs it): the pins'
+    # newest day dates them (pins_day asks the index only when there are pins).
+    dated = eras.pins_day(merged, wheels) if torch is None or torch.exact is None else None
     paper, _ = paper_torch(merged, planning.kb, fk, dated)
     known = [r.version for r in planning.kb.torch_releases]
     choice = choose(planning, paper, era_caps(paper, fk), companion_bounds(merged, fk, known))

@@ -69,7 +69,7 @@ _NAMES = (
     (("uv.lock",), "uv-lock"),
     (("pixi.toml",), "pixi"),
     ((".python-version",), "python-version"),
-    (("readme*.md", "install*.md"), "readme"),
+    (("readme*.md", "install*.md", "get_started*.md", "getting_started*.md"), "readme"),
 )
 
 

@@ -22,8 +22,16 @@ from gpuenv.importers.conda_env import CONDA_TOOLS, read_install_args
 from gpuenv.importers.model import Authority, Origin, ReadingBuilder
 
 # Where repositories keep install commands, in the order they are read.
-DOC_NAMES = ("README.md", "INSTALL.md", "docs/INSTALL.md", "docs/install.md")
-_FENCE = re.compile(r"^\s{0,3}(```+|~~~+)\s*([A-Za-z0-9_+.-]*)")
+DOC_NAMES = (
+    "README.md",
+    "INSTALL.md",
+    "docs/INSTALL.md",
+    "docs/install.md",
+    "get_started.md",  # Swin-Transformer, mmdetection's
+    "GETTING_STARTED.md",  # detectron2's
+    "docs/get_started.md",
+)
+_FENCE = re.compile(r"^\s*(```+|~~~+)\s*([A-Za-z0-9_+.-]*)")  # indented too: in a list item
 _SHELLS = frozenset({"", "bash", "sh", "shell", "console", "zsh", "shell-session", "sh-session"})
 _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?[$%>]\s+")
 _PIP = re.compile(r"pip(?:3(?:\.\d{1,2})?)?")
