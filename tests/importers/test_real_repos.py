@@ -655,3 +655,81 @@ def test_files_that_ask_for_torch_alone_leave_the_rest_to_get_started(
     pins = _pip(imported)
     assert {"timm==0.4.12", "yacs==0.1.8"} <= set(pins), pins
     assert imported.entries("changed")["torch"]["from"] == "1.8.0+cu102"
+
+
+# An mmdetection-based detector (2021): the Dockerfile of mmdetection's own docs.
+MMDET_DOCKERFILE = """ARG PYTORCH="1.6.0"
+ARG CUDA="10.1"
+ARG CUDNN="7"
+
+FROM pytorch/pytorch:${PYTORCH}-cuda${CUDA}-cudnn${CUDNN}-devel
+
+ENV TORCH_CUDA_ARCH_LIST="6.0 6.1 7.0+PTX"
+
+# Install MMCV
+RUN pip install --no-cache-dir --upgrade pip wheel setuptools
+RUN pip install --no-cache-dir mmcv-full==1.3.17 -f https://download.openmmlab.com/mmcv/dist/cu101/torch1.6.0/index.html
+RUN pip install --no-cache-dir setuptools==59.5.0
+"""
+
+
+def test_upgrading_the_installers_tools_is_not_a_dependency(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """`pip install --upgrade pip wheel setuptools` became three unpinned dependencies
+    (setuptools 82 beside mmcv-full's build-requires of setuptools<82)."""
+    root = _paper(tmp_path, {"Dockerfile": MMDET_DOCKERFILE})
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    pins = _pip(imported)
+    assert not {"pip", "wheel", "setuptools"} & set(pins), pins
+    assert "setuptools==59.5.0" in pins, "a pinned tool is the paper's choice: kept"
+    dropped = [e["why"] for e in imported.report["assumptions"] if "installer" in e["why"]]
+    assert dropped and dropped[0].startswith(
+        "pip wheel setuptools: the installer's own tools, not carried over"
+    )
+
+
+# junyanz/pytorch-CycleGAN-and-pix2pix (2018): torchvision from its git repository.
+CYCLEGAN_ENV = """name: pytorch-CycleGAN-and-pix2pix
+channels:
+- peterjc123
+- defaults
+dependencies:
+- python=3.5.5
+- pytorch=0.4.1
+- scipy
+- pip:
+  - dominate==2.3.1
+  - git+https://github.com/pytorch/vision.git
+  - Pillow==5.0.0
+  - numpy==1.14.1
+  - visdom==0.1.7
+"""
+
+
+def test_a_git_url_of_pytorchs_vision_repository_is_torchvision(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """It was written as a second package, `vision @ git+...` (torchvision's main branch,
+    which builds against no torch of 2018), beside the paired torchvision."""
+    files = {"environment.yml": CYCLEGAN_ENV, "requirements.txt": "torchvision>=0.2.1\n"}
+    imported = run_import(_paper(tmp_path, files), target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    assert not any("vision @" in d or d.startswith("vision") for d in _pip(imported))
+    stack = _spec(imported)["stack"]
+    assert isinstance(stack, dict) and stack["torchvision"] == "0.15.2"
+
+
+def test_repository_names_are_read_from_any_spelling_of_the_url() -> None:
+    fk = foreign_knowledge()
+    for url in (
+        "git+https://github.com/pytorch/vision.git",
+        "git+https://github.com/pytorch/vision@v0.15.2",
+        "git+https://github.com/pytorch/vision.git@main#subdirectory=x",
+        "git+ssh://git@github.com/pytorch/vision.git",
+        "https://GitHub.com/pytorch/vision",
+    ):
+        assert fk.repository_project(url) == "torchvision", url
+    assert fk.repository_project("git+https://github.com/someone/vision.git") is None
+    assert fk.repository_project("git+https://[::1/x") is None

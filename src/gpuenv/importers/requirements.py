@@ -261,8 +261,13 @@ class PipLines:
         found = ask_from(text, origin, editable=editable)
         if isinstance(found, str):
             self.builder.note(UNMANAGED, found, origin)
-        else:
-            self.builder.asks.append(found)
+            return
+        if found.url and text.strip().startswith(_VCS) and not _EGG.search(text):
+            # Named after its repository: pytorch/vision is torchvision, not "vision".
+            project = self.ctx.knowledge.repository_project(found.url)
+            if project is not None:
+                found = replace(found, name=project)
+        self.builder.asks.append(found)
 
     def line(self, number: int | None, line: str) -> None:
         origin = Origin(self.builder.file, number, line)
@@ -298,6 +303,17 @@ class PipLines:
 
     def args(self, tokens: list[str], origin: Origin) -> None:
         """The arguments of a ``pip install`` command line (a Dockerfile's RUN)."""
+        words = [t for t in tokens if not t.startswith("-")]
+        if words and all(canonicalize_name(w) in INSTALLER_TOOLS for w in words):
+            # `pip install --upgrade pip wheel setuptools`: the installer's own tools, not
+            # the project's needs (they were written as its dependencies, unpinned).
+            self.builder.note(
+                DROPPED,
+                f"{' '.join(words)}: the installer's own tools, not carried over (uv "
+                "installs without them; a build names what it needs in build-requires)",
+                origin,
+            )
+            return
         i = 0
         while i < len(tokens):
             word = tokens[i]
@@ -316,6 +332,9 @@ class PipLines:
             else:
                 self.requirement(word, origin)
             i += 1
+
+
+INSTALLER_TOOLS = frozenset({"pip", "setuptools", "wheel"})
 
 
 _OPTIONS_WITH_VALUE = {

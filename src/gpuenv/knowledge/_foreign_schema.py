@@ -139,12 +139,18 @@ class RawPlatformOnly(_Sourced):
     platform: Literal["win-64"]
 
 
+class RawRepository(_Sourced):
+    repository: str = Field(pattern=r"^[a-z0-9.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    pypi: Name
+
+
 class RawCondaNamesFile(_Strict):
     schema_version: int = Field(alias="schema")
     rename: list[RawRename]
     conda_only: list[RawNamed]
     runtime: list[RawNamed]
     platform_only: list[RawPlatformOnly] = []
+    repository: list[RawRepository] = []
 
 
 # --- companions.toml --------------------------------------------------------------------

@@ -246,6 +246,21 @@ class ForeignKnowledge:
     old_sdists: tuple[OldSdist, ...] = ()
     torch_dates: tuple[TorchDate, ...] = ()  # ascending by version
     platform_only: tuple[tuple[str, str], ...] = ()  # (conda name or "prefix*", platform)
+    repositories: dict[str, str] = field(default_factory=dict)  # "host/owner/repo" -> PyPI
+
+    def repository_project(self, url: str) -> str | None:
+        """The PyPI project a git URL's repository builds, where its name is not the
+        repository's (``git+https://github.com/pytorch/vision.git``: torchvision)."""
+        from urllib.parse import urlsplit
+
+        target = url.split("+", 1)[1] if url.split("://", 1)[0].count("+") else url
+        try:
+            parts = urlsplit(target)
+        except ValueError:  # "Invalid IPv6 URL"
+            return None
+        path = parts.path.strip("/").split("@", 1)[0].removesuffix(".git")
+        key = f"{(parts.hostname or '').lower()}/{path}"
+        return self.repositories.get(key)
 
     # --- conda -------------------------------------------------------------------------
 
@@ -412,6 +427,7 @@ def _conda(cuda: Raw, names: Raw) -> dict[str, Any]:
         "conda_only": frozenset(c["name"] for c in names["conda_only"]),
         "runtime_patterns": tuple(r["name"] for r in names["runtime"]),
         "platform_only": tuple((p["name"], p["platform"]) for p in names["platform_only"]),
+        "repositories": {r["repository"]: r["pypi"] for r in names.get("repository", ())},
     }
 
 
