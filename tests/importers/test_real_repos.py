@@ -733,3 +733,58 @@ def test_repository_names_are_read_from_any_spelling_of_the_url() -> None:
         assert fk.repository_project(url) == "torchvision", url
     assert fk.repository_project("git+https://github.com/someone/vision.git") is None
     assert fk.repository_project("git+https://[::1/x") is None
+
+
+# facebookresearch/detectron2: a project under projects/ requires the repository itself
+# from GitHub, by a git URL.
+D2_SETUP = """from setuptools import find_packages, setup
+
+setup(
+    name="detectron2",
+    version="0.6",
+    python_requires=">=3.8",
+    packages=find_packages(exclude=("configs", "tests*")),
+    install_requires=["Pillow>=7.1", "pycocotools>=2.0.2", "tabulate"],
+)
+"""
+DENSEPOSE_SETUP = """from setuptools import find_packages, setup
+
+setup(
+    name="detectron2-densepose",
+    author="FAIR",
+    packages=find_packages(),
+    python_requires=">=3.7",
+    install_requires=[
+        "av>=8.0.3",
+        "detectron2@git+https://github.com/facebookresearch/detectron2.git",
+        "opencv-python-headless>=4.5.3.56",
+        "scipy>=1.5.4",
+    ],
+)
+"""
+
+
+def test_a_git_url_of_the_repository_itself_is_the_project_not_a_dependency(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """detectron2 was written as its own dependency, built a second time from GitHub
+    (and the lock then needed GitHub)."""
+    files = {
+        "setup.py": D2_SETUP,
+        "projects/DensePose/setup.py": DENSEPOSE_SETUP,
+        "requirements.txt": "torch==2.1.2\n",
+    }
+    imported = run_import(_paper(tmp_path, files), target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    assert not any(d.startswith("detectron2") for d in _pip(imported)), _pip(imported)
+    said = [e["why"] for e in imported.report["assumptions"] if "the project itself" in e["why"]]
+    assert any(w.startswith("detectron2: the project itself (setup.py:4") for w in said), said
+    fork = "mylib @ git+https://github.com/someone/otherlib.git"
+    spec = f"[project]\nname = 'mylib'\ndependencies = ['{fork}']\n"
+    again = run_import(
+        _paper(tmp_path / "b", {"pyproject.toml": spec, "requirements.txt": "torch==2.1.2\n"}),
+        target="h100",
+        extra=("--no-check-resolves",),
+    )
+    assert again.result.code == 0, again.result.err
+    assert any("otherlib" in d for d in _pip(again)), "another repository stays a dependency"

@@ -435,6 +435,24 @@ def own_names(readings: Iterable[Reading]) -> dict[str, str]:
     return found
 
 
+def _names_its_repository(ask: Ask) -> bool:
+    """A git URL of a repository named as the project (detectron2's DensePose project
+    requires ``detectron2@git+https://github.com/facebookresearch/detectron2.git``, the
+    checkout being imported): the project itself, not a second copy built from GitHub.
+    A URL of another name (a fork's, an archive's) stays a dependency."""
+    from urllib.parse import urlsplit
+
+    url = ask.url or ""
+    if not url.startswith(("git+", "hg+")):
+        return False
+    try:
+        path = urlsplit(url.split("+", 1)[1]).path
+    except ValueError:
+        return False
+    repository = path.strip("/").split("@", 1)[0].removesuffix(".git").rsplit("/", 1)[-1]
+    return normalize_name(repository) == ask.name
+
+
 def set_aside(readings: Iterable[Reading]) -> tuple[list[Reading], list[Note]]:
     """The readings to merge, and a note for each file set aside as another platform's
     (kept when every file is another platform's: then there is nothing else to read)."""
@@ -476,7 +494,7 @@ def merge(
     constraints: dict[str, list[Ask]] = {}
     for reading in merger.readings:
         for ask in reading.asks:
-            if ask.name in own and not ask.url:
+            if ask.name in own and (not ask.url or _names_its_repository(ask)):
                 merger.notes.append(
                     Note(DROPPED, f"{ask.requirement_text()}: {own[ask.name]}", ask.origin)
                 )
