@@ -72,6 +72,16 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
              "numerics may differ slightly (other CUDA and cuDNN kernels)"),
         ],
     ),
+    "tensorflow's add-ons beside a tensorflow left out": (
+        "torch==2.1.2\ntensorflow==2.4.0\ntensorflow-datasets==3.1.0\ntf-keras==2.15.0\n",
+        "rtx4090",
+        [
+            ("unmanaged", "tensorflow-datasets", "why",
+             "left out of the spec: an add-on of tensorflow (it imports it), which is left out"),
+            ("unmanaged", "tf-keras", "why",
+             "left out of the spec: an add-on of tensorflow (it imports it), which is left out"),
+        ],
+    ),
     "bitsandbytes that covers the GPU": (
         "torch==2.4.1\nbitsandbytes==0.35.0\n",
         "rtx4090",

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from fnmatch import fnmatchcase
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -1203,10 +1204,33 @@ def _companion_target(plan: TargetPlan) -> moves.Target:
 
 def _packages(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
     target = _companion_target(d.plan)
+    frameworks = [  # unmanaged frameworks in the files: always left out
+        c
+        for n in merged.packages
+        if (c := fk.companion(moves.companion_name(n))) is not None and c.moves == "unmanaged"
+    ]
     for name, resolved in merged.packages.items():
         if name in TRIO:
             continue
         companion = fk.companion(moves.companion_name(name))
+        framework = (
+            next((f for f in frameworks if any(fnmatchcase(name, a) for a in f.addons)), None)
+            if companion is None
+            else None
+        )
+        if framework is not None:  # tensorflow-datasets beside a tensorflow left out
+            entry = Entry(
+                UNMANAGED_ENTRY,
+                name,
+                f"left out of the spec: an add-on of {framework.name} (it imports it), "
+                f"which is left out",
+                origin=resolved.ask.origin,
+                was=resolved.specifier or "any",
+                risk=MEDIUM,
+            )
+            d.add(entry)
+            d.left_out.append(Line(resolved.ask.requirement_text(), entry.comment()))
+            continue
         if companion is None or _plain_release(companion, resolved):
             _plain(d, resolved, fk)
             continue

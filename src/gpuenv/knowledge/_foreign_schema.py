@@ -198,6 +198,10 @@ class RawCompanion(_Sourced):
     # where it installs from when PyPI has no such project ("{version}": the release)
     git: Annotated[str, Field(pattern=r"^git\+https://[^\s@]+(@[^\s@]*)?$")] | None = None
     instead: str | None = None  # what replaces it, where its own documentation says so
+    # an unmanaged framework's add-ons (glob patterns of PyPI names): left out with it
+    addons: list[Annotated[str, Field(pattern=r"^[a-z0-9*][a-z0-9.*-]*$")]] = Field(
+        default_factory=list
+    )
     release: list[RawCompanionRelease] = Field(default_factory=list)
     arch: list[RawCompanionArch] = Field(default_factory=list)
 

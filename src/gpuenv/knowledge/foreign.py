@@ -108,6 +108,7 @@ class Companion:
     fact: Sourced
     git: str | None = None  # its source when PyPI has none ("{version}": the release)
     instead: str | None = None  # what replaces it, where its documentation says so
+    addons: tuple[str, ...] = ()  # an unmanaged framework's add-ons: left out with it
 
     def release_of(self, version: Version) -> CompanionRelease | None:
         """The entry describing ``version`` (the last one that starts at or below it)."""
@@ -390,6 +391,7 @@ def _companion(raw: Raw) -> Companion:
         fact=_sourced(raw),
         git=raw.get("git"),
         instead=raw.get("instead"),
+        addons=tuple(raw.get("addons", ())),
     )
 
 
