@@ -434,6 +434,9 @@ def _failure(
             platform,
         )
     if not unsatisfiable:
+        broken = _build_failure(request, index, platform, text)
+        if broken is not None:
+            return broken
         last = next((ln for ln in reversed(text.splitlines()) if ln.strip()), "")
         return not_checked(f"uv pip compile failed: {last.strip()[:300]}", request, platform)
     message, hint = explain_unsatisfiable(text)
@@ -454,6 +457,46 @@ def _failure(
         platform,
         packages=names,
         instead=_instead(message, hint, inputs),
+    )
+
+
+_FAILED_BUILD = re.compile(
+    r"Failed to build `(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:==(?P<version>[^`]+))?`"
+)
+_CAUSE = re.compile(r"^\s*(?:cause:|Caused by:)\s*(?P<cause>.+)$", re.MULTILINE)
+_EXTRA_INDEX = re.compile(r"--extra-index-url[= ]+(?P<url>https?://[^\s`'\"]+)")
+
+
+def _build_failure(
+    request: CheckRequest, index: Index, platform: str, text: str
+) -> ResolveCheck | None:
+    """A package uv must build to read its metadata, and whose build fails (cuml-cu11's
+    placeholder sdist, which downloads the real wheel from NVIDIA's index and raises
+    without it): that package does not install, said by name, with the index its own
+    message names. It was "not checked", with uv's closing hint as the only reason."""
+    found = _FAILED_BUILD.search(text)
+    if found is None:
+        return None
+    name = normalize_name(found.group("name"))
+    what = f"{name} {found.group('version')}" if found.group("version") else name
+    causes = [c.group("cause").strip() for c in _CAUSE.finditer(text)]
+    detail = f" ({causes[-1][:200]})" if causes else ""
+    elsewhere = _EXTRA_INDEX.search(text)
+    instead = (
+        f"its wheels are on {redact_url(elsewhere.group('url'))}: add that index to [pip] "
+        "extra-index-urls"
+        if elsewhere
+        else None
+    )
+    return ResolveCheck(
+        False,
+        f"{what} fails to build from its source archive, which uv must do to read its "
+        f"dependencies{detail}",
+        index.shown,
+        request.python,
+        platform,
+        packages=(name,),
+        instead=instead,
     )
 
 

@@ -462,3 +462,44 @@ def test_a_pin_moved_for_a_wheel_that_breaks_the_resolution_is_kept_as_a_build(
     )
     assert "restorer" not in imported.entries("changed")
     assert '"restorer==1.4.2"' in imported.spec.read_text()
+
+
+# uv's words for cuml-cu11's placeholder sdist (dinov2's conda-extras.yaml on a CPU
+# target, the NVIDIA index not carried over), trimmed.
+CUML_FAILURE = """error: Failed to build `cuml-cu11==24.8.0`
+  cause: The build backend returned an error
+  cause: Call to `nvidia_stub.buildapi.build_wheel` failed (exit status: 1)
+
+         [stderr]
+         Traceback (most recent call last):
+         nvidia_stub.error.InstallFailedError:
+         The installation of cuml-cu11 for version 24.8.0 failed.
+
+         You might try installing this package via
+         ```
+         $ pip install --extra-index-url https://pypi.nvidia.com cuml-cu11
+         ```
+
+hint: Build failures usually indicate a problem with the package or the build environment
+"""
+
+
+def test_a_package_whose_build_fails_does_not_resolve_and_is_named() -> None:
+    """It was "not checked", with uv's closing hint as the only reason."""
+    from gpuenv import import_check
+    from gpuenv._network import Index
+
+    request = CheckRequest(("cuml-cu11",), "3.9", "http://i.example/simple")
+    index = Index.parse("default", request.index)
+    found = import_check._build_failure(request, index, "x86_64-manylinux_2_28", CUML_FAILURE)
+    assert found is not None and found.resolves is False
+    assert found.packages == ("cuml-cu11",)
+    assert found.reason.startswith(
+        "cuml-cu11 24.8.0 fails to build from its source archive, which uv must do to read "
+        "its dependencies (Call to `nvidia_stub.buildapi.build_wheel` failed"
+    )
+    assert found.instead == (
+        "its wheels are on https://pypi.nvidia.com: add that index to [pip] extra-index-urls"
+    )
+    text = "error: something else entirely\nhint: a hint"
+    assert import_check._build_failure(request, index, "x86_64-manylinux_2_28", text) is None
