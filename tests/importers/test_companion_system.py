@@ -485,3 +485,18 @@ def test_an_unpinned_mmcv_full_with_no_release_the_mmdet_accepts_moves_the_mmdet
     imported = run_import(path, target="rtx4090")
     assert imported.entries("needs_build")["mmcv-full"]["to"] == "mmcv-full 1.7.0"
     assert imported.entries("changed")["mmdet"]["to"] == "2.25.0"
+
+
+def test_a_gpu_only_package_to_be_built_is_named_on_a_cpu_target_too() -> None:
+    """dinov2's cuml-cu11 (no wheel for its Python: "builds from its source archive") was
+    not named GPU-only on a CPU target: only kept and changed entries were looked at."""
+    from types import SimpleNamespace
+
+    from gpuenv.importers.decide import _gpu_only
+    from gpuenv.importers.report import MEDIUM, NEEDS_BUILD, Entry
+    from gpuenv.knowledge.foreign import foreign_knowledge
+
+    entry = Entry(NEEDS_BUILD, "cuml-cu11", "it builds from its source archive", risk=MEDIUM)
+    d = SimpleNamespace(plan=SimpleNamespace(hardware=SimpleNamespace(cpu=True)), entries=[entry])
+    _gpu_only(d, foreign_knowledge())  # type: ignore[arg-type]
+    assert d.entries[0].risk_text == "RAPIDS cuML runs on an NVIDIA GPU only: the target has no GPU"

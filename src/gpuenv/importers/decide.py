@@ -1267,7 +1267,8 @@ def _gpu_only(d: Decision, fk: ForeignKnowledge) -> None:
         return
     for i, entry in enumerate(d.entries):
         found = fk.gpu_only_for(entry.package) if entry.package else None
-        if found is None or entry.kind not in (KEPT, CHANGED) or entry.risk >= HIGH:
+        # a build too: cuml-cu11 "builds from its source archive" on a CPU target
+        if found is None or entry.kind not in (KEPT, CHANGED, NEEDS_BUILD) or entry.risk >= HIGH:
             continue
         d.entries[i] = replace(
             entry,
