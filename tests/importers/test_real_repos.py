@@ -571,10 +571,20 @@ DETR_OPS_SETUP = """import torch
 from torch.utils.cpp_extension import CUDA_HOME, CppExtension, CUDAExtension
 from setuptools import find_packages, setup
 
+
+def get_extensions():
+    extension = CppExtension
+    if torch.cuda.is_available() and CUDA_HOME is not None:
+        extension = CUDAExtension
+    else:
+        raise NotImplementedError('Cuda is not availabel')
+    return [extension("MultiScaleDeformableAttention", ["src/vision.cpp"])]
+
+
 setup(
     name="MultiScaleDeformableAttention",
     version="1.0",
-    ext_modules=[CUDAExtension("MultiScaleDeformableAttention", ["src/vision.cpp"])],
+    ext_modules=get_extensions(),
     cmdclass={"build_ext": torch.utils.cpp_extension.BuildExtension},
 )
 """
@@ -788,3 +798,22 @@ def test_a_git_url_of_the_repository_itself_is_the_project_not_a_dependency(
     )
     assert again.result.code == 0, again.result.err
     assert any("otherlib" in d for d in _pip(again)), "another repository stays a dependency"
+
+
+def test_an_extension_that_refuses_to_build_without_cuda_is_unreproducible_on_a_cpu(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """It said "without a GPU only its CPU parts build" of a setup.py that raises
+    NotImplementedError('Cuda is not availabel') when no CUDA is found."""
+    files = {"requirements.txt": "torch==2.1.2\nscipy\n", "models/ops/setup.py": DETR_OPS_SETUP}
+    imported = run_import(_paper(tmp_path, files), target="cpu", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    (entry,) = imported.report["unreproducible"]
+    assert entry["why"].startswith(
+        "the project's extension refuses to build without CUDA (models/ops/setup.py:11 raise"
+    )
+    assert entry["risk"] == "high"
+    on_gpu = run_import(
+        _paper(tmp_path / "g", files), target="h100", extra=("--no-check-resolves",)
+    )
+    assert on_gpu.result.code == 0 and not on_gpu.report["unreproducible"]

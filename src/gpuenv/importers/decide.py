@@ -1514,6 +1514,19 @@ def _extension(d: Decision, merged: Merged) -> None:
     cuda = [f for f in facts if f.value in ("cuda", "build-system")]
     fact = (cuda or list(facts))[0]
     cpu = d.plan.hardware.cpu
+    required = next((f for f in facts if f.value == "cuda-required"), None)
+    if cpu and required is not None:  # it said "without a GPU only its CPU parts build"
+        d.add(
+            Entry(
+                UNREPRODUCIBLE,
+                d.project,
+                f"the project's extension refuses to build without CUDA "
+                f"({required.origin.cite()}): the target has no GPU",
+                origin=fact.origin,
+                risk=HIGH,
+            )
+        )
+        return
     kind = "CUDA" if cuda else "C++"
     why = (
         f"the project compiles {kind} code against torch ({fact.origin.text}): `gpuenv install` "

@@ -11,6 +11,7 @@ torch, which the reproduction must build for the target's GPU.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,21 @@ class _Reader(ast.NodeVisitor):
                 "cuda" if label == "CUDA" else "cpp",
                 self.origin(node, text),
                 f"a {label} extension compiled against torch",
+            )
+        self.generic_visit(node)
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        """``raise NotImplementedError('Cuda is not availabel')`` where no CUDA is found
+        (Deformable-DETR's ops): the extension does not build at all without CUDA."""
+        call = node.exc
+        first = call.args[0] if isinstance(call, ast.Call) and call.args else None
+        text = first.value if isinstance(first, ast.Constant) else None
+        if isinstance(text, str) and re.search(r"\bcuda\b", text, re.IGNORECASE):
+            self.builder.fact(
+                CUDA_EXTENSION,
+                "cuda-required",
+                self.origin(node, f"raise ...({text[:80]!r})"),
+                "refuses to build without CUDA",
             )
         self.generic_visit(node)
 
