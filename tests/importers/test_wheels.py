@@ -317,3 +317,30 @@ def test_import_says_which_index_it_asks_on_stderr_and_nothing_under_json(
     assert text.err.splitlines() == [line, resolving]  # then the resolution (test_resolve_check)
     again = cli("import", str(req), "--gpu", "none", "-o", str(out), "--force", "--json")
     assert again.code == 0 and again.err == "", again.err
+
+
+def test_a_release_whose_every_wheel_is_yanked_is_said_to_be_yanked() -> None:
+    """ControlNet's opencv-contrib-python==4.3.0.36 moved "because 4.3.0.36 has no wheel
+    for Python 3.8": it has one, yanked ("Release deprecated")."""
+    from types import SimpleNamespace
+
+    from packaging.tags import Tag
+    from packaging.version import Version
+
+    from gpuenv.importers.decide import _only_yanked
+    from gpuenv.importers.wheels import IndexFile
+
+    cp38 = frozenset({Tag("cp38", "cp38", "manylinux2014_x86_64")})
+    yanked = IndexFile(Version("4.3.0.36"), cp38, ">=3.6", yanked=True)
+    later = IndexFile(Version("4.3.0.38"), cp38, ">=3.6")
+    index = SimpleNamespace(files=lambda name: [yanked, later])
+    args = ("opencv-contrib-python", Version("4.3.0.36"), "3.8", "linux-64")
+    assert _only_yanked(index, *args)  # type: ignore[arg-type]
+    assert not _only_yanked(index, "x", Version("4.3.0.38"), "3.8", "linux-64")  # type: ignore[arg-type]
+    cp37 = IndexFile(
+        Version("4.3.0.36"),
+        frozenset({Tag("cp37", "cp37m", "manylinux1_x86_64")}),
+        None,
+        yanked=True,
+    )
+    assert not _only_yanked(SimpleNamespace(files=lambda n: [cp37]), *args)  # type: ignore[arg-type]

@@ -1709,6 +1709,17 @@ def _wheel_check_entry(d: Decision, asked: int) -> None:
         )
 
 
+def _only_yanked(
+    wheels: wheel_index.WheelIndex, name: str, version: Version, python: str, platform: str
+) -> bool:
+    """``version``'s wheels would install but every one is yanked (opencv-contrib-python
+    4.3.0.36, "Release deprecated"): said so, not "has no wheel for Python 3.8"."""
+    files = [f for f in wheels.files(name) or () if f.version == version and f.tags is not None]
+    if not files or not all(f.yanked for f in files):
+        return False
+    return any(wheel_index.installs_on(replace(f, yanked=False), python, platform) for f in files)
+
+
 def _wheel_move(d: Decision, resolved: Resolved) -> Entry | None:
     """The entry for a pin the index has no wheel of for the chosen Python: moved to
     the nearest release that has one, or built from its sdist, or not reproducible."""
@@ -1740,11 +1751,15 @@ def _wheel_move(d: Decision, resolved: Resolved) -> Entry | None:
             wheels, resolved.name, Version(exact.public), python, platform
         )
         if nearest is not None:
+            lacks = (
+                f"{exact.public} is yanked on the index (its wheels would install here)"
+                if _only_yanked(wheels, resolved.name, Version(exact.public), python, platform)
+                else f"{exact.public} has no wheel for Python {python} on the index"
+            )
             return Entry(
                 CHANGED,
                 resolved.name,
-                f"{exact.public} has no wheel for Python {python} on the index; {nearest} "
-                f"{WHEEL_MOVE}",
+                f"{lacks}; {nearest} {WHEEL_MOVE}",
                 origin=ask.origin,
                 was=str(exact.public),
                 now=f"{nearest}",
