@@ -817,3 +817,16 @@ def test_an_extension_that_refuses_to_build_without_cuda_is_unreproducible_on_a_
         _paper(tmp_path / "g", files), target="h100", extra=("--no-check-resolves",)
     )
     assert on_gpu.result.code == 0 and not on_gpu.report["unreproducible"]
+
+
+def test_a_package_listed_twice_keeps_the_extras_of_both_lines(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """tloen/alpaca-lora's requirements.txt lists `black` then `black[jupyter]`: the
+    spec had `black`, the extra lost."""
+    text = "accelerate\nappdirs\nloralib\nbitsandbytes\nblack\nblack[jupyter]\ndatasets\n"
+    root = _paper(tmp_path, {"requirements.txt": "torch==2.1.2\n" + text})
+    imported = run_import(root, target="cpu", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    pins = _pip(imported)
+    assert "black[jupyter]" in pins and "black" not in pins, pins

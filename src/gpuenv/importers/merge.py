@@ -236,9 +236,13 @@ class _Merger:
                 ordered = [pinned, *(a for a in ordered if a is not pinned and a is not winner)]
                 winner = ordered[0]
         specifier, losers, reasons = winner.specifier, [], []
+        extras = list(winner.extras)
         for other in ordered[1:]:
             if _compatible(winner, other):
                 specifier = _narrow(specifier, other.specifier)
+                # `black` and `black[jupyter]` in one file: black with its extra (the
+                # extra was lost with the second line)
+                extras += [e for e in other.extras if e not in extras]
                 continue
             losers.append(other.origin)
             reasons.append(
@@ -251,6 +255,9 @@ class _Merger:
                 Disagreement(name, winner.origin, tuple(losers), "; ".join(dict.fromkeys(reasons)))
             )
         build = next((a.build for a in ordered if a.build), None)
+        if tuple(extras) != winner.extras:
+            winner = replace(winner, extras=tuple(extras))
+            ordered = [winner, *ordered[1:]]
         return Resolved(name, winner, specifier, build, tuple(ordered))
 
     def fact_rank(self, fact: Fact) -> tuple[int, int, int, int]:
