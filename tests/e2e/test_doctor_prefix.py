@@ -31,6 +31,12 @@ def _doctor(project: Project, prefix: Path, tmp_path: Path) -> list[tuple[str, s
     root = tmp_path / "host"
     root.mkdir(exist_ok=True)
     environ = {k: v for k, v in project.env.items() if k != "PYTHONPATH"}
+    # Not this machine's toolkits: an nvcc on its PATH (/usr/local/bin/nvcc of a CUDA 13
+    # install) disagrees with the prefix's torch, whose conda nvcc the fixture channel
+    # ships without a binary. The findings are the prefix's, wherever the tests run.
+    bare = tmp_path / "no-toolkit-bin"
+    bare.mkdir(exist_ok=True)
+    environ["PATH"] = str(bare)
     report = diagnose(
         DoctorRequest(
             environ=environ, hardware=H100, prefix=prefix, cwd=project.dir, host=Host(root=root)
