@@ -308,3 +308,20 @@ def test_after_a_partial_relock_the_lock_stays_stale_until_every_target_is_locke
     monkeypatch.setattr(FakePip, "resolve", real)
     assert cli("-f", str(spec), "lock").code == 0
     assert cli("-f", str(spec), "lock", "--check").code == 0
+
+
+def test_a_relock_that_moves_no_package_says_what_changed(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    """The line said "login: updated (N pip, M conda)" and nothing under it, when only a
+    requirement's text changed: it now says so."""
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(CLUSTER)
+    assert cli("-f", str(spec), "lock").code == 0
+    spec.write_text(CLUSTER.replace('"transformers>=1"', '"transformers>=0.5"'))
+    result = cli("-f", str(spec), "lock")
+    assert result.code == 0, result.err
+    updated = [line for line in result.out.splitlines() if ": updated" in line]
+    assert updated and all(
+        line.endswith("; the requirements changed, the packages did not") for line in updated
+    ), result.out

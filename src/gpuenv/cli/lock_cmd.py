@@ -115,7 +115,14 @@ def _render(run: LockRun, *, as_json: bool, took: float) -> None:
     for change in result.changes:
         locked = result.lock.target(change.target)
         size = f" ({len(locked.pip)} pip, {len(locked.conda)} conda)" if locked else ""
-        _output.out(f"{change.target}: {change.status}{size}")
+        # Updated with no package moved: the spec's words changed (a requirement's text,
+        # an index), and the lock records them; said, since no line below says anything.
+        same = (
+            "; the requirements changed, the packages did not"
+            if (change.status == "updated" and not change.packages)
+            else ""
+        )
+        _output.out(f"{change.target}: {change.status}{size}{same}")
         for package in change.packages:
             _output.out(f"  {package.name}: {package.before or '-'} -> {package.after or '-'}")
     count = len(result.changes)
