@@ -830,3 +830,46 @@ def test_a_package_listed_twice_keeps_the_extras_of_both_lines(
     assert imported.result.code == 0, imported.result.err
     pins = _pip(imported)
     assert "black[jupyter]" in pins and "black" not in pins, pins
+
+
+# NVlabs/stylegan3 (2021): the Dockerfile installs a bare imageio, environment.yml pins it.
+SG3_DOCKERFILE = """FROM nvcr.io/nvidia/pytorch:21.08-py3
+
+ENV PYTHONDONTWRITEBYTECODE 1
+ENV PYTHONUNBUFFERED 1
+
+RUN pip install imageio imageio-ffmpeg==0.4.4 pyspng==0.1.0
+"""
+SG3_ENVIRONMENT = """name: stylegan3
+channels:
+  - pytorch
+  - nvidia
+dependencies:
+  - python >= 3.8
+  - pip
+  - numpy>=1.20
+  - click>=8.0
+  - pillow=8.3.1
+  - scipy=1.7.1
+  - pytorch=1.9.1
+  - cudatoolkit=11.1
+  - requests=2.26.0
+  - tqdm=4.62.2
+  - ninja=1.10.2
+  - matplotlib=3.4.2
+  - imageio=2.9.0
+  - pip:
+    - imgui==1.3.0
+"""
+
+
+def test_a_pin_narrowed_from_another_file_cites_the_line_that_pins_it(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """imageio==2.9.0 was cited as `Dockerfile:6 ... imageio ...`, a line with no pin."""
+    files = {"Dockerfile": SG3_DOCKERFILE, "environment.yml": SG3_ENVIRONMENT}
+    root = _paper(tmp_path, files)
+    imported = run_import(root, target="rtx4090", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    line = next(ln for ln in imported.spec.read_text().splitlines() if '"imageio==' in ln)
+    assert line.strip() == '"imageio==2.9.0", # environment.yml:18 imageio=2.9.0', line

@@ -255,8 +255,12 @@ class _Merger:
                 Disagreement(name, winner.origin, tuple(losers), "; ".join(dict.fromkeys(reasons)))
             )
         build = next((a.build for a in ordered if a.build), None)
-        if tuple(extras) != winner.extras:
-            winner = replace(winner, extras=tuple(extras))
+        pinned_by = _pinned_by(winner, specifier, ordered[1:])
+        if tuple(extras) != winner.extras or pinned_by is not None:
+            # stylegan3's bare `imageio` (Dockerfile) narrowed to ==2.9.0 by its
+            # environment.yml was cited as the Dockerfile's line: the pin's line is cited
+            origin = pinned_by.origin if pinned_by is not None else winner.origin
+            winner = replace(winner, extras=tuple(extras), origin=origin)
             ordered = [winner, *ordered[1:]]
         return Resolved(name, winner, specifier, build, tuple(ordered))
 
@@ -440,6 +444,15 @@ def own_names(readings: Iterable[Reading]) -> dict[str, str]:
                     "and `gpuenv run -- pip install --no-deps -e .` installs the project",
                 )
     return found
+
+
+def _pinned_by(winner: Ask, specifier: str, others: list[Ask]) -> Ask | None:
+    """The ask whose exact pin the merged ``specifier`` is, when the winner itself pins
+    nothing exact (a bare name narrowed by another file's ``==``)."""
+    exact = exact_version(specifier)
+    if exact is None or exact_version(winner.specifier) is not None:
+        return None
+    return next((a for a in others if exact_version(a.specifier) == exact), None)
 
 
 def _names_its_repository(ask: Ask) -> bool:
