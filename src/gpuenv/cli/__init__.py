@@ -109,7 +109,8 @@ def entry() -> int:
             if table is not None:
                 table.save()
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to say
+        # a closed pipe, or a stream closed before gpuenv started (None): nothing to say
+        with contextlib.suppress(AttributeError, OSError, ValueError):
             stream.flush()
     os._exit(code)
 

@@ -160,6 +160,19 @@ def _say(line: str) -> None:
         pass
 
 
+def default_signals() -> None:
+    """The signals Python ignores (SIGPIPE, SIGXFSZ) back to their default before an
+    exec: an ignored signal stays ignored across exec, so every command `gpuenv run`
+    started ignored SIGPIPE (`gpuenv run -- yes | head -1` said "Broken pipe" and ended
+    with 1, not 141). subprocess does the same for its children (restore_signals)."""
+    import _signal  # type: ignore[import-not-found]  # builtin; `signal` would import enum
+
+    for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"):
+        number = getattr(_signal, name, None)
+        if number is not None:
+            _signal.signal(number, _signal.SIG_DFL)
+
+
 def execute(run: FastRun) -> int:
     """Activate and exec; returns only when something prevents running the command."""
     from gpuenv import _settings, runtime
@@ -181,8 +194,12 @@ def execute(run: FastRun) -> int:
     env, notes = runtime.child_environment(selected, os.environ)
     for note in notes:
         _say(note)
-    sys.stderr.flush()
+    try:  # noqa: SIM105 - contextlib is not imported on the run path
+        sys.stderr.flush()
+    except (AttributeError, OSError, ValueError):  # closed (2>&-: None) or full
+        pass
     name = run.command[0] if len(run.command[0]) <= 100 else f"{run.command[0][:60]}..."
+    default_signals()
     try:
         os.execvpe(run.command[0], run.command, env)  # noqa: S606 - exec is the point
     except FileNotFoundError:

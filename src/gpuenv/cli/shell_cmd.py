@@ -36,6 +36,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         _output_warning(warning)
     name = args.shell or Path(os.environ.get("SHELL", "bash")).name
     argv, env = shell_command(name, Path(selected.prefix), os.environ)
+    from gpuenv.cli._fastrun import default_signals
+
+    default_signals()  # the shell and what it starts must not inherit SIGPIPE ignored
     try:
         os.execvpe(argv[0], argv, env)  # noqa: S606 - replacing gpuenv with the shell is the point
     except OSError as exc:  # no such shell on PATH, or not executable: the caller's input

@@ -1,0 +1,65 @@
+"""``gpuenv run`` hands the command what a shell would: a closed stderr or stdout never
+stops it (``2>&-`` crashed before the exec: the command never ran, exit 1), and the
+signals Python ignores are the default again in it (``gpuenv run -- yes | head -1``
+said "Broken pipe" and ended with 1, not 141)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuenv import runtime
+from gpuenv.cli import _fastrun
+
+
+def _stub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
+    selected = runtime.Selected("cpu", str(tmp_path), None, str(tmp_path))  # type: ignore[arg-type]
+    monkeypatch.setattr(runtime, "select", lambda *a, **k: selected)
+    monkeypatch.setattr(runtime, "child_environment", lambda s, e: (dict(e), ["a note"]))
+    import gpuenv.editable.state
+    import gpuenv.verify.gate
+
+    monkeypatch.setattr(gpuenv.verify.gate, "admit", lambda s, unverified: ["a warning"])
+    monkeypatch.setattr(gpuenv.editable.state, "stale_note", lambda p: None)
+    monkeypatch.setattr(_fastrun, "default_signals", lambda: None)  # not in the test process
+    ran: list[list[str]] = []
+
+    def execvpe(name: str, argv: list[str], env: dict[str, str]) -> None:
+        ran.append(argv)
+        raise SystemExit(0)
+
+    import os
+
+    monkeypatch.setattr(os, "execvpe", execvpe)
+    return ran
+
+
+@pytest.mark.parametrize("stream", ["stderr", "stdout"])
+def test_a_closed_stream_does_not_stop_the_command(
+    stream: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    ran = _stub(monkeypatch, tmp_path)
+    monkeypatch.setattr(sys, stream, None)  # Python's stream for a descriptor closed at start
+    with pytest.raises(SystemExit):
+        _fastrun.execute(_fastrun.FastRun(None, None, True, ["true", "x"]))
+    assert ran == [["true", "x"]]
+
+
+def test_the_command_gets_the_signals_python_ignores_back() -> None:
+    code = (
+        "import signal; signal.signal(signal.SIGPIPE, signal.SIG_IGN); "
+        "signal.signal(signal.SIGXFSZ, signal.SIG_IGN); "
+        "from gpuenv.cli._fastrun import default_signals; default_signals(); "
+        "import os; os.execvp('sh', ['sh', '-c', 'grep ^SigIgn: /proc/self/status'])"
+    )
+    if not Path("/proc/self/status").exists():
+        pytest.skip("no /proc here")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    ignored = int(done.stdout.split()[1], 16)
+    import signal
+
+    assert not ignored & (1 << (signal.SIGPIPE - 1)), done.stdout
+    assert not ignored & (1 << (signal.SIGXFSZ - 1)), done.stdout
