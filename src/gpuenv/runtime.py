@@ -37,6 +37,8 @@ DELTA = os.path.join("etc", "gpuenv", "env-delta.json")
 def find_spec(explicit: str | None, cwd: str) -> str:
     """``-f`` when given; else the nearest gpuenv.toml in ``cwd`` or a parent (as git
     finds .git); else ``<cwd>/gpuenv.toml`` (and the error about it comes later)."""
+    if explicit == "":  # `-f ''`: a path left empty by a script, not "the default"
+        raise UsageError("-f/--file needs a path", hint="leave -f out for ./gpuenv.toml")
     if explicit:
         return explicit
     directory = os.path.abspath(cwd)

@@ -174,3 +174,54 @@ def test_a_missing_group_is_named_as_typed() -> None:
     spec = parse_spec_text(text, file="gpuenv.toml").spec
     with pytest.raises(UsageError, match=r"no dependency group '\.\./x'"):
         choose_groups(spec, iter(["../x"]), every=False, dev=True)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        ["-f", "loop1/x", "add", "--no-install", "foo"],
+        ["-f", "loop1/x", "remove", "foo"],
+        ["-f", "loop1/x", "init", "--cpu"],
+    ],
+)
+def test_a_path_through_a_loop_of_links_is_exit_2(
+    line: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """pathlib's resolve() raised RuntimeError("Symlink loop from ..."): exit 70."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    assert main(line) == 2
+    err = capsys.readouterr().err
+    assert "internal error" not in err and "loop" in err
+
+
+@pytest.mark.parametrize(
+    "command", [["plan"], ["lock"], ["shell"], ["doctor"], ["run", "--", "true"]]
+)
+def test_an_empty_spec_path_is_refused_everywhere(
+    command: list[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`-f ''` meant ./gpuenv.toml for most commands and was refused by run."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gpuenv.toml").write_text(
+        '[project]\nname = "p"\n[stack]\npython = "3.11"\n[targets.cpu]\ngpu = "none"\n'
+    )
+    assert main(["-f", "", *command]) == 2
+    assert "-f" in capsys.readouterr().err
+
+
+def test_every_long_word_of_an_error_is_shortened() -> None:
+    from gpuenv.cli._output import _shortened
+
+    long = "/x" + "y" * 9_999
+    said = _shortened(f"refused {long}: not an archive ({long})")
+    assert said.count("(10001 characters)") == 2 and len(said) < 300, said
+    assert said.startswith("refused /xyyy") and "yyy (10001 characters): not an archive (" in said
+    assert _shortened("a short message stays") == "a short message stays"

@@ -166,12 +166,12 @@ def render_error(error: GpuenvError, *, as_json: bool, verbose: int) -> None:
         except (GpuenvError, OSError, ValueError):  # stdout itself failed: say it on stderr
             as_json = False
     if not as_json:
-        lines = error.message.splitlines() or [error.kind]
+        lines = _shortened(error.message).splitlines() or [error.kind]
         err(f"gpuenv: error: {lines[0]}")
         for line in lines[1:]:
             err(f"  {line}")
         if error.hint:
-            err(f"  hint: {error.hint}")
+            err(f"  hint: {_shortened(error.hint)}")
         alternatives = getattr(error, "alternatives", ())
         if alternatives:
             err("  what would work instead:")
@@ -181,6 +181,25 @@ def render_error(error: GpuenvError, *, as_json: bool, verbose: int) -> None:
     if verbose and not as_json:
         for cause in _causes(error):  # an expected error: its causes, never a traceback
             err(f"  caused by: {type(cause).__name__}: {cause}")
+
+
+_LONG_WORD = 200
+
+
+def _shortened(text: str) -> str:
+    """Each run of over 200 characters without a space (a 10,000-character path given
+    to -f, --python, --from) shown by its ends and length: a message printed it whole,
+    10 KB of stderr, twice for `install --from`. JSON keeps the message as it is."""
+    if len(text) <= _LONG_WORD:
+        return text
+    import re
+
+    def shorten(match: re.Match[str]) -> str:
+        word = match.group(0)
+        return f"{word[:60]}...{word[-20:]} ({len(word)} characters)"
+
+    # a word of over 200 characters, its trailing punctuation and quotes left outside
+    return re.sub(rf"[^\s'\"()]{{{_LONG_WORD},}}[^\s'\"():,;.]", shorten, text)
 
 
 def _causes(error: BaseException) -> list[BaseException]:
