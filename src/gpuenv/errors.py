@@ -33,6 +33,7 @@ means to a user: docs/reference/exit-codes.md):
 |      |                              | StorageError (storage)              |
 | 70   | a bug in gpuenv              | anything else (internal)            |
 | 130  | interrupted (SIGINT)         | Interrupted, KeyboardInterrupt      |
+| 141  | stdout's reader went away    | OutputClosed (broken-pipe)          |
 | 143  | SIGTERM (129: SIGHUP)        | Interrupted                         |
 """
 
