@@ -97,11 +97,14 @@ def _spec_targets(spec: str) -> dict[str, object] | None:
     return targets if isinstance(targets, dict) else None
 
 
-def refuse_foreign(spec: str, target: str, action: str) -> None:
-    """A macOS or Windows target named on another system: exit 2, saying where it runs."""
+def refuse_foreign(
+    spec: str, target: str, action: str, targets: dict[str, object] | None = None
+) -> None:
+    """A macOS or Windows target named on another system: exit 2, saying where it runs
+    (``targets``: the spec's table, when the caller has read it)."""
     from gpuenv import _foreign
 
-    table = (_spec_targets(spec) or {}).get(target)
+    table = (targets if targets is not None else _spec_targets(spec) or {}).get(target)
     if isinstance(table, dict):
         where = _foreign.platform_of(table.get("platform"), table.get("gpu"))
         _foreign.refuse(target, where, action)
@@ -149,7 +152,15 @@ def select(
             hint=f"targets in this spec: {', '.join(declared) or 'none'}",
         )
     if target is not None and os.path.isfile(spec_file):
-        refuse_foreign(spec_file, target, "run")
+        table = _spec_targets(spec_file)  # read for the foreign check anyway
+        if declared is None and table is not None and target not in table:
+            # a pointer beside the spec of a target it does not declare (another
+            # spec's, a renamed target's): run took it
+            raise UsageError(
+                f"no target named {target!r} in {spec_file}",
+                hint=f"targets in this spec: {', '.join(sorted(table)) or 'none'}",
+            )
+        refuse_foreign(spec_file, target, "run", table)
     if target is None:
         installed = installed_targets(project)
         if declared is not None:  # pointers beside it of targets it does not declare

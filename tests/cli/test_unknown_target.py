@@ -105,3 +105,21 @@ def _installed_beside(project: Path, target: str) -> None:
     prefix.mkdir(parents=True)
     (project / ".gpuenv").mkdir(exist_ok=True)
     (project / ".gpuenv" / target).symlink_to(prefix)
+
+
+@pytest.mark.parametrize("command", [("run", "--", "true"), ("shell",), ("activate",)])
+def test_a_pointer_beside_the_default_spec_of_a_target_it_does_not_declare_is_refused(
+    cli: Callable[..., CliResult],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    command: tuple[str, ...],
+) -> None:
+    """`run -t other` ran a target ./gpuenv.toml does not declare (installed beside it by
+    another spec, or a target since renamed); with -f the same was refused."""
+    monkeypatch.setenv("GPUENV_HOME", str(tmp_path / "store"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gpuenv.toml").write_text(SPEC)
+    _installed_beside(tmp_path, "other")
+    result = cli(command[0], "--target", "other", *command[1:])
+    assert result.code == 2, (result.code, result.err)
+    assert "no target named 'other'" in result.err and "targets in this spec: cpu" in result.err

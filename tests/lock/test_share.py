@@ -325,3 +325,25 @@ def test_a_relock_that_moves_no_package_says_what_changed(
     assert updated and all(
         line.endswith("; the requirements changed, the packages did not") for line in updated
     ), result.out
+
+
+def test_a_second_spec_beside_gpuenv_toml_is_refused_before_anything_is_written(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    """`gpuenv -f b.toml lock` replaced gpuenv.toml's lock with b.toml's targets (one
+    gpuenv.lock and one .gpuenv/ per folder)."""
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(CLUSTER)
+    assert cli("-f", str(spec), "lock").code == 0
+    before = (tmp_path / "gpuenv.lock").read_bytes()
+    other = tmp_path / "b.toml"
+    other.write_text(CLUSTER.replace("[targets.login]", "[targets.gateway]"))
+    for command in (("lock",), ("install", "--target", "gateway")):
+        result = cli("-f", str(other), *command)
+        assert result.code == 2, (command, result.err)
+        assert "shares its folder with" in result.err
+    assert (tmp_path / "gpuenv.lock").read_bytes() == before
+    elsewhere = tmp_path / "b" / "gpuenv.toml"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(other.read_text())
+    assert cli("-f", str(elsewhere), "lock").code == 0, "in a folder of its own it locks"

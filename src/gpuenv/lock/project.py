@@ -340,6 +340,7 @@ def ensure_lock(
     from gpuenv.errors import CheckFailed
     from gpuenv.lock.format import load_lock
 
+    own_folder(loaded.path)
     fresh = _fresh_name(loaded, lock_path, options, kb_digest)  # before the bytes are read
     reading = load_lock(lock_path, cache_dir=options.cache_dir, legacy_ok=not frozen)
     wanted = options.targets or tuple(loaded.spec.targets)
@@ -403,6 +404,25 @@ def _remember_fresh(loaded: LoadedSpec, cache: str, name: str) -> None:
     _fresh.remember_fresh(cache, name, project_files(loaded))
 
 
+def own_folder(spec_file: Path) -> None:
+    """A spec other than gpuenv.toml beside a gpuenv.toml would share its gpuenv.lock
+    and its .gpuenv/ pointers (one project per folder): `gpuenv -f b.toml lock`
+    replaced gpuenv.toml's lock with b.toml's targets. Refused (exit 2), before
+    anything is written."""
+    from gpuenv.errors import UsageError
+    from gpuenv.lock.format import LOCK_FILENAME
+
+    folder = spec_file.absolute().parent
+    if spec_file.name == "gpuenv.toml" or not (folder / "gpuenv.toml").is_file():
+        return
+    raise UsageError(
+        f"{spec_file} shares its folder with {folder / 'gpuenv.toml'}: the "
+        f"{LOCK_FILENAME} there and the installed targets (.gpuenv/) are that spec's "
+        "(one project per folder)",
+        hint=f"move {spec_file.name} into a folder of its own (as gpuenv.toml there)",
+    )
+
+
 def lock_and_write(
     loaded: LoadedSpec,
     kb: KnowledgeBase,
@@ -418,6 +438,7 @@ def lock_and_write(
     from gpuenv.lock.backends import resolvers
     from gpuenv.lock.format import write_lock_file
 
+    own_folder(loaded.path)
     existing, options = relock.basis, relock.options
     pip, conda = (backends or resolvers)()
     index = options.index_url or loaded.spec.pip.index_url
