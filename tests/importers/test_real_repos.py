@@ -873,3 +873,54 @@ def test_a_pin_narrowed_from_another_file_cites_the_line_that_pins_it(
     assert imported.result.code == 0, imported.result.err
     line = next(ln for ln in imported.spec.read_text().splitlines() if '"imageio==' in ln)
     assert line.strip() == '"imageio==2.9.0", # environment.yml:18 imageio=2.9.0', line
+
+
+# nerfstudio's Dockerfile (2024), the lines that matter: a nameless git URL of a
+# subdirectory between two installs.
+NERFSTUDIO_DOCKERFILE = """FROM nvidia/cuda:11.8.0-devel-ubuntu22.04
+RUN pip install torch==2.1.2 && \\
+    pip install "git+https://github.com/NVlabs/tiny-cuda-nn.git@b3473c8#subdirectory=bindings/torch" && \\
+    pip install pycolmap==0.6.1 omegaconf==2.3.0
+RUN pip3 --no-cache-dir install tqdm==4.66.1
+RUN pip --disable-pip-version-check --cache-dir /tmp/pip install einops==0.7.0
+"""
+
+
+def test_a_requirement_not_understood_in_a_run_line_costs_only_itself(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """The URL with an @ref was read as nameless and dropped the rest of its RUN
+    (pycolmap, omegaconf: nerfstudio lost them), and `pip3 --no-cache-dir install` was
+    no install at all (instant-ngp lost its cmake and opencv pins); neither said so."""
+    root = _paper(tmp_path, {"Dockerfile": NERFSTUDIO_DOCKERFILE})
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    pins = set(_pip(imported))
+    assert {"pycolmap==0.6.1", "omegaconf==2.3.0", "tqdm==4.66.1", "einops==0.7.0"} <= pins
+    tcnn = "tiny-cuda-nn @ git+https://github.com/NVlabs/tiny-cuda-nn.git@b3473c8"
+    assert f"{tcnn}#subdirectory=bindings/torch" in pins, pins
+
+
+def test_a_requirement_that_cannot_be_read_is_noted_and_the_rest_of_the_run_kept(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    text = (
+        "FROM nvidia/cuda:11.8.0-devel-ubuntu22.04\n"
+        "RUN pip install torch==2.1.2 'git+https://[::1/bad' omegaconf==2.3.0\n"
+    )
+    imported = run_import(
+        _paper(tmp_path, {"Dockerfile": text}), target="h100", extra=("--no-check-resolves",)
+    )
+    assert imported.result.code == 0, imported.result.err
+    assert "omegaconf==2.3.0" in _pip(imported)
+    said = [e["why"] for e in imported.report["assumptions"]]
+    assert any(w.startswith("not read: ") and "[::1/bad" in w for w in said), said
+
+
+def test_a_git_url_with_a_ref_is_named_after_its_repository() -> None:
+    from gpuenv.importers.model import Origin
+    from gpuenv.importers.requirements import ask_from
+
+    origin = Origin("requirements.txt", 1, "x")
+    ask = ask_from("git+https://github.com/open-mmlab/mmcv.git@v1.7.0", origin)
+    assert not isinstance(ask, str) and ask.name == "mmcv"

@@ -109,7 +109,9 @@ def _vcs_ask(text: str, origin: Origin, *, editable: bool) -> Ask:
         path = urlsplit(text.split("+", 1)[1]).path
     except ValueError as exc:  # "Invalid IPv6 URL"
         fail(origin.file, origin.line, f"not a URL: {text!r} ({exc})")
-    name = egg.group(1) if egg else path.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git")
+    # the repository's name, without its @ref (git+https://host/o/tiny-cuda-nn.git@b3473c8)
+    repository = path.rstrip("/").rsplit("/", 1)[-1].split("@", 1)[0].removesuffix(".git")
+    name = egg.group(1) if egg else repository
     return Ask(canonicalize_name(name), "", origin, url=text, editable=editable)
 
 
@@ -330,7 +332,10 @@ class PipLines:
                 i += _skip_option(word, tokens, i)
                 continue
             else:
-                self.requirement(word, origin)
+                # One requirement not understood is noted, not the rest of the command:
+                # a nameless git URL dropped every `&& pip install` after it in a RUN.
+                with line_not_read(self.builder, origin):
+                    self.requirement(word, origin)
             i += 1
 
 
