@@ -924,3 +924,47 @@ def test_a_git_url_with_a_ref_is_named_after_its_repository() -> None:
     origin = Origin("requirements.txt", 1, "x")
     ask = ask_from("git+https://github.com/open-mmlab/mmcv.git@v1.7.0", origin)
     assert not isinstance(ask, str) and ask.name == "mmcv"
+
+
+def test_a_file_for_the_other_linux_machine_is_set_aside() -> None:
+    """ultralytics/yolov5 keeps utils/docker/Dockerfile-arm64 beside its x86_64
+    Dockerfile; its lines were read for an x86_64 target."""
+    from gpuenv.importers.merge import other_platform
+    from gpuenv.importers.model import Authority, Reading
+
+    arm = Reading("utils/docker/Dockerfile-arm64", "dockerfile", Authority.DEFINITION)
+    plain = Reading("utils/docker/Dockerfile", "dockerfile", Authority.DEFINITION)
+    x86 = Reading("docker/Dockerfile.x86_64", "dockerfile", Authority.DEFINITION)
+    assert other_platform(arm) == "Linux on Arm (aarch64)"
+    assert other_platform(arm, "aarch64") is None
+    assert other_platform(x86, "aarch64") == "Linux on x86_64"
+    assert other_platform(plain) is None and other_platform(plain, "aarch64") is None
+
+
+def test_the_anaconda_metapackage_is_not_a_pip_dependency(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """kzl/decision-transformer's gym/conda_env.yml lists `anaconda`: it was written as
+    the pip dependency "anaconda" (an unrelated project) and listed to build."""
+    env = (
+        "name: decision-transformer-gym\nchannels:\n- pytorch\ndependencies:\n"
+        "- python=3.8.5\n- anaconda\n- cudatoolkit=10.\n- numpy\n- pip\n- pytorch\n"
+        "- pip:\n  - gym==0.18.3\n  - transformers==4.5.1\n"
+    )
+    root = _paper(tmp_path, {"conda_env.yml": env})
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    assert not any(p.startswith("anaconda") for p in _pip(imported)), _pip(imported)
+
+
+def test_the_docs_builds_requirements_are_development_requirements(tmp_path: Path) -> None:
+    """mmdetection-based repositories keep requirements/readthedocs.txt (mmcv, torch,
+    torchvision for the docs build): its plain mmcv was written beside mmcv-full."""
+    files = {
+        "requirements.txt": "-r requirements/runtime.txt\n",
+        "requirements/runtime.txt": "mmcv-full==1.2.7\nnumpy\n",
+        "requirements/readthedocs.txt": "mmcv\ntorch\ntorchvision\n",
+    }
+    readings, skipped = read_inputs((_paper(tmp_path, files),), foreign_knowledge())
+    assert "requirements/readthedocs.txt" not in [r.file for r in readings]
+    assert any("readthedocs.txt not imported: development requirements" in e.why for e in skipped)

@@ -350,10 +350,17 @@ def reproduce(request: ImportRequest) -> Reproduction:
     root = _root(request.paths)
     prefer = _preferred(request.prefer, readings, root)
     recency = request.recency
+    model = (
+        None
+        if request.target.cpu or not request.target.gpu
+        else request.kb.find_gpu(request.target.gpu)
+    )
+    aarch64 = model is not None and (model.platform or "").endswith("aarch64")
     merged = merge(
         readings,
         prefer=prefer,
         recency=(lambda file: recency(root, file)) if recency is not None else None,
+        machine="aarch64" if aarch64 else "x86_64",
     )
     target = _target_name(request.target, request.kb)
     frameworks.refuse_invented_torch(

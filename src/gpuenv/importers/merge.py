@@ -344,8 +344,16 @@ _OTHER_PLATFORMS = {
 }
 
 
-def other_platform(reading: Reading) -> str | None:
-    """The platform a file is for, when it is not Linux (x86_64 or aarch64)."""
+# Words naming the other Linux machine: an Arm file beside x86_64 ones (yolov5's
+# Dockerfile-arm64) on an x86_64 target, and the other way round.
+_OTHER_MACHINE = {
+    "x86_64": ({"arm64", "aarch64"}, "Linux on Arm (aarch64)"),
+    "aarch64": ({"amd64", "x86", "x86_64"}, "Linux on x86_64"),
+}
+
+
+def other_platform(reading: Reading, machine: str = "x86_64") -> str | None:
+    """The platform a file is for, when it is not Linux on ``machine`` (the target's)."""
     if reading.platform is not None:
         return (
             None
@@ -356,9 +364,12 @@ def other_platform(reading: Reading) -> str | None:
     import re
 
     stem = reading.file.rsplit("/", 1)[-1].lower()
-    for word in re.split(r"[^a-z0-9]+", stem):
+    others, other_machine = _OTHER_MACHINE.get(machine, (set(), ""))
+    for word in re.split(r"[^a-z0-9]+", stem.replace("x86_64", "x86")):
         if word in _OTHER_PLATFORMS:
             return _OTHER_PLATFORMS[word]
+        if word in others:
+            return other_machine
     return None
 
 
@@ -473,16 +484,18 @@ def _names_its_repository(ask: Ask) -> bool:
     return normalize_name(repository) == ask.name
 
 
-def set_aside(readings: Iterable[Reading]) -> tuple[list[Reading], list[Note]]:
+def set_aside(
+    readings: Iterable[Reading], machine: str = "x86_64"
+) -> tuple[list[Reading], list[Note]]:
     """The readings to merge, and a note for each file set aside as another platform's
     (kept when every file is another platform's: then there is nothing else to read)."""
     readings = list(readings)
-    linux = [r for r in readings if other_platform(r) is None]
+    linux = [r for r in readings if other_platform(r, machine) is None]
     if not linux:
         return readings, []
     notes = []
     for reading in readings:
-        platform = other_platform(reading)
+        platform = other_platform(reading, machine)
         if platform is not None:
             notes.append(
                 Note(
@@ -500,11 +513,13 @@ def merge(
     *,
     prefer: Iterable[str] = (),
     recency: Callable[[str], float | None] | None = None,
+    machine: str = "x86_64",
 ) -> Merged:
     """One environment from every reading. Disagreements are decided by ``PRECEDENCE``
     (``prefer``: display paths that win; ``recency``: a display path's last commit time,
-    None when unknown) and listed; nothing here is an error."""
-    kept, aside = set_aside(readings)
+    None when unknown) and listed; nothing here is an error. Files for another platform
+    than Linux on ``machine`` (the target's) are set aside."""
+    kept, aside = set_aside(readings, machine)
     merger = _Merger(kept, frozenset(prefer), recency)
     merger.notes.extend(aside)
     python = paper_python(merger.readings)

@@ -35,7 +35,8 @@ from gpuenv.names import normalize_name
 # Optional groups a person reproducing a paper leaves out: tooling, not the environment.
 DEV_GROUPS = frozenset(
     {"dev", "develop", "development", "test", "tests", "testing", "doc", "docs", "lint",
-     "linting", "typing", "type", "types", "style", "quality", "bench", "benchmark", "ci"}
+     "linting", "typing", "type", "types", "style", "quality", "bench", "benchmark", "ci",
+     "readthedocs", "rtd"}  # requirements/readthedocs.txt: the docs build's (mmdet's)
 )  # fmt: skip
 
 
