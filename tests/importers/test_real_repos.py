@@ -968,3 +968,39 @@ def test_the_docs_builds_requirements_are_development_requirements(tmp_path: Pat
     readings, skipped = read_inputs((_paper(tmp_path, files),), foreign_knowledge())
     assert "requirements/readthedocs.txt" not in [r.file for r in readings]
     assert any("readthedocs.txt not imported: development requirements" in e.why for e in skipped)
+
+
+# NVIDIA/tacotron2 (2018): a nightly PyTorch image; tensorflow only for its hparams.
+TACOTRON_DOCKERFILE = """FROM pytorch/pytorch:nightly-devel-cuda10.0-cudnn7
+ENV PATH /usr/local/nvidia/bin:/usr/local/cuda/bin:${PATH}
+
+RUN apt-get update -y
+
+RUN pip install numpy scipy matplotlib librosa==0.6.0 tensorflow tensorboardX inflect==0.2.5 Unidecode==1.0.22 pillow jupyter
+"""
+TACOTRON_REQUIREMENTS = """matplotlib==2.1.0
+tensorflow==1.15.2
+numpy==1.13.3
+inflect==0.2.5
+librosa==0.6.0
+scipy==1.0.0
+Unidecode==1.0.22
+pillow
+"""
+
+
+def test_a_nightly_pytorch_image_asks_for_torch_and_its_cuda_dates_it(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """It was refused as a TensorFlow project (the image asked for no torch); alone, it
+    took the newest torch, 2.7, for a 2018 repository."""
+    files = {"Dockerfile": TACOTRON_DOCKERFILE, "requirements.txt": TACOTRON_REQUIREMENTS}
+    imported = run_import(_paper(tmp_path, files), target="rtx4090", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    torch = imported.entries("changed")["torch"]
+    assert torch["to"] == "1.7.0+cu110", torch
+    assert torch["why"].startswith(
+        "Dockerfile:1 FROM pytorch/pytorch:nightly-devel-cuda10.0-cudnn7 dates the files: no "
+        "torch gpuenv knows was built for cu100; 1.7.0 is the oldest with a build for CUDA "
+        "10.0 or later"
+    )

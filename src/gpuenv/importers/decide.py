@@ -65,7 +65,7 @@ from gpuenv.knowledge.foreign import (
 from gpuenv.names import COMPANIONS, TRIO, normalize_name
 from gpuenv.plan import TargetPlan, spec_text
 from gpuenv.spec import Target
-from gpuenv.versions import DriverVersion, VersionFormatError
+from gpuenv.versions import CudaVersion, DriverVersion, VersionFormatError
 
 
 @dataclass(frozen=True)
@@ -393,11 +393,37 @@ def _era_of_cuda(
         if r.build(build) is not None and allowed.contains(r.version, prereleases=True)
     ]
     if not built:
-        return None, None
+        return _before_knowledge(build, origin, kb, allowed)
     newest = max(built)
     return newest, (
         f"{origin.cite()} dates the files: torch {newest} is the newest release built for "
         f"{build}" + (f" in {specifier!r}" if specifier else "")
+    )
+
+
+def _before_knowledge(
+    build: str, origin: Origin, kb: KnowledgeBase, allowed: SpecifierSet
+) -> tuple[Version | None, str | None]:
+    """A CUDA no release gpuenv knows was built for (cu100: a 2019 nightly image; the
+    data starts at torch 1.7, built for 9.2, 10.1, 10.2, 11.0): the oldest release with a
+    build for that CUDA or a later one is the files' era (the newest release was chosen,
+    2.7 for tacotron2)."""
+    try:
+        cuda = CudaVersion.from_tag(build)
+    except VersionFormatError:
+        return None, None
+    later = [
+        r.version
+        for r in kb.torch_releases
+        if allowed.contains(r.version, prereleases=True)
+        and any(b.cuda is not None and b.cuda >= cuda for b in r.builds)
+    ]
+    if not later:
+        return None, None
+    oldest = min(later)
+    return oldest, (
+        f"{origin.cite()} dates the files: no torch gpuenv knows was built for {build}; "
+        f"{oldest} is the oldest with a build for CUDA {cuda} or later"
     )
 
 

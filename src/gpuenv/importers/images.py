@@ -68,8 +68,23 @@ def _cu(cuda: str) -> str:
     return f"cu{major}{minor}"
 
 
+# pytorch/pytorch:nightly-devel-cuda10.0-cudnn7 (2018-2019): some nightly of that CUDA
+_PYTORCH_NIGHTLY = re.compile(
+    r"^nightly-(?P<flavor>runtime|devel)-cuda(?P<cuda>\d+\.\d+)-cudnn(?P<cudnn>\d+(\.\d+)?)$"
+)
+
+
 def _pytorch(tag: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowledge) -> bool:
     match = _PYTORCH_TAG.match(tag)
+    nightly = _PYTORCH_NIGHTLY.match(tag) if match is None else None
+    if nightly is not None:
+        # Which nightly was pulled is not recorded; its CUDA dates it (the newest release
+        # built for that CUDA). NVIDIA/tacotron2 was refused as a TensorFlow project:
+        # the image asked for no torch.
+        builder.asks.append(Ask("torch", "", origin, manager="image", build=_cu(nightly["cuda"])))
+        if nightly.group("flavor") == "devel":
+            builder.fact(TOOLKIT, nightly.group("cuda"), origin, IMPLIED)
+        return True
     if match is None:
         return False
     torch = match.group("torch")
