@@ -1004,3 +1004,29 @@ def test_a_nightly_pytorch_image_asks_for_torch_and_its_cuda_dates_it(
         "torch gpuenv knows was built for cu100; 1.7.0 is the oldest with a build for CUDA "
         "10.0 or later"
     )
+
+
+def test_pip_over_conda_decides_only_inside_one_file() -> None:
+    """nerfstudio: "torch: Dockerfile's over pixi.toml's: pip installed its copy over
+    conda's", a rule for one file's two copies; across files the exact pin decided."""
+    from gpuenv.importers.merge import merge
+    from gpuenv.importers.model import Ask, Authority, Origin, Reading
+
+    def reading(file: str, *asks: tuple[str, str]) -> Reading:
+        origin = Origin(file, 1, "x")
+        return Reading(
+            file,
+            "conda-env",
+            Authority.DEFINITION,
+            asks=tuple(Ask("torch", spec, origin, manager=m) for m, spec in asks),
+        )
+
+    across = merge(
+        [reading("a.yml", ("conda", ">=2.0,<2.1")), reading("b.yml", ("pip", "==2.1.2"))]
+    )
+    (said,) = across.disagreements
+    assert said.why == "an exact pin beats a range", said
+    inside = merge([reading("a.yml", ("conda", "==2.0.1"), ("pip", "==2.1.2"))])
+    (same,) = inside.disagreements
+    assert same.why == "pip installed its copy over conda's", same
+    assert inside.packages["torch"].specifier == "==2.1.2"

@@ -145,6 +145,9 @@ def _narrow(specifier: str, other: str) -> str:
 _METADATA_PIN = 2.5  # the project's own exact pins: between a definition and a record
 
 
+_RULE_PIP_OVER_CONDA = 3  # the index of rule 4 in _Merger._criteria
+
+
 class _Merger:
     def __init__(
         self,
@@ -192,7 +195,7 @@ class _Merger:
         )
 
     def compare(self, a: Ask, b: Ask) -> int:
-        ka, kb = self.rank(a), self.rank(b)
+        ka, kb = self.rank(a, b), self.rank(b, a)
         if ka != kb:
             return -1 if ka < kb else 1
         if _compatible(a, b):
@@ -200,14 +203,23 @@ class _Merger:
         ta, tb = [k for k, _ in self._ties(a)], [k for k, _ in self._ties(b)]
         return -1 if ta < tb else (1 if ta > tb else 0)
 
-    def rank(self, ask: Ask) -> tuple[float, ...]:
-        return tuple(key for key, _ in self._criteria(ask))
+    def rank(self, ask: Ask, other: Ask | None = None) -> tuple[float, ...]:
+        """``ask``'s keys against ``other``: rule 4 (pip's copy over conda's) only
+        between two asks of one file, as ``PRECEDENCE`` says (nerfstudio's Dockerfile
+        torch won over pixi.toml's "because pip installed its copy over conda's")."""
+        keys = [key for key, _ in self._criteria(ask)]
+        if other is not None and other.origin.file != ask.origin.file:
+            keys[_RULE_PIP_OVER_CONDA] = 0.0
+        return tuple(keys)
 
     def why_won(self, winner: Ask, loser: Ask) -> str:
         """Why ``winner`` beats a contradicting ``loser``: the first rule that tells them
         apart (the order ``compare`` sorts by)."""
-        mine = self._criteria(winner) + self._ties(winner)
-        theirs = self._criteria(loser) + self._ties(loser)
+        mine = list(self._criteria(winner) + self._ties(winner))
+        theirs = list(self._criteria(loser) + self._ties(loser))
+        if winner.origin.file != loser.origin.file:  # rule 4 is for one file's asks
+            rule = _RULE_PIP_OVER_CONDA
+            mine[rule], theirs[rule] = (0.0, mine[rule][1]), (0.0, theirs[rule][1])
         for (key, why), (other, _) in zip(mine, theirs, strict=True):
             if key < other:
                 if why.startswith(f"{winner.origin.file} is "):
