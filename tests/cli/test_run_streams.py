@@ -24,7 +24,6 @@ def _stub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
 
     monkeypatch.setattr(gpuenv.verify.gate, "admit", lambda s, unverified: ["a warning"])
     monkeypatch.setattr(gpuenv.editable.state, "stale_note", lambda p: None)
-    monkeypatch.setattr(_fastrun, "default_signals", lambda: None)  # not in the test process
     ran: list[list[str]] = []
 
     def execvpe(name: str, argv: list[str], env: dict[str, str]) -> None:
@@ -63,3 +62,26 @@ def test_the_command_gets_the_signals_python_ignores_back() -> None:
 
     assert not ignored & (1 << (signal.SIGPIPE - 1)), done.stdout
     assert not ignored & (1 << (signal.SIGXFSZ - 1)), done.stdout
+
+
+def test_a_failed_exec_leaves_this_process_as_it_was(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The signals went back to their default before the exec and stayed so when it
+    failed: the test process then died of SIGPIPE at its next broken pipe."""
+    import signal
+
+    before = signal.getsignal(signal.SIGPIPE)
+    _stub(monkeypatch, tmp_path)
+    import os
+
+    def missing(name: str, argv: list[str], env: dict[str, str]) -> None:
+        raise FileNotFoundError(name)
+
+    monkeypatch.setattr(os, "execvpe", missing)
+    assert _fastrun.execute(_fastrun.FastRun(None, None, True, ["nope"])) == 127
+    assert signal.getsignal(signal.SIGPIPE) == before
+    with pytest.raises(SystemExit):  # a stand-in that raises anything else: the same
+        monkeypatch.setattr(os, "execvpe", lambda *a: (_ for _ in ()).throw(SystemExit(3)))
+        _fastrun.execute(_fastrun.FastRun(None, None, True, ["x"]))
+    assert signal.getsignal(signal.SIGPIPE) == before

@@ -160,17 +160,30 @@ def _say(line: str) -> None:
         pass
 
 
-def default_signals() -> None:
+def default_signals() -> dict[int, object]:
     """The signals Python ignores (SIGPIPE, SIGXFSZ) back to their default before an
-    exec: an ignored signal stays ignored across exec, so every command `gpuenv run`
-    started ignored SIGPIPE (`gpuenv run -- yes | head -1` said "Broken pipe" and ended
-    with 1, not 141). subprocess does the same for its children (restore_signals)."""
+    exec, and what they were (put back by ``restore_signals`` when the exec fails): an
+    ignored signal stays ignored across exec, so every command `gpuenv run` started
+    ignored SIGPIPE (`gpuenv run -- yes | head -1` said "Broken pipe" and ended with 1,
+    not 141). subprocess does the same for its children (restore_signals)."""
     import _signal  # type: ignore[import-not-found]  # builtin; `signal` would import enum
 
+    before: dict[int, object] = {}
     for name in ("SIGPIPE", "SIGXFZ", "SIGXFSZ"):
         number = getattr(_signal, name, None)
         if number is not None:
-            _signal.signal(number, _signal.SIG_DFL)
+            before[number] = _signal.signal(number, _signal.SIG_DFL)
+    return before
+
+
+def restore_signals(before: dict[int, object]) -> None:
+    """The dispositions ``default_signals`` replaced, for a process that goes on (an
+    exec that failed: gpuenv says why and writes to its own streams, where a SIGPIPE
+    at its default would end it silently)."""
+    import _signal
+
+    for number, handler in before.items():
+        _signal.signal(number, handler)
 
 
 def execute(run: FastRun) -> int:
@@ -199,7 +212,7 @@ def execute(run: FastRun) -> int:
     except (AttributeError, OSError, ValueError):  # closed (2>&-: None) or full
         pass
     name = run.command[0] if len(run.command[0]) <= 100 else f"{run.command[0][:60]}..."
-    default_signals()
+    before = default_signals()
     try:
         os.execvpe(run.command[0], run.command, env)  # noqa: S606 - exec is the point
     except FileNotFoundError:
@@ -214,6 +227,8 @@ def execute(run: FastRun) -> int:
     except OSError as exc:  # a name too long, an exec format error: as a shell, 126
         _say(f"gpuenv: {name}: cannot run it: {exc.strerror or exc}")
         return 126
+    finally:  # only when the exec failed: this process goes on, as it was
+        restore_signals(before)
 
 
 def main(run: FastRun) -> int:

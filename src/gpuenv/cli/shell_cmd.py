@@ -36,9 +36,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         _output_warning(warning)
     name = args.shell or Path(os.environ.get("SHELL", "bash")).name
     argv, env = shell_command(name, Path(selected.prefix), os.environ)
-    from gpuenv.cli._fastrun import default_signals
+    from gpuenv.cli._fastrun import default_signals, restore_signals
 
-    default_signals()  # the shell and what it starts must not inherit SIGPIPE ignored
+    before = default_signals()  # the shell and what it starts must not inherit SIGPIPE ignored
     try:
         os.execvpe(argv[0], argv, env)  # noqa: S606 - replacing gpuenv with the shell is the point
     except OSError as exc:  # no such shell on PATH, or not executable: the caller's input
@@ -48,6 +48,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             f"cannot start {argv[0]}: {exc.strerror} (looked for it on PATH)",
             hint="install that shell, or name another with --shell bash|zsh|fish|sh",
         ) from None
+    finally:  # only when the exec failed: this process goes on, as it was
+        restore_signals(before)
 
 
 def _output_warning(text: str) -> None:
