@@ -140,12 +140,6 @@ def _machine_fault(exc: OSError) -> GpuenvError | None:
     return storage_error(exc, exc.filename or "(unknown path)", "a file")
 
 
-def errno_eloop() -> int:
-    import errno
-
-    return errno.ELOOP
-
-
 def _path_fault(exc: OSError) -> GpuenvError | None:
     """A path the user gave that no file system can hold (a name too long, a loop of
     symbolic links) and that no command checked: the input's fault, exit 2, not a bug
@@ -179,9 +173,12 @@ def _unexpected(exc: Exception, *, as_json: bool, verbose: int) -> int:
         _output.render_interrupt(received, as_json=as_json)
         return interrupt_code(received)
     storage = (_machine_fault(exc) or _path_fault(exc)) if isinstance(exc, OSError) else None
-    if isinstance(exc, RuntimeError) and str(exc).startswith("Symlink loop from"):
+    if isinstance(exc, RuntimeError) and str(exc).startswith("Symlink loop from "):
         # pathlib's resolve() of a path through a loop of links (3.11: RuntimeError)
-        storage = _path_fault(OSError(errno_eloop(), "Symlink loop", str(exc)[18:].strip("'")))
+        import errno
+
+        looped = str(exc).removeprefix("Symlink loop from ").strip("'")
+        storage = _path_fault(OSError(errno.ELOOP, "Symlink loop", looped))
     if storage is not None:
         _output.render_error(storage, as_json=as_json, verbose=verbose)
         return storage.exit_code
