@@ -39,6 +39,7 @@ def test_a_path_no_file_system_can_hold_is_exit_2_naming_it_shortened(
         ([""], 127, "'': command not found"),
         (["x" * 10_000], 126, "cannot run it: File name too long"),
         (["./not-a-program"], 126, "cannot run it: Exec format error"),
+        (["/"], 126, "/: is a directory"),
     ],
 )
 def test_a_command_run_cannot_start_is_the_shells_code_and_one_line(

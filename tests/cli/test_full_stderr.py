@@ -77,3 +77,21 @@ def test_a_reader_that_left_ends_the_command_quietly_with_sigpipes_code(tmp_path
         err = child.stderr.read()
         assert child.wait(timeout=120) == 141, err
         assert err == b""
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full")
+@pytest.mark.parametrize("line", [["--version"], ["plan", "--help"]])
+def test_what_argparse_prints_to_a_full_stdout_fails_as_any_output(line: list[str]) -> None:
+    """argparse swallowed the failed write: `gpuenv --version > /dev/full` said nothing
+    and exited 0, where `plan > /dev/full` is exit 5 with a message."""
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "gpuenv", *line],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 5, done.stderr
+    assert "cannot write gpuenv's output (standard output)" in done.stderr

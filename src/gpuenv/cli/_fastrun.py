@@ -218,8 +218,9 @@ def execute(run: FastRun) -> int:
     except FileNotFoundError:
         _say(f"gpuenv: {name}: command not found")
         return 127
-    except PermissionError:
-        _say(f"gpuenv: {name}: permission denied")
+    except PermissionError:  # a folder too (`run -- /`), as a shell says it
+        what = "is a directory" if os.path.isdir(run.command[0]) else "permission denied"
+        _say(f"gpuenv: {name}: {what}")
         return 126
     except ValueError:  # an empty name (or a NUL byte): what a shell says of ''
         _say(f"gpuenv: {name!r}: command not found")

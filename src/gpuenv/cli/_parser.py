@@ -15,6 +15,8 @@ from gpuenv import __version__
 from gpuenv.errors import UsageError
 
 if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
     from gpuenv.cli._common import Settings
 
 # name -> (module, one-line summary). Order is the order of `gpuenv --help`.
@@ -126,6 +128,14 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}", hint=f"see '{self.prog} --help'")
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        # argparse swallows a failed write (`gpuenv --version > /dev/full` said nothing,
+        # exit 0): standard output's failure is gpuenv's (exit 5, or 141 for a reader
+        # gone); a closed stream, as argparse has it, is nothing to say.
+        stream = file if file is not None else sys.stderr
+        if message and stream is not None:
+            stream.write(message)
 
     def _get_values(self, action: argparse.Action, arg_strings: list[str]) -> Any:
         # `--torch=--`: argparse (3.10, 3.11) drops the "--" and hands the option an
