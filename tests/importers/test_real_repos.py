@@ -1030,3 +1030,51 @@ def test_pip_over_conda_decides_only_inside_one_file() -> None:
     (same,) = inside.disagreements
     assert same.why == "pip installed its copy over conda's", same
     assert inside.packages["torch"].specifier == "==2.1.2"
+
+
+# snap-stanford/GraphGym (2020): setup.py's range, the README's conda env and torch.
+GRAPHGYM_SETUP = """from setuptools import setup, find_packages
+
+setup(
+    name='graphgym',
+    version='0.1.0',
+    packages=find_packages(),
+    install_requires=['yacs', 'tensorboardx', 'torch', 'torch-geometric', 'deepsnap', 'ogb'],
+    python_requires='>=3.6',
+)
+"""
+GRAPHGYM_README = """# GraphGym
+
+**1. Python environment (Optional):**
+We recommend using Conda package manager
+
+```bash
+conda create -n graphgym python=3.7
+source activate graphgym
+```
+
+**2. Pytorch:**
+We have verified GraphGym under PyTorch 1.8.0. For example:
+```bash
+# CUDA versions: cpu, cu92, cu101, cu102, cu101, cu111
+pip install torch==1.8.0+cu101 -f https://download.pytorch.org/whl/torch_stable.html
+```
+"""
+
+
+def test_the_readmes_python_beats_a_python_requires_range(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """GraphGym's `conda create -n graphgym python=3.7` was ignored beside setup.py's
+    `python_requires='>=3.6'`: Python 3.11 on an H100, 3.9 on an RTX 4090."""
+    files = {
+        "setup.py": GRAPHGYM_SETUP,
+        "README.md": GRAPHGYM_README,
+        "requirements.txt": "yacs\ntorch\n",
+    }
+    imported = run_import(_paper(tmp_path, files), target="rtx4090", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    stack = _spec(imported)["stack"]
+    assert isinstance(stack, dict) and stack["python"] == "3.8" and stack["torch"] == "1.8.0"
+    python = imported.entries("changed")["python"]
+    assert python["from"] == "3.7", python

@@ -204,7 +204,11 @@ def _readme_torch(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
     from gpuenv.importers import readme
     from gpuenv.importers.model import INDEX, PRE, PYTHON, TORCH_BUILD
 
-    has_python = any(f.key == PYTHON for r in ctx.readings for f in r.facts)
+    # a Python the files name exactly (a `python_requires=">=3.6"` range says less than
+    # the README's `conda create python=3.7`: GraphGym took 3.11)
+    has_python = any(
+        f.key == PYTHON and f.value[:1].isdigit() for r in ctx.readings for f in r.facts
+    )
     for doc in readme.doc_files(folder):
         if not ctx.inside(doc) or not ctx.claim(doc):
             continue
