@@ -732,6 +732,10 @@ def test_a_git_url_of_pytorchs_vision_repository_is_torchvision(
 
 
 def test_repository_names_are_read_from_any_spelling_of_the_url() -> None:
+    import pytest
+
+    from gpuenv.importers.requirements import git_repository
+
     fk = foreign_knowledge()
     for url in (
         "git+https://github.com/pytorch/vision.git",
@@ -740,9 +744,12 @@ def test_repository_names_are_read_from_any_spelling_of_the_url() -> None:
         "git+ssh://git@github.com/pytorch/vision.git",
         "https://GitHub.com/pytorch/vision",
     ):
-        assert fk.repository_project(url) == "torchvision", url
-    assert fk.repository_project("git+https://github.com/someone/vision.git") is None
-    assert fk.repository_project("git+https://[::1/x") is None
+        assert git_repository(url) == "github.com/pytorch/vision", url
+        assert fk.repository_project(git_repository(url)) == "torchvision", url
+    other = git_repository("git+https://github.com/someone/vision.git")
+    assert fk.repository_project(other) is None
+    with pytest.raises(ValueError):
+        git_repository("git+https://[::1/x")
 
 
 # facebookresearch/detectron2: a project under projects/ requires the repository itself

@@ -483,17 +483,16 @@ def _names_its_repository(ask: Ask) -> bool:
     requires ``detectron2@git+https://github.com/facebookresearch/detectron2.git``, the
     checkout being imported): the project itself, not a second copy built from GitHub.
     A URL of another name (a fork's, an archive's) stays a dependency."""
-    from urllib.parse import urlsplit
+    from gpuenv.importers.requirements import git_repository
 
     url = ask.url or ""
     if not url.startswith(("git+", "hg+")):
         return False
     try:
-        path = urlsplit(url.split("+", 1)[1]).path
+        repository = git_repository(url)
     except ValueError:
         return False
-    repository = path.strip("/").split("@", 1)[0].removesuffix(".git").rsplit("/", 1)[-1]
-    return normalize_name(repository) == ask.name
+    return normalize_name(repository.rsplit("/", 1)[-1]) == ask.name
 
 
 def set_aside(

@@ -103,15 +103,24 @@ def _is_pre(specifier: str) -> bool:
     return False
 
 
+def git_repository(url: str) -> str:
+    """``host/owner/name`` of a repository URL, its ``@ref``, ``.git`` and fragment
+    dropped (``git+https://github.com/pytorch/vision.git@v0.15.2``:
+    ``github.com/pytorch/vision``). Raises ``ValueError`` for one that does not parse
+    ("Invalid IPv6 URL")."""
+    parts = urlsplit(url.split("+", 1)[1] if url.startswith(_VCS) else url)
+    path = parts.path.strip("/").split("@", 1)[0].removesuffix(".git")
+    return f"{(parts.hostname or '').lower()}/{path}"
+
+
 def _vcs_ask(text: str, origin: Origin, *, editable: bool) -> Ask:
     egg = _EGG.search(text)
     try:
-        path = urlsplit(text.split("+", 1)[1]).path
-    except ValueError as exc:  # "Invalid IPv6 URL"
+        repository = git_repository(text)
+    except ValueError as exc:
         fail(origin.file, origin.line, f"not a URL: {text!r} ({exc})")
-    # the repository's name, without its @ref (git+https://host/o/tiny-cuda-nn.git@b3473c8)
-    repository = path.rstrip("/").rsplit("/", 1)[-1].split("@", 1)[0].removesuffix(".git")
-    name = egg.group(1) if egg else repository
+    # named after the repository (tiny-cuda-nn of git+https://host/o/tiny-cuda-nn.git@b34)
+    name = egg.group(1) if egg else repository.rsplit("/", 1)[-1]
     return Ask(canonicalize_name(name), "", origin, url=text, editable=editable)
 
 
@@ -266,7 +275,7 @@ class PipLines:
             return
         if found.url and text.strip().startswith(_VCS) and not _EGG.search(text):
             # Named after its repository: pytorch/vision is torchvision, not "vision".
-            project = self.ctx.knowledge.repository_project(found.url)
+            project = self.ctx.knowledge.repository_project(git_repository(found.url))
             if project is not None:
                 found = replace(found, name=project)
         self.builder.asks.append(found)

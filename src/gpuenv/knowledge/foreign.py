@@ -249,19 +249,10 @@ class ForeignKnowledge:
     platform_only: tuple[tuple[str, str], ...] = ()  # (conda name or "prefix*", platform)
     repositories: dict[str, str] = field(default_factory=dict)  # "host/owner/repo" -> PyPI
 
-    def repository_project(self, url: str) -> str | None:
-        """The PyPI project a git URL's repository builds, where its name is not the
-        repository's (``git+https://github.com/pytorch/vision.git``: torchvision)."""
-        from urllib.parse import urlsplit
-
-        target = url.split("+", 1)[1] if url.split("://", 1)[0].count("+") else url
-        try:
-            parts = urlsplit(target)
-        except ValueError:  # "Invalid IPv6 URL"
-            return None
-        path = parts.path.strip("/").split("@", 1)[0].removesuffix(".git")
-        key = f"{(parts.hostname or '').lower()}/{path}"
-        return self.repositories.get(key)
+    def repository_project(self, repository: str) -> str | None:
+        """The PyPI project a repository (``host/owner/name``) builds, where its name is
+        not the repository's (``github.com/pytorch/vision``: torchvision)."""
+        return self.repositories.get(repository)
 
     # --- conda -------------------------------------------------------------------------
 
