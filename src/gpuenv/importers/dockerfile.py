@@ -159,26 +159,10 @@ def _pip_tokens(tokens: list[str]) -> list[str] | None:
         words = ["pip", *words[3:]]
         head = "pip"
     if head in _PIP:
-        words = [head, *after_global_options(words[1:])]
+        words = [head, *requirements.after_global_options(words[1:])]
     if head in _PIP and len(words) >= 2 and words[1] == "install":
         return words[2:]
     return None
-
-
-# pip's general options that take a value (`pip --cache-dir /c install ...`)
-_GLOBAL_VALUES = frozenset(
-    {"--cache-dir", "--log", "--proxy", "--retries", "--timeout", "--trusted-host", "--cert",
-     "--client-cert", "--exists-action", "--python", "--log-file", "--root-user-action"}
-)  # fmt: skip
-
-
-def after_global_options(words: list[str]) -> list[str]:
-    """``words`` after pip's general options (``pip3 --no-cache-dir install x``: the
-    command was read as no install at all, and dropped without a note)."""
-    i = 0
-    while i < len(words) and words[i].startswith("-"):
-        i += 2 if words[i] in _GLOBAL_VALUES and "=" not in words[i] else 1
-    return words[i:]
 
 
 def _conda_tokens(tokens: list[str]) -> list[str] | None:

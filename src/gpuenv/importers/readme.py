@@ -128,9 +128,7 @@ def _install_words(tokens: list[str]) -> tuple[str, list[str]] | None:
     if head.startswith("python") and words[1:3] == ["-m", "pip"]:
         words, head = ["pip", *words[3:]], "pip"
     if _PIP.fullmatch(head):
-        from gpuenv.importers.dockerfile import after_global_options
-
-        words = [head, *after_global_options(words[1:])]
+        words = [head, *requirements.after_global_options(words[1:])]
     if _PIP.fullmatch(head) and words[1:2] == ["install"]:
         return "pip", words[2:]
     if head in CONDA_TOOLS and words[1:2] == ["install"]:
