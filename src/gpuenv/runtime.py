@@ -110,7 +110,7 @@ def refuse_foreign(
         _foreign.refuse(target, where, action)
 
 
-def declared_targets(spec: str) -> list[str]:
+def declared_targets(spec: str) -> dict[str, object]:
     """The targets of a spec named with ``-f``, read as the commands that parse it read
     it: a missing file, a folder, a FIFO or a device, text that is not UTF-8 or TOML are
     exit 2 naming the file. run, shell and activate took the pointers beside any path
@@ -134,7 +134,7 @@ def declared_targets(spec: str) -> list[str]:
             hint="'gpuenv plan' lists everything wrong with it",
         ) from None
     targets = document.get("targets")
-    return sorted(targets) if isinstance(targets, dict) else []
+    return targets if isinstance(targets, dict) else {}
 
 
 def select(
@@ -146,21 +146,22 @@ def select(
     targets it declares are candidates."""
     spec_file = spec or os.path.join(project, SPEC_FILENAME)
     declared = declared_targets(spec_file) if explicit else None
-    if declared is not None and target is not None and target not in declared:
-        raise UsageError(
-            f"no target named {target!r} in {spec_file}",
-            hint=f"targets in this spec: {', '.join(declared) or 'none'}",
+    if target is not None:
+        # The spec, read for the foreign check anyway: a target it does not declare is
+        # refused even where a pointer beside it exists (another spec's, a renamed
+        # target's: run took it). Unreadable without -f: the commands that parse it say.
+        table = (
+            declared
+            if declared is not None
+            else (_spec_targets(spec_file) if os.path.isfile(spec_file) else None)
         )
-    if target is not None and os.path.isfile(spec_file):
-        table = _spec_targets(spec_file)  # read for the foreign check anyway
-        if declared is None and table is not None and target not in table:
-            # a pointer beside the spec of a target it does not declare (another
-            # spec's, a renamed target's): run took it
+        if table is not None and target not in table:
             raise UsageError(
                 f"no target named {target!r} in {spec_file}",
                 hint=f"targets in this spec: {', '.join(sorted(table)) or 'none'}",
             )
-        refuse_foreign(spec_file, target, "run", table)
+        if table is not None:
+            refuse_foreign(spec_file, target, "run", table)
     if target is None:
         installed = installed_targets(project)
         if declared is not None:  # pointers beside it of targets it does not declare
