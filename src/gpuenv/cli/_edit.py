@@ -4,12 +4,14 @@ edit itself (checked, written, relocked, installed; undone on failure)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuenv.cli import _common, _installing, _output, _progress
+from gpuenv.errors import GpuenvError
 
 if TYPE_CHECKING:
     from gpuenv.cli._common import Settings
@@ -84,16 +86,75 @@ def _apply(
     )
     bom = _BOM if _has_bom(real) else ""  # the reader drops it; the file keeps it
     written = edit.text != before
+    lock = _LockBytes(spec_file.parent / "gpuenv.lock")
     if written:
         _fs.atomic_write_text(real, bom + edit.text, mode=mode, what="gpuenv.toml")
     try:
         locked, installed = _relock_and_install(args, settings, spec_file, edit)
-    except BaseException:
-        if written:  # as it was
+    except BaseException as exc:
+        # Both files as they were: the lock too, should the install fail after it was
+        # written (a lock of a spec no longer there would be out of date, and `run`
+        # would refuse the environment installed before).
+        if written:
             _fs.atomic_write_text(real, bom + before, mode=mode, what="gpuenv.toml")
+        try:
+            put_back = lock.put_back()
+        except (OSError, GpuenvError):  # the failure itself is the news; lock --check tells
+            put_back = False
+        _say_put_back(exc, spec=written, lock=put_back)
         raise
     _render(args, edit, locked, installed)
     return 0
+
+
+class _LockBytes:
+    """gpuenv.lock's bytes before an edit, to put back when the edit is undone."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.before: bytes | None = b""  # unreadable: the relock says why; not put back
+        with contextlib.suppress(OSError, GpuenvError):
+            self.before = _read(path)
+
+    def put_back(self) -> bool:
+        """Write the old bytes back (or remove a lock that was not there) when they
+        changed; True when it did."""
+        from gpuenv import _fs
+
+        if self.before == b"":
+            return False
+        try:
+            if _read(self.path) == self.before:
+                return False
+        except (OSError, GpuenvError):
+            return False
+        if self.before is None:
+            self.path.unlink(missing_ok=True)
+        else:  # the bytes as they were, whatever they decode to
+            text = self.before.decode("utf-8", "surrogateescape")
+            _fs.atomic_write_text(self.path, text, what="gpuenv.lock")
+        return True
+
+
+def _read(path: Path) -> bytes | None:
+    """``path``'s bytes, None when there is no such file."""
+    from gpuenv import _fs
+
+    try:
+        return _fs.read_bytes(path, limit=_fs.LOCK_LIMIT, what="gpuenv.lock")
+    except FileNotFoundError:
+        return None
+
+
+def _say_put_back(exc: BaseException, *, spec: bool, lock: bool) -> None:
+    """Add to a failure's message which files were put back as they were."""
+    files = [name for name, done in (("gpuenv.toml", spec), ("gpuenv.lock", lock)) if done]
+    if not files or not isinstance(exc, GpuenvError):
+        return
+    exc.message += (
+        f"\n{' and '.join(files)} put back as {'they were' if len(files) > 1 else 'it was'}"
+    )
+    exc.args = (exc.message, *exc.args[1:])
 
 
 def _has_bom(path: Path) -> bool:
@@ -157,6 +218,7 @@ def _relock_and_install(
             lock_path=lock_path,
             kb_digest=data_digest(),
             progress=progress,
+            whole=True,
         )
         project = str(spec_file.parent.absolute())
         present = runtime.installed_targets(project)

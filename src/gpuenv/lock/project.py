@@ -432,9 +432,13 @@ def lock_and_write(
     backends: Callable[[], tuple[PipResolver, CondaSolver]] | None = None,
     kb_digest: str,
     progress: Progress | None = None,
+    whole: bool = False,
 ) -> tuple[LockResult, bool]:
     """Lock what ``relock`` says (``plan_relock``) with ``backends`` (default: uv and
-    rattler, ``lock.backends``) and write the file; True when its bytes changed."""
+    rattler, ``lock.backends``) and write the file; True when its bytes changed.
+    ``whole``: write only when every target locked (``add`` and ``remove``, whose spec
+    edit is undone on failure: a lock holding it for some targets would belong to no
+    spec); otherwise the targets that locked are written and the others kept."""
     from gpuenv.lock.backends import resolvers
     from gpuenv.lock.format import write_lock_file
 
@@ -471,17 +475,21 @@ def lock_and_write(
     # Every target failed: the file stays as it was, byte for byte (it was rewritten
     # with the new spec's hash over the old targets, a lock of a spec never locked).
     none_locked = bool(result.failures) and not any(c.status != "removed" for c in result.changes)
-    if (result.lock.targets or existing is not None) and not none_locked:
+    held = whole and bool(result.failures)
+    if (result.lock.targets or existing is not None) and not none_locked and not held:
         wrote = write_lock_file(lock_path, result.lock, cache_dir=options.cache_dir)
         result, written = replace(result, digest=wrote.digest), wrote.written
     if result.failures:
-        raise partial_lock_error(result, lock_path=lock_path, written=written)
+        raise partial_lock_error(result, lock_path=lock_path, written=written, held=held)
     return result, written
 
 
-def partial_lock_error(result: LockResult, *, lock_path: Path, written: bool) -> NetworkError:
+def partial_lock_error(
+    result: LockResult, *, lock_path: Path, written: bool, held: bool = False
+) -> NetworkError:
     """One error for every target that could not be locked (exit 5), saying what was
-    written: each failed target with its URL and fix, the locked ones by name."""
+    written: each failed target with its URL and fix, the locked ones by name (``held``:
+    they were locked but not written, as ``lock_and_write(whole=True)`` does)."""
     locked = [c.target for c in result.changes if c.status != "removed"]
     kept = sorted(set(result.failures) & set(result.lock.targets))
     lines = []
@@ -489,7 +497,17 @@ def partial_lock_error(result: LockResult, *, lock_path: Path, written: bool) ->
         lines.append(f"target {name}: {exc.message}")
         if exc.extra.get("pypi_route"):  # the spec change that needs no torch index
             lines.append(f"  {exc.extra['pypi_route']}")
-    if locked and written:
+    if held:
+        lines.append(
+            f"{lock_path} unchanged"
+            + (
+                f": {', '.join(locked)} locked but not written, as every target must lock"
+                if locked
+                else ""
+            )
+        )
+        kept = []
+    elif locked and written:
         lines.append(f"wrote {lock_path} with {', '.join(locked)}")
     elif locked:
         lines.append(f"{lock_path} unchanged: {', '.join(locked)} locked as before")
@@ -497,7 +515,7 @@ def partial_lock_error(result: LockResult, *, lock_path: Path, written: bool) ->
         lines.append(f"kept the previous lock of {', '.join(kept)}")
     # Each fix once, however many targets failed the same way.
     hints = [part for exc in result.failures.values() for part in (exc.hint or "").split("; ")]
-    if locked:
+    if locked and not held:
         hints.append(f"meanwhile: gpuenv install --target {locked[0]}")
     first_name, first = sorted(result.failures.items())[0]
     return NetworkError(

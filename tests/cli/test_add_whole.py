@@ -1,0 +1,103 @@
+"""``gpuenv add``/``remove`` are all or nothing. A relock that locked some targets and
+not others wrote them into gpuenv.lock while gpuenv.toml was put back: the lock held a
+requirement the spec no longer had, stale for every target, and ``run`` refused the
+environment installed before (a first-week user, one target's torch index unreachable).
+An install that fails after the relock puts the lock back with the spec."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpuenv.errors import InstallError, NetworkError
+from gpuenv.lock.model import PipRequest
+from tests.conftest import CliResult
+from tests.lock.fakes import FakeConda, FakePip
+from tests.lock.test_share import CLUSTER
+
+
+@pytest.fixture(autouse=True)
+def fakes(monkeypatch: pytest.MonkeyPatch) -> tuple[FakePip, FakeConda]:
+    from gpuenv.lock import backends
+
+    pip, conda = FakePip(), FakeConda()
+    monkeypatch.setattr(backends, "resolvers", lambda: (pip, conda))
+    return pip, conda
+
+
+@pytest.fixture
+def locked(cli: Callable[..., CliResult], tmp_path: Path) -> tuple[Path, bytes, bytes]:
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(CLUSTER)
+    assert cli("-f", str(spec), "lock").code == 0
+    return spec, spec.read_bytes(), (tmp_path / "gpuenv.lock").read_bytes()
+
+
+@pytest.mark.parametrize("command", [["add", "tokenizers"], ["remove", "transformers"]])
+def test_a_relock_that_fails_for_one_target_writes_no_target(
+    command: list[str],
+    cli: Callable[..., CliResult],
+    locked: tuple[Path, bytes, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec, spec_before, lock_before = locked
+    real = FakePip.resolve
+
+    def flaky(self: FakePip, request: PipRequest):
+        if request.torch_index and request.torch_index.endswith("cu124"):
+            raise NetworkError("cannot reach the index", cause="refused", url=request.torch_index)
+        return real(self, request)
+
+    monkeypatch.setattr(FakePip, "resolve", flaky)
+    result = cli("-f", str(spec), *command, "--no-install", "--json")
+    assert result.code == 5, result.err
+    error = result.json()["error"]
+    assert error["written"] is False and error["locked"] == ["login"]
+    assert "locked but not written" in error["message"]
+    assert "gpuenv.toml put back as it was" in error["message"]
+    assert "meanwhile" not in (error.get("hint") or ""), "no install of a lock not written"
+    assert spec.read_bytes() == spec_before
+    assert (spec.parent / "gpuenv.lock").read_bytes() == lock_before
+    monkeypatch.setattr(FakePip, "resolve", real)
+    assert cli("-f", str(spec), "lock", "--check").code == 0, "the lock is the spec's still"
+
+
+def test_an_install_that_fails_after_the_relock_puts_the_lock_back_too(
+    cli: Callable[..., CliResult],
+    locked: tuple[Path, bytes, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gpuenv import install, runtime
+
+    spec, spec_before, lock_before = locked
+    monkeypatch.setattr(runtime, "installed_targets", lambda project: ("login",))
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise InstallError("uv pip install failed (exit 2)")
+
+    monkeypatch.setattr(install, "install_locked", failing)
+    result = cli("-f", str(spec), "add", "tokenizers")
+    assert result.code == 5, result.err
+    assert "gpuenv.toml and gpuenv.lock put back as they were" in result.err
+    assert spec.read_bytes() == spec_before
+    assert (spec.parent / "gpuenv.lock").read_bytes() == lock_before
+
+
+def test_a_first_add_that_fails_leaves_no_lock(
+    cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuenv import install, runtime
+
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(CLUSTER)
+    monkeypatch.setattr(runtime, "installed_targets", lambda project: ("login",))
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise InstallError("uv pip install failed (exit 2)")
+
+    monkeypatch.setattr(install, "install_locked", failing)
+    assert cli("-f", str(spec), "add", "tokenizers").code == 5
+    assert spec.read_text() == CLUSTER
+    assert not (tmp_path / "gpuenv.lock").exists()
