@@ -220,3 +220,61 @@ def test_links_and_special_files_in_the_tree_are_never_followed_out(tmp_path: Pa
     (tmp_path / "gone.h").symlink_to(tmp_path / "missing")
     first = tree_key(tmp_path)
     assert tree_key(tmp_path) == first
+
+
+# x-transformers' own layout: extras in [project] optional-dependencies, one of which a
+# user (or a PEP 735 group, as uv allows) names through the project's own name.
+X_TRANSFORMERS = """[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+[project]
+name = "x-transformers"
+version = "2.26.4"
+dependencies = ["einx>=0.3.0", "einops>=0.8.0"]
+[project.optional-dependencies]
+examples = ["lion-pytorch", "tqdm"]
+test = ["pytest", "x-transformers[examples]"]
+[dependency-groups]
+dev = ["x-transformers[test]", "ruff"]
+"""
+
+
+def test_a_requirement_naming_the_project_itself_is_its_extras_not_the_index_release(
+    tmp_path: Path,
+) -> None:
+    """``gpuenv add "x-transformers[examples]"`` inside x-transformers locked the
+    index's 2.31.10 over the editable 2.26.4 checkout, and every export said 2.31.10."""
+    (tmp_path / "pyproject.toml").write_text(X_TRANSFORMERS)
+    more = '[pip.groups]\nnotebooks = ["X_Transformers[examples]", "ipykernel"]\n'
+    spec = load_spec(
+        _spec(tmp_path, more='[pip]\ndependencies = ["x-transformers", "numpy"]\n' + more)
+    ).spec
+    assert spec.pip.dependencies == ("numpy",), "the bare name is the checkout itself"
+    assert spec.pip.groups["notebooks"] == ("lion-pytorch", "tqdm", "ipykernel")
+    assert spec.local is not None
+    assert spec.local.groups["dev"] == ("pytest", "lion-pytorch", "tqdm", "ruff")
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        ("x-transformers[nope]", "has no extra 'nope'"),
+        ("x-transformers==2.31.10", "with a version, URL or marker"),
+        ("x-transformers[examples]>=2", "with a version, URL or marker"),
+    ],
+)
+def test_the_project_itself_with_a_version_or_an_unknown_extra_is_refused_by_line(
+    tmp_path: Path, line: str, said: str
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(X_TRANSFORMERS)
+    with pytest.raises(SpecError) as caught:
+        load_spec(_spec(tmp_path, more=f'[pip]\ndependencies = ["numpy", "{line}"]\n'))
+    problem = caught.value.problems[0]
+    assert said in problem.message and problem.path == "pip.dependencies"
+    assert problem.line is not None
+
+
+def test_a_virtual_project_leaves_its_name_to_the_index(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x-transformers'\nversion = '1'\n")
+    spec = load_spec(_spec(tmp_path, more='[pip]\ndependencies = ["x-transformers==2.31.10"]\n'))
+    assert spec.spec.pip.dependencies == ("x-transformers==2.31.10",)

@@ -112,6 +112,8 @@ class LocalProject:
     backend_path: tuple[str, ...] = ()  # [build-system] backend-path: an in-tree backend
     # The requirements files its setup.py reads (absolute): inputs of the lock too
     requirement_files: tuple[Path, ...] = ()
+    # [project] optional-dependencies, by normalised extra name (static ones only)
+    extras: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -30,7 +30,7 @@ from gpuenv._setuppy import NOT_A_LITERAL, SetupSyntax
 from gpuenv._srctree import CUDA_SUFFIXES, NATIVE_SUFFIXES, walk
 from gpuenv.errors import SpecError, SpecProblem
 from gpuenv.names import normalize_name
-from gpuenv.spec import LoadedSpec, LocalProject
+from gpuenv.spec import LoadedSpec, LocalProject, Spec
 
 FILE_LIMIT = 4 << 20
 TORCH_EXTENSION_NAMES = frozenset({"CUDAExtension", "CppExtension", "BuildExtension"})
@@ -296,7 +296,24 @@ def read_project(root: Path, file: str) -> LocalProject | None:
         package=bool(setup is not None or "build-system" in data),
         backend_path=backend_path,
         requirement_files=requirement_files,
+        extras=_extras(table, pyproject_path),
     )
+
+
+def _extras(table: Mapping[str, Any] | None, path: Path) -> dict[str, tuple[str, ...]]:
+    """``[project] optional-dependencies`` by normalised extra name; none when dynamic."""
+    if table is None or "optional-dependencies" in table.get("dynamic", []):
+        return {}
+    raw = table.get("optional-dependencies", {})
+    key = "project.optional-dependencies"
+    if not isinstance(raw, dict):
+        raise SpecError([SpecProblem(str(path), None, key, "expected a table")])
+    return {
+        normalize_name(extra): _requirements(
+            _strings(lines, path, f"{key}.{extra}"), path, f"{key}.{extra}"
+        )
+        for extra, lines in raw.items()
+    }
 
 
 _INCLUDE = re.compile(r"(?:-r|--requirement)(?:\s+|=|(?=[^\s-]))(?P<file>\S+)\Z")
@@ -374,7 +391,104 @@ def attach(loaded: LoadedSpec) -> LoadedSpec:
                 [SpecProblem(file, line, "project.path", problem, "or set path = false")]
             )
         return loaded
-    return replace(loaded, spec=replace(loaded.spec, local=local))
+    spec = _own_references(replace(loaded.spec, local=local), loaded, local)
+    return replace(loaded, spec=spec)
+
+
+def _own_references(spec: Spec, loaded: LoadedSpec, local: LocalProject) -> Spec:
+    """``spec`` with every requirement that names the project itself resolved as uv
+    resolves one: ``name[extra,...]`` is the listed extras' requirements, the bare name
+    is nothing more (the project is installed editable in every prefix). Left as it was,
+    such a line locked the index's release of the project over the editable checkout,
+    and every export named a version the prefix did not hold."""
+    if not local.package or not local.name:
+        return spec  # a virtual project: its name is free for the index's package
+    pyproject = str(local.root / "pyproject.toml")
+
+    def resolve(lines: tuple[str, ...], where: tuple[str, ...]) -> tuple[str, ...]:
+        in_spec = where[0] in ("pip", "targets")  # else the project's own pyproject.toml
+        file = str(loaded.path) if in_spec else pyproject
+        out: list[str] = []
+        for index, line in enumerate(lines):
+            at = loaded.line(*where, index) if in_spec else None
+            own = _own_extras(line, local, file, at, ".".join(where))
+            out.extend(line for line in ([line] if own is None else own) if line not in out)
+        return tuple(out)
+
+    pip = spec.pip
+    targets = {
+        name: replace(
+            t, dependencies=resolve(t.dependencies, ("targets", name, "pip", "dependencies"))
+        )
+        for name, t in spec.targets.items()
+    }
+    groups = {name: resolve(lines, ("pip", "groups", name)) for name, lines in pip.groups.items()}
+    own_groups = {
+        name: resolve(lines, ("dependency-groups", name)) for name, lines in local.groups.items()
+    }
+    local = replace(
+        local,
+        groups=own_groups,
+        requirements=None
+        if local.requirements is None
+        else resolve(local.requirements, ("project", "dependencies")),
+    )
+    return replace(
+        spec,
+        pip=replace(
+            pip, dependencies=resolve(pip.dependencies, ("pip", "dependencies")), groups=groups
+        ),
+        targets=targets,
+        local=local,
+    )
+
+
+_NAME_AND_EXTRAS = re.compile(
+    r"^\s*(?P<name>[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[(?P<extras>[^\]]*)\])?\s*$"
+)
+
+
+def _own_extras(
+    line: str, local: LocalProject, file: str, at: int | None, key: str
+) -> list[str] | None:
+    """The requirements ``line`` stands for when it names the project itself (None: it
+    does not). A version, URL or marker on it is refused: the project is the checkout."""
+    head = re.split(r"[\s;\[<>=!~@(]", line.strip(), maxsplit=1)[0]
+    if normalize_name(head) != local.name:
+        return None
+    match = _NAME_AND_EXTRAS.match(line)
+    if match is None:
+        problem = (
+            f"{line!r} names this project ({local.name}, installed editable from "
+            f"{local.root}) with a version, URL or marker: the prefix holds the checkout"
+        )
+        raise SpecError(
+            [SpecProblem(file, at, key, problem, f"write {head}[extra] for its extras, or drop it")]
+        )
+    wanted = [normalize_name(e) for e in (match["extras"] or "").split(",") if e.strip()]
+    lines: list[str] = []
+    seen: set[str] = set()
+    while wanted:
+        extra = wanted.pop(0)
+        if extra in seen:
+            continue
+        seen.add(extra)
+        if extra not in local.extras:
+            known = ", ".join(sorted(local.extras)) or "none that gpuenv can read"
+            problem = (
+                f"{line!r}: this project ({local.name}) has no extra {extra!r} in its "
+                f"pyproject.toml [project] optional-dependencies (extras: {known})"
+            )
+            raise SpecError([SpecProblem(file, at, key, problem)])
+        for requirement in local.extras[extra]:
+            nested = _NAME_AND_EXTRAS.match(requirement)
+            if nested and normalize_name(nested["name"]) == local.name:  # all = ["me[a,b]"]
+                wanted += [
+                    normalize_name(e) for e in (nested["extras"] or "").split(",") if e.strip()
+                ]
+            else:
+                lines.append(requirement)
+    return lines
 
 
 def requirement_names(lines: tuple[str, ...]) -> list[str]:
