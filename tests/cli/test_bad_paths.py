@@ -61,7 +61,7 @@ def test_a_command_run_cannot_start_is_the_shells_code_and_one_line(
     import gpuenv.verify.gate
 
     monkeypatch.setattr(gpuenv.verify.gate, "admit", lambda s, unverified: [])
-    monkeypatch.setattr(gpuenv.editable.state, "stale_note", lambda p: None)
+    monkeypatch.setattr(gpuenv.editable.state, "stale_note", lambda p, project=None: None)
     assert _fastrun.execute(_fastrun.FastRun(None, None, True, command)) == code
     err = capsys.readouterr().err
     assert said in err and "Traceback" not in err and len(err) < 400

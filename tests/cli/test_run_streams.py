@@ -23,7 +23,7 @@ def _stub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[list[str]]:
     import gpuenv.verify.gate
 
     monkeypatch.setattr(gpuenv.verify.gate, "admit", lambda s, unverified: ["a warning"])
-    monkeypatch.setattr(gpuenv.editable.state, "stale_note", lambda p: None)
+    monkeypatch.setattr(gpuenv.editable.state, "stale_note", lambda p, project=None: None)
     ran: list[list[str]] = []
 
     def execvpe(name: str, argv: list[str], env: dict[str, str]) -> None:

@@ -239,6 +239,18 @@ def test_groups_are_installed_when_asked_and_another_checkout_gets_its_own_prefi
     where = "import paper_kernels as p; print(p.__file__)"
     assert _python(_prefix(other, "h100"), where).startswith(str(other.dir))
     assert _python(_prefix(project, "h100"), where).startswith(str(project.dir))
+    calm = other.gpuenv("run", "--target", "h100", "--unverified", "--", "true")
+    assert calm.returncode == 0 and "editable install" not in calm.stderr
+
+    # A checkout moved keeps its pointers, whose prefix maps the old path: run says so.
+    moved = other.dir.with_name(other.dir.name + "-moved")
+    other.dir.rename(moved)
+    run = Project(moved, other.home, other.env).gpuenv(
+        "run", "--target", "h100", "--unverified", "--", "true"
+    )
+    assert run.returncode == 0, run.stderr
+    assert f"maps {other.dir}" in run.stderr and f"not this one ({moved})" in run.stderr
+    assert "run 'gpuenv install'" in run.stderr
 
 
 def test_path_false_opts_out_and_a_missing_path_is_a_located_error(

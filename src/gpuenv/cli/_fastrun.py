@@ -201,7 +201,7 @@ def execute(run: FastRun) -> int:
         _say(f"gpuenv: warning: {warning}")
     from gpuenv.editable.state import stale_note
 
-    stale = stale_note(selected.prefix)
+    stale = stale_note(selected.prefix, selected.project or None)
     if stale is not None:
         _say(f"gpuenv: warning: {stale}")
     env, notes = runtime.child_environment(selected, os.environ)

@@ -249,3 +249,14 @@ def install_project(
     }
     atomic_write_text(prefix / RECORD, json.dumps(body, indent=2) + "\n", durable=False)
     return ProjectResult(dist, str(local.root), True, outcome, tuple(modules))
+
+
+def record_checkout(prefix: Path, checkout: Path) -> None:
+    """Note in the prefix's project record the folder whose pointer leads to it (the
+    caller holds the prefix's lock): ``gpuenv run`` from a checkout moved or copied
+    since says the editable install maps the old one (``state.stale_note``)."""
+    record = read_record(prefix)
+    if record is None or record.get("checkout") == str(checkout):
+        return
+    body = {**record, "checkout": str(checkout)}
+    atomic_write_text(prefix / RECORD, json.dumps(body, indent=2) + "\n", durable=False)

@@ -41,14 +41,27 @@ def read_record(prefix: str | os.PathLike[str]) -> dict[str, object] | None:
     return data if isinstance(data, dict) and data.get("format") == RECORD_FORMAT else None
 
 
-def stale_note(prefix: str) -> str | None:
-    """What ``gpuenv run`` says when the prefix's compiled project was built from another
-    tree than the one now in the project (None when it is current, or has nothing
-    compiled). The record says where the tree is and what its key was."""
+def stale_note(prefix: str, project: str | None = None) -> str | None:
+    """What ``gpuenv run`` says when the prefix's editable project is not the checkout
+    it runs from (``project``, the folder holding the pointer: a checkout moved or
+    copied keeps the pointer, whose prefix maps the old path), or when its compiled
+    project was built from another tree than the one now there (None when it is
+    current, or has nothing compiled). The record says where the tree is, the checkout
+    it was installed for, and what the tree's key was."""
     record = read_record(prefix)
-    if record is None or not record.get("compiled"):
+    if record is None:
         return None
-    root = record.get("root")
+    root, checkout = record.get("root"), record.get("checkout")
+    if project is not None and isinstance(checkout, str) and not _same_dir(checkout, project):
+        name = record.get("name")
+        name = name if isinstance(name, str) else "the project"
+        return (
+            f"this environment's editable install of {name} "
+            f"maps {root}, the checkout at {checkout}, not this one ({project}): "
+            f"run 'gpuenv install' to install this checkout"
+        )
+    if not record.get("compiled"):
+        return None
     if not isinstance(root, str) or not os.path.isdir(root):  # noqa: PTH112
         return None
     backend = record.get("backend_path")
@@ -59,3 +72,13 @@ def stale_note(prefix: str) -> str | None:
         f"the project's compiled parts changed since they were built for this prefix "
         f"({root}): its extension modules are stale; run 'gpuenv install' to rebuild them"
     )
+
+
+def _same_dir(recorded: str, here: str) -> bool:
+    """Whether two paths name one folder (the same path, or one reached by a link)."""
+    if os.path.abspath(recorded) == os.path.abspath(here):  # noqa: PTH100
+        return True
+    try:
+        return os.path.samefile(recorded, here)  # noqa: PTH121 - no pathlib on the run path
+    except OSError:  # the recorded one is gone: moved
+        return False

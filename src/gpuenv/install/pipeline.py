@@ -256,6 +256,10 @@ def install_target(
                 store.discard_quietly(prefix)
                 raise
         project = _install_project(prefix, store, request, report)
+        if project is not None:  # a virtual project has no record: nothing noted
+            from gpuenv.editable.install import record_checkout
+
+            record_checkout(prefix, request.project.absolute())
         previous = point_project(store, request.project, target.name, prefix)
     seconds = time.perf_counter() - started
     return InstallResult(target.name, prefix, built, previous, seconds, outcomes, project)
