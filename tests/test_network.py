@@ -394,3 +394,57 @@ def test_a_number_uv_would_refuse_is_a_usage_error_naming_the_variable(
 )
 def test_a_number_uv_accepts_passes_through_as_written(name: str, value: str) -> None:
     assert uv_environment({name: value})[name] == value
+
+
+# A company mirror of the default index and of its files, no credentials in the URLs
+# (a newcomer's network test: the documented UV_INDEX_GPUENV_MIRROR_N_* worked for
+# install and got 401 from lock, whose hint named UV_INDEX_GPUENV_DEFAULT_*, which
+# install did not take).
+COMPANY = Mirrors(
+    (
+        Mirror("https://pypi.org/simple", "http://mirror.invalid/simple", "config.toml"),
+        Mirror("https://files.pythonhosted.org", "http://mirror.invalid/files", "config.toml"),
+    )
+)
+
+
+@pytest.mark.parametrize("given", ["GPUENV_MIRROR_1", "GPUENV_DEFAULT"])
+def test_a_mirrors_credentials_serve_lock_and_install_by_either_name(given: str) -> None:
+    environ = {f"UV_INDEX_{given}_USERNAME": "u", f"UV_INDEX_{given}_PASSWORD": "p"}
+    lock = uv_environment(  # the lock resolves against the mirror's URL, by the index's name
+        environ, [Index.parse("gpuenv-default", "http://mirror.invalid/simple")], mirrors=COMPANY
+    )
+    assert lock["UV_INDEX_GPUENV_DEFAULT_USERNAME"] == "u"
+    assert lock["UV_INDEX_GPUENV_DEFAULT_PASSWORD"] == "p"
+    install = uv_environment(  # install names the lock's canonical index and the mirrors
+        environ,
+        [Index.parse("gpuenv-default", "https://pypi.org/simple"), *COMPANY.indexes()],
+        mirrors=COMPANY,
+    )
+    assert install["UV_INDEX_GPUENV_MIRROR_1_PASSWORD"] == "p"
+    assert "UV_INDEX_GPUENV_MIRROR_2_PASSWORD" not in install, "the files' own mirror: its own"
+
+
+def test_a_401_through_a_mirror_names_the_mirrors_variables() -> None:
+    failure = classify(
+        "error: Failed to fetch: `http://mirror.invalid/simple/six/`\n"
+        "  Caused by: HTTP status client error (401 Unauthorized) for url "
+        "(http://mirror.invalid/simple/six/)\n"
+    )
+    assert failure is not None and failure.cause == "auth"
+    index = Index.parse("gpuenv-default", "http://mirror.invalid/simple")
+    error = network_error(failure, index=index, mirrors=COMPANY)
+    assert "UV_INDEX_GPUENV_MIRROR_1_USERNAME" in (error.hint or "")
+    assert "a mirror of https://pypi.org/simple" in error.message
+
+
+def test_a_relative_file_setting_reaches_uv_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uv runs a lock in a scratch folder: NETRC=../netrc worked for install only."""
+    monkeypatch.chdir(tmp_path)
+    environ = {"NETRC": "../netrc", "SSL_CERT_FILE": "ca.pem", "SSL_CERT_DIR": "/etc/ssl/certs"}
+    env = uv_environment(environ)
+    assert env["NETRC"] == str(tmp_path.parent / "netrc")
+    assert env["SSL_CERT_FILE"] == str(tmp_path / "ca.pem")
+    assert env["SSL_CERT_DIR"] == "/etc/ssl/certs"

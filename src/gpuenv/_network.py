@@ -23,6 +23,7 @@ Standard library only.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -176,23 +177,46 @@ def _check_uv_numbers(environ: Mapping[str, str]) -> None:
         )
 
 
+# Settings that name a file: uv runs in a scratch folder for a lock, so a relative one
+# (NETRC=../netrc) worked for install and failed the lock with a hint to set it.
+_PATH_SETTINGS = ("NETRC", "SSL_CERT_FILE", "SSL_CERT_DIR", "SSL_CLIENT_CERT")
+
+
 def uv_environment(
-    environ: Mapping[str, str], indexes: Iterable[Index] = (), **fixed: str
+    environ: Mapping[str, str],
+    indexes: Iterable[Index] = (),
+    *,
+    mirrors: Mirrors | None = None,
+    **fixed: str,
 ) -> dict[str, str]:
     """The environment for a uv call of lock or install: ``environ`` without uv's and
-    pip's resolution settings, with its network settings (see the module doc), the
-    credentials of ``indexes``, and the caller's ``fixed`` settings (caches, links).
-    A numeric network setting uv would refuse is a ``UsageError`` naming it."""
+    pip's resolution settings, with its network settings (see the module doc; a relative
+    file setting made absolute), the credentials of ``indexes``, and the caller's
+    ``fixed`` settings (caches, links). An index reached through one of ``mirrors``
+    also takes the credentials given by the mirror's name (``UV_INDEX_GPUENV_MIRROR_N``),
+    as an install does. A numeric network setting uv would refuse is a ``UsageError``
+    naming it."""
     _check_uv_numbers(environ)
     env = {k: v for k, v in environ.items() if not _is_dropped(k)}
+    for name in _PATH_SETTINGS:
+        value = env.get(name)
+        if value and not os.path.isabs(value):  # noqa: PTH117
+            env[name] = os.path.abspath(value)  # noqa: PTH100
     native = environ.get("UV_NATIVE_TLS")
     if native is not None and "UV_SYSTEM_CERTS" not in environ:
         env["UV_SYSTEM_CERTS"] = native  # uv 0.13's name; the old one only warns
     # uv wraps its messages at $COLUMNS: at a fixed width, lock._uv_output reads the
     # same lines whatever the terminal (at 80 columns a hint fell out of the tail read).
     env.update(UV_NO_CONFIG="1", UV_NO_PROGRESS="1", NO_COLOR="1", COLUMNS=UV_COLUMNS)
+    indexes = tuple(indexes)
     for index in indexes:
         env.update(index.env())
+    for one, other in mirrors.same_place(indexes) if mirrors is not None else ():
+        for part in ("USERNAME", "PASSWORD"):  # one name's credentials serve both
+            keys = [f"UV_INDEX_{env_key(name)}_{part}" for name in (one, other)]
+            for own, given in (keys, keys[::-1]):
+                if own not in env and given in environ:
+                    env[own] = environ[given]
     env.update(fixed)
     return env
 
@@ -335,6 +359,27 @@ class Mirrors:
             Index.parse(f"gpuenv-mirror-{i}", entry.mirror)
             for i, entry in enumerate(self.entries, 1)
         )
+
+    def same_place(self, indexes: Iterable[Index]) -> list[tuple[str, str]]:
+        """(index name, mirror name) for each index that is a mirror's canonical prefix
+        (an install's) or lies under the mirror (a lock's, already rewritten): the
+        credentials given by either name are the same server's."""
+        pairs = []
+        for index in indexes:
+            plain = strip_userinfo(index.url)
+            for number, entry in enumerate(self.entries, 1):
+                name = f"gpuenv-mirror-{number}"
+                near = _under(plain, strip_userinfo(entry.mirror)) or _under(plain, entry.canonical)
+                if near and index.name != name:
+                    pairs.append((index.name, name))
+        return pairs
+
+    def mirror_index(self, url: str) -> Index | None:
+        """The mirror (as ``indexes`` names it) that ``url`` is fetched through, if any:
+        the longest mirror prefix it lies under."""
+        plain = strip_userinfo(url)
+        under = [i for i in self.indexes() if _under(plain, i.url)]
+        return max(under, key=lambda i: len(i.url), default=None)
 
 
 def user_config(environ: Mapping[str, str]) -> Path:
@@ -521,7 +566,10 @@ def network_error(
         what = f"has no {', '.join(failure.packages)} (404)"
     else:
         what = f"cannot be used: {CAUSES[failure.cause]} ({failure.detail})"
+    mirror = mirrors.mirror_index(index.url) if mirrors is not None and index else None
     hint = cause_hint(failure.cause, index)
+    if mirror is not None and failure.cause == "auth":  # the name the docs give a mirror
+        hint = cause_hint(failure.cause, mirror)
     if role is not None and failure.cause == "auth":  # not a pip index: no UV_INDEX_* names
         hint = "pass credentials in the channel URL (USER:TOKEN@ before the host)"
     hints = [extra_hint, hint, _role_hint(index)]

@@ -128,6 +128,7 @@ def uv_env(store: Store, request: InstallRequest) -> dict[str, str]:
     env = uv_environment(
         os.environ,
         request.all_indexes,
+        mirrors=request.sources.mirrors,
         UV_CACHE_DIR=str(store.cache("uv")),
         UV_PYTHON_INSTALL_DIR=str(store.root / "python"),
         UV_LINK_MODE="hardlink",

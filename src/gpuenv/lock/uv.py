@@ -128,7 +128,7 @@ class _Run:
         extra = {"UV_PYTHON_DOWNLOADS": "never"}
         if self.request.platform == "osx-arm64":  # uv's macOS target for --python-platform
             extra["MACOSX_DEPLOYMENT_TARGET"] = self.request.macos or "11.0"
-        return uv_environment(os.environ, self.indexes, **extra)
+        return uv_environment(os.environ, self.indexes, mirrors=self.request.mirrors, **extra)
 
 
 def target_platform(request: PipRequest) -> str:
