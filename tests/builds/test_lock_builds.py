@@ -229,10 +229,10 @@ def test_a_gpu_newer_than_the_toolkit_gets_the_arch_torchs_build_runs_it_with(
         SPEC.format(
             deps='"mypkg==1.0"', extra="[pip.build.mypkg]\nagainst-torch = true\ntoolkit = true"
         )
-        .replace('torch = "2.4.1"', 'torch = "1.12.1"')
+        .replace('torch = "2.4.1"', 'torch = "1.12.1"\ntoolkit = "system:/usr/local/cuda-11.6"')
         .replace('python = "3.11"', 'python = "3.10"')
         .replace('gpu = "H100"', 'gpu = "RTX 4090"')
-    )
+    )  # NVIDIA's nvcc wheels start at 11.7: the machine's own toolkit
     spec.write_text(text)
     fakes[0].sdist_only = frozenset({"mypkg"})
     result = cli("-f", str(spec), "lock")

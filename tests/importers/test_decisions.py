@@ -184,7 +184,10 @@ def _check_spec(cli: Callable[..., CliResult], imported: Imported, expect: Expec
     loaded = load_spec(imported.spec)
     stack = loaded.spec.stack
     assert stack.python == expect.python
-    assert (stack.toolkit == "auto") is expect.toolkit, stack.toolkit
+    assert (stack.toolkit is not None) is expect.toolkit, stack.toolkit
+    if stack.toolkit not in (None, "auto"):  # a CUDA NVIDIA has no nvcc wheel for
+        assert stack.toolkit == f"system:/usr/local/cuda-{stack.cuda}", stack.toolkit
+        assert loaded.spec.conda is None
     plan = cli("-f", str(imported.spec), "plan", "--json")
     assert plan.code == 0, plan.err
     (target,) = plan.json()["targets"].values()

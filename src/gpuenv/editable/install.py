@@ -55,7 +55,7 @@ def _toolkit(target: LockedTarget, toolkit: str | None) -> str | None:
     """The nvcc version the lock holds, as ``lock.builds.toolkit_version`` names it."""
     major = (target.stack.cuda or "").split(".")[0]
     for package in target.pip:
-        if package.name == f"nvidia-cuda-nvcc-cu{major}":
+        if package.name in (f"nvidia-cuda-nvcc-cu{major}", "nvidia-cuda-nvcc"):  # 13: no suffix
             return package.version
     for record in target.conda:
         if record.name == "cuda-nvcc":

@@ -1575,16 +1575,27 @@ def _extension(d: Decision, merged: Merged) -> None:
         d.needs_toolkit.append(f"the project's {kind} extension")
 
 
-def _toolkit(d: Decision, merged: Merged) -> None:
+def _toolkit(d: Decision, merged: Merged, kb: KnowledgeBase) -> None:
     if d.plan.hardware.cpu:
         return
     paper = merged.fact(TOOLKIT)
     if paper is not None and not d.needs_toolkit:
         d.needs_toolkit.append(f"the paper had nvcc ({paper.origin.cite()})")
-    if d.needs_toolkit:
+    if not d.needs_toolkit:
+        return
+    reasons = "; ".join(dict.fromkeys(d.needs_toolkit))
+    cuda = d.plan.cuda or ""
+    if d.conda or kb.nvcc_wheel(CudaVersion.parse(cuda)) is not None:
         d.stack["toolkit"] = "auto"
-        reasons = "; ".join(dict.fromkeys(d.needs_toolkit))
-        d.stack_comments["toolkit"] = f"nvcc {d.plan.cuda} (torch's CUDA): {reasons}"
+        d.stack_comments["toolkit"] = f"nvcc {cuda} (torch's CUDA): {reasons}"
+        return
+    # "auto" without conda asks NVIDIA's nvcc wheel, which CUDA before 11.7 never had: the
+    # lock failed on a package the user never named. The machine's own toolkit, named.
+    d.stack["toolkit"] = f"system:/usr/local/cuda-{cuda}"
+    d.stack_comments["toolkit"] = (
+        f"nvcc {cuda} (torch's CUDA), installed on the machine: NVIDIA publishes no nvcc "
+        f"wheel for it; change the path to where it lives: {reasons}"
+    )
 
 
 def _cuda_comment(merged: Merged, plan: TargetPlan, d: Decision) -> str:
@@ -1852,7 +1863,7 @@ def decide(
     _gpu_only(d, fk)
     _old_sdists(d, fk)
     _extension(d, merged)
-    _toolkit(d, merged)
+    _toolkit(d, merged, planning.kb)
     _notes(d, merged)
     _facts(d, merged, fk)
     _wheel_check_entry(d, len(_checked(merged, fk, plan)) if wheels is not None else 0)

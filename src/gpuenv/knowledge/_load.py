@@ -274,12 +274,14 @@ def _cuda_release(raw: dict[str, Any]) -> CudaRelease:
 
 
 def _family(raw: dict[str, Any]) -> CudaFamily:
-    windows = raw.get("windows_driver_min")
+    windows, first = raw.get("windows_driver_min"), raw.get("nvcc_wheel_from")
     return CudaFamily(
         int(raw["major"]),
         DriverVersion.parse(raw["linux_driver_min"]),
         raw["source"],
         windows_driver_min=DriverVersion.parse(windows) if windows else None,
+        nvcc_wheel=raw.get("nvcc_wheel"),
+        nvcc_wheel_from=CudaVersion.parse(first) if first else None,
     )
 
 

@@ -70,6 +70,9 @@ class RawFamily(_Sourced):
     major: int
     linux_driver_min: Driver
     windows_driver_min: Driver | None = None
+    nvcc_wheel: str | None = None
+    nvcc_wheel_from: Cuda | None = None
+    nvcc_wheel_source: Url | None = None
 
 
 class RawCudaRelease(_Sourced):

@@ -76,6 +76,9 @@ class CudaFamily:
     linux_driver_min: DriverVersion
     source: str
     windows_driver_min: DriverVersion | None = None
+    # NVIDIA's nvcc wheel for this major, from its first minor on (None: no wheel)
+    nvcc_wheel: str | None = None
+    nvcc_wheel_from: CudaVersion | None = None
 
 
 @dataclass(frozen=True)
@@ -275,6 +278,13 @@ class KnowledgeBase:
 
     def family(self, major: int) -> CudaFamily | None:
         return next((f for f in self.cuda_families if f.major == major), None)
+
+    def nvcc_wheel(self, version: CudaVersion) -> str | None:
+        """NVIDIA's pip package of nvcc for CUDA ``version`` (None: it has none)."""
+        family = self.family(version.major)
+        if family is None or family.nvcc_wheel is None or family.nvcc_wheel_from is None:
+            return None
+        return family.nvcc_wheel if version >= family.nvcc_wheel_from else None
 
     def driver_floor(
         self, version: CudaVersion, mode: DriverCompat, platform: str = "linux-64"

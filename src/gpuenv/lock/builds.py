@@ -200,7 +200,7 @@ def toolkit_version(
     """The locked nvcc: NVIDIA's wheel, conda's cuda-nvcc, or a pinned system toolkit."""
     major = (plan.cuda or "").split(".")[0]
     for package in pip:
-        if package.name == f"nvidia-cuda-nvcc-cu{major}":
+        if package.name in (f"nvidia-cuda-nvcc-cu{major}", "nvidia-cuda-nvcc"):  # 13: no suffix
             return package.version
     for record in conda:
         if record.name == "cuda-nvcc":

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from gpuenv.builds.model import nvcc_arch_max
-from gpuenv.errors import Alternative, ExternalToolError, NoCompatiblePlan
+from gpuenv.errors import Alternative, ExternalToolError, NoCompatiblePlan, UsageError
 from gpuenv.lock import _integrity, extras
 from gpuenv.lock import builds as build_lock
 from gpuenv.lock._uv_output import build_needing_torch
@@ -133,11 +133,34 @@ def _pip_requirements(
     toolkit: list[str] = []
     if spec.conda is None and (_wants_toolkit(spec, plan) or _builds_toolkit(spec, plan, need)):
         # Without conda, NVIDIA's toolkit wheels (install gathers them under <prefix>/cuda).
-        major = (plan.cuda or "").split(".")[0]
-        toolkit.append(f"nvidia-cuda-nvcc-cu{major}=={plan.cuda}.*")
+        toolkit.append(_nvcc_wheel(spec, plan))
     wanted = extras.requirements(spec, plan.target)
     extra = [r for r in (need.requirements if need else ()) if r not in wanted]
     return (*family, *wanted, *toolkit, *extra)
+
+
+def _nvcc_wheel(spec: Spec, plan: TargetPlan) -> str:
+    """NVIDIA's nvcc wheel of the plan's CUDA (its name is data: cu11 and cu12 carry a
+    suffix, 13 does not; there is none before 11.7, and asking for one got a 404 from
+    the index for a package the user never named)."""
+    from gpuenv.knowledge import knowledge_base
+    from gpuenv.versions import CudaVersion
+
+    cuda = CudaVersion.parse(plan.cuda or "")
+    wheel = knowledge_base().nvcc_wheel(cuda)
+    if wheel is None:
+        why = (
+            f'[stack] toolkit = "{spec.stack.toolkit}"'
+            if spec.stack.toolkit
+            else "a build that needs nvcc"
+        )
+        raise UsageError(
+            f"target {plan.target}: {why} takes nvcc from NVIDIA's pip wheels, and there is "
+            f"none for CUDA {plan.cuda} (they start at 11.7)",
+            hint="add a [conda] table (conda's cuda-nvcc is the toolkit then), or point at an "
+            f'installed CUDA {plan.cuda}: [stack] toolkit = "system:/usr/local/cuda-{plan.cuda}"',
+        )
+    return f"{wheel}=={plan.cuda}.*"
 
 
 def check_against_plan(plan: TargetPlan, pip: tuple[PipPackage, ...]) -> None:
