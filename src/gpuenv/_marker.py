@@ -38,7 +38,7 @@ def valid_target_name(name: object) -> bool:
 class Marker:
     """What an installed prefix holds: written last, so its presence means complete."""
 
-    __slots__ = ("cuda", "gpuenv", "installed_at", "lock_hash", "python", "target")
+    __slots__ = ("cuda", "gpuenv", "groups", "installed_at", "lock_hash", "python", "target")
 
     def __init__(
         self,
@@ -48,6 +48,7 @@ class Marker:
         gpuenv: str,
         installed_at: float,
         cuda: str | None = None,
+        groups: tuple[str, ...] | None = None,
     ) -> None:
         self.lock_hash = lock_hash  # the target's content hash in the lock it came from
         self.target = target
@@ -55,6 +56,8 @@ class Marker:
         self.gpuenv = gpuenv
         self.installed_at = installed_at
         self.cuda = cuda  # the CUDA the build is for; None: a CPU build (or an old marker)
+        # The dependency groups installed (``add`` installs them again); None: not recorded
+        self.groups = groups
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -64,7 +67,7 @@ class Marker:
             "gpuenv": self.gpuenv,
             "installed_at": self.installed_at,
             "cuda": self.cuda,
-        }
+        } | ({} if self.groups is None else {"groups": list(self.groups)})
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Marker) and self.to_json() == other.to_json()
@@ -93,7 +96,10 @@ def read_marker_checked(prefix: str | os.PathLike[str]) -> tuple[Marker | None, 
     fields = _marker_fields(data)
     if fields is None:
         return None, f"{path}: not a completion marker gpuenv wrote"
-    return Marker(*fields), None
+    groups = data.get("groups") if isinstance(data, dict) else None
+    listed = isinstance(groups, list) and all(isinstance(g, str) for g in groups)
+    kept = tuple(str(g) for g in groups) if listed and isinstance(groups, list) else None
+    return Marker(*fields, groups=kept), None
 
 
 def _marker_fields(data: object) -> tuple[str, str, str, str, float, str | None] | None:

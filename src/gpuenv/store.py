@@ -184,7 +184,14 @@ class Store:
         return marker is not None and marker.lock_hash == lock_hash
 
     def mark_installed(
-        self, prefix: Path, *, lock_hash: str, target: str, python: str, cuda: str | None = None
+        self,
+        prefix: Path,
+        *,
+        lock_hash: str,
+        target: str,
+        python: str,
+        cuda: str | None = None,
+        groups: tuple[str, ...] | None = None,
     ) -> None:
         """The last step of an install: after this the prefix counts as installed.
 
@@ -193,7 +200,7 @@ class Store:
         for a torch prefix), and buys little: journaling file systems commit a rename
         after the changes made before it, so a marker that survives a crash implies
         the files it vouches for did too. A killed process never leaves a marker."""
-        marker = Marker(lock_hash, target, python, __version__, time.time(), cuda)
+        marker = Marker(lock_hash, target, python, __version__, time.time(), cuda, groups)
         text = json.dumps(marker.to_json(), indent=2) + "\n"
         atomic_write_text(prefix / MARKER, text, durable=False, what="the completion marker")
 

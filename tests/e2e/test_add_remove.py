@@ -128,3 +128,22 @@ def test_a_failed_relock_puts_the_spec_back_and_upgrade_package_moves_one_pin(
     assert upgraded.returncode == 0, upgraded.stderr
     assert _version(project, "cpu", "filelock") == "3.16.1"
     assert _version(project, "cpu", "numpy") == numpy, "the other pins stay"
+
+
+def test_add_installs_each_target_again_with_the_groups_it_holds(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    """The docs' notebook recipe (a group, installed with --group) broke on the next
+    `add`: it installed the default groups only, and the kernel's ipykernel was gone."""
+    spec = SPEC.format(default=pkgindex.default_index, torch=pkgindex.torch_base)
+    project = make_project(spec + '\n[pip.groups]\nnotebooks = ["pillow"]\n')
+    installed = project.gpuenv("install", "--target", "cpu", "--group", "notebooks", timeout=300)
+    assert installed.returncode == 0, installed.stderr
+    added = project.gpuenv("add", "--target", "cpu", "anyio", timeout=300)
+    assert added.returncode == 0, added.stderr
+    cpu = Path(os.readlink(project.dir / ".gpuenv" / "cpu"))
+    site = next(cpu.glob("lib/python3*/site-packages"))
+    assert list(site.glob("anyio-*.dist-info")), "the added package"
+    assert list(site.glob("pillow-*.dist-info")), "and the group it held before"
+    marker = json.loads((cpu / "etc" / "gpuenv" / "installed.json").read_text())
+    assert marker["groups"] == ["notebooks"]

@@ -223,19 +223,35 @@ def _relock_and_install(
         project = str(spec_file.parent.absolute())
         present = runtime.installed_targets(project)
         installed = tuple(t for t in touched if t in present) if not args.no_install else ()
-        if installed:
-            groups = _installing.default_groups(loaded.spec)
+        # Each target again with the groups it has (the docs' notebook group was dropped
+        # by the next `add`, and the Jupyter kernel installed with it no longer started).
+        default = _installing.default_groups(loaded.spec)
+        by_groups: dict[tuple[str, ...], list[str]] = {}
+        for name in installed:
+            by_groups.setdefault(_installed_groups(project, name, default), []).append(name)
+        for groups, names in by_groups.items():
             install_locked(
                 settings.store(),
                 loaded,
                 result.lock,
-                installed,
+                tuple(names),
                 groups=groups,
                 options=options,
                 progress=progress,
             )
+        if installed:
             record_lock_state(Path(project), result.lock, installed, digest=result.digest)
     return options.targets or (), installed
+
+
+def _installed_groups(project: str, target: str, default: tuple[str, ...]) -> tuple[str, ...]:
+    """The dependency groups the project's installed ``target`` holds, as its prefix's
+    marker records them; ``default`` for a prefix installed before they were recorded."""
+    from gpuenv import _marker
+
+    prefix = _marker.resolve_pointer(_marker.pointer(project, target))
+    marker = _marker.read_marker(Path(project) / _marker.PROJECT_DIR / prefix) if prefix else None
+    return marker.groups if marker is not None and marker.groups is not None else default
 
 
 def _render(

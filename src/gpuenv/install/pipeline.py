@@ -251,6 +251,7 @@ def install_target(
                     target=target.name,
                     python=python,
                     cuda=target.stack.cuda,
+                    groups=_chosen_groups(request),
                 )
             except BaseException:
                 store.discard_quietly(prefix)
