@@ -151,6 +151,10 @@ class _Scanner:
         written = self.key()
         self.advance(2 if double else 1)
         key = self._within(written)
+        # The tables a dotted header creates implicitly are on its line too: a misspelt
+        # [target.cpu] was reported as "target: unknown key" with no line.
+        for end in range(1, len(key)):
+            self.lines.setdefault(key[:end], self.line)
         if not double:
             self.lines.setdefault(key, self.line)
             return key

@@ -74,6 +74,16 @@ def test_misspelt_key_suggests_the_right_one() -> None:
     assert problem.render().startswith("gpuenv.toml:9: targets.h100.gup: unknown key")
 
 
+def test_a_misspelt_dotted_table_header_is_located_on_its_line() -> None:
+    """[target.h100] creates the table `target` implicitly: it had no line to report."""
+    text = BASE.replace("[targets.h100]", "[target.h100]")
+    with pytest.raises(SpecError) as caught:
+        parse_spec_text(text, file="gpuenv.toml")
+    problem = next(p for p in caught.value.problems if p.path == "target")
+    line = text.splitlines().index("[target.h100]") + 1
+    assert problem.render().startswith(f"gpuenv.toml:{line}: target: unknown key")
+
+
 def test_knowledge_checks_run_only_with_a_knowledge_base() -> None:
     text = BASE.replace('gpu = "H100"', 'gpu = "H1000"')
     parse_spec_text(text, file="x")  # structurally fine
