@@ -195,7 +195,7 @@ def test_the_disk_install_announces_is_about_what_the_store_grows_by(
     project, _seen = counted_project(make_project, serve_index)
     before = unique_bytes(project.home) if project.home.exists() else 0
     installed = project.gpuenv("install", "--target", "cpu", check=True, timeout=300)
-    said = re.search(r"about ([\d.]+) (KiB|MiB|GiB) of disk", installed.stderr)
+    said = re.search(r"about ([\d.]+) (KiB|MiB|GiB) more disk in the store", installed.stderr)
     assert said, installed.stderr
     estimate = float(said[1]) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[said[2]]
     grew = unique_bytes(project.home) - before

@@ -177,7 +177,7 @@ def test_no_driver_is_the_reason_only_for_a_cuda_build(
     cuda = Selected("h100", str(tmp_path), Marker(LOCK, "h100", "3.11", "0", 0.0, "12.4"))
     assert refusal(cuda).endswith("this machine has no NVIDIA driver, and it is a CUDA 12.4 build")
     cpu = Selected("cpu", str(tmp_path), Marker(LOCK, "cpu", "3.11", "0", 0.0, None))
-    assert refusal(cpu).endswith("it has never been verified here (no NVIDIA driver)")
+    assert refusal(cpu).endswith("it has never been verified here"), "a CPU build needs no driver"
 
 
 @pytest.mark.usefixtures("on_node_a")

@@ -182,7 +182,11 @@ def _writable(spec_file: Path) -> tuple[Path, int]:
     mode = stat.S_IMODE(real.stat().st_mode)
     if os.statvfs(real).f_flag & os.ST_RDONLY:  # no mode makes it writable: say the mount
         refused = OSError(errno.EROFS, os.strerror(errno.EROFS), str(real))
-        raise _fs.storage_error(refused, real, "gpuenv.toml")
+        hint = (  # the store's advice (GPUENV_HOME, GPUENV_CACHE_DIR) cannot move a spec
+            f"{real.parent} is mounted read-only: edit gpuenv.toml where the project is "
+            "writable (a read-write mount or a copy), then 'gpuenv lock' there"
+        )
+        raise _fs.storage_error(refused, real, "gpuenv.toml", hint=hint)
     if not mode & 0o222 or not os.access(real, os.W_OK):
         raise UsageError(
             f"{real} is read-only (mode {mode:04o}): gpuenv add and remove edit it",

@@ -95,8 +95,9 @@ def _cost(
     needed = disk_needed(cost.download, cost.count)
     require_space(store.root, needed, f"target {target.name}")
     said = (
-        f"{target.name}: fetching {cost.count} of {count} artifacts into the "
-        f"store: {cost.shown}, about {human_size(needed)} of disk with the environment"
+        f"{target.name}: fetching {cost.count} of {count} artifacts into the store: "
+        f"{cost.shown}, about {human_size(needed)} more disk in the store, the new "
+        "environment included"
     )
     return {a.sha256: n for a, n in zip(missing, cost.sizes, strict=False) if n is not None}, said
 

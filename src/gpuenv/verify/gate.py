@@ -138,6 +138,8 @@ def refusal_reason(selected: Selected, here: dict[str, object]) -> str:
     if others:
         machines = f"{others} machine{'s' if others != 1 else ''}"
         return f"it passed on other hardware ({machines}), not on this machine ({_describe(here)})"
+    if not selected.marker.cuda and not here.get("driver"):  # a CPU build needs none: it misled
+        return "it has never been verified here"
     return f"it has never been verified here ({_describe(here)})"
 
 
