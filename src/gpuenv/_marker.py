@@ -230,6 +230,61 @@ def read_lock_state(project: str) -> dict[str, object]:
     return data
 
 
+def input_stamps(paths: list[str]) -> dict[str, list[object]]:
+    """What ``inputs_changed`` compares against, per file: its mtime, size and sha256
+    (zeros and None for a file that is not there: one appearing is a change)."""
+    from gpuenv import _sha256
+
+    stamps: dict[str, list[object]] = {}
+    for path in paths:
+        try:
+            info = os.stat(path)
+            data = _fsread.read_bytes(path, limit=_fsread.SPEC_LIMIT, what="lock input")
+        except (OSError, InputFileError):
+            stamps[path] = [0, 0, None]
+            continue
+        stamps[path] = [info.st_mtime_ns, info.st_size, _sha256.hexdigest(data)]
+    return stamps
+
+
+def inputs_changed(project: str) -> list[str]:
+    """The lock's input files (the spec, the project's pyproject.toml or setup.py) that
+    changed since the project's environments were installed: ``gpuenv run`` says so, as
+    the new dependency is not there until a lock and an install. A file's stat is read;
+    its bytes only when the stat moved (a checkout that touched it)."""
+    inputs = read_lock_state(project).get("inputs")
+    if not isinstance(inputs, dict):
+        return []
+    changed = []
+    for path, stamp in inputs.items():
+        if not isinstance(path, str) or not isinstance(stamp, list) or len(stamp) != 3:
+            continue
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            if stamp[2] is not None:
+                changed.append(path)
+            continue
+        except OSError:
+            continue
+        if stamp[2] is None:
+            changed.append(path)  # appeared
+        elif [info.st_mtime_ns, info.st_size] != stamp[:2] and _digest(path) != stamp[2]:
+            changed.append(path)
+    return changed
+
+
+def _digest(path: str) -> str | None:
+    from gpuenv import _sha256
+
+    try:
+        return _sha256.hexdigest(
+            _fsread.read_bytes(path, limit=_fsread.SPEC_LIMIT, what="lock input")
+        )
+    except (OSError, InputFileError):
+        return None
+
+
 def _string_map(value: object) -> dict[str, str]:
     if not isinstance(value, dict):
         return {}
@@ -255,10 +310,12 @@ def write_lock_state(
     digest: str | None = None,
     targets: dict[str, str] | None = None,
     rollback: dict[str, str | None] | None = None,
+    inputs: dict[str, list[object]] | None = None,
 ) -> None:
     """Update the project's lock state (``digest`` and ``targets`` together replace
-    what is known; ``rollback`` entries set to None are cleared). Failing to write is
-    ignored: the state is a shortcut, never the only source of truth."""
+    what is known; ``rollback`` entries set to None are cleared; ``inputs``, the lock's
+    input files as installed, from ``input_stamps``, replace the old). Failing to write
+    is ignored: the state is a shortcut, never the only source of truth."""
     state = read_lock_state(project)
     new: dict[str, object] = {
         "format": STATE_FORMAT,
@@ -266,6 +323,9 @@ def write_lock_state(
         "targets": _string_map(state.get("targets")),
         "rollback": _string_map(state.get("rollback")),
     }
+    kept = inputs if inputs is not None else state.get("inputs")
+    if isinstance(kept, dict):
+        new["inputs"] = kept
     if digest is not None and targets is not None:
         new["lock"], new["targets"] = digest, dict(sorted(targets.items()))
     pins = _string_map(new["rollback"])

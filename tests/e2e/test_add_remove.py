@@ -147,3 +147,28 @@ def test_add_installs_each_target_again_with_the_groups_it_holds(
     assert list(site.glob("pillow-*.dist-info")), "and the group it held before"
     marker = json.loads((cpu / "etc" / "gpuenv" / "installed.json").read_text())
     assert marker["groups"] == ["notebooks"]
+
+
+def test_run_says_when_the_spec_changed_since_the_install(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    """A dependency added to gpuenv.toml (or pyproject.toml) was just missing at the
+    next `gpuenv run`, with no word: uv's and pixi's run would have synced."""
+    original = SPEC.format(default=pkgindex.default_index, torch=pkgindex.torch_base)
+    project = make_project(original)
+    project.gpuenv("install", "--target", "cpu", check=True, timeout=300)
+    argv = ("run", "--target", "cpu", "--unverified", "--", "true")
+    assert "changed since" not in project.gpuenv(*argv).stderr
+    os.utime(project.spec)  # touched, same bytes (a checkout): nothing to say
+    assert "changed since" not in project.gpuenv(*argv).stderr
+    project.spec.write_text(
+        original.replace('"transformers>=4.44",', '"transformers>=4.44", "anyio",')
+    )
+    warned = project.gpuenv(*argv)
+    assert warned.returncode == 0, warned.stderr
+    assert "gpuenv.toml changed since this environment was installed" in warned.stderr
+    assert "'gpuenv install' locks and installs the change" in warned.stderr
+    project.gpuenv("install", "--target", "cpu", check=True, timeout=300)
+    assert "changed since" not in project.gpuenv(*argv).stderr
+    (project.dir / "pyproject.toml").write_text("[project]\nname = 'lab'\nversion = '1'\n")
+    assert "pyproject.toml changed since" in project.gpuenv(*argv).stderr, "a project appeared"

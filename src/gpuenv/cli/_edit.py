@@ -200,6 +200,7 @@ def _relock_and_install(
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
     from gpuenv import runtime
     from gpuenv.install import install_locked, record_lock_state
+    from gpuenv.install.pipeline import lock_inputs
     from gpuenv.knowledge import knowledge_base
     from gpuenv.knowledge._data import data_digest
     from gpuenv.lock.format import LOCK_FILENAME, load_lock
@@ -244,7 +245,13 @@ def _relock_and_install(
                 progress=progress,
             )
         if installed:
-            record_lock_state(Path(project), result.lock, installed, digest=result.digest)
+            record_lock_state(
+                Path(project),
+                result.lock,
+                installed,
+                digest=result.digest,
+                inputs=lock_inputs(loaded),
+            )
     return options.targets or (), installed
 
 

@@ -204,6 +204,15 @@ def execute(run: FastRun) -> int:
     stale = stale_note(selected.prefix, selected.project or None)
     if stale is not None:
         _say(f"gpuenv: warning: {stale}")
+    from gpuenv import _marker
+
+    changed = _marker.inputs_changed(selected.project) if selected.project else []
+    if changed:
+        names = ", ".join(os.path.relpath(p, selected.project) for p in changed)
+        _say(
+            f"gpuenv: warning: {names} changed since this environment was installed: "
+            "'gpuenv install' locks and installs the change"
+        )
     env, notes = runtime.child_environment(selected, os.environ)
     for note in notes:
         _say(note)

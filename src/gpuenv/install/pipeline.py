@@ -267,13 +267,19 @@ def install_target(
 
 
 def record_lock_state(
-    project: Path, lock: Lock, installed: tuple[str, ...], *, digest: str
+    project: Path,
+    lock: Lock,
+    installed: tuple[str, ...],
+    *,
+    digest: str,
+    inputs: tuple[Path, ...] | None = None,
 ) -> None:
     """Tell ``gpuenv run`` which content hash each target has in this lock, keyed by
     ``digest``, the sha256 of the lock file's bytes ``lock`` was read from or written as
     (``LockReading.digest``, ``LockWrite.digest``), so it can compare without parsing the
     lock; and drop the rollback of each target just installed: it follows the lock
-    again."""
+    again. ``inputs``: the lock's input files (``lock_inputs``), whose change since
+    this install ``gpuenv run`` reports."""
     from gpuenv import _marker
 
     _marker.write_lock_state(
@@ -281,6 +287,7 @@ def record_lock_state(
         digest=digest,
         targets={name: t.content_hash for name, t in lock.targets.items()},
         rollback=dict.fromkeys(installed),
+        inputs=None if inputs is None else _marker.input_stamps([str(p) for p in inputs]),
     )
 
 
@@ -307,3 +314,10 @@ def install_locked(
         request = request_for(loaded, locked, options, sources, groups=groups)
         results.append(install_target(store, request, progress))
     return results
+
+
+def lock_inputs(loaded: LoadedSpec) -> tuple[Path, ...]:
+    """The files a lock of ``loaded`` is made from: the spec and its project's files."""
+    from gpuenv.spec._local import project_files
+
+    return (loaded.path.absolute(), *(p.absolute() for p in project_files(loaded)))

@@ -97,7 +97,7 @@ def install_spec_file(
     """``gpuenv install``: the targets ``ask`` names of the project of ``spec_file``, from
     its lock, relocked first where it is stale (``lock.project.ensure_lock``)."""
     from gpuenv import _foreign
-    from gpuenv.install.pipeline import install_locked, record_lock_state
+    from gpuenv.install.pipeline import install_locked, lock_inputs, record_lock_state
     from gpuenv.lock.format import LOCK_FILENAME
     from gpuenv.lock.options import LockOptions
     from gpuenv.lock.project import ensure_lock
@@ -124,5 +124,7 @@ def install_spec_file(
     results = install_locked(
         store, loaded, lock, chosen, groups=wanted, options=options, progress=progress
     )
-    record_lock_state(spec_file.parent.absolute(), lock, chosen, digest=digest)
+    record_lock_state(
+        spec_file.parent.absolute(), lock, chosen, digest=digest, inputs=lock_inputs(loaded)
+    )
     return ProjectInstall(loaded, lock, tuple(results))
