@@ -74,3 +74,17 @@ def test_removing_a_linked_kernel_removes_the_link_and_keeps_what_it_points_to(
     assert kernels.remove("linked", environ).name == "linked"
     assert not link.is_symlink() and not link.exists()
     assert (elsewhere.directory / "kernel.json").is_file()
+
+
+def test_two_checkouts_of_one_project_each_keep_their_kernel(tmp_path: Path) -> None:
+    """The second checkout's `kernel install` replaced the first's kernel, same name and
+    same display name, without a word."""
+    environ = {"JUPYTER_DATA_DIR": str(tmp_path / "data")}
+    first, second = tmp_path / "vit-pytorch", tmp_path / "vit-ro"
+    one = kernels.install(first / "gpuenv.toml", "vit-pytorch", "cpu", name=None, environ=environ)
+    two = kernels.install(second / "gpuenv.toml", "vit-pytorch", "cpu", name=None, environ=environ)
+    again = kernels.install(first / "gpuenv.toml", "vit-pytorch", "cpu", name=None, environ=environ)
+    assert one.name == again.name == "gpuenv-vit-pytorch-cpu"
+    assert two.name.startswith("gpuenv-vit-pytorch-cpu-") and two.display_name.endswith(", vit-ro)")
+    listed = {k.name: k.project for k in kernels.listing(environ)}
+    assert listed == {one.name: str(first), two.name: str(second)}

@@ -102,12 +102,22 @@ def install(
         )
     directory = kernels_dir(environ, prefix) / kernel
     existing = _read(directory)
+    display = f"{project_name} ({target})"
+    here = str(spec_file.absolute().parent)
+    if name is None and existing is not None and existing.project != here:
+        # Another checkout of the project has the name: its kernel was replaced without a
+        # word. This one gets its own, named for its path, shown with its folder.
+        from gpuenv import _sha256
+
+        kernel = f"{kernel}-{_sha256.hexdigest(here.encode())[:8]}"
+        directory = kernels_dir(environ, prefix) / kernel
+        existing = _read(directory)
+        display = f"{project_name} ({target}, {Path(here).name})"
     if directory.exists() and existing is None:
         raise UsageError(
             f"{directory} is a kernel gpuenv did not write: not replacing it",
             hint="choose another name with --name",
         )
-    display = f"{project_name} ({target})"
     body = kernelspec(spec_file.absolute(), target, display)
     with writing(directory, "the kernelspec"):
         directory.mkdir(parents=True, exist_ok=True)
