@@ -100,3 +100,14 @@ def test_what_uv_add_takes_bare_is_refused_with_the_line_to_write(line: str, hin
         check_requirement(line)
     assert "is not a requirement" in caught.value.message
     assert caught.value.hint is not None and hint in caught.value.hint
+
+
+def test_remove_from_a_group_that_does_not_exist_names_the_groups() -> None:
+    """`remove --group nope tqdm` said "tqdm is not in pip.groups.nope", as if the group
+    were there (install names a missing group with the real ones)."""
+    from gpuenv.errors import UsageError
+
+    with pytest.raises(UsageError, match=r"no dependency group 'nope' in g \(groups: dev\)"):
+        remove(TEXT, ["pytest"], Where(group="nope"), file="g")
+    with pytest.raises(UsageError, match="numpy is not in pip.groups.dev of g"):
+        remove(TEXT, ["numpy"], Where(group="dev"), file="g")

@@ -235,6 +235,12 @@ def remove(text: str, names: Iterable[str], where: Where | None, *, file: str) -
             touched.add(place.target)
             found = True
         if not found:
+            known = {p.group for p in _every_list(doc) if p.group is not None}
+            if where is not None and where.group is not None and where.group not in known:
+                listed = ", ".join(sorted(known)) or "none"
+                raise UsageError(
+                    f"no dependency group {where.group!r} in {file} (groups: {listed})"
+                )
             where_text = where.key if where is not None else "any dependency list"
             raise UsageError(f"{name} is not in {where_text} of {file}")
     return Edit(
