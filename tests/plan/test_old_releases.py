@@ -206,3 +206,15 @@ def test_old_releases_plan_on_the_other_platforms_pypi_served(
 def test_1_9_1_has_no_arm_wheels_and_1_9_0_is_offered(platform: str) -> None:
     error = refusal('python = ">=3.8"\ntorch = "1.9.1"', f'platform = "{platform}"\ngpu = "none"')
     assert error.alternatives[0].changes == {"stack.torch": "==1.9.0"}
+
+
+def test_a_companion_pin_no_release_of_the_range_pairs_with_names_them_all() -> None:
+    """'torchvision 0.18.* does not pair with torch 2.4.0' named one release of 2.4.*,
+    while the plan's would have been 2.4.1; the fix reads as a spec line."""
+    from gpuenv.cli import _output
+
+    error = refusal('python = "3.11"\ntorch = "2.4.*"\ntorchvision = "0.18.*"', A100)
+    assert "torchvision 0.18.* pairs with none of torch 2.4.0, 2.4.1" in error.message
+    assert "(they pair with torchvision 0.19.0, 0.19.1)" in error.message
+    assert _output._as_toml("stack.torch", "==2.3.1") == '[stack] torch = "==2.3.1"'
+    assert _output._as_toml("stack.same-torch", "false") == "[stack] same-torch = false"

@@ -176,8 +176,8 @@ def render_error(error: GpuenvError, *, as_json: bool, verbose: int) -> None:
         if alternatives:
             err("  what would work instead:")
             for alternative in alternatives:
-                changes = ", ".join(f"{k} = {v}" for k, v in alternative.changes.items())
-                err(f"  - {alternative.description}" + (f"  [{changes}]" if changes else ""))
+                changes = "; ".join(_as_toml(k, v) for k, v in alternative.changes.items())
+                err(f"  - {alternative.description}" + (f"  ({changes})" if changes else ""))
     if verbose and not as_json:
         for cause in _causes(error):  # an expected error: its causes, never a traceback
             err(f"  caused by: {type(cause).__name__}: {cause}")
@@ -249,3 +249,11 @@ def table(headers: list[str], rows: list[list[str]]) -> str:
         for row in rows
     )
     return "\n".join(lines)
+
+
+def _as_toml(key: str, value: str) -> str:
+    """An alternative's change as the spec would hold it: ``[stack] torch = "==2.3.1"``
+    (it read ``[stack.torch = ==2.3.1]``, which no spec line looks like)."""
+    table, _, name = key.rpartition(".")
+    shown = value if value in ("true", "false") or value.isdigit() else f'"{value}"'
+    return f"[{table}] {name} = {shown}" if table else f"{name} = {shown}"

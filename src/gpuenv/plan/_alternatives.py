@@ -209,8 +209,26 @@ def obstacles(
     for package, wanted in (("torchvision", c.torchvision), ("torchaudio", c.torchaudio)):
         problems = {companion_problem(r, package, wanted) for r in releases}
         if None not in problems:
-            found.append(sorted(p for p in problems if p)[0])
+            found.append(_unpaired(releases, package, wanted, problems))
     return found or ["no build of the matching torch releases fits this target"]
+
+
+def _unpaired(
+    releases: list[TorchRelease], package: str, wanted: object, problems: set[str | None]
+) -> str:
+    """Why ``wanted`` fits none of ``releases``: all of them named when each has its own
+    pairing (the first alone named torch 2.4.0 for a range whose plan is 2.4.1)."""
+    paired = [
+        (r.version, r.torchvision if package == "torchvision" else r.torchaudio)
+        for r in sorted(releases, key=lambda r: r.version)
+    ]
+    if len(paired) < 2 or any(v is None for _, v in paired):
+        return sorted(p for p in problems if p)[0]
+    torches = ", ".join(str(t) for t, _ in paired)
+    pairs = ", ".join(dict.fromkeys(str(v) for _, v in paired))
+    return (
+        f"{package} {wanted} pairs with none of torch {torches} (they pair with {package} {pairs})"
+    )
 
 
 # --- alternatives ---------------------------------------------------------------------------
