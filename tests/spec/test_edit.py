@@ -109,5 +109,5 @@ def test_remove_from_a_group_that_does_not_exist_names_the_groups() -> None:
 
     with pytest.raises(UsageError, match=r"no dependency group 'nope' in g \(groups: dev\)"):
         remove(TEXT, ["pytest"], Where(group="nope"), file="g")
-    with pytest.raises(UsageError, match="numpy is not in pip.groups.dev of g"):
+    with pytest.raises(UsageError, match=r"numpy is not in pip\.groups\.dev of g"):
         remove(TEXT, ["numpy"], Where(group="dev"), file="g")
