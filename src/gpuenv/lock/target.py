@@ -351,6 +351,8 @@ def _resolve_pip(
     while True:
         try:
             return backends.pip.resolve(job.pip_request(need)), need
+        except NoCompatiblePlan as exc:  # say which target, and what the request held
+            raise _unsatisfiable(exc, job) from None
         except ExternalToolError as exc:
             name = build_needing_torch(exc.stderr_tail or exc.message)
             declared = {n for n, _ in need.dependency_metadata}
@@ -358,6 +360,23 @@ def _resolve_pip(
             if name is None or name in declared or requires is None:
                 raise _metadata_needs_torch(exc, name) from None
             need = need.union(BuildNeeds(dependency_metadata=((name, requires),)))
+
+
+def _unsatisfiable(exc: NoCompatiblePlan, job: _TargetJob) -> NoCompatiblePlan:
+    """uv's conflict, named for its target; where the project's own dependencies took
+    part, it says they come from its files (a conflict on a name the spec never lists
+    was read as gpuenv's own)."""
+    local = job.spec.local
+    if exc.message.startswith("target "):
+        return exc
+    exc.message = f"target {job.plan.target}: {exc.message}"
+    if local is not None and local.requirements:
+        source = "pyproject.toml" if (local.root / "pyproject.toml").is_file() else "setup.py"
+        exc.message += (
+            f"\n(the request holds the project's own dependencies, from {local.root / source})"
+        )
+    exc.args = (exc.message, *exc.args[1:])
+    return exc
 
 
 def _metadata_needs_torch(exc: ExternalToolError, name: str | None) -> ExternalToolError:

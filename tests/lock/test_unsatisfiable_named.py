@@ -1,0 +1,53 @@
+"""A pip conflict names its target, and says when the project's own dependencies were in
+the request (x-transformers with torch 2.4.*: "no set of pip packages fits ...: Because
+torch-einops-utils>=0.1.12 depends on torch>=2.5" named neither the target nor where
+torch-einops-utils came from)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gpuenv.errors import NoCompatiblePlan
+from gpuenv.lock import backends
+from gpuenv.lock.model import PipRequest
+from tests.conftest import CliResult
+from tests.lock.fakes import FakeConda, FakePip
+
+SPEC = """[project]
+name = "x-transformers"
+[stack]
+python = "3.11"
+torch = "2.4.*"
+torchvision = false
+torchaudio = false
+[targets.cpu]
+gpu = "none"
+"""
+
+
+def test_a_pip_conflict_names_the_target_and_the_projects_files(
+    cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pip, conda = FakePip(), FakeConda()
+    monkeypatch.setattr(backends, "resolvers", lambda: (pip, conda))
+
+    def conflict(self: FakePip, request: PipRequest):
+        raise NoCompatiblePlan(
+            "no set of pip packages fits Python 3.11 on x86_64-manylinux_2_28: Because "
+            "torch-einops-utils>=0.1.12 depends on torch>=2.5 ..."
+        )
+
+    monkeypatch.setattr(FakePip, "resolve", conflict)
+    (tmp_path / "gpuenv.toml").write_text(SPEC)
+    (tmp_path / "pyproject.toml").write_text(
+        "[build-system]\nrequires = ['hatchling']\nbuild-backend = 'hatchling.build'\n"
+        "[project]\nname = 'x-transformers'\nversion = '2.26.4'\n"
+        "dependencies = ['torch-einops-utils>=0.1.12']\n"
+    )
+    result = cli("-f", str(tmp_path / "gpuenv.toml"), "lock")
+    assert result.code == 3, result.err
+    assert "error: target cpu: no set of pip packages fits" in result.err
+    assert f"the project's own dependencies, from {tmp_path / 'pyproject.toml'}" in result.err
