@@ -111,3 +111,15 @@ def test_remove_from_a_group_that_does_not_exist_names_the_groups() -> None:
         remove(TEXT, ["pytest"], Where(group="nope"), file="g")
     with pytest.raises(UsageError, match=r"numpy is not in pip\.groups\.dev of g"):
         remove(TEXT, ["numpy"], Where(group="dev"), file="g")
+
+
+@pytest.mark.parametrize(
+    ("given", "meant"), [("Torch-Vision", "torchvision"), ("pytorch", "torch")]
+)
+def test_a_near_miss_of_the_torch_family_is_refused_naming_it(given: str, meant: str) -> None:
+    """`gpuenv add "Torch-Vision"` locked the index's unrelated torch-vision 0.1.6.dev0."""
+    from gpuenv.errors import UsageError
+
+    with pytest.raises(UsageError, match=f"is not {meant}: the index's") as caught:
+        add(TEXT, [given], Where(), file="g")
+    assert f"[stack] {meant}" in (caught.value.hint or "")

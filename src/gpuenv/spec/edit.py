@@ -67,7 +67,23 @@ def check_requirement(line: str) -> str:
             if trio
             else "torch brings the one that matches it",
         )
+    meant = _family_look_alike(name)
+    if meant is not None:  # "Torch-Vision" locked an unrelated project of that name
+        raise UsageError(
+            f"{name} is not {meant}: the index's {name} is another project",
+            hint=f"{meant} is chosen by [stack] {meant if meant in TRIO else 'torch'} to match "
+            "each target's CUDA build; add a package of another name with gpuenv add",
+        )
     return name
+
+
+def _family_look_alike(name: str) -> str | None:
+    """The torch family member ``name`` is a near miss of (its separators dropped, or
+    PyTorch's own name), or None."""
+    squashed = name.replace("-", "")
+    if name == "pytorch":
+        return "torch"
+    return squashed if squashed != name and squashed in TORCH_FAMILY else None
 
 
 def _hint(line: str) -> str | None:
