@@ -52,6 +52,7 @@ failure is a ``StorageError`` naming the path (``gpuenv._fs.writing``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -741,6 +742,27 @@ def _check_generation(store: Store, prefix: Path, target: str) -> Marker:
             hint=f"run 'gpuenv install --target {target}' to build the current lock",
         )
     return marker
+
+
+def check_project_writable(project: Path) -> None:
+    """Refuse, before anything is built or fetched, a project whose ``.gpuenv/`` cannot
+    be written (a read-only mount, a folder not this user's): an install built the
+    project's extension first, then failed on the pointers."""
+    where = project / PROJECT_DIR
+    probe = where if where.is_dir() else project
+    try:
+        read_only = bool(os.statvfs(probe).f_flag & os.ST_RDONLY)
+    except OSError:
+        return  # the write itself will say why
+    if read_only or not os.access(probe, os.W_OK | os.X_OK):
+        code = errno.EROFS if read_only else errno.EACCES
+        raise storage_error(
+            OSError(code, os.strerror(code), str(probe)),
+            where / ".gitignore",
+            "the project's .gpuenv/",
+            hint=f"gpuenv keeps links to its prefixes in {where}: install from a copy "
+            "of the project you can write, or make it writable",
+        )
 
 
 def _ignore_project_dir(project: Path) -> None:

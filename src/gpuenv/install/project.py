@@ -112,6 +112,9 @@ def install_spec_file(
         _foreign.refuse(name, _foreign.platform_of(target.platform, target.gpu), "install")
     options = LockOptions.from_settings(settings, loaded.spec, targets=chosen)
     wanted = choose_groups(loaded.spec, ask.groups, every=ask.all_groups, dev=ask.dev)
+    from gpuenv.store import check_project_writable
+
+    check_project_writable(spec_file.parent.absolute())
     lock, digest = ensure_lock(
         loaded,
         knowledge,
