@@ -51,3 +51,30 @@ def test_a_pip_conflict_names_the_target_and_the_projects_files(
     assert result.code == 3, result.err
     assert "error: target cpu: no set of pip packages fits" in result.err
     assert f"the project's own dependencies, from {tmp_path / 'pyproject.toml'}" in result.err
+
+
+def test_a_lock_another_gpuenv_wrote_meanwhile_is_not_called_unchanged(
+    cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`lock` beside an `install` that relocked first printed "cpu: updated ... tqdm:
+    4.66.3 -> 4.66.4" and then "gpuenv.lock unchanged"."""
+    from gpuenv.lock import format as lock_format
+
+    pip, conda = FakePip(), FakeConda()
+    monkeypatch.setattr(backends, "resolvers", lambda: (pip, conda))
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(SPEC)
+    assert cli("-f", str(spec), "lock").code == 0
+    spec.write_text(SPEC + '[pip]\ndependencies = ["tokenizers"]\n')
+    real = lock_format.write_lock_file
+
+    def raced(path: Path, lock: object, **kwargs: object) -> lock_format.LockWrite:
+        wrote = real(path, lock, **kwargs)  # type: ignore[arg-type]
+        return lock_format.LockWrite(False, wrote.digest)  # as if the bytes were there
+
+    monkeypatch.setattr(lock_format, "write_lock_file", raced)
+    result = cli("-f", str(spec), "lock")
+    assert result.code == 0, result.err
+    assert (
+        "cpu: updated" in result.out and "already held this lock, written meanwhile" in result.out
+    )

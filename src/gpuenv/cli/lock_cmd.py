@@ -127,4 +127,10 @@ def _render(run: LockRun, *, as_json: bool, took: float) -> None:
             _output.out(f"  {package.name}: {package.before or '-'} -> {package.after or '-'}")
     count = len(result.changes)
     done = f"locked {count} target{'s' if count != 1 else ''} in {took:.1f} s"
-    _output.out(f"wrote {lock_path} ({done})" if written else f"{lock_path} unchanged ({done})")
+    moved = any(c.status != "unchanged" for c in result.changes)
+    if written:
+        _output.out(f"wrote {lock_path} ({done})")
+    elif moved:  # the bytes were there already: another gpuenv (an install) wrote them
+        _output.out(f"{lock_path} already held this lock, written meanwhile ({done})")
+    else:
+        _output.out(f"{lock_path} unchanged ({done})")
