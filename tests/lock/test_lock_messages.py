@@ -1,7 +1,8 @@
-"""A pip conflict names its target, and says when the project's own dependencies were in
-the request (x-transformers with torch 2.4.*: "no set of pip packages fits ...: Because
-torch-einops-utils>=0.1.12 depends on torch>=2.5" named neither the target nor where
-torch-einops-utils came from)."""
+"""What lock says when it fails or races: a pip conflict names its target, and says when
+the project's own dependencies were in the request (x-transformers with torch 2.4.*: "no
+set of pip packages fits ...: Because torch-einops-utils>=0.1.12 depends on torch>=2.5"
+named neither the target nor where torch-einops-utils came from); a lock another gpuenv
+wrote meanwhile is not called unchanged."""
 
 from __future__ import annotations
 
