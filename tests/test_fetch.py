@@ -196,3 +196,21 @@ def test_netrc_credentials_are_sent_and_never_shown(
         server.server_close()
     assert seen == ["Basic YWxpY2U6czNjcmV0"], "401 is not retried"
     assert "s3cret" not in failed.value.message and "credentials" in (failed.value.hint or "")
+
+
+def test_a_mirror_takes_the_credentials_given_by_the_name_of_the_index_it_serves() -> None:
+    """uv takes a mirror's credentials by either name (the index's or the mirror's):
+    gpuenv's own fetches through the mirror (install's downloads, lock's METADATA
+    reads) send the same, never to another host."""
+    from gpuenv._fetch import authorization, fetch_credentials
+    from gpuenv._network import Mirror, Mirrors, pip_indexes
+
+    mirrors = Mirrors((Mirror("https://pypi.invalid/simple", "http://m.example/simple", "t"),))
+    indexes = pip_indexes("https://pypi.invalid/simple", (), None)
+    environ = {"UV_INDEX_GPUENV_DEFAULT_USERNAME": "u", "UV_INDEX_GPUENV_DEFAULT_PASSWORD": "p-7"}
+    found = fetch_credentials(indexes, mirrors, environ)
+    assert found["m.example"] == ("u", "p-7")
+    assert authorization("http://m.example/simple/six/", found) == "Basic dTpwLTc="
+    assert authorization("http://elsewhere.example/x.whl", found) is None
+    by_mirror = {"UV_INDEX_GPUENV_MIRROR_1_USERNAME": "v", "UV_INDEX_GPUENV_MIRROR_1_PASSWORD": "q"}
+    assert fetch_credentials(indexes, mirrors, by_mirror)["m.example"] == ("v", "q")

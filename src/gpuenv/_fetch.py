@@ -49,7 +49,15 @@ from gpuenv import __version__
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._flock import FileLock, LockTimeout
 from gpuenv._fs import storage_error, temporary_beside
-from gpuenv._network import Index, download_cap, env_key, netrc_auth, strip_userinfo
+from gpuenv._network import (
+    Index,
+    Mirrors,
+    download_cap,
+    env_key,
+    netrc_auth,
+    strip_userinfo,
+    uv_environment,
+)
 from gpuenv._redact import redact_url, remember_secret
 from gpuenv.errors import DownloadError, HashMismatch, InstallError
 
@@ -224,6 +232,18 @@ def credentials_of(
     return found
 
 
+def fetch_credentials(
+    indexes: Iterable[Index], mirrors: Mirrors, environ: Mapping[str, str] | None = None
+) -> dict[str, tuple[str, str]]:
+    """``credentials_of`` the indexes and the mirrors, as uv is given them
+    (``uv_environment``): a mirror also takes the credentials given by the name of the
+    index it serves, and back. What gpuenv fetches itself through a mirror (install's
+    downloads, lock's read of the torch wheels' METADATA) then authenticates as uv did."""
+    env = os.environ if environ is None else environ
+    named = (*indexes, *mirrors.indexes())
+    return credentials_of(named, uv_environment(env, named, mirrors=mirrors))
+
+
 def _keyring(url: str, user: str) -> str | None:
     """The password ``keyring get URL USER`` prints, as uv's subprocess provider asks."""
     from gpuenv import _proc
@@ -241,7 +261,9 @@ def _netrc_auth(host: str) -> tuple[str, str] | None:
     return netrc_auth(host)  # bounded: a FIFO or non-UTF-8 ~/.netrc gives none
 
 
-def _authorization(url: str, credentials: Credentials) -> str | None:
+def authorization(url: str, credentials: Credentials) -> str | None:
+    """The basic ``Authorization`` header for ``url``: the credentials given for its
+    host, else its own userinfo (a mirror URL that carries it), else ``~/.netrc``."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https"):
         return None
@@ -290,9 +312,9 @@ def _open(
     if offset:
         headers["Range"] = f"bytes={offset}-"
     request = urllib.request.Request(strip_userinfo(url), headers=headers)  # noqa: S310
-    authorization = _authorization(url, credentials)
-    if authorization:
-        request.add_unredirected_header("Authorization", authorization)
+    header = authorization(url, credentials)
+    if header:
+        request.add_unredirected_header("Authorization", header)
     try:
         response = _http.urlopen(request, timeout=timeout)
     except urllib.error.HTTPError as exc:
@@ -411,9 +433,9 @@ def remote_size(url: str, credentials: Credentials | None = None) -> int | None:
     request = urllib.request.Request(  # noqa: S310 - lock URLs
         strip_userinfo(url), method="HEAD", headers={"User-Agent": f"gpuenv/{__version__}"}
     )
-    authorization = _authorization(url, credentials or {})
-    if authorization:
-        request.add_unredirected_header("Authorization", authorization)
+    header = authorization(url, credentials or {})
+    if header:
+        request.add_unredirected_header("Authorization", header)
     try:
         with _http.urlopen(request, timeout=network_limits()[1]) as response:
             length = response.headers.get("Content-Length")

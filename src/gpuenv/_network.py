@@ -14,7 +14,9 @@ credentials, the environment uv runs with, mirrors, and what a network failure w
   ``gpuenv-torch``, ``gpuenv-mirror-N``); credentials in its URL go to uv as
   ``UV_INDEX_<NAME>_USERNAME/_PASSWORD``, never on a command line or in a file.
 - ``Mirrors``: URL prefix rewrites configured outside the project (``load_mirrors``).
-  Resolution and downloads go through the mirror; the lock keeps the canonical URL.
+  Resolution, downloads and gpuenv's own reads of the wheels' metadata go through the
+  mirror (``fetch_url``, with the credentials uv is given: ``_fetch.fetch_credentials``);
+  the lock keeps the canonical URL.
 - ``classify``: name resolution, refused, timeout, TLS, 401/403, 404 from uv's or
   rattler's error text.
 

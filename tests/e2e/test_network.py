@@ -98,8 +98,13 @@ def test_a_failed_target_keeps_its_previous_entry_and_the_lock_keeps_canonical_u
 ) -> None:
     project = no_retries(make_project(spec(pkgindex.default_index)))
     project.env["GPUENV_MIRRORS"] = f"{DEFAULT_TORCH_INDEX}={pkgindex.torch_base}"
-    assert project.gpuenv("lock").returncode == 0
+    locked = project.gpuenv("lock")
+    assert locked.returncode == 0, locked.stderr
+    # the wheels' METADATA is read through the mirror too: the canonical host (which
+    # nothing here serves) was asked, warned on every lock and left no wheel facts
+    assert "could not read the metadata" not in locked.stderr, locked.stderr
     first = project.lock.read_text()
+    assert "[targets.cpu.wheel-facts]" in first
     assert f"{DEFAULT_TORCH_INDEX}/cpu/torch-2.4.1%2Bcpu" in first, "the canonical URL"
     assert pkgindex.torch_base not in first, "never the mirror's"
     project.env["GPUENV_MIRRORS"] = f"{DEFAULT_TORCH_INDEX}=http://127.0.0.1:{closed_port()}"

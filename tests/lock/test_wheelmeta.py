@@ -13,8 +13,12 @@ from urllib.request import Request
 
 import pytest
 
+from gpuenv._network import Mirror, Mirrors
 from gpuenv.lock import wheelmeta
+from gpuenv.lock.model import PipPackage, PipRequest
+from gpuenv.lock.wheelcheck import http_metadata, metadata_source
 from gpuenv.lock.wheelmeta import MetadataUnavailable, parse_metadata, read_metadata, read_names
+from tests.fixtures.pkgindex.index import Seen, Serve
 from tests.fixtures.pkgindex.plugin import PkgIndex
 
 METADATA = "Metadata-Version: 2.1\nName: torch\nVersion: 2.4.1\nRequires-Python: >=3.8\nRequires-Dist: nvidia-cudnn-cu12==9.1.0.70; platform_system == 'Linux'\n"
@@ -198,3 +202,70 @@ def test_the_metadata_cache_is_checked_before_it_is_believed(tmp_path: Path) -> 
     assert Source.calls == 3
     assert cached.read_text() == real, "the cache is rewritten with what the wheel says"
     assert read_wheel_metadata(Source(), package, request) == real and Source.calls == 3
+
+
+def _mirrored_torch(
+    mirror: str, pkgindex: PkgIndex
+) -> tuple[PipPackage, PipRequest]:  # the cu124 torch as a lock names it, and a request
+    canonical = "https://torch.invalid/whl"
+    art = pkgindex.find("torch", "2.4.1+cu124", "whl/cu124")[0]
+    url = f"{canonical}/cu124/{art.filename.replace('+', '%2B')}"
+    request = PipRequest(
+        ("torch==2.4.1",),
+        "3.11",
+        default_index="https://pypi.invalid/simple",
+        torch_index=f"{canonical}/cu124",
+        mirrors=Mirrors((Mirror(canonical, mirror, "test"),)),
+    )
+    return PipPackage("torch", "2.4.1+cu124", url, art.sha256), request
+
+
+def test_the_metadata_is_read_through_the_mirror_with_the_credentials_uv_was_given(
+    serve_index: Callable[..., PkgIndex], pkgindex: PkgIndex, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where only the mirror is reachable, the read of the canonical URL failed on every
+    lock (a warning, and no wheel facts); on an open network it went around the mirror.
+    It goes through the mirror, with the credentials given by the torch index's name
+    (either name serves both, as for uv), and only the mirror is asked."""
+    seen = Seen()
+    mirror = serve_index(Serve(credentials="mirror-user:mirror-pass-7"), seen=seen)
+    package, request = _mirrored_torch(mirror.torch_base, pkgindex)
+    monkeypatch.setenv("UV_INDEX_GPUENV_TORCH_USERNAME", "mirror-user")
+    monkeypatch.setenv("UV_INDEX_GPUENV_TORCH_PASSWORD", "mirror-pass-7")
+    assert metadata_source(package.url, request)[0].startswith(mirror.torch_base + "/cu124/")
+    text = http_metadata(package, request)
+    assert "nvidia-cudnn-cu12==9.1.0.70" in text
+    assert seen.requests, "the mirror was asked"
+    assert all(path.startswith("/whl/cu124/torch-2.4.1") for path, _auth in seen.requests)
+    assert all(auth and auth.startswith("Basic ") for _path, auth in seen.requests)
+
+
+def test_a_failed_read_through_a_mirror_names_the_mirror_url_without_its_credentials(
+    serve_index: Callable[..., PkgIndex], pkgindex: PkgIndex, tmp_path: Path
+) -> None:
+    """The warning names the URL actually fetched (the mirror's, redacted), not the
+    canonical one nobody asked."""
+    from gpuenv.knowledge import knowledge_base
+    from gpuenv.lock.wheelcheck import read_wheel_facts
+    from gpuenv.plan import plan_target
+    from gpuenv.spec import parse_spec_text
+
+    mirror = serve_index(Serve(credentials="mirror-user:mirror-pass-7"))
+    wrong = mirror.torch_base.replace("://", "://mirror-user:wrong-pass-7@")
+    package, request = _mirrored_torch(wrong, pkgindex)
+
+    class Source:
+        def wheel_metadata(self, package: PipPackage, request: PipRequest) -> str:
+            return http_metadata(package, request, timeout=5.0)
+
+    text = (
+        '[project]\nname = "m"\n[stack]\npython = "3.11"\ntorch = "2.4.1"\n'
+        '[targets.h100]\ngpu = "H100"\ndriver = "550.54.15"\n'
+    )
+    kb = knowledge_base()
+    plan = plan_target("h100", parse_spec_text(text, file="gpuenv.toml", kb=kb).spec, kb)
+    facts, warnings = read_wheel_facts(plan, (package,), request, Source())
+    assert facts is None and len(warnings) == 1
+    assert f"{mirror.torch_base}/cu124/torch-2.4.1" in warnings[0]
+    assert "HTTP 401" in warnings[0]
+    assert "torch.invalid" not in warnings[0] and "wrong-pass-7" not in warnings[0]

@@ -38,7 +38,7 @@ def fetch_artifacts(
     disk checked, before the fetch is said and begins; ``on_stored`` is told of each
     artifact as it is in the store (from the fetching threads). ``install.early`` uses
     both."""
-    from gpuenv._fetch import credentials_from, credentials_of
+    from gpuenv._fetch import credentials_from, fetch_credentials
     from gpuenv.errors import DownloadError
     from gpuenv.lock.artifacts import merged, target_artifacts
 
@@ -48,7 +48,11 @@ def fetch_artifacts(
         return request.sources
     stored = store.artifacts()
     missing = stored.missing(artifacts)
-    credentials = {**credentials_from(request.channels), **credentials_of(request.all_indexes)}
+    mirrors = request.sources.mirrors  # their credentials by either name, as uv takes them
+    credentials = {
+        **credentials_from(request.channels),
+        **fetch_credentials(request.indexes, mirrors),
+    }
     if not missing:  # all stored: a stat and a stamp each, no threads
         found = {a: stored.find(a) for a in artifacts}
         files = {url: path for a, path in found.items() if path is not None for url in a.urls}

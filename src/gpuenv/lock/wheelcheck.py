@@ -63,11 +63,32 @@ def with_credentials(url: str, request: PipRequest) -> str:
     return url
 
 
+def metadata_source(url: str, request: PipRequest) -> tuple[str, str | None]:
+    """Where the METADATA of the locked wheel ``url`` (canonical) is read, and the
+    ``Authorization`` header to send there. Through the mirror that serves it, as uv
+    resolved and install downloads (the canonical host may be unreachable, and on an
+    open network that traffic went around the mirror), with the credentials uv was given
+    for it (``_fetch.fetch_credentials``: the mirror's URL, either name's
+    ``UV_INDEX_*`` variables, ``~/.netrc``). Not mirrored: ``url`` with the credentials
+    of its index."""
+    fetched = request.mirrors.fetch_url(url)
+    if fetched == url:
+        return with_credentials(url, request), None
+    from gpuenv._fetch import authorization, fetch_credentials
+    from gpuenv._network import pip_indexes, strip_userinfo
+
+    indexes = pip_indexes(request.default_index, request.extra_indexes, request.torch_index)
+    header = authorization(fetched, fetch_credentials(indexes, request.mirrors))
+    return strip_userinfo(fetched), header
+
+
 def http_metadata(package: PipPackage, request: PipRequest, timeout: float = 30.0) -> str:
-    """METADATA of a resolved wheel over HTTP (PEP 658, else range requests)."""
+    """METADATA of a resolved wheel over HTTP (PEP 658, else range requests), read where
+    ``metadata_source`` says; a failure names that URL (without credentials)."""
     from gpuenv.lock.wheelmeta import read_metadata
 
-    return read_metadata(with_credentials(package.url, request), timeout=timeout)
+    url, header = metadata_source(package.url, request)
+    return read_metadata(url, timeout=timeout, authorization=header)
 
 
 def _cached(request: PipRequest, package: PipPackage) -> Path | None:

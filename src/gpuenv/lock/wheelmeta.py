@@ -9,9 +9,11 @@ Two ways, cheapest first:
    For a 600 MB torch wheel this reads about 1-2 MB in three or four requests. A server
    that ignores ``Range`` is not downloaded in full: the read fails instead.
 
-Credentials in the URL (``user:password@``) become a basic ``Authorization`` header
-and are never part of an error message. Proxies and certificates follow the standard
-library's conventions (``HTTPS_PROXY``, ``NO_PROXY``, ``SSL_CERT_FILE``).
+Credentials in the URL (``user:password@``), or an ``Authorization`` header the caller
+worked out (a mirror's credentials, ``lock.wheelcheck``), are sent as a header that
+never follows a redirect, and are never part of an error message. Proxies and
+certificates follow the standard library's conventions (``HTTPS_PROXY``, ``NO_PROXY``,
+``SSL_CERT_FILE``).
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ class _Target:
     headers: dict[str, str]
 
     @classmethod
-    def parse(cls, url: str) -> _Target:
+    def parse(cls, url: str, authorization: str | None = None) -> _Target:
         parts = urlsplit(url)
         headers = {"User-Agent": "gpuenv"}
         netloc = parts.netloc
@@ -76,7 +78,9 @@ class _Target:
             userinfo, netloc = netloc.rsplit("@", 1)
             user, _, password = userinfo.partition(":")
             token = f"{unquote(user)}:{unquote(password)}".encode()
-            headers["Authorization"] = "Basic " + base64.b64encode(token).decode()
+            authorization = authorization or "Basic " + base64.b64encode(token).decode()
+        if authorization is not None:
+            headers["Authorization"] = authorization
         clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
         return cls(clean, headers)
 
@@ -105,7 +109,10 @@ def _get(
         headers["Range"] = f"bytes={byte_range}"
     if not target.url.startswith(("http://", "https://")):
         raise MetadataUnavailable(f"{target.url}: not an http(s) URL")
+    secret = headers.pop("Authorization", None)
     request = Request(target.url, headers=headers)  # noqa: S310 - scheme checked above
+    if secret is not None:  # for this server only: a redirect elsewhere goes without it
+        request.add_unredirected_header("Authorization", secret)
     try:
         with opener(request, timeout) as response:
             status = getattr(response, "status", 200)
@@ -288,13 +295,19 @@ def _from_wheel(
 
 
 def read_metadata(
-    url: str, *, timeout: float = DEFAULT_TIMEOUT, pep658: bool = True, opener: Opener = _open
+    url: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    pep658: bool = True,
+    opener: Opener = _open,
+    authorization: str | None = None,
 ) -> str:
     """The ``METADATA`` text of the wheel at ``url``: its PEP 658 file when the index
-    serves one (``pep658``: try it), else read from the wheel with range requests."""
+    serves one (``pep658``: try it), else read from the wheel with range requests.
+    ``authorization``: the header to send (else the URL's own userinfo, if any)."""
     if url.startswith("file://"):
         return _from_local(unquote(urlsplit(url).path))
-    target = _Target.parse(url)
+    target = _Target.parse(url, authorization)
     if not pep658:
         return _from_wheel(target, timeout, opener)
     from gpuenv.lock._background import Background
