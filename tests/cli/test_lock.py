@@ -517,3 +517,61 @@ def test_an_interrupted_freshness_note_leaves_no_stray_file(
     assert not list(tmp_path.rglob("*.tmp"))
     _fresh.remember_fresh(str(tmp_path), "lock")  # and an uninterrupted one is written
     assert not list(tmp_path.rglob("*.tmp")) and list(tmp_path.rglob("*.fresh"))
+
+
+OVERRIDDEN = TWO_TARGETS.replace(
+    "[pip]\n",
+    '[pip]\nindex-url = "https://pkgs.invalid/simple"\ntorch-index = "https://torch.invalid/whl"\n',
+)
+
+
+def test_an_index_override_the_lock_was_not_made_with_makes_the_lock_stale(
+    cli: Callable[..., CliResult],
+    tmp_path: Path,
+    fakes: tuple[FakePip, FakeConda],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GPUENV_TORCH_INDEX and GPUENV_INDEX_URL are not in the input hash: with another
+    index in one of them `lock` rewrote every URL while `lock --check` (its note of a
+    check without the variable, or the full check) and `install --frozen` said "up to
+    date", and the same once it was unset again. The index the lock records is compared,
+    without credentials."""
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(OVERRIDDEN)
+    assert cli("-f", str(spec), "lock").code == 0
+    assert cli("-f", str(spec), "lock", "--check").code == 0  # leaves the note
+    same = "https://user:s3cret-9@torch.invalid/whl/"  # credentials and a slash: the same
+    monkeypatch.setenv("GPUENV_TORCH_INDEX", same)
+    assert cli("-f", str(spec), "lock", "--check").code == 0
+    monkeypatch.setenv("GPUENV_TORCH_INDEX", "https://user:s3cret-9@mirror.invalid/whl")
+    checked = cli("-f", str(spec), "lock", "--check")
+    assert checked.code == 1, checked.err
+    assert (
+        "h100: the torch index is now https://mirror.invalid/whl/cu124 (GPUENV_TORCH_INDEX), "
+        "the lock was made from https://torch.invalid/whl/cu124"
+    ) in checked.err
+    stale = cli("-f", str(spec), "lock", "--check", "--json").json()["error"]["stale"]
+    assert "GPUENV_TORCH_INDEX" in stale["cpu"][0]
+    frozen = cli("-f", str(spec), "install", "--frozen", "--target", "cpu")
+    assert frozen.code == 1 and "GPUENV_TORCH_INDEX" in frozen.err, frozen.err
+    assert "s3cret-9" not in checked.err + checked.out + str(stale) + frozen.err + frozen.out
+    assert cli("-f", str(spec), "lock").code == 0
+    assert cli("-f", str(spec), "lock", "--check").code == 0, "locked with it: fresh with it"
+    monkeypatch.delenv("GPUENV_TORCH_INDEX")
+    unset = cli("-f", str(spec), "lock", "--check")
+    assert unset.code == 1
+    assert "([pip] torch-index; GPUENV_TORCH_INDEX is not set)" in unset.err
+    assert cli("-f", str(spec), "lock").code == 0
+
+    monkeypatch.setenv("GPUENV_INDEX_URL", "https://other.invalid/simple")
+    checked = cli("-f", str(spec), "lock", "--check")
+    assert checked.code == 1
+    assert (
+        "the default index is now https://other.invalid/simple (GPUENV_INDEX_URL), "
+        "the lock's packages come from https://pkgs.invalid/simple"
+    ) in checked.err
+    assert cli("-f", str(spec), "lock").code == 0
+    assert cli("-f", str(spec), "lock", "--check").code == 0
+    monkeypatch.delenv("GPUENV_INDEX_URL")
+    unset = cli("-f", str(spec), "lock", "--check")
+    assert unset.code == 1 and "([pip] index-url; GPUENV_INDEX_URL is not set)" in unset.err

@@ -46,7 +46,10 @@ def _fresh_key(args: argparse.Namespace, settings: Settings) -> tuple[str, str] 
     from gpuenv.lock import _fresh
 
     spec = str(_common.spec_path(args))
-    return _fresh.check_name(settings.cache_dir, spec, data_digest(), args.target)
+    # The variables as given, not checked: the check's import of the URL rules would cost
+    # every fast answer (an invalid value has no note; the full check refuses it).
+    overrides = tuple(_common.env_override(n) for n in ("GPUENV_TORCH_INDEX", "GPUENV_INDEX_URL"))
+    return _fresh.check_name(settings.cache_dir, spec, data_digest(), args.target, overrides)
 
 
 def _say_fresh(args: argparse.Namespace, lock_path: str) -> int:

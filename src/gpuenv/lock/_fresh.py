@@ -32,23 +32,34 @@ _DIR = "lock-check"
 _FORMAT = b"fresh-2"  # markers of format 1 listed no project files: never believed
 
 
-def check_digest(kb_digest: str) -> str:
-    """The digest a check depends on: the knowledge base's (``data_digest``) and the
-    build knowledge's (packages.toml & co. make a lock with builds stale too: the digest
-    ``gpuenv.builds.knowledge.digest()`` gives, without importing that module's model)."""
+def check_digest(kb_digest: str, overrides: Iterable[str | None] = ()) -> str:
+    """The digest a check depends on: the knowledge base's (``data_digest``), the build
+    knowledge's (packages.toml & co. make a lock with builds stale too: the digest
+    ``gpuenv.builds.knowledge.digest()`` gives, without importing that module's model),
+    and the index overrides (``GPUENV_TORCH_INDEX``, ``GPUENV_INDEX_URL``: a lock found
+    fresh without one is not fresh for another index; redacted, as ``lock._indexes``
+    compares them)."""
+    from gpuenv._redact import redact_url
     from gpuenv.knowledge._data import BUILD_FILES, files_digest
 
-    return kb_digest + files_digest(BUILD_FILES)
+    given = list(overrides)
+    named = "\0".join(redact_url(o) if o else "-" for o in given) if any(given) else ""
+    return kb_digest + files_digest(BUILD_FILES) + (f"\0{named}" if named else "")
 
 
 def check_name(
-    cache_dir: Path | None, spec: str, kb_digest: str, targets: Iterable[str] | None
+    cache_dir: Path | None,
+    spec: str,
+    kb_digest: str,
+    targets: Iterable[str] | None,
+    overrides: Iterable[str | None] = (),
 ) -> tuple[str, str] | None:
     """(cache, name) of the check of ``spec``'s bytes and the lock's for ``targets``
-    (None: no cache, or a file that cannot be read)."""
+    under the index ``overrides`` (None: no cache, or a file that cannot be read)."""
     if cache_dir is None:
         return None
-    name = key(spec, check_digest(kb_digest), list(targets) if targets else None)
+    digest = check_digest(kb_digest, overrides)
+    name = key(spec, digest, list(targets) if targets else None)
     return (str(cache_dir), name) if name else None
 
 

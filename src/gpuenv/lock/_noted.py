@@ -108,7 +108,7 @@ def note_written(
         selections.append(names)  # every target named (install --all)
     if not found:
         selections.append(None)  # lock --check: nothing dropped either
-    digest = _fresh.check_digest(kb_digest)
+    digest = _fresh.check_digest(kb_digest, (options.torch_index, options.index_url))
     for targets in selections:
         name = _fresh.key_of(spec_bytes, lock_bytes, digest, targets)
         _fresh.remember_fresh(str(cache), name, files, taken.project)

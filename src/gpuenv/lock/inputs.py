@@ -1,9 +1,11 @@
 """What a target's lock depends on, and why a lock is out of date.
 
 Staleness is judged without network: a target is stale when its input hash (the parts of
-the spec it depends on, plus the knowledge base's digest) differs, or when the planner now
-chooses a different stack than the lock holds. A target whose entry fails the reader's
-checks (or is of an old format) is damaged, and relocked whatever was asked for.
+the spec it depends on, plus the knowledge base's digest) differs, when an index the
+overrides or the spec name now is not the one the lock records (``lock._indexes``), or
+when the planner now chooses a different stack than the lock holds. A target whose
+entry fails the reader's checks (or is of an old format) is damaged, and relocked
+whatever was asked for.
 ``check_lock`` is ``gpuenv lock --check``: both rules, and the targets the spec dropped.
 """
 
@@ -18,6 +20,7 @@ from gpuenv import _sha256
 from gpuenv._network import literal_url
 from gpuenv._redact import redact_url
 from gpuenv.errors import CheckFailed
+from gpuenv.lock._indexes import index_reasons
 from gpuenv.lock.format import LATEST
 from gpuenv.lock.model import Lock, StackSummary
 from gpuenv.lock.options import LockOptions, LockSettings
@@ -151,7 +154,15 @@ def stale_reasons(
         found = []
         if locked.input_hash != input_hash(spec, name, kb_digest):
             found.append("the spec (or gpuenv's knowledge base) changed since it was locked")
-        elif spec.targets[name].uses_detect:
+        else:  # the overrides are not in the input hash: the indexes the lock records
+            found += index_reasons(
+                spec,
+                locked,
+                torch_index=options.torch_index,
+                index_url=options.index_url,
+                mirrors=options.mirrors,
+            )
+        if not found and spec.targets[name].uses_detect:
             from gpuenv.plan import plan_target
 
             plan = plan_target(
@@ -257,7 +268,10 @@ def check_spec_file(
         loaded, knowledge, reading, kb_digest=kb_digest, options=options, lock_path=str(lock_path)
     )
     # Noted only when no byte moved while it was checked, and no plan is this machine's.
-    again = fresh and _fresh.check_name(settings.cache_dir, str(spec_file), kb_digest, targets)
+    overrides = (settings.torch_index, settings.index_url)
+    again = fresh and _fresh.check_name(
+        settings.cache_dir, str(spec_file), kb_digest, targets, overrides
+    )
     if fresh is not None and not loaded.spec.uses_detect and again == fresh:
         from gpuenv.spec._local import project_files
 

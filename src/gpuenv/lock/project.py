@@ -388,7 +388,10 @@ def _fresh_name(
         return None
     if lock_path.absolute() != loaded.path.absolute().parent / _fresh.LOCK_FILENAME:
         return None
-    return _fresh.check_name(options.cache_dir, str(loaded.path), kb_digest, options.targets)
+    overrides = (options.torch_index, options.index_url)
+    return _fresh.check_name(
+        options.cache_dir, str(loaded.path), kb_digest, options.targets, overrides
+    )
 
 
 def _known_fresh(cache: str, name: str) -> bool:
