@@ -327,3 +327,30 @@ def test_doctor_says_when_a_configured_torch_mirror_lacks_the_layout(
     project.env["GPUENV_MIRRORS"] = f"{DEFAULT_TORCH_INDEX}={pkgindex.torch_base}"
     result = project.gpuenv("doctor", "--python", sys.executable, "--json")
     assert "mirror-layout" not in result.stdout, result.stdout
+
+
+def test_a_named_torch_index_that_cannot_be_reached_is_offered_removed_for_pypis_build(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    """h100's cu121 build is on the default index too: with [pip] torch-index (or
+    GPUENV_TORCH_INDEX) naming a dead index, the hint named only the key that was set;
+    the route that works is to remove it (unset the variable), and --json says the same."""
+    dead = f"http://127.0.0.1:{closed_port()}/whl"
+    project = no_retries(make_project(spec(pkgindex.default_index, torch=dead)))
+    result = project.gpuenv("lock")
+    assert result.returncode == 5, result.stderr
+    route = (
+        "to lock h100 from the default index alone, remove [pip] torch-index (for every "
+        "target): torch 2.4.1 cu121 is PyPI's own build"
+    )
+    assert route in result.stderr
+    failed = json.loads(project.gpuenv("lock", "--json").stdout)["error"]["failed"]
+    assert failed["h100"]["pypi_route"] == route
+    assert "pypi_route" not in failed["cpu"], "the CPU build is not on the default index"
+    project.spec.write_text(spec(pkgindex.default_index))
+    project.env["GPUENV_TORCH_INDEX"] = dead
+    result = project.gpuenv("lock", "--target", "h100")
+    assert result.returncode == 5, result.stderr
+    assert "to lock h100 from the default index alone, unset GPUENV_TORCH_INDEX:" in result.stderr
+    del project.env["GPUENV_TORCH_INDEX"]
+    assert project.gpuenv("lock", "--target", "h100").returncode == 0, "the route works"

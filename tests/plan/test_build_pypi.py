@@ -138,3 +138,39 @@ def test_no_route_is_offered_when_none_fits(
     torch: str, gpu: str, driver: str, stack: str, pip: str, why: str
 ) -> None:
     assert _route(torch, gpu, driver, stack, pip) is None, why
+
+
+def test_a_named_torch_index_is_offered_removed_when_the_build_is_pypis_own() -> None:
+    """With [pip] torch-index (or GPUENV_TORCH_INDEX) naming an index that cannot be
+    reached, for a build the default index carries too, the hint told the user to set
+    the key that was set: the route that works is to remove it (or unset the variable)."""
+    from gpuenv.lock._pypi_route import pypi_route
+
+    pip = '\n[pip]\ntorch-index = "https://mirror.invalid/whl"\n'
+    kb = knowledge_base()
+    keyed = parse_spec_text(
+        GPU.format(torch="2.4.1", gpu="H100", driver="535.104.05", stack="") + pip,
+        file="gpuenv.toml",
+        kb=kb,
+    ).spec
+    assert pypi_route("t", keyed, kb) == (
+        "to lock t from the default index alone, remove [pip] torch-index: "
+        "torch 2.4.1 cu121 is PyPI's own build"
+    )
+    both = pypi_route("t", keyed, kb, torch_index="https://other.invalid/whl")
+    assert both is not None
+    assert both.startswith(
+        "to lock t from the default index alone, unset GPUENV_TORCH_INDEX and remove "
+        "[pip] torch-index: "
+    )
+    plain = parse_spec_text(
+        GPU.format(torch="2.4.1", gpu="H100", driver="535.104.05", stack=""),
+        file="gpuenv.toml",
+        kb=kb,
+    ).spec
+    assert pypi_route("t", plain, kb) is None, "already locks from the default index"
+    variable = pypi_route("t", plain, kb, torch_index="https://user:pw-5@other.invalid/whl")
+    assert variable == (
+        "to lock t from the default index alone, unset GPUENV_TORCH_INDEX: "
+        "torch 2.4.1 cu121 is PyPI's own build"
+    )

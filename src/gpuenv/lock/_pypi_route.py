@@ -3,8 +3,10 @@ the torch index cannot be reached (networks that reach PyPI only).
 
 Only PyPI's own torch build comes from the default index: a GPU target gets it when
 its CUDA is the one PyPI's build is for (``[stack] cuda``), a CPU target on linux-64
-with ``build = "pypi"``. The change is planned before it is offered: it is named only
-when the planner, given it, chooses PyPI's build for the target.
+with ``build = "pypi"``. A torch index that is named (``[pip] torch-index``,
+``GPUENV_TORCH_INDEX``) serves every build, so the change starts by removing it. The
+change is planned before it is offered: it is named only when the planner, given it,
+chooses PyPI's build for the target.
 """
 
 from __future__ import annotations
@@ -25,31 +27,52 @@ _TORCH_INDEX_ROLE = "the torch index"
 
 
 def pypi_route(
-    name: str, spec: Spec, kb: KnowledgeBase, *, detected: HardwareFacts | None = None
+    name: str,
+    spec: Spec,
+    kb: KnowledgeBase,
+    *,
+    detected: HardwareFacts | None = None,
+    torch_index: str | None = None,
 ) -> str | None:
     """The exact spec change that locks target ``name`` from the default index alone,
-    or None when none fits (or the target already does, or a torch index is named)."""
+    or None when none fits (or the target already does). A torch index that is named
+    (``[pip] torch-index``, ``torch_index``: ``GPUENV_TORCH_INDEX``) is used for every
+    build, PyPI's too: when the build planned is PyPI's own, the change is removing it
+    (the hint had told the user to set the key that was set, never this)."""
     from gpuenv.plan import plan_target
 
+    removals = _removals(spec, torch_index)
     if spec.pip.torch_index:
-        return None  # a torch index the user named is used for every build
+        spec = replace(spec, pip=replace(spec.pip, torch_index=None))
     try:
         plan = plan_target(name, spec, kb, detected=detected)
-        trial = None if plan.pypi_default else _trial(name, spec, kb, plan)
-        chosen = plan_target(name, trial[0], kb, detected=detected) if trial else None
+        # A named torch index stays the user's choice for another build: only the build
+        # the default index carries as it is planned is offered then.
+        trial = None if plan.pypi_default or removals else _trial(name, spec, kb, plan)
+        chosen = plan_target(name, trial[0], kb, detected=detected) if trial else plan
     except GpuenvError:
         return None
-    if trial is None or chosen is None or not chosen.pypi_default:
+    if (trial is None and not removals) or not chosen.pypi_default:
         return None
+    changes = [*removals, *([f"set {trial[1]}"] if trial else [])]
     cost = (
         ", a CUDA build that runs on a CPU and brings several GB of CUDA libraries"
         if plan.hardware.cpu
         else ""
     )
     return (
-        f"to lock {name} from the default index alone, set {trial[1]}: "
+        f"to lock {name} from the default index alone, {' and '.join(changes)}: "
         f"torch {chosen.torch} {chosen.cu_tag} is PyPI's own build{cost}"
     )
+
+
+def _removals(spec: Spec, torch_index: str | None) -> list[str]:
+    """What names a torch index now, as the user undoes it."""
+    every = " (for every target)" if len(spec.targets) > 1 else ""
+    out = ["unset GPUENV_TORCH_INDEX"] if torch_index else []
+    if spec.pip.torch_index:
+        out.append(f"remove [pip] torch-index{every}")
+    return out
 
 
 def _trial(name: str, spec: Spec, kb: KnowledgeBase, plan: TargetPlan) -> tuple[Spec, str] | None:
@@ -86,9 +109,9 @@ def with_pypi_route(
 ) -> NetworkError:
     """``error`` with the PyPI route (``extra["pypi_route"]``), when the torch index
     failed and a route fits: ``partial_lock_error`` shows it under the target's line."""
-    if torch_index or not error.message.startswith(_TORCH_INDEX_ROLE):
+    if not error.message.startswith(_TORCH_INDEX_ROLE):
         return error
-    route = pypi_route(name, spec, kb, detected=detected)
+    route = pypi_route(name, spec, kb, detected=detected, torch_index=torch_index)
     if route is not None:
         error.extra["pypi_route"] = route
     return error
