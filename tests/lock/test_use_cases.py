@@ -144,3 +144,21 @@ def test_check_of_a_stale_lock_fails_and_leaves_no_note(spec_file: Path, tmp_pat
             spec_file, knowledge_base, settings, targets=None, kb_digest=data_digest(), fresh=fresh
         )
     assert not _fresh.known_fresh(*fresh)
+
+
+def test_a_partial_lock_names_every_target_that_locked_for_install() -> None:
+    """'meanwhile: gpuenv install --target h100' named the first of the targets that
+    locked only; install takes --target once per target."""
+    from gpuenv.errors import NetworkError
+    from gpuenv.lock.model import Lock
+    from gpuenv.lock.project import LockResult, TargetChange, partial_lock_error
+
+    failure = NetworkError("the torch index https://t.invalid/whl/cpu cannot be used", cause="dns")
+    result = LockResult(
+        Lock("sha256:x", {}),
+        (TargetChange("h100", "added"), TargetChange("a100", "unchanged")),
+        failures={"laptop": failure},
+    )
+    error = partial_lock_error(result, lock_path=Path("gpuenv.lock"), written=True)
+    assert "meanwhile: gpuenv install --target h100 --target a100" in (error.hint or "")
+    assert error.extra["locked"] == ["h100", "a100"]

@@ -519,7 +519,8 @@ def partial_lock_error(
     # Each fix once, however many targets failed the same way.
     hints = [part for exc in result.failures.values() for part in (exc.hint or "").split("; ")]
     if locked and not held:
-        hints.append(f"meanwhile: gpuenv install --target {locked[0]}")
+        named = " ".join(f"--target {name}" for name in locked)  # every one that locked
+        hints.append(f"meanwhile: gpuenv install {named}")
     first_name, first = sorted(result.failures.items())[0]
     return NetworkError(
         "\n".join(lines),
