@@ -566,6 +566,8 @@ def network_error(
         where += f" (a mirror of {redact_url(entry.canonical)}, from {entry.source})"
     if failure.cause == "not-found" and failure.packages:
         what = f"has no {', '.join(failure.packages)} (404)"
+    elif failure.cause == "auth" and failure.detail.startswith("HTTP 40"):
+        what = f"cannot be used: the server refused the credentials ({failure.detail})"
     else:
         what = f"cannot be used: {CAUSES[failure.cause]} ({failure.detail})"
     mirror = mirrors.mirror_index(index.url) if mirrors is not None and index else None

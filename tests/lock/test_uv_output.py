@@ -11,6 +11,7 @@ import pytest
 
 from gpuenv._network import UV_COLUMNS, uv_environment
 from gpuenv.lock._uv_output import (
+    PROJECT_NAME,
     TAIL_LINES,
     build_needing_torch,
     classify,
@@ -63,3 +64,40 @@ def test_uv_runs_at_one_width_whatever_the_terminal() -> None:
     for terminal in ("40", "80", ""):
         env = uv_environment({"COLUMNS": terminal, "PATH": "/usr/bin"})
         assert env["COLUMNS"] == UV_COLUMNS
+
+
+@pytest.mark.parametrize(
+    ("code", "said"),
+    [
+        (
+            "401",
+            "could not be queried due to a lack of valid authentication credentials (401 Unauthorized)",
+        ),
+        (
+            "403",
+            "returned a 403 Forbidden error. Check that the index URL is correct and the credentials are valid.",
+        ),
+    ],
+)
+def test_a_refusal_at_lock_time_is_its_http_status_never_the_resolvers_conclusion(
+    code: str, said: str
+) -> None:
+    """uv reports a 401/403 from an index page as "Because torch was not found in the
+    package registry and gpuenv-lock-request depends on torch==...": the message showed
+    that sentence (about the wrong index, naming gpuenv's throw-away project) where the
+    HTTP status belongs, in the text and in --json."""
+    from gpuenv._network import Index, network_error
+
+    text = (
+        "error: No solution found when resolving dependencies\n"
+        f"  cause: Because torch was not found in the package registry and {PROJECT_NAME} "
+        "depends on torch==2.4.1, we can conclude that your requirements are unsatisfiable.\n\n"
+        f"hint: An index URL (http://127.0.0.1:9/simple) {said}"
+    )
+    failure = classify(text)
+    assert failure is not None and failure.cause == "auth"
+    reason = "Unauthorized" if code == "401" else "Forbidden"
+    assert failure.detail == f"HTTP {code} {reason}"
+    error = network_error(failure, index=Index.parse("gpuenv-default", "http://127.0.0.1:9/simple"))
+    assert error.message.endswith(f"the server refused the credentials (HTTP {code} {reason})")
+    assert PROJECT_NAME not in error.message and "Because" not in error.message

@@ -64,10 +64,26 @@ def classify(text: str) -> Failure | None:
             return Failure(
                 cause,
                 _url_in(text),
-                _innermost(text),
+                (_auth_status(text) if cause == "auth" else None) or _innermost(text),
                 tuple(dict.fromkeys(_NOT_FOUND.findall(text))) if cause == "not-found" else (),
             )
     return None
+
+
+_STATUS = re.compile(r"\b(40[13]) (?:Unauthorized|Forbidden)\b|returned an? (40[13])\b")
+_REASONS = {"401": "Unauthorized", "403": "Forbidden"}
+
+
+def _auth_status(text: str) -> str | None:
+    """A refusal's HTTP status (``HTTP 401 Unauthorized``): uv reports a 401/403 from a
+    page as its resolver's conclusion ("Because torch was not found in the package
+    registry and <the request> depends on ..."), which is no reason and names
+    gpuenv's throw-away project."""
+    match = _STATUS.search(text)
+    if match is None:
+        return None
+    code = match.group(1) or match.group(2)
+    return f"HTTP {code} {_REASONS[code]}"
 
 
 def _url_in(text: str) -> str | None:
@@ -79,11 +95,21 @@ def _url_in(text: str) -> str | None:
 
 
 def _innermost(text: str) -> str:
+    """The tool's innermost cause, one line; never the resolver's derivation ("Because
+    ... depends on ...": what a failed page led it to conclude, not why it failed)."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     causes = [line for line in lines if line.lower().startswith(("cause:", "caused by:"))]
-    last = (causes or lines or [""])[-1]
-    last = re.sub(r"^(?i:caused by|cause):\s*", "", last)
-    return redact(last)[:300]
+    causes = [line for line in causes if not _derived(line)]
+    hints = [line for line in lines if line.startswith("hint:")]
+    last = (causes or hints or lines or [""])[-1]
+    last = re.sub(r"^(?i:caused by|cause|hint):\s*", "", last)
+    return redact(last.replace(PROJECT_NAME, "the request"))[:300]
+
+
+def _derived(line: str) -> bool:
+    """Whether a cause line is the resolver's conclusion rather than a failure."""
+    text = re.sub(r"^(?i:caused by|cause):\s*", "", line)
+    return text.startswith("Because ") or PROJECT_NAME in text
 
 
 # The marks uv (miette) draws before a message's causes.
