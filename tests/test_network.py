@@ -448,3 +448,54 @@ def test_a_relative_file_setting_reaches_uv_absolute(
     assert env["NETRC"] == str(tmp_path.parent / "netrc")
     assert env["SSL_CERT_FILE"] == str(tmp_path / "ca.pem")
     assert env["SSL_CERT_DIR"] == "/etc/ssl/certs"
+
+
+UV_TUNNEL = """error: Request failed after 3 retries in 7.1s
+  cause: Failed to fetch: https://pkgs.invalid/simple/torch/
+  cause: error sending request for url (https://pkgs.invalid/simple/torch/)
+  cause: client error (Connect)
+  cause: tunnel error: failed to create underlying connection
+  cause: tcp connect error
+  cause: Connection refused (os error 111)"""
+_PROXIES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+@pytest.mark.parametrize("variable", _PROXIES)
+def test_a_refused_connection_through_a_proxy_names_the_proxy_and_its_variable(
+    monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """A dead proxy was reported as the index refusing the connection, with a hint
+    naming HTTPS_PROXY whatever was set: the proxy is named (redacted), and so is the
+    variable that is set; --json carries both."""
+    for name in (*_PROXIES, "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, "http://puser:pr0xy-s3cret@127.0.0.1:9")
+    url = UV_TUNNEL.replace("https://", "http://") if "http_" in variable.lower() else UV_TUNNEL
+    failure = classify(url)
+    assert failure is not None and failure.cause == "refused"
+    index = Index.parse("gpuenv-default", "https://pkgs.invalid/simple")
+    error = network_error(failure, index=index, stderr_tail=url)
+    assert (
+        f"cannot be used: the proxy http://127.0.0.1:9 (from {variable}) refused the connection"
+    ) in error.message
+    assert f"check the proxy {variable} names" in (error.hint or "")
+    assert error.details()["proxy"] == {"variable": variable, "url": "http://127.0.0.1:9"}
+    assert "pr0xy-s3cret" not in f"{error.message} {error.hint} {error.details()}"
+
+
+def test_a_proxy_that_does_not_apply_to_the_url_is_not_blamed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """NO_PROXY lets the host bypass it, and an HTTPS proxy is not an http URL's."""
+    for name in (*_PROXIES, "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("NO_PROXY", "localhost,.invalid")
+    failure = classify(UV_REFUSED)  # an http URL
+    assert failure is not None
+    index = Index.parse("gpuenv-default", "http://127.0.0.1:1/simple")
+    assert "proxy" not in network_error(failure, index=index).message
+    tunnel = classify(UV_TUNNEL)
+    assert tunnel is not None
+    bypassed = network_error(tunnel, index=index, stderr_tail=UV_TUNNEL)
+    assert "the connection was refused" in bypassed.message and "proxy" not in bypassed.message

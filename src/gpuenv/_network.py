@@ -544,6 +544,81 @@ def _role_hint(index: Index | None) -> str | None:
     return None
 
 
+# The proxy variables uv (reqwest) and rattler read, by the scheme of the URL fetched,
+# in the order they are looked up.
+_PROXY_VARIABLES = {
+    "https": ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy"),
+    "http": ("HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"),
+}
+
+
+def proxy_for(url: str, environ: Mapping[str, str]) -> tuple[str, str] | None:
+    """(variable, proxy URL) of the proxy a request for ``url`` goes through, as uv
+    reads the environment (``NO_PROXY``/``no_proxy`` honoured); None: a direct one."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").lower()
+    if not host or _bypassed(host, environ.get("NO_PROXY") or environ.get("no_proxy") or ""):
+        return None
+    for name in _PROXY_VARIABLES.get(parts.scheme.lower(), ()):
+        value = environ.get(name, "").strip()
+        if value:
+            return name, value
+    return None
+
+
+def _bypassed(host: str, no_proxy: str) -> bool:
+    import ipaddress
+
+    for raw in no_proxy.split(","):
+        entry = raw.strip().lower()
+        if entry == "*":
+            return True
+        if not entry:
+            continue
+        try:
+            if ipaddress.ip_address(host) in ipaddress.ip_network(entry, strict=False):
+                return True
+            continue
+        except ValueError:
+            pass
+        name = entry.lstrip(".")
+        name = name.rsplit(":", 1)[0] if name.count(":") == 1 else name  # host:port
+        if host == name or host.endswith("." + name):
+            return True
+    return False
+
+
+# What the tool says when the proxy itself failed (reqwest's CONNECT, a SOCKS proxy).
+_THROUGH_PROXY = re.compile(r"tunnel error|SOCKS error", re.IGNORECASE)
+
+
+def _proxy_failure(
+    failure: Failure, url: str | None, stderr_tail: str, environ: Mapping[str, str]
+) -> tuple[str, str, dict[str, str]] | None:
+    """(what failed, hint, the proxy for --json) when ``failure`` is the proxy's: a refused
+    connection or a host name that does not resolve is the proxy's whenever one is set
+    for the URL (the client connects to the proxy only), any failure the tool calls a
+    tunnel or SOCKS error is too. The proxy's URL is shown redacted."""
+    found = proxy_for(url, environ) if url else None
+    if found is None:
+        return None
+    variable, proxy = found
+    tunnel = bool(_THROUGH_PROXY.search(f"{stderr_tail}\n{failure.detail}"))
+    if failure.cause not in ("refused", "dns") and not tunnel:
+        return None
+    shown = f"the proxy {redact_url(proxy)} (from {variable})"
+    what = {
+        "refused": f"{shown} refused the connection",
+        "dns": f"{shown} could not be reached: its host name does not resolve",
+        "timeout": f"{shown} could not be reached: the connection timed out",
+    }.get(failure.cause, f"{shown} could not connect to it")
+    hint = (
+        f"check the proxy {variable} names (its host and port), or unset it; "
+        "let hosts that need no proxy bypass it: NO_PROXY"
+    )
+    return what, hint, {"variable": variable, "url": redact_url(proxy)}
+
+
 def network_error(
     failure: Failure,
     *,
@@ -556,7 +631,8 @@ def network_error(
     argv: Iterable[str] = (),
 ) -> NetworkError:
     """A ``NetworkError`` for ``failure``: the index by role, the URL (redacted), the
-    tool's own words, and the fixes that fit."""
+    tool's own words, and the fixes that fit; the proxy (``HTTPS_PROXY`` & co., as the
+    tool read them), when it is the proxy that failed."""
     from gpuenv.errors import NetworkError
 
     shown = redact_url(url or failure.url or (index.shown if index else "")) or None
@@ -564,7 +640,10 @@ def network_error(
     if mirrors is not None and shown and mirrors.is_mirror_url(shown):
         entry = next(e for e in mirrors.entries if _under(shown, strip_userinfo(e.mirror)))
         where += f" (a mirror of {redact_url(entry.canonical)}, from {entry.source})"
-    if failure.cause == "not-found" and failure.packages:
+    proxy = _proxy_failure(failure, shown, stderr_tail, os.environ)
+    if proxy is not None:
+        what = f"cannot be used: {proxy[0]} ({failure.detail})"
+    elif failure.cause == "not-found" and failure.packages:
         what = f"has no {', '.join(failure.packages)} (404)"
     elif failure.cause == "auth" and failure.detail.startswith("HTTP 40"):
         what = f"cannot be used: the server refused the credentials ({failure.detail})"
@@ -576,13 +655,14 @@ def network_error(
         hint = cause_hint(failure.cause, mirror)
     if role is not None and failure.cause == "auth":  # not a pip index: no UV_INDEX_* names
         hint = "pass credentials in the channel URL (USER:TOKEN@ before the host)"
-    hints = [extra_hint, hint, _role_hint(index)]
+    hints = [extra_hint, proxy[1], None] if proxy else [extra_hint, hint, _role_hint(index)]
     error = NetworkError(
         f"{where} {what}",
         cause=failure.cause,
         url=shown,
         hint="; ".join(h for h in hints if h),
         stderr_tail=stderr_tail,
+        extra={"proxy": proxy[2]} if proxy else None,
     )
     error.argv = tuple(argv)
     return error

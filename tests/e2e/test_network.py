@@ -354,3 +354,26 @@ def test_a_named_torch_index_that_cannot_be_reached_is_offered_removed_for_pypis
     assert "to lock h100 from the default index alone, unset GPUENV_TORCH_INDEX:" in result.stderr
     del project.env["GPUENV_TORCH_INDEX"]
     assert project.gpuenv("lock", "--target", "h100").returncode == 0, "the route works"
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY"])
+def test_a_dead_proxy_is_named_as_the_proxy_not_the_index(
+    make_project: Callable[..., Project], pkgindex: PkgIndex, variable: str
+) -> None:
+    """With a proxy set that refuses connections, the error said the index refused the
+    connection and never named the proxy: it names the proxy (redacted) and its
+    variable, in the text and in --json."""
+    proxy = f"http://puser:pr0xy-s3cret@127.0.0.1:{closed_port()}"
+    project = no_retries(make_project(spec(pkgindex.default_index)))
+    for name in ("NO_PROXY", "no_proxy", "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        project.env.pop(name, None)
+    project.env[variable] = proxy
+    result = project.gpuenv("lock", "--target", "h100")
+    assert result.returncode == 5, result.stderr
+    shown = proxy.replace("puser:pr0xy-s3cret@", "")
+    assert f"the proxy {shown} (from {variable}) refused the connection" in result.stderr
+    assert f"check the proxy {variable} names" in result.stderr
+    as_json = project.gpuenv("lock", "--target", "h100", "--json")
+    error = json.loads(as_json.stdout)["error"]
+    assert error["failed"]["h100"]["proxy"] == {"variable": variable, "url": shown}
+    assert "pr0xy-s3cret" not in result.stderr + result.stdout + as_json.stdout + as_json.stderr

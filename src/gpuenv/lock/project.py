@@ -536,7 +536,7 @@ def partial_lock_error(
             "kept": kept,
             "failed": {
                 name: {"cause": e.cause, "url": e.url, "message": e.message, "hint": e.hint}
-                | ({"pypi_route": e.extra["pypi_route"]} if "pypi_route" in e.extra else {})
+                | {key: e.extra[key] for key in ("pypi_route", "proxy") if key in e.extra}
                 for name, e in sorted(result.failures.items())
             },
         },
