@@ -454,8 +454,16 @@ def lock_and_write(
 
     shared = shared_pip(pip)  # one lock's: its pages serve the look at the newest torch
     pages = getattr(shared, "pages", None)
-    watch = Background(lambda: _newest_torch_on_index(pip, index, options.cache_dir, pages))
-    builds = Background(lambda: _remember_index_builds(pip, loaded.spec, options, kb))
+    # Two courtesy reads of the indexes' torch pages (a newer torch; builds the knowledge
+    # base lacks) ask the canonical hosts: behind mirrors they are left out, as nothing
+    # may go around a mirror (the resolution and the downloads go through it).
+    around = bool(options.mirrors.entries)
+    watch = Background(
+        lambda: None if around else _newest_torch_on_index(pip, index, options.cache_dir, pages)
+    )
+    builds = Background(
+        lambda: None if around else _remember_index_builds(pip, loaded.spec, options, kb)
+    )
     result = lock_project(  # the resolution runs while the index is looked at
         loaded,
         kb,
