@@ -493,3 +493,43 @@ def test_single_quotes_keep_a_dollar_paren_literal(tmp_path: Path) -> None:
         tmp_path, {"Dockerfile": "FROM python:3.10\nRUN echo '$(x)' && pip install einops==0.7.0\n"}
     )
     assert set(asks(readings)) == {"einops"}
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        # detectron2's docker/Dockerfile (copied into Vim's det/docker/Dockerfile:23)
+        (
+            "Dockerfile",
+            "FROM python:3.10\n"
+            "RUN pip install --user tensorboard cmake onnx   # cmake from apt-get is too old\n",
+        ),
+        ("Dockerfile", "FROM python:3.10\nRUN pip install tensorboard cmake onnx;# too old\n"),
+        (
+            "README.md",
+            "```bash\npip install tensorboard cmake onnx  # cmake from apt-get is too old\n```\n",
+        ),
+    ],
+)
+def test_a_shell_comment_after_an_install_is_no_package(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    readings = read(tmp_path, {name: text})
+    assert set(asks(readings)) == {"tensorboard", "cmake", "onnx"}
+    assert "not a requirement" not in notes(readings)
+
+
+def test_a_hash_inside_a_word_or_quotes_is_no_comment(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path,
+        {
+            "Dockerfile": (
+                "FROM python:3.10\n"
+                "RUN pip install 'git+https://example.invalid/a/b.git#egg=b-pkg' einops==0.7.0 "
+                "&& conda install -y ffmpeg=6.0 # the one with x264\n"
+                "RUN echo '# not a comment' && pip install \\#odd timm==0.9.12\n"
+            )
+        },
+    )
+    assert set(asks(readings)) == {"b-pkg", "einops", "ffmpeg", "timm"}
+    assert "not a requirement: '#odd'" in notes(readings), "an escaped # is a word's"

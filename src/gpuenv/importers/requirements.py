@@ -475,20 +475,46 @@ def _substitutions_unread(text: str) -> str:
     return "".join(out)
 
 
+_WORD_BREAKS = frozenset(" \t\n;&|()<>")
+
+
+def _without_comment(text: str) -> str:
+    """``text`` up to its comment, as the shell reads it: from an unquoted, unescaped
+    ``#`` that begins a word (detectron2's Dockerfile: ``RUN pip install --user
+    tensorboard cmake onnx   # cmake from apt-get is too old`` installed "from", "is",
+    "too", ...). A ``#`` inside a word (``...#egg=x``, ``$#``) or quotes is no comment."""
+    quote, word_start, i = "", True, 0
+    while i < len(text):
+        char = text[i]
+        if quote:
+            if char == quote:
+                quote = ""
+            elif char == "\\" and quote == '"':
+                i += 1
+        elif char == "#" and word_start:
+            return text[:i]
+        elif char == "\\":
+            i += 1
+        elif char in "'\"":
+            quote = char
+        word_start = not quote and char in _WORD_BREAKS
+        i += 1
+    return text
+
+
 def shell_commands(text: str, origin: Origin) -> list[list[str]]:
     """The simple commands of a shell line (split at ``;``, ``&&``, ``||``, ``|``
     outside quotes), each as its words; quotes nest as the shell's do
     (``A="$(echo "$B" | tr ';' ' ')"`` is one word)."""
-    lexer = shlex.shlex(_substitutions_unread(text), posix=True, punctuation_chars=";&|")
+    uncommented = _without_comment(_substitutions_unread(text))
+    lexer = shlex.shlex(uncommented, posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
-    lexer.commenters = ""
+    lexer.commenters = ""  # shlex's would also end ``git+https://...#egg=x`` mid-word
     commands: list[list[str]] = [[]]
     try:
         for token in lexer:
             if token in _OPERATORS:
                 commands.append([])
-            elif token.startswith("#") and not commands[-1]:
-                break  # a comment: the rest of the line
             else:
                 commands[-1].append(token)
     except ValueError as exc:
