@@ -460,6 +460,23 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
             ("changed", "torchvision", "why", "the release paired with torch 1.12.1"),
         ],
     ),
+    # Time-Series-Library's Dockerfile: a release asset with a local version, behind a
+    # BuildKit cache mount
+    "a release wheel with a local version": (
+        "FROM pytorch/pytorch:2.5.1-cuda12.1-cudnn9-devel\n"
+        "RUN --mount=type=cache,target=/root/.cache/pip \\\n"
+        "    pip install einops==0.8.0\n"
+        "RUN pip install https://github.com/state-spaces/mamba/releases/download/v2.2.6.post3/"
+        "mamba_ssm-2.2.6.post3+cu12torch2.5cxx11abiFALSE-cp311-cp311-linux_x86_64.whl\n",
+        "h100",
+        [
+            ("kept", "einops", "why", "as pinned"),
+            ("kept", "mamba-ssm", "why", "a direct URL"),
+            ("assumptions", "mamba-ssm", "why",
+             "mamba-ssm is installed from its URL: 2.2.6.post3+cu12torch2.5cxx11abiFALSE is "
+             "a local version, which no index serves"),
+        ],
+    ),
     "a NumPy older than the Python": (
         "name: x\ndependencies:\n  - python=3.11\n  - pytorch=2.1.2\n  - numpy=1.19.5\n",
         "rtx4090",

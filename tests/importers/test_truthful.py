@@ -245,3 +245,30 @@ def test_a_cuda_base_image_dates_an_unpinned_torch(
     )
     if target == "h100":
         assert "torch._six was removed" in entry["risk_detail"]
+
+
+def test_a_release_wheel_with_a_local_version_is_written_as_its_url(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # Time-Series-Library's Dockerfile: the RUN with a BuildKit cache mount vanished, and
+    # the wheel became `mamba-ssm==2.2.6.post3+cu12torch2.5cxx11abiFALSE`, which no index
+    # can have (every resolve failed on it).
+    wheel = (
+        "https://github.com/state-spaces/mamba/releases/download/v2.2.6.post3/"
+        "mamba_ssm-2.2.6.post3+cu12torch2.5cxx11abiFALSE-cp311-cp311-linux_x86_64.whl"
+    )
+    docker = _file(
+        tmp_path,
+        "Dockerfile",
+        "FROM pytorch/pytorch:2.5.1-cuda12.1-cudnn9-devel\n"
+        "RUN --mount=type=cache,target=/root/.cache/pip \\\n"
+        "    pip install einops==0.8.0\n"
+        "RUN --network=none --security=sandbox pip install timm==1.0.9\n"
+        f"RUN pip install {wheel}\n",
+    )
+    imported = run_import(docker)
+    assert imported.result.code == 0, imported.result.out
+    written = imported.spec.read_text()
+    assert f'"mamba-ssm @ {wheel}"' in written
+    assert '"einops==0.8.0"' in written and '"timm==1.0.9"' in written
+    assert 'cu12torch2.5cxx11abiFALSE"' not in written

@@ -1054,6 +1054,30 @@ def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
         )
         return
     if ask.url:
+        _direct_url(d, resolved)
+        return
+    entry = Entry(
+        KEPT,
+        resolved.name,
+        "a pre-release pin" if ask.pre else "as pinned",
+        origin=ask.origin,
+        was=resolved.specifier or "any",
+        now=resolved.specifier or "any",
+        risk=LOW if ask.pre else NONE,
+    )
+    d.add(entry)
+    d.pip.append(Line(_requirement_of(resolved), entry.comment()))
+
+
+def _direct_url(d: Decision, resolved: Resolved) -> None:
+    """A wheel or source archive URL whose file name gives its version: that version
+    from the index, unless the index cannot have it. A local version (Time-Series-
+    Library's ``mamba_ssm-2.2.6.post3+cu12torch2.5cxx11abiFALSE-...whl``, a release
+    asset) is on no index: its pin failed every resolve, so the URL is kept. (A
+    ``+cuXYZ`` label is a torch build, split off by the reader: the public version
+    stays.)"""
+    ask = resolved.ask
+    if "+" not in resolved.specifier:
         entry = Entry(
             CHANGED,
             resolved.name,
@@ -1063,19 +1087,23 @@ def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
             now=resolved.specifier,
             risk=LOW,
         )
-    else:
-        risk = LOW if ask.pre else NONE
-        entry = Entry(
-            KEPT,
-            resolved.name,
-            "a pre-release pin" if ask.pre else "as pinned",
-            origin=ask.origin,
-            was=resolved.specifier or "any",
-            now=resolved.specifier or "any",
-            risk=risk,
-        )
-    d.add(entry)
-    d.pip.append(Line(_requirement_of(resolved), entry.comment()))
+        d.add(entry)
+        d.pip.append(Line(_requirement_of(resolved), entry.comment()))
+        return
+    version = resolved.specifier.lstrip("=")
+    _url_kept(d, resolved, f"{version} is a local version, which no index serves")
+
+
+def _url_kept(d: Decision, resolved: Resolved, reason: str) -> None:
+    """``name @ URL`` written as the files have it (``_no_credentials`` strips a token)."""
+    ask = resolved.ask
+    url = moves.pip_url(ask.url or "")
+    extras = f"[{','.join(ask.extras)}]" if ask.extras else ""
+    marker = f" ; {ask.marker}" if ask.marker else ""
+    d.add(Entry(KEPT, resolved.name, "a direct URL", origin=ask.origin, was=url, now=url))
+    why = f"{resolved.name} is installed from its URL: {reason}"
+    d.add(Entry(ASSUMPTION, resolved.name, why, origin=ask.origin))
+    d.pip.append(Line(f"{resolved.name}{extras} @ {url}{marker}", ask.origin.cite()))
 
 
 def _constraint_breaks_pin(d: Decision, resolved: Resolved, constraint: TorchConstraint) -> None:

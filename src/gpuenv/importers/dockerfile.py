@@ -1,6 +1,7 @@
 """Dockerfiles: the ``FROM`` image (``ARG`` defaults substituted, stage names followed
 to the final stage's base) and the ``pip install`` / ``conda install`` commands of
-``RUN`` lines (shell form split at ``&&``, ``||``, ``;`` and ``|``; exec form as JSON).
+``RUN`` lines (shell form split at ``&&``, ``||``, ``;`` and ``|``; exec form as JSON;
+BuildKit's ``--mount=``/``--network=``/``--security=`` flags before the command skipped).
 
 A Dockerfile with no ``FROM`` is not one (exit 2). ``RUN`` heredocs, commands that use
 unset variables, and ``apt-get install`` lines are reported, not read. A ``pip install
@@ -236,8 +237,16 @@ def _conda_install(state: _State, tokens: list[str], origin: Origin) -> None:
         state.torch_by_run = True
 
 
+# BuildKit's flags of RUN (``--mount=type=cache,target=/root/.cache/pip``,
+# ``--network=none``, ``--security=insecure``): how the build runs the command, not its
+# words (Time-Series-Library's Dockerfile: the whole instruction was read as a command
+# named "--mount=..." and vanished with no note)
+_RUN_FLAGS = re.compile(r"^(?:--[a-z][a-z-]*=\S*\s+)+")
+
+
 def _run(state: _State, line: int, args: str) -> None:
     origin = Origin(state.builder.file, line, f"RUN {args}"[:200])
+    args = _RUN_FLAGS.sub("", args)
     if "<<" in args and re.search(r"<<-?\s*['\"]?[A-Za-z]", args):
         state.builder.note(UNREADABLE, "RUN with a heredoc: not read", origin)
         return
