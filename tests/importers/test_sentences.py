@@ -134,12 +134,25 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         ],
     ),
     "a direct URL and a pre-release": (
-        "torch==2.1.2\nrequests @ https://example.org/requests-2.31.0.tar.gz\n"
-        "transformers==4.40.0rc1\n",
+        "torch==2.1.2\nrequests @ https://files.example.invalid/packages/ab/cd/"
+        + "0" * 60
+        + "/requests-2.31.0.tar.gz\ntransformers==4.40.0rc1\n",
         "rtx4090",
         [
             ("changed", "requests", "why", "a direct URL: the same version from the index"),
             ("kept", "transformers", "why", "a pre-release pin"),
+        ],
+    ),
+    # a private host's archive is not the index's project of that name (which exists,
+    # and is another project)
+    "a direct URL on a private host": (
+        "torch==2.1.2\nutils @ https://internal.example.com/packages/utils-1.0.2.tar.gz\n",
+        "h100",
+        [
+            ("kept", "utils", "why", "a direct URL"),
+            ("assumptions", "utils", "why",
+             "utils is installed from its URL: it is no package index's file, and the "
+             "index's utils may be another project"),
         ],
     ),
     "git sources": (

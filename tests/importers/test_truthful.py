@@ -272,3 +272,37 @@ def test_a_release_wheel_with_a_local_version_is_written_as_its_url(
     assert f'"mamba-ssm @ {wheel}"' in written
     assert '"einops==0.8.0"' in written and '"timm==1.0.9"' in written
     assert 'cu12torch2.5cxx11abiFALSE"' not in written
+
+
+def test_only_an_index_file_becomes_the_index_pin_of_its_version(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # `utils @ https://internal.example.com/...` was written `utils==1.0.2`, low risk: the
+    # index's utils 1.0.2 is an unrelated project. A file of an index (its hash-addressed
+    # layout, on its file host or a mirror; PyTorch's index) names the index's project.
+    from gpuenv.importers.requirements import index_file
+    from gpuenv.plan import DEFAULT_TORCH_INDEX
+
+    digest = "0123456789abcdef" * 3 + "0123456789ab"
+    requirements = _file(
+        tmp_path,
+        "requirements.txt",
+        "torch==2.1.2\n"
+        "utils @ https://internal.example.com/packages/utils-1.0.2.tar.gz\n"
+        "other @ https://user:hunter2@files.example.com/other-0.1.tar.gz?token=abc\n"
+        f"einops @ https://files.example.invalid/packages/ab/cd/{digest}/"
+        "einops-0.7.0-py3-none-any.whl\n",
+    )
+    imported = run_import(requirements)
+    assert imported.result.code == 0, imported.result.out
+    written = imported.spec.read_text()
+    assert '"utils @ https://internal.example.com/packages/utils-1.0.2.tar.gz"' in written
+    assert '"other @ https://files.example.com/other-0.1.tar.gz"' in written
+    assert "hunter2" not in written + imported.result.out
+    assert '"einops==0.7.0"' in written
+    assert "utils==" not in written and "other==" not in written
+    kept = [a["why"] for a in imported.report["assumptions"] if "from its URL" in a["why"]]
+    assert len(kept) == 2 and all("may be another project" in why for why in kept)
+    torch_index_file = f"{DEFAULT_TORCH_INDEX}/cu121/triton-2.1.0-0-cp311-cp311-linux_x86_64.whl"
+    assert index_file(torch_index_file)
+    assert not index_file("https://example.invalid/whl/cu121/triton-2.1.0-0-cp311-none-any.whl")

@@ -54,6 +54,7 @@ from gpuenv.importers.report import (
     Entry,
 )
 from gpuenv.importers.report import UNMANAGED as UNMANAGED_ENTRY
+from gpuenv.importers.requirements import index_file
 from gpuenv.importers.torch_choice import Choice, PaperTorch, Planning, choose
 from gpuenv.knowledge import DriverCompat, KnowledgeBase
 from gpuenv.knowledge.foreign import (
@@ -1071,36 +1072,48 @@ def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
 
 def _direct_url(d: Decision, resolved: Resolved) -> None:
     """A wheel or source archive URL whose file name gives its version: that version
-    from the index, unless the index cannot have it. A local version (Time-Series-
-    Library's ``mamba_ssm-2.2.6.post3+cu12torch2.5cxx11abiFALSE-...whl``, a release
-    asset) is on no index: its pin failed every resolve, so the URL is kept. (A
-    ``+cuXYZ`` label is a torch build, split off by the reader: the public version
-    stays.)"""
+    from the index when the URL is one of a package index's files. Anywhere else the URL
+    is kept: a private host's ``utils-1.0.2.tar.gz`` is not the index's ``utils``
+    (``requirements.index_file``), and a local version (Time-Series-Library's
+    ``mamba_ssm-2.2.6.post3+cu12torch2.5cxx11abiFALSE-...whl``, a release asset) is on
+    no index: its pin failed every resolve. (A ``+cuXYZ`` label is a torch build, split
+    off by the reader: the public version stays.)"""
     ask = resolved.ask
-    if "+" not in resolved.specifier:
-        entry = Entry(
-            CHANGED,
-            resolved.name,
-            "a direct URL: the same version from the index",
-            origin=ask.origin,
-            was=ask.url,
-            now=resolved.specifier,
-            risk=LOW,
-        )
-        d.add(entry)
-        d.pip.append(Line(_requirement_of(resolved), entry.comment()))
+    if "+" in resolved.specifier:
+        version = resolved.specifier.lstrip("=")
+        _url_kept(d, resolved, f"{version} is a local version, which no index serves")
         return
-    version = resolved.specifier.lstrip("=")
-    _url_kept(d, resolved, f"{version} is a local version, which no index serves")
+    if not index_file(ask.url or ""):
+        _url_kept(
+            d,
+            resolved,
+            f"it is no package index's file, and the index's {resolved.name} may be another "
+            "project",
+        )
+        return
+    entry = Entry(
+        CHANGED,
+        resolved.name,
+        "a direct URL: the same version from the index",
+        origin=ask.origin,
+        was=ask.url,
+        now=resolved.specifier,
+        risk=LOW,
+    )
+    d.add(entry)
+    d.pip.append(Line(_requirement_of(resolved), entry.comment()))
 
 
 def _url_kept(d: Decision, resolved: Resolved, reason: str) -> None:
     """``name @ URL`` written as the files have it (``_no_credentials`` strips a token)."""
     ask = resolved.ask
+    from gpuenv._redact import redact_url
+
     url = moves.pip_url(ask.url or "")
     extras = f"[{','.join(ask.extras)}]" if ask.extras else ""
     marker = f" ; {ask.marker}" if ask.marker else ""
-    d.add(Entry(KEPT, resolved.name, "a direct URL", origin=ask.origin, was=url, now=url))
+    shown = redact_url(url)
+    d.add(Entry(KEPT, resolved.name, "a direct URL", origin=ask.origin, was=shown, now=shown))
     why = f"{resolved.name} is installed from its URL: {reason}"
     d.add(Entry(ASSUMPTION, resolved.name, why, origin=ask.origin))
     d.pip.append(Line(f"{resolved.name}{extras} @ {url}{marker}", ask.origin.cite()))

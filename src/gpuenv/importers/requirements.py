@@ -42,6 +42,12 @@ _TORCH_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:(nightly)/)?(cu\d{2,4}
 _WHEEL = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)(-\d[^-]*)?-[^-]+-[^-]+-[^-]+\.whl$")
 _SDIST = re.compile(r"^(?P<name>.+?)-(?P<version>\d[^-]*)\.(tar\.gz|zip|tar\.bz2)$")
 _EGG = re.compile(r"[#&]egg=([A-Za-z0-9._-]+)")
+# Where a package index keeps its own files: the default index's hash-addressed
+# ``/packages/ab/cd/<60 hex>/<file>`` and its older ``/packages/<py>/<letter>/<name>/<file>``
+# (on its file host or a mirror of it), and PyTorch's index (``_TORCH_INDEX``).
+_INDEX_FILE = re.compile(
+    r"/packages/(?:[0-9a-f]{2}/[0-9a-f]{2}/[0-9a-f]{60}|[\w.]+/\w/[^/]+)/[^/]+"
+)
 _FREEZE_LINE = re.compile(
     r"^([A-Za-z0-9][A-Za-z0-9._-]*(\[[^\]]*\])?==\S+|[A-Za-z0-9][A-Za-z0-9._-]* @ \S+|-e \S+)$"
 )
@@ -140,6 +146,20 @@ def _file_ask(text: str, origin: Origin) -> Ask | None:
         return None
     spec, build = _split_local(f"=={version}")
     return Ask(canonicalize_name(match.group("name")), spec, origin, build=build, url=text)
+
+
+def index_file(url: str) -> bool:
+    """``url`` is a file of a package index, so the index's project of the name it
+    gives is the same project. A file anywhere else (a private host, a release page)
+    may be a private build whose name the index gives to another project:
+    ``utils @ https://internal.example.com/packages/utils-1.0.2.tar.gz`` became the
+    index's unrelated ``utils==1.0.2``."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # "Invalid IPv6 URL"
+        return False
+    where = f"{(parts.hostname or '').lower()}{parts.path}"
+    return bool(_INDEX_FILE.fullmatch(parts.path) or _TORCH_INDEX.match(where))
 
 
 def _reference_ask(text: str, origin: Origin, *, editable: bool) -> Ask | str:
