@@ -204,3 +204,63 @@ def test_new_formats_with_values_of_the_wrong_type_are_never_a_crash(
         (folder / name).write_text(text)
         result = run_import(folder / name, target="cpu").result
         assert result.code in (0, 2), (name, result.code, result.err)
+
+
+def test_development_files_with_any_separator_are_listed_not_used(tmp_path: Path) -> None:
+    # coqui-ai/TTS imported requirements.dev.txt (black, pylint==2.10.2) and
+    # requirements.notebooks.txt (bokeh==1.4.0); FastVideo its docs build's freeze,
+    # requirements-mkdocs.txt, whose pins then beat the project's own.
+    root = _tree(
+        tmp_path / "repo",
+        {
+            "requirements.txt": "torch==2.1.0\n",
+            "requirements.ja.txt": "cutlet\n",
+            "requirements.dev.txt": "black\ncoverage\nisort\nnose2\npylint==2.10.2\n",
+            "requirements_dev.txt": "pytest\n",
+            "requirements-dev.txt": "pytest\n",
+            "requirements.notebooks.txt": "bokeh==1.4.0\n",
+            "requirements-mkdocs.txt": "babel==2.18.0\nmkdocs==1.6.1\n",
+            "requirements-mkdocs.in": "mkdocs\n",
+            "requirements.docs.txt": "sphinx\n",
+            "environment.dev.yml": "dependencies: [black]\n",
+        },
+    )
+    found = discover(root)
+    used = sorted(p.name for p in found.files)
+    assert used == ["requirements.ja.txt", "requirements.txt"]
+    listed = {p.name: why for p, why in found.skipped}
+    assert set(listed) == {
+        "requirements.dev.txt",
+        "requirements_dev.txt",
+        "requirements-dev.txt",
+        "requirements.notebooks.txt",
+        "requirements-mkdocs.txt",
+        "requirements-mkdocs.in",
+        "requirements.docs.txt",
+        "environment.dev.yml",
+    }
+    assert set(listed.values()) == {"development requirements"}
+
+
+def test_a_rocm_dockerfile_is_set_aside_beside_the_cuda_one(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # FastVideo's docker/rocm7_1.Dockerfile (an AMD image) was imported as a Linux/CUDA file.
+    root = _tree(
+        tmp_path / "repo",
+        {
+            "docker/Dockerfile": DOCKERFILE,
+            "docker/rocm7_1.Dockerfile": (
+                "FROM rocm/pytorch:rocm7.1_ubuntu22.04_py3.10_pytorch_release_2.9.1\n"
+                "RUN pip install einops==0.8.1\n"
+            ),
+        },
+    )
+    imported = run_import(root, target="rtx4090")
+    assert imported.result.code == 0, imported.result.out
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert (
+        "docker/rocm7_1.Dockerfile set aside: it is for AMD GPUs (ROCm), not NVIDIA GPUs or a CPU"
+        in notes
+    )
+    assert "einops" not in imported.spec.read_text()

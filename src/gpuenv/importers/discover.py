@@ -110,12 +110,18 @@ class Found:
     project_folder: Path | None = None
 
 
+_SEPARATORS = ("-", "_", ".")  # requirements-dev.txt, requirements_dev.txt, requirements.dev.txt
+
+
 def _dev_only(name: str) -> bool:
-    stem = name.lower().split(".", 1)[0]
-    for prefix in ("requirements", "requirements_", "requirements-", "environment"):
-        if stem.startswith(prefix) and stem != prefix:
-            rest = stem[len(prefix) :].lstrip("-_")
-            return bool(rest) and is_dev_group(rest)
+    """A development group's file: what follows ``requirements`` or ``environment`` and
+    a separator, the extension dropped (coqui-ai/TTS's ``requirements.dev.txt`` was
+    imported as the paper's environment: black, pylint, nose2)."""
+    stem = name.lower().rsplit(".", 1)[0]
+    for prefix in ("requirements", "environment"):
+        rest = stem.removeprefix(prefix)
+        if rest != stem and rest[:1] in _SEPARATORS and rest[1:]:
+            return is_dev_group(rest[1:].replace(".", "-"))
     return False
 
 

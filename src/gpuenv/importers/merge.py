@@ -378,8 +378,10 @@ def other_platform(reading: Reading, machine: str = "x86_64") -> str | None:
     stem = reading.file.rsplit("/", 1)[-1].lower()
     others, other_machine = _OTHER_MACHINE.get(machine, (set(), ""))
     for word in re.split(r"[^a-z0-9]+", stem.replace("x86_64", "x86")):
-        if word in _OTHER_PLATFORMS:
-            return _OTHER_PLATFORMS[word]
+        # a word with its release (FastVideo's docker/rocm7_1.Dockerfile, win10) too
+        known = word if word in _OTHER_PLATFORMS else word.rstrip("0123456789")
+        if known in _OTHER_PLATFORMS:
+            return _OTHER_PLATFORMS[known]
         if word in others:
             return other_machine
     return None

@@ -36,7 +36,9 @@ from gpuenv.names import normalize_name
 DEV_GROUPS = frozenset(
     {"dev", "develop", "development", "test", "tests", "testing", "doc", "docs", "lint",
      "linting", "typing", "type", "types", "style", "quality", "bench", "benchmark", "ci",
-     "readthedocs", "rtd"}  # requirements/readthedocs.txt: the docs build's (mmdet's)
+     "readthedocs", "rtd",  # requirements/readthedocs.txt: the docs build's (mmdet's)
+     "mkdocs", "sphinx",  # FastVideo's requirements-mkdocs.txt: a docs build's freeze
+     "notebook", "notebooks"}  # coqui-ai/TTS's requirements.notebooks.txt: bokeh for plots
 )  # fmt: skip
 
 
