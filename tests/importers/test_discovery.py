@@ -264,3 +264,31 @@ def test_a_rocm_dockerfile_is_set_aside_beside_the_cuda_one(
         in notes
     )
     assert "einops" not in imported.spec.read_text()
+
+
+def test_requirement_files_named_for_a_part_of_the_project_are_found(tmp_path: Path) -> None:
+    # Vim (hustvl/Vim): the README's `pip install -r vim/vim_requirements.txt`, and
+    # det/det-requirements.txt, seg/seg-requirements.txt were neither read nor listed.
+    root = _tree(
+        tmp_path / "repo",
+        {
+            "vim_requirements.txt": "addict==2.4.0\naiohttp==3.9.1\n",
+            "dev-requirements.txt": "pytest\n",
+            "docs_requirements.txt": "sphinx\n",
+            "det/det-requirements.txt": "fvcore\n",
+            "seg/seg-requirements.txt": "mmcv\n",
+            "docker/gpu-requirements.txt": "einops==0.7.0\n",
+        },
+    )
+    found = discover(root)
+    used = sorted(p.relative_to(root).as_posix() for p in found.files)
+    assert used == ["docker/gpu-requirements.txt", "vim_requirements.txt"]
+    listed = {p.relative_to(root).as_posix(): why for p, why in found.skipped}
+    assert listed == {
+        "dev-requirements.txt": "development requirements",
+        "docs_requirements.txt": "development requirements",
+        "det/det-requirements.txt": "in a subfolder: not used (pass it to use it)",
+        "seg/seg-requirements.txt": "in a subfolder: not used (pass it to use it)",
+    }
+    readings, _ = read_inputs((root / "vim_requirements.txt",), foreign_knowledge())
+    assert [r.format for r in readings] == ["requirements"]

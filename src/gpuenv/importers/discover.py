@@ -36,6 +36,11 @@ PATTERNS = (
     "*conda-lock*.yaml",
     "requirements*.txt",
     "requirements*.in",
+    # named for a part of the project (Vim's vim/vim_requirements.txt, det-requirements.txt)
+    "*_requirements.txt",
+    "*-requirements.txt",
+    "*_requirements.in",
+    "*-requirements.in",
     "pyproject.toml",
     "setup.py",
     "setup.cfg",
@@ -116,8 +121,12 @@ _SEPARATORS = ("-", "_", ".")  # requirements-dev.txt, requirements_dev.txt, req
 def _dev_only(name: str) -> bool:
     """A development group's file: what follows ``requirements`` or ``environment`` and
     a separator, the extension dropped (coqui-ai/TTS's ``requirements.dev.txt`` was
-    imported as the paper's environment: black, pylint, nose2)."""
+    imported as the paper's environment: black, pylint, nose2), or what precedes
+    ``requirements`` (``dev-requirements.txt``)."""
     stem = name.lower().rsplit(".", 1)[0]
+    group = stem.removesuffix("requirements")
+    if group != stem and group[-1:] in _SEPARATORS and group[:-1]:
+        return is_dev_group(group[:-1].replace(".", "-"))
     for prefix in ("requirements", "environment"):
         rest = stem.removeprefix(prefix)
         if rest != stem and rest[:1] in _SEPARATORS and rest[1:]:

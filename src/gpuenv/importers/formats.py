@@ -50,8 +50,9 @@ READERS: dict[str, Reader] = {
 
 KNOWN = (
     "environment.yml / conda env export, conda-lock.yml, cog.yaml, requirements*.txt, "
-    "pip freeze output, collect_env output, pyproject.toml, setup.py, setup.cfg, Dockerfile, "
-    "Pipfile, Pipfile.lock, poetry.lock, uv.lock, pixi.toml, .python-version"
+    "*_requirements.txt, pip freeze output, collect_env output, pyproject.toml, setup.py, "
+    "setup.cfg, Dockerfile, Pipfile, Pipfile.lock, poetry.lock, uv.lock, pixi.toml, "
+    ".python-version"
 )
 
 
