@@ -292,3 +292,26 @@ def test_requirement_files_named_for_a_part_of_the_project_are_found(tmp_path: P
     }
     readings, _ = read_inputs((root / "vim_requirements.txt",), foreign_knowledge())
     assert [r.format for r in readings] == ["requirements"]
+
+
+def test_a_pixi_cuda_major_asks_for_a_build_of_that_major(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # pixi-pytorch-onnx: `cuda-version = "12.*"` beside `pytorch-gpu = "*"` was "no CUDA
+    # version pinned"; an H100 on driver 550 got torch's cu118 build (cu130 on driver 580).
+    root = _tree(
+        tmp_path / "repo",
+        {
+            "pixi.toml": (
+                '[workspace]\nname = "p"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n'
+                '[dependencies]\npython = "3.10.*"\ncuda-version = "12.*"\npytorch-gpu = "*"\n'
+            )
+        },
+    )
+    for target, driver_cuda in (("h100", "12.4"), ("rtx5090", "12.8")):
+        imported = run_import(root, target=target)
+        assert imported.result.code == 0, imported.result.out
+        tag = imported.torch().split("+")[1]
+        assert tag.startswith("cu12") and tag <= "cu" + driver_cuda.replace(".", ""), tag
+        notes = [a["why"] for a in imported.report["assumptions"]]
+        assert not any("no CUDA version pinned" in n for n in notes)

@@ -490,6 +490,22 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
              "a local version, which no index serves"),
         ],
     ),
+    # pixi-pytorch-onnx: cuda-version = "12.*" was "no CUDA version pinned", and an H100
+    # with driver 550 got cu118
+    "a CUDA major with no minor": (
+        "name: x\ndependencies:\n  - python=3.10\n  - cuda-version=12\n  - pytorch\n",
+        "h100",
+        [("assumptions", "torch", "why",
+          "cuda-version=12: a CUDA 12 build asked, any minor: cu124 is the newest that fits "
+          "this target")],
+    ),
+    "a CUDA major the paper's torch has no build for": (
+        "name: x\ndependencies:\n  - python=3.10\n  - cuda-version=12\n  - pytorch=1.13.1\n",
+        "h100",
+        [("assumptions", "torch", "why",
+          "cuda-version=12: a CUDA 12 build asked, any minor: none fits this target; cu118 "
+          "does")],
+    ),
     "a NumPy older than the Python": (
         "name: x\ndependencies:\n  - python=3.11\n  - pytorch=2.1.2\n  - numpy=1.19.5\n",
         "rtx4090",

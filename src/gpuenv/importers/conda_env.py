@@ -23,6 +23,7 @@ from gpuenv.importers._text import fail, line_not_read
 from gpuenv.importers._yaml import YNode, load
 from gpuenv.importers.model import (
     CHANNELS,
+    CUDA_MAJOR,
     DROPPED,
     NAME,
     PYTHON,
@@ -132,6 +133,12 @@ class CondaSink:
     def _cuda_package(self, means: str, specifier: str, origin: Origin) -> None:
         cuda = release_of(specifier)
         if means == "build":
+            family = re.fullmatch(r"==\s*(\d+)(\.\*)?", specifier)
+            if cuda is None and family is not None:
+                # pixi-pytorch-onnx's cuda-version = "12.*": any 12.x build, not "no pin"
+                # (it got cu118 on an H100, cu130 elsewhere)
+                self.builder.fact(CUDA_MAJOR, family.group(1), origin, "conda CUDA package")
+                return
             if cuda is None:
                 self.builder.note(UNREADABLE, f"{origin.text}: no CUDA version pinned", origin)
                 return

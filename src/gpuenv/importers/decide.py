@@ -26,6 +26,7 @@ from gpuenv.importers.images import IMPLIED
 from gpuenv.importers.merge import Merged, Resolved
 from gpuenv.importers.model import (
     CUDA_EXTENSION,
+    CUDA_MAJOR,
     DRIVER,
     DROPPED,
     GPU,
@@ -293,6 +294,7 @@ def paper_torch(
         known = [r.version for r in kb.torch_releases]
         version, era = _era_of_dates(merged, fk, "", (dated, known))
     build, _ = _torch_build(merged, resolved)
+    major = merged.fact(CUDA_MAJOR) if build is None else None
     python, _ = _python_wanted(merged)
     ceiling = python_ceiling(merged, fk)
     if python is None and ceiling is not None:
@@ -305,6 +307,7 @@ def paper_torch(
         torchvision="torchvision" in merged.packages,
         torchaudio="torchaudio" in merged.packages,
         era=era,
+        cuda_major=int(major.value) if major is not None else None,
     )
     return paper, resolved
 
@@ -1511,7 +1514,22 @@ def _notes(d: Decision, merged: Merged) -> None:
         d.add(Entry(ASSUMPTION, None, message, origin=note.origin, risk=risk))
 
 
+def _cuda_major(d: Decision, merged: Merged) -> None:
+    """What became of a CUDA major asked with no minor (``cuda-version = "12.*"``)."""
+    major = merged.fact(CUDA_MAJOR)
+    if major is None or _torch_build(merged, merged.packages.get("torch"))[0] is not None:
+        return  # a build named for torch decides (torch_choice reads no major then)
+    asked = f"{major.origin.text}: a CUDA {major.value} build asked, any minor"
+    tag = d.plan.cu_tag
+    if re.fullmatch(rf"cu{major.value}\d", tag):
+        why = f"{asked}: {tag} is the newest that fits this target"
+    else:
+        why = f"{asked}: none fits this target; {tag} does"
+    d.add(Entry(ASSUMPTION, "torch", why, origin=major.origin))
+
+
 def _facts(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
+    _cuda_major(d, merged)
     gpu, driver = merged.fact(GPU), merged.fact(DRIVER)
     if gpu is not None:
         shown = re.sub(r"^GPU \d+:\s*", "", gpu.value)  # collect_env's "GPU 0: NVIDIA A100-..."

@@ -105,6 +105,7 @@ class Ask:
 # Keys of ``Fact``: what a file says about the environment as a whole.
 PYTHON = "python"  # "3.8.5", ">=3.8"
 TORCH_BUILD = "torch-build"  # "cu113", "cpu": the CUDA build torch was installed for
+CUDA_MAJOR = "cuda-major"  # "12": a build of that CUDA major, any minor (cuda-version 12.*)
 TOOLKIT = "toolkit"  # nvcc was there: "11.3" (version when known) or ""
 IMAGE = "image"  # a container image the environment was built on
 INDEX = "index"  # an index or find-links URL the files install from

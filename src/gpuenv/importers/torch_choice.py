@@ -40,6 +40,7 @@ class PaperTorch:
     torchvision: bool  # the paper installs torchvision
     torchaudio: bool
     era: str | None = None  # why ``version`` stands for a range: "torchvision==0.14.1 ..."
+    cuda_major: int | None = None  # no build named, but a CUDA major (cuda-version 12.*)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,28 @@ class Planning:
         return Spec(Project(self.project), stack, {self.target: self.target_spec})
 
     def attempt(
+        self, torch: str, python: str, cuda: str | None, paper: PaperTorch
+    ) -> TargetPlan | NoCompatiblePlan:
+        """The planner's answer; where no build is asked but a CUDA major is, that
+        major's builds first (newest CUDA first), as a named build is tried first."""
+        if cuda is None and paper.cuda_major is not None:
+            for release in self._of_major(paper.cuda_major):
+                found = self._plan(torch, python, release, paper)
+                if not isinstance(found, NoCompatiblePlan):
+                    return found
+        return self._plan(torch, python, cuda, paper)
+
+    def _of_major(self, major: int) -> list[str]:
+        """The CUDA releases of ``major`` torch has builds for, newest first."""
+        found = {
+            build.cuda
+            for release in self.kb.torch_releases
+            for build in release.builds
+            if build.cuda is not None and build.cuda.major == major
+        }
+        return [str(v) for v in sorted(found, reverse=True)]
+
+    def _plan(
         self, torch: str, python: str, cuda: str | None, paper: PaperTorch
     ) -> TargetPlan | NoCompatiblePlan:
         try:
