@@ -533,3 +533,26 @@ def test_a_hash_inside_a_word_or_quotes_is_no_comment(tmp_path: Path) -> None:
     )
     assert set(asks(readings)) == {"b-pkg", "einops", "ffmpeg", "timm"}
     assert "not a requirement: '#odd'" in notes(readings), "an escaped # is a word's"
+
+
+def test_every_system_package_of_a_long_apt_line_is_named(tmp_path: Path) -> None:
+    # coqui-ai/TTS's Dockerfile: the note stopped at python3-wheel (8 names, no word of
+    # more), and the two packages TTS needs were left out of it.
+    readings = read(
+        tmp_path,
+        {
+            "Dockerfile": (
+                "ARG BASE=nvidia/cuda:11.8.0-base-ubuntu22.04\nFROM ${BASE}\n"
+                "RUN apt-get install -y --no-install-recommends gcc g++ make python3 "
+                "python3-dev python3-pip python3-venv python3-wheel espeak-ng libsndfile1-dev "
+                "&& rm -rf /var/lib/apt/lists/*\n"
+                "RUN apt-get install -y " + " ".join(f"p{i}" for i in range(1, 31)) + "\n"
+            )
+        },
+    )
+    text = notes(readings)
+    assert (
+        "system packages (gcc, g++, make, python3, python3-dev, python3-pip, python3-venv, "
+        "python3-wheel, espeak-ng, libsndfile1-dev): install them on the machine"
+    ) in text
+    assert "p24, and 6 more): install them on the machine" in text

@@ -19,6 +19,7 @@ from gpuenv.importers.model import (
     Authority,
     Origin,
     ReadingBuilder,
+    system_packages,
 )
 
 
@@ -66,10 +67,9 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
             ctx.include(target, "requirements", by=display, line=extra.line)
     system = _strings(build.get("system_packages"), display)
     if system:
-        names = ", ".join(t for _, t in system[:8])
         builder.note(
             UNMANAGED,
-            f"system packages ({names}): install them on the machine",
+            system_packages([t for _, t in system]),
             Origin(display, system[0][0], "system_packages"),
         )
     ctx.readings.append(builder.build())

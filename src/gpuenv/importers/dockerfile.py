@@ -32,6 +32,7 @@ from gpuenv.importers.model import (
     Authority,
     Origin,
     ReadingBuilder,
+    system_packages,
 )
 
 _INSTRUCTION = re.compile(r"^\s*([A-Za-z]+)\s*(.*)$", re.DOTALL)
@@ -287,11 +288,7 @@ def _command(state: _State, tokens: list[str], origin: Origin) -> None:
         and "install" in words
     ):
         packages = [w for w in words[2:] if not w.startswith("-") and w != "install"]
-        state.builder.note(
-            UNMANAGED,
-            f"system packages ({', '.join(packages[:8])}): install them on the machine",
-            origin,
-        )
+        state.builder.note(UNMANAGED, system_packages(packages), origin)
 
 
 _APT_PYTHON = re.compile(r"python(3\.\d{1,2})(?:-(?:dev|venv|distutils|full|minimal|tk))?(?:=\S*)?")

@@ -129,6 +129,20 @@ class Fact:
 UNREADABLE = "unreadable"  # could not be read statically (a computed install_requires)
 DROPPED = "dropped"  # read, not carried over (conda runtime libraries, apt packages)
 UNMANAGED = "unmanaged"  # something gpuenv does not install (apt packages, system tools)
+
+SYSTEM_SHOWN = 24  # system package names a note lists before "and N more"
+
+
+def system_packages(names: list[str]) -> str:
+    """The note for packages the machine must provide, every one named up to
+    ``SYSTEM_SHOWN`` (coqui-ai/TTS's apt line was cut at 8 with no word of the rest, and
+    the two it needs, espeak-ng and libsndfile1-dev, were the 9th and 10th)."""
+    shown = ", ".join(names[:SYSTEM_SHOWN])
+    more = len(names) - SYSTEM_SHOWN
+    rest = f", and {more} more" if more > 0 else ""
+    return f"system packages ({shown}{rest}): install them on the machine"
+
+
 INCLUDED = "included"  # another file this one pulls in (-r, python_requirements)
 
 
