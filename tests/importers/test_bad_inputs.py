@@ -476,3 +476,33 @@ def test_a_url_requirement_is_written_without_its_credentials(
     assert f'"shared @ git+ssh://git@github.com/org/shared.git@{sha}"' in written  # no secret
     assert "written without the credentials its URL held" in result.out
     assert result.out.count("written without the credentials") == 1
+
+
+def test_a_readme_too_large_to_read_is_named_as_such(
+    cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An 18.9 MB README (its install block at the end) gave "no install commands in
+    # README.md": it had not been looked at. The limit is lowered here to keep the test
+    # small; a README under it is read whole (one of 1.8 MB, install block past its
+    # first MiB, was not seen either).
+    from gpuenv.importers import readme
+
+    block = "\n```bash\npip install torch==2.1.2 einops==0.7.0\n```\n"
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "README.md").write_text("# paper\n" + "prose. " * 1000 + block)
+    monkeypatch.setattr(readme, "MAX_BYTES", 4096)
+    size = (big / "README.md").stat().st_size
+    (problem,) = _problems(_import(cli, tmp_path, big))
+    assert problem["file"] == str(big)
+    assert f"README.md: too large to read ({size} bytes)" in str(problem["message"])
+    assert "no install commands in INSTALL.md" in str(problem["message"])
+    assert "commands in README.md" not in str(problem["message"])
+    monkeypatch.undo()
+    long = tmp_path / "long"
+    long.mkdir()
+    (long / "README.md").write_text("# paper\n" + "prose. " * 180_000 + block)
+    out = tmp_path / "long.toml"
+    result = cli("import", str(long), *TARGETS["h100"], "-o", str(out))
+    assert result.code == 0, result.out + result.err
+    assert '"einops==0.7.0"' in out.read_text()

@@ -147,11 +147,15 @@ def _readme_docs(ctx: Context, folder: Path, skipped: list[Entry], *, beside: bo
         return []
     if not docs:
         shown_folder = ctx.display(folder)
+        large = readme.oversized(folder)
+        unread = "".join(f"; {ctx.display(p)}: too large to read ({n} bytes)" for p, n in large)
+        skipped_names = {p.relative_to(folder).as_posix().lower() for p, _ in large}
+        looked = [n for n in readme.DOC_NAMES if n.lower() not in skipped_names]
         fail(
             str(folder) if shown_folder == "." else shown_folder,  # "." named nothing
             None,
             "no environment files found in this folder, and no install commands in "
-            f"{', '.join(readme.DOC_NAMES)}",
+            f"{', '.join(looked)}{unread}",
             "pass the files themselves",
         )
     shown = ", ".join(ctx.display(d) for d in docs)

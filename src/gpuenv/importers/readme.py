@@ -17,7 +17,7 @@ from pathlib import Path
 
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
-from gpuenv.importers._text import line_not_read
+from gpuenv.importers._text import MAX_BYTES, line_not_read
 from gpuenv.importers.conda_env import CONDA_TOOLS, read_install_args
 from gpuenv.importers.model import Authority, Origin, ReadingBuilder
 
@@ -40,15 +40,17 @@ _MAX_COMMAND = 8192  # characters of one command, continuations joined
 
 
 def doc_files(folder: Path) -> list[Path]:
-    """The README-like files of ``folder`` that hold at least one install command."""
+    """The README-like files of ``folder`` that hold at least one install command, read
+    whole up to the size any file is read to (``MAX_BYTES``; a 1.8 MB README's install
+    block at its end was not seen when only its first MiB was looked at)."""
     found = []
     for name in DOC_NAMES:
         path = _case_insensitive(folder, name)
-        if path is None:
+        if path is None or _size(path) > MAX_BYTES:
             continue
         try:
             with path.open("rb") as handle:
-                head = handle.read(1 << 20)
+                head = handle.read(MAX_BYTES)
         except OSError:
             continue
         if b"\x00" in head:
@@ -57,6 +59,24 @@ def doc_files(folder: Path) -> list[Path]:
         if any(_install_words(tokens) for _, line in _shell_lines(text) for tokens in _split(line)):
             found.append(path)
     return found
+
+
+def oversized(folder: Path) -> list[tuple[Path, int]]:
+    """The README-like files of ``folder`` too large to be read, with their size: a
+    folder's "no install commands" must not be said of a README never looked at."""
+    found = []
+    for name in DOC_NAMES:
+        path = _case_insensitive(folder, name)
+        if path is not None and _size(path) > MAX_BYTES:
+            found.append((path, _size(path)))
+    return found
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _case_insensitive(folder: Path, name: str) -> Path | None:
