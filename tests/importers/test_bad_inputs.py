@@ -506,3 +506,16 @@ def test_a_readme_too_large_to_read_is_named_as_such(
     result = cli("import", str(long), *TARGETS["h100"], "-o", str(out))
     assert result.code == 0, result.out + result.err
     assert '"einops==0.7.0"' in out.read_text()
+
+
+def test_a_folder_whose_files_cannot_be_read_is_named_as_given(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    # `gpuenv import scratch/odd/bin` (a binary requirements.txt) said ".: no environment
+    # file found here could be read", naming no folder.
+    folder = tmp_path / "odd" / "bin"
+    folder.mkdir(parents=True)
+    shutil.copy(BAD / "requirements.txt", folder / "requirements.txt")
+    (problem,) = _problems(_import(cli, tmp_path, folder))
+    assert problem["file"] == str(folder)
+    assert str(problem["message"]).startswith("no environment file found here could be read")

@@ -423,7 +423,7 @@ def test_a_folder_whose_every_environment_file_is_unreadable_is_refused(
     assert imported.result.code == 2
     message = imported.result.json()["error"]["message"]
     assert message.startswith(
-        ".: no environment file found here could be read: "
+        f"{root}: no environment file found here could be read: "
         "not read: requirements.txt:2: a binary file, not text (NUL byte)"
     )
     assert not imported.spec.exists()

@@ -131,6 +131,14 @@ def _read_found(ctx: Context, path: Path, skipped: list[Entry]) -> None:
             skipped.append(Entry(ASSUMPTION, None, text, risk=1))
 
 
+def _folder_name(ctx: Context, folder: Path) -> str:
+    """A folder as an error names it: the imported folder itself displays as ".", which
+    names nothing to the reader of the error (``gpuenv import scratch/odd/bin`` said
+    ".: no environment file found here could be read"), so it is named as given."""
+    shown = ctx.display(folder)
+    return str(folder) if shown == "." else shown
+
+
 def _readme_files(ctx: Context, folder: Path, skipped: list[Entry]) -> list[Path]:
     """A folder with no environment file: its README's install commands, when it has
     any (nanoGPT, ConvNeXt's INSTALL.md); else exit 2."""
@@ -146,13 +154,12 @@ def _readme_docs(ctx: Context, folder: Path, skipped: list[Entry], *, beside: bo
     if not docs and beside:
         return []
     if not docs:
-        shown_folder = ctx.display(folder)
         large = readme.oversized(folder)
         unread = "".join(f"; {ctx.display(p)}: too large to read ({n} bytes)" for p, n in large)
         skipped_names = {p.relative_to(folder).as_posix().lower() for p, _ in large}
         looked = [n for n in readme.DOC_NAMES if n.lower() not in skipped_names]
         fail(
-            str(folder) if shown_folder == "." else shown_folder,  # "." named nothing
+            _folder_name(ctx, folder),
             None,
             "no environment files found in this folder, and no install commands in "
             f"{', '.join(looked)}{unread}",
@@ -284,7 +291,7 @@ def read_inputs(
                 # every file found is unreadable: nothing asks for anything, and an
                 # environment written from nothing would be invented
                 fail(
-                    ctx.display(path),
+                    _folder_name(ctx, path),
                     None,
                     "no environment file found here could be read: "
                     + "; ".join(e.why for e in skipped[listed:])[:2000],
