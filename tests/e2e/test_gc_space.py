@@ -129,7 +129,7 @@ def test_install_and_pack_say_their_cost_and_refuse_early_when_the_disk_is_short
 
     (own_fs / "ballast").unlink()
     done = project.gpuenv("install", "--target", "cpu", check=True, timeout=300)
-    assert "to download" in done.stderr and "of disk" in done.stderr
+    assert "to download" in done.stderr and "more disk in the store" in done.stderr
     said = project.gpuenv("pack", "--target", "cpu", "-o", str(tmp_path / "cpu.tar"), check=True)
     assert "0 artifacts not in the store yet" in said.stderr, said.stderr
 
