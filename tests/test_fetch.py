@@ -214,3 +214,25 @@ def test_a_mirror_takes_the_credentials_given_by_the_name_of_the_index_it_serves
     assert authorization("http://elsewhere.example/x.whl", found) is None
     by_mirror = {"UV_INDEX_GPUENV_MIRROR_1_USERNAME": "v", "UV_INDEX_GPUENV_MIRROR_1_PASSWORD": "q"}
     assert fetch_credentials(indexes, mirrors, by_mirror)["m.example"] == ("v", "q")
+
+
+def test_sizes_from_a_host_that_never_answers_cost_one_timeout(
+    silent_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A mirror that accepts connections and never answers held install silent through
+    two minutes of size look-ups (13 artifacts, 8 at a time, each waiting its timeout)
+    before the downloads timed out too."""
+    import time
+
+    from gpuenv._fetch import budget
+
+    monkeypatch.setenv("UV_HTTP_TIMEOUT", "1")
+    artifacts = [
+        Artifact((f"http://127.0.0.1:{silent_port}/f{i}.whl",), f"f{i}.whl", "0" * 64, "pip")
+        for i in range(24)
+    ]
+    started = time.perf_counter()
+    cost = budget(artifacts)
+    took = time.perf_counter() - started
+    assert cost.unknown == 24
+    assert took < 2.5, f"{took:.1f} s: one timeout in all, not one per wave of look-ups"

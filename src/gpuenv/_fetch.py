@@ -418,8 +418,13 @@ def human_size(n: float) -> str:
     return f"{n:.0f} B" if step == 0 else f"{n:.1f} {units[step]}"
 
 
-def remote_size(url: str, credentials: Credentials | None = None) -> int | None:
-    """The size a server gives for ``url`` (a HEAD request; a local file's size), or None."""
+def remote_size(
+    url: str, credentials: Credentials | None = None, slow: set[str] | None = None
+) -> int | None:
+    """The size a server gives for ``url`` (a HEAD request; a local file's size), or None.
+    ``slow``: hosts that did not answer in time, asked nothing more (a host that accepts
+    connections and never answers held an install silent for two minutes of HEADs
+    before its downloads timed out as well); a timeout adds the host."""
     import urllib.request
 
     from gpuenv import _http
@@ -436,10 +441,16 @@ def remote_size(url: str, credentials: Credentials | None = None) -> int | None:
     header = authorization(url, credentials or {})
     if header:
         request.add_unredirected_header("Authorization", header)
+    host = parts.netloc.rpartition("@")[2]
+    if slow is not None and host in slow:
+        return None
     try:
         with _http.urlopen(request, timeout=network_limits()[1]) as response:
             length = response.headers.get("Content-Length")
-    except (OSError, ValueError):
+    except (OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)  # urllib wraps a timeout in URLError
+        if slow is not None and isinstance(reason, TimeoutError):
+            slow.add(host)
         return None
     return int(length) if length and length.isdigit() else None
 
@@ -471,11 +482,12 @@ def budget(
     from concurrent.futures import ThreadPoolExecutor
 
     fetch = sources or ArtifactSources()
+    slow: set[str] = set()  # hosts that timed out: their other sizes stay unknown
 
     def size(artifact: Artifact) -> int | None:
         if artifact.size is not None:
             return artifact.size
-        return remote_size(fetch.url_for(artifact.urls[0]), credentials)
+        return remote_size(fetch.url_for(artifact.urls[0]), credentials, slow)
 
     if not artifacts:
         return Budget(0, 0, 0)
