@@ -226,3 +226,24 @@ def test_every_long_word_of_an_error_is_shortened() -> None:
     assert said.count("(10001 characters)") == 2 and len(said) < 300, said
     assert said.startswith("refused /xyyy") and "yyy (10001 characters): not an archive (" in said
     assert _shortened("a short message stays") == "a short message stays"
+
+
+def test_verbose_shows_the_tools_own_words_of_a_network_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """commands.md says -v adds an error's causes; a 401's stderr was byte for byte the
+    same with and without it, uv's words only in --json."""
+    from gpuenv.cli._output import render_error
+    from gpuenv.errors import NetworkError
+
+    error = NetworkError(
+        "target cpu: the default index cannot be used: the server refused the credentials",
+        cause="auth",
+        url="http://mirror.invalid/simple",
+        stderr_tail="error: Failed to fetch\n  Caused by: HTTP status client error (401)",
+    )
+    render_error(error, as_json=False, verbose=0)
+    assert "the tool said" not in capsys.readouterr().err
+    render_error(error, as_json=False, verbose=1)
+    said = capsys.readouterr().err
+    assert "  the tool said:\n    error: Failed to fetch\n" in said and "(401)" in said

@@ -181,6 +181,11 @@ def render_error(error: GpuenvError, *, as_json: bool, verbose: int) -> None:
     if verbose and not as_json:
         for cause in _causes(error):  # an expected error: its causes, never a traceback
             err(f"  caused by: {type(cause).__name__}: {cause}")
+        tail = getattr(error, "stderr_tail", "")  # the tool's own words (uv's, rattler's)
+        if tail and tail.strip() not in error.message:
+            err("  the tool said:")
+            for line in tail.strip().splitlines()[-20:]:
+                err(f"    {_shortened(line)}")
 
 
 _LONG_WORD = 200
