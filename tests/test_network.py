@@ -499,3 +499,24 @@ def test_a_proxy_that_does_not_apply_to_the_url_is_not_blamed(
     assert tunnel is not None
     bypassed = network_error(tunnel, index=index, stderr_tail=UV_TUNNEL)
     assert "the connection was refused" in bypassed.message and "proxy" not in bypassed.message
+
+
+@pytest.mark.parametrize(
+    "value", ["not a url", "http://[bad", "ftp://127.0.0.1:9", "http://127.0.0.1:notaport"]
+)
+def test_a_proxy_setting_uv_would_ignore_is_a_usage_error_naming_it(value: str) -> None:
+    """uv ignored these and went direct, without a word."""
+    with pytest.raises(UsageError, match="is not a proxy URL uv can use") as caught:
+        uv_environment({"https_proxy": value})
+    assert "https_proxy=" in caught.value.message
+
+
+def test_a_bad_proxy_setting_never_shows_its_credentials() -> None:
+    with pytest.raises(UsageError) as caught:
+        uv_environment({"HTTP_PROXY": "http://user:se cretQ@proxy.invalid:3128"})
+    assert "cretQ" not in caught.value.message and "***@proxy.invalid:3128" in caught.value.message
+
+
+@pytest.mark.parametrize("value", ["127.0.0.1:9", "http://u:p@proxy.invalid:3128", "socks5://h:1"])
+def test_a_usable_proxy_setting_passes(value: str) -> None:
+    assert uv_environment({"ALL_PROXY": value})["ALL_PROXY"] == value

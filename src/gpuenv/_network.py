@@ -179,6 +179,38 @@ def _check_uv_numbers(environ: Mapping[str, str]) -> None:
         )
 
 
+_PROXY_SCHEMES = ("http", "https", "socks5", "socks5h", "socks4", "socks4a")
+
+
+def _check_proxies(environ: Mapping[str, str]) -> None:
+    """A proxy URL no client can use is named (uv ignored 'not a url', 'http://[bad' and
+    'ftp://...' without a word and went direct: on a network reached only through the
+    proxy, the failure blamed the index). A bare host:port is a proxy, as curl reads it."""
+    for name in dict.fromkeys(n for names in _PROXY_VARIABLES.values() for n in names):
+        value = environ.get(name, "").strip()
+        if value and not _usable_proxy(value):
+            # Not parsable, so not redactable: whatever stands before an @ is left out.
+            scheme, sep, rest = value.rpartition("://")
+            shown = (scheme + sep if sep else "") + ("***@" if "@" in rest else "")
+            shown += rest.rpartition("@")[2]
+            raise UsageError(
+                f"{name}={shown!r} is not a proxy URL uv can use: it would be "
+                "ignored, and the index asked directly",
+                hint=f"set {name} to http://HOST:PORT (or https://, socks5://), or unset it",
+            )
+
+
+def _usable_proxy(value: str) -> bool:
+    if any(c.isspace() for c in value):
+        return False
+    try:
+        parts = urlsplit(value if "://" in value else f"http://{value}")
+        port = parts.port
+    except ValueError:  # a bad port, an unclosed [
+        return False
+    return parts.scheme.lower() in _PROXY_SCHEMES and bool(parts.hostname) and port != 0
+
+
 # Settings that name a file: uv runs in a scratch folder for a lock, so a relative one
 # (NETRC=../netrc) worked for install and failed the lock with a hint to set it.
 _PATH_SETTINGS = ("NETRC", "SSL_CERT_FILE", "SSL_CERT_DIR", "SSL_CLIENT_CERT")
@@ -199,6 +231,7 @@ def uv_environment(
     as an install does. A numeric network setting uv would refuse is a ``UsageError``
     naming it."""
     _check_uv_numbers(environ)
+    _check_proxies(environ)
     env = {k: v for k, v in environ.items() if not _is_dropped(k)}
     for name in _PATH_SETTINGS:
         value = env.get(name)
