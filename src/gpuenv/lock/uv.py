@@ -455,12 +455,19 @@ class UvResolver:
         )
 
 
+_HOST_FAILURES = frozenset({"dns", "refused", "timeout", "tls", "connection"})
+
+
 def _network_failure(run: _Run, failure: Failure, tail: str, argv: list[str]) -> NetworkError:
     """The index that failed, named, with its URL and the fix that fits. A package an
     index has no page for (404) is named with the page's URL: the torch index's for the
     torch family, the default index's for the rest."""
     index = index_of(failure.url, run.indexes)
     url = failure.url
+    if failure.cause in _HOST_FAILURES and index is not None:
+        # The host failed, not a page: whichever of uv's parallel requests failed first
+        # was named (torchvision's page, triton's, torch's: another in each run).
+        url = index.shown if "?" in index.shown else index.shown.rstrip("/") + "/"
     if failure.cause == "not-found" and failure.packages:
         name = normalize_name(failure.packages[0])
         index = run.torch if name in run.family and run.torch else run.default
