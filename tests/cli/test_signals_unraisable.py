@@ -7,6 +7,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 
 def test_an_interrupt_raised_where_it_cannot_propagate_is_raised_again_after() -> None:
     # The interrupt lands in a __del__ (an "unraisable" place): Python would print
@@ -38,3 +40,34 @@ def test_an_interrupt_raised_where_it_cannot_propagate_is_raised_again_after() -
     )
     assert out.stdout.strip() == "interrupted", out.stdout + out.stderr
     assert "Exception ignored" not in out.stderr
+
+
+class _Code:
+    def __init__(self, filename: str) -> None:
+        self.co_filename = filename
+
+
+class _Frame:
+    def __init__(self, filename: str, back: object = None) -> None:
+        self.f_code = _Code(filename)
+        self.f_back = back
+
+
+def test_an_interrupt_inside_importlib_waits_for_the_import_to_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One Ctrl-C that landed in importlib's module-lock code while a background thread
+    imported hung `gpuenv add` for good (6 of 172 tries). It is delivered again once the
+    import is done; anywhere else it is raised at once."""
+    from gpuenv.cli import _signals
+
+    later: list[int] = []
+    monkeypatch.setattr(_signals, "_deliver_after_the_import", later.append)
+    monkeypatch.setattr(_signals, "_received", [])
+    importing = _Frame("<frozen importlib._bootstrap>", _Frame("/src/gpuenv/lock/target.py"))
+    _signals._raise_keyboard_interrupt(2, _Frame("/src/gpuenv/plan/_reasons.py", importing))
+    _signals._raise_interrupted(15, importing)
+    assert later == [2, 15] and _signals._received == []
+    with pytest.raises(KeyboardInterrupt):
+        _signals._raise_keyboard_interrupt(2, _Frame("/src/gpuenv/lock/target.py"))
+    assert _signals._received == [2]

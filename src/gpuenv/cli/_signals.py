@@ -25,14 +25,41 @@ _SIGNAL_NAMES = {1: "SIGHUP", 2: "SIGINT", 15: "SIGTERM"}
 _received: list[int] = []
 
 
-def _raise_keyboard_interrupt(signum: int, _frame: object) -> None:
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    if _in_import(frame):
+        _deliver_after_the_import(signum)
+        return
     _received.append(signum)
     raise KeyboardInterrupt
 
 
-def _raise_interrupted(signum: int, _frame: object) -> None:
+def _raise_interrupted(signum: int, frame: object) -> None:
+    if _in_import(frame):
+        _deliver_after_the_import(signum)
+        return
     _received.append(signum)
     raise Interrupted(signum, _SIGNAL_NAMES.get(signum, f"signal {signum}"))
+
+
+def _in_import(frame: object) -> bool:
+    """Whether the main thread was inside importlib's own code. An exception raised
+    there can leave a module lock held while a background thread imports: one Ctrl-C
+    hung `gpuenv add` for good (6 of 172 tries), the spec edited and the lock old."""
+    while frame is not None:
+        if getattr(getattr(frame, "f_code", None), "co_filename", "").startswith(
+            "<frozen importlib"
+        ):
+            return True
+        frame = getattr(frame, "f_back", None)
+    return False
+
+
+def _deliver_after_the_import(signum: int) -> None:
+    """The signal again in a moment, when the import is done (imports take
+    milliseconds; should it still be importing, this runs again)."""
+    import _thread
+
+    _thread.start_new_thread(_deliver_later, (signum,))
 
 
 def _unraisable(unraisable: sys.UnraisableHookArgs) -> None:
