@@ -250,10 +250,14 @@ class Store:
     @contextlib.contextmanager
     def spec_locked(self, spec: Path, *, timeout: float = 3600) -> Iterator[None]:
         """Hold a project spec's edit lock: ``gpuenv add`` and ``remove`` of one spec run
-        one after another, each reading what the one before wrote."""
+        one after another, each reading what the one before wrote, and ``lock`` and
+        ``install`` never read an edit an ``add`` may still put back."""
         real = spec.resolve()
         with self._file_lock(
-            f"spec-{_key(real)}.lock", real, timeout, what=f"{real} (another add or remove)"
+            f"spec-{_key(real)}.lock",
+            real,
+            timeout,
+            what=f"{real} (another add, remove, lock or install)",
         ):
             yield
 

@@ -172,3 +172,24 @@ def test_run_says_when_the_spec_changed_since_the_install(
     assert "changed since" not in project.gpuenv(*argv).stderr
     (project.dir / "pyproject.toml").write_text("[project]\nname = 'lab'\nversion = '1'\n")
     assert "pyproject.toml changed since" in project.gpuenv(*argv).stderr, "a project appeared"
+
+
+def test_lock_waits_for_an_add_of_the_same_spec(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    """A `gpuenv lock` 0.2-0.5 s into a failing `add` read the edit, and wrote a lock
+    holding it after the add had put both files back (3 of 6 tries): lock and install
+    now take the spec's edit lock, as add and remove do."""
+    import time
+
+    from gpuenv.store import Store
+
+    original = SPEC.format(default=pkgindex.default_index, torch=pkgindex.torch_base)
+    project = make_project(original)
+    with Store(project.home).spec_locked(project.spec):  # an add in progress
+        lock = project.popen("lock")
+        time.sleep(1.5)
+        assert lock.poll() is None, "lock waits while the spec is being edited"
+    _out, err = lock.communicate(timeout=300)
+    assert lock.returncode == 0, err
+    assert project.lock.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 from gpuenv.errors import UsageError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
     from typing import TypeVar
 
     from gpuenv._network import Mirrors
@@ -121,6 +122,20 @@ def spec_path(args: argparse.Namespace) -> Path:
     from gpuenv.runtime import find_spec
 
     return Path(find_spec(getattr(args, "file", None), str(Path.cwd())))
+
+
+@contextlib.contextmanager
+def spec_unedited(settings: Settings, spec_file: Path) -> Iterator[None]:
+    """Hold the spec's edit lock while the spec is read and locked (``lock``, and an
+    ``install`` that may relock): an ``add`` that fails puts its edit back, and a lock
+    that read the edit meanwhile wrote a lock of a spec that was never kept. Where no
+    lock can be taken (nowhere writable for it), the command goes on without one."""
+    from gpuenv.errors import StorageError
+
+    with contextlib.ExitStack() as stack:
+        with contextlib.suppress(StorageError):
+            stack.enter_context(settings.store().spec_locked(spec_file))
+        yield
 
 
 def load_locked(args: argparse.Namespace) -> tuple[LoadedSpec, Lock]:

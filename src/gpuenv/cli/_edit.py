@@ -87,9 +87,9 @@ def _apply(
     bom = _BOM if _has_bom(real) else ""  # the reader drops it; the file keeps it
     written = edit.text != before
     lock = _LockBytes(spec_file.parent / "gpuenv.lock")
-    if written:
-        _fs.atomic_write_text(real, bom + edit.text, mode=mode, what="gpuenv.toml")
-    try:
+    try:  # the write too: an interrupt just after its rename must put it back
+        if written:
+            _fs.atomic_write_text(real, bom + edit.text, mode=mode, what="gpuenv.toml")
         locked, installed = _relock_and_install(args, settings, spec_file, edit)
     except BaseException as exc:
         # Both files as they were: the lock too, should the install fail after it was

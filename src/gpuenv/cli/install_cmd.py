@@ -64,7 +64,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         dev=not args.no_dev,
         frozen=args.frozen,
     )
-    with _progress.display(args) as progress:
+    with _common.spec_unedited(settings, spec_file), _progress.display(args) as progress:
         done = install_spec_file(
             spec_file,
             knowledge_base,

@@ -86,9 +86,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from gpuenv.lock.project import LockAsk, lock_spec_file
 
     ask = LockAsk(targets, args.upgrade, tuple(args.upgrade_package or ()))
-    with _progress.display(args) as progress:
+    spec_file = _common.spec_path(args)
+    with _common.spec_unedited(settings, spec_file), _progress.display(args) as progress:
         done = lock_spec_file(
-            _common.spec_path(args),
+            spec_file,
             knowledge_base,
             settings.lock,
             ask,
