@@ -278,3 +278,30 @@ def test_a_virtual_project_leaves_its_name_to_the_index(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x-transformers'\nversion = '1'\n")
     spec = load_spec(_spec(tmp_path, more='[pip]\ndependencies = ["x-transformers==2.31.10"]\n'))
     assert spec.spec.pip.dependencies == ("x-transformers==2.31.10",)
+
+
+@pytest.mark.parametrize(
+    "inner", ['x-transformers[examples]; python_version >= "3.8"', "x-transformers[examples]>=0.1"]
+)
+def test_the_project_itself_with_a_marker_inside_an_extra_is_refused_too(
+    tmp_path: Path, inner: str
+) -> None:
+    """At top level such a line was refused; inside an extra it locked the index's
+    unrelated project of that name and left the extra out."""
+    text = X_TRANSFORMERS.replace(
+        'test = ["pytest", "x-transformers[examples]"]', f"test = ['pytest', '{inner}']"
+    )
+    (tmp_path / "pyproject.toml").write_text(text)
+    with pytest.raises(SpecError) as caught:
+        load_spec(_spec(tmp_path, more='[pip]\ndependencies = ["x-transformers[test]"]\n'))
+    problem = caught.value.problems[0]
+    assert problem.path == "project.optional-dependencies.test"
+    assert "with a version, URL or marker" in problem.message
+
+
+def test_spaces_inside_the_brackets_of_the_project_itself_are_read(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(X_TRANSFORMERS)
+    spec = load_spec(
+        _spec(tmp_path, more='[pip]\ndependencies = [" X_Transformers [ Examples ] "]\n')
+    ).spec
+    assert spec.pip.dependencies == ("lion-pytorch", "tqdm")

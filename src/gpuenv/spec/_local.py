@@ -452,22 +452,13 @@ def _own_extras(
     line: str, local: LocalProject, file: str, at: int | None, key: str
 ) -> list[str] | None:
     """The requirements ``line`` stands for when it names the project itself (None: it
-    does not). A version, URL or marker on it is refused: the project is the checkout."""
-    head = re.split(r"[\s;\[<>=!~@(]", line.strip(), maxsplit=1)[0]
-    if normalize_name(head) != local.name:
+    does not). A version, URL or marker on it is refused, in the spec or inside one of
+    the project's extras alike: the project is the checkout."""
+    extras = _self_extras(line, local, file, at, key)
+    if extras is None:
         return None
-    match = _NAME_AND_EXTRAS.match(line)
-    if match is None:
-        problem = (
-            f"{line!r} names this project ({local.name}, installed editable from "
-            f"{local.root}) with a version, URL or marker: the prefix holds the checkout"
-        )
-        raise SpecError(
-            [SpecProblem(file, at, key, problem, f"write {head}[extra] for its extras, or drop it")]
-        )
-    wanted = [normalize_name(e) for e in (match["extras"] or "").split(",") if e.strip()]
-    lines: list[str] = []
-    seen: set[str] = set()
+    pyproject = str(local.root / "pyproject.toml")
+    wanted, lines, seen = list(extras), [], set()
     while wanted:
         extra = wanted.pop(0)
         if extra in seen:
@@ -480,15 +471,34 @@ def _own_extras(
                 f"pyproject.toml [project] optional-dependencies (extras: {known})"
             )
             raise SpecError([SpecProblem(file, at, key, problem)])
+        where = f"project.optional-dependencies.{extra}"
         for requirement in local.extras[extra]:
-            nested = _NAME_AND_EXTRAS.match(requirement)
-            if nested and normalize_name(nested["name"]) == local.name:  # all = ["me[a,b]"]
-                wanted += [
-                    normalize_name(e) for e in (nested["extras"] or "").split(",") if e.strip()
-                ]
-            else:
+            nested = _self_extras(requirement, local, pyproject, None, where)
+            if nested is None:
                 lines.append(requirement)
+            else:  # all = ["me[a,b]"]
+                wanted += nested
     return lines
+
+
+def _self_extras(
+    line: str, local: LocalProject, file: str, at: int | None, key: str
+) -> list[str] | None:
+    """The extras ``line`` asks of the project itself (None: it names another package);
+    a version, URL or marker on it is refused (the index's release would be locked)."""
+    head = re.split(r"[\s;\[<>=!~@(]", line.strip(), maxsplit=1)[0]
+    if normalize_name(head) != local.name:
+        return None
+    match = _NAME_AND_EXTRAS.match(line)
+    if match is None:
+        problem = (
+            f"{line!r} names this project ({local.name}, installed editable from "
+            f"{local.root}) with a version, URL or marker: the prefix holds the checkout"
+        )
+        raise SpecError(
+            [SpecProblem(file, at, key, problem, f"write {head}[extra] for its extras, or drop it")]
+        )
+    return [normalize_name(e.strip()) for e in (match["extras"] or "").split(",") if e.strip()]
 
 
 def requirement_names(lines: tuple[str, ...]) -> list[str]:
