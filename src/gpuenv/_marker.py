@@ -230,20 +230,23 @@ def read_lock_state(project: str) -> dict[str, object]:
     return data
 
 
-def input_stamps(paths: list[str]) -> dict[str, list[object]]:
+def input_stamps(paths: list[str], project: str) -> dict[str, list[object]]:
     """What ``inputs_changed`` compares against, per file: its mtime, size and sha256
-    (zeros and None for a file that is not there: one appearing is a change)."""
+    (zeros and None for a file that is not there: one appearing is a change). A file
+    inside ``project`` is kept by its path there: a copied checkout compares its own."""
     from gpuenv import _sha256
 
     stamps: dict[str, list[object]] = {}
+    inside = os.path.join(os.path.abspath(project), "")
     for path in paths:
+        key = os.path.relpath(path, inside) if path.startswith(inside) else path
         try:
             info = os.stat(path)
             data = _fsread.read_bytes(path, limit=_fsread.SPEC_LIMIT, what="lock input")
         except (OSError, InputFileError):
-            stamps[path] = [0, 0, None]
+            stamps[key] = [0, 0, None]
             continue
-        stamps[path] = [info.st_mtime_ns, info.st_size, _sha256.hexdigest(data)]
+        stamps[key] = [info.st_mtime_ns, info.st_size, _sha256.hexdigest(data)]
     return stamps
 
 
@@ -256,16 +259,17 @@ def inputs_changed(project: str) -> list[str]:
     if not isinstance(inputs, dict):
         return []
     changed = []
-    for path, stamp in inputs.items():
-        if not isinstance(path, str) or not isinstance(stamp, list) or len(stamp) != 3:
+    for key, stamp in inputs.items():
+        if not key or not isinstance(key, str) or not isinstance(stamp, list) or len(stamp) != 3:
             continue
+        path = os.path.join(project, key)  # a relative key is the project's own file
         try:
             info = os.stat(path)
         except FileNotFoundError:
             if stamp[2] is not None:
                 changed.append(path)
             continue
-        except OSError:
+        except (OSError, ValueError):  # a NUL in a hand-edited state: nothing to say
             continue
         if stamp[2] is None:
             changed.append(path)  # appeared
@@ -281,7 +285,7 @@ def _digest(path: str) -> str | None:
         return _sha256.hexdigest(
             _fsread.read_bytes(path, limit=_fsread.SPEC_LIMIT, what="lock input")
         )
-    except (OSError, InputFileError):
+    except (OSError, ValueError, InputFileError):
         return None
 
 

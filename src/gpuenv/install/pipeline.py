@@ -287,7 +287,9 @@ def record_lock_state(
         digest=digest,
         targets={name: t.content_hash for name, t in lock.targets.items()},
         rollback=dict.fromkeys(installed),
-        inputs=None if inputs is None else _marker.input_stamps([str(p) for p in inputs]),
+        inputs=None
+        if inputs is None
+        else _marker.input_stamps([str(p) for p in inputs], str(project)),
     )
 
 
