@@ -88,3 +88,15 @@ def test_two_checkouts_of_one_project_each_keep_their_kernel(tmp_path: Path) -> 
     assert two.name.startswith("gpuenv-vit-pytorch-cpu-") and two.display_name.endswith(", vit-ro)")
     listed = {k.name: k.project for k in kernels.listing(environ)}
     assert listed == {one.name: str(first), two.name: str(second)}
+
+
+def test_one_checkout_reached_through_dot_dot_is_one_kernel_and_names_fit(tmp_path: Path) -> None:
+    environ = {"JUPYTER_DATA_DIR": str(tmp_path / "data")}
+    (tmp_path / "p" / "sub").mkdir(parents=True)
+    long = "a-project-with-a-rather-long-name-that-goes-on-and-on-and-on"
+    one = kernels.install(tmp_path / "p" / "gpuenv.toml", long, "cpu", name=None, environ=environ)
+    via = tmp_path / "p" / "sub" / ".." / "gpuenv.toml"
+    two = kernels.install(via, long, "cpu", name=None, environ=environ)
+    assert one.name == two.name and len(one.name) <= 64
+    other = kernels.install(tmp_path / "q" / "gpuenv.toml", long, "cpu", name=None, environ=environ)
+    assert other.name != one.name and len(other.name) == 64

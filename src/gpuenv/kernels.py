@@ -63,7 +63,7 @@ def kernels_dir(environ: Mapping[str, str], prefix: Path | None = None) -> Path:
 
 def default_name(project_name: str, target: str) -> str:
     """``gpuenv-<project>-<target>``, lower case (Jupyter's kernel names are)."""
-    return re.sub(r"[^a-z0-9._-]+", "-", f"gpuenv-{project_name}-{target}".lower())
+    return re.sub(r"[^a-z0-9._-]+", "-", f"gpuenv-{project_name}-{target}".lower())[:64]
 
 
 def kernelspec(
@@ -94,6 +94,7 @@ def install(
     environ: Mapping[str, str],
     prefix: Path | None = None,
 ) -> Kernel:
+    spec_file = Path(os.path.normpath(spec_file.absolute()))  # -f ../gpuenv.toml: one place
     kernel = default_name(project_name, target) if name is None else name
     if not KERNEL_NAME.match(kernel) or len(kernel) > 64:
         raise UsageError(
@@ -109,7 +110,7 @@ def install(
         # word. This one gets its own, named for its path, shown with its folder.
         from gpuenv import _sha256
 
-        kernel = f"{kernel}-{_sha256.hexdigest(here.encode())[:8]}"
+        kernel = f"{kernel[:55]}-{_sha256.hexdigest(here.encode())[:8]}"  # 64 at most
         directory = kernels_dir(environ, prefix) / kernel
         existing = _read(directory)
         display = f"{project_name} ({target}, {Path(here).name})"
