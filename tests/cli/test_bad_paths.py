@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from gpuenv import runtime
 from gpuenv.cli import _fastrun, _unexpected, main
+from tests.conftest import CliResult
 
 
 @pytest.mark.parametrize(
@@ -247,3 +249,26 @@ def test_verbose_shows_the_tools_own_words_of_a_network_error(
     render_error(error, as_json=False, verbose=1)
     said = capsys.readouterr().err
     assert "  the tool said:\n    error: Failed to fetch\n" in said and "(401)" in said
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["install", "--target", ""],
+        ["verify", "--target", ""],
+        ["lock", "--target", ""],
+        ["kernel", "install", "--prefix", ""],
+    ],
+)
+def test_an_empty_target_or_prefix_is_refused(
+    argv: list[str], cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """`--target ''` meant every target; `kernel install --prefix ''` wrote kernels into the
+    current folder (a script's unset variable)."""
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(
+        '[project]\nname = "p"\n[stack]\npython = "3.11"\n[targets.cpu]\ngpu = "none"\n'
+    )
+    result = cli("-f", str(spec), *argv)
+    assert result.code == 2, result.err
+    assert "needs a" in result.err and not (tmp_path / "share").exists()

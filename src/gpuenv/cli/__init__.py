@@ -194,6 +194,18 @@ def _full_main(argv: list[str]) -> int:
         return _command(argv)
 
 
+def _no_empty_values(args: object) -> None:
+    """An option given an empty value (a script's unset variable) is refused: `--target
+    ''` meant every target, and `kernel install --prefix ''` wrote into the current
+    folder."""
+    from gpuenv.errors import UsageError
+
+    for option in ("target", "prefix"):
+        value = getattr(args, option, None)
+        if "" in (value if isinstance(value, list) else [value]):
+            raise UsageError(f"--{option} needs a value", hint=f"leave --{option} out, or name one")
+
+
 def _command(argv: list[str]) -> int:
     from gpuenv.cli import _output, _parser
 
@@ -206,6 +218,7 @@ def _command(argv: list[str]) -> int:
         if args.command is None:
             parser.print_help()
             return 0
+        _no_empty_values(args)
         command = _parser.load(args.command)
         from gpuenv.cli._common import Settings
 

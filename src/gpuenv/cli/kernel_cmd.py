@@ -23,12 +23,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for each in (install, listing, remove):
         each.add_argument(
             "--prefix",
-            type=Path,
+            type=_folder,
             metavar="DIR",
             help="DIR/share/jupyter/kernels (a Jupyter installation's prefix) instead of "
             "the user's kernels",
         )
         _common.add_json_flag(each)
+
+
+def _folder(text: str) -> Path:
+    """--prefix's folder; an empty one was the current folder (a script's unset variable
+    wrote kernels there)."""
+    if not text:
+        raise argparse.ArgumentTypeError("needs a folder")
+    return Path(text)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
