@@ -101,3 +101,49 @@ def test_a_first_add_that_fails_leaves_no_lock(
     assert cli("-f", str(spec), "add", "tokenizers").code == 5
     assert spec.read_text() == CLUSTER
     assert not (tmp_path / "gpuenv.lock").exists()
+
+
+def test_a_linked_private_lock_is_put_back_through_its_link_with_its_mode(
+    cli: Callable[..., CliResult],
+    locked: tuple[Path, bytes, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gpuenv import install, runtime
+
+    spec, _spec_before, lock_before = locked
+    real = spec.parent / "kept" / "cluster.lock"
+    real.parent.mkdir()
+    (spec.parent / "gpuenv.lock").rename(real)
+    real.chmod(0o600)
+    (spec.parent / "gpuenv.lock").symlink_to(Path("kept") / "cluster.lock")
+    monkeypatch.setattr(runtime, "installed_targets", lambda project: ("login",))
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise InstallError("uv pip install failed (exit 2)")
+
+    monkeypatch.setattr(install, "install_locked", failing)
+    assert cli("-f", str(spec), "add", "tokenizers").code == 5
+    link = spec.parent / "gpuenv.lock"
+    assert link.is_symlink() and link.readlink() == Path("kept") / "cluster.lock"
+    assert real.read_bytes() == lock_before and real.stat().st_mode & 0o777 == 0o600
+
+
+def test_an_interrupted_add_says_what_it_put_back(
+    cli: Callable[..., CliResult],
+    locked: tuple[Path, bytes, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gpuenv import install, runtime
+
+    spec, spec_before, lock_before = locked
+    monkeypatch.setattr(runtime, "installed_targets", lambda project: ("login",))
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(install, "install_locked", interrupted)
+    result = cli("-f", str(spec), "add", "tokenizers")
+    assert result.code == 130
+    assert "gpuenv.toml and gpuenv.lock put back as they were" in result.err
+    assert spec.read_bytes() == spec_before
+    assert (spec.parent / "gpuenv.lock").read_bytes() == lock_before

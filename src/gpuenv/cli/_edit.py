@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -102,6 +103,13 @@ def _apply(
         except (OSError, GpuenvError):  # the failure itself is the news; lock --check tells
             put_back = False
         _say_put_back(exc, spec=written, lock=put_back)
+        if not isinstance(exc, GpuenvError) and (written or put_back):  # Ctrl-C, SIGTERM
+            files = " and ".join(
+                n for n, done in (("gpuenv.toml", written), ("gpuenv.lock", put_back)) if done
+            )
+            _output.err(
+                f"gpuenv: {files} put back as {'they were' if ' and ' in files else 'it was'}"
+            )
         raise
     _render(args, edit, locked, installed)
     return 0
@@ -113,12 +121,16 @@ class _LockBytes:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.before: bytes | None = b""  # unreadable: the relock says why; not put back
+        self.mode = 0o644
+        self.link = path.readlink() if path.is_symlink() else None
+        self.real = path.resolve()  # where a linked lock's bytes live
         with contextlib.suppress(OSError, GpuenvError):
             self.before = _read(path)
+            self.mode = path.stat().st_mode & 0o777
 
     def put_back(self) -> bool:
         """Write the old bytes back (or remove a lock that was not there) when they
-        changed; True when it did."""
+        changed, through a link and with the mode the file had; True when it did."""
         from gpuenv import _fs
 
         if self.before == b"":
@@ -130,9 +142,13 @@ class _LockBytes:
             return False
         if self.before is None:
             self.path.unlink(missing_ok=True)
-        else:  # the bytes as they were, whatever they decode to
+        else:  # the bytes as they were, whatever they decode to, where and as they were
             text = self.before.decode("utf-8", "surrogateescape")
-            _fs.atomic_write_text(self.path, text, what="gpuenv.lock")
+            _fs.atomic_write_text(self.real, text, mode=self.mode, what="gpuenv.lock")
+            if self.link is not None and not self.path.is_symlink():  # the relock's rename
+                temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.link")
+                temporary.symlink_to(self.link)
+                temporary.replace(self.path)
         return True
 
 
