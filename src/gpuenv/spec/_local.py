@@ -470,7 +470,11 @@ def _own_extras(
                 f"{line!r}: this project ({local.name}) has no extra {extra!r} in its "
                 f"pyproject.toml [project] optional-dependencies (extras: {known})"
             )
-            raise SpecError([SpecProblem(file, at, key, problem)])
+            hint = (  # setup.py's extras_require, or dynamic ones: not read without a build
+                "gpuenv reads the extras of pyproject.toml's [project] table when they are "
+                "static; list that extra's requirements in the spec instead"
+            )
+            raise SpecError([SpecProblem(file, at, key, problem, hint)])
         where = f"project.optional-dependencies.{extra}"
         for requirement in local.extras[extra]:
             nested = _self_extras(requirement, local, pyproject, None, where)
