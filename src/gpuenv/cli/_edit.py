@@ -102,14 +102,12 @@ def _apply(
             put_back = lock.put_back()
         except (OSError, GpuenvError):  # the failure itself is the news; lock --check tells
             put_back = False
-        _say_put_back(exc, spec=written, lock=put_back)
-        if not isinstance(exc, GpuenvError) and (written or put_back):  # Ctrl-C, SIGTERM
-            files = " and ".join(
-                n for n, done in (("gpuenv.toml", written), ("gpuenv.lock", put_back)) if done
-            )
-            _output.err(
-                f"gpuenv: {files} put back as {'they were' if ' and ' in files else 'it was'}"
-            )
+        said = _put_back(spec=written, lock=put_back)
+        if said and isinstance(exc, GpuenvError):  # in the failure's own message
+            exc.message += f"\n{said}"
+            exc.args = (exc.message, *exc.args[1:])
+        elif said:  # Ctrl-C, SIGTERM: their one line says only that gpuenv stopped
+            _output.err(f"gpuenv: {said}")
         raise
     _render(args, edit, locked, installed)
     return 0
@@ -162,15 +160,12 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _say_put_back(exc: BaseException, *, spec: bool, lock: bool) -> None:
-    """Add to a failure's message which files were put back as they were."""
+def _put_back(*, spec: bool, lock: bool) -> str | None:
+    """Which files were put back as they were, as said (None: neither)."""
     files = [name for name, done in (("gpuenv.toml", spec), ("gpuenv.lock", lock)) if done]
-    if not files or not isinstance(exc, GpuenvError):
-        return
-    exc.message += (
-        f"\n{' and '.join(files)} put back as {'they were' if len(files) > 1 else 'it was'}"
-    )
-    exc.args = (exc.message, *exc.args[1:])
+    if not files:
+        return None
+    return f"{' and '.join(files)} put back as {'they were' if len(files) > 1 else 'it was'}"
 
 
 def _has_bom(path: Path) -> bool:
