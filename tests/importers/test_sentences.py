@@ -597,6 +597,26 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         "rtx4090",
         [("kept", "python", "why", "torch 2.1.2 supports it")],
     ),
+    # hustvl/Vim det/det-requirements.txt:6 and :24, a freeze of the author's machine
+    "paths on the author's machine": (
+        "torch==2.1.1\napex @ file:///home/tiger/apex\n-e /home/tiger/ColossalAI\n",
+        "h100",
+        [("unreproducible", "apex", "why",
+          "a path on the author's machine: not in the repository, so nothing in the files "
+          "installs it; left out of the spec (install it by hand, or name the package it "
+          "is)")],
+    ),
+    # gaussian-splatting's environment.yml, its submodule not checked out
+    "a repository folder pip builds": (
+        "name: x\ndependencies:\n  - python=3.7.13\n  - pytorch=1.12.1\n  - pip:\n"
+        "    - submodules/simple-knn\n",
+        "h100",
+        [("needs_build", "simple-knn", "why",
+          "a folder of the repository pip builds (submodules/simple-knn): not installed by "
+          "gpuenv; after `gpuenv install`, `gpuenv run -- pip install --no-build-isolation "
+          "submodules/simple-knn` builds it against the environment's torch; its folder is "
+          "not in this checkout (a git submodule not fetched?)")],
+    ),
 }  # fmt: skip
 
 # Cases that need an index to ask for wheels: (environment.yml, target, {project: its

@@ -23,8 +23,10 @@ from gpuenv.importers import era as eras
 from gpuenv.importers import old_sdists
 from gpuenv.importers import wheels as wheel_index
 from gpuenv.importers.images import IMPLIED
+from gpuenv.importers.local_paths import COMPILES_CUDA
 from gpuenv.importers.merge import Merged, Resolved
 from gpuenv.importers.model import (
+    AUTHOR_PATH,
     CUDA_EXTENSION,
     CUDA_MAJOR,
     DRIVER,
@@ -33,6 +35,7 @@ from gpuenv.importers.model import (
     IMAGE,
     INCLUDED,
     INDEX,
+    LOCAL_PACKAGE,
     PRE,
     PYTHON,
     TOOLKIT,
@@ -1506,7 +1509,7 @@ def _notes(d: Decision, merged: Merged) -> None:
             continue
         risk = {UNREADABLE: MEDIUM, DROPPED: NONE}.get(note.kind, LOW)
         message = note.message
-        if note.kind == UNMANAGED and "local path" in message:
+        if note.kind == UNMANAGED and "local path (the project itself)" in message:
             message += (
                 ": not installed by gpuenv; after `gpuenv install`, "
                 "`gpuenv run -- pip install --no-deps -e .` installs the project itself"
@@ -1632,6 +1635,47 @@ def _extension(d: Decision, merged: Merged) -> None:
     )
     if cuda and not cpu:
         d.needs_toolkit.append(f"the project's {kind} extension")
+
+
+def _local_paths(d: Decision, merged: Merged) -> None:
+    """Folders pip installs: the repository's own are sources to build, as the project
+    is; a path on the author's machine is in no file, so nothing can install it (Vim's
+    ``-e /home/tiger/ColossalAI`` and ``apex @ file:///home/tiger/apex``)."""
+    for fact in merged.facts.get(AUTHOR_PATH, ()):
+        name = re.split(r"\s*@", fact.origin.text.removeprefix("-e").strip())[0]
+        named = "@" in fact.origin.text and "/" not in name
+        d.add(
+            Entry(
+                UNREPRODUCIBLE,
+                name if named else fact.value.rstrip("/").rsplit("/", 1)[-1],
+                f"{fact.note}: not in the repository, so nothing in the files installs it; "
+                "left out of the spec (install it by hand, or name the package it is)",
+                origin=fact.origin,
+                was=fact.value,
+                risk=HIGH,
+            )
+        )
+    cpu = d.plan.hardware.cpu
+    for fact in merged.facts.get(LOCAL_PACKAGE, ()):
+        cuda = bool(fact.note and fact.note.startswith(COMPILES_CUDA))
+        why = (
+            f"a folder of the repository pip builds ({fact.value}): not installed by gpuenv; "
+            f"after `gpuenv install`, `gpuenv run -- pip install --no-build-isolation "
+            f"{fact.value}` builds it against the environment's torch"
+        )
+        d.add(
+            Entry(
+                NEEDS_BUILD,
+                fact.value.rsplit("/", 1)[-1],
+                why + (f"; {fact.note}" if fact.note else ""),
+                origin=fact.origin,
+                now=f"for torch {d.plan.torch}+{d.plan.cu_tag}",
+                nvcc=d.plan.cuda if cuda and not cpu else None,
+                risk=HIGH if cuda and cpu else MEDIUM,
+            )
+        )
+        if cuda and not cpu:
+            d.needs_toolkit.append(f"the CUDA extension in {fact.value}")
 
 
 def _toolkit(d: Decision, merged: Merged, kb: KnowledgeBase) -> None:
@@ -1922,6 +1966,7 @@ def decide(
     _gpu_only(d, fk)
     _old_sdists(d, fk)
     _extension(d, merged)
+    _local_paths(d, merged)
     _toolkit(d, merged, planning.kb)
     _notes(d, merged)
     _facts(d, merged, fk)

@@ -113,6 +113,12 @@ PRE = "pre"  # pip --pre: pre-releases (nightlies) allowed
 GPU = "gpu"  # the GPU the paper ran on (collect_env)
 DRIVER = "driver"  # the driver the paper ran on (collect_env)
 CUDA_EXTENSION = "cuda-extension"  # the project compiles CUDA code against torch
+# A folder pip installs (``submodules/simple-knn``): a source of the repository to build;
+# the note says what its setup.py compiles
+LOCAL_PACKAGE = "local-package"
+# A path on the author's machine or outside the repository (``-e /home/tiger/ColossalAI``,
+# ``apex @ file:///home/tiger/apex``): nothing in the files installs it; the note says which
+AUTHOR_PATH = "author-path"
 CHANNELS = "channels"  # conda channels, comma-separated
 NAME = "name"  # the environment's or project's name
 

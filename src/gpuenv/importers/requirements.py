@@ -24,6 +24,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpuenv.importers._context import Context
 from gpuenv.importers._text import fail, line_not_read
+from gpuenv.importers.local_paths import is_the_project, read_local_path
 from gpuenv.importers.model import (
     DROPPED,
     INDEX,
@@ -180,6 +181,8 @@ def ask_from(text: str, origin: Origin, *, editable: bool = False) -> Ask | str:
     if text.startswith(_VCS) or re.match(r"^(https?|file)://", text):
         return _reference_ask(text, origin, editable=editable)
     if text in (".", "..") or text.startswith(("./", "../", "/", "~")) or editable:
+        if is_the_project(text):
+            return f"{text}: a local path (the project itself)"
         return f"{text}: a local path (the project itself, or a checkout beside it)"
     try:
         requirement = Requirement(text)
@@ -288,6 +291,8 @@ class PipLines:
             return
         if "$" in text:
             self.builder.note(UNREADABLE, f"{text}: environment variables are not expanded", origin)
+            return
+        if read_local_path(self.ctx, self.builder, text.strip(), origin, editable=editable):
             return
         found = ask_from(text, origin, editable=editable)
         if isinstance(found, str):
