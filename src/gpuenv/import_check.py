@@ -62,6 +62,8 @@ from gpuenv.names import TORCH_FAMILY, normalize_name
 
 if TYPE_CHECKING:
     from gpuenv.importers import ImportRequest, Reproduction
+    from gpuenv.importers.torch_choice import TorchBound
+    from gpuenv.knowledge import KnowledgeBase
 
 __all__ = [
     "TIMEOUT",
@@ -741,7 +743,20 @@ def settle(
     release with a wheel (Real-ESRGAN's basicsr 1.4.2, an sdist, moved to 1.3.3.3 while
     its gfpgan>=1.3.5 needs basicsr>=1.4.2), the move is undone: the paper's pin is kept
     as a source build, as pip built it, and the import and its check run once more. The
-    second answer is taken where it resolves; else the first stands."""
+    second answer is taken where it resolves; else the first stands. Where a torch no
+    file pins is what breaks it, the import runs once more within the range the
+    requirement needs (``_within_torch_bound``)."""
+    result, check = _undo_wheel_moves(request, result, check, index, cache_dir)
+    return _within_torch_bound(request, result, check, index, cache_dir)
+
+
+def _undo_wheel_moves(
+    request: ImportRequest,
+    result: Reproduction,
+    check: ResolveCheck,
+    index: str,
+    cache_dir: Path | None,
+) -> tuple[Reproduction, ResolveCheck]:
     if check.resolves is not False:
         return result, check
     from dataclasses import replace
@@ -762,5 +777,64 @@ def settle(
         for name in named
     )  # fmt: skip
     again = reproduce(replace(request, kept_as_builds=(*request.kept_as_builds, *kept)))
+    second = check_reproduction(again, index, None, cache_dir)
+    return (again, second) if second.resolves else (result, check)
+
+
+# -- a torch the pins dated, which a requirement's range rules out -------------------------
+
+# "stable-baselines3==2.9.0a2 depends on torch>=2.3,<3.0": uv's words for the range
+_NEEDS_TORCH = re.compile(r"(?P<who>[A-Za-z0-9][^\s]*) depends on torch(?P<spec>[<>=!~][^\s]*)")
+
+
+def torch_bound(reason: str, first: str, kb: KnowledgeBase) -> TorchBound | None:
+    """The torch range uv says a requirement needs, which ``first`` (the torch chosen)
+    is outside of; of several (each release of the requirement its own), the one that
+    accepts the most releases gpuenv knows. None when uv names none."""
+    from gpuenv.importers.torch_choice import TorchBound
+
+    found: list[tuple[int, TorchBound]] = []
+    known = [r.version for r in kb.torch_releases]
+    for match in _NEEDS_TORCH.finditer(reason):
+        spec = match["spec"].rstrip(".,;")
+        try:
+            accepted = SpecifierSet(spec)
+        except InvalidSpecifier:
+            continue  # cut short by _short
+        if accepted.contains(first, prereleases=True):
+            continue  # the constraint itself ("depends on torch==2.0.1")
+        releases = sum(1 for v in known if v in accepted)
+        if releases:
+            found.append((releases, TorchBound(spec, match["who"], first)))
+    return max(found, key=lambda f: f[0])[1] if found else None
+
+
+def _within_torch_bound(
+    request: ImportRequest,
+    result: Reproduction,
+    check: ResolveCheck,
+    index: str,
+    cache_dir: Path | None,
+) -> tuple[Reproduction, ResolveCheck]:
+    """rl-baselines3-zoo: no file pins torch, ``gym==0.26.2`` dated the files to torch
+    2.0.1, and ``stable-baselines3>=2.9.0a2`` needs torch>=2.3. The import runs once more
+    with torch within the range uv names, the newest there that fits the target; its
+    answer is taken where it resolves."""
+    torch = result.merged.packages.get("torch")
+    if check.resolves is not False or request.torch_bound is not None:
+        return result, check
+    if torch is not None and torch.exact is not None:
+        return result, check  # the paper's own pin: its conflict is the paper's
+    bound = torch_bound(check.reason, result.decision.plan.torch, request.kb)
+    if bound is None:
+        return result, check
+    from dataclasses import replace
+
+    from gpuenv.importers import reproduce
+
+    try:
+        again = reproduce(replace(request, torch_bound=bound))
+    except GpuenvError:  # no torch in the range fits this target
+        return result, check
     second = check_reproduction(again, index, None, cache_dir)
     return (again, second) if second.resolves else (result, check)

@@ -16,6 +16,7 @@ import json
 from collections.abc import Callable, Iterator
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import pytest
 from packaging.version import Version
@@ -599,3 +600,80 @@ def test_the_release_dates_are_the_default_indexs_upload_days(fk: ForeignKnowled
     ]
     assert not differ
     assert published(index, "transformers", Version("4.28.1")) == date(2023, 4, 14)
+
+
+# uv's words when the pins dated rl-baselines3-zoo's requirements.txt to torch 2.0.1 (the
+# field test, trimmed where the report cut it)
+SB3_CONFLICT = (
+    "Because stable-baselines3==2.9.0a2 depends on torch>=2.3,<3.0 and stable-baselines3"
+    ">=2.9.0a2 depends on torch==2.0.1, we can conclude that stable-baselines3==2.9.0a2 "
+    "cannot be used. And because only the following versions of stable-baselines3 are "
+    "available: stable-baselines3<=2.9.0a2 stable-baselines3>=2.9.0a3 we can conclude that "
+    "stable-baselines3>=2.9.0a2,<2.9.0a3 cannot be used. (1) Because stable-baselines3>="
+    "2.9.0a3 depends on torch>=2.8,<3.0 and torch==2.0.1, we can conclude that "
+    "stable-baselines3>=2.9.0a3 cannot be used."
+)
+
+
+def test_a_torch_dated_by_an_old_pin_that_a_requirement_rules_out_is_chosen_again(
+    run_import: Callable[..., Imported], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DLR-RM/rl-baselines3-zoo: gym==0.26.2 (2022-10-04) dated the files to torch 1.12.1
+    (2.0.1 on an H100), and stable-baselines3>=2.9.0a2 needs torch>=2.3: the spec could
+    not resolve. The import runs once more within the range uv names."""
+    from gpuenv import import_check
+    from gpuenv.import_check import ResolveCheck
+
+    root = tmp_path / "dated-index"
+    write_json_index(
+        root,
+        _pages(
+            [
+                ("gym", "0.26.2", "2022-10-04T16:23:56.000Z", "py3-none-any"),
+                ("stable-baselines3", "2.9.0a2", "2026-01-12T10:00:00.000Z", "py3-none-any"),
+            ]
+        ),
+    )
+    asked: list[str] = []
+
+    def uv(reproduction: Any, *args: Any) -> ResolveCheck:
+        torch = reproduction.decision.plan.torch
+        asked.append(torch)
+        if torch == "2.0.1":
+            return ResolveCheck(False, SB3_CONFLICT, "index", "3.11", "x86_64-manylinux_2_28")
+        return ResolveCheck(True, "", "index", "3.11", "x86_64-manylinux_2_28")
+
+    monkeypatch.setattr(import_check, "check_reproduction", uv)
+    req = _paper(tmp_path, "gym==0.26.2\nstable-baselines3>=2.9.0a2,<3.0\n")
+    with serve(root, options=Serve()) as url:
+        monkeypatch.setenv("GPUENV_IMPORT_INDEX", f"{url}/simple")
+        imported = run_import(req, target="h100")
+    assert imported.result.code == 0, imported.result.out + imported.result.err
+    assert asked == ["2.0.1", "2.7.1"]  # once dated, once within the range: the newest fitting
+    torch = _torch(imported)
+    assert torch["to"] == "2.7.1+cu118"
+    assert torch["why"] == (
+        "the files pin no torch version; 2.7.1 is the newest release that fits and that "
+        "stable-baselines3==2.9.0a2 (torch>=2.3,<3.0) accepts"
+    )
+    said = [a["why"] for a in imported.report["assumptions"] if a["package"] == "torch"]
+    assert said == [
+        "torch 2.0.1, chosen first, does not resolve: stable-baselines3==2.9.0a2 depends on "
+        "torch>=2.3,<3.0 (the resolve check); chosen again among the releases it accepts"
+    ]
+
+
+def test_the_torch_range_a_requirement_needs_is_read_from_uv_s_words() -> None:
+    from gpuenv.import_check import torch_bound
+    from gpuenv.knowledge import knowledge_base
+
+    bound = torch_bound(SB3_CONFLICT, "2.0.1", knowledge_base())
+    assert bound is not None
+    # of the two ranges (2.9.0a2's and 2.9.0a3's), the one more releases fit
+    assert (bound.specifier, bound.who, bound.first) == (
+        ">=2.3,<3.0",
+        "stable-baselines3==2.9.0a2",
+        "2.0.1",
+    )
+    # the constraint itself ("depends on torch==2.0.1") is no range to move into
+    assert torch_bound("Because a==1 depends on torch==2.0.1.", "2.0.1", knowledge_base()) is None

@@ -692,6 +692,7 @@ ELSEWHERE = frozenset(
     {
         "is the nearest release that satisfies it",  # test_pillow
         "kept and built from its source archive at install",  # test_resolve_check
+        "chosen first, does not resolve",  # test_era (the resolve check's conflict, stubbed)
         "written without the credentials its URL held",  # test_bad_inputs
         "is the nearest release that satisfies it with wheels for Python",  # test_pillow
         "is the oldest",  # test_companions (mmdet follows mmcv-full)

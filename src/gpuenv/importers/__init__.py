@@ -28,7 +28,7 @@ from gpuenv.importers.formats import READERS, detect
 from gpuenv.importers.merge import Merged, merge
 from gpuenv.importers.model import NAME, Ask, Reading
 from gpuenv.importers.report import ASSUMPTION, Entry, Report
-from gpuenv.importers.torch_choice import Planning
+from gpuenv.importers.torch_choice import Planning, TorchBound
 from gpuenv.importers.wheels import WheelIndex
 from gpuenv.knowledge import KnowledgeBase
 from gpuenv.knowledge.foreign import ForeignKnowledge
@@ -57,6 +57,9 @@ class ImportRequest:
     # Pins built from source rather than moved to the nearest release with a wheel, with
     # why (gpuenv.import_check: the move left the pins unresolvable).
     kept_as_builds: tuple[tuple[str, str], ...] = ()
+    # A torch range a requirement needs, which the first choice broke (gpuenv.import_check:
+    # the resolve check named it): torch is chosen within it.
+    torch_bound: TorchBound | None = None
 
 
 @dataclass(frozen=True)
@@ -395,6 +398,7 @@ def reproduce(request: ImportRequest) -> Reproduction:
         _project_name(merged, request.paths),
         request.wheels,
         dict(request.kept_as_builds),
+        request.torch_bound,
     )
     decision.entries.extend(skipped)
     hardware = decision.plan.hardware.describe()

@@ -59,7 +59,7 @@ from gpuenv.importers.report import (
 )
 from gpuenv.importers.report import UNMANAGED as UNMANAGED_ENTRY
 from gpuenv.importers.requirements import index_file
-from gpuenv.importers.torch_choice import Choice, PaperTorch, Planning, choose
+from gpuenv.importers.torch_choice import Choice, PaperTorch, Planning, TorchBound, choose
 from gpuenv.knowledge import DriverCompat, KnowledgeBase
 from gpuenv.knowledge.foreign import (
     Companion,
@@ -473,6 +473,18 @@ def companion_bounds(
     if not specs:
         return None
     return ",".join(specs), ", ".join(who)
+
+
+def _with_bound(
+    allowed: tuple[str, str] | None, bound: TorchBound | None
+) -> tuple[str, str] | None:
+    """What the pins allow of torch, and the range the resolve check found one needs."""
+    if bound is None:
+        return allowed
+    who = f"{bound.who} (torch{bound.specifier})"
+    if allowed is None:
+        return bound.specifier, who
+    return f"{allowed[0]},{bound.specifier}", f"{allowed[1]}, {who}"
 
 
 # --- torch, Python, the trio ------------------------------------------------------------
@@ -1934,17 +1946,22 @@ def decide(
     project: tuple[str, str],
     wheels: wheel_index.WheelIndex | None = None,
     kept_as_builds: Mapping[str, str] | None = None,
+    bound: TorchBound | None = None,
 ) -> Decision:
     """The reproduction for ``planning``'s target: ``NoCompatiblePlan`` when nothing fits.
     With ``wheels``, the Python is the nearest on which the pins have wheels there;
-    ``kept_as_builds`` names pins (with why) built from source rather than moved."""
+    ``kept_as_builds`` names pins (with why) built from source rather than moved;
+    ``bound``, a torch range a requirement needs (the resolve check found it): torch is
+    chosen within it, not dated by the pins."""
     torch = merged.packages.get("torch")
     # A torch without a version, or none at all (the README installs it): the pins'
     # newest day dates them (pins_day asks the index only when there are pins).
-    dated = eras.pins_day(merged, wheels) if torch is None or torch.exact is None else None
+    unpinned = torch is None or torch.exact is None
+    dated = eras.pins_day(merged, wheels) if unpinned and bound is None else None
     paper, _ = paper_torch(merged, planning.kb, fk, dated)
     known = [r.version for r in planning.kb.torch_releases]
-    choice = choose(planning, paper, era_caps(paper, fk), companion_bounds(merged, fk, known))
+    allowed = _with_bound(companion_bounds(merged, fk, known), bound)
+    choice = choose(planning, paper, era_caps(paper, fk), allowed)
     plan, python_why = choice.plan, None
     if wheels is not None:
         plan, python_why = _python_for_wheels(planning, paper, plan, merged, (fk, wheels))
@@ -1953,6 +1970,17 @@ def decide(
     d.wheels, d.python_why = wheels, python_why
     d.kept_as_builds = dict(kept_as_builds or {})
     _torch_entries(d, merged, paper, choice, (planning.kb, fk))
+    if bound is not None:
+        d.add(
+            Entry(
+                ASSUMPTION,
+                "torch",
+                f"torch {bound.first}, chosen first, does not resolve: {bound.who} depends "
+                f"on torch{bound.specifier} (the resolve check); chosen again among the "
+                "releases it accepts",
+                risk=LOW,
+            )
+        )
     d.stack["python"] = plan.python
     d.stack["torch"] = plan.torch
     d.stack_comments["torch"] = next(

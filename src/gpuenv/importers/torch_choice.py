@@ -44,6 +44,17 @@ class PaperTorch:
 
 
 @dataclass(frozen=True)
+class TorchBound:
+    """A torch range a requirement needs that no file states, learned from the resolve
+    check's conflict (rl-baselines3-zoo: the pins dated the files to torch 2.0.1, and
+    ``stable-baselines3==2.9.0a2 depends on torch>=2.3,<3.0``)."""
+
+    specifier: str  # ">=2.3,<3.0"
+    who: str  # "stable-baselines3==2.9.0a2"
+    first: str  # the torch chosen before it, which did not resolve: "2.0.1"
+
+
+@dataclass(frozen=True)
 class Choice:
     plan: TargetPlan
     step: str  # "exact", "other-build", "newer", "older", "range", "any"
