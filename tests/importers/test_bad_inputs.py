@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CliResult
-from tests.importers.conftest import IMPORTS, TARGETS
+from tests.importers.conftest import IMPORTS, TARGETS, Imported
 
 BAD = IMPORTS / "bad"
 
@@ -519,3 +519,16 @@ def test_a_folder_whose_files_cannot_be_read_is_named_as_given(
     (problem,) = _problems(_import(cli, tmp_path, folder))
     assert problem["file"] == str(folder)
     assert str(problem["message"]).startswith("no environment file found here could be read")
+
+
+def test_a_dockerfile_of_only_an_arg_asks_for_no_torch(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # the field test's scratch/odd/argonly: 'torch any ... the files pin no torch version'
+    path = tmp_path / "Dockerfile"
+    path.write_text("ARG BASE\nFROM $BASE\n")
+    imported = run_import(path, target="h100")
+    torch = imported.entries("changed")["torch"]
+    assert torch["from"] == "not asked"
+    assert str(torch["why"]).startswith("nothing in the files asks for torch; ")
+    assert imported.report["summary"].startswith("torch not asked → ")

@@ -653,8 +653,8 @@ def test_a_torch_dated_by_an_old_pin_that_a_requirement_rules_out_is_chosen_agai
     torch = _torch(imported)
     assert torch["to"] == "2.7.1+cu118"
     assert torch["why"] == (
-        "the files pin no torch version; 2.7.1 is the newest release that fits and that "
-        "stable-baselines3==2.9.0a2 (torch>=2.3,<3.0) accepts"
+        "nothing in the files asks for torch; 2.7.1 is the newest release that fits and "
+        "that stable-baselines3==2.9.0a2 (torch>=2.3,<3.0) accepts"
     )
     said = [a["why"] for a in imported.report["assumptions"] if a["package"] == "torch"]
     assert said == [

@@ -568,6 +568,14 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         [("changed", "torch", "why",
           "the files pin no torch version; 2.7.1 is what the planner chose here")],
     ),
+    # the field test's scratch/odd/empty: "the files pin no torch version" said the
+    # files asked for torch
+    "an empty requirements file": (
+        "",
+        "rtx4090",
+        [("changed", "torch", "why",
+          "nothing in the files asks for torch; 2.7.1 is what the planner chose here")],
+    ),
     "a torch too new for the driver": (
         "torch==2.9.0\n",
         "rtx4090",

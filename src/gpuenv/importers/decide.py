@@ -500,7 +500,12 @@ def _between_known_why(version: Version, kb: KnowledgeBase) -> str:
 
 
 def _moved_torch_why(
-    paper: PaperTorch, choice: Choice, kb: KnowledgeBase, fk: ForeignKnowledge
+    paper: PaperTorch,
+    choice: Choice,
+    kb: KnowledgeBase,
+    fk: ForeignKnowledge,
+    *,
+    asked: bool = True,
 ) -> str:
     plan = choice.plan
     version = paper.version
@@ -511,7 +516,9 @@ def _moved_torch_why(
             if choice.allowed_by
             else "is what the planner chose here"
         )
-        return f"the files pin no torch version; {plan.torch} {chosen}"
+        # "pin no version" said the files asked for torch where they did not
+        files = "the files pin no torch version" if asked else "nothing in the files asks for torch"
+        return f"{files}; {plan.torch} {chosen}"
     if version is None:
         return f"no release in {paper.specifier!r} fits this target{obstacle}; {plan.torch} does"
     if version.is_prerelease:
@@ -625,11 +632,14 @@ def _torch_entries(
                 origin=origin,
             )
         )
+    # An empty requirements.txt, an ARG-only Dockerfile: torch is the planner's, not asked
+    asked = resolved is not None or paper.version is not None or bool(paper.specifier)
     was = (
         f"{paper.version}+{build}"
         if paper.version and build
         else (str(paper.version) if paper.version else (paper.specifier or "any"))
     )
+    was = was if asked else "not asked"
     now = f"{plan.torch}+{plan.cu_tag}"
     same_release = paper.version is not None and paper.version == Version(plan.torch)
     if same_release and (build is None or build == plan.cu_tag):
@@ -676,7 +686,7 @@ def _torch_entries(
             Entry(
                 CHANGED,
                 "torch",
-                _moved_torch_why(paper, choice, kb, fk),
+                _moved_torch_why(paper, choice, kb, fk, asked=asked),
                 origin=origin,
                 was=was,
                 now=now,
