@@ -268,6 +268,46 @@ def test_setup_py_computed_values_are_reported(tmp_path: Path) -> None:
     assert "is computed when setup.py runs: not read" in notes(readings)
 
 
+# openai/CLIP's setup.py (d05afc4), which opens its requirements.txt
+CLIP_SETUP = """\
+import os
+
+
+from setuptools import setup, find_packages
+
+setup(
+    name="clip",
+    py_modules=["clip"],
+    version="1.0",
+    install_requires=[
+        line.strip()
+        for line in open(os.path.join(os.path.dirname(__file__), "requirements.txt"))
+        if line.strip() and not line.startswith("#")
+    ],
+    extras_require={'dev': ['pytest']},
+)
+"""
+
+
+@pytest.mark.parametrize("names", [("setup.py",), ("requirements.txt", "setup.py")])
+def test_a_computed_install_requires_reads_the_file_it_opens(
+    tmp_path: Path, names: tuple[str, ...]
+) -> None:
+    """CLIP, TTS, Open-Sora: 'import the file it reads instead' was said of the
+    requirements.txt imported anyway, and the expression was cut mid-word at 80."""
+    files = {"requirements.txt": "ftfy\npackaging\nregex\ntqdm\ntorch\ntorchvision\n"}
+    readings = read(tmp_path, {**files, "setup.py": CLIP_SETUP}, *names)
+    assert [r.file for r in readings].count("requirements.txt") == 1
+    assert {"ftfy", "regex", "torch"} <= set(asks(readings))
+    said = notes(readings)
+    assert "import the file it reads instead" not in said
+    assert said == (
+        "install_requires=[line.strip() for line in ... and (not line.startswith('#'))] "
+        "(139 characters) is computed when setup.py runs (never executed here): the file "
+        "it reads, requirements.txt, is imported"
+    )
+
+
 def test_setup_cfg(tmp_path: Path) -> None:
     readings = read(
         tmp_path,

@@ -11,17 +11,20 @@ torch, which the reproduction must build for the target's GPU.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from gpuenv._setuppy import NOT_A_LITERAL, SetupSyntax
+from gpuenv.errors import ForeignFileError
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
 from gpuenv.importers._text import fail
 from gpuenv.importers.model import (
     CUDA_EXTENSION,
+    DROPPED,
     NAME,
     PYTHON,
     UNREADABLE,
@@ -54,6 +57,7 @@ class _Reader(ast.NodeVisitor):
         self.feeder = requirements.PipLines(ctx, self.builder, path.parent)
         self.syntax = SetupSyntax(tree)
         self.setup_calls: list[ast.Call] = []
+        self.path = path
 
     def origin(self, node: ast.AST, text: str) -> Origin:
         return Origin(self.display, getattr(node, "lineno", None), text)
@@ -114,7 +118,16 @@ class _Reader(ast.NodeVisitor):
         try:
             value = self.literal(node)
         except NOT_A_LITERAL:
-            text = ast.unparse(node)[:80]
+            text = _shown(ast.unparse(node))
+            read = self.file_read(node) if group is None else None
+            if read is not None:  # CLIP, TTS, Open-Sora: requirements.txt, imported as well
+                self.builder.note(
+                    DROPPED,
+                    f"{keyword}={text} is computed when setup.py runs (never executed "
+                    f"here): the file it reads, {read}, is imported",
+                    self.origin(node, f"{keyword}=..."),
+                )
+                return
             self.builder.note(
                 UNREADABLE,
                 f"{keyword}={text} is computed when setup.py runs: not read "
@@ -137,6 +150,19 @@ class _Reader(ast.NodeVisitor):
             if group is not None:
                 for i in range(before, len(self.builder.asks)):
                     self.builder.asks[i] = replace(self.builder.asks[i], group=group)
+
+    def file_read(self, node: ast.expr) -> str | None:
+        """The one requirements file a computed value reads, imported (or already read)
+        as ``-r`` includes are; None when there is no such file, or it cannot be read."""
+        found = self.syntax.requirement_files(node)
+        if not found:
+            return None
+        path = Path(os.path.normpath(self.path.parent / found[0]))
+        try:
+            self.ctx.include(path, "requirements", by=self.display, line=node.lineno)
+        except ForeignFileError:
+            return None  # outside, missing, or unreadable: the advice stands
+        return self.ctx.display(path)
 
     def extras(self, node: ast.expr) -> None:
         if isinstance(node, ast.Dict):
@@ -186,6 +212,21 @@ class _Reader(ast.NodeVisitor):
                         UNREADABLE, "setup(**...) arguments are not read", self.origin(call, "**")
                     )
         self.ctx.readings.append(self.builder.build())
+
+
+_SHOWN = 80  # characters of a computed expression quoted
+
+
+def _shown(text: str) -> str:
+    """An expression as quoted: whole when short, else its two ends cut between words,
+    and its length (CLIP's was cut at 80 characters, mid-word, before the file it reads)."""
+    if len(text) <= _SHOWN:
+        return text
+    head = text[: _SHOWN // 2]
+    tail = text[-_SHOWN // 2 :]
+    head = head[: max(head.rfind(c) for c in " ,") + 1] or head
+    tail = tail[min((i for i in (tail.find(c) for c in " ,") if i >= 0), default=-1) + 1 :]
+    return f"{head.rstrip()} ... {tail.lstrip()} ({len(text)} characters)"
 
 
 def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
