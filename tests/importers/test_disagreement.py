@@ -211,3 +211,59 @@ def test_an_invalid_version_is_listed_as_not_read(run_import: Callable[..., Impo
     assert broken.result.code == 0, broken.result.out
     (note,) = [a for a in broken.report["assumptions"] if "not read" in a["why"]]
     assert note["file"] == "collect_env.txt:2" and "not a version" in note["why"]
+
+
+def test_two_equally_specific_lines_of_one_file_say_the_first_is_taken(tmp_path: Path) -> None:
+    """Tencent/HunyuanVideo's README installs one CUDA build or the other; 'the most
+    authoritative, most specific statement wins' explained nothing of the choice."""
+    root = _files(
+        tmp_path,
+        {
+            "README.md": (
+                "```shell\n"
+                "# For CUDA 11.8\n"
+                "conda install pytorch==2.4.0 torchvision==0.19.0 torchaudio==2.4.0 "
+                "pytorch-cuda=11.8 -c pytorch -c nvidia\n"
+                "# For CUDA 12.4\n"
+                "conda install pytorch==2.4.0 torchvision==0.19.0 torchaudio==2.4.0 "
+                "pytorch-cuda=12.4 -c pytorch -c nvidia\n"
+                "```\n"
+            )
+        },
+    )
+    merged = _merged(root, "README.md")
+    (build,) = [d for d in merged.disagreements if d.subject == "torch-build"]  # type: ignore[attr-defined]
+    assert (build.winner.line, [o.line for o in build.losers]) == (3, [5])
+    assert build.why == "equally specific lines of README.md: the first in the file is taken"
+
+
+@pytest.mark.parametrize(
+    ("files", "subject", "why"),
+    [
+        (
+            {"environment.yml": "dependencies:\n  - python=3.8\n",
+             "environment-gpu.yml": "dependencies:\n  - python=3.9\n"},
+            "python",
+            "equally specific statements of equal authority: the file read first is taken",
+        ),
+        (
+            {"Dockerfile": "FROM pytorch/pytorch:1.12.1-cuda11.3-cudnn8-runtime\n",
+             "environment.yml": "dependencies:\n  - python=3.9\n"},
+            "python",
+            "what the files state outright beats what a base image implies",
+        ),
+        (
+            {"environment.yml": "dependencies:\n  - python=3.9\n",
+             "env-export.yml": "name: x\ndependencies:\n  - python=3.8.5=h7579374_1\n"
+                               "prefix: /opt/conda/envs/x\n"},
+            "python",
+            "the most authoritative, most specific statement wins",
+        ),
+    ],
+)  # fmt: skip
+def test_each_rule_that_decides_a_fact_is_the_one_named(
+    tmp_path: Path, files: dict[str, str], subject: str, why: str
+) -> None:
+    merged = _merged(_files(tmp_path, files), *files)
+    (found,) = [d for d in merged.disagreements if d.subject == subject]  # type: ignore[attr-defined]
+    assert found.why == why

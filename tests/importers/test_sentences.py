@@ -700,6 +700,10 @@ ELSEWHERE = frozenset(
     {
         "is the nearest release that satisfies it",  # test_pillow
         "kept and built from its source archive at install",  # test_resolve_check
+        "equally specific lines of",  # test_disagreement (HunyuanVideo's README)
+        "equally specific statements of equal authority",  # test_disagreement
+        "what the files state outright beats",  # test_disagreement
+        "the most authoritative, most specific statement wins",  # test_disagreement
         "chosen first, does not resolve",  # test_era (the resolve check's conflict, stubbed)
         "written without the credentials its URL held",  # test_bad_inputs
         "is the nearest release that satisfies it with wheels for Python",  # test_pillow

@@ -300,17 +300,32 @@ class _Merger:
         if len(facts) < 2:
             return
         best = facts[0]
-        losers = tuple(f.origin for f in facts[1:] if _fact_differs(key, best.value, f.value))
+        losers = [f for f in facts[1:] if _fact_differs(key, best.value, f.value)]
         if losers:
-            implied = [_implied(f) for f in facts[1:] if f.origin in losers]
-            why = (
-                f"--prefer names {best.origin.file}"
-                if best.origin.file in self.prefer
-                else "what the files state outright beats what a base image implies"
-                if all(implied) and not _implied(best)
-                else "the most authoritative, most specific statement wins"
+            why = self.fact_why(best, losers)
+            self.disagreements.append(
+                Disagreement(key, best.origin, tuple(f.origin for f in losers), why)
             )
-            self.disagreements.append(Disagreement(key, best.origin, losers, why))
+
+    def fact_why(self, best: Fact, losers: list[Fact]) -> str:
+        """The rule that put ``best`` first, as it was applied: where nothing of
+        ``fact_rank`` tells them apart, the order they were read in did (HunyuanVideo's
+        README installs ``pytorch-cuda=11.8`` on one line and ``=12.4`` two lines below:
+        "the most authoritative, most specific statement" explained nothing)."""
+        if best.origin.file in self.prefer:
+            return f"--prefer names {best.origin.file}"
+        if all(self.fact_rank(f) == self.fact_rank(best) for f in losers):
+            if all(f.origin.file == best.origin.file for f in losers):
+                above = all((f.origin.line or 0) > (best.origin.line or 0) for f in losers)
+                return (
+                    f"equally specific lines of {best.origin.file}: the "
+                    + ("first in the file" if above else "one read first")
+                    + " is taken"
+                )
+            return "equally specific statements of equal authority: the file read first is taken"
+        if all(_implied(f) for f in losers) and not _implied(best):
+            return "what the files state outright beats what a base image implies"
+        return "the most authoritative, most specific statement wins"
 
 
 def _pinned_url(ask: Ask) -> bool:
