@@ -596,3 +596,15 @@ def test_every_system_package_of_a_long_apt_line_is_named(tmp_path: Path) -> Non
         "python3-wheel, espeak-ng, libsndfile1-dev): install them on the machine"
     ) in text
     assert "p24, and 6 more): install them on the machine" in text
+
+
+def test_a_readme_install_without_dependencies_is_noted(tmp_path: Path) -> None:
+    # thuml/Time-Series-Library README.md:143: uni2ts's own pins clash with the project's
+    readings = read(
+        tmp_path,
+        {"README.md": "```bash\n   pip install uni2ts --no-deps\n```\n"},
+    )
+    assert "uni2ts" in asks(readings)
+    assert notes(readings).startswith(
+        "uni2ts: installed with --no-deps, without its dependencies; the spec cannot say so"
+    )

@@ -490,6 +490,21 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
              "a local version, which no index serves"),
         ],
     ),
+    # Time-Series-Library's Dockerfile:22-24 (and README.md:143)
+    "a package installed without its dependencies": (
+        "FROM pytorch/pytorch:2.5.1-cuda12.1-cudnn9-devel\n"
+        "RUN --mount=type=cache,target=/root/.cache/pip \\\n"
+        "    pip install uni2ts --no-deps\n",
+        "h100",
+        [
+            ("kept", "uni2ts", "why", "as pinned"),
+            ("assumptions", "", "why",
+             "uni2ts: installed with --no-deps, without its dependencies; the spec cannot say "
+             "so, and `gpuenv lock` resolves them too: where they conflict, remove it from "
+             "[pip] and, after `gpuenv install`, run `gpuenv run -- pip install --no-deps "
+             "'uni2ts'`"),
+        ],
+    ),
     # pixi-pytorch-onnx: cuda-version = "12.*" was "no CUDA version pinned", and an H100
     # with driver 550 got cu118
     "a CUDA major with no minor": (

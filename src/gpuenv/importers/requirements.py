@@ -368,9 +368,25 @@ class PipLines:
             else:
                 # One requirement not understood is noted, not the rest of the command:
                 # a nameless git URL dropped every `&& pip install` after it in a RUN.
+                before = len(self.builder.asks)
                 with line_not_read(self.builder, origin):
                     self.requirement(word, origin)
+                if "--no-deps" in tokens:
+                    for ask in self.builder.asks[before:]:
+                        self.builder.note(UNMANAGED, _no_deps_why(ask), origin)
             i += 1
+
+
+def _no_deps_why(ask: Ask) -> str:
+    """Time-Series-Library's Dockerfile and README: ``pip install uni2ts --no-deps`` (its
+    pins clash with the project's). A spec requirement has no such option: the lock
+    resolves the package's dependencies as well, and the report says the paper did not."""
+    return (
+        f"{ask.name}: installed with --no-deps, without its dependencies; the spec cannot "
+        "say so, and `gpuenv lock` resolves them too: where they conflict, remove it from "
+        f"[pip] and, after `gpuenv install`, run `gpuenv run -- pip install --no-deps "
+        f"'{ask.requirement_text()}'`"
+    )
 
 
 # pip's general options that take a value (`pip --cache-dir /c install ...`)
