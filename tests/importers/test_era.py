@@ -188,9 +188,9 @@ def test_pins_older_than_the_range_date_the_files_to_its_oldest_release(
     req = _paper(tmp_path, "torch>=1.7\ntransformers==3.4.0\n")
     torch = _torch(run_import(req, target="rtx4090"))
     assert str(torch["why"]).startswith(
-        "the files' newest pin dates them to 2020-10-20, when transformers 3.4.0 was published "
-        "(requirements.txt:2), before any torch in '>=1.7'; the oldest there, 1.7.0 "
-        "(published 2020-10-27), is their era; "
+        "only exact pins date the files, and the newest, transformers 3.4.0 "
+        "(requirements.txt:2), was published 2020-10-20, before any torch in '>=1.7': that "
+        "range's oldest release, 1.7.0 (published 2020-10-27), is taken; "
     )
 
 

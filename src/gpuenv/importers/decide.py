@@ -372,8 +372,12 @@ def _era_of_dates(
     if later:
         out = fk.torch_published(version)
         return version, (
-            f"the files' newest pin dates them to {dated.says()}, before any torch in "
-            f"{specifier!r}; the oldest there, {version} (published {out}), is their era"
+            # CogVideo: "the files' newest pin dates them to 2023-09-16 ..., before any
+            # torch in '>=2.5.0'" read as a claim the ranges (2024) contradicted
+            f"only exact pins date the files, and the newest, {dated.package} "
+            f"{dated.version} ({dated.origin.where()}), was published "
+            f"{dated.day.isoformat()}, before any torch in {specifier!r}: that range's "
+            f"oldest release, {version} (published {out}), is taken"
         )
     return version, (
         f"the newest torch released by {dated.says()}, is {version}"
