@@ -315,3 +315,28 @@ def test_a_pixi_cuda_major_asks_for_a_build_of_that_major(
         assert tag.startswith("cu12") and tag <= "cu" + driver_cuda.replace(".", ""), tag
         notes = [a["why"] for a in imported.report["assumptions"]]
         assert not any("no CUDA version pinned" in n for n in notes)
+
+
+def test_a_development_dockerfile_and_a_development_include_are_left_out(tmp_path: Path) -> None:
+    """coqui-ai/TTS: dockerfiles/Dockerfile.dev and a recipe's Dockerfile -r'd
+    requirements.dev.txt and requirements.notebooks.txt, and black, pylint==2.10.2 and
+    bokeh==1.4.0 became the paper's environment although discovery left those files out."""
+    root = _tree(
+        tmp_path / "repo",
+        {
+            "requirements.txt": "torch==2.1.0\n",
+            "requirements.dev.txt": "black\npylint==2.10.2\n",
+            "requirements.notebooks.txt": "bokeh==1.4.0\n",
+            "dockerfiles/Dockerfile.dev": "FROM python:3.10\nRUN pip install -r requirements.dev.txt\n",
+            "recipes/prep/Dockerfile": (
+                "FROM python:3.10\nADD requirements*.txt /a/\nWORKDIR /a\n"
+                "RUN pip install -r requirements.txt -r requirements.dev.txt "
+                "-r requirements.notebooks.txt\n"
+            ),
+        },
+    )
+    found = discover(root)
+    assert "Dockerfile.dev" in {p.name for p, _ in found.skipped}
+    readings, _ = read_inputs((root,), foreign_knowledge())
+    names = {a.name for r in readings for a in r.asks}
+    assert "black" not in names and "bokeh" not in names and "pylint" not in names

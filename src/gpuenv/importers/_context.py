@@ -62,7 +62,13 @@ class Context:
 
     def include(self, path: Path, fmt: str | None, *, by: str, line: int | None) -> bool:
         """Read another file that one being read pulls in (``-r``, ``python_requirements``).
-        Returns False when it was already read."""
+        Returns False when it was already read, or is a development group's file, left
+        out as discovery leaves it out (coqui-ai/TTS: a recipe's Dockerfile -r'd
+        requirements.dev.txt, and black, pylint and nose2 became the paper's)."""
+        from gpuenv.importers.discover import dev_only
+
+        if dev_only(path.name):
+            return False
         if self.depth >= MAX_INCLUDE_DEPTH:
             fail(by, line, f"includes nested more than {MAX_INCLUDE_DEPTH} deep")
         try:

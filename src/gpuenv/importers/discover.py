@@ -118,12 +118,19 @@ class Found:
 _SEPARATORS = ("-", "_", ".")  # requirements-dev.txt, requirements_dev.txt, requirements.dev.txt
 
 
-def _dev_only(name: str) -> bool:
+def dev_only(name: str) -> bool:
     """A development group's file: what follows ``requirements`` or ``environment`` and
     a separator, the extension dropped (coqui-ai/TTS's ``requirements.dev.txt`` was
     imported as the paper's environment: black, pylint, nose2), or what precedes
-    ``requirements`` (``dev-requirements.txt``)."""
-    stem = name.lower().rsplit(".", 1)[0]
+    ``requirements`` (``dev-requirements.txt``); a Dockerfile named for a development
+    group (``Dockerfile.dev``, ``dev.Dockerfile``)."""
+    lower = name.lower()
+    before, dockerfile, after = lower.partition("dockerfile")
+    if dockerfile:  # coqui-ai/TTS's Dockerfile.dev -r's its dev and notebook files
+        rest = after[1:] if after[:1] in _SEPARATORS else ""
+        first = before[:-1] if before[-1:] in _SEPARATORS else ""
+        return bool(rest and is_dev_group(rest)) or bool(first and is_dev_group(first))
+    stem = lower.rsplit(".", 1)[0]
     group = stem.removesuffix("requirements")
     if group != stem and group[-1:] in _SEPARATORS and group[:-1]:
         return is_dev_group(group[:-1].replace(".", "-"))
@@ -169,7 +176,7 @@ class _Walk:
         if not _known(name, in_requirements):
             return
         aside = next((p for p in parts if p in ASIDE), None)
-        if _dev_only(name) or (in_requirements and is_dev_group(name.split(".", 1)[0])):
+        if dev_only(name) or (in_requirements and is_dev_group(name.split(".", 1)[0])):
             self.skip(path, "development requirements")
         elif aside is not None:
             self.skip(path, f"in {aside}/: not the paper's environment (pass it to use it)")
