@@ -78,6 +78,6 @@ def test_the_spec_check_normalises_names_as_pep_503_does(written: str) -> None:
     ("group", "dev"), [("Docs.Build", True), ("test_unit", True), ("vision", False)]
 )
 def test_dependency_groups_are_named_as_pep_735_normalises_them(group: str, dev: bool) -> None:
-    from gpuenv.importers.pyproject import is_dev_group
+    from gpuenv.importers._devfiles import is_dev_group
 
     assert is_dev_group(group) is dev

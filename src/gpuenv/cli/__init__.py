@@ -102,7 +102,14 @@ def entry() -> int:
 
     import gpuenv
 
-    gpuenv._guard_start_up(force=True)  # from here on a signal just ends the process
+    try:
+        gpuenv._guard_start_up(force=True)  # from here on a signal just ends the process
+    except KeyboardInterrupt as late:  # one delivered again after an import (cli._signals)
+        from gpuenv.cli import _output
+
+        gpuenv._guard_start_up(force=True)
+        _output.render_interrupt(late, as_json=False)
+        code = interrupt_code(late)
     if code not in (129, 130, 143):  # interrupted: the tables stay as they were
         for name in ("gpuenv.cli._classcode", "gpuenv.cli._patterncode"):
             table = sys.modules.get(name)

@@ -129,12 +129,21 @@ def spec_unedited(settings: Settings, spec_file: Path) -> Iterator[None]:
     """Hold the spec's edit lock while the spec is read and locked (``lock``, and an
     ``install`` that may relock): an ``add`` that fails puts its edit back, and a lock
     that read the edit meanwhile wrote a lock of a spec that was never kept. Where no
-    lock can be taken (nowhere writable for it), the command goes on without one."""
+    lock can be taken (a read-only store, and no state folder to take it in), the
+    command goes on without one."""
+    from gpuenv._fs import is_read_only
     from gpuenv.errors import StorageError
 
+    store = settings.store()
+    if not (store.root / "locks").is_dir():  # no add has ever run here: nothing to wait
+        yield  # for, and a lock alone makes no store
+        return
     with contextlib.ExitStack() as stack:
-        with contextlib.suppress(StorageError):
-            stack.enter_context(settings.store().spec_locked(spec_file))
+        try:
+            stack.enter_context(store.spec_locked(spec_file))
+        except StorageError as exc:  # a full disk is the news; a read-only one is not
+            if not is_read_only(exc):
+                raise
         yield
 
 

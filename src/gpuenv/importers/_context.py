@@ -65,7 +65,7 @@ class Context:
         Returns False when it was already read, or is a development group's file, left
         out as discovery leaves it out (coqui-ai/TTS: a recipe's Dockerfile -r'd
         requirements.dev.txt, and black, pylint and nose2 became the paper's)."""
-        from gpuenv.importers.discover import dev_only
+        from gpuenv.importers._devfiles import dev_only
 
         if dev_only(path.name):
             return False

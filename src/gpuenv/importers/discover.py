@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuenv.importers.pyproject import is_dev_group
+from gpuenv.importers._devfiles import dev_only, is_dev_group
 
 PATTERNS = (
     "environment*.yml",
@@ -113,32 +113,6 @@ class Found:
     # Nothing at the top, everything in one subfolder (NVlabs/eg3d keeps its project and
     # environment.yml in eg3d/): that folder is the project's, and its files are used.
     project_folder: Path | None = None
-
-
-_SEPARATORS = ("-", "_", ".")  # requirements-dev.txt, requirements_dev.txt, requirements.dev.txt
-
-
-def dev_only(name: str) -> bool:
-    """A development group's file: what follows ``requirements`` or ``environment`` and
-    a separator, the extension dropped (coqui-ai/TTS's ``requirements.dev.txt`` was
-    imported as the paper's environment: black, pylint, nose2), or what precedes
-    ``requirements`` (``dev-requirements.txt``); a Dockerfile named for a development
-    group (``Dockerfile.dev``, ``dev.Dockerfile``)."""
-    lower = name.lower()
-    before, dockerfile, after = lower.partition("dockerfile")
-    if dockerfile:  # coqui-ai/TTS's Dockerfile.dev -r's its dev and notebook files
-        rest = after[1:] if after[:1] in _SEPARATORS else ""
-        first = before[:-1] if before[-1:] in _SEPARATORS else ""
-        return bool(rest and is_dev_group(rest)) or bool(first and is_dev_group(first))
-    stem = lower.rsplit(".", 1)[0]
-    group = stem.removesuffix("requirements")
-    if group != stem and group[-1:] in _SEPARATORS and group[:-1]:
-        return is_dev_group(group[:-1].replace(".", "-"))
-    for prefix in ("requirements", "environment"):
-        rest = stem.removeprefix(prefix)
-        if rest != stem and rest[:1] in _SEPARATORS and rest[1:]:
-            return is_dev_group(rest[1:].replace(".", "-"))
-    return False
 
 
 def _known(name: str, in_requirements: bool) -> bool:

@@ -22,6 +22,7 @@ from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import key_lines, line_of
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
+from gpuenv.importers._devfiles import is_dev_group
 from gpuenv.importers._text import fail, line_not_read, parse_toml
 from gpuenv.importers.conda_env import CondaSink
 from gpuenv.importers.model import (
@@ -33,7 +34,7 @@ from gpuenv.importers.model import (
     Origin,
     ReadingBuilder,
 )
-from gpuenv.importers.pyproject import is_dev_group, poetry_to_pep440
+from gpuenv.importers.pyproject import poetry_to_pep440
 
 _LINUX = ("linux-64", "linux-aarch64", "linux")
 

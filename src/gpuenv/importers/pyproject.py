@@ -18,6 +18,7 @@ from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import key_lines, line_of
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
+from gpuenv.importers._devfiles import is_dev_group
 from gpuenv.importers._text import fail, line_not_read, parse_toml
 from gpuenv.importers.model import (
     CUDA_EXTENSION,
@@ -31,19 +32,6 @@ from gpuenv.importers.model import (
     ReadingBuilder,
 )
 from gpuenv.names import normalize_name
-
-# Optional groups a person reproducing a paper leaves out: tooling, not the environment.
-DEV_GROUPS = frozenset(
-    {"dev", "develop", "development", "test", "tests", "testing", "doc", "docs", "lint",
-     "linting", "typing", "type", "types", "style", "quality", "bench", "benchmark", "ci",
-     "readthedocs", "rtd",  # requirements/readthedocs.txt: the docs build's (mmdet's)
-     "mkdocs", "sphinx",  # FastVideo's requirements-mkdocs.txt: a docs build's freeze
-     "notebook", "notebooks"}  # coqui-ai/TTS's requirements.notebooks.txt: bokeh for plots
-)  # fmt: skip
-
-
-def is_dev_group(name: str) -> bool:
-    return normalize_name(name).split("-")[0] in DEV_GROUPS
 
 
 def _caret(version: str) -> str:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
+from gpuenv.importers._devfiles import is_dev_group
 from gpuenv.importers._text import fail
 from gpuenv.importers.model import NAME, PYTHON, Authority, Origin, ReadingBuilder
-from gpuenv.importers.pyproject import is_dev_group
 
 
 def _section_lines(text: str) -> dict[str, tuple[int, int]]:

@@ -21,6 +21,7 @@ from gpuenv._setuppy import NOT_A_LITERAL, SetupSyntax
 from gpuenv.errors import ForeignFileError
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
+from gpuenv.importers._devfiles import is_dev_group
 from gpuenv.importers._text import fail
 from gpuenv.importers.model import (
     CUDA_EXTENSION,
@@ -32,7 +33,6 @@ from gpuenv.importers.model import (
     Origin,
     ReadingBuilder,
 )
-from gpuenv.importers.pyproject import is_dev_group
 
 _KEYWORDS = ("install_requires", "extras_require", "python_requires", "name")
 
