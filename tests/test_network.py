@@ -402,8 +402,8 @@ def test_a_number_uv_accepts_passes_through_as_written(name: str, value: str) ->
 # install did not take).
 COMPANY = Mirrors(
     (
-        Mirror("https://pypi.org/simple", "http://mirror.invalid/simple", "config.toml"),
-        Mirror("https://files.pythonhosted.org", "http://mirror.invalid/files", "config.toml"),
+        Mirror("https://index.invalid/simple", "http://mirror.invalid/simple", "config.toml"),
+        Mirror("https://files.invalid", "http://mirror.invalid/files", "config.toml"),
     )
 )
 
@@ -418,7 +418,7 @@ def test_a_mirrors_credentials_serve_lock_and_install_by_either_name(given: str)
     assert lock["UV_INDEX_GPUENV_DEFAULT_PASSWORD"] == "p"
     install = uv_environment(  # install names the lock's canonical index and the mirrors
         environ,
-        [Index.parse("gpuenv-default", "https://pypi.org/simple"), *COMPANY.indexes()],
+        [Index.parse("gpuenv-default", "https://index.invalid/simple"), *COMPANY.indexes()],
         mirrors=COMPANY,
     )
     assert install["UV_INDEX_GPUENV_MIRROR_1_PASSWORD"] == "p"
@@ -435,7 +435,7 @@ def test_a_401_through_a_mirror_names_the_mirrors_variables() -> None:
     index = Index.parse("gpuenv-default", "http://mirror.invalid/simple")
     error = network_error(failure, index=index, mirrors=COMPANY)
     assert "UV_INDEX_GPUENV_MIRROR_1_USERNAME" in (error.hint or "")
-    assert "a mirror of https://pypi.org/simple" in error.message
+    assert "a mirror of https://index.invalid/simple" in error.message
 
 
 def test_a_relative_file_setting_reaches_uv_absolute(
