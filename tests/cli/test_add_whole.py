@@ -35,6 +35,18 @@ def locked(cli: Callable[..., CliResult], tmp_path: Path) -> tuple[Path, bytes, 
     return spec, spec.read_bytes(), (tmp_path / "gpuenv.lock").read_bytes()
 
 
+def _install_raises(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> None:
+    """The cpu login target counts as installed here, and installing it raises ``error``."""
+    from gpuenv import install, runtime
+
+    monkeypatch.setattr(runtime, "installed_targets", lambda project: ("login",))
+
+    def raising(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(install, "install_locked", raising)
+
+
 @pytest.mark.parametrize("command", [["add", "tokenizers"], ["remove", "transformers"]])
 def test_a_relock_that_fails_for_one_target_writes_no_target(
     command: list[str],
@@ -69,15 +81,8 @@ def test_an_install_that_fails_after_the_relock_puts_the_lock_back_too(
     locked: tuple[Path, bytes, bytes],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from gpuenv import install, runtime
-
     spec, spec_before, lock_before = locked
-    monkeypatch.setattr(runtime, "installed_targets", lambda project: ("login",))
-
-    def failing(*args: object, **kwargs: object) -> None:
-        raise InstallError("uv pip install failed (exit 2)")
-
-    monkeypatch.setattr(install, "install_locked", failing)
+    _install_raises(monkeypatch, InstallError("uv pip install failed (exit 2)"))
     result = cli("-f", str(spec), "add", "tokenizers")
     assert result.code == 5, result.err
     assert "gpuenv.toml and gpuenv.lock put back as they were" in result.err
@@ -88,16 +93,9 @@ def test_an_install_that_fails_after_the_relock_puts_the_lock_back_too(
 def test_a_first_add_that_fails_leaves_no_lock(
     cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gpuenv import install, runtime
-
     spec = tmp_path / "gpuenv.toml"
     spec.write_text(CLUSTER)
-    monkeypatch.setattr(runtime, "installed_targets", lambda project: ("login",))
-
-    def failing(*args: object, **kwargs: object) -> None:
-        raise InstallError("uv pip install failed (exit 2)")
-
-    monkeypatch.setattr(install, "install_locked", failing)
+    _install_raises(monkeypatch, InstallError("uv pip install failed (exit 2)"))
     assert cli("-f", str(spec), "add", "tokenizers").code == 5
     assert spec.read_text() == CLUSTER
     assert not (tmp_path / "gpuenv.lock").exists()
@@ -108,20 +106,13 @@ def test_a_linked_private_lock_is_put_back_through_its_link_with_its_mode(
     locked: tuple[Path, bytes, bytes],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from gpuenv import install, runtime
-
     spec, _spec_before, lock_before = locked
     real = spec.parent / "kept" / "cluster.lock"
     real.parent.mkdir()
     (spec.parent / "gpuenv.lock").rename(real)
     real.chmod(0o600)
     (spec.parent / "gpuenv.lock").symlink_to(Path("kept") / "cluster.lock")
-    monkeypatch.setattr(runtime, "installed_targets", lambda project: ("login",))
-
-    def failing(*args: object, **kwargs: object) -> None:
-        raise InstallError("uv pip install failed (exit 2)")
-
-    monkeypatch.setattr(install, "install_locked", failing)
+    _install_raises(monkeypatch, InstallError("uv pip install failed (exit 2)"))
     assert cli("-f", str(spec), "add", "tokenizers").code == 5
     link = spec.parent / "gpuenv.lock"
     assert link.is_symlink() and link.readlink() == Path("kept") / "cluster.lock"
@@ -133,15 +124,8 @@ def test_an_interrupted_add_says_what_it_put_back(
     locked: tuple[Path, bytes, bytes],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from gpuenv import install, runtime
-
     spec, spec_before, lock_before = locked
-    monkeypatch.setattr(runtime, "installed_targets", lambda project: ("login",))
-
-    def interrupted(*args: object, **kwargs: object) -> None:
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(install, "install_locked", interrupted)
+    _install_raises(monkeypatch, KeyboardInterrupt())
     result = cli("-f", str(spec), "add", "tokenizers")
     assert result.code == 130
     assert "gpuenv.toml and gpuenv.lock put back as they were" in result.err
