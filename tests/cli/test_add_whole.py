@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from gpuenv.errors import InstallError, NetworkError
-from gpuenv.lock.model import PipRequest
+from gpuenv.errors import InstallError
 from tests.conftest import CliResult
-from tests.lock.fakes import FakeConda, FakePip
+from tests.lock.fakes import FakeConda, FakePip, torch_index_down
 from tests.lock.test_share import CLUSTER
 
 
@@ -56,13 +55,7 @@ def test_a_relock_that_fails_for_one_target_writes_no_target(
 ) -> None:
     spec, spec_before, lock_before = locked
     real = FakePip.resolve
-
-    def flaky(self: FakePip, request: PipRequest):
-        if request.torch_index and request.torch_index.endswith("cu124"):
-            raise NetworkError("cannot reach the index", cause="refused", url=request.torch_index)
-        return real(self, request)
-
-    monkeypatch.setattr(FakePip, "resolve", flaky)
+    torch_index_down(monkeypatch)
     result = cli("-f", str(spec), *command, "--no-install", "--json")
     assert result.code == 5, result.err
     error = result.json()["error"]

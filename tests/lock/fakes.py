@@ -139,3 +139,18 @@ class FakeConda:
 
 def newest_version(packages: tuple[PipPackage, ...], name: str) -> Version:
     return Version(next(p.version for p in packages if p.name == name))
+
+
+def torch_index_down(monkeypatch: object, tag: str = "cu124") -> None:
+    """Make ``FakePip`` fail as an unreachable torch index does for the ``tag`` build's
+    requests (the other targets' resolve as before)."""
+    from gpuenv.errors import NetworkError
+
+    real = FakePip.resolve
+
+    def flaky(self: FakePip, request: PipRequest) -> tuple[PipPackage, ...]:
+        if request.torch_index and request.torch_index.endswith(tag):
+            raise NetworkError("cannot reach the index", cause="refused", url=request.torch_index)
+        return real(self, request)
+
+    monkeypatch.setattr(FakePip, "resolve", flaky)  # type: ignore[attr-defined]

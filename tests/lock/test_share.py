@@ -15,7 +15,7 @@ from gpuenv.lock._share import SharedPip, SharedPipWithMetadata, shared_conda, s
 from gpuenv.lock.format import read_lock
 from gpuenv.lock.model import PipRequest
 from tests.conftest import CliResult
-from tests.lock.fakes import FakeConda, FakePip
+from tests.lock.fakes import FakeConda, FakePip, torch_index_down
 
 # Four nodes of one cluster (the same GPU and driver) and a CPU login node, modelled on
 # the multi-node layouts of cluster repositories: targets per machine class.
@@ -294,13 +294,7 @@ def test_after_a_partial_relock_the_lock_stays_stale_until_every_target_is_locke
     spec.write_text(CLUSTER)
     assert cli("-f", str(spec), "lock").code == 0
     real = FakePip.resolve
-
-    def flaky(self: FakePip, request: PipRequest):
-        if request.torch_index and request.torch_index.endswith("cu124"):
-            raise NetworkError("cannot reach the index", cause="refused", url=request.torch_index)
-        return real(self, request)
-
-    monkeypatch.setattr(FakePip, "resolve", flaky)
+    torch_index_down(monkeypatch)
     spec.write_text(CLUSTER.replace('"transformers>=1"', '"transformers>=1", "tokenizers"'))
     result = cli("-f", str(spec), "lock", "--json")
     assert result.code == 5 and result.json()["error"]["locked"] == ["login"]
