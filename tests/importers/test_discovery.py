@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from gpuenv.importers import read_inputs
 from gpuenv.importers.discover import discover
 from gpuenv.knowledge.foreign import foreign_knowledge
@@ -294,17 +296,19 @@ def test_requirement_files_named_for_a_part_of_the_project_are_found(tmp_path: P
     assert [r.format for r in readings] == ["requirements"]
 
 
+@pytest.mark.parametrize("asked", ["12.*", ">=12,<13"])
 def test_a_pixi_cuda_major_asks_for_a_build_of_that_major(
-    run_import: Callable[..., Imported], tmp_path: Path
+    asked: str, run_import: Callable[..., Imported], tmp_path: Path
 ) -> None:
     # pixi-pytorch-onnx: `cuda-version = "12.*"` beside `pytorch-gpu = "*"` was "no CUDA
     # version pinned"; an H100 on driver 550 got torch's cu118 build (cu130 on driver 580).
+    # The attack's ">=12,<13" (one major as a range) was read the same way.
     root = _tree(
         tmp_path / "repo",
         {
             "pixi.toml": (
                 '[workspace]\nname = "p"\nchannels = ["conda-forge"]\nplatforms = ["linux-64"]\n'
-                '[dependencies]\npython = "3.10.*"\ncuda-version = "12.*"\npytorch-gpu = "*"\n'
+                f'[dependencies]\npython = "3.10.*"\ncuda-version = "{asked}"\npytorch-gpu = "*"\n'
             )
         },
     )

@@ -134,10 +134,11 @@ class CondaSink:
         cuda = release_of(specifier)
         if means == "build":
             family = re.fullmatch(r"==\s*(\d+)(\.\*)?", specifier)
-            if cuda is None and family is not None:
+            major = family.group(1) if family is not None else _one_major(specifier)
+            if cuda is None and major is not None:
                 # pixi-pytorch-onnx's cuda-version = "12.*": any 12.x build, not "no pin"
-                # (it got cu118 on an H100, cu130 elsewhere)
-                self.builder.fact(CUDA_MAJOR, family.group(1), origin, "conda CUDA package")
+                # (it got cu118 on an H100, cu130 elsewhere); ">=12,<13" alike
+                self.builder.fact(CUDA_MAJOR, major, origin, "conda CUDA package")
                 return
             if cuda is None:
                 self.builder.note(UNREADABLE, f"{origin.text}: no CUDA version pinned", origin)
@@ -262,3 +263,17 @@ def read_install_args(
         elif not token.startswith("-"):
             sink.spec(token, origin)
     sink.finish()
+
+
+def _one_major(specifier: str) -> str | None:
+    """The one CUDA major a range admits (">=12,<13", ">=12.1,<13.0"), else None."""
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    try:
+        accepted = SpecifierSet(specifier.replace(" ", ""))
+    except InvalidSpecifier:
+        return None
+    if not str(accepted):  # no constraint at all: not a major
+        return None
+    majors = {m for m in range(9, 20) if any(f"{m}.{n}" in accepted for n in range(10))}
+    return str(majors.pop()) if len(majors) == 1 else None
