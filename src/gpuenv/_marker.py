@@ -218,16 +218,31 @@ LOCK_STATE = ".lock-state.json"
 STATE_FORMAT = 1
 
 
+# The state as last parsed, by path and the file's identity: `gpuenv run` reads it for
+# the gate and again for the changed-files check, and parsed it twice.
+_parsed_states: dict[str, tuple[tuple[int, int, int], dict[str, object]]] = {}
+
+
 def read_lock_state(project: str) -> dict[str, object]:
-    """The project's lock state; empty when absent or unreadable."""
+    """The project's lock state; empty when absent or unreadable. Read again only when
+    the file changed (a copy: callers build new states, never change this one)."""
     path = os.path.join(project, PROJECT_DIR, LOCK_STATE)
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError):
+        return {}
+    identity = (info.st_ino, info.st_mtime_ns, info.st_size)
+    seen = _parsed_states.get(path)
+    if seen is not None and seen[0] == identity:
+        return dict(seen[1])
     try:
         data = _fsread.load_json(path, limit=MARKER_LIMIT, what="lock state")
     except (OSError, InputFileError):
         return {}
     if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
         return {}
-    return data
+    _parsed_states[path] = (identity, data)
+    return dict(data)
 
 
 def input_stamps(paths: list[str], project: str) -> dict[str, list[object]]:
