@@ -11,10 +11,11 @@ SIGTERM (which the console script turns into an exception, ``errors.Interrupted`
 On Linux the child also asks the kernel for SIGKILL when gpuenv dies
 (``PR_SET_PDEATHSIG``), which covers a SIGKILL of gpuenv itself. That signal fires
 when the *thread* that started the child ends; ``run`` and ``stream`` wait for their
-child in the thread that started it, so the child is always gone before that thread
-can end. A grandchild does not inherit the death signal: on a SIGKILL of gpuenv, one
-whose parent does not pass it on (the probe's NCCL ranks ask for it, builds run under
-``builds/_supervise.py``) outlives it.
+child in the thread that started it, and so do the callers of ``start`` (or abandon it
+there), so the child is always gone before that thread can end. A grandchild does not
+inherit the death signal: on a SIGKILL of gpuenv, one whose parent does not pass it on
+(the probe's NCCL ranks ask for it, builds run under ``builds/_supervise.py``)
+outlives it.
 
 The child's stdin is ``/dev/null`` unless ``input_text`` is given: in its own session
 it has no terminal to read, and nothing gpuenv runs should wait on one.
@@ -33,7 +34,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,20 +96,6 @@ _running: set[int] = set()  # pids of the children started here and not yet reap
 def running() -> tuple[int, ...]:
     """The pids of the children gpuenv is running now (for progress displays)."""
     return tuple(_running)
-
-
-@contextlib.contextmanager
-def _tracked(
-    process: subprocess.Popen[str] | subprocess.Popen[bytes], *, metered: bool = True
-) -> Iterator[None]:
-    if not metered:
-        yield
-        return
-    _running.add(process.pid)
-    try:
-        yield
-    finally:
-        _running.discard(process.pid)
 
 
 def _death_signal() -> Callable[[], None] | None:
@@ -266,6 +253,97 @@ def _watch_stderr(
     return "".join(chunks), stderr
 
 
+def start(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    timeout: float,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path | None = None,
+    input_text: str | None = None,
+    check: bool = True,
+    what: str | None = None,
+    metered: bool = True,
+) -> Started:
+    """Start ``argv`` and return at once: what the caller does next runs beside the
+    child (install checks its artifacts while uv makes the environment), and
+    ``Started.wait`` then gives what ``run`` gives. The caller waits for it, or
+    abandons it, in this thread (the death signal's rule, module doc); on a way out
+    between the two, ``abandon`` kills it. Arguments as ``run``'s."""
+    args = tuple(os.fspath(a) for a in argv)
+    label = what or Path(args[0]).name
+    started = time.perf_counter()
+    try:
+        process = _spawn(args, env, cwd, input_text is not None)
+    except FileNotFoundError as exc:
+        raise ExternalToolError(f"{label}: program not found: {args[0]}", argv=args) from exc
+    except ValueError as exc:  # a NUL byte in an argument or the environment
+        raise _unstartable(label, args, exc) from None
+    if metered:
+        _running.add(process.pid)
+    return Started(process, args, label, timeout, input_text, check, started)
+
+
+class Started:
+    """A child ``start`` started: ``wait`` for its result, or ``abandon`` it."""
+
+    def __init__(
+        self,
+        process: subprocess.Popen[str],
+        args: tuple[str, ...],
+        label: str,
+        timeout: float,
+        input_text: str | None,
+        check: bool,
+        started: float,
+    ) -> None:
+        self.process = process
+        self._args, self._label, self._timeout = args, label, timeout
+        self._input, self._check, self._started = input_text, check, started
+        self._result: ProcResult | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def wait(self, on_stderr_line: Callable[[str], None] | None = None) -> ProcResult:
+        """The child's result once it ends (its group killed, as ``run`` does);
+        ``ExternalToolError`` as ``run`` raises it. A second call gives the same
+        result."""
+        if self._result is not None:
+            return self._result
+        process, label = self.process, self._label
+        try:
+            if on_stderr_line is None:
+                stdout, stderr = _communicate(process, self._input, self._timeout, label)
+            else:
+                stdout, stderr = _watch_stderr(
+                    process, self._input, self._timeout, label, on_stderr_line
+                )
+        finally:
+            _running.discard(process.pid)
+        seconds = time.perf_counter() - self._started
+        returncode = process.returncode
+        _debug("ran %s in %.3f s (exit %d)", self._args, seconds, returncode)
+        self._result = ProcResult(self._args, returncode, stdout, stderr, seconds)
+        if self._check and returncode != 0:
+            tail = _tail(stderr or stdout)
+            raise ExternalToolError(
+                f"{label} failed (exit {returncode})" + (f":\n{tail}" if tail else ""),
+                argv=self._args,
+                returncode=returncode,
+                stderr_tail=tail,
+            )
+        return self._result
+
+    def abandon(self) -> None:
+        """Kill the child's group and reap it (nothing when it was waited for)."""
+        if self._result is not None or self.process.returncode is not None:
+            return
+        kill_group(self.process)
+        _drain(self.process)
+        _running.discard(self.process.pid)
+
+
 def run(
     argv: Sequence[str | os.PathLike[str]],
     *,
@@ -285,41 +363,23 @@ def run(
     the child while it runs.
     """
     watch = watch or Watch()
-    on_stderr_line, on_start = watch.on_stderr_line, watch.on_start
-    args = tuple(os.fspath(a) for a in argv)
-    label = what or Path(args[0]).name
-    started = time.perf_counter()
-    try:
-        process = _spawn(args, env, cwd, input_text is not None)
-    except FileNotFoundError as exc:
-        raise ExternalToolError(f"{label}: program not found: {args[0]}", argv=args) from exc
-    except ValueError as exc:  # a NUL byte in an argument or the environment
-        raise _unstartable(label, args, exc) from None
-    with _tracked(process, metered=watch.metered):
-        if on_start is not None:
-            try:
-                on_start(process.pid)
-            except BaseException:
-                kill_group(process)
-                _drain(process)
-                raise
-        if on_stderr_line is None:
-            stdout, stderr = _communicate(process, input_text, timeout, label)
-        else:
-            stdout, stderr = _watch_stderr(process, input_text, timeout, label, on_stderr_line)
-    seconds = time.perf_counter() - started
-    returncode = process.returncode
-    _debug("ran %s in %.3f s (exit %d)", args, seconds, returncode)
-    result = ProcResult(args, returncode, stdout, stderr, seconds)
-    if check and returncode != 0:
-        tail = _tail(stderr or stdout)
-        raise ExternalToolError(
-            f"{label} failed (exit {returncode})" + (f":\n{tail}" if tail else ""),
-            argv=args,
-            returncode=returncode,
-            stderr_tail=tail,
-        )
-    return result
+    child = start(
+        argv,
+        timeout=timeout,
+        env=env,
+        cwd=cwd,
+        input_text=input_text,
+        check=check,
+        what=what,
+        metered=watch.metered,
+    )
+    if watch.on_start is not None:
+        try:
+            watch.on_start(child.pid)
+        except BaseException:
+            child.abandon()
+            raise
+    return child.wait(watch.on_stderr_line)
 
 
 @dataclass(frozen=True)

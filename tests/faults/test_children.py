@@ -14,13 +14,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from gpuenv import _proc
-from gpuenv.errors import ExternalToolError
-from tests.faults.conftest import REPO, Locked
+from gpuenv.errors import ExternalToolError, StorageError
+from tests.faults.conftest import REPO, Cli, Locked
 
 
 def alive(pid: int) -> bool:
@@ -104,6 +105,56 @@ def test_a_sigkilled_parent_takes_its_child_along(tmp_path: Path) -> None:
     assert gone(child)
 
 
+def test_a_started_child_is_waited_for_once_and_its_result_kept(tmp_path: Path) -> None:
+    child = _proc.start(["sh", "-c", "echo out; echo err >&2; exit 3"], timeout=30, check=False)
+    first = child.wait()
+    assert (first.returncode, first.stdout, first.stderr) == (3, "out\n", "err\n")
+    assert child.wait() is first
+    child.abandon()  # waited for: nothing to kill, nothing raised
+    assert child.pid not in _proc.running()
+
+
+def test_a_started_child_that_fails_raises_as_run_does() -> None:
+    child = _proc.start(["sh", "-c", "echo broken >&2; exit 2"], timeout=30, what="step")
+    with pytest.raises(ExternalToolError, match=r"step failed \(exit 2\):\nbroken"):
+        child.wait()
+    child.abandon()
+
+
+def test_an_abandoned_child_and_its_children_are_killed(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    child = _proc.start(["sh", "-c", HANGS, "sh", str(pids)], timeout=600)
+    assert child.pid in _proc.running()
+    started = wait_for_pids(pids, 2)
+    child.abandon()
+    assert gone(started)
+    assert child.pid not in _proc.running()
+
+
+def test_work_beside_a_run_happens_while_the_child_runs(tmp_path: Path) -> None:
+    """``Watch.on_start`` (install's imports beside ``uv pip install``) runs before the
+    child is waited for: this child ends only once that work has happened."""
+    flag = tmp_path / "flag"
+    waits = 'while [ ! -e "$1" ]; do sleep 0.01; done'
+    watch = _proc.Watch(on_start=lambda _pid: flag.touch())
+    result = _proc.run(["sh", "-c", waits, "sh", str(flag)], timeout=30, watch=watch)
+    assert result.returncode == 0
+
+
+def test_work_beside_a_run_that_fails_kills_the_child(tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+
+    def fails(_pid: int) -> None:
+        wait_for_pids(pids, 2)
+        raise OSError("the work beside it failed")
+
+    with pytest.raises(OSError, match="beside it failed"):
+        _proc.run(
+            ["sh", "-c", HANGS, "sh", str(pids)], timeout=600, watch=_proc.Watch(on_start=fails)
+        )
+    assert gone(wait_for_pids(pids, 2))
+
+
 # --- the real console entry point, with the stand-in uv -----------------------------------
 
 ENTRY = (
@@ -141,15 +192,18 @@ def _unfinished(store: Path) -> list[Path]:
         (signal.SIGHUP, 129, "gpuenv: terminated by SIGHUP"),
     ],
 )
+@pytest.mark.parametrize("step", ["venv", "pip"])
 def test_a_signal_during_install_kills_uv_and_removes_the_prefix(
-    fake_uv: Path, project: Locked, tmp_path: Path, signum: int, code: int, line: str
+    fake_uv: Path, project: Locked, tmp_path: Path, signum: int, code: int, line: str, step: str
 ) -> None:
+    """In either uv step: ``uv venv`` runs beside the fetch's check of the store."""
     pids = tmp_path / "pids"
     process = start_gpuenv(
         fake_uv, project, "install", "--frozen", "--target", "cpu",
-        FAKE_UV_HANG="pip", FAKE_UV_PIDS=str(pids),
+        FAKE_UV_HANG=step, FAKE_UV_PIDS=str(pids),
     )  # fmt: skip
-    uv_pids = wait_for_pids(pids, 3)  # uv venv; uv pip install and its child
+    # uv venv and its child; or uv venv, uv pip install and its child
+    uv_pids = wait_for_pids(pids, 2 if step == "venv" else 3)
     assert (tmp_path / "store" / "prefixes").exists()
     process.send_signal(signum)
     _, err = process.communicate(timeout=30)
@@ -184,6 +238,31 @@ def test_sigkill_of_install_leaves_no_uv_and_the_next_install_completes(
     again = start_gpuenv(fake_uv, project, "install", "--frozen", "--target", "cpu")
     _, err = again.communicate(timeout=60)
     assert again.returncode == 0, err
+    assert _unfinished(tmp_path / "store") == []
+
+
+def test_a_fetch_that_fails_beside_uv_venv_kills_it_and_removes_the_prefix(
+    fake_uv: Path,
+    project: Locked,
+    run_cli: Callable[..., Cli],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """uv makes the environment while the fetch checks the store: a fetch that fails
+    then stops uv before the prefix is removed (nobody is left writing into it)."""
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("FAKE_UV_HANG", "venv")
+    monkeypatch.setenv("FAKE_UV_PIDS", str(pids))
+
+    def fails(*_args: object, **_kwargs: object) -> None:
+        wait_for_pids(pids, 2)  # uv venv and its child are running
+        raise StorageError("no space left", path=str(tmp_path / "store"), errno_name="ENOSPC")
+
+    monkeypatch.setattr("gpuenv.install.pipeline.fetch_artifacts", fails)
+    result = run_cli("install", "--frozen", "--target", "cpu", "--json")
+    assert result.code == 5, result.err
+    assert json.loads(result.out)["error"]["kind"] == "storage"
+    assert gone(wait_for_pids(pids, 2))
     assert _unfinished(tmp_path / "store") == []
 
 

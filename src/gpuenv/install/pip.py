@@ -5,9 +5,8 @@ brings one), then the locked pip artifacts by uv, exact URLs with ``--require-ha
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from gpuenv import _proc
 from gpuenv._artifacts import ArtifactSources
@@ -21,10 +20,6 @@ from gpuenv.errors import ExternalToolError, InstallError
 from gpuenv.install.request import InstallRequest, network_failure, storage_failure
 from gpuenv.lock.model import LockedTarget, PipPackage
 
-if TYPE_CHECKING:
-    pass
-
-
 INSTALL_TIMEOUT = 3600.0
 
 
@@ -34,6 +29,34 @@ def make_venv(
     """A virtual environment at ``prefix`` from an interpreter of the locked Python:
     the one running gpuenv when it is that version, else one uv finds on this machine
     or (where it can) downloads into the store."""
+    start_venv(prefix, python, uv, env, allow_existing=allow_existing).wait()
+
+
+class VenvStarted:
+    """``uv venv`` running for a prefix (``start_venv``): ``wait`` for the environment
+    (its failures said as ``make_venv`` says them), or ``abandon`` it."""
+
+    def __init__(self, child: _proc.Started, prefix: Path, minor: str) -> None:
+        self._child, self._prefix, self._minor = child, prefix, minor
+
+    def wait(self) -> None:
+        try:
+            self._child.wait()
+        except ExternalToolError as exc:
+            failure = _venv_failure(exc, self._prefix, self._minor)
+            if failure is exc:
+                raise
+            raise failure from None
+
+    def abandon(self) -> None:
+        self._child.abandon()
+
+
+def start_venv(
+    prefix: Path, python: str, uv: Path, env: Mapping[str, str], *, allow_existing: bool = False
+) -> VenvStarted:
+    """``make_venv`` begun, not waited for: what the caller does next runs beside uv
+    (``VenvStarted``: the caller waits for it or abandons it, in this thread)."""
     minor = ".".join(python.split(".")[:2])
     own = Path(sys.base_prefix) / "bin" / f"python{minor}"
     interpreter = (
@@ -41,25 +64,35 @@ def make_venv(
         if f"{sys.version_info[0]}.{sys.version_info[1]}" == minor and own.exists()
         else minor
     )
+    extra = ["--allow-existing"] if allow_existing else []
     try:
-        extra = ["--allow-existing"] if allow_existing else []
-        _proc.run(
+        child = _proc.start(
             [uv, "venv", "--no-config", "--quiet", *extra, "--python", interpreter, "--", prefix],
             timeout=600,
             env=env,
             what="uv venv",
         )
     except ExternalToolError as exc:
-        text = exc.stderr_tail or exc.message
-        storage = storage_failure(text, prefix, f"target prefix {prefix.name} (uv venv)")
-        if storage is not None:
-            raise storage from None
-        if isinstance(exc.__cause__, FileNotFoundError) or exc.returncode is None:
+        failure = _venv_failure(exc, prefix, minor)
+        if failure is exc:
             raise
-        raise InstallError(
-            f"no Python {minor} for target prefix {prefix.name}: {text}",
-            hint=f"install Python {minor} here, or let uv manage one: uv python install {minor}",
-        ) from None
+        raise failure from None
+    return VenvStarted(child, prefix, minor)
+
+
+def _venv_failure(exc: ExternalToolError, prefix: Path, minor: str) -> Exception:
+    """What a failed ``uv venv`` means: the store's disk, no such Python, or (uv not
+    found, a timeout) ``exc`` itself, raised as it is."""
+    text = exc.stderr_tail or exc.message
+    storage = storage_failure(text, prefix, f"target prefix {prefix.name} (uv venv)")
+    if storage is not None:
+        return storage
+    if isinstance(exc.__cause__, FileNotFoundError) or exc.returncode is None:
+        return exc
+    return InstallError(
+        f"no Python {minor} for target prefix {prefix.name}: {text}",
+        hint=f"install Python {minor} here, or let uv manage one: uv python install {minor}",
+    )
 
 
 def requirement_line(p: PipPackage, url: str | None = None) -> str:
@@ -104,8 +137,15 @@ def install_pip(
     uv: Path,
     env: Mapping[str, str],
     request: InstallRequest | None = None,
+    *,
+    meanwhile: Callable[[], None] | None = None,
 ) -> None:
+    """``uv pip install`` of the target's locked artifacts into ``prefix``.
+    ``meanwhile`` runs in this thread while uv installs (the caller's own work that
+    does not need the packages in place); when it raises, uv is stopped."""
     if not target.pip:
+        if meanwhile is not None:
+            meanwhile()
         return
     requirements = prefix / "etc" / "gpuenv" / "requirements.txt"
     sources = request.sources if request else None
@@ -122,7 +162,7 @@ def install_pip(
     for index in request.all_indexes if request else ():
         argv += ["--index", f"{index.name}={index.url}"]  # declared for its credentials only
     try:
-        _cached_then_online([uv, *argv], env)
+        _cached_then_online([uv, *argv], env, meanwhile)
     except ExternalToolError as exc:
         tail = redact(exc.stderr_tail)
         storage = storage_failure(tail, prefix, f"target prefix {prefix.name} (uv pip install)")
@@ -140,19 +180,29 @@ def install_pip(
         raise
 
 
-def _cached_then_online(argv: list[str | Path], env: Mapping[str, str]) -> None:
+def _cached_then_online(
+    argv: list[str | Path], env: Mapping[str, str], meanwhile: Callable[[], None] | None = None
+) -> None:
     """``uv pip install`` from uv's cache alone first: every locked artifact is pinned by
     URL and sha256, so a cached copy is the artifact, and an index that sends no caching
     headers is not asked about each file again. When the cache lacks one (uv resolves
-    before it installs anything, so nothing was installed), the same install online."""
+    before it installs anything, so nothing was installed), the same install online.
+    ``meanwhile`` runs beside the first of them."""
+    watch = None if meanwhile is None else _proc.Watch(on_start=lambda _pid: meanwhile())
     if env.get("UV_OFFLINE") != "1":  # install --from: offline only, whatever the cache
         offline = {**env, "UV_OFFLINE": "1"}
         tried = _proc.run(
-            argv, timeout=INSTALL_TIMEOUT, env=offline, check=False, what="uv pip install"
+            argv,
+            timeout=INSTALL_TIMEOUT,
+            env=offline,
+            check=False,
+            what="uv pip install",
+            watch=watch,
         )
         if tried.returncode == 0:
             return
-    _proc.run(argv, timeout=INSTALL_TIMEOUT, env=env, what="uv pip install")
+        watch = None
+    _proc.run(argv, timeout=INSTALL_TIMEOUT, env=env, what="uv pip install", watch=watch)
 
 
 def python_version(prefix: Path) -> str:
