@@ -307,6 +307,42 @@ def test_the_command_reference_names_every_command_flag_and_choice() -> None:
     assert {"gpuenv export conda-lock", "gpuenv export slurm", "gpuenv --version"} <= set(walked)
 
 
+# Named once, in the paragraph under the table, for every command.
+GLOBAL_FLAGS = {"--help", "--file", "--verbose", "--quiet", "--version"}
+
+
+def _flags(parser: argparse.ArgumentParser, words: str) -> list[tuple[str, str]]:
+    """(command, long flag) for ``parser`` and each of its subcommands, hidden flags and
+    the global ones left out."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found += _flags(sub, f"{words} {name}")
+        elif action.help != argparse.SUPPRESS:
+            found += [
+                (words, flag)
+                for flag in action.option_strings
+                if flag.startswith("--") and flag not in GLOBAL_FLAGS
+            ]
+    return found
+
+
+def test_each_command_row_of_the_reference_names_its_own_flags() -> None:
+    """Not only somewhere on the page: ``kernel``'s ``--json``, ``init``'s ``--force``
+    and ``shell``'s ``--unverified`` were in no row of theirs (another row's mention
+    satisfied the page-wide check)."""
+    text = (DOCS / "reference" / "commands.md").read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| `gpuenv ")]
+    missing = []
+    for name in COMMANDS:
+        for words, flag in _flags(build_parser(only=name), "gpuenv"):
+            own = [row for row in rows if f"`{words}" in row]
+            if not any(flag in row for row in own):
+                missing.append(f"{words} {flag}")
+    assert not missing, f"name these in their rows of docs/reference/commands.md: {missing}"
+
+
 def _resolves(dotted: str) -> bool:
     """``lock.project.plan_relock``: the longest importable ``gpuenv.`` module, then
     attributes (so a name re-exported by a package's ``__init__`` counts)."""
