@@ -424,3 +424,37 @@ def test_dash_and_dev_stdout_are_stdout(pip_project: Project) -> None:
     assert not (pip_project.dir / "-").exists()
     packed = pip_project.gpuenv("pack", "-o", "-")
     assert packed.returncode == 2 and "an archive is not written to stdout" in packed.stderr
+
+
+def _names(requirements: str) -> set[str]:
+    return {line.split("==")[0] for line in requirements.splitlines() if "==" in line}
+
+
+def test_an_export_writes_the_groups_install_installs(tmp_path: Path, pkgindex: PkgIndex) -> None:
+    """The default is install's (``dev`` and no other group); a group left out is named
+    with how to add it; the lock's content hash heads every choice. An export wrote every
+    group's packages, the notebook recipe's among them, into one requirements.txt."""
+    text = spec_text(pkgindex) + '\n[pip.groups]\ndev = ["anyio"]\nnotebooks = ["exceptiongroup"]\n'
+    project = _project(tmp_path / "groups", text)
+    project.gpuenv("lock", check=True, timeout=300)
+    target = _target(project, "cpu")
+    assert {"anyio", "exceptiongroup"} <= {p.name for p in target.pip}
+
+    default = project.gpuenv("export", "requirements", "--target", "cpu", check=True)
+    assert "anyio" in _names(default.stdout) and "exceptiongroup" not in _names(default.stdout)
+    assert (
+        "note: left out the dependency groups not chosen: notebooks (1 package); "
+        "--group NAME or --all-groups exports them" in default.stderr
+    )
+    chosen = project.gpuenv(
+        "export", "requirements", "--target", "cpu", "--group", "notebooks", "--no-dev", check=True
+    )
+    assert "exceptiongroup" in _names(chosen.stdout) and "anyio" not in _names(chosen.stdout)
+    every = project.gpuenv("export", "pylock", "--target", "cpu", "--all-groups", check=True)
+    assert 'name = "exceptiongroup"' in every.stdout and 'name = "anyio"' in every.stdout
+    assert "left out" not in every.stderr
+    for out in (default.stdout, chosen.stdout, every.stdout):
+        assert target.content_hash in out  # the lock's, whatever the export leaves out
+    unknown = project.gpuenv("export", "requirements", "--target", "cpu", "--group", "nope")
+    assert unknown.returncode == 2
+    assert "no dependency group 'nope' (groups: dev, notebooks)" in unknown.stderr

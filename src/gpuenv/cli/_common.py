@@ -117,6 +117,20 @@ def add_target_flag(
     parser.add_argument("-t", "--target", action=action, metavar="NAME", help=what)
 
 
+def add_group_flags(parser: argparse.ArgumentParser, *, verb: str) -> None:
+    """``--group NAME`` (repeatable), ``--all-groups`` and ``--no-dev``: which dependency
+    groups ``install`` installs and ``export`` writes, chosen the same way
+    (``install.project.choose_groups``)."""
+    parser.add_argument(
+        "--group",
+        action="append",
+        metavar="NAME",
+        help=f"also {verb} this dependency group (repeatable; 'dev' is {verb}ed by default)",
+    )
+    parser.add_argument("--all-groups", action="store_true", help=f"{verb} every group")
+    parser.add_argument("--no-dev", action="store_true", help="leave out the 'dev' group")
+
+
 def spec_path(args: argparse.Namespace) -> Path:
     """``-f`` when given, else the nearest gpuenv.toml here or in a parent directory."""
     from gpuenv.runtime import find_spec

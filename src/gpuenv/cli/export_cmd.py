@@ -13,6 +13,8 @@ from gpuenv.cli import _common, _output
 
 if TYPE_CHECKING:
     from gpuenv.cli._common import Settings
+    from gpuenv.lock.model import LockedTarget
+    from gpuenv.spec import Spec
 
 # Kept here (not imported from gpuenv.export) so that --help imports nothing heavy.
 FORMATS = (
@@ -36,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="write here (default, or -: stdout)",
     )
+    _common.add_group_flags(parser, verb="export")
 
 
 def _target(args: argparse.Namespace, names: list[str]) -> str:
@@ -49,6 +52,31 @@ def _target(args: argparse.Namespace, names: list[str]) -> str:
     raise UsageError(
         f"the lock has several targets ({', '.join(names)}): say which to export",
         hint=f"gpuenv export {args.format} --target {names[0]}",
+    )
+
+
+def _groups_left_out(
+    args: argparse.Namespace, spec: Spec, target: LockedTarget
+) -> tuple[frozenset[str], str | None]:
+    """The pip packages of the dependency groups not chosen (as ``install`` chooses:
+    ``dev`` unless ``--no-dev``, ``--group``, ``--all-groups``), and a sentence naming
+    those groups: an export writes what ``install`` installs, never a group's tools
+    silently (a requirements.txt of the docs' notebook recipe held the jupyter group's packages)."""
+    from gpuenv.install.project import choose_groups
+    from gpuenv.lock.extras import left_out
+
+    wanted = choose_groups(spec, args.group or (), every=args.all_groups, dev=not args.no_dev)
+    if not target.groups:
+        return frozenset(), None
+    names = left_out(target.groups, wanted)
+    if not names:
+        return frozenset(), None
+    groups = [g for g in sorted(target.groups) if g not in wanted]
+    counts = {g: sum(1 for n in target.groups[g] if n in names) for g in groups}
+    counted = ", ".join(f"{g} ({n} package{'' if n == 1 else 's'})" for g, n in counts.items())
+    return frozenset(names), (
+        f"left out the dependency groups not chosen: {counted}; --group NAME or --all-groups "
+        "exports them"
     )
 
 
@@ -71,9 +99,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         if pointed is not None and store.is_installed(pointed, target.content_hash)
         else store.prefix_for(target.name, target.content_hash)
     )
+    left_out, note = _groups_left_out(args, loaded.spec, target)
+    if note:
+        _output.err(f"note: {note}")
     context = export.ExportContext(
         lock=lock,
         target=target,
+        left_out=left_out,
         project=loaded.spec.project.name,
         records=tuple(list_records(prefix)) if args.format == "notes" else (),
         prefix=prefix,

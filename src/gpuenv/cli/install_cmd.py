@@ -37,14 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         help="install from an archive of gpuenv pack, without network (hash-checked)",
     )
-    parser.add_argument(
-        "--group",
-        action="append",
-        metavar="NAME",
-        help="also install this dependency group (repeatable; 'dev' is installed by default)",
-    )
-    parser.add_argument("--all-groups", action="store_true", help="install every group")
-    parser.add_argument("--no-dev", action="store_true", help="leave out the 'dev' group")
+    _common.add_group_flags(parser, verb="install")
     _common.add_json_flag(parser)
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from gpuenv.export._common import ExportContext, Exported, redacted
+from gpuenv.export._common import ExportContext, Exported, chosen, redacted
 
 if TYPE_CHECKING:
     from gpuenv.lock.model import LockedTarget
@@ -52,7 +52,7 @@ def export(fmt: str, context: ExportContext) -> Exported:
     """``context.target`` written as ``fmt`` (one of ``FORMATS``)."""
     _refuse_foreign(fmt, context.target)
     module = importlib.import_module(FORMATS[fmt][0])
-    context = redacted(context)
+    context = redacted(chosen(context))
     exported: Exported = module.render(context)
     return Exported(exported.text, (*exported.notes, *_builds_left_out(context, fmt)))
 

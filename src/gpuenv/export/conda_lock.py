@@ -10,7 +10,14 @@ from typing import Any
 
 from gpuenv._extras import missing_extra
 from gpuenv.errors import UsageError
-from gpuenv.export._common import ExportContext, Exported, channels, clean_url, conda_python
+from gpuenv.export._common import (
+    ExportContext,
+    Exported,
+    channels,
+    clean_url,
+    conda_python,
+    locked_hash,
+)
 from gpuenv.lock.model import CondaPackage, LockedTarget, PipPackage
 
 
@@ -80,7 +87,7 @@ def render(context: ExportContext) -> Exported:
         package=[_conda(c, platform, models) for c in target.conda]
         + [_pip(p, platform, models) for p in target.pip],
         metadata=models.LockMeta(
-            content_hash={platform: target.content_hash.removeprefix("sha256:")},
+            content_hash={platform: locked_hash(context).removeprefix("sha256:")},
             channels=channels(target),
             platforms=[platform],
             sources=["gpuenv.lock"],

@@ -9,7 +9,7 @@ inputs give the same bytes.
 from __future__ import annotations
 
 from gpuenv import __version__
-from gpuenv.export._common import ExportContext, Exported, clean_url
+from gpuenv.export._common import ExportContext, Exported, clean_url, locked_hash
 from gpuenv.lock.model import LockedTarget
 from gpuenv.verify.record import VerificationRecord
 from gpuenv.verify.summary import summarize
@@ -66,9 +66,11 @@ def _machine(record: VerificationRecord) -> str:
     return str(host) if host else record.fingerprint_hash[:12]
 
 
-def _verification(target: LockedTarget, records: tuple[VerificationRecord, ...]) -> list[str]:
+def _verification(
+    target: LockedTarget, records: tuple[VerificationRecord, ...], lock_hash: str
+) -> list[str]:
     head = ["## Verification (the latest on each machine)", ""]
-    mine = [r for r in records if r.lock_hash == target.content_hash]
+    mine = [r for r in records if r.lock_hash == lock_hash]
     if not mine:
         return [*head, f"Not verified yet: `gpuenv verify --target {target.name}`."]
     rows: list[list[object]] = []
@@ -107,13 +109,13 @@ def render(context: ExportContext) -> Exported:
         f"# {context.project}: target {target.name}",
         "",
         f"Locked by gpuenv {__version__}. Lock hash (everything installed): "
-        f"`{target.content_hash}`; spec hash: `{context.lock.spec_hash}`.",
+        f"`{locked_hash(context)}`; spec hash: `{context.lock.spec_hash}`.",
         "",
         *_hardware(target),
         "",
         *_stack(target),
         "",
-        *_verification(target, context.records),
+        *_verification(target, context.records, locked_hash(context)),
         "",
         *_packages(target),
     ]

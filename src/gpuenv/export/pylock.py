@@ -14,6 +14,7 @@ from gpuenv.export._common import (
     conda_left_out,
     describe,
     is_sdist,
+    locked_hash,
     origin,
     python_minor,
 )
@@ -48,7 +49,7 @@ def render(context: ExportContext) -> Exported:
         requires_python=SpecifierSet(f"=={python_minor(target)}.*"),
         created_by="gpuenv",
         packages=[_package(p, pylock) for p in sorted(target.pip, key=lambda p: p.name)],
-        tool={"gpuenv": {"target": target.name, "content-hash": target.content_hash}},
+        tool={"gpuenv": {"target": target.name, "content-hash": locked_hash(context)}},
     )
     document.validate()
     text = tomlkit.dumps(document.to_dict())
