@@ -449,7 +449,7 @@ def test_a_git_subdirectory_is_kept_and_pips_egg_dropped(
     )
     deps = _dependencies(run_import(path, target="h100"))
     assert (
-        "tiny-cuda-nn @ git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch"
+        "tinycudann @ git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch"
         in deps
     )
     assert (

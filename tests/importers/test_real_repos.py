@@ -904,7 +904,7 @@ def test_a_requirement_not_understood_in_a_run_line_costs_only_itself(
     assert imported.result.code == 0, imported.result.err
     pins = set(_pip(imported))
     assert {"pycolmap==0.6.1", "omegaconf==2.3.0", "tqdm==4.66.1", "einops==0.7.0"} <= pins
-    tcnn = "tiny-cuda-nn @ git+https://github.com/NVlabs/tiny-cuda-nn.git@b3473c8"
+    tcnn = "tinycudann @ git+https://github.com/NVlabs/tiny-cuda-nn.git@b3473c8"
     assert f"{tcnn}#subdirectory=bindings/torch" in pins, pins
 
 
@@ -1085,3 +1085,51 @@ def test_the_readmes_python_beats_a_python_requires_range(
     assert isinstance(stack, dict) and stack["python"] == "3.8" and stack["torch"] == "1.8.0"
     python = imported.entries("changed")["python"]
     assert python["from"] == "3.7", python
+
+
+# ashawkey/torch-ngp (2022): environment.yml installs tiny-cuda-nn's torch bindings by the
+# repository's URL, with no #egg=: the package built in bindings/torch is tinycudann.
+TORCH_NGP_ENV = """name: torch-ngp
+channels:
+  - pytorch
+  - conda-forge
+dependencies:
+  - python
+  - cudatoolkit=11.3
+  - ninja
+  - pytorch
+  - numpy
+  - pip:
+    - imageio
+    - lpips
+    - git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch
+"""
+
+
+def test_a_git_url_of_tiny_cuda_nn_is_the_tinycudann_package(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """It was written `tiny-cuda-nn @ git+...`, a name the resolver refuses once it reads
+    the built metadata (tinycudann), and the knowledge that it is compiled against torch
+    never applied: it was not under "Must be built"."""
+    files = {"environment.yml": TORCH_NGP_ENV}
+    imported = run_import(_paper(tmp_path, files), target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    pip = _pip(imported)
+    url = "git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch"
+    assert f"tinycudann @ {url}" in pip, pip
+    assert not any(d.startswith("tiny-cuda-nn") for d in pip), pip
+    assert "tinycudann" in imported.entries("needs_build")
+
+
+def test_repository_names_match_in_any_case() -> None:
+    """GitHub matches owner and name in any case: NVlabs and nvlabs are one repository."""
+    from gpuenv.importers.requirements import git_repository
+
+    fk = foreign_knowledge()
+    for url in (
+        "git+https://github.com/NVlabs/tiny-cuda-nn/#subdirectory=bindings/torch",
+        "git+https://github.com/nvlabs/tiny-cuda-nn.git#subdirectory=bindings/torch",
+    ):
+        assert fk.repository_project(git_repository(url)) == "tinycudann", url
+    assert fk.repository_project("github.com/State-Spaces/Mamba") == "mamba-ssm"

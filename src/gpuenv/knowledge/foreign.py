@@ -251,8 +251,9 @@ class ForeignKnowledge:
 
     def repository_project(self, repository: str) -> str | None:
         """The PyPI project a repository (``host/owner/name``) builds, where its name is
-        not the repository's (``github.com/pytorch/vision``: torchvision)."""
-        return self.repositories.get(repository)
+        not the repository's (``github.com/pytorch/vision``: torchvision). Owner and name
+        are matched in any case, as the hosts match them (``NVlabs``, ``nvlabs``)."""
+        return self.repositories.get(repository.lower())
 
     # --- conda -------------------------------------------------------------------------
 
@@ -420,7 +421,7 @@ def _conda(cuda: Raw, names: Raw) -> dict[str, Any]:
         "conda_only": frozenset(c["name"] for c in names["conda_only"]),
         "runtime_patterns": tuple(r["name"] for r in names["runtime"]),
         "platform_only": tuple((p["name"], p["platform"]) for p in names["platform_only"]),
-        "repositories": {r["repository"]: r["pypi"] for r in names.get("repository", ())},
+        "repositories": {r["repository"].lower(): r["pypi"] for r in names.get("repository", ())},
     }
 
 
