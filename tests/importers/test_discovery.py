@@ -344,3 +344,50 @@ def test_a_development_dockerfile_and_a_development_include_are_left_out(tmp_pat
     readings, _ = read_inputs((root,), foreign_knowledge())
     names = {a.name for r in readings for a in r.asks}
     assert "black" not in names and "bokeh" not in names and "pylint" not in names
+
+
+# kzl/decision-transformer (2021): a README at the top that sends the reader to each
+# subfolder, and one conda_env.yml in each of gym/ and atari/.
+DT_GYM_ENV = """name: decision-transformer-gym
+channels:
+- pytorch
+dependencies:
+- python=3.8.5
+- anaconda
+- cudatoolkit=10.
+- numpy
+- pip
+- pip:
+  - gym==0.18.3
+  - torch==1.8.1
+"""
+DT_README = """# Decision Transformer
+
+We provide code in two sub-directories: `atari` containing code for Atari experiments and
+`gym` containing code for OpenAI Gym experiments.
+See corresponding READMEs in each folder for instructions.
+"""
+
+
+def test_files_found_in_subfolders_are_named_when_nothing_is_used(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """The error said "no environment files found in this folder" and named neither
+    conda_env.yml: the researcher was not told which file to pass."""
+    root = _tree(
+        tmp_path / "repo",
+        {
+            "README.md": DT_README,
+            "gym/conda_env.yml": DT_GYM_ENV,
+            "atari/conda_env.yml": DT_GYM_ENV.replace("gym", "atari"),
+        },
+    )
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 2, imported.result.out
+    error = imported.result.json()["error"]
+    assert error["message"].startswith(
+        f"{root}: no environment files found in this folder (found in subfolders, not used: "
+        "atari/conda_env.yml, gym/conda_env.yml), and no install commands in README.md"
+    ), error
+    hint = error["problems"][0]["hint"]
+    assert hint == f"pass the files themselves: gpuenv import {root}/atari/conda_env.yml"

@@ -23,7 +23,7 @@ from gpuenv.importers import frameworks
 from gpuenv.importers._context import Context
 from gpuenv.importers._text import fail
 from gpuenv.importers.decide import Decision, TargetRequest, decide
-from gpuenv.importers.discover import discover
+from gpuenv.importers.discover import SUBFOLDER, discover
 from gpuenv.importers.formats import READERS, detect
 from gpuenv.importers.merge import Merged, merge
 from gpuenv.importers.model import NAME, Ask, Reading
@@ -142,13 +142,26 @@ def _folder_name(ctx: Context, folder: Path) -> str:
     return str(folder) if shown == "." else shown
 
 
-def _readme_files(ctx: Context, folder: Path, skipped: list[Entry]) -> list[Path]:
+_BELOW_SHOWN = 8  # files found in subfolders that a "nothing here" error names
+
+
+def _readme_files(
+    ctx: Context, folder: Path, skipped: list[Entry], below: tuple[Path, ...] = ()
+) -> list[Path]:
     """A folder with no environment file: its README's install commands, when it has
-    any (nanoGPT, ConvNeXt's INSTALL.md); else exit 2."""
-    return _readme_docs(ctx, folder, skipped, beside=False)
+    any (nanoGPT, ConvNeXt's INSTALL.md); else exit 2, naming the files found in
+    subfolders (``below``) that are not used."""
+    return _readme_docs(ctx, folder, skipped, beside=False, below=below)
 
 
-def _readme_docs(ctx: Context, folder: Path, skipped: list[Entry], *, beside: bool) -> list[Path]:
+def _readme_docs(
+    ctx: Context,
+    folder: Path,
+    skipped: list[Entry],
+    *,
+    beside: bool,
+    below: tuple[Path, ...] = (),
+) -> list[Path]:
     """The README-like files with install commands, and a note that they are read;
     none (``beside``: environment files that ask for torch alone) or exit 2."""
     from gpuenv.importers import readme
@@ -161,12 +174,19 @@ def _readme_docs(ctx: Context, folder: Path, skipped: list[Entry], *, beside: bo
         unread = "".join(f"; {ctx.display(p)}: too large to read ({n} bytes)" for p, n in large)
         skipped_names = {p.relative_to(folder).as_posix().lower() for p, _ in large}
         looked = [n for n in readme.DOC_NAMES if n.lower() not in skipped_names]
+        # decision-transformer keeps one conda_env.yml in each of gym/ and atari/: the
+        # error said "no environment files found" and named neither
+        listed = [p.relative_to(folder).as_posix() for p in below[:_BELOW_SHOWN]]
+        more = f" and {len(below) - len(listed)} more" if len(below) > len(listed) else ""
+        found = f" (found in subfolders, not used: {', '.join(listed)}{more})" if below else ""
         fail(
             _folder_name(ctx, folder),
             None,
-            "no environment files found in this folder, and no install commands in "
+            f"no environment files found in this folder{found}, and no install commands in "
             f"{', '.join(looked)}{unread}",
-            "pass the files themselves",
+            f"pass the files themselves: gpuenv import {below[0]}"
+            if below
+            else "pass the files themselves",
         )
     shown = ", ".join(ctx.display(d) for d in docs)
     because = (
@@ -283,7 +303,8 @@ def read_inputs(
                 )
             files = found.files
             if not files:
-                files = _readme_files(ctx, path, skipped)
+                below = tuple(p for p, why in found.skipped if why == SUBFOLDER)
+                files = _readme_files(ctx, path, skipped, below)
             before, listed = len(ctx.readings), len(skipped)
             for file in files:
                 if ctx.claim(file):

@@ -157,7 +157,7 @@ class _Walk:
         elif not parts or parts[0] in FOLDERS or any(fnmatch.fnmatch(name, p) for p in ANYWHERE):
             self.use(path)
         else:
-            self.skip(path, _SUBFOLDER)
+            self.skip(path, SUBFOLDER)
 
     def folder(self, folder: Path, parts: tuple[str, ...]) -> list[tuple[Path, tuple[str, ...]]]:
         """Read one folder; the subfolders to walk next."""
@@ -213,16 +213,16 @@ def discover(root: Path) -> Found:
     return found
 
 
-_SUBFOLDER = "in a subfolder: not used (pass it to use it)"
+SUBFOLDER = "in a subfolder: not used (pass it to use it)"
 
 
 def _use_the_one_project_folder(root: Path, found: Found) -> None:
     """Where no file was used and every file left in a subfolder lies in the same
     top-level folder, that folder holds the project: its files are used."""
-    aside = [path for path, why in found.skipped if why == _SUBFOLDER]
+    aside = [path for path, why in found.skipped if why == SUBFOLDER]
     tops = {path.relative_to(root).parts[0] for path in aside}
     if len(tops) != 1:
         return
     found.project_folder = root / tops.pop()
     found.files = aside[:MAX_FOUND]
-    found.skipped = [(p, why) for p, why in found.skipped if why != _SUBFOLDER]
+    found.skipped = [(p, why) for p, why in found.skipped if why != SUBFOLDER]
