@@ -1133,3 +1133,79 @@ def test_repository_names_match_in_any_case() -> None:
     ):
         assert fk.repository_project(git_repository(url)) == "tinycudann", url
     assert fk.repository_project("github.com/State-Spaces/Mamba") == "mamba-ssm"
+
+
+# neuraloperator/neuraloperator (2023-26): the extra `all` is the union of `dev` and `doc`
+# and scipy; `doc` pins torch_harmonics==0.7.4 for the docs build.
+NEURALOP_PYPROJECT = """[project]
+name = "neuraloperator"
+dependencies = [
+    "wandb",
+    "tensorly",
+    "tensorly-torch",
+    "matplotlib",
+    "numpy>=1.25",
+    "h5py",
+]
+requires-python = ">=3.9"
+dynamic = ["version"]
+
+[project.optional-dependencies]
+dev = [
+    "pytest",
+    "flaky",
+    "black"
+
+]
+doc = [
+    "matplotlib",
+    "myst-nb",
+    "numpydoc",
+    "numpy>=1.25",
+    "sphinx",
+    "sphinx-gallery",
+    "sphinx-design",
+    "setuptools>=40.0,<80",
+    "tensorly_sphinx_theme",
+    "torchtnt",
+    "torch_harmonics==0.7.4"
+]
+all = [
+    "pytest",
+    "flaky",
+    "black",
+    "matplotlib",
+    "myst-nb",
+    "numpydoc",
+    "sphinx",
+    "sphinx-gallery",
+    "sphinx-design",
+    "setuptools>=40.0,<80",
+    "tensorly_sphinx_theme",
+    "torchtnt",
+    "numpy>=1.25",
+    "scipy",
+    "torch_harmonics==0.7.4"
+]
+"""
+
+
+def test_an_extra_that_holds_the_development_groups_leaves_their_requirements_out(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """`dev` and `doc` were left out, and `all`, their union, brought them all back:
+    pytest, black, sphinx, and doc's torch_harmonics==0.7.4, whose date chose torch
+    2.5.1 and which had to be built from source."""
+    root = _paper(tmp_path, {"pyproject.toml": NEURALOP_PYPROJECT})
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    names = {d.split("=")[0].split(">")[0].split("<")[0] for d in _pip(imported)}
+    assert "scipy" in names and {"matplotlib", "numpy", "wandb"} <= names
+    assert not names & {"pytest", "black", "sphinx", "torch-harmonics", "torchtnt"}, names
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert (
+        "optional group 'all' holds the development groups 'dev', 'doc': their "
+        "requirements in it are left out with them (pytest, flaky, black, myst-nb, numpydoc, "
+        "sphinx, sphinx-gallery, sphinx-design and 4 more)"
+    ) in notes, notes
+    assert imported.entries("changed")["torch"]["from"] == "not asked"

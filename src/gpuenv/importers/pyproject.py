@@ -74,6 +74,22 @@ def poetry_to_pep440(constraint: str) -> str:
     return ",".join(parts)
 
 
+def _names(items: Any) -> dict[str, str]:
+    """The projects a group lists, by normalized name (what cannot be read is skipped:
+    the requirement reader says so when it reads the group)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    found: dict[str, str] = {}
+    for item in items if isinstance(items, list) else []:
+        try:
+            requirement = Requirement(item) if isinstance(item, str) else None
+        except InvalidRequirement:
+            continue
+        if requirement is not None:
+            found.setdefault(normalize_name(requirement.name), requirement.name)
+    return found
+
+
 def _own_extras(project: str, items: Any) -> set[str]:
     """The extras of ``project`` a group names (``project[a,b]`` entries)."""
     from packaging.requirements import InvalidRequirement, Requirement
@@ -163,6 +179,7 @@ class _Reader:
     def groups(self, key: KeyPath, groups: Any) -> None:
         if not isinstance(groups, dict):
             return
+        dev = {g: _names(items) for g, items in groups.items() if is_dev_group(g)}
         for name, items in groups.items():
             if is_dev_group(name):
                 origin = self.origin((*key, name), f"[{name}]")
@@ -170,7 +187,39 @@ class _Reader:
                     DROPPED, f"optional group {name!r} left out (development tools)", origin
                 )
                 continue
-            self.requirement_list((*key, name), items, name)
+            self.requirement_list((*key, name), self._without_dev(key, name, items, dev), name)
+
+    def _without_dev(
+        self, key: KeyPath, name: str, items: Any, dev: dict[str, dict[str, str]]
+    ) -> Any:
+        """A group that holds every requirement of a development group is their union
+        (neuraloperator's ``all`` = its ``dev`` and ``doc`` groups and scipy): what it
+        has from development groups is left out with them, the rest is read. Taken
+        whole, ``all`` brought pytest, black and sphinx back, and doc's pin
+        torch_harmonics==0.7.4 dated torch to 2.5.1."""
+        if not isinstance(items, list):
+            return items
+        listed = _names(items)
+        holds = sorted(g for g, names in dev.items() if names and names.keys() <= listed.keys())
+        if not holds:
+            return items
+        tools = {n for g in holds for n in dev[g]}
+        required = _names(_table(self.data.get("project")).get("dependencies"))
+        left = [listed[n] for n in listed if n in tools and n not in required]
+        shown = ", ".join(left[:8]) + (f" and {len(left) - 8} more" if len(left) > 8 else "")
+        groups = ", ".join(repr(g) for g in holds)
+        self.builder.note(
+            DROPPED,
+            f"optional group {name!r} holds the development groups {groups}: their "
+            f"requirements in it are left out with them ({shown})",
+            self.origin((*key, name), f"[{name}]"),
+        )
+        kept: list[Any] = []
+        for item in items:
+            found = _names([item])
+            if not found or not found.keys() <= tools:
+                kept.append(item)
+        return kept
 
     def poetry_dependency(
         self, key: KeyPath, name: str, value: Any, group: str | None, *, nested: bool = False
