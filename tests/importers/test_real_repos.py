@@ -1209,3 +1209,53 @@ def test_an_extra_that_holds_the_development_groups_leaves_their_requirements_ou
         "sphinx, sphinx-gallery, sphinx-design and 4 more)"
     ) in notes, notes
     assert imported.entries("changed")["torch"]["from"] == "not asked"
+
+
+# facebookresearch/fairseq2 (2026): install_requires is a literal list but for one entry,
+# the native package's pin computed from its version file.
+FAIRSEQ2_SETUP = """from setuptools import find_namespace_packages, setup
+
+version = "0.7.0"
+fairseq2n_version_spec = f"=={version}"
+
+setup(
+    name="fairseq2",
+    version=version,
+    package_dir={"": "src"},
+    packages=find_namespace_packages(where="src"),
+    python_requires=">=3.10",
+    install_requires=[
+        "clusterscope~=0.0.31",
+        "editdistance~=0.8",
+        "fairseq2n" + fairseq2n_version_spec,
+        "huggingface_hub>=0.32,<2",
+        "torcheval~=0.0.6",
+        "transformers~=5.5",
+    ],
+)
+"""
+
+
+def test_a_requirement_list_with_one_computed_entry_reads_the_others(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """The whole list was 'computed when setup.py runs: not read ...; import the file it
+    reads instead' (it reads none): the project's own requirements were missing."""
+    root = _paper(tmp_path, {"setup.py": FAIRSEQ2_SETUP})
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    pip = _pip(imported)
+    for pin in (
+        "clusterscope~=0.0.31",
+        "editdistance~=0.8",
+        "huggingface-hub<2,>=0.32",
+        "torcheval~=0.0.6",
+        "transformers~=5.5",
+    ):
+        assert pin in pip, (pin, pip)
+    assert not any(d.startswith("fairseq2n") for d in pip), pip
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert (
+        "install_requires: 'fairseq2n' + fairseq2n_version_spec is computed when setup.py "
+        "runs: not read (setup.py is never executed); the list's other entries are read"
+    ) in notes, notes

@@ -118,6 +118,9 @@ class _Reader(ast.NodeVisitor):
         try:
             value = self.literal(node)
         except NOT_A_LITERAL:
+            if isinstance(node, (ast.List, ast.Tuple)):
+                self.partly_computed(node, keyword, group)
+                return
             text = _shown(ast.unparse(node))
             read = self.file_read(node) if group is None else None
             if read is not None:  # CLIP, TTS, Open-Sora: requirements.txt, imported as well
@@ -150,6 +153,25 @@ class _Reader(ast.NodeVisitor):
             if group is not None:
                 for i in range(before, len(self.builder.asks)):
                     self.builder.asks[i] = replace(self.builder.asks[i], group=group)
+
+    def partly_computed(self, node: ast.List | ast.Tuple, keyword: str, group: str | None) -> None:
+        """A list of requirements some of whose entries are computed (fairseq2's
+        ``"fairseq2n" + fairseq2n_version_spec`` among twenty literal ones): each literal
+        entry is read, each computed one noted. The whole list was noted as not read, and
+        the project's twenty requirements were missing from the spec."""
+        for element in node.elts:
+            try:
+                self.literal(element)
+            except NOT_A_LITERAL:
+                self.builder.note(
+                    UNREADABLE,
+                    f"{keyword}: {_shown(ast.unparse(element))} is computed when setup.py "
+                    "runs: not read (setup.py is never executed); the list's other entries "
+                    "are read",
+                    self.origin(element, ast.unparse(element)),
+                )
+                continue
+            self.requirement_values(element, keyword, group)
 
     def file_read(self, node: ast.expr) -> str | None:
         """The one requirements file a computed value reads, imported (or already read)
