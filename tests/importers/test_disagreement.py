@@ -267,3 +267,23 @@ def test_each_rule_that_decides_a_fact_is_the_one_named(
     merged = _merged(_files(tmp_path, files), *files)
     (found,) = [d for d in merged.disagreements if d.subject == subject]  # type: ignore[attr-defined]
     assert found.why == why
+
+
+def test_the_same_python_range_in_two_files_agrees(tmp_path: Path) -> None:
+    """facebookresearch/fairseq2's setup.py and native/python/setup.py both say
+    python_requires='>=3.10': "Where the files disagree" listed them, one 'over' the other."""
+    setup = (
+        'from setuptools import setup\n\nsetup(\n    name="{}",\n    python_requires=">=3.10",\n)\n'
+    )
+    root = _files(
+        tmp_path,
+        {"setup.py": setup.format("fairseq2"), "native/python/setup.py": setup.format("fairseq2n")},
+    )
+    merged = _merged(root, "setup.py", "native/python/setup.py")
+    assert [d for d in merged.disagreements if d.subject == "python"] == []  # type: ignore[attr-defined]
+    other = _files(
+        tmp_path / "other",
+        {"setup.py": setup.format("a"), "b/setup.py": setup.format("b").replace("3.10", "3.8")},
+    )
+    merged = _merged(other, "setup.py", "b/setup.py")
+    assert [d.subject for d in merged.disagreements] == ["python"]  # type: ignore[attr-defined]

@@ -412,6 +412,10 @@ def _fact_differs(key: str, a: str, b: str) -> bool:
     short = [".".join(v.split(".")[:2]) for v in (a, b)]
     if any(c in b for c in "<>=!~^,"):
         try:
+            if not a[:1].isdigit():
+                # two ranges: the same one twice agrees (fairseq2's setup.py and
+                # native/python/setup.py both say python_requires='>=3.10')
+                return SpecifierSet(a) != SpecifierSet(b)
             return not SpecifierSet(b).contains(a if a[0].isdigit() else "0")
         except InvalidSpecifier:
             return False
