@@ -391,3 +391,20 @@ def test_files_found_in_subfolders_are_named_when_nothing_is_used(
     ), error
     hint = error["problems"][0]["hint"]
     assert hint == f"pass the files themselves: gpuenv import {root}/atari/conda_env.yml"
+
+
+def test_a_devel_requirements_file_is_listed_not_used(tmp_path: Path) -> None:
+    # facebookresearch/fairseq2's requirements-devel.txt (black, flake8, mypy, pytest and
+    # type stubs) was imported as the paper's environment beside its setup.py.
+    root = _tree(
+        tmp_path / "repo",
+        {
+            "setup.py": 'from setuptools import setup\nsetup(name="fairseq2")\n',
+            "requirements-devel.txt": "black~=26.3\nflake8~=7.1\nmypy~=1.15\npytest~=8.4\n",
+        },
+    )
+    found = discover(root)
+    assert [p.name for p in found.files] == ["setup.py"]
+    assert [(p.name, why) for p, why in found.skipped] == [
+        ("requirements-devel.txt", "development requirements")
+    ]

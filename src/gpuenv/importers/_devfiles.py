@@ -9,7 +9,7 @@ from gpuenv.names import normalize_name
 
 # Optional groups a person reproducing a paper leaves out: tooling, not the environment.
 DEV_GROUPS = frozenset(
-    {"dev", "develop", "development", "test", "tests", "testing", "doc", "docs", "lint",
+    {"dev", "devel", "develop", "development", "test", "tests", "testing", "doc", "docs", "lint",
      "linting", "typing", "type", "types", "style", "quality", "bench", "benchmark", "ci",
      "readthedocs", "rtd",  # requirements/readthedocs.txt: the docs build's (mmdet's)
      "mkdocs", "sphinx",  # FastVideo's requirements-mkdocs.txt: a docs build's freeze
