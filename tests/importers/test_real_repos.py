@@ -1259,3 +1259,33 @@ def test_a_requirement_list_with_one_computed_entry_reads_the_others(
         "install_requires: 'fairseq2n' + fairseq2n_version_spec is computed when setup.py "
         "runs: not read (setup.py is never executed); the list's other entries are read"
     ) in notes, notes
+
+
+# DLR-RM/stable-baselines3's Dockerfile (2026): uv is installed with pip, then installs
+# torch and the project.
+SB3_DOCKERFILE = """ARG PARENT_IMAGE=mambaorg/micromamba:2.0-ubuntu24.04
+FROM $PARENT_IMAGE
+ARG PYTORCH_DEPS=https://example.invalid/whl/cpu
+ARG PYTHON_VERSION=3.12
+
+RUN micromamba install -n base -y python=$PYTHON_VERSION && \\
+    micromamba clean --all --yes
+
+RUN cd ${CODE_DIR}/stable-baselines3 && \\
+    pip install uv && \\
+    uv pip install --system torch --default-index ${PYTORCH_DEPS} && \\
+    uv pip install --system -e .[extra,tests,docs] && \\
+    pip cache purge
+"""
+
+
+def test_installing_uv_is_not_a_dependency(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """`pip install uv` became `uv` in [pip]: the installer, not the project's need."""
+    root = _paper(tmp_path, {"Dockerfile": SB3_DOCKERFILE})
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    assert "uv" not in _pip(imported)
+    dropped = [e["why"] for e in imported.report["assumptions"] if "installer" in e["why"]]
+    assert dropped and dropped[0].startswith("uv: the installer's own tools, not carried over")

@@ -405,7 +405,7 @@ def after_global_options(words: list[str]) -> list[str]:
     return words[i:]
 
 
-INSTALLER_TOOLS = frozenset({"pip", "setuptools", "wheel"})
+INSTALLER_TOOLS = frozenset({"pip", "setuptools", "wheel", "uv"})
 
 
 _OPTIONS_WITH_VALUE = {
