@@ -258,6 +258,7 @@ version = "25.2.1"
 source = { virtual = "." }
 dependencies = [
     { name = "library" },
+    { name = "local-wheel" },
     { name = "toml" },
 ]
 
@@ -1289,3 +1290,153 @@ def test_installing_uv_is_not_a_dependency(
     assert "uv" not in _pip(imported)
     dropped = [e["why"] for e in imported.report["assumptions"] if "installer" in e["why"]]
     assert dropped and dropped[0].startswith("uv: the installer's own tools, not carried over")
+
+
+# karpathy/nanochat (2025-26): torch comes from PyTorch's cpu index for the `cpu` extra and
+# from its cu128 index for `gpu` (conflicting extras, which uv.lock's markers spell
+# extra-8-nanochat-<extra>); the dev group and a macOS-only package are in the lock too.
+NANOCHAT_PYPROJECT = """[project]
+name = "nanochat"
+version = "0.1.0"
+requires-python = ">=3.10"
+dependencies = [
+    "filelock>=3.19.0",
+    "torch==2.9.1",
+]
+
+[dependency-groups]
+dev = [
+    "ipykernel>=7.1.0",
+    "pytest>=8.0.0",
+]
+
+# target torch to cuda 12.8 or CPU
+[tool.uv.sources]
+torch = [
+    { index = "pytorch-cpu", extra = "cpu" },
+    { index = "pytorch-cu128", extra = "gpu" },
+]
+
+[[tool.uv.index]]
+name = "pytorch-cpu"
+url = "https://torch-mirror.invalid/whl/cpu"
+explicit = true
+
+[[tool.uv.index]]
+name = "pytorch-cu128"
+url = "https://torch-mirror.invalid/whl/cu128"
+explicit = true
+
+[project.optional-dependencies]
+cpu = [
+    "setuptools>=65.0.0",
+    "torch==2.9.1",
+]
+gpu = [
+    "torch==2.9.1",
+]
+"""
+NANOCHAT_UV_LOCK = """version = 1
+requires-python = ">=3.10"
+
+[[package]]
+name = "appnope"
+version = "0.1.4"
+source = { registry = "https://example.invalid/simple" }
+
+[[package]]
+name = "filelock"
+version = "3.19.1"
+source = { registry = "https://example.invalid/simple" }
+
+[[package]]
+name = "ipykernel"
+version = "7.1.0"
+source = { registry = "https://example.invalid/simple" }
+dependencies = [
+    { name = "appnope", marker = "sys_platform == 'darwin' or (extra == 'extra-8-nanochat-cpu' and extra == 'extra-8-nanochat-gpu')" },
+]
+
+[[package]]
+name = "nanochat"
+version = "0.1.0"
+source = { virtual = "." }
+dependencies = [
+    { name = "filelock" },
+    { name = "torch", version = "2.9.1", source = { registry = "https://torch-mirror.invalid/whl/cpu" }, marker = "(sys_platform == 'darwin' and extra == 'extra-8-nanochat-cpu') or (extra == 'extra-8-nanochat-cpu' and extra == 'extra-8-nanochat-gpu')" },
+    { name = "torch", version = "2.9.1", source = { registry = "https://example.invalid/simple" }, marker = "(extra == 'extra-8-nanochat-cpu' and extra == 'extra-8-nanochat-gpu') or (extra != 'extra-8-nanochat-cpu' and extra != 'extra-8-nanochat-gpu')" },
+    { name = "torch", version = "2.9.1+cpu", source = { registry = "https://torch-mirror.invalid/whl/cpu" }, marker = "(sys_platform != 'darwin' and extra == 'extra-8-nanochat-cpu') or (extra == 'extra-8-nanochat-cpu' and extra == 'extra-8-nanochat-gpu')" },
+    { name = "torch", version = "2.9.1+cu128", source = { registry = "https://torch-mirror.invalid/whl/cu128" }, marker = "extra == 'extra-8-nanochat-gpu'" },
+]
+
+[package.optional-dependencies]
+cpu = [
+    { name = "setuptools" },
+    { name = "torch", version = "2.9.1+cpu", source = { registry = "https://torch-mirror.invalid/whl/cpu" }, marker = "(sys_platform != 'darwin' and extra == 'extra-8-nanochat-cpu') or (extra == 'extra-8-nanochat-cpu' and extra == 'extra-8-nanochat-gpu')" },
+]
+gpu = [
+    { name = "torch", version = "2.9.1+cu128", source = { registry = "https://torch-mirror.invalid/whl/cu128" } },
+]
+
+[package.dev-dependencies]
+dev = [
+    { name = "ipykernel" },
+    { name = "pytest" },
+]
+
+[[package]]
+name = "pytest"
+version = "8.4.2"
+source = { registry = "https://example.invalid/simple" }
+
+[[package]]
+name = "setuptools"
+version = "80.9.0"
+source = { registry = "https://example.invalid/simple" }
+
+[[package]]
+name = "torch"
+version = "2.9.1"
+source = { registry = "https://torch-mirror.invalid/whl/cpu" }
+
+[[package]]
+name = "torch"
+version = "2.9.1"
+source = { registry = "https://example.invalid/simple" }
+
+[[package]]
+name = "torch"
+version = "2.9.1+cpu"
+source = { registry = "https://torch-mirror.invalid/whl/cpu" }
+
+[[package]]
+name = "torch"
+version = "2.9.1+cu128"
+source = { registry = "https://torch-mirror.invalid/whl/cu128" }
+"""
+
+
+def test_a_uv_project_with_cpu_and_gpu_extras_is_read_for_the_gpu(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """The paper's torch was read as 2.9.1+cpu (the cpu extra's index, and the lock's
+    first torch entry), and the lock's dev group (ipykernel, pytest) and macOS-only
+    appnope were written as the paper's environment: an RTX 5090 on driver 570 got
+    2.9.1+cu129, 'the cpu build cannot run here', instead of the gpu extra's cu128."""
+    files = {"pyproject.toml": NANOCHAT_PYPROJECT, "uv.lock": NANOCHAT_UV_LOCK}
+    imported = run_import(_paper(tmp_path, files), target="rtx5090", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    stack = _spec(imported)["stack"]
+    assert isinstance(stack, dict) and (stack["torch"], stack["cuda"]) == ("2.9.1", "12.8")
+    assert "torch" in imported.entries("kept")
+    names = {d.split("=")[0] for d in _pip(imported)}
+    assert "filelock" in names and not names & {"appnope", "ipykernel", "pytest", "setuptools"}
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert (
+        "index 'pytorch-cpu': [tool.uv.sources] takes from it only for the 'cpu' extra, not "
+        "the GPU build"
+    ) in notes, notes
+    assert (
+        "7 of its 10 entries left out: an install of the project on Linux x86_64 does not "
+        "reach them (development and CPU groups, other platforms' packages)"
+    ) in notes, notes

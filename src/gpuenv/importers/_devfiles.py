@@ -17,6 +17,11 @@ DEV_GROUPS = frozenset(
 )  # fmt: skip
 
 
+# Optional groups and features that are not the GPU environment: a CPU build's, another
+# platform's (karpathy/nanochat's `cpu` extra takes torch 2.9.1+cpu from PyTorch's index).
+NOT_GPU_GROUPS = frozenset({"cpu", "mac", "macos", "osx", "win"})
+
+
 def is_dev_group(name: str) -> bool:
     return normalize_name(name).split("-")[0] in DEV_GROUPS
 

@@ -22,7 +22,7 @@ from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import key_lines, line_of
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
-from gpuenv.importers._devfiles import is_dev_group
+from gpuenv.importers._devfiles import NOT_GPU_GROUPS, is_dev_group
 from gpuenv.importers._text import fail, line_not_read, parse_toml
 from gpuenv.importers.conda_env import CondaSink
 from gpuenv.importers.model import (
@@ -35,6 +35,7 @@ from gpuenv.importers.model import (
     ReadingBuilder,
 )
 from gpuenv.importers.pyproject import poetry_to_pep440
+from gpuenv.plan import KNOWN_PYTHONS
 
 _LINUX = ("linux-64", "linux-aarch64", "linux")
 
@@ -163,8 +164,122 @@ _LOCAL_WHY = (
 )
 
 
+def _marker_holds(marker: Any, extras: tuple[str, ...]) -> bool:
+    """A uv.lock dependency's marker holds on Linux x86_64 for some Python gpuenv installs,
+    with one of ``extras`` (the project's groups read) active or none; a marker that does
+    not parse holds (the entry is kept, as before this walk)."""
+    from packaging.markers import InvalidMarker, Marker, UndefinedComparison
+
+    if not isinstance(marker, str) or not marker.strip():
+        return True
+    try:
+        parsed = Marker(marker)
+        return any(
+            parsed.evaluate(
+                {
+                    "sys_platform": "linux",
+                    "platform_system": "Linux",
+                    "platform_machine": "x86_64",
+                    "os_name": "posix",
+                    "implementation_name": "cpython",
+                    "platform_python_implementation": "CPython",
+                    "python_version": python,
+                    "python_full_version": f"{python}.0",
+                    "extra": extra,
+                }
+            )
+            for python in KNOWN_PYTHONS
+            for extra in (*extras, "")[: max(len(extras), 1)]
+        )
+    except (InvalidMarker, UndefinedComparison, ValueError):
+        return True
+
+
+def _gpu_groups(package: dict[str, Any]) -> list[str]:
+    """The project's optional groups an install on a GPU reads: not development or CPU."""
+    return [
+        g
+        for g in _table(package.get("optional-dependencies"))
+        if not is_dev_group(g) and g.lower() not in NOT_GPU_GROUPS
+    ]
+
+
+def _active_extras(root: dict[str, Any]) -> list[str]:
+    """The marker values of the project's groups read: uv writes an extra as
+    extra-<len>-<project>-<extra> where the project's extras conflict (nanochat's cpu and
+    gpu), else by its own name; one spelling per lock, or 'extra != ...' holds for the
+    other and the entry for no extra is reached too."""
+    name = str(root.get("name", ""))
+    encoded = f"extra-{len(name)}-{name}-"
+    entries = [*(root.get("dependencies") or [])]
+    entries += [e for g in _table(root.get("optional-dependencies")).values() for e in g or []]
+    if any(isinstance(e, dict) and encoded in str(e.get("marker", "")) for e in entries):
+        return [f"{encoded}{g}" for g in _gpu_groups(root)]
+    return _gpu_groups(root)
+
+
+def _uv_matches(
+    packages: list[Any], by_name: dict[str, list[int]], entry: dict[str, Any]
+) -> list[int]:
+    """The package entries a dependency names: by name, then version, then source."""
+    found = [
+        i
+        for i in by_name.get(str(entry.get("name")), [])
+        if "version" not in entry or packages[i].get("version") == entry["version"]
+    ]
+    if len(found) > 1 and "source" in entry:
+        found = [i for i in found if packages[i].get("source") == entry["source"]] or found
+    return found
+
+
+def _uv_reached(packages: list[Any]) -> set[int] | None:
+    """The indexes of the uv.lock packages an install of the project on Linux x86_64
+    reaches: from the project's entry (source virtual or editable), its dependencies and
+    those of its optional groups but development and CPU ones, each dependency's marker
+    evaluated there with those groups active (nanochat's lock holds torch 2.9.1+cpu for its
+    `cpu` extra, 2.9.1+cu128 for `gpu`, its dev group's ipykernel and pytest, and appnope
+    for macOS: all were read as the paper's environment, +cpu first). None where no entry
+    is the project's."""
+    by_name: dict[str, list[int]] = {}
+    for index, package in enumerate(packages):
+        if isinstance(package, dict) and isinstance(package.get("name"), str):
+            by_name.setdefault(package["name"], []).append(index)
+    roots = [
+        i
+        for i, p in enumerate(packages)
+        if isinstance(p, dict) and {"virtual", "editable"} & set(_table(p.get("source")))
+    ]
+    if not roots:
+        return None
+    active = tuple(e for root in roots for e in _active_extras(packages[root]))
+    todo = [(root, tuple(_gpu_groups(packages[root]))) for root in roots]
+    reached: set[int] = set()
+    while todo:
+        index, groups = todo.pop()
+        if index in reached:
+            continue
+        reached.add(index)
+        package = packages[index]
+        optional = _table(package.get("optional-dependencies"))
+        entries = list(package.get("dependencies") or [])
+        entries += [e for g in groups for e in optional.get(g) or []]
+        for entry in entries:
+            if not isinstance(entry, dict) or not _marker_holds(entry.get("marker"), active):
+                continue
+            asked = entry.get("extra")
+            inner = tuple(asked) if isinstance(asked, list) else ()
+            todo.extend((i, inner) for i in _uv_matches(packages, by_name, entry))
+    return reached
+
+
 def _locked(
-    ctx: Context, path: Path, text: str, fmt: str, *, skip: frozenset[str] = frozenset()
+    ctx: Context,
+    path: Path,
+    text: str,
+    fmt: str,
+    *,
+    skip: frozenset[str] = frozenset(),
+    walk: bool = False,
 ) -> tuple[ReadingBuilder, dict[str, Any], dict[KeyPath, int]]:
     display = ctx.display(path)
     data = parse_toml(text, display)
@@ -175,8 +290,19 @@ def _locked(
         fail(display, line_of(lines, ("package",)), "package: not an array of tables")
     newest: dict[str, tuple[int, str]] = {}
     feeder = requirements.PipLines(ctx, builder, path.parent)
+    reached = _uv_reached(packages) if walk else None
+    if reached is not None and len(reached) < len(packages):
+        builder.note(
+            DROPPED,
+            f"{len(packages) - len(reached)} of its {len(packages)} entries left out: an "
+            "install of the project on Linux x86_64 does not reach them (development and "
+            "CPU groups, other platforms' packages)",
+            Origin(display, None, ""),
+        )
     for index, package in enumerate(packages):
         if not isinstance(package, dict):
+            continue
+        if reached is not None and index not in reached:
             continue
         name, version = package.get("name"), package.get("version")
         if not isinstance(name, str) or not isinstance(version, str) or name in skip:
@@ -212,7 +338,7 @@ def read_poetry_lock(ctx: Context, path: Path, text: str, fmt: str) -> None:
 
 
 def read_uv_lock(ctx: Context, path: Path, text: str, fmt: str) -> None:
-    builder, data, lines = _locked(ctx, path, text, "uv-lock")
+    builder, data, lines = _locked(ctx, path, text, "uv-lock", walk=True)
     python = data.get("requires-python")
     if isinstance(python, str):
         origin = Origin(builder.file, line_of(lines, ("requires-python",)), python)
@@ -296,7 +422,7 @@ class _Pixi:
         self.tables((), self.data)
         for name, body in _table(self.data.get("feature")).items():
             key: KeyPath = ("feature", name)
-            if is_dev_group(name) or name.lower() in ("cpu", "mac", "macos", "osx", "win"):
+            if is_dev_group(name) or name.lower() in NOT_GPU_GROUPS:
                 self.builder.note(DROPPED, f"feature {name!r} left out", self.origin(key, name))
                 continue
             before = len(self.builder.asks)

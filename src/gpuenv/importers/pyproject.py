@@ -18,7 +18,7 @@ from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import key_lines, line_of
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
-from gpuenv.importers._devfiles import is_dev_group
+from gpuenv.importers._devfiles import NOT_GPU_GROUPS, is_dev_group
 from gpuenv.importers._text import fail, line_not_read, parse_toml
 from gpuenv.importers.model import (
     CUDA_EXTENSION,
@@ -315,9 +315,18 @@ class _Reader:
     def tools(self) -> None:
         self.local_sources()
         indexes = _table(_table(self.data.get("tool")).get("uv")).get("index", [])
+        cpu_only = self.cpu_only_indexes()
         for index, entry in enumerate(indexes if isinstance(indexes, list) else []):
             if isinstance(entry, dict) and isinstance(entry.get("url"), str):
                 where: KeyPath = ("tool", "uv", "index", index)
+                if entry.get("name") in cpu_only:
+                    self.builder.note(
+                        DROPPED,
+                        f"index {entry['name']!r}: [tool.uv.sources] takes from it only for "
+                        f"the {cpu_only[entry['name']]!r} extra, not the GPU build",
+                        self.origin(where, "index"),
+                    )
+                    continue
                 requirements.index_facts(self.builder, entry["url"], self.origin(where, "index"))
         build = _table(self.data.get("build-system")).get("requires", [])
         for index, item in enumerate(build if isinstance(build, list) else []):
@@ -329,6 +338,25 @@ class _Reader:
                     self.origin(where, item),
                     "the build needs torch: the project compiles against it",
                 )
+
+    def cpu_only_indexes(self) -> dict[str, str]:
+        """The uv indexes ``[tool.uv.sources]`` names only for a CPU (or another
+        platform's) extra, with that extra: karpathy/nanochat takes torch from its
+        pytorch-cpu index for ``extra = "cpu"`` and from pytorch-cu128 for ``gpu``, and
+        the first was read as the paper's torch build (2.9.1+cpu)."""
+        sources = _table(_table(_table(self.data.get("tool")).get("uv")).get("sources"))
+        aside: dict[str, str] = {}
+        used: set[str] = set()
+        for value in sources.values():
+            for source in value if isinstance(value, list) else [value]:
+                if not isinstance(source, dict) or not isinstance(source.get("index"), str):
+                    continue
+                extra = source.get("extra")
+                if isinstance(extra, str) and extra.lower() in NOT_GPU_GROUPS:
+                    aside.setdefault(source["index"], extra)
+                else:
+                    used.add(source["index"])
+        return {name: extra for name, extra in aside.items() if name not in used}
 
     def local_sources(self) -> None:
         """A dependency ``[tool.uv.sources]`` takes from a folder of the checkout
