@@ -669,6 +669,21 @@ INDEX_CASES: dict[
             ("kept", "python", "why", "torch 2.9.0 supports it"),
         ],
     ),
+    # huggingface/lerobot: uv.lock pins hebi-py 2.11.0, an sdist only, and pyproject.toml's
+    # extra asks hebi-py>=2.8.0,<2.12.0; the nearest release with a wheel, 2.15.2 (which
+    # needs numpy<2 beside the lock's numpy 2.2.6), is outside that range: kept, built.
+    "a pin whose nearest wheel is outside another file's range": (
+        "name: x\ndependencies:\n  - python=3.12\n  - pip\n  - pip:\n"
+        "    - torch==2.9.0\n    - hebi-py==2.11.0\n    - hebi-py>=2.8.0,<2.12.0\n",
+        "cpu",
+        {"hebi-py": [("2.11.0", [], ">=3.8"), ("2.15.2", ["py3"], ">=3.8")]},
+        [
+            ("needs_build", "hebi-py", "why",
+             "2.11.0 has no wheel for Python 3.12 on the index; kept and built from its "
+             "source archive at install: 2.15.2, the nearest release with a wheel, is outside "
+             "'<2.12.0,>=2.8.0' (environment.yml:8)"),
+        ],
+    ),
     # A 2021 requirements file (scipy 1.7.1 and pandas 1.3.0 have wheels up to cp39) that
     # later gained networkx 3.3 (Python >= 3.10): no Python has every wheel; 3.9 lacks the
     # fewest, and networkx steps back to 3.2.1, the last release for 3.9.
@@ -695,13 +710,14 @@ INDEX_CASES: dict[
 
 def _page(project: str, files: list[tuple[str, list[str], str]]) -> str:
     links = []
+    stem = project.replace("-", "_")  # a file name spells the project with underscores
     for version, pythons, requires in files:
         names = [
-            f"{project}-{version}-py3-none-any.whl"
+            f"{stem}-{version}-py3-none-any.whl"
             if py == "py3"
-            else f"{project}-{version}-cp{py}-cp{py}-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
+            else f"{stem}-{version}-cp{py}-cp{py}-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"
             for py in pythons
-        ] + [f"{project}-{version}.tar.gz"]
+        ] + [f"{stem}-{version}.tar.gz"]
         escaped = html.escape(requires)
         links += [
             f'<a href="../../files/{n}" data-requires-python="{escaped}">{n}</a>' for n in names

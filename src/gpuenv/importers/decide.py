@@ -42,6 +42,7 @@ from gpuenv.importers.model import (
     TORCH_BUILD,
     UNMANAGED,
     UNREADABLE,
+    Ask,
     Fact,
     Origin,
 )
@@ -1886,6 +1887,22 @@ def _only_yanked(
     return any(wheel_index.installs_on(replace(f, yanked=False), python, platform) for f in files)
 
 
+def _range_excluding(resolved: Resolved, version: Version) -> Ask | None:
+    """Another ask of the package whose range the winning pin is in and ``version`` is
+    not (huggingface/lerobot: uv.lock's hebi-py==2.11.0, an sdist, moved to 2.15.2 for a
+    wheel, outside pyproject.toml's hebi-py>=2.8.0,<2.12.0, and 2.15.2 needs numpy<2)."""
+    exact = resolved.exact
+    for other in resolved.asks[1:]:
+        try:
+            spec = SpecifierSet(other.specifier)
+        except InvalidSpecifier:
+            continue
+        held = exact is not None and spec.contains(exact, prereleases=True)
+        if held and not spec.contains(version, prereleases=True):
+            return other
+    return None
+
+
 def _wheel_move(d: Decision, resolved: Resolved) -> Entry | None:
     """The entry for a pin the index has no wheel of for the chosen Python: moved to
     the nearest release that has one, or built from its sdist, or not reproducible."""
@@ -1901,6 +1918,19 @@ def _wheel_move(d: Decision, resolved: Resolved) -> Entry | None:
     exact = resolved.exact
     was = resolved.specifier or "any"
     kept = d.kept_as_builds.get(resolved.name)
+    nearest = (
+        wheel_index.nearest_with_wheel(
+            wheels, resolved.name, Version(exact.public), python, platform
+        )
+        if exact is not None
+        else None
+    )
+    outside = _range_excluding(resolved, nearest) if nearest is not None else None
+    if kept is None and outside is not None:
+        kept = (
+            f"{nearest}, the nearest release with a wheel, is outside {outside.specifier!r} "
+            f"({outside.origin.where()})"
+        )
     if kept is not None and exact is not None and found.sdist:
         return Entry(
             NEEDS_BUILD,
@@ -1912,26 +1942,22 @@ def _wheel_move(d: Decision, resolved: Resolved) -> Entry | None:
             now=str(exact.public),
             risk=MEDIUM,
         )
-    if exact is not None:
-        nearest = wheel_index.nearest_with_wheel(
-            wheels, resolved.name, Version(exact.public), python, platform
+    if exact is not None and nearest is not None:
+        lacks = (
+            f"{exact.public} is yanked on the index (its wheels would install here)"
+            if _only_yanked(wheels, resolved.name, Version(exact.public), python, platform)
+            else f"{exact.public} has no wheel for Python {python} on the index"
         )
-        if nearest is not None:
-            lacks = (
-                f"{exact.public} is yanked on the index (its wheels would install here)"
-                if _only_yanked(wheels, resolved.name, Version(exact.public), python, platform)
-                else f"{exact.public} has no wheel for Python {python} on the index"
-            )
-            return Entry(
-                CHANGED,
-                resolved.name,
-                f"{lacks}; {nearest} {WHEEL_MOVE}",
-                origin=ask.origin,
-                was=str(exact.public),
-                now=f"{nearest}",
-                risk=MEDIUM,
-                risk_text="another release: behaviour may differ",
-            )
+        return Entry(
+            CHANGED,
+            resolved.name,
+            f"{lacks}; {nearest} {WHEEL_MOVE}",
+            origin=ask.origin,
+            was=str(exact.public),
+            now=f"{nearest}",
+            risk=MEDIUM,
+            risk_text="another release: behaviour may differ",
+        )
     if found.sdist:
         return Entry(
             NEEDS_BUILD,
