@@ -1440,3 +1440,18 @@ def test_a_uv_project_with_cpu_and_gpu_extras_is_read_for_the_gpu(
         "7 of its 10 entries left out: an install of the project on Linux x86_64 does not "
         "reach them (development and CPU groups, other platforms' packages)"
     ) in notes, notes
+
+
+def test_torch_2_11s_cuda_toolkit_wheel_moves_with_torch(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """huggingface/lerobot's uv.lock (torch 2.11.0+cu128) pins cuda-toolkit==12.8.1, the
+    metapackage torch 2.11's CUDA wheels require as earlier ones required nvidia-*-cu12:
+    it was kept as the paper's own pin beside whatever build the target gets."""
+    text = "torch==2.11.0\ncuda-toolkit==12.8.1\nnvidia-nccl-cu12==2.27.5\n"
+    root = _paper(tmp_path, {"requirements.txt": text})
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    assert not any(d.startswith(("cuda-toolkit", "nvidia-")) for d in _pip(imported))
+    changed = imported.entries("changed")
+    assert changed["cuda-toolkit"]["why"].endswith("wheels require their own exact cuda-toolkit")

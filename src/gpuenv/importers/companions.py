@@ -683,6 +683,9 @@ def _degraded_on_cpu(result: Move, companion: Companion, since: CompanionRelease
 
 CUPY = re.compile(r"^cupy-cuda\d+x?$")
 NVIDIA_WHEEL = re.compile(r"^nvidia-[a-z0-9-]+-cu\d+$")
+# torch 2.11's CUDA wheels require cuda-toolkit[cublas,cudart,...]==<its CUDA> (NVIDIA's
+# metapackage of those runtime wheels), as earlier builds required nvidia-*-cu12 directly
+CUDA_TOOLKIT_WHEEL = "cuda-toolkit"
 
 
 def companion_name(name: str) -> str:
@@ -690,6 +693,6 @@ def companion_name(name: str) -> str:
     nvidia-cublas-cu12 -> nvidia-cuda-wheels)."""
     if CUPY.match(name):
         return "cupy"
-    if NVIDIA_WHEEL.match(name):
+    if NVIDIA_WHEEL.match(name) or name == CUDA_TOOLKIT_WHEEL:
         return "nvidia-cuda-wheels"
     return name
