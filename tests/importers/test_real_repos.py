@@ -1455,3 +1455,22 @@ def test_torch_2_11s_cuda_toolkit_wheel_moves_with_torch(
     assert not any(d.startswith(("cuda-toolkit", "nvidia-")) for d in _pip(imported))
     changed = imported.entries("changed")
     assert changed["cuda-toolkit"]["why"].endswith("wheels require their own exact cuda-toolkit")
+
+
+def test_a_long_line_is_quoted_whole_words() -> None:
+    """google-deepmind/alphafold's Dockerfile:68, cut at 200 characters, was quoted as
+    '... jaxlib==0.4', a version the file does not name."""
+    from gpuenv.importers._text import quoted
+
+    line = (
+        "RUN pip3 install --upgrade pip --no-cache-dir \\\n"
+        "    && pip3 install -r /app/alphafold/requirements.txt --no-cache-dir \\\n"
+        "    && pip3 install --upgrade --no-cache-dir \\\n"
+        "      jax==0.4.26 \\\n"
+        "      jaxlib==0.4.26+cuda12.cudnn89 \\\n"
+        "      -f https://storage.invalid/jax-releases/jax_cuda_releases.html"
+    )
+    shown = quoted(line.replace("\\\n", " "))
+    assert shown.endswith("…") and len(shown) <= 200
+    assert "  " not in shown and not shown.removesuffix("…").endswith("jaxlib==0.4")
+    assert shown.removesuffix("…").split()[-1] in line.split()

@@ -24,6 +24,22 @@ def problem(file: str, line: int | None, message: str, hint: str | None = None) 
     return SpecProblem(file, line, "", hide_secrets(message), hint)
 
 
+QUOTED = 200  # characters of a file's line a report quotes
+
+
+def quoted(text: str, limit: int = QUOTED) -> str:
+    """A file's line as a report quotes it: runs of blanks one space (a Dockerfile's
+    continued RUN keeps each line's indent), and a line too long cut between words with
+    an ellipsis. Cut at 200 characters, alphafold's 'jaxlib==0.4.26+cuda12.cudnn89'
+    read 'jaxlib==0.4', and icefall's RUN lines ended in a stray 'f' or 'g'."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut).rstrip() + "…"
+
+
 def fail(file: str, line: int | None, message: str, hint: str | None = None) -> NoReturn:
     raise ForeignFileError([problem(file, line, message, hint)])
 

@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from gpuenv.importers import images, requirements
 from gpuenv.importers._context import Context
-from gpuenv.importers._text import OUTSIDE, fail, line_not_read
+from gpuenv.importers._text import OUTSIDE, fail, line_not_read, quoted
 from gpuenv.importers.conda_env import CONDA_TOOLS, read_install_args
 from gpuenv.importers.model import (
     INCLUDED,
@@ -246,7 +246,7 @@ _RUN_FLAGS = re.compile(r"^(?:--[a-z][a-z-]*=\S*\s+)+")
 
 
 def _run(state: _State, line: int, args: str) -> None:
-    origin = Origin(state.builder.file, line, f"RUN {args}"[:200])
+    origin = Origin(state.builder.file, line, quoted(f"RUN {args}"))
     args = _RUN_FLAGS.sub("", args)
     if "<<" in args and re.search(r"<<-?\s*['\"]?[A-Za-z]", args):
         state.builder.note(UNREADABLE, "RUN with a heredoc: not read", origin)
@@ -355,7 +355,7 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
         fail(display, 1, "no FROM instruction: not a Dockerfile")
     state = _State(ctx, path, ReadingBuilder(display, "dockerfile", Authority.DEFINITION))
     for line, name, args in parsed:
-        with line_not_read(state.builder, Origin(display, line, f"{name} {args}"[:200].strip())):
+        with line_not_read(state.builder, Origin(display, line, quoted(f"{name} {args}"))):
             _instruction(state, line, name, args)
     if state.base is None:
         fail(display, 1, "no FROM instruction gpuenv can read: not a Dockerfile it can use")
