@@ -1457,6 +1457,60 @@ def test_torch_2_11s_cuda_toolkit_wheel_moves_with_torch(
     assert changed["cuda-toolkit"]["why"].endswith("wheels require their own exact cuda-toolkit")
 
 
+# k2-fsa/icefall (2021-26): docker/ holds one Dockerfile per torch/CUDA pair, each with the
+# same apt-get line and the same find-links pages (two of the 22, trimmed).
+ICEFALL_DOCKERFILE = """FROM pytorch/pytorch:{image}
+# python 3.10
+
+ENV LC_ALL C.UTF-8
+
+ARG DEBIAN_FRONTEND=noninteractive
+
+RUN apt-get update && \\
+    apt-get install -y --no-install-recommends \\
+        curl \\
+        vim \\
+    \tlibssl-dev \\
+        autoconf \\
+        sox \\
+        && rm -rf /var/lib/apt/lists/*
+
+RUN pip install --no-cache-dir \\
+      kaldi_native_io \\
+      kaldialign \\
+      -f https://k2-fsa.invalid/k2/cuda.html
+"""
+
+
+def test_a_sentence_every_dockerfile_says_is_said_once(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """Each of icefall's Dockerfiles gave its own system-packages and find-links entries:
+    the report said each sentence 22 times, half of its 56 KB."""
+    files = {
+        "docker/torch2.4.1-cuda12.4.dockerfile": ICEFALL_DOCKERFILE.format(
+            image="2.4.1-cuda12.4-cudnn9-devel"
+        ),
+        "docker/torch2.4.1-cuda12.1.dockerfile": ICEFALL_DOCKERFILE.format(
+            image="2.4.1-cuda12.1-cudnn9-devel"
+        ),
+    }
+    imported = run_import(_paper(tmp_path, files), target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    system = [e for e in imported.report["unmanaged"] if e["package"] == "system packages"]
+    assert len(system) == 1, system
+    assert system[0]["why"] == (
+        "system packages (curl, vim, libssl-dev, autoconf, sox): install them on the machine "
+        "(said again at docker/torch2.4.1-cuda12.4.dockerfile:8)"
+    )
+    # the RUN line is quoted with its blanks collapsed, not its continuation indents
+    assert system[0]["entry"].startswith(
+        "RUN apt-get update && apt-get install -y --no-install-recommends curl vim libssl-dev"
+    )
+    pages = [a for a in imported.report["assumptions"] if "k2-fsa.invalid" in a["why"]]
+    assert len(pages) == 1 and "(said again at " in pages[0]["why"], pages
+
+
 def test_a_long_line_is_quoted_whole_words() -> None:
     """google-deepmind/alphafold's Dockerfile:68, cut at 200 characters, was quoted as
     '... jaxlib==0.4', a version the file does not name."""

@@ -774,6 +774,7 @@ ELSEWHERE = frozenset(
         "not imported",  # test_discovery
         "the only folder with environment files",  # test_discovery
         "compiles",  # test_discovery (the project's own CUDA extension)
+        "said again at",  # test_real_repos (icefall's Dockerfiles), test_containment
     }
 )
 

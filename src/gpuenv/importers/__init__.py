@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuenv.errors import ForeignFileError
@@ -278,6 +278,32 @@ def _readme_torch(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
         return
 
 
+_AGAIN_SHOWN = 3  # places a sentence said again names before "and N more"
+
+
+def said_once(entries: list[Entry]) -> tuple[Entry, ...]:
+    """The entries, each sentence once: a later entry of the same kind, package and why
+    (k2-fsa/icefall's 22 Dockerfiles, one per torch/CUDA pair, install the same system
+    packages and name the same find-links pages: the report said each 22 times) is
+    named at the first as said again, where."""
+    first: dict[tuple[str, str | None, str], int] = {}
+    again: dict[int, list[str]] = {}
+    kept: list[Entry] = []
+    for entry in entries:
+        key = (entry.kind, entry.package, entry.why)
+        if key in first and entry.origin is not None:
+            again.setdefault(first[key], []).append(entry.origin.where())
+            continue
+        first.setdefault(key, len(kept))
+        kept.append(entry)
+    for index, where in again.items():
+        shown = ", ".join(where[:_AGAIN_SHOWN])
+        more = f" and {len(where) - _AGAIN_SHOWN} more" if len(where) > _AGAIN_SHOWN else ""
+        entry = kept[index]
+        kept[index] = replace(entry, why=f"{entry.why} (said again at {shown}{more})")
+    return tuple(kept)
+
+
 def read_inputs(
     paths: tuple[Path, ...], knowledge: ForeignKnowledge
 ) -> tuple[list[Reading], list[Entry]]:
@@ -428,7 +454,7 @@ def reproduce(request: ImportRequest) -> Reproduction:
         hardware=hardware,
         summary=_summary(decision),
         inputs=tuple((r.file, r.format) for r in readings),
-        entries=tuple(decision.entries),
+        entries=said_once(decision.entries),
         disagreements=tuple(d.to_json() for d in merged.disagreements),
         plan_reasons=decision.plan.reasons,
     )
