@@ -1528,3 +1528,63 @@ def test_a_long_line_is_quoted_whole_words() -> None:
     assert shown.endswith("…") and len(shown) <= 200
     assert "  " not in shown and not shown.removesuffix("…").endswith("jaxlib==0.4")
     assert shown.removesuffix("…").split()[-1] in line.split()
+
+
+# sczhou/CodeFormer (2022): requirements.txt asks torch>=1.7.1 and names no Python; the
+# README's install block creates the conda environment with Python 3.8.
+CODEFORMER_REQUIREMENTS = """addict
+future
+lmdb
+numpy
+opencv-python
+Pillow
+pyyaml
+requests
+scikit-image
+scipy
+tb-nightly
+torch>=1.7.1
+torchvision
+tqdm
+yapf
+lpips
+gdown # supports downloading the large file from Google Drive
+"""
+CODEFORMER_README = """### Dependencies and Installation
+
+- Pytorch >= 1.7.1
+- CUDA >= 10.1
+- Other required packages in `requirements.txt`
+```
+# git clone this repository
+git clone https://github.com/sczhou/CodeFormer
+cd CodeFormer
+
+# create new anaconda env
+conda create -n codeformer python=3.8 -y
+conda activate codeformer
+
+# install python dependencies
+pip3 install -r requirements.txt
+python basicsr/setup.py develop
+conda install -c conda-forge dlib (only for face detection or cropping with dlib)
+```
+"""
+
+
+def test_the_readmes_python_is_read_where_the_files_say_which_torch_but_no_python(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """The README was not read at all because requirements.txt names a torch range: the
+    newest Python torch 1.13.1 supports (3.10) was taken over the README's 3.8."""
+    files = {"requirements.txt": CODEFORMER_REQUIREMENTS, "README.md": CODEFORMER_README}
+    imported = run_import(_paper(tmp_path, files), target="v100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    stack = _spec(imported)["stack"]
+    assert isinstance(stack, dict) and stack["python"] == "3.8", stack
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert (
+        "the environment files name no Python: the Python of README.md's install commands "
+        "is read (README.md:12 conda create -n codeformer python=3.8 -y), nothing else of it"
+    ) in notes, notes
+    assert "dlib" not in str(_pip(imported)), "nothing else of the README is read"

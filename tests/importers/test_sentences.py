@@ -749,6 +749,7 @@ ELSEWHERE = frozenset(
         "--prefer names",  # test_disagreement
         "the install commands of the shell code blocks in",  # test_real_repos (README-only)
         "the environment files name no torch version",  # test_real_repos (NeuScraper)
+        "the environment files name no Python",  # test_real_repos (CodeFormer)
         "refuses to build without CUDA",  # test_real_repos (Deformable-DETR's ops)
         "cupy needs CUDA",  # unreachable today: cupy's cpu = "none" answers first
         "not read: ",  # test_tolerant, test_bad_inputs

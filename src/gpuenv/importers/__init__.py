@@ -215,6 +215,8 @@ def _readme_beside(ctx: Context, folder: Path, skipped: list[Entry], own: list[R
                 _read_found(ctx, doc, skipped)
     elif not _asks_torch(own):
         _readme_torch(ctx, folder, skipped)
+    elif not _names_python(ctx):
+        _readme_python(ctx, folder, skipped)
 
 
 def _asks_torch(readings: list[Reading]) -> bool:
@@ -225,6 +227,46 @@ def _asks_torch(readings: list[Reading]) -> bool:
 
 def _says_which(asks: tuple[Ask, ...]) -> bool:
     return any(a.name in TRIO and (a.specifier or a.build or a.url) for a in asks)
+
+
+def _names_python(ctx: Context) -> bool:
+    """Some file read names a Python exactly (``python=3.8``, not ``>=3.6``)."""
+    from gpuenv.importers.model import PYTHON
+
+    return any(f.key == PYTHON and f.value[:1].isdigit() for r in ctx.readings for f in r.facts)
+
+
+def _readme_python(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
+    """Environment files that say which torch and name no Python, beside a README whose
+    ``conda create`` names one (sczhou/CodeFormer's ``conda create -n codeformer
+    python=3.8 -y`` beside requirements.txt's ``torch>=1.7.1``; hpcaitech/Open-Sora's
+    ``python=3.10``): that Python is read, nothing else of the README. It was not read
+    at all, and the newest Python the torch supports was taken (3.10, 3.12)."""
+    from gpuenv.importers import readme
+    from gpuenv.importers.model import PYTHON
+
+    for doc in readme.doc_files(folder):
+        if not ctx.inside(doc) or not ctx.claim(doc):
+            continue
+        start = len(ctx.readings)
+        with contextlib.suppress(ForeignFileError):
+            _read_one(ctx, doc, None)
+        read = ctx.readings[start:]
+        del ctx.readings[start:]
+        facts = tuple(f for r in read for f in r.facts if f.key == PYTHON and f.value[:1].isdigit())
+        if not facts:
+            continue
+        first = read[0]
+        ctx.readings.append(Reading(first.file, first.format, first.authority, facts=facts[:1]))
+        skipped.append(
+            Entry(
+                ASSUMPTION,
+                None,
+                f"the environment files name no Python: the Python of {ctx.display(doc)}'s "
+                f"install commands is read ({facts[0].origin.cite()}), nothing else of it",
+            )
+        )
+        return
 
 
 def _readme_torch(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
