@@ -1588,3 +1588,42 @@ def test_the_readmes_python_is_read_where_the_files_say_which_torch_but_no_pytho
         "is read (README.md:12 conda create -n codeformer python=3.8 -y), nothing else of it"
     ) in notes, notes
     assert "dlib" not in str(_pip(imported)), "nothing else of the README is read"
+
+
+# Lightning-AI/litgpt (2026): an extra lists bitsandbytes twice, for macOS and for Linux.
+LITGPT_PYPROJECT = """[project]
+name = "litgpt"
+version = "0.5.13"
+requires-python = ">=3.10"
+dependencies = [
+  "torch>=2.7",
+  "tqdm>4.66",
+]
+optional-dependencies.extra = [
+  "bitsandbytes>=0.42,<0.43; sys_platform=='darwin'",
+  # quantization:
+  "bitsandbytes>=0.45.2,<0.50; sys_platform=='linux' or sys_platform=='win32'",
+  "tomli>=2; python_version>='3.12'",
+]
+"""
+
+
+def test_a_platform_marker_is_false_whatever_the_python(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """The macOS line was said 'false on Linux x86_64 with Python 3.10', the Python markers
+    are read at when the files name none, though Python 3.13 was chosen."""
+    imported = run_import(
+        _paper(tmp_path, {"pyproject.toml": LITGPT_PYPROJECT}),
+        target="h100",
+        extra=("--no-check-resolves",),
+    )
+    assert imported.result.code == 0, imported.result.err
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert (
+        "bitsandbytes>=0.42,<0.43; sys_platform=='darwin': its marker is false on Linux x86_64"
+    ) in notes, notes
+    assert (
+        "tomli>=2; python_version>='3.12': its marker is false on Linux x86_64 with Python 3.10"
+        in (notes)
+    ), notes

@@ -48,6 +48,7 @@ from gpuenv.importers.model import (
     Reading,
 )
 from gpuenv.names import normalize_name
+from gpuenv.plan import KNOWN_PYTHONS
 
 
 @dataclass(frozen=True)
@@ -577,11 +578,15 @@ def merge(
                 )
                 continue
             if not _applies(ask, environment):
+                # a platform marker is false whatever the Python (litgpt's
+                # sys_platform=='darwin' was said false "with Python 3.10", the Python
+                # assumed for markers, though 3.13 was chosen)
+                anywhere = not any(_applies(ask, marker_environment(p)) for p in KNOWN_PYTHONS)
                 merger.notes.append(
                     Note(
                         DROPPED,
-                        f"{ask.origin.text}: its marker is false on Linux x86_64 "
-                        f"with Python {python}",
+                        f"{ask.origin.text}: its marker is false on Linux x86_64"
+                        + ("" if anywhere else f" with Python {python}"),
                         ask.origin,
                     )
                 )
