@@ -618,6 +618,9 @@ def _named(text: str, inputs: _Inputs, failure: Any) -> tuple[str, ...]:
     from gpuenv.lock._uv_output import PROJECT_NAME
 
     found: list[str] = []
+    # uv writes a dependency's marker in braces (huggingface/lerobot: "torch==2.11.0
+    # depends on cuda-bindings{sys_platform == 'linux'}>=13.0.3"): its words name no package
+    text = re.sub(r"\{[^{}]*\}", "", text)
     for match in _NAMED.finditer(text):
         raw = next(g for g in match.groups() if g)
         name = normalize_name(raw)

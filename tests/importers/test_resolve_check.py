@@ -503,3 +503,19 @@ def test_a_package_whose_build_fails_does_not_resolve_and_is_named() -> None:
     )
     text = "error: something else entirely\nhint: a hint"
     assert import_check._build_failure(request, index, "x86_64-manylinux_2_28", text) is None
+
+
+def test_a_dependencys_marker_in_uvs_words_names_no_package() -> None:
+    """huggingface/lerobot's check failed with uv's words "torch==2.11.0 depends on
+    cuda-bindings{sys_platform == 'linux'}>=13.0.3", and the report listed `sys-platform`
+    among the packages named."""
+    from gpuenv.import_check import _Inputs, _named
+
+    reason = (
+        "Because torch==2.11.0 depends on cuda-bindings{sys_platform == 'linux'}>=13.0.3 and "
+        "accelerate==1.14.0 depends on torch==2.11.0, we can conclude that accelerate==1.14.0 "
+        "depends on cuda-bindings>=13.0.3. And because the request requires accelerate==1.14.0 "
+        "and cuda-bindings==12.9.7, we can conclude that the requirements are unsatisfiable."
+    )
+    named = _named(reason, _Inputs((), (), (), ()), None)
+    assert named == ("torch", "cuda-bindings", "accelerate"), named
