@@ -1627,3 +1627,19 @@ def test_a_platform_marker_is_false_whatever_the_python(
         "tomli>=2; python_version>='3.12': its marker is false on Linux x86_64 with Python 3.10"
         in (notes)
     ), notes
+
+
+def test_a_range_held_back_by_the_papers_python_says_so(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """With CodeFormer's README Python 3.8, an H100 gets torch 2.4.1 (2.5.1 has no cp38
+    wheels), and the entry said 'the newest release in '>=1.7.1' that fits below 2.6.0',
+    which 2.5.1 is too."""
+    files = {"requirements.txt": CODEFORMER_REQUIREMENTS, "README.md": CODEFORMER_README}
+    imported = run_import(_paper(tmp_path, files), target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    torch = imported.entries("kept")["torch"]
+    assert (torch["to"], torch["why"].split(",")[0]) == (
+        "2.4.1+cu124",
+        "the newest release in '>=1.7.1' that fits on Python 3.8 below 2.6.0",
+    ), torch

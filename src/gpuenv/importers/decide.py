@@ -683,7 +683,7 @@ def _torch_entries(
         and paper.specifier
         and SpecifierSet(paper.specifier).contains(plan.torch)
     ):
-        d.add(_range_entry(paper, choice, fk, origin, now))
+        d.add(_range_entry(paper, choice, ctx, origin, now))
     else:
         old = paper.version or _range_floor(paper.specifier) or _range_ceiling(paper.specifier)
         risk, text = _torch_risk(old, Version(plan.torch), fk)
@@ -718,14 +718,38 @@ def _torch_entries(
         )
 
 
+def _python_held(kb: KnowledgeBase, paper: PaperTorch, choice: Choice) -> bool:
+    """A newer release of the range (below its API cap) has no wheels for the plan's
+    Python: the Python held torch back (sczhou/CodeFormer's README names Python 3.8, and
+    torch 2.5.1 has no cp38 wheels, so an H100 got 2.4.1, "the newest release in
+    '>=1.7.1' that fits below 2.6.0", which 2.5.1 is too)."""
+    spec, torch = SpecifierSet(paper.specifier), Version(choice.plan.torch)
+    for release in kb.torch_releases:
+        version = Version(str(release.version))
+        if version <= torch or not spec.contains(version):
+            continue
+        if choice.below is not None and version >= choice.below:
+            continue
+        if not release.python.contains(choice.plan.python):
+            return True
+    return False
+
+
 def _range_entry(
-    paper: PaperTorch, choice: Choice, fk: ForeignKnowledge, origin: Origin | None, now: str
+    paper: PaperTorch,
+    choice: Choice,
+    ctx: tuple[KnowledgeBase, ForeignKnowledge],
+    origin: Origin | None,
+    now: str,
 ) -> Entry:
     """A torch range kept: the newest release in it that fits, within what the other
     pins allow and below the first API change that breaks older code."""
+    kb, fk = ctx
     floor = _range_floor(paper.specifier)
     changes = fk.changes_between(floor, Version(choice.plan.torch)) if floor is not None else []
     why = f"the newest release in {paper.specifier!r} that fits"
+    if _python_held(kb, paper, choice):
+        why += f" on Python {choice.plan.python}"
     if choice.allowed_by:
         why += f" and that {choice.allowed_by} accepts"
     if choice.below is not None:
