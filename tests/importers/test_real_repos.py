@@ -4,6 +4,7 @@ files written for the test."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -1643,3 +1644,33 @@ def test_a_range_held_back_by_the_papers_python_says_so(
         "2.4.1+cu124",
         "the newest release in '>=1.7.1' that fits on Python 3.8 below 2.6.0",
     ), torch
+
+
+def test_a_torch_moved_by_the_strict_driver_rule_names_the_minor_compat_opt_in(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """DLR-RM/stable-baselines3's setup.py asks torch>=2.8,<3.0; on an H100 with driver
+    550 the strict rule leaves 2.7.1, below the project's own floor, and the report did
+    not say that driver-compat = "minor" keeps a release of the range."""
+    setup = (
+        "from setuptools import setup\n\nsetup(\n"
+        '    name="stable_baselines3",\n'
+        "    install_requires=[\n"
+        '        "gymnasium>=0.29.1,<2.0",\n'
+        '        "numpy>=1.20,<3.0",\n'
+        '        "torch>=2.8,<3.0",\n'
+        "        # For saving models\n"
+        '        "cloudpickle",\n'
+        "    ],\n)\n"
+    )
+    imported = run_import(
+        _paper(tmp_path, {"setup.py": setup}), target="h100", extra=("--no-check-resolves",)
+    )
+    assert imported.result.code == 0, imported.result.err
+    torch = imported.entries("changed")["torch"]
+    assert torch["to"] == "2.7.1+cu118", torch
+    assert re.search(
+        r'; with \[stack\] driver-compat = "minor" \(CUDA minor-version compatibility\) '
+        r"torch 2\.\d+\.\d+'s cu12\d build runs on driver 550\.54\.15$",
+        torch["why"],
+    ), torch["why"]

@@ -598,7 +598,9 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
           "no build of 2.9.0 or any later release fits this target (driver 550.54.15 is "
           "older than every torch 2.9.0 build that covers RTX 4090 needs (strict): cu126 "
           "needs driver >= 560.28.03; cu128 needs driver >= 570.26; cu129 needs driver >= "
-          "575.51.03; cu130 needs driver >= 580.65.06); 2.7.1 does")],
+          "575.51.03; cu130 needs driver >= 580.65.06); 2.7.1 does; with [stack] "
+          "driver-compat = \"minor\" (CUDA minor-version compatibility) torch 2.9.0's cu126 "
+          "build runs on driver 550.54.15")],
     ),
     "a cu126 torch on driver 550": (
         "torch==2.6.0+cu126\n",

@@ -504,6 +504,36 @@ def _between_known_why(version: Version, kb: KnowledgeBase) -> str:
     return f"is not a release gpuenv knows (it knows {below} and {above} either side)"
 
 
+def _minor_compat(kb: KnowledgeBase, plan: TargetPlan, specifier: str) -> str:
+    """Where the strict driver rule moved torch off what the files ask and NVIDIA's CUDA
+    minor-version compatibility would keep it: the spec line that opts in (DLR-RM/
+    stable-baselines3's torch>=2.8 became 2.7.1 on an H100 with driver 550, and its own
+    install_requires says >=2.8; the report did not say that 2.8's cu126 build runs there
+    with driver-compat = "minor")."""
+    hw = plan.hardware
+    if hw.cpu or hw.driver is None or plan.driver_compat != DriverCompat.STRICT.value:
+        return ""
+    try:
+        wanted = SpecifierSet(specifier)
+    except InvalidSpecifier:
+        return ""
+    for release in kb.torch_releases:  # newest first
+        if not wanted.contains(release.version, prereleases=True):
+            continue
+        for build in release.on(hw.platform).cuda_builds:
+            covers = all(build.covering(cc) for cc in hw.compute_capabilities)
+            floor = (
+                kb.driver_floor(build.cuda, DriverCompat.MINOR, hw.platform) if build.cuda else None
+            )
+            if covers and floor is not None and hw.driver >= floor:
+                return (
+                    f'; with [stack] driver-compat = "minor" (CUDA minor-version '
+                    f"compatibility) torch {release.version}'s {build.tag} build runs on driver "
+                    f"{hw.driver}"
+                )
+    return ""
+
+
 def _moved_torch_why(
     paper: PaperTorch,
     choice: Choice,
@@ -525,7 +555,11 @@ def _moved_torch_why(
         files = "the files pin no torch version" if asked else "nothing in the files asks for torch"
         return f"{files}; {plan.torch} {chosen}"
     if version is None:
-        return f"no release in {paper.specifier!r} fits this target{obstacle}; {plan.torch} does"
+        minor = _minor_compat(kb, plan, paper.specifier)
+        return (
+            f"no release in {paper.specifier!r} fits this target{obstacle}; {plan.torch} does"
+            + minor
+        )
     if version.is_prerelease:
         return _nightly_why(version, choice, kb, fk)
     if kb.torch_release(version) is None:
@@ -541,7 +575,7 @@ def _moved_torch_why(
     if choice.step == "older":
         return (
             f"no build of {version} or any later release fits this target{obstacle}; "
-            f"{plan.torch} does"
+            f"{plan.torch} does" + _minor_compat(kb, plan, f"=={version}")
         )
     first = choice.rejected[0] if choice.rejected else f"no torch {version} build fits this target"
     return f"{first}; {plan.torch} ({plan.cu_tag}) is the oldest release after it whose builds do"
