@@ -408,3 +408,17 @@ def test_a_devel_requirements_file_is_listed_not_used(tmp_path: Path) -> None:
     assert [(p.name, why) for p, why in found.skipped] == [
         ("requirements-devel.txt", "development requirements")
     ]
+
+
+def test_files_past_the_listing_limit_are_not_counted_as_if_they_were_all(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """60 subfolders each with a conda_env.yml (decision-transformer's layout, many
+    times): discovery lists 40, and the error said 'and 32 more' of 52."""
+    files = {"README.md": DT_README}
+    files |= {f"task{i:02}/conda_env.yml": DT_GYM_ENV for i in range(60)}
+    root = _tree(tmp_path / "repo", files)
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 2, imported.result.out
+    message = imported.result.json()["error"]["message"]
+    assert "task07/conda_env.yml and more), and no install commands" in message, message

@@ -23,7 +23,7 @@ from gpuenv.importers import frameworks
 from gpuenv.importers._context import Context
 from gpuenv.importers._text import fail
 from gpuenv.importers.decide import Decision, TargetRequest, decide
-from gpuenv.importers.discover import SUBFOLDER, discover
+from gpuenv.importers.discover import NOT_LISTED, SUBFOLDER, discover
 from gpuenv.importers.formats import READERS, detect
 from gpuenv.importers.merge import Merged, merge
 from gpuenv.importers.model import NAME, Ask, Reading
@@ -146,12 +146,18 @@ _BELOW_SHOWN = 8  # files found in subfolders that a "nothing here" error names
 
 
 def _readme_files(
-    ctx: Context, folder: Path, skipped: list[Entry], below: tuple[Path, ...] = ()
+    ctx: Context,
+    folder: Path,
+    skipped: list[Entry],
+    below: tuple[Path, ...] = (),
+    *,
+    uncounted: bool = False,
 ) -> list[Path]:
     """A folder with no environment file: its README's install commands, when it has
     any (nanoGPT, ConvNeXt's INSTALL.md); else exit 2, naming the files found in
-    subfolders (``below``) that are not used."""
-    return _readme_docs(ctx, folder, skipped, beside=False, below=below)
+    subfolders (``below``) that are not used (``uncounted``: discovery stopped listing
+    them, so how many more is not known)."""
+    return _readme_docs(ctx, folder, skipped, beside=False, below=below, uncounted=uncounted)
 
 
 def _readme_docs(
@@ -161,6 +167,7 @@ def _readme_docs(
     *,
     beside: bool,
     below: tuple[Path, ...] = (),
+    uncounted: bool = False,
 ) -> list[Path]:
     """The README-like files with install commands, and a note that they are read;
     none (``beside``: environment files that ask for torch alone) or exit 2."""
@@ -178,6 +185,7 @@ def _readme_docs(
         # error said "no environment files found" and named neither
         listed = [p.relative_to(folder).as_posix() for p in below[:_BELOW_SHOWN]]
         more = f" and {len(below) - len(listed)} more" if len(below) > len(listed) else ""
+        more = " and more" if uncounted else more  # 60 subfolders said "and 32 more"
         found = f" (found in subfolders, not used: {', '.join(listed)}{more})" if below else ""
         fail(
             _folder_name(ctx, folder),
@@ -372,7 +380,8 @@ def read_inputs(
             files = found.files
             if not files:
                 below = tuple(p for p, why in found.skipped if why == SUBFOLDER)
-                files = _readme_files(ctx, path, skipped, below)
+                uncounted = any(why == NOT_LISTED for _, why in found.skipped)
+                files = _readme_files(ctx, path, skipped, below, uncounted=uncounted)
             before, listed = len(ctx.readings), len(skipped)
             for file in files:
                 if ctx.claim(file):

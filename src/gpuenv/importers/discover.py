@@ -132,7 +132,7 @@ class _Walk:
         if self.listed < MAX_LISTED:
             self.found.skipped.append((path, why))
         elif self.listed == MAX_LISTED:
-            self.found.skipped.append((path.parent, "more files found: not listed"))
+            self.found.skipped.append((path.parent, NOT_LISTED))
         self.listed += 1
 
     def use(self, path: Path) -> None:
@@ -214,6 +214,7 @@ def discover(root: Path) -> Found:
 
 
 SUBFOLDER = "in a subfolder: not used (pass it to use it)"
+NOT_LISTED = "more files found: not listed"
 
 
 def _use_the_one_project_folder(root: Path, found: Found) -> None:
