@@ -458,3 +458,6 @@ def test_an_export_writes_the_groups_install_installs(tmp_path: Path, pkgindex: 
     unknown = project.gpuenv("export", "requirements", "--target", "cpu", "--group", "nope")
     assert unknown.returncode == 2
     assert "no dependency group 'nope' (groups: dev, notebooks)" in unknown.stderr
+    slurm = project.gpuenv("export", "slurm", "--target", "cpu", "--all-groups")
+    assert slurm.returncode == 2  # the job runs the prefix as installed: groups are install's
+    assert "its groups are the ones it was installed with" in slurm.stderr

@@ -62,9 +62,18 @@ def _groups_left_out(
     ``dev`` unless ``--no-dev``, ``--group``, ``--all-groups``), and a sentence naming
     those groups: an export writes what ``install`` installs, never a group's tools
     silently (a requirements.txt of the docs' notebook recipe held the jupyter group's packages)."""
+    from gpuenv.errors import UsageError
     from gpuenv.install.project import choose_groups
     from gpuenv.lock.extras import left_out
 
+    if args.format == "slurm":  # the job runs the installed prefix, groups and all
+        if args.group or args.all_groups or args.no_dev:
+            raise UsageError(
+                "export slurm runs the target's installed prefix: its groups are the ones "
+                "it was installed with",
+                hint="choose them at install: gpuenv install --group NAME (or --all-groups)",
+            )
+        return frozenset(), None
     wanted = choose_groups(spec, args.group or (), every=args.all_groups, dev=not args.no_dev)
     if not target.groups:
         return frozenset(), None
