@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -244,14 +244,11 @@ def _names_python(ctx: Context) -> bool:
     return any(f.key == PYTHON and f.value[:1].isdigit() for r in ctx.readings for f in r.facts)
 
 
-def _readme_python(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
-    """Environment files that say which torch and name no Python, beside a README whose
-    ``conda create`` names one (sczhou/CodeFormer's ``conda create -n codeformer
-    python=3.8 -y`` beside requirements.txt's ``torch>=1.7.1``; hpcaitech/Open-Sora's
-    ``python=3.10``): that Python is read, nothing else of the README. It was not read
-    at all, and the newest Python the torch supports was taken (3.10, 3.12)."""
+def _docs_read_aside(ctx: Context, folder: Path) -> Iterator[tuple[Path, list[Reading]]]:
+    """Each README-like file of ``folder`` this import may read, with what reading it
+    gives, none of it kept: the caller keeps the part it uses (a torch install, a
+    Python), nothing else of the README."""
     from gpuenv.importers import readme
-    from gpuenv.importers.model import PYTHON
 
     for doc in readme.doc_files(folder):
         if not ctx.inside(doc) or not ctx.claim(doc):
@@ -261,6 +258,18 @@ def _readme_python(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
             _read_one(ctx, doc, None)
         read = ctx.readings[start:]
         del ctx.readings[start:]
+        yield doc, read
+
+
+def _readme_python(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
+    """Environment files that say which torch and name no Python, beside a README whose
+    ``conda create`` names one (sczhou/CodeFormer's ``conda create -n codeformer
+    python=3.8 -y`` beside requirements.txt's ``torch>=1.7.1``; hpcaitech/Open-Sora's
+    ``python=3.10``): that Python is read, nothing else of the README. It was not read
+    at all, and the newest Python the torch supports was taken (3.10, 3.12)."""
+    from gpuenv.importers.model import PYTHON
+
+    for doc, read in _docs_read_aside(ctx, folder):
         facts = tuple(f for r in read for f in r.facts if f.key == PYTHON and f.value[:1].isdigit())
         if not facts:
             continue
@@ -285,22 +294,12 @@ def _readme_torch(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
     and torchaudio are read, with the index and build on their lines and the Python its
     ``conda create`` names when no file names one; nothing else of it (the environment
     files say what else is installed). The newest torch was chosen otherwise."""
-    from gpuenv.importers import readme
     from gpuenv.importers.model import INDEX, PRE, PYTHON, TORCH_BUILD
 
     # a Python the files name exactly (a `python_requires=">=3.6"` range says less than
     # the README's `conda create python=3.7`: GraphGym took 3.11)
-    has_python = any(
-        f.key == PYTHON and f.value[:1].isdigit() for r in ctx.readings for f in r.facts
-    )
-    for doc in readme.doc_files(folder):
-        if not ctx.inside(doc) or not ctx.claim(doc):
-            continue
-        start = len(ctx.readings)
-        with contextlib.suppress(ForeignFileError):
-            _read_one(ctx, doc, None)
-        read = ctx.readings[start:]
-        del ctx.readings[start:]
+    has_python = _names_python(ctx)
+    for doc, read in _docs_read_aside(ctx, folder):
         asks = tuple(a for r in read for a in r.asks if a.name in TRIO)
         if not _says_which(asks):
             continue  # a bare `pip install torch` says no more than the files
