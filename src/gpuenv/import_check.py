@@ -25,6 +25,12 @@ environment of ``gpuenv._network``, uv's prose read by ``gpuenv.lock._uv_output`
   conflict, as at lock time. The family itself is not a requirement: the lock takes it
   from the build's own index, and a failure that names only the family (the checked
   index has no such torch for the target) is "not checked", not a conflict;
+- where the planned torch is not the checked index's build of its release (the plan is
+  not PyPI's default build: ``torch 2.11.0+cu128`` while PyPI's 2.11.0 is the CUDA 13
+  one, which needs ``cuda-bindings>=13``), uv is given torch's metadata with no
+  dependencies (``dependency-metadata``): the checked index shows another build's, and
+  the planned build's are on its own index, which ``gpuenv lock`` resolves from. Those
+  dependencies are named as not checked, rather than judged by another build's;
 - wheels only (``--only-binary :all:``), except for the pins the import marks as
   builds (``--no-binary NAME``: their sdist, as the lock builds them). A dependency uv
   finds no usable wheel of (omegaconf 2.1.1's antlr4-python3-runtime 4.8, wandb
@@ -92,6 +98,9 @@ class CheckRequest:
     glibc: str = "2.28"
     macos: str | None = None
     torch: tuple[str, ...] = ()  # the planned family: "torch==2.4.1+cu121", ...
+    # the planned torch is not the checked index's build of its release (the plan's
+    # pypi_default is false): its dependencies there are another build's
+    torch_elsewhere: bool = False
     builds: tuple[str, ...] = ()  # names the import marks as builds (sdists allowed)
     # (name, requirements): a build's declared dependencies, as the lock gives them to uv
     # (its metadata cannot be read without building it: a setup.py that imports torch)
@@ -153,6 +162,7 @@ class _Inputs:
     constraints: tuple[str, ...]
     no_binary: tuple[str, ...]
     left_out: tuple[str, ...]
+    unread: tuple[str, ...] = ()  # family members given uv with no dependencies
 
 
 def _inputs(request: CheckRequest) -> _Inputs:
@@ -176,18 +186,28 @@ def _inputs(request: CheckRequest) -> _Inputs:
         else:
             keep.append(str(requirement))
     constraints = []
+    unread: list[str] = []
     for text in request.torch:
         try:
             requirement = Requirement(text)
             pins = [s for s in requirement.specifier if s.operator in ("==", "===")]
-            version = Version(pins[0].version).public if len(pins) == 1 else None
+            planned = Version(pins[0].version) if len(pins) == 1 else None
         except (InvalidRequirement, InvalidVersion):
             continue
-        if version is not None:
-            constraints.append(f"{normalize_name(requirement.name)}=={version}")
+        if planned is None:
+            continue
+        name = normalize_name(requirement.name)
+        constraints.append(f"{name}=={planned.public}")
+        if name == "torch" and request.torch_elsewhere:
+            unread.append(name)
+            left_out.append(
+                f"the dependencies of torch {planned} itself: this index's torch "
+                f"{planned.public} is another build, whose dependencies need not be this "
+                "one's (`gpuenv lock` resolves them from the build's own index)"
+            )
     names = {normalize_name(Requirement(r).name) for r in keep}
     builds = tuple(sorted(n for n in {normalize_name(b) for b in request.builds} if n in names))
-    return _Inputs(tuple(keep), tuple(constraints), builds, tuple(left_out))
+    return _Inputs(tuple(keep), tuple(constraints), builds, tuple(left_out), tuple(unread))
 
 
 def _shown(text: str) -> str:
@@ -239,10 +259,12 @@ def _argv(
         constraints = folder / "torch-family.txt"
         constraints.write_text("".join(f"{c}\n" for c in inputs.constraints), encoding="utf-8")
         argv += ["-c", constraints]
-    if request.dependency_metadata:
+    # a build's declared dependencies; a torch of another build than the index's: none
+    declared = (*request.dependency_metadata, *((name, ()) for name in inputs.unread))
+    if declared:
         from gpuenv.lock.uv import write_dependency_metadata
 
-        argv += ["--config-file", write_dependency_metadata(folder, request.dependency_metadata)]
+        argv += ["--config-file", write_dependency_metadata(folder, declared)]
     if request.cache_dir is not None:
         from gpuenv.lock.uv import _private_dir
 
@@ -691,7 +713,9 @@ def check_reproduction(
 
     decision = reproduction.decision
     plan = decision.plan
-    family = [f"torch=={plan.torch}"]
+    # the build's label where it is not the default index's build: "torch==2.11.0+cu128"
+    label = "" if plan.pypi_default or "+" in plan.torch else f"+{plan.cu_tag}"
+    family = [f"torch=={plan.torch}{label}"]
     family += [f"torchvision=={plan.torchvision}"] if plan.torchvision else []
     family += [f"torchaudio=={plan.torchaudio}"] if plan.torchaudio else []
     builds = {e.package for e in decision.entries if e.kind == NEEDS_BUILD and e.package}
@@ -706,6 +730,9 @@ def check_reproduction(
         glibc=plan.hardware.glibc,
         macos=plan.virtual_packages.get("__osx"),
         torch=tuple(family),
+        # the lock takes torch from the default index only where the plan is its
+        # default build (lock.target's use_default_for_torch)
+        torch_elsewhere=not plan.pypi_default,
         builds=tuple(sorted(builds)),
         dependency_metadata=tuple((n, r) for n, r in declared if r is not None),
         cache_dir=cache_dir,

@@ -519,3 +519,75 @@ def test_a_dependencys_marker_in_uvs_words_names_no_package() -> None:
     )
     named = _named(reason, _Inputs((), (), (), ()), None)
     assert named == ("torch", "cuda-bindings", "accelerate"), named
+
+
+def _lerobot_index(root: Path) -> None:
+    """huggingface/lerobot's shape: the default index's torch 2.11.0 is the CUDA 13 build
+    (``cuda-bindings>=13.0.3``), while its uv.lock holds ``torch 2.11.0+cu128`` (uv.lock:6571,
+    from the cu128 index) with ``cuda-bindings 12.9.7`` (uv.lock:1008), and
+    ``accelerate 1.14.0`` (uv.lock:44) needs torch."""
+    from tests.fixtures.pkgindex.index import write_index
+    from tests.fixtures.pkgindex.wheels import WheelSpec
+
+    linux = ("cp312-cp312-manylinux_2_28_x86_64",)
+    write_index(
+        root,
+        "simple",
+        [
+            WheelSpec(
+                "torch", "2.11.0", linux, ("cuda-bindings>=13.0.3; sys_platform == 'linux'",)
+            ),
+            WheelSpec("cuda-bindings", "12.9.7"),
+            WheelSpec("cuda-bindings", "13.0.3"),
+            WheelSpec("accelerate", "1.14.0", requires=("torch>=2.0.0",)),
+        ],
+    )
+
+
+def test_a_planned_torch_of_another_build_is_not_judged_by_the_index_builds_dependencies(
+    tmp_path: Path,
+) -> None:
+    """huggingface/lerobot on an RTX 4090: the plan keeps torch 2.11.0+cu128, and the
+    check read the default index's 2.11.0, the CUDA 13 build, so 'accelerate==1.14.0
+    depends on cuda-bindings>=13.0.3' made lerobot's own cuda-bindings==12.9.7 a false
+    "does not resolve". The planned build's dependencies are named as not checked."""
+    from tests.fixtures.pkgindex.index import serve
+
+    _lerobot_index(tmp_path / "index")
+    pins = ("accelerate==1.14.0", "cuda-bindings==12.9.7")
+    with serve(tmp_path / "index") as url:
+        planned = CheckRequest(
+            pins, "3.12", f"{url}/simple", torch=("torch==2.11.0+cu128",), torch_elsewhere=True
+        )
+        found = check_resolves(planned)
+        # the index's own build planned: its dependencies are the planned ones, judged
+        default = check_resolves(
+            dataclasses.replace(planned, torch=("torch==2.11.0",), torch_elsewhere=False)
+        )
+    assert found.resolves is True, found.reason
+    assert {"accelerate==1.14.0", "cuda-bindings==12.9.7", "torch==2.11.0"} <= set(found.resolved)
+    assert found.left_out == (
+        "the dependencies of torch 2.11.0+cu128 itself: this index's torch 2.11.0 is another "
+        "build, whose dependencies need not be this one's (`gpuenv lock` resolves them from "
+        "the build's own index)",
+    )
+    assert "Not part of the check:\n- the dependencies of torch 2.11.0+cu128" in render_markdown(
+        found
+    )
+    assert default.resolves is False and default.left_out == ()
+    assert "cuda-bindings" in default.packages
+
+
+def test_the_import_says_which_planned_torch_builds_dependencies_are_not_checked(
+    run_import: Callable[..., Imported], index_env: PkgIndex, tmp_path: Path
+) -> None:
+    # PyPI's torch 2.4.1 is the cu121 build: a cu124 plan's dependencies are on its index
+    note = "the dependencies of torch 2.4.1+cu124 itself: this index's torch 2.4.1 is another"
+    other = run_import(_requirements(tmp_path, "torch==2.4.1+cu124\nnumpy==1.26.4\n"))
+    assert other.result.code == 0, other.result.err
+    assert other.torch() == "2.4.1+cu124"
+    assert [r for r in other.report["resolution"]["left_out"] if r.startswith(note)]
+    default = run_import(_requirements(tmp_path, "torch==2.4.1+cu121\nnumpy==1.26.4\n"))
+    assert default.result.code == 0, default.result.err
+    assert default.torch() == "2.4.1+cu121"
+    assert not [r for r in default.report["resolution"]["left_out"] if "itself" in r]
