@@ -608,3 +608,108 @@ def test_a_readme_install_without_dependencies_is_noted(tmp_path: Path) -> None:
     assert notes(readings).startswith(
         "uni2ts: installed with --no-deps, without its dependencies; the spec cannot say so"
     )
+
+
+# facebookresearch/sam2 (2b90b9f): setup.py's extras, its README.md's and INSTALL.md's
+# install commands, and the demo server's backend.Dockerfile
+SAM2_SETUP = """\
+from setuptools import find_packages, setup
+
+REQUIRED_PACKAGES = [
+    "torch>=2.5.1",
+    "numpy>=1.24.4",
+]
+
+EXTRA_PACKAGES = {
+    "notebooks": [
+        "matplotlib>=3.9.1",
+        "jupyter>=1.0.0",
+        "opencv-python>=4.7.0",
+        "eva-decord>=0.6.1",
+    ],
+    "interactive-demo": [
+        "Flask>=3.0.3",
+        "Flask-Cors>=5.0.0",
+        "gunicorn>=23.0.0",
+        "strawberry-graphql>=0.243.0",
+    ],
+    "dev": [
+        "black==24.2.0",
+        "usort==1.0.2",
+    ],
+}
+
+setup(
+    name="SAM-2",
+    packages=find_packages(exclude="notebooks"),
+    install_requires=REQUIRED_PACKAGES,
+    extras_require=EXTRA_PACKAGES,
+    python_requires=">=3.10.0",
+)
+"""
+SAM2_README = """\
+## Installation
+
+```bash
+git clone https://github.com/facebookresearch/sam2.git && cd sam2
+
+pip install -e .
+```
+
+To use the SAM 2 predictor and run the example notebooks, `jupyter` and `matplotlib` are
+required and can be installed by:
+
+```bash
+pip install -e ".[notebooks]"
+```
+"""
+SAM2_INSTALL = """\
+```bash
+SAM2_BUILD_CUDA=0 pip install -e ".[notebooks]"
+```
+"""
+SAM2_BACKEND = """\
+FROM pytorch/pytorch:2.5.1-cuda12.1-cudnn9-runtime
+RUN pip install --upgrade pip setuptools
+RUN pip install -e ".[interactive-demo]"
+"""
+
+
+def test_the_install_guides_extra_decides_which_extras_are_read(tmp_path: Path) -> None:
+    """sam2: README.md and INSTALL.md install the project with `.[notebooks]` (a name
+    like development tools'), only the demo server's backend.Dockerfile with
+    `.[interactive-demo]`; the import read interactive-demo (flask, gunicorn) and left
+    notebooks out without a word."""
+    files = {
+        "setup.py": SAM2_SETUP,
+        "README.md": SAM2_README,
+        "INSTALL.md": SAM2_INSTALL,
+        "backend.Dockerfile": SAM2_BACKEND,
+    }
+    readings = read(tmp_path, files, "setup.py", "backend.Dockerfile")
+    found = asks(readings)
+    assert {"matplotlib", "jupyter", "opencv-python", "eva-decord"} <= set(found)
+    assert found["matplotlib"].group == "notebooks"
+    assert not {"flask", "flask-cors", "gunicorn", "strawberry-graphql", "black"} & set(found)
+    guide = 'README.md:13 pip install -e ".[notebooks]"'
+    said = notes(readings)
+    assert (
+        "extras_require['notebooks'] read, though named like development tools: the install "
+        f"guide installs the project with it ({guide})"
+    ) in said
+    assert (
+        "extras_require['interactive-demo'] left out: the install guide installs the "
+        f"project with [notebooks] ({guide})"
+    ) in said
+    assert "'dev'" not in said  # development tools the guide does not name: as before
+
+
+def test_without_an_install_guide_naming_extras_every_non_development_extra_is_read(
+    tmp_path: Path,
+) -> None:
+    readme = SAM2_README.split("To use", maxsplit=1)[0]  # `pip install -e .` only
+    readings = read(tmp_path, {"setup.py": SAM2_SETUP, "README.md": readme})
+    found = asks(readings)
+    assert {"flask", "gunicorn"} <= set(found)
+    assert not {"matplotlib", "black"} & set(found)
+    assert "install guide" not in notes(readings)

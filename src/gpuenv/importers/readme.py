@@ -158,6 +158,41 @@ def _install_words(tokens: list[str]) -> tuple[str, list[str]] | None:
     return None
 
 
+# ``.[notebooks]``, ``./[a,b]``: the project in this folder, with extras
+_OWN_EXTRAS = re.compile(r"\./?\[(?P<extras>[^\]]+)\]")
+
+
+def guide_extras(ctx: Context, folder: Path) -> tuple[frozenset[str], Origin] | None:
+    """The extras ``folder``'s install guide (its README-like files, ``DOC_NAMES``)
+    installs the project itself with (facebookresearch/sam2's README.md and INSTALL.md:
+    ``pip install -e ".[notebooks]"``), normalized, with the first line that names
+    them; None where no guide line names an extra of the project."""
+    from gpuenv.names import normalize_name
+
+    found: set[str] = set()
+    first: Origin | None = None
+    for path in doc_files(folder):
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")[:MAX_BYTES]
+        except OSError:
+            continue
+        for number, line in _shell_lines(text):
+            if not _ASKS.search(line):
+                continue
+            for tokens in _split(line):
+                install = _install_words(tokens)
+                if install is None or install[0] != "pip":
+                    continue
+                for arg in install[1]:
+                    own = _OWN_EXTRAS.fullmatch(arg)
+                    if own is None:
+                        continue
+                    found |= {normalize_name(e) for e in own["extras"].split(",") if e.strip()}
+                    if first is None:
+                        first = Origin(ctx.display(path), number, line[:200])
+    return (frozenset(found), first) if found and first is not None else None
+
+
 def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
     display = ctx.display(path)
     builder = ReadingBuilder(display, "readme", Authority.DEFINITION)

@@ -33,6 +33,8 @@ from gpuenv.importers.model import (
     Origin,
     ReadingBuilder,
 )
+from gpuenv.importers.readme import guide_extras
+from gpuenv.names import normalize_name
 
 _KEYWORDS = ("install_requires", "extras_require", "python_requires", "name")
 
@@ -187,11 +189,14 @@ class _Reader(ast.NodeVisitor):
         return self.ctx.display(path)
 
     def extras(self, node: ast.expr) -> None:
+        guide = guide_extras(self.ctx, self.path.parent)
         if isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values, strict=True):
-                if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                    if is_dev_group(key.value):
-                        continue
+                if (
+                    isinstance(key, ast.Constant)
+                    and isinstance(key.value, str)
+                    and self.extra_read(key.value, guide, key)
+                ):
                     self.requirement_values(value, f"extras_require[{key.value!r}]", key.value)
             return
         try:
@@ -202,8 +207,40 @@ class _Reader(ast.NodeVisitor):
             )
             return
         for group, items in value.items() if isinstance(value, dict) else []:
-            if isinstance(group, str) and not is_dev_group(group):
+            if isinstance(group, str) and self.extra_read(group, guide, node):
                 self.requirement_values(ast.Constant(items, lineno=node.lineno), group, group)
+
+    def extra_read(
+        self, group: str, guide: tuple[frozenset[str], Origin] | None, node: ast.AST
+    ) -> bool:
+        """Whether an extra's requirements are read. Without an install guide that names
+        the project's extras: every extra not named like development tools. With one
+        (facebookresearch/sam2's README.md:44 and INSTALL.md:12 ``pip install -e
+        ".[notebooks]"``, while only the demo server's backend.Dockerfile installs
+        ``.[interactive-demo]``): the extras the guide installs, whatever their name, and
+        no other; each said."""
+        if guide is None:
+            return not is_dev_group(group)
+        named, line = guide
+        where = self.origin(node, f"extras_require[{group!r}]")
+        if normalize_name(group) in named:
+            if is_dev_group(group):
+                self.builder.note(
+                    DROPPED,
+                    f"extras_require[{group!r}] read, though named like development tools: "
+                    f"the install guide installs the project with it ({line.cite()})",
+                    where,
+                )
+            return True
+        if not is_dev_group(group):
+            extras = ",".join(sorted(named))
+            self.builder.note(
+                DROPPED,
+                f"extras_require[{group!r}] left out: the install guide installs the project "
+                f"with [{extras}] ({line.cite()})",
+                where,
+            )
+        return False
 
     def keyword(self, name: str, node: ast.expr) -> None:
         if name == "install_requires":
