@@ -713,3 +713,18 @@ def test_without_an_install_guide_naming_extras_every_non_development_extra_is_r
     assert {"flask", "gunicorn"} <= set(found)
     assert not {"matplotlib", "black"} & set(found)
     assert "install guide" not in notes(readings)
+
+
+def test_a_contributing_guides_dev_extra_is_no_choice_of_extras(tmp_path: Path) -> None:
+    """A README whose only line with the project's extras is its contributing section's
+    `pip install -e ".[dev]"` chooses nothing: the development extra stays out and the
+    other extras are read, as without a guide (only a guide's notebooks extra can make a
+    development-named group the environment)."""
+    readme = SAM2_README.split("To use", maxsplit=1)[0] + (
+        '\n## Contributing\n\n```bash\npip install -e ".[dev]"\npre-commit install\n```\n'
+    )
+    readings = read(tmp_path, {"setup.py": SAM2_SETUP, "README.md": readme})
+    found = asks(readings)
+    assert {"flask", "gunicorn"} <= set(found)
+    assert not {"matplotlib", "black"} & set(found)
+    assert "install guide" not in notes(readings)

@@ -26,6 +26,17 @@ def is_dev_group(name: str) -> bool:
     return normalize_name(name).split("-")[0] in DEV_GROUPS
 
 
+# Development-named groups a project's install guide can still make the environment: its
+# own `pip install -e ".[notebooks]"` (facebookresearch/sam2) is how the paper's demos run.
+GUIDE_MAY_KEEP = frozenset({"notebook", "notebooks"})
+
+
+def is_tooling(name: str) -> bool:
+    """A group of tools whatever a guide says (a README's contributing section's
+    ``pip install -e ".[dev]"`` is no part of the paper's environment)."""
+    return is_dev_group(name) and normalize_name(name).split("-")[0] not in GUIDE_MAY_KEEP
+
+
 _SEPARATORS = ("-", "_", ".")  # requirements-dev.txt, requirements_dev.txt, requirements.dev.txt
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
-from gpuenv.importers._text import MAX_BYTES, line_not_read
+from gpuenv.importers._devfiles import is_tooling
+from gpuenv.importers._text import MAX_BYTES, line_not_read, quoted
 from gpuenv.importers.conda_env import CONDA_TOOLS, read_install_args
 from gpuenv.importers.model import Authority, Origin, ReadingBuilder
 
@@ -187,9 +188,11 @@ def guide_extras(ctx: Context, folder: Path) -> tuple[frozenset[str], Origin] | 
                     own = _OWN_EXTRAS.fullmatch(arg)
                     if own is None:
                         continue
-                    found |= {normalize_name(e) for e in own["extras"].split(",") if e.strip()}
-                    if first is None:
-                        first = Origin(ctx.display(path), number, line[:200])
+                    named = {normalize_name(e) for e in own["extras"].split(",") if e.strip()}
+                    named = {e for e in named if not is_tooling(e)}  # a contributing `.[dev]`
+                    found |= named
+                    if first is None and named:
+                        first = Origin(ctx.display(path), number, quoted(line))
     return (frozenset(found), first) if found and first is not None else None
 
 
