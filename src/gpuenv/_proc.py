@@ -7,12 +7,14 @@ Children die with gpuenv. Each child runs in its own session and process group
 (``start_new_session``), so its whole tree (the probe's NCCL ranks, uv's workers) can
 be killed at once; and the group is killed with SIGKILL on every way out of ``run``:
 the child finished (stragglers it left behind), a timeout, an exception, Ctrl-C or
-SIGTERM (which the console script turns into an exception, ``errors.Interrupted``).
-On Linux the child also asks the kernel for SIGKILL when gpuenv dies
-(``PR_SET_PDEATHSIG``), which covers a SIGKILL of gpuenv itself. That signal fires
-when the *thread* that started the child ends; ``run`` and ``stream`` wait for their
-child in the thread that started it, and so do the callers of ``start`` (or abandon it
-there), so the child is always gone before that thread can end. A grandchild does not
+SIGTERM (which the console script turns into an exception, ``errors.Interrupted``);
+one that arrives while the child starts is held back until the child is in hand
+(``_popen``), or it would leave a child nothing holds. On Linux the child also asks
+the kernel for SIGKILL when gpuenv dies (``PR_SET_PDEATHSIG``), which covers a SIGKILL
+of gpuenv itself. That signal fires when the *thread* that started the child ends;
+``run`` and ``stream`` wait for their child in the thread that started it, and so do
+the callers of ``start`` (or abandon it there), so the child is always gone before that
+thread can end. A grandchild does not
 inherit the death signal: on a SIGKILL of gpuenv, one whose parent does not pass it on
 (the probe's NCCL ranks ask for it, builds run under ``builds/_supervise.py``)
 outlives it.
@@ -37,6 +39,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gpuenv.errors import ExternalToolError
 
@@ -98,9 +101,10 @@ def running() -> tuple[int, ...]:
     return tuple(_running)
 
 
-def _death_signal() -> Callable[[], None] | None:
+def _death_signal(mask: set[int | signal.Signals] | None = None) -> Callable[[], None] | None:
     """The function a child runs between fork and exec (Linux): SIGKILL me when my
-    parent dies; and if the parent already died in between, exit at once."""
+    parent dies; and if the parent already died in between, exit at once. ``mask``: the
+    signal mask to run with (the parent held some back while it started the child)."""
     global _prctl  # noqa: PLW0603 - loaded once, before any fork
     if not sys.platform.startswith("linux"):
         return None
@@ -115,10 +119,58 @@ def _death_signal() -> Callable[[], None] | None:
 
     def child() -> None:
         prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if mask is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if os.getppid() != parent:
             os._exit(1)
 
     return child
+
+
+# The signals the console script turns into exceptions (cli._signals). A child started
+# while one arrives was lost: Python raises it inside Popen, while it waits for the
+# child's exec, and the Popen (the only handle on the child) never reaches the caller,
+# so nothing killed the child's group (its own children outlived gpuenv). They are
+# held back while a child starts, and raised once ``_popen`` holds it.
+_HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _hold_signals() -> set[int | signal.Signals] | None:
+    """Block ``_HELD`` in this thread (the main one: where Python runs its handlers);
+    the mask before, or None where nothing was blocked."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    if not sys.platform.startswith("linux"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+
+
+def _popen(args: tuple[str, ...], **options: Any) -> subprocess.Popen[Any]:
+    """``subprocess.Popen`` in its own session, with the death signal, and no child lost
+    to a signal that arrives while it starts: that signal is raised once the child is
+    held, and the child's group is killed and reaped before it propagates."""
+    held = _hold_signals()
+    try:
+        process = subprocess.Popen(  # an argument list, never a shell (S603 is off)
+            args,
+            start_new_session=True,  # its own process group: killed as one
+            preexec_fn=_death_signal(held),  # noqa: PLW1509 - prctl and the mask only
+            **options,
+        )
+    except BaseException:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
+    try:
+        if held is not None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a held signal raises here
+    except BaseException:
+        kill_group(process)
+        _drain(process)
+        raise
+    return process
 
 
 def kill_group(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
@@ -160,7 +212,7 @@ def _spawn(
     cwd: str | Path | None,
     with_input: bool,
 ) -> subprocess.Popen[str]:
-    return subprocess.Popen(  # an argument list, never a shell (S603 is off project-wide)
+    return _popen(
         args,
         stdin=subprocess.PIPE if with_input else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -168,8 +220,6 @@ def _spawn(
         text=True,
         env=dict(env) if env is not None else None,
         cwd=cwd,
-        start_new_session=True,  # its own process group: killed as one
-        preexec_fn=_death_signal(),  # noqa: PLW1509 - a prctl call only; see module doc
     )
 
 
@@ -278,9 +328,14 @@ def start(
         raise ExternalToolError(f"{label}: program not found: {args[0]}", argv=args) from exc
     except ValueError as exc:  # a NUL byte in an argument or the environment
         raise _unstartable(label, args, exc) from None
-    if metered:
-        _running.add(process.pid)
-    return Started(process, args, label, timeout, input_text, check, started)
+    try:
+        if metered:
+            _running.add(process.pid)
+        return Started(process, args, label, timeout, input_text, check, started)
+    except BaseException:  # a signal before the caller holds the child
+        kill_group(process)
+        _drain(process)
+        raise
 
 
 class Started:
@@ -411,15 +466,13 @@ def stream(
     label = what or Path(args[0]).name
     started = time.perf_counter()
     try:
-        process = subprocess.Popen(  # an argument list, never a shell
+        process = _popen(
             args,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=dict(env) if env is not None else None,
             cwd=cwd,
-            start_new_session=True,
-            preexec_fn=_death_signal(),  # noqa: PLW1509 - a prctl call only; see module doc
         )
     except FileNotFoundError as exc:
         raise ExternalToolError(f"{label}: program not found: {args[0]}", argv=args) from exc

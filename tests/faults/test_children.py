@@ -131,6 +131,50 @@ def test_an_abandoned_child_and_its_children_are_killed(tmp_path: Path) -> None:
     assert child.pid not in _proc.running()
 
 
+class Stopped(Exception):
+    """What the test's SIGTERM handler raises (as the console script raises its own)."""
+
+
+def test_a_signal_while_a_child_starts_is_raised_once_the_child_is_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signal that arrives while Popen waits for the child's exec was raised inside
+    Popen: the child was never handed back, so nothing killed its group, and its own
+    children outlived gpuenv. Here it arrives once the child and its child run, before
+    Popen returns: it is raised only once the child is held, and the group is killed."""
+    pids = tmp_path / "pids"
+    real = subprocess.Popen
+
+    class SignalledWhileStarting(real):  # type: ignore[type-arg,misc]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)
+            wait_for_pids(pids, 2)
+            os.kill(os.getpid(), signal.SIGTERM)  # as if it came during the start
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise Stopped
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    monkeypatch.setattr(_proc.subprocess, "Popen", SignalledWhileStarting)
+    try:
+        with pytest.raises(Stopped):
+            _proc.run(["sh", "-c", HANGS, "sh", str(pids)], timeout=600)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert gone(wait_for_pids(pids, 2))
+
+
+def test_a_child_runs_with_the_signal_mask_gpuenv_had(tmp_path: Path) -> None:
+    """The signals held back while a child starts are not held in the child."""
+    own = Path("/proc/self/status").read_text()
+    child = _proc.run(["cat", "/proc/self/status"], timeout=30).stdout
+
+    def blocked(status: str) -> str:
+        return next(line for line in status.splitlines() if line.startswith("SigBlk:"))
+
+    assert blocked(child) == blocked(own)
+
+
 def test_work_beside_a_run_happens_while_the_child_runs(tmp_path: Path) -> None:
     """``Watch.on_start`` (install's imports beside ``uv pip install``) runs before the
     child is waited for: this child ends only once that work has happened."""

@@ -15,7 +15,13 @@ from gpuenv._progress import Prefixed
 from gpuenv.errors import InstallError, StorageError
 from gpuenv.install.artifacts import fetch_artifacts, record_artifacts
 from gpuenv.install.conda import install_conda
-from gpuenv.install.pip import install_pip, make_venv, python_version, start_venv
+from gpuenv.install.pip import (
+    VenvStarted,
+    install_pip,
+    make_venv,
+    python_version,
+    start_venv,
+)
 from gpuenv.install.request import InstallRequest, InstallResult, Progress, uv_binary, uv_env
 from gpuenv.install.toolkit import cuda_home, write_activation
 from gpuenv.lock.model import Lock, LockedTarget
@@ -144,15 +150,17 @@ def _fetch_into_venv(
     from gpuenv.install.early import early_wheels
 
     progress(f"{target.name}: creating the Python {target.stack.python} environment")
-    venv = start_venv(prefix, target.stack.python, uv, env)
+    venv: VenvStarted | None = None
     try:
+        venv = start_venv(prefix, target.stack.python, uv, env)
         with early_wheels(prefix, target.pip, uv, env) as early:
             sources = fetch_artifacts(
                 store, request, progress, target, on_stored=early.stored, before_download=venv.wait
             )
         venv.wait()  # once only: a second wait gives the first's outcome
     except BaseException:
-        venv.abandon()  # the prefix is discarded next: nobody may be writing into it
+        if venv is not None:
+            venv.abandon()  # the prefix is discarded next: nobody may be writing into it
         raise
     return sources
 
