@@ -659,6 +659,12 @@ def _named(text: str, inputs: _Inputs, failure: Any) -> tuple[str, ...]:
 # -- the report ---------------------------------------------------------------------------
 
 
+def _dependencies(count: int) -> str:
+    """``1 pip dependency``, ``3 pip dependencies`` (LoRA's report said "The 1 pip
+    dependencies resolve")."""
+    return f"{count} pip dependenc{'y' if count == 1 else 'ies'}"
+
+
 def render_markdown(check: ResolveCheck) -> str:
     """The report's section for the check (Markdown, as the import report)."""
     target = f"Python {check.python} on {check.platform}"
@@ -669,8 +675,8 @@ def render_markdown(check: ResolveCheck) -> str:
         lines += [
             "### Resolves",
             "",
-            f"The {check.checked} pip dependencies resolve for {target} from {check.index} "
-            "(wheels only, but for the builds).",
+            f"The {_dependencies(check.checked)} {'resolves' if check.checked == 1 else 'resolve'}"
+            f" for {target} from {check.index} (wheels only, but for the builds).",
         ]
         if check.built:
             lines += [
@@ -684,7 +690,7 @@ def render_markdown(check: ResolveCheck) -> str:
         lines += [
             "### Does not resolve",
             "",
-            f"uv found no set of the {check.checked} pip dependencies for {target} from "
+            f"uv found no set of the {_dependencies(check.checked)} for {target} from "
             f"{check.index}: {check.reason}",
         ]
         if check.packages:

@@ -591,3 +591,15 @@ def test_the_import_says_which_planned_torch_builds_dependencies_are_not_checked
     assert default.result.code == 0, default.result.err
     assert default.torch() == "2.4.1+cu121"
     assert not [r for r in default.report["resolution"]["left_out"] if "itself" in r]
+
+
+def test_the_count_of_checked_dependencies_is_said_in_the_right_number() -> None:
+    """microsoft/LoRA's one dependency (loralib) was "The 1 pip dependencies resolve"."""
+    from gpuenv.import_check import ResolveCheck
+
+    one = ResolveCheck(True, "", "https://example.invalid/simple", "3.10", "linux", checked=1)
+    assert "The 1 pip dependency resolves for Python 3.10" in render_markdown(one)
+    three = dataclasses.replace(one, checked=3)
+    assert "The 3 pip dependencies resolve for Python 3.10" in render_markdown(three)
+    failed = dataclasses.replace(one, resolves=False, reason="no version of x")
+    assert "uv found no set of the 1 pip dependency for Python 3.10" in render_markdown(failed)
