@@ -669,6 +669,34 @@ def test_files_that_ask_for_torch_alone_leave_the_rest_to_get_started(
     assert imported.entries("changed")["torch"]["from"] == "1.8.0+cu102"
 
 
+# microsoft/LoRA (2021): its setup.py asks for no package; the README installs loralib.
+LORA_SETUP = """import setuptools
+
+setuptools.setup(
+    name="loralib",
+    version="0.1.2",
+    packages=setuptools.find_packages(),
+    python_requires='>=3.6',
+)
+"""
+
+
+def test_files_that_ask_for_nothing_are_said_to_ask_for_nothing(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """The note said "the environment files here ask for torch alone" of LoRA's
+    setup.py, which names no package at all."""
+    files = {
+        "setup.py": LORA_SETUP,
+        "README.md": "# LoRA\n\n```bash\npip install loralib\n```\n",
+    }
+    imported = run_import(_paper(tmp_path, files), target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    whys = [e["why"] for e in imported.report["assumptions"]]
+    assert any(w.startswith("the environment files here ask for nothing: ") for w in whys), whys
+    assert not any("torch alone" in w for w in whys), whys
+
+
 # An mmdetection-based detector (2021): the Dockerfile of mmdetection's own docs.
 MMDET_DOCKERFILE = """ARG PYTORCH="1.6.0"
 ARG CUDA="10.1"

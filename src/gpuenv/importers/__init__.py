@@ -157,7 +157,7 @@ def _readme_files(
     any (nanoGPT, ConvNeXt's INSTALL.md); else exit 2, naming the files found in
     subfolders (``below``) that are not used (``uncounted``: discovery stopped listing
     them, so how many more is not known)."""
-    return _readme_docs(ctx, folder, skipped, beside=False, below=below, uncounted=uncounted)
+    return _readme_docs(ctx, folder, skipped, beside="", below=below, uncounted=uncounted)
 
 
 def _readme_docs(
@@ -165,12 +165,13 @@ def _readme_docs(
     folder: Path,
     skipped: list[Entry],
     *,
-    beside: bool,
+    beside: str,
     below: tuple[Path, ...] = (),
     uncounted: bool = False,
 ) -> list[Path]:
     """The README-like files with install commands, and a note that they are read;
-    none (``beside``: environment files that ask for torch alone) or exit 2."""
+    none (``beside``: what the environment files beside them ask for, "torch alone" or
+    "nothing") or exit 2."""
     from gpuenv.importers import readme
 
     docs = [d for d in readme.doc_files(folder) if ctx.inside(d)]
@@ -198,7 +199,7 @@ def _readme_docs(
         )
     shown = ", ".join(ctx.display(d) for d in docs)
     because = (
-        "the environment files here ask for torch alone"
+        f"the environment files here ask for {beside}"
         if beside
         else f"no environment file in {ctx.display(folder)}"
     )
@@ -218,7 +219,9 @@ def _readme_beside(ctx: Context, folder: Path, skipped: list[Entry], own: list[R
     if not any(a.name not in TRIO for r in own for a in r.asks):
         # Files that ask for torch alone (Swin-Transformer's kernel setup.py): the
         # README's install commands say what the project needs, read whole.
-        for doc in _readme_docs(ctx, folder, skipped, beside=True):
+        # microsoft/LoRA's setup.py asks for nothing: it was said to ask "for torch alone"
+        alone = "torch alone" if any(a.name in TRIO for r in own for a in r.asks) else "nothing"
+        for doc in _readme_docs(ctx, folder, skipped, beside=alone):
             if ctx.claim(doc):
                 _read_found(ctx, doc, skipped)
     elif not _asks_torch(own):
