@@ -11,6 +11,8 @@ import pytest
 
 from gpuenv.errors import NotInstalled
 from gpuenv.store import (
+    STAGING,
+    STAGING_STALE_SECONDS,
     Store,
     current_prefix,
     default_root,
@@ -141,6 +143,28 @@ def test_gc_dry_run_removes_nothing(tmp_path: Path) -> None:
     orphan = make_prefix(store, "cpu", HASH_A)
     result = store.gc(dry_run=True)
     assert result.removed == (orphan,) and orphan.exists()
+
+
+def test_an_environment_being_made_beside_the_prefixes_is_no_prefix(tmp_path: Path) -> None:
+    """install.headstart makes an environment in ``prefixes/.uv-venv-*`` before it knows
+    the prefix: list shows no such folder and gc leaves a fresh one to its install, but
+    takes one a day old (the leftover of a SIGKILLed install), and frees its bytes."""
+    store = Store(tmp_path / "store")
+    kept = make_prefix(store, "cpu", HASH_A)
+    point_project(store, tmp_path / "project", "cpu", kept)
+    fresh = store.prefixes / f"{STAGING}fresh"
+    stale = store.prefixes / f"{STAGING}stale"
+    for folder in (fresh, stale):
+        (folder / "bin").mkdir(parents=True)
+        (folder / "bin" / "big").write_bytes(b"x" * 50_000)
+    day_old = time.time() - STAGING_STALE_SECONDS - 60
+    os.utime(stale, (day_old, day_old))
+    assert [info.path for info in store.list()] == [kept]
+    dry = store.gc(dry_run=True)
+    assert dry.removed == () and stale.exists() and dry.freed_bytes >= 50_000
+    result = store.gc()
+    assert result.removed == () and result.freed_bytes >= 50_000
+    assert fresh.exists() and not stale.exists() and kept.exists()
 
 
 def test_gc_skips_a_prefix_being_installed(tmp_path: Path) -> None:

@@ -142,6 +142,10 @@ class GcResult:
 
 
 GC_GRACE_DAYS = 14.0
+# The folders ``install.headstart`` makes environments in, beside the prefixes, and the
+# age at which gc takes one for the leftover of a killed install.
+STAGING = ".uv-venv-"
+STAGING_STALE_SECONDS = 24 * 3600.0
 
 
 def _key(path: Path) -> str:
@@ -228,6 +232,30 @@ class Store:
         up, a read-only store) must not hide the first; the next install retries."""
         with contextlib.suppress(OSError):
             self.discard(prefix)
+
+    def prefix_folders(self) -> list[Path]:
+        """The prefixes, installed or not: every folder in ``prefixes`` but those whose
+        name starts with a dot (no target's does), which are an install's own: the
+        write test, an environment being made (``STAGING``)."""
+        if not self.prefixes.exists():
+            return []
+        return sorted(p for p in self.prefixes.iterdir() if not p.name.startswith("."))
+
+    def _stale_staging(self, *, dry_run: bool) -> list[Path]:
+        """The environments an install began and was killed before moving or removing
+        (``STAGING``, a day old): moved to the trash (kept where they are, ``dry_run``)."""
+        if not self.prefixes.exists():
+            return []
+        cutoff = time.time() - STAGING_STALE_SECONDS
+        out = []
+        for folder in sorted(self.prefixes.glob(f"{STAGING}*")):
+            try:
+                if folder.lstat().st_mtime >= cutoff:
+                    continue
+            except FileNotFoundError:
+                continue
+            out.append(folder if dry_run else self._to_trash(folder))
+        return out
 
     def empty_trash(self) -> None:
         """Finish deletions an earlier process was killed in the middle of."""
@@ -376,7 +404,7 @@ class Store:
         references, graced = self._scan_roots(grace=GC_GRACE_DAYS, dry_run=True)
         until = {g.prefix: g.until for g in graced}
         out = []
-        for prefix in sorted(self.prefixes.glob("*")) if self.prefixes.exists() else []:
+        for prefix in self.prefix_folders():
             marker = read_marker(prefix)
             usage = tree_usage(prefix)
             out.append(
@@ -413,7 +441,7 @@ class Store:
         with self.roots_locked():
             references, graced = self._scan_roots(grace=grace_days, dry_run=dry_run)
             keep = set(references) | {g.prefix for g in graced}
-            candidates = sorted(self.prefixes.glob("*")) if self.prefixes.exists() else []
+            candidates = self.prefix_folders()
             for prefix in candidates:
                 if prefix in keep:
                     continue
@@ -423,6 +451,9 @@ class Store:
                 except InstallError:  # an install holds it right now: not garbage
                     busy.append(prefix)
         for _prefix, place in doomed:
+            release.add(place)
+        stale = self._stale_staging(dry_run=dry_run)
+        for place in stale:
             release.add(place)
         kept = len(candidates) - len(doomed)
         removed = tuple(prefix for prefix, _ in doomed)
@@ -439,7 +470,7 @@ class Store:
                 entries = self._unused_cache_entries(release)
             freed = release.freed
             if not dry_run:
-                for path in [*(place for _prefix, place in doomed), *artifacts, *entries]:
+                for path in [*(p for _prefix, p in doomed), *stale, *artifacts, *entries]:
                     _rmtree(path)
         finally:
             if lock is not None:

@@ -8,12 +8,13 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
 
 from gpuenv.lock.format import read_lock, write_lock
+from tests.conftest import CliResult
 from tests.e2e.conftest import Project, spec_text
 from tests.fixtures.condachannel.plugin import LocalChannel
 from tests.fixtures.pkgindex.plugin import PkgIndex
@@ -460,3 +461,38 @@ def test_a_reinstall_reads_every_artifact_from_uv_cache_without_asking_the_index
     assert seen.requests == [], "nothing asked of the index: every wheel from the cache"
     prefix = installed_prefix(project)
     assert python_of(prefix, "import torch, transformers; print(torch.__version__)") == "2.4.1+cpu"
+
+
+def test_the_environment_begun_before_its_prefix_is_known_becomes_the_prefix(
+    make_project: Callable[..., Project],
+    monkeypatch: pytest.MonkeyPatch,
+    cli: Callable[..., CliResult],
+) -> None:
+    """install.headstart: ``uv venv`` starts as the install does, in a folder beside the
+    prefixes; the install takes it as its prefix's environment (activate names the
+    prefix) and leaves no such folder behind. A no-op install begins none."""
+    from gpuenv.install import headstart
+
+    project = make_project()
+    project.gpuenv("lock", check=True)
+    monkeypatch.setenv("GPUENV_HOME", str(project.home))
+    taken: list[bool] = []
+    real_claim = headstart.claim
+
+    def claim(argv: Sequence[str], env: Mapping[str, str]) -> headstart.Claimed | None:
+        claimed = real_claim(argv, env)
+        taken.append(claimed is not None)
+        return claimed
+
+    monkeypatch.setattr(headstart, "claim", claim)
+    result = cli("-f", str(project.spec), "install", "--target", "cpu", "--frozen")
+    assert result.code == 0, result.err
+    assert taken == [True]
+    prefix = installed_prefix(project)
+    assert f"'{prefix}'" in (prefix / "bin" / "activate").read_text()
+    assert python_of(prefix, "import sys, transformers; print(sys.prefix)") == str(prefix)
+    assert [p.name for p in (project.home / "prefixes").iterdir()] == [prefix.name]
+    began: list[object] = []
+    monkeypatch.setattr(headstart, "HeadStart", lambda *a: began.append(a))
+    assert cli("-f", str(project.spec), "install", "--target", "cpu", "--frozen").code == 0
+    assert began == [] and taken == [True]

@@ -21,6 +21,7 @@ import pytest
 from gpuenv._fs import atomic_write_text, os_error_in, storage_error
 from gpuenv.errors import StorageError
 from gpuenv.lock.format import read_lock, write_lock
+from gpuenv.store import STAGING
 from tests.faults.conftest import Cli, Locked, WriteFaults
 
 READ_ONLY = (errno.EROFS, errno.EACCES)
@@ -79,8 +80,16 @@ def _sweep(
             # (the project's lock state is a cache too: run parses the lock without it)
             courtesy = ("/cache/", "/.gpuenv/..lock-state.json.", "/.gpuenv/.lock-state.json")
             cache_dir = where.endswith("/cache")  # the cache folder itself, made on first use
+            # install.headstart's environment, begun beside the prefixes: where its folder
+            # cannot be made nothing is begun, and where it cannot be moved to the prefix
+            # it is removed; the install makes the environment itself, as without it
+            made = where.startswith("mkdir ") and where.endswith(("/store", "/prefixes"))
+            head_start = made or f"/prefixes/{STAGING}" in where
             assert (
-                cache_dir or any(c in where for c in courtesy) or any(f in where for f in fallback)
+                cache_dir
+                or head_start
+                or any(c in where for c in courtesy)
+                or any(f in where for f in fallback)
             ), where
             _check_consistent(project, home)
             continue

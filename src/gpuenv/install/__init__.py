@@ -40,16 +40,47 @@ The package, by concern: ``request`` (what an install asks, ``request_for``),
 and ``toolkit`` (with activation). What other layers call is re-exported here.
 """
 
-from gpuenv.install.pip import requirements_text
-from gpuenv.install.pipeline import (
-    check_platform,
-    install_locked,
-    install_target,
-    is_current,
-    record_lock_state,
-)
-from gpuenv.install.request import InstallRequest, InstallResult, request_for
-from gpuenv.install.toolkit import cuda_home, jit_arch_list, write_activation
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gpuenv.install.pip import requirements_text
+    from gpuenv.install.pipeline import (
+        check_platform,
+        install_locked,
+        install_target,
+        is_current,
+        record_lock_state,
+    )
+    from gpuenv.install.request import InstallRequest, InstallResult, request_for
+    from gpuenv.install.toolkit import cuda_home, jit_arch_list, write_activation
+
+# Where each re-exported name lives: imported when first asked for, so that importing
+# one module of the package (``install.headstart``, ``install.project``) does not
+# import them all before ``gpuenv install`` has started uv.
+_HOMES = {
+    "requirements_text": "pip",
+    "check_platform": "pipeline",
+    "install_locked": "pipeline",
+    "install_target": "pipeline",
+    "is_current": "pipeline",
+    "record_lock_state": "pipeline",
+    "InstallRequest": "request",
+    "InstallResult": "request",
+    "request_for": "request",
+    "cuda_home": "toolkit",
+    "jit_arch_list": "toolkit",
+    "write_activation": "toolkit",
+}
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'gpuenv.install' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"gpuenv.install.{home}"), name)
+
 
 __all__ = [
     "InstallRequest",

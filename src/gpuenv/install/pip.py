@@ -4,9 +4,9 @@ brings one), then the locked pip artifacts by uv, exact URLs with ``--require-ha
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuenv import _proc
 from gpuenv._artifacts import ArtifactSources
@@ -19,6 +19,9 @@ from gpuenv._redact import redact
 from gpuenv.errors import ExternalToolError, InstallError
 from gpuenv.install.request import InstallRequest, network_failure, storage_failure
 from gpuenv.lock.model import LockedTarget, PipPackage
+
+if TYPE_CHECKING:
+    from gpuenv.install import headstart
 
 INSTALL_TIMEOUT = 3600.0
 
@@ -36,7 +39,7 @@ class VenvStarted:
     """``uv venv`` running for a prefix (``start_venv``): ``wait`` for the environment
     (its failures said as ``make_venv`` says them), or ``abandon`` it."""
 
-    def __init__(self, child: _proc.Started, prefix: Path, minor: str) -> None:
+    def __init__(self, child: _proc.Started | headstart.Claimed, prefix: Path, minor: str) -> None:
         self._child, self._prefix, self._minor = child, prefix, minor
 
     def wait(self) -> None:
@@ -56,22 +59,18 @@ def start_venv(
     prefix: Path, python: str, uv: Path, env: Mapping[str, str], *, allow_existing: bool = False
 ) -> VenvStarted:
     """``make_venv`` begun, not waited for: what the caller does next runs beside uv
-    (``VenvStarted``: the caller waits for it or abandons it, in this thread)."""
+    (``VenvStarted``: the caller waits for it or abandons it, in this thread). The
+    install's head start (``install.headstart``) is taken where it made this very
+    environment."""
+    from gpuenv.install import headstart
+
     minor = ".".join(python.split(".")[:2])
-    own = Path(sys.base_prefix) / "bin" / f"python{minor}"
-    interpreter = (
-        str(own)
-        if f"{sys.version_info[0]}.{sys.version_info[1]}" == minor and own.exists()
-        else minor
-    )
-    extra = ["--allow-existing"] if allow_existing else []
+    argv = headstart.venv_command(prefix, python, uv, allow_existing=allow_existing)
+    claimed = headstart.claim(argv, env)
+    if claimed is not None:
+        return VenvStarted(claimed, prefix, minor)
     try:
-        child = _proc.start(
-            [uv, "venv", "--no-config", "--quiet", *extra, "--python", interpreter, "--", prefix],
-            timeout=600,
-            env=env,
-            what="uv venv",
-        )
+        child = _proc.start(argv, timeout=600, env=env, what="uv venv")
     except ExternalToolError as exc:
         failure = _venv_failure(exc, prefix, minor)
         if failure is exc:

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuenv.errors import UsageError
-from gpuenv.install.request import InstallResult, Progress
 
 if TYPE_CHECKING:
+    from gpuenv.install.request import InstallResult, Progress
     from gpuenv.knowledge import KnowledgeBase
     from gpuenv.lock.model import Lock
     from gpuenv.lock.options import LockSettings
@@ -96,6 +96,25 @@ def install_spec_file(
 ) -> ProjectInstall:
     """``gpuenv install``: the targets ``ask`` names of the project of ``spec_file``, from
     its lock, relocked first where it is stale (``lock.project.ensure_lock``)."""
+    from gpuenv.install import headstart
+
+    # uv makes the environment while the spec, the lock and the install's modules load
+    headstart.begin(store, spec_file.parent, ask.targets)
+    try:
+        return _install(spec_file, knowledge, settings, store, ask, kb_digest, progress)
+    finally:
+        headstart.release()  # not taken (nothing to build, an error): uv killed, removed
+
+
+def _install(
+    spec_file: Path,
+    knowledge: Callable[[], KnowledgeBase],
+    settings: LockSettings,
+    store: Store,
+    ask: InstallAsk,
+    kb_digest: str,
+    progress: Progress,
+) -> ProjectInstall:
     from gpuenv import _foreign
     from gpuenv.install.pipeline import install_locked, lock_inputs, record_lock_state
     from gpuenv.lock.format import LOCK_FILENAME

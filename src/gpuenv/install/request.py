@@ -4,7 +4,6 @@ tools it runs are given (uv, its environment) and what their failures mean."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -17,7 +16,6 @@ from gpuenv._network import (
     index_of,
     network_error,
     pip_indexes,
-    uv_environment,
 )
 from gpuenv._redact import redact
 from gpuenv.errors import NetworkError, StorageError
@@ -125,14 +123,9 @@ def uv_binary(request: InstallRequest) -> Path:
 def uv_env(store: Store, request: InstallRequest) -> dict[str, str]:
     """uv isolated from the user's configuration but with its network settings (the
     same function lock uses), the lock's index credentials, every cache in the store."""
-    env = uv_environment(
-        os.environ,
-        request.all_indexes,
-        mirrors=request.sources.mirrors,
-        UV_CACHE_DIR=str(store.cache("uv")),
-        UV_PYTHON_INSTALL_DIR=str(store.root / "python"),
-        UV_LINK_MODE="hardlink",
-    )
+    from gpuenv.install.headstart import uv_settings
+
+    env = uv_settings(store, request.all_indexes, request.sources.mirrors)
     if request.offline:
         env["UV_OFFLINE"] = "1"
     return env
