@@ -21,6 +21,8 @@ Key = tuple[int, int]  # (st_dev, st_ino)
 
 @dataclass(frozen=True)
 class Usage:
+    """A tree's disk use, in allocated bytes: what is its own and what it shares."""
+
     unique: int  # bytes that removing the tree frees
     shared: int  # bytes of files the tree shares with others (hard links elsewhere)
 

@@ -27,6 +27,8 @@ _SECTION_NAMES_LIMIT = 1 << 20
 
 @dataclass(frozen=True)
 class Header:
+    """The fields of an ELF file header that locate its program and section headers."""
+
     endian: str  # "<" or ">"
     is64: bool
     phoff: int
@@ -40,6 +42,9 @@ class Header:
 
 @dataclass(frozen=True)
 class Segment:
+    """One program header: its type (``PT_LOAD``, ``PT_DYNAMIC``), where it lies in the
+    file, its virtual address and its size in the file."""
+
     kind: int
     offset: int
     vaddr: int
@@ -48,6 +53,8 @@ class Segment:
 
 @dataclass(frozen=True)
 class Section:
+    """One section header, its name read from the section-name table."""
+
     name: str
     kind: int
     offset: int

@@ -356,6 +356,9 @@ def _join(prefix: str, url: str, base: str) -> str:
 
 @dataclass(frozen=True)
 class Mirror:
+    """One configured mirror: a canonical URL prefix, the prefix to fetch it from instead,
+    and where that was configured."""
+
     canonical: str  # a URL prefix, as the lock holds it
     mirror: str  # the prefix to fetch it from instead (may carry its own credentials)
     source: str  # where it was configured: a file, or GPUENV_MIRRORS

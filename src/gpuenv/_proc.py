@@ -67,6 +67,9 @@ DRAIN_SECONDS = 5.0  # reading what a killed child left in its pipes
 
 @dataclass(frozen=True)
 class ProcResult:
+    """A finished child of ``run`` (or ``start``): its argv, exit status, captured output
+    and wall-clock seconds."""
+
     argv: tuple[str, ...]
     returncode: int
     stdout: str
@@ -439,6 +442,9 @@ def run(
 
 @dataclass(frozen=True)
 class StreamResult:
+    """A finished child of ``stream``: its argv, exit status and wall-clock seconds (its
+    output went to the caller, line by line)."""
+
     argv: tuple[str, ...]
     returncode: int  # negative: killed by that signal
     seconds: float

@@ -158,6 +158,10 @@ def not_checked(reason: str, request: CheckRequest, platform: str = "") -> Resol
 
 @dataclass(frozen=True)
 class _Inputs:
+    """What one check gives uv: the requirements it resolves, the torch family's
+    constraints, the builds (``--no-binary``), what is left out (with why), and the family
+    members whose dependencies are not read."""
+
     requirements: tuple[str, ...]
     constraints: tuple[str, ...]
     no_binary: tuple[str, ...]

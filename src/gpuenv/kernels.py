@@ -33,6 +33,9 @@ KERNEL_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 
 @dataclass(frozen=True)
 class Kernel:
+    """One kernelspec gpuenv wrote: its name and folder, the project folder and target it
+    starts through ``gpuenv run``, and the name Jupyter shows."""
+
     name: str
     directory: Path
     project: str

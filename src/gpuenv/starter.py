@@ -22,6 +22,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class StarterOptions:
+    """What the starter spec of ``gpuenv init`` says: the project's name, the stack, its
+    target (a GPU, a compute capability or CPU only, with the driver), a second CPU target
+    where asked, and the pip requirements."""
+
     name: str
     python: str = "3.11"
     torch: str = "*"

@@ -106,6 +106,10 @@ def _rmtree(path: Path) -> None:
 
 @dataclass(frozen=True)
 class PrefixInfo:
+    """One prefix of the store, as ``gpuenv list`` shows it: its target and lock hash (from
+    its marker, when installed), its disk use, the project pointers that reach it, and on
+    how many machines it verified."""
+
     path: Path
     target: str | None
     lock_hash: str | None
@@ -129,6 +133,9 @@ class Graced:
 
 @dataclass(frozen=True)
 class GcResult:
+    """What one gc removed (or would remove, in a dry run), what it kept and why, and the
+    bytes it freed."""
+
     removed: tuple[Path, ...]
     freed_bytes: int
     kept: int
@@ -155,6 +162,9 @@ def _key(path: Path) -> str:
 
 @dataclass(frozen=True)
 class Store:
+    """The store at ``root`` (see the module doc): its places, its prefixes' state, their
+    locks, the gc roots, and gc."""
+
     root: Path
     # Per-user state ($XDG_STATE_HOME/gpuenv): file locks when the store is read-only.
     state_dir: Path | None = None

@@ -75,6 +75,8 @@ class Guard:
 
 @dataclass(frozen=True)
 class SetVar:
+    """Set the variable ``name`` to ``value``; deactivation gives back what it was."""
+
     name: str
     value: str
 
@@ -85,6 +87,8 @@ class SetVar:
 
 @dataclass(frozen=True)
 class UnsetVar:
+    """Remove the variable ``name``; deactivation gives back what it was."""
+
     name: str
 
     def __post_init__(self) -> None:

@@ -52,6 +52,9 @@ _WHEEL_NAME = re.compile(r"[A-Za-z0-9_.+!-]+\.whl\Z")
 
 @dataclass(frozen=True)
 class CachedWheel:
+    """One complete entry of the build cache: the wheel built for ``identity``, its sha256 (as
+    the entry records it, checked), the entry's folder and what its ``entry.json`` records."""
+
     identity: str
     wheel: Path
     sha256: str

@@ -29,6 +29,9 @@ _NEWEST_GCC = 20
 
 @dataclass(frozen=True)
 class HostCompiler:
+    """A GCC found on this machine, with its C++ driver when there is one: a compiler
+    nvcc can be told to use."""
+
     family: str  # "gcc"
     major: int
     version: str  # "12.2.0"

@@ -13,6 +13,9 @@ TAIL_LINES = 25
 
 @dataclass(frozen=True)
 class Diagnosis:
+    """One known cause a failed build shows: its code and title, what to do, and the log
+    line (or the exit status) that gave it away."""
+
     code: str
     title: str
     fix: str

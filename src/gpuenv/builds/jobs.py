@@ -19,6 +19,9 @@ GIB = 1 << 30
 
 @dataclass(frozen=True)
 class Jobs:
+    """How many compile jobs a build runs at once, and what decided it (cores, free memory
+    or the spec's ``max-jobs``)."""
+
     count: int
     reason: str
 

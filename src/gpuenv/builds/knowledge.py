@@ -41,6 +41,8 @@ class PackageDefaults:
 
 @dataclass(frozen=True)
 class CompilerSupport:
+    """The GCC majors one CUDA release's nvcc accepts, from ``host_compilers.toml``."""
+
     cuda: str  # "12.4"
     gcc_min: int
     gcc_max: int
@@ -49,6 +51,9 @@ class CompilerSupport:
 
 @dataclass(frozen=True)
 class Cause:
+    """One known cause of a failed build, from ``diagnoses.toml``: the log lines that show
+    it, or the signal that killed the build, and what to do about it."""
+
     code: str
     title: str
     patterns: tuple[re.Pattern[str], ...]

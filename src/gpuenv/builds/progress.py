@@ -17,6 +17,9 @@ HEARTBEAT_SECONDS = 10.0
 
 @dataclass(frozen=True)
 class BuildProgress:
+    """One report on a running build: how long it has run and the step it is at (ninja's
+    counter, the file being compiled); ``finished`` on the last."""
+
     package: str  # "flash-attn 2.6.3"
     elapsed: float  # seconds since the build started
     step: str | None = None  # "flash_fwd_hdim128.cu", "building 'flash_attn_2_cuda'"

@@ -62,6 +62,10 @@ _REPRODUCIBLE_EPOCH = "315532800"  # 1980-01-01: zip's earliest date, for stable
 
 @dataclass(frozen=True)
 class BuildContext:
+    """Where and how a build runs: the prefix whose interpreter and toolkit it uses, uv, the
+    caller's environment, the progress callback, the time limit, the store's uv cache
+    settings and where locked URLs are fetched from."""
+
     prefix: Path
     uv: Path
     cuda_home: Path | None

@@ -32,6 +32,9 @@ NO_REPORT = "no result: the task did not report (see srun's output above)"
 
 @dataclass(frozen=True)
 class NodeRow:
+    """One node's verification, as its task reports it: the GPUs and driver it saw, whether
+    it passed (else the first failing check), its throughput and the record it wrote."""
+
     host: str
     gpus: tuple[str, ...]  # the names the probe saw (a CPU build sees none)
     driver: str | None
@@ -58,6 +61,9 @@ class NodeRow:
 
 @dataclass(frozen=True)
 class SlurmRequest:
+    """What ``verify_nodes`` runs: the command of each task, the user's srun arguments, this
+    process's environment, the srun program and each node's time for the probe."""
+
     node_command: tuple[str, ...]  # what each task runs (gpuenv verify --node-report ...)
     srun_args: tuple[str, ...] = ()  # the user's, e.g. --partition gpu --gres gpu:1 --nodes 4
     environ: Mapping[str, str] | None = None  # this process's (SLURM_JOB_ID: inside a job)
@@ -67,6 +73,9 @@ class SlurmRequest:
 
 @dataclass(frozen=True)
 class SlurmVerification:
+    """The outcome of ``verify --slurm``: one row per node (those that reported nothing
+    failed), srun's exit status and stderr, and notes on nodes that share a record."""
+
     rows: tuple[NodeRow, ...]
     srun_exit: int
     srun_stderr: str

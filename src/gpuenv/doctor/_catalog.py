@@ -23,6 +23,10 @@ _CU_SUFFIX = re.compile(r"-cu(\d+)$")
 
 @dataclass(frozen=True)
 class Library:
+    """One CUDA library torch loads, as ``cudalibs.toml`` lists it: its file stem, its
+    folder in the nvidia wheels, the wheel and conda packages that ship it, and what its
+    version must match."""
+
     name: str  # cudart, cublasLt, ...
     file: str  # libcudart
     folder: str  # nvidia/<folder>/lib
@@ -49,6 +53,9 @@ class Preload:
 
 @dataclass(frozen=True)
 class Catalog:
+    """The CUDA libraries of ``cudalibs.toml`` and the preload order stated there, with the
+    pattern that tells which library a file name is."""
+
     libraries: tuple[Library, ...]
     preload: Preload
     _pattern: re.Pattern[str]

@@ -73,6 +73,10 @@ class SearchDir:
 
 @dataclass(frozen=True)
 class LibCopy:
+    """One file of a CUDA library on this machine: the real file, the name it was first
+    found under, its SONAME, its version and CUDA major (each with where that was read), the
+    package that owns it, and the directory it was found in."""
+
     library: Library
     path: Path  # the real file, links resolved
     name: str  # the name it was found under first
@@ -131,6 +135,9 @@ def _step_words(step: SearchDir) -> str:
 
 @dataclass(frozen=True)
 class Loader:
+    """The first of torch's CUDA objects found: the libraries it needs and the directories
+    its needed names are searched in (the process's search, as the loader runs it)."""
+
     path: Path
     needed: tuple[str, ...]
     search: tuple[SearchDir, ...]
@@ -138,6 +145,10 @@ class Loader:
 
 @dataclass
 class LibraryIndex:
+    """The model ``build_index`` fills in: every copy of a CUDA library in reach, which of
+    them ``import torch`` loads and why, the second copies of a loaded SONAME, the names
+    nothing answered, and whether torch's preload ran."""
+
     loader: Loader | None
     default_search: tuple[SearchDir, ...]
     copies: dict[str, list[LibCopy]] = field(default_factory=dict)
@@ -332,6 +343,9 @@ def _major(version: str | None) -> int | None:
 
 @dataclass(frozen=True)
 class _Facts:
+    """What one library file says of itself: its version and CUDA major, each with where it
+    was read, and the package that owns it."""
+
     version: str | None
     version_from: str | None
     cuda_major: int | None

@@ -26,6 +26,9 @@ _MAX_DYNAMIC = 1 << 20
 
 @dataclass(frozen=True)
 class ElfDynamic:
+    """What the dynamic section of a shared object names: its SONAME, the libraries it
+    needs, and its RPATH and RUNPATH entries (split at ``:``, ``$ORIGIN`` as written)."""
+
     soname: str | None
     needed: tuple[str, ...]
     rpath: tuple[str, ...]

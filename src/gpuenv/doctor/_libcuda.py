@@ -43,6 +43,9 @@ _VERSIONED = re.compile(r"^libcuda\.so\.(\d+\.\d+(?:\.\d+)?)$")
 
 @dataclass(frozen=True)
 class Found:
+    """One ``libcuda.so.1`` on the runtime's search: the directory that reached it, the real
+    file, and what it is (the driver's own copy, a stub, another driver's, or unknown)."""
+
     path: Path  # as found (the name the loader opens)
     real: Path
     where: SearchDir

@@ -33,6 +33,9 @@ def is_stack(name: str) -> bool:
 
 @dataclass(frozen=True, eq=False)  # one object per record: compared by identity
 class Owner:
+    """A distribution whose record claims files: a pip ``.dist-info`` or a conda package,
+    with the record it was read from."""
+
     kind: str  # "pip" | "conda"
     name: str
     version: str
@@ -50,6 +53,8 @@ class Owner:
 
 @dataclass(frozen=True)
 class Claim:
+    """One owner's claim on a path: the hash and size its record states for the file."""
+
     owner: Owner
     record_hash: str  # as the record states it: "sha256=<urlsafe base64>" or a hex digest
     record_size: str  # as written ("" when not stated)

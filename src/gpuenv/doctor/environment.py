@@ -67,6 +67,9 @@ class Dist:
 
 @dataclass(frozen=True, eq=False)  # one object per conda-meta record: identity
 class CondaPackage:
+    """One conda-meta record: the package's name, version, build and channel, the files it
+    installed and what it depends on."""
+
     name: str
     version: str
     build: str
@@ -214,6 +217,10 @@ def public_version(version: str) -> Version | None:
 
 @dataclass(frozen=True)
 class Location:
+    """The environment to examine: its prefix, interpreter and site-packages, and its
+    ``sys.path`` (``asked``: as the interpreter gave it; else modelled from the files,
+    ``ask_problem`` saying why the interpreter was not asked)."""
+
     prefix: Path
     python: Path | None
     site_packages: tuple[Path, ...]

@@ -43,6 +43,9 @@ _MAX_RECORD_BYTES = 1 << 24
 
 @dataclass(frozen=True)
 class Extension:
+    """A compiled extension of a distribution: the shared object, the libraries it links and
+    the symbols it needs from elsewhere."""
+
     dist: Dist
     path: Path
     needed: tuple[str, ...]

@@ -32,6 +32,9 @@ _MAX_LISTED = 20
 
 @dataclass(frozen=True)
 class Pair:
+    """One entry of ``pairs.toml``: pip names (globs) and the conda names of the same
+    software, and how serious having both is."""
+
     pip: tuple[str, ...]
     conda: tuple[str, ...]
     severity: Severity
@@ -135,6 +138,8 @@ def _mixed(ctx: Context, own: _Ownership, precise: set[tuple[str, str]]) -> list
 
 @dataclass(frozen=True)
 class CondaState:
+    """How much of a conda package is still on disk."""
+
     files: int  # files conda-meta lists
     missing: int  # of those, not on disk
 

@@ -27,6 +27,9 @@ class Severity(str, Enum):
 
 @dataclass(frozen=True)
 class Finding:
+    """One thing the doctor reports: its stable code, severity and message, the evidence it
+    rests on (never empty) and the fix."""
+
     code: str
     severity: Severity
     message: str
@@ -87,6 +90,9 @@ class DoctorRequest:
 
 @dataclass(frozen=True)
 class Report:
+    """The doctor's answer: every finding, errors first, and a summary of the
+    environment it examined."""
+
     findings: tuple[Finding, ...]
     environment: Mapping[str, Any]
 

@@ -29,6 +29,9 @@ _NVCC_TIMEOUT = 20.0
 
 @dataclass(frozen=True)
 class Toolkit:
+    """A CUDA toolkit an extension build could take, and how it would be found (``source``):
+    its path, its version and where that was read."""
+
     source: str  # "CUDA_HOME", "nvcc on PATH", "/usr/local/cuda"
     path: Path
     version: CudaVersion | None

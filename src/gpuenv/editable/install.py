@@ -35,6 +35,9 @@ INSTALL_TIMEOUT = 1800.0
 
 @dataclass(frozen=True)
 class ProjectResult:
+    """The project's editable install in one prefix: its distribution name and folder, whether
+    it was built now (and that build's outcome), and the compiled modules the install maps."""
+
     name: str
     root: str
     built: bool  # False: the prefix already held this tree's build

@@ -106,6 +106,8 @@ def one_line(text: str) -> str:
 
 @dataclass(frozen=True)
 class Exported:
+    """One export's text, and the notes about what the format could not carry."""
+
     text: str
     notes: tuple[str, ...] = field(default_factory=tuple)  # said on stderr by the CLI
 

@@ -69,6 +69,8 @@ class NoGpuReason:
 
 @dataclass(frozen=True)
 class GpuFacts:
+    """One GPU as detection saw it: its index, name, UUID, compute capability and memory."""
+
     index: int
     name: str
     uuid: str | None

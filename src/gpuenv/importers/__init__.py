@@ -46,6 +46,9 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ImportRequest:
+    """One ``gpuenv import``: the files and folders to read, the target to reproduce on, the
+    knowledge it decides with, and what a resolve check has fed back."""
+
     paths: tuple[Path, ...]
     target: TargetRequest
     kb: KnowledgeBase
@@ -64,6 +67,9 @@ class ImportRequest:
 
 @dataclass(frozen=True)
 class Reproduction:
+    """What ``reproduce`` made, nothing written yet: the readings, the one environment
+    merged from them, the target's decision, the report and the text of ``gpuenv.toml``."""
+
     readings: tuple[Reading, ...]
     merged: Merged
     decision: Decision

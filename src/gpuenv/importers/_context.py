@@ -17,6 +17,10 @@ MAX_FILES = 64  # files read in one import, includes counted
 
 @dataclass
 class Context:
+    """One import's reading state: where display paths start, the foreign knowledge, the
+    readings so far, the files already read, how deep the includes go, and the folders a
+    file must be inside to be read."""
+
     root: Path  # what display paths are relative to
     knowledge: ForeignKnowledge
     readings: list[Reading] = field(default_factory=list)

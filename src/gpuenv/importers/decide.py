@@ -135,6 +135,10 @@ WHEEL_MOVE = "is the nearest release that has one"
 
 @dataclass
 class Decision:
+    """The reproduction of one target as ``decide`` builds it: the project and target the
+    spec names, the plan, the stack, the pip and conda lines (and those left out), the
+    report's entries, the packages that need a toolkit, and the source builds' tables."""
+
     project: str
     project_comment: str
     target: str

@@ -107,6 +107,10 @@ MAX_LISTED = 40  # files listed as found and not used
 
 @dataclass
 class Found:
+    """What discovery found in a checkout: the files it uses, those it does not use (with
+    why), how many directory entries it looked at, and the one folder that holds the
+    project where there is one."""
+
     files: list[Path] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)  # path, why
     entries: int = 0
@@ -124,6 +128,9 @@ def _known(name: str, in_requirements: bool) -> bool:
 
 @dataclass
 class _Walk:
+    """One discovery's walk of the checkout at ``root``, filling in ``found``; ``listed``
+    counts the files not used, past ``MAX_LISTED`` of which only "more" is listed."""
+
     root: Path
     found: Found
     listed: int = 0

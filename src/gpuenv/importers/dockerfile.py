@@ -79,6 +79,9 @@ def _append(out: list[tuple[int, str, str]], line: int, text: str, display: str)
 
 @dataclass
 class _State:
+    """What reading one Dockerfile has gathered so far: the ARG and ENV values, each stage's
+    base image, the final base image, and what the RUN lines said of torch and Python."""
+
     ctx: Context
     path: Path
     builder: ReadingBuilder

@@ -53,6 +53,9 @@ from gpuenv.plan import KNOWN_PYTHONS
 
 @dataclass(frozen=True)
 class Disagreement:
+    """Files that asked differently for one package or fact: whose ask won, over whose, and
+    the rule that decided it."""
+
     subject: str  # a package name, or a fact key ("python", "torch-build")
     winner: Origin
     losers: tuple[Origin, ...]
@@ -84,6 +87,9 @@ class Resolved:
 
 @dataclass(frozen=True)
 class Merged:
+    """The one environment merged from every reading: each package's winning ask, the
+    constraints, the facts (best first), the notes, and the disagreements between files."""
+
     readings: tuple[Reading, ...]
     packages: dict[str, Resolved]
     constraints: dict[str, tuple[Ask, ...]]

@@ -125,6 +125,10 @@ NAME = "name"  # the environment's or project's name
 
 @dataclass(frozen=True)
 class Fact:
+    """One thing a file says of the environment as a whole (``key``: the Python, torch's
+    build, an image, an index, ...), where it says it, and how it was read (``note``:
+    "implied by the base image", "pip --pre")."""
+
     key: str
     value: str
     origin: Origin
@@ -154,6 +158,9 @@ INCLUDED = "included"  # another file this one pulls in (-r, python_requirements
 
 @dataclass(frozen=True)
 class Note:
+    """What a file says that is neither an ask nor a fact (``kind``: unreadable, dropped,
+    unmanaged, or another file it pulls in), with where it says it."""
+
     kind: str
     message: str
     origin: Origin

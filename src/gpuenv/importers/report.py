@@ -24,6 +24,10 @@ RISK_NAMES = {NONE: "none", LOW: "low", MEDIUM: "medium", HIGH: "high"}
 
 @dataclass(frozen=True)
 class Entry:
+    """One line of the report (``kind``: kept, changed, to be built, unreproducible,
+    unmanaged, or an assumption): the package, if any, why, where the files asked for it,
+    from what to what, and the risk."""
+
     kind: str
     package: str | None
     why: str
@@ -64,6 +68,10 @@ class Entry:
 
 @dataclass(frozen=True)
 class Report:
+    """The reproduction report of one target: the target and its hardware, a one-line
+    summary, the files read (with their formats), every entry, the files' disagreements and
+    the planner's reasons."""
+
     target: str
     hardware: str
     summary: str  # "torch 1.12.1+cu113 → 2.0.1+cu118, Python 3.8"

@@ -56,6 +56,9 @@ class TorchBound:
 
 @dataclass(frozen=True)
 class Choice:
+    """The torch reproduction ``choose`` settled on: the planner's plan, the step of the
+    search that found it, and what the planner said against the paper's own release."""
+
     plan: TargetPlan
     step: str  # "exact", "other-build", "newer", "older", "range", "any"
     rejected: tuple[str, ...]  # what the planner said about the paper's own release
@@ -65,6 +68,9 @@ class Choice:
 
 @dataclass(frozen=True)
 class Planning:
+    """How each candidate is put to the planner: the project and the target (name and spec)
+    of the ``Spec`` it is planned as, the knowledge base, and the torch index."""
+
     project: str
     target: str
     target_spec: Target

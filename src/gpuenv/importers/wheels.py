@@ -66,6 +66,9 @@ class NotOnIndex(Exception):
 
 @dataclass(frozen=True)
 class IndexFile:
+    """One file of a project's index page: its release, its wheel tags (None for an sdist),
+    its ``Requires-Python``, whether it is yanked, and when it was uploaded."""
+
     version: Version
     tags: frozenset[Tag] | None  # None: an sdist
     requires_python: str | None

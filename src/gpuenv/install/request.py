@@ -35,6 +35,10 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class InstallRequest:
+    """What one install asks (``request_for`` makes it): the locked target and its project,
+    the toolkit and uv, where artifacts come from and with which credentials, and the
+    project installed editable with its dependency groups."""
+
     target: LockedTarget
     project: Path  # the directory holding gpuenv.toml (its .gpuenv/ gets the pointers)
     env_name: str  # shown in the shell prompt
@@ -60,6 +64,9 @@ class InstallRequest:
 
 @dataclass(frozen=True)
 class InstallResult:
+    """What one install did: the target's prefix, whether it was made now (and the generation
+    it replaced), how long it took, the extensions built and the project installed editable."""
+
     target: str
     prefix: Path
     built: bool  # False: it was already installed (maybe by a concurrent gpuenv)

@@ -36,6 +36,8 @@ FOREIGN_FILES = (
 
 @dataclass(frozen=True)
 class Sourced:
+    """Where a foreign fact comes from, and whether the data marks it unverified."""
+
     source: str
     unverified: bool
 
@@ -56,6 +58,9 @@ class NgcRelease:
 
 @dataclass(frozen=True)
 class CondaCudaPackage:
+    """One conda CUDA package and what it says of the paper's torch build (``means``: its
+    CUDA, a CPU build, a toolkit, or runtime libraries torch's wheels carry)."""
+
     name: str
     means: str  # "build", "cpu", "toolkit" or "runtime"
     note: str
@@ -86,6 +91,9 @@ class CompanionRelease:
 
 @dataclass(frozen=True)
 class CompanionArch:
+    """From ``since`` on, a companion's prebuilt wheels carry code for compute capability
+    ``cc``; older wheels need a source build on those GPUs."""
+
     cc: ComputeCapability
     since: Version
     fact: Sourced
@@ -147,6 +155,9 @@ class Companion:
 
 @dataclass(frozen=True)
 class PythonFloor:
+    """The oldest release of ``package`` with wheels for Python ``python``: when a
+    reproduction's Python moves, an older pin moves up to it."""
+
     package: str
     python: str
     version: Version
@@ -155,6 +166,9 @@ class PythonFloor:
 
 @dataclass(frozen=True)
 class TorchConstraint:
+    """What the torch releases ``torch`` require of ``package`` without their wheels
+    declaring it, and why."""
+
     torch: SpecifierSet
     package: str
     requires: SpecifierSet
@@ -177,6 +191,8 @@ class CompanionRequirement:
 
 @dataclass(frozen=True)
 class TorchChange:
+    """An API change a reproduction crosses when it moves torch past ``since``."""
+
     since: Version
     what: str
     fact: Sourced
@@ -229,6 +245,10 @@ class TorchDate:
 
 @dataclass(frozen=True)
 class ForeignKnowledge:
+    """Everything ``gpuenv import`` knows of other tools and images, from the files of
+    ``FOREIGN_FILES``: images and their Pythons, conda's CUDA packages and names, the
+    companions, and the facts a moved torch or Python drags along."""
+
     pytorch_image_python: dict[str, tuple[str, Sourced]]  # torch series -> Python
     os_python: dict[str, tuple[str, Sourced]]  # "ubuntu20.04" -> Python
     ngc: dict[str, NgcRelease]

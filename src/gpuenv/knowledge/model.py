@@ -59,6 +59,9 @@ NO_PROVENANCE = Provenance()
 
 @dataclass(frozen=True)
 class CudaRelease:
+    """One CUDA toolkit release: the Linux (and Windows) driver it needs at least, and the
+    compute capabilities its nvcc can generate code for."""
+
     version: CudaVersion
     linux_driver_min: DriverVersion
     windows_driver_min: DriverVersion | None
@@ -108,6 +111,8 @@ class DriverRange:
 
 @dataclass(frozen=True)
 class Architecture:
+    """One GPU architecture: its compute capabilities and the driver branches that drive it."""
+
     name: str
     compute_capabilities: tuple[ComputeCapability, ...]
     source: str
@@ -124,6 +129,9 @@ class Architecture:
 
 @dataclass(frozen=True)
 class GpuModel:
+    """A GPU users name: its compute capability, its segment (datacenter, workstation,
+    consumer, embedded) and the other names that find it."""
+
     name: str
     cc: ComputeCapability
     segment: str
@@ -158,6 +166,9 @@ class JetPack:
 
 @dataclass(frozen=True)
 class TorchBuild:
+    """One build of a torch release (``tag``: ``cu121``, ``cpu``) on one platform: the CUDA
+    it is for, its compiled arch list, and the cuDNN and NCCL its wheels depend on."""
+
     tag: str
     cuda: CudaVersion | None
     arch: tuple[ArchTarget, ...]
@@ -263,6 +274,9 @@ def gpu_tokens(name: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class KnowledgeBase:
+    """The whole compatibility knowledge base (CUDA releases and families, GPU architectures
+    and models, torch releases, JetPacks) and the queries the planner asks of it."""
+
     cuda_releases: tuple[CudaRelease, ...]
     cuda_families: tuple[CudaFamily, ...]
     architectures: tuple[Architecture, ...]

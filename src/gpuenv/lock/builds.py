@@ -213,6 +213,9 @@ def toolkit_version(
 
 @dataclass(frozen=True)
 class LockedBuilds:
+    """One target's resolution split for the lock: the pip packages installed as resolved,
+    and the packages compiled at install."""
+
     pip: tuple[PipPackage, ...]  # the resolution minus the builds' sdists
     builds: tuple[BuildEntry, ...]
 

@@ -457,6 +457,8 @@ def write_lock(path: Path, lock: Lock, *, cache_dir: Path | None = None) -> bool
 
 @dataclass(frozen=True)
 class LockWrite:
+    """What writing a lock file did, and the sha256 of the bytes there now."""
+
     written: bool  # False: the bytes were already there
     digest: str  # the sha256 of the file's bytes, as ``LockReading.digest``
 

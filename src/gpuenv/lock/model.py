@@ -128,6 +128,9 @@ class LockedHardware:
 
 @dataclass(frozen=True)
 class StackSummary:
+    """The plan's stack as a target's lock records it: the Python, the CUDA and its wheel tag,
+    the torch family's versions, cuDNN and NCCL, the arch list, and the index torch comes from."""
+
     python: str
     cuda: str | None
     cu_tag: str
@@ -155,6 +158,10 @@ class WheelFacts:
 
 @dataclass(frozen=True)
 class LockedTarget:
+    """One target of ``gpuenv.lock``: the hardware and stack it was locked for, the hash of
+    the spec parts it came from, and everything it installs (conda, pip and builds), with
+    what the wheels' own metadata said."""
+
     name: str
     input_hash: str  # hash of the spec parts this target depends on (staleness)
     platform: str
@@ -184,6 +191,8 @@ class LockedTarget:
 
 @dataclass(frozen=True)
 class Lock:
+    """A whole ``gpuenv.lock``: the hash of the spec it was made from, and every target's lock."""
+
     spec_hash: str
     targets: Mapping[str, LockedTarget]
 

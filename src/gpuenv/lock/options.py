@@ -32,6 +32,9 @@ class LockSettings:
 
 @dataclass(frozen=True)
 class LockOptions:
+    """What one lock run is told: which targets, which pins move, the index overrides, the
+    cache, this machine's hardware (detected where a target asks) and the mirrors."""
+
     targets: tuple[str, ...] | None = None  # None: every target
     upgrade: bool = False  # False: keep existing pins that still fit
     upgrade_packages: tuple[str, ...] = ()  # normalised names whose pins move (the rest stay)

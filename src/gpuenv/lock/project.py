@@ -38,6 +38,8 @@ WATCH_GRACE = 5.0
 
 @dataclass(frozen=True)
 class PackageChange:
+    """One package whose locked version a lock run changed (None: absent before, or after)."""
+
     name: str
     before: str | None
     after: str | None
@@ -48,6 +50,8 @@ class PackageChange:
 
 @dataclass(frozen=True)
 class TargetChange:
+    """What a lock run did to one target, and the packages whose versions it changed."""
+
     target: str
     status: str  # "added", "updated", "unchanged", "removed"
     packages: tuple[PackageChange, ...] = ()
@@ -58,6 +62,8 @@ class TargetChange:
 
 @dataclass(frozen=True)
 class LockResult:
+    """What one lock run made: the lock and what changed in each target."""
+
     lock: Lock
     changes: tuple[TargetChange, ...] = field(default_factory=tuple)
     # Targets whose indexes could not be reached: not relocked (see the module doc).

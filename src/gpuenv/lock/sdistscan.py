@@ -29,6 +29,8 @@ CUDA_SUFFIXES = (".cu", ".cuh")
 
 @dataclass(frozen=True)
 class Scanned:
+    """What an sdist's build needs, as its ``setup.py`` and its file names show it."""
+
     torch_extension: bool  # setup.py uses torch.utils.cpp_extension
     cuda: bool  # CUDAExtension, or .cu/.cuh sources
 

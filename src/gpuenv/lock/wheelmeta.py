@@ -66,6 +66,9 @@ class TooLarge(MetadataUnavailable):
 
 @dataclass(frozen=True)
 class _Target:
+    """A URL to read, with any credentials moved out of it into the headers sent with each
+    request (never into a message)."""
+
     url: str  # without credentials
     headers: dict[str, str]
 

@@ -104,6 +104,10 @@ def _quiet(_progress: PackProgress) -> None:
 
 @dataclass(frozen=True)
 class PackRequest:
+    """What one ``gpuenv pack`` packs: the lock and which of its targets, the project's name
+    and spec file, the store the artifacts are gathered in, and where and with which
+    credentials the missing ones are fetched."""
+
     lock: Lock
     targets: tuple[str, ...]
     project: str
@@ -115,6 +119,9 @@ class PackRequest:
 
 @dataclass(frozen=True)
 class PackPlan:
+    """An archive ``prepare`` has made ready to write: its manifest, its members in order,
+    its exact size, and what was downloaded for it."""
+
     manifest: Manifest
     entries: tuple[_tar.Entry, ...]
     size: int  # the archive's exact size in bytes
@@ -125,6 +132,8 @@ class PackPlan:
 
 @dataclass(frozen=True)
 class PackBudget:
+    """What a pack will cost, said before it starts."""
+
     download: Budget  # what is missing from the store
     archive: int  # about how large the archive will be
 
@@ -295,6 +304,9 @@ def write(plan: PackPlan, output: Path, progress: Progress | None = None) -> int
 
 @dataclass(frozen=True)
 class Unpacked:
+    """An archive ``unpack`` has read and checked: its manifest, its lock (parsed and as
+    text), its spec's text, and the checked copy of each locked URL."""
+
     manifest: Manifest
     lock: Lock
     lock_text: str

@@ -74,6 +74,9 @@ class PackedArtifact:
 
 @dataclass(frozen=True)
 class Manifest:
+    """What an archive holds: the project, the packed targets, the lock and spec
+    members, and every artifact."""
+
     project: str
     targets: dict[str, str]  # packed target -> its content hash (names its prefix)
     lock: Member

@@ -85,6 +85,10 @@ class UnverifiedFact:
 
 @dataclass(frozen=True)
 class TargetPlan:
+    """What the planner decided for one target: the Python, the torch family, the build
+    (CUDA, wheel tag, arch list, cuDNN, NCCL) and the index it comes from, how the driver
+    was judged, the conda virtual packages, and the reasons and unverified facts behind it."""
+
     target: str
     hardware: TargetHardware
     python: str
@@ -140,6 +144,8 @@ class TargetPlan:
 
 @dataclass(frozen=True)
 class Plan:
+    """Every target's plan, and the notices about the project as a whole."""
+
     targets: tuple[TargetPlan, ...]
     notices: tuple[str, ...] = field(default=())  # project-wide, e.g. a newer torch exists
 

@@ -15,6 +15,9 @@ from gpuenv.plan._search import Found, Notes, official_search, paired_companion,
 
 @dataclass(frozen=True)
 class Choice:
+    """One target's choice, as its reasons explain it: the release, build and Python found,
+    the target's hardware and GPU models, the index, and why this torch release."""
+
     name: str
     found: Found
     hw: TargetHardware

@@ -30,6 +30,8 @@ class Notes:
 
 @dataclass(frozen=True)
 class Found:
+    """What the search found for one target: a torch release, the build that fits, the Python."""
+
     release: TorchRelease  # as the target's platform sees it
     build: TorchBuild
     python: str

@@ -23,6 +23,8 @@ from gpuenv.spec import Spec
 
 @dataclass(frozen=True)
 class Participant:
+    """A target taking part in the project's one torch: its hardware and the releases it runs."""
+
     name: str
     hw: TargetHardware
     fits: tuple[Version, ...]  # matching releases this target can run, newest first

@@ -88,6 +88,9 @@ def check_target(name: str | None, known: Iterable[str]) -> None:
 
 @dataclass(frozen=True)
 class Project:
+    """``[project]``: the project's name and description, and where its own Python
+    project is (``path``)."""
+
     name: str
     description: str | None = None
     path: str | bool | None = None  # None: "." when a Python project sits beside; False: none
@@ -118,6 +121,9 @@ class LocalProject:
 
 @dataclass(frozen=True)
 class Stack:
+    """``[stack]``: the Python, torch, torchvision and torchaudio, the CUDA, how drivers are
+    judged, the toolkit, and whether the targets share one torch."""
+
     python: str
     torch: str = "*"
     torchvision: str | bool | None = None
@@ -130,6 +136,9 @@ class Stack:
 
 @dataclass(frozen=True)
 class Target:
+    """``[targets.<name>]``: the machine one target is for (a GPU or compute capability, the
+    driver, the platform and glibc) and what it asks for itself."""
+
     gpu: str | None = None
     compute_capability: str | None = None
     driver: str | None = None
@@ -190,6 +199,8 @@ class BuildOptions:
 
 @dataclass(frozen=True)
 class Pip:
+    """``[pip]``: dependencies, indexes, the source builds' options and the dependency groups."""
+
     dependencies: tuple[str, ...] = ()
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
@@ -200,6 +211,8 @@ class Pip:
 
 @dataclass(frozen=True)
 class Conda:
+    """``[conda]``: the channels and dependencies, and whether conda supplies the Python."""
+
     channels: tuple[str, ...] = ("conda-forge",)
     dependencies: Mapping[str, str] | tuple[str, ...] = field(default_factory=dict)
     python: bool = True  # conda supplies the Python
@@ -212,12 +225,16 @@ class Conda:
 
 @dataclass(frozen=True)
 class Verify:
+    """``[verify]``: the Python statements the probe also runs, and its time limit (seconds)."""
+
     extra: tuple[str, ...] = ()
     timeout: int = 300
 
 
 @dataclass(frozen=True)
 class Spec:
+    """A whole ``gpuenv.toml``, validated: one value per table."""
+
     project: Project
     stack: Stack
     targets: Mapping[str, Target]
@@ -295,6 +312,9 @@ class Spec:
 
 @dataclass(frozen=True)
 class LoadedSpec:
+    """A spec loaded from ``path``: the spec, the hash of its meaning and the line of
+    each key (for messages)."""
+
     path: Path
     spec: Spec
     content_hash: str

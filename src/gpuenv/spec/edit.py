@@ -40,6 +40,9 @@ class Where:
 
 @dataclass(frozen=True)
 class Edit:
+    """An ``add`` or ``remove`` made on the spec's text, not yet written: the new text, the
+    requirement lines changed, and the targets whose lock it changes."""
+
     text: str
     changed: tuple[str, ...]  # the requirement lines added or removed
     touched: tuple[str, ...] | None  # the targets whose lock changes (None: every target)

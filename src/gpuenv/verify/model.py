@@ -103,6 +103,9 @@ class Expectations:
 
 @dataclass(frozen=True, kw_only=True)
 class CheckResult:
+    """One check of a probe run: its name, whether it passed (or was skipped), what it
+    found, how to fix a failure, how long it took, and the data it measured."""
+
     name: str
     status: str  # "pass", "fail" or "skip" (a skip counts as passed)
     passed: bool

@@ -15,6 +15,9 @@ PREFERRED = ("bfloat16", "float16", "float32")
 
 @dataclass(frozen=True)
 class ResultSummary:
+    """A probe result in a few words: whether it passed, the GPUs seen, the weakest GPU's
+    matrix-product rate, and the first failure."""
+
     passed: bool
     gpus: tuple[str, ...]  # device names, in index order (empty: no GPU seen)
     tflops: float | None  # the lowest rate among the devices' products (the weakest GPU)

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TargetVerification:
+    """One verification of an installed target: the probe's result, the record made of it
+    for this machine, and the path it was written to."""
+
     result: ProbeResult
     record: VerificationRecord
     record_path: Path
