@@ -231,3 +231,36 @@ def test_a_command_creating_no_dataclass_imports_and_reads_nothing(tmp_path: Pat
         )
     assert out.stdout.split()[-3:] == ["0", "False", "False"], out.stdout + out.stderr
     assert table.read_bytes() == b""
+
+
+def test_dataclasses_import_inspect_only_for_a_class_without_a_docstring(tmp_path: Path) -> None:
+    """In the console script ``dataclasses`` gets a stand-in for ``inspect`` (6 ms of
+    imports: ast, dis, tokenize) that imports the real one when it is first used: on
+    Python 3.10 and 3.11 only to write the docstring of a class that has none. That
+    docstring is stock's, and the module is the real one from then on."""
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from gpuenv.cli import _classcode\n"
+        f"_classcode.install(Path({str(tmp_path)!r}), 'probe')\n"
+        "import dataclasses\n"
+        "@dataclasses.dataclass(frozen=True)\n"
+        "class Documented:\n"
+        "    '''A class with its own docstring.'''\n"
+        "    name: str\n"
+        "print('inspect' in sys.modules)\n"
+        "@dataclasses.dataclass(frozen=True)\n"
+        "class Bare:\n"
+        "    name: str\n"
+        "    size: int = 0\n"
+        "import inspect\n"
+        "print('inspect' in sys.modules, Bare.__doc__, dataclasses.inspect is inspect)\n"
+        "print(Documented('x'), Documented.__doc__)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    if sys.version_info < (3, 12):  # from 3.12 every class reads its annotations through it
+        assert out[0] == "False"
+    assert out[1] == "True Bare(name: str, size: int = 0) True"
+    assert out[2] == "Documented(name='x') A class with its own docstring."

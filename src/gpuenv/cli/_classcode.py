@@ -11,12 +11,12 @@ frozenness unchanged); only the compile is skipped.
 How: ``dataclasses`` calls ``exec`` by its global name, so ``install`` gives that
 module an ``exec`` of its own that looks the source text up in a table of code
 objects (``marshal``, the format of ``.pyc`` files) and compiles only what it has not
-seen; ``exec(text)`` and ``exec(compile(text, "<string>", "exec"))`` run the same code,
-so nothing else changes. The table is keyed by the text itself (a new gpuenv or a new
-class compiles its text once more) and lives in gpuenv's cache directory, one file per
-command (a process reads only what its command uses: unmarshalling costs about 2 ms per
-500 texts) and per interpreter (``sys.hexversion``: code objects are not portable
-across versions).
+seen; ``exec(text)`` and ``exec(compile(text, "<string>", "exec", dont_inherit=True))``
+run the same code, so nothing else changes. The table is keyed by the text itself (a
+new gpuenv or a new class compiles its text once more) and lives in gpuenv's cache
+directory, one file per command (a process reads only what its command uses:
+unmarshalling costs about 2 ms per 500 texts) and per interpreter (``sys.hexversion``:
+code objects are not portable across versions).
 
 Only the console script installs it (``gpuenv.cli.entry``), in its own process, never
 a program importing gpuenv. A missing, unreadable or damaged table is an empty one;
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
     from types import ModuleType
 
-_FORMAT = 1
+_FORMAT = 2  # 2: compiled without this module's __future__ flags
 _CODE = CodeType  # not type(compile(...)): a process's first compile costs 1 ms
 _table: dict[str, object] = {}
 _used: set[str] = set()  # the texts this process ran
@@ -70,7 +70,9 @@ def _exec(
         _used.add(source)
         code = _table.get(source)
         if not isinstance(code, _CODE):
-            code = compile(source, "<string>", "exec")
+            # dont_inherit: this module's ``from __future__ import annotations`` would
+            # otherwise turn the methods' annotations into their names' strings
+            code = compile(source, "<string>", "exec", dont_inherit=True)
             _table[source] = code
             _state["new"] = True
         source = code
@@ -115,10 +117,38 @@ class _Patcher:
 
         def exec_module(module: Any) -> None:
             module.exec = _exec
-            load(module)
+            stand_in = None
+            if "inspect" not in sys.modules:
+                stand_in = _InspectOnUse("inspect")
+                sys.modules["inspect"] = stand_in
+            try:
+                load(module)
+            finally:
+                if stand_in is not None and sys.modules.get("inspect") is stand_in:
+                    del sys.modules["inspect"]  # any later ``import inspect``: the real one
 
         spec.loader.exec_module = exec_module  # type: ignore[method-assign]
         return spec
+
+
+class _InspectOnUse(type(sys)):  # type: ignore[misc]
+    """What ``dataclasses`` binds as ``inspect`` in the console script: the real module,
+    imported the first time ``dataclasses`` reaches into it. On Python 3.10 and 3.11
+    ``dataclasses`` uses it only to write a docstring for a class that has none
+    (``inspect.signature``), and importing it (with ``ast``, ``dis``, ``tokenize``)
+    costs 6 ms, a tenth of a warm install's own time: gpuenv's classes on the install,
+    run and lock paths carry docstrings, so those commands never import it. From 3.12
+    ``dataclasses`` reads every class's annotations through it: the first class imports
+    it, as stock. Every attribute is the real module's, so nothing else changes."""
+
+    def __getattr__(self, name: str) -> Any:
+        import importlib
+
+        real = importlib.import_module("inspect")  # this stand-in left sys.modules
+        module = sys.modules.get("dataclasses")
+        if module is not None and getattr(module, "inspect", None) is self:
+            module.inspect = real  # type: ignore[attr-defined]  # once: then as stock
+        return getattr(real, name)
 
 
 def trusted(path: Path) -> bool:
