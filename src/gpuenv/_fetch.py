@@ -32,7 +32,6 @@ One error type says the bytes are not the locked ones: ``HashMismatch``.
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 import stat
@@ -274,6 +273,8 @@ def authorization(url: str, credentials: Credentials) -> str | None:
     pair = pair or _netrc_auth(parts.hostname or "")
     if pair is None:
         return None
+    import base64  # with binascii: only for a download that authenticates
+
     token = base64.b64encode(f"{pair[0]}:{pair[1]}".encode()).decode()
     return f"Basic {token}"
 

@@ -18,19 +18,22 @@ Nothing here starts a process; standard library only (plus the spec's own types)
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuenv import _toml
-from gpuenv._setuppy import NOT_A_LITERAL, SetupSyntax
 from gpuenv._srctree import CUDA_SUFFIXES, NATIVE_SUFFIXES, walk
 from gpuenv.errors import SpecError, SpecProblem
 from gpuenv.names import normalize_name
 from gpuenv.spec import LoadedSpec, LocalProject, Spec
+
+if TYPE_CHECKING:
+    import ast
+
+    from gpuenv._setuppy import SetupSyntax
 
 FILE_LIMIT = 4 << 20
 TORCH_EXTENSION_NAMES = frozenset({"CUDAExtension", "CppExtension", "BuildExtension"})
@@ -164,6 +167,8 @@ class SetupFacts:
 
 
 def _literal(node: ast.AST | None) -> object:
+    import ast
+
     if node is None:
         return None
     try:
@@ -174,6 +179,11 @@ def _literal(node: ast.AST | None) -> object:
 
 def read_setup_py(text: str) -> SetupFacts:
     """The facts of a ``setup.py`` (``SyntaxError`` when it is not Python)."""
+    # ast (and _setuppy with it), 1 ms of imports, only for a project with a setup.py
+    import ast
+
+    from gpuenv._setuppy import NOT_A_LITERAL, SetupSyntax
+
     facts = SetupFacts()
     tree = ast.parse(text)
     syntax: SetupSyntax | None = None
@@ -218,6 +228,8 @@ def read_setup_py(text: str) -> SetupFacts:
 
 
 def _called(node: ast.Call) -> str:
+    import ast
+
     func = node.func
     if isinstance(func, ast.Name):
         return func.id
