@@ -91,6 +91,23 @@ def test_nothing_starts_where_the_lock_does_not_say_plainly_which_environment(
     assert staging_folders(store) == []
 
 
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device"])
+def test_a_lock_that_is_no_regular_file_starts_nothing_and_never_hangs(
+    store: Store, project: Path, kind: str
+) -> None:
+    """A FIFO in place of the lock blocked the head start's open() for good (the whole
+    test run hung on tests/faults' hostile inputs): it reads through ``_fsread``."""
+    lock = project / "gpuenv.lock"
+    if kind == "fifo":
+        os.mkfifo(lock)
+    elif kind == "directory":
+        lock.mkdir()
+    else:
+        lock.symlink_to("/dev/zero")
+    headstart.begin(store, project, ())
+    assert not headstart._held
+
+
 def test_the_targets_asked_for_decide_the_python(store: Store, project: Path) -> None:
     (project / "gpuenv.lock").write_text(lock_text(("cpu", PYTHON), ("gpu", "3.10")))
     headstart.begin(store, project, ("cpu",))

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
     from gpuenv.store import Store
 
 LOCK_FILENAME = "gpuenv.lock"  # gpuenv.lock.format.LOCK_FILENAME, without importing it
-_LOCK_LIMIT = 64 * 1024 * 1024  # a lock larger than this is left to the install to refuse
 _held: list[HeadStart] = []
 
 
@@ -119,15 +118,12 @@ class HeadStart:
 def _lock_pythons(lock_file: Path, targets: Sequence[str]) -> dict[str, dict[str, object]] | None:
     """The tables of the lock's ``targets`` (all of them when none is named), or None
     where the lock is missing, not plain TOML, or not what a head start can use."""
-    from gpuenv import _toml
+    from gpuenv import _fsread, _toml
 
-    try:
-        with lock_file.open("rb") as stream:
-            data = stream.read(_LOCK_LIMIT + 1)
-        if len(data) > _LOCK_LIMIT:
-            return None
+    try:  # bounded, and never a hang: a FIFO, a device or a huge file is refused
+        data = _fsread.read_bytes(lock_file, limit=_fsread.LOCK_LIMIT, what="lock file")
         document = _toml.loads(data.decode())
-    except (OSError, ValueError, RecursionError):  # missing, unreadable, not UTF-8 or TOML
+    except (OSError, GpuenvError, ValueError, RecursionError):  # missing, special, not TOML
         return None
     tables = document.get("targets")
     if not isinstance(tables, dict) or not tables:
