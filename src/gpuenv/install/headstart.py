@@ -181,7 +181,12 @@ def begin(store: Store, project: Path, targets: Sequence[str]) -> None:
         child = _proc.start(argv, timeout=600, env=env, what="uv venv")
     except (GpuenvError, OSError):
         return
-    _held.append(HeadStart(child, staging, argv, env))
+    head = HeadStart(child, staging, argv, env)
+    try:
+        _held.append(head)
+    except BaseException:  # Ctrl-C before it is held: nobody would release it
+        head.discard()
+        raise
 
 
 def claim(argv: Sequence[str], env: Mapping[str, str]) -> Claimed | None:
