@@ -192,3 +192,12 @@ def test_the_environment_folder_name_is_replaced_only_in_the_files_that_hold_it(
     assert (prefix / "bin" / "activate").read_text() == f"VIRTUAL_ENV='/s/prefixes/{prefix.name}'\n"
     assert (prefix / "pyvenv.cfg").read_text() == "home = /usr/bin\n"
     assert os.readlink(prefix / "bin" / "python") == "/usr/bin/python3"
+
+
+def test_every_copy_of_the_lock_file_name_is_the_lock_format_s() -> None:
+    """The hot paths name the lock file without importing gpuenv.lock.format."""
+    from gpuenv.lock import _fresh
+    from gpuenv.lock.format import LOCK_FILENAME
+    from gpuenv.verify import gate
+
+    assert headstart.LOCK_FILENAME == _fresh.LOCK_FILENAME == gate.LOCK_FILENAME == LOCK_FILENAME
