@@ -132,6 +132,28 @@ def test_check_of_a_fresh_lock_leaves_the_note_the_next_check_answers_from(
     assert lock_path == spec_file.parent / "gpuenv.lock" and _fresh.known_fresh(*fresh)
 
 
+def test_a_lock_file_changed_after_the_lock_wrote_it_gets_no_note(
+    spec_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The note is left for the bytes this lock wrote (their digest), not for whatever
+    another writer put there before the note was made."""
+    from gpuenv.lock import _noted
+
+    real = _noted.note_written
+
+    def after_another_writer(*args: object, **kwargs: object) -> int:
+        lock = spec_file.parent / "gpuenv.lock"
+        lock.write_text(lock.read_text() + "# edited\n")
+        left: int = real(*args, **kwargs)  # type: ignore[arg-type]
+        return left
+
+    monkeypatch.setattr(_noted, "note_written", after_another_writer)
+    cache = tmp_path / "cache"
+    _lock(spec_file, LockAsk(), LockSettings(cache_dir=cache))
+    fresh = _fresh.check_name(cache, str(spec_file), data_digest(), None)
+    assert fresh is not None and not _fresh.known_fresh(*fresh)
+
+
 def test_check_of_a_stale_lock_fails_and_leaves_no_note(spec_file: Path, tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     settings = LockSettings(cache_dir=cache)

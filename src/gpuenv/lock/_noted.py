@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuenv import _fsread
+from gpuenv import _fsread, _sha256
 from gpuenv.errors import GpuenvError
 from gpuenv.lock import _fresh
 
@@ -69,10 +69,12 @@ def note_written(
     lock_path: Path,
     options: LockOptions,
     kb_digest: str,
+    digest: str,
 ) -> int:
     """Leave the notes ``lock --check`` would leave for ``lock``, just written to
-    ``lock_path`` (see the module doc). Returns how many were left."""
-    from gpuenv.lock.format import LATEST, LOCK_FILENAME, LockReading, render_lock
+    ``lock_path`` as the bytes of sha256 ``digest`` (``LockWrite.digest``; see the module
+    doc). Returns how many were left."""
+    from gpuenv.lock.format import LATEST, LOCK_FILENAME, LockReading
     from gpuenv.lock.inputs import out_of_date
     from gpuenv.spec._local import project_files
 
@@ -89,8 +91,10 @@ def note_written(
     files = project_files(loaded)
     if spec_bytes != taken.spec_bytes or _fresh.file_digests(files) != taken.project:
         return 0  # something moved while it was locked: the next check is a full one
-    if lock_bytes != render_lock(lock).encode():
-        return 0  # not (or no longer) the lock this run wrote
+    # not (or no longer) the lock this run wrote (compared by the digest of what it
+    # wrote: rendering the lock again cost 1.4 ms a target)
+    if not digest or _sha256.hexdigest(lock_bytes) != digest:
+        return 0
     # Judged from the values written, which passed every check a reader applies to its
     # targets before they were written (format.write_lock), by the check's own rule.
     reading = LockReading(str(lock_path), LATEST, lock)

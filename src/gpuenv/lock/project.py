@@ -187,6 +187,7 @@ def lock_spec_file(
         lock_path=lock_path,
         options=options,
         kb_digest=kb_digest,
+        digest=result.digest,
     )
     return LockRun(result, written, lock_path)
 
