@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from gpuenv.knowledge import KnowledgeBase
     from gpuenv.lock.format import LockReading
     from gpuenv.lock.torch_page import Pages
+    from gpuenv.plan import TargetPlan
 
 Progress = Callable[[str], None]
 
@@ -287,12 +288,13 @@ def lock_project(
     from gpuenv.lock._pypi_route import with_pypi_route
     from gpuenv.lock.target import Backends, expected_requests, lock_target
 
-    expected = expected_requests(loaded, kb, existing, options, selected)
+    plans: dict[str, TargetPlan] = {}
+    expected = expected_requests(loaded, kb, existing, options, selected, plans)
     shared.prefetch(expected)
     read_ahead = getattr(shared, "read_ahead", None)
     if callable(read_ahead):
         read_ahead(expected)  # the family's METADATA, read while uv resolves
-    backends = Backends(shared, shared_conda(conda))
+    backends = Backends(shared, shared_conda(conda), plans)
     targets: dict[str, LockedTarget] = {}
     changes: list[TargetChange] = []
     failures: dict[str, NetworkError] = {}
