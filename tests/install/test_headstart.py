@@ -79,6 +79,10 @@ def test_a_plain_lock_starts_uv_venv_in_a_staging_folder_and_release_removes_it(
         (lock_text(("cpu", PYTHON)), ("other",)),  # a target the lock does not have
         ('lock-version = 2\n[targets.cpu]\nstack = "3.11"\n', ()),
         ("lock-version = 2\n", ()),
+        # found by fuzzing: an unhashable Python value raised TypeError (exit 70)
+        ("lock-version = 2\n[targets.cpu.stack]\npython = { v = 1 }\n", ()),
+        ("lock-version = 2\n[targets.cpu.stack]\npython = [3, 11]\n", ()),
+        ('lock-version = 2\n[targets.cpu.stack]\npython = "--help"\n', ()),
     ],
 )
 def test_nothing_starts_where_the_lock_does_not_say_plainly_which_environment(

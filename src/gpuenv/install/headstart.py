@@ -140,11 +140,11 @@ def _python_of(tables: Mapping[str, Mapping[str, object]]) -> str | None:
     pythons = set()
     for table in tables.values():
         stack = table.get("stack")
-        if table.get("conda") or not isinstance(stack, dict):
-            return None
-        pythons.add(stack.get("python"))
-    python = pythons.pop() if len(pythons) == 1 else None
-    return python if isinstance(python, str) and python[:1].isdigit() else None
+        python = stack.get("python") if isinstance(stack, dict) else None
+        if table.get("conda") or not isinstance(python, str) or not python[:1].isdigit():
+            return None  # a lock the install itself refuses, or one rattler makes
+        pythons.add(python)
+    return pythons.pop() if len(pythons) == 1 else None
 
 
 def _installed(project: Path, tables: Mapping[str, Mapping[str, object]]) -> bool:
@@ -169,9 +169,12 @@ def begin(store: Store, project: Path, targets: Sequence[str]) -> None:
 
     if _held:
         return
-    tables = _lock_pythons(project / LOCK_FILENAME, targets)
-    python = _python_of(tables) if tables is not None else None
-    if tables is None or python is None or _installed(project, tables):
+    try:
+        tables = _lock_pythons(project / LOCK_FILENAME, targets)
+        python = _python_of(tables) if tables is not None else None
+        if tables is None or python is None or _installed(project, tables):
+            return
+    except Exception:  # noqa: BLE001 - a lock of a shape not foreseen here: the install reads it
         return
     try:
         env = uv_settings(store)
