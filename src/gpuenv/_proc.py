@@ -36,10 +36,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gpuenv.errors import ExternalToolError
 
@@ -63,6 +63,8 @@ def _debug(message: str, *args: object) -> None:
 STDERR_TAIL_LINES = 20
 PR_SET_PDEATHSIG = 1
 DRAIN_SECONDS = 5.0  # reading what a killed child left in its pipes
+WAKE_SECONDS = 0.1  # how often a wait for a child wakes to run a pending signal handler
+_Line = TypeVar("_Line", str, bytes)
 
 
 @dataclass(frozen=True)
@@ -229,9 +231,25 @@ def _spawn(
 def _communicate(
     process: subprocess.Popen[str], input_text: str | None, timeout: float, label: str
 ) -> tuple[str, str]:
-    """The child's output; on any way out its process group is killed."""
+    """The child's output; on any way out its process group is killed. The wait wakes
+    every ``WAKE_SECONDS`` (``communicate`` loses no output across its timeouts): a
+    signal that another thread received (any thread that does not block it may take a
+    process-directed one) has its handler run in this thread only when it next runs
+    Python code, and one asleep in poll() until the child ended never did."""
+    deadline = time.monotonic() + timeout
+    sent = input_text  # given once: communicate refuses input again once it has begun
     try:
-        stdout, stderr = process.communicate(input_text, timeout=timeout)
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                stdout, stderr = process.communicate(
+                    sent, timeout=max(0.0, min(left, WAKE_SECONDS))
+                )
+                break
+            except subprocess.TimeoutExpired:
+                if left <= WAKE_SECONDS:
+                    raise
+                sent = None
     except subprocess.TimeoutExpired:
         kill_group(process)
         _, stderr = _drain(process)
@@ -246,6 +264,45 @@ def _communicate(
         raise
     kill_group(process)  # stragglers the child left in its group
     return stdout or "", stderr or ""
+
+
+def _awake_lines(source: Iterable[_Line]) -> Iterator[_Line]:
+    """The lines of ``source`` (a child's pipe), read by a helper thread and handed to
+    this one, which wakes every ``WAKE_SECONDS`` meanwhile: a signal handler another
+    thread's signal left pending runs here then (see ``_communicate``)."""
+    import queue
+    import threading
+
+    handed: queue.SimpleQueue[object] = queue.SimpleQueue()
+    end = object()
+
+    def read() -> None:
+        try:
+            for line in source:
+                handed.put(line)
+        except (OSError, ValueError):  # closed under it on the way out
+            pass
+        finally:
+            handed.put(end)
+
+    threading.Thread(target=read, daemon=True).start()
+    while True:
+        try:
+            item = handed.get(timeout=WAKE_SECONDS)
+        except queue.Empty:
+            continue
+        if item is end:
+            return
+        yield item  # type: ignore[misc]
+
+
+def _awake_wait(process: subprocess.Popen[Any]) -> int:
+    """``process.wait()``, waking every ``WAKE_SECONDS`` (see ``_awake_lines``)."""
+    while True:
+        try:
+            return process.wait(timeout=WAKE_SECONDS)
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def _watch_stderr(
@@ -284,10 +341,10 @@ def _watch_stderr(
     timer.start()
     try:
         assert process.stderr is not None
-        for line in process.stderr:
+        for line in _awake_lines(process.stderr):
             lines.append(line)
             on_line(line.rstrip("\r\n"))
-        process.wait()
+        _awake_wait(process)
         helper.join(DRAIN_SECONDS)
     except BaseException:
         kill_group(process)
@@ -496,9 +553,9 @@ def stream(
     _running.add(process.pid)
     try:
         assert process.stdout is not None
-        for raw in process.stdout:
+        for raw in _awake_lines(process.stdout):
             on_line(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
-        returncode = process.wait()
+        returncode = _awake_wait(process)
     except BaseException:
         kill_group(process)
         process.wait()

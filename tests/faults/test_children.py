@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -337,3 +338,34 @@ def test_a_timed_out_verify_leaves_no_probe_or_grandchild(
     assert "did not finish within 2 s" in json.loads(out)["reason"]
     assert time.monotonic() - started < 30
     assert gone(wait_for_pids(pids, 2))
+
+
+@pytest.mark.parametrize("how", ["run", "run watching stderr", "stream"])
+def test_a_signal_another_thread_receives_ends_the_wait_for_a_child(how: str) -> None:
+    """A process-directed signal may land on any thread that does not block it (a
+    lock's background reads, rattler's runtime), and Python runs its handler in the main
+    thread only when that thread next runs Python code: one waiting in poll() (or a
+    read) for a child slept until the child ended (a full-suite run hung 10 minutes on
+    a child of `sleep 600`). Each wait wakes every ``_proc.WAKE_SECONDS`` to let the
+    handler raise; the child is killed as on any way out."""
+    previous = signal.signal(signal.SIGTERM, _raise_stopped)
+    other = threading.Timer(0.3, lambda: signal.pthread_kill(threading.get_ident(), signal.SIGTERM))
+    started = time.monotonic()
+    argv = ["sh", "-c", "echo started >&2; sleep 30"]
+    try:
+        other.start()
+        with pytest.raises(Stopped):
+            if how == "run":
+                _proc.run(argv, timeout=600)
+            elif how == "stream":
+                _proc.stream(argv, timeout=600, on_line=lambda _line: None)
+            else:
+                _proc.run(argv, timeout=600, watch=_proc.Watch(on_stderr_line=lambda _l: None))
+    finally:
+        other.cancel()
+        signal.signal(signal.SIGTERM, previous)
+    assert time.monotonic() - started < 5
+
+
+def _raise_stopped(_signum: int, _frame: object) -> None:
+    raise Stopped
