@@ -13,7 +13,7 @@ import pytest
 
 from gpuenv import _marker, _proc
 from gpuenv._uvbin import find_uv
-from gpuenv.errors import InstallError
+from gpuenv.errors import InstallError, UnreadableLockError
 from gpuenv.install import headstart
 from gpuenv.install.pip import start_venv
 from gpuenv.store import STAGING, Store
@@ -205,3 +205,22 @@ def test_every_copy_of_the_lock_file_name_is_the_lock_format_s() -> None:
     from gpuenv.verify import gate
 
     assert headstart.LOCK_FILENAME == _fresh.LOCK_FILENAME == gate.LOCK_FILENAME == LOCK_FILENAME
+
+
+def test_the_lock_the_head_start_parsed_is_not_parsed_again(store: Store, project: Path) -> None:
+    """lock.format's reader takes the document the head start parsed, for the same text
+    only, once."""
+    from gpuenv import _toml
+    from gpuenv.lock.format import parse_lock_text
+
+    text = lock_text(("cpu", PYTHON))
+    (project / "gpuenv.lock").write_text(text)
+    headstart.begin(store, project, ())
+    handed = _toml._handed[0][1]
+    assert _toml.taken(text + "\n") is None, "another text: parsed as always"
+    assert _toml.taken(text) is handed
+    assert _toml.taken(text) is None, "once"
+    _toml.hand_over(text, handed)
+    with pytest.raises(UnreadableLockError):  # a lock of a head start's fields only
+        parse_lock_text(text)
+    assert not _toml._handed, "the reader took it"

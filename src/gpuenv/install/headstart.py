@@ -122,9 +122,19 @@ def _lock_pythons(lock_file: Path, targets: Sequence[str]) -> dict[str, dict[str
 
     try:  # bounded, and never a hang: a FIFO, a device or a huge file is refused
         data = _fsread.read_bytes(lock_file, limit=_fsread.LOCK_LIMIT, what="lock file")
-        document = _toml.loads(data.decode())
+        text = data.decode()
+        document = _toml.loads(text)
     except (OSError, GpuenvError, ValueError, RecursionError):  # missing, special, not TOML
         return None
+    chosen = _chosen(document, targets)
+    _toml.hand_over(text, document)  # lock.format's reader parses it no more
+    return chosen
+
+
+def _chosen(
+    document: Mapping[str, object], targets: Sequence[str]
+) -> dict[str, dict[str, object]] | None:
+    """The lock's tables of ``targets`` (all: none named), each a table, else None."""
     tables = document.get("targets")
     if not isinstance(tables, dict) or not tables:
         return None

@@ -236,7 +236,7 @@ def _remember(cache_dir: Path | None, text: str) -> None:
 def _document(text: str, file: str) -> dict[str, Any]:
     raw: dict[str, Any] | None
     try:
-        raw = _toml.loads(text)
+        raw = _toml.taken(text) or _toml.loads(text)
     except _toml.TomlError as exc:
         raise UnreadableLockError(f"{file}: not valid TOML: {exc}", hint=FIX) from None
     except RecursionError:
