@@ -101,52 +101,40 @@ def install_spec_file(
     # uv makes the environment while the spec, the lock and the install's modules load
     headstart.begin(store, spec_file.parent, ask.targets)
     try:
-        return _install(spec_file, knowledge, settings, store, ask, kb_digest, progress)
+        from gpuenv import _foreign
+        from gpuenv.install.pipeline import install_locked, lock_inputs, record_lock_state
+        from gpuenv.lock.format import LOCK_FILENAME
+        from gpuenv.lock.options import LockOptions
+        from gpuenv.lock.project import ensure_lock
+        from gpuenv.spec import load_spec
+
+        # The knowledge base is loaded only if something needs it (a spec cache miss, a
+        # relock, a "detect" target): a fresh lock installs without it.
+        loaded = load_spec(spec_file, kb=knowledge, cache_dir=settings.cache_dir)
+        chosen = choose_targets(list(loaded.spec.targets), ask.targets, every=ask.every)
+        for name in chosen:  # before any relock: a Mac's or a Windows target installs there
+            target = loaded.spec.targets[name]
+            _foreign.refuse(name, _foreign.platform_of(target.platform, target.gpu), "install")
+        options = LockOptions.from_settings(settings, loaded.spec, targets=chosen)
+        wanted = choose_groups(loaded.spec, ask.groups, every=ask.all_groups, dev=ask.dev)
+        from gpuenv.store import check_project_writable
+
+        check_project_writable(spec_file.parent.absolute())
+        lock, digest = ensure_lock(
+            loaded,
+            knowledge,
+            lock_path=spec_file.parent / LOCK_FILENAME,
+            options=options,
+            frozen=ask.frozen,
+            kb_digest=kb_digest,
+            progress=progress,
+        )
+        results = install_locked(
+            store, loaded, lock, chosen, groups=wanted, options=options, progress=progress
+        )
+        record_lock_state(
+            spec_file.parent.absolute(), lock, chosen, digest=digest, inputs=lock_inputs(loaded)
+        )
+        return ProjectInstall(loaded, lock, tuple(results))
     finally:
         headstart.release()  # not taken (nothing to build, an error): uv killed, removed
-
-
-def _install(
-    spec_file: Path,
-    knowledge: Callable[[], KnowledgeBase],
-    settings: LockSettings,
-    store: Store,
-    ask: InstallAsk,
-    kb_digest: str,
-    progress: Progress,
-) -> ProjectInstall:
-    from gpuenv import _foreign
-    from gpuenv.install.pipeline import install_locked, lock_inputs, record_lock_state
-    from gpuenv.lock.format import LOCK_FILENAME
-    from gpuenv.lock.options import LockOptions
-    from gpuenv.lock.project import ensure_lock
-    from gpuenv.spec import load_spec
-
-    # The knowledge base is loaded only if something needs it (a spec cache miss, a
-    # relock, a "detect" target): a fresh lock installs without it.
-    loaded = load_spec(spec_file, kb=knowledge, cache_dir=settings.cache_dir)
-    chosen = choose_targets(list(loaded.spec.targets), ask.targets, every=ask.every)
-    for name in chosen:  # before any relock: a Mac's or a Windows target installs there
-        target = loaded.spec.targets[name]
-        _foreign.refuse(name, _foreign.platform_of(target.platform, target.gpu), "install")
-    options = LockOptions.from_settings(settings, loaded.spec, targets=chosen)
-    wanted = choose_groups(loaded.spec, ask.groups, every=ask.all_groups, dev=ask.dev)
-    from gpuenv.store import check_project_writable
-
-    check_project_writable(spec_file.parent.absolute())
-    lock, digest = ensure_lock(
-        loaded,
-        knowledge,
-        lock_path=spec_file.parent / LOCK_FILENAME,
-        options=options,
-        frozen=ask.frozen,
-        kb_digest=kb_digest,
-        progress=progress,
-    )
-    results = install_locked(
-        store, loaded, lock, chosen, groups=wanted, options=options, progress=progress
-    )
-    record_lock_state(
-        spec_file.parent.absolute(), lock, chosen, digest=digest, inputs=lock_inputs(loaded)
-    )
-    return ProjectInstall(loaded, lock, tuple(results))
