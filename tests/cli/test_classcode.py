@@ -74,6 +74,23 @@ def test_the_second_run_compiles_nothing_the_first_compiled(tmp_path: Path) -> N
     assert _plan(tmp_path) == (0, 0)
 
 
+def test_a_table_in_an_older_format_is_removed_once_the_new_one_is_written(
+    tmp_path: Path,
+) -> None:
+    """Format 1 held code compiled with _classcode's own __future__ flags; nothing reads
+    it again, so the first table written in the new format takes its place."""
+    (tmp_path / "gpuenv.toml").write_text(SPEC)
+    new = _classcode.table_path(tmp_path / "cache", "plan")
+    old = new.with_name(new.name.replace(f"-{_classcode._FORMAT}-", "-1-", 1))
+    other_command = old.with_name(old.name.replace("-plan.", "-lock."))
+    old.parent.mkdir(mode=0o700, parents=True)
+    for stale in (old, other_command):
+        stale.write_bytes(marshal.dumps({}))
+    assert _plan(tmp_path)[0] == 0
+    assert new.is_file() and not old.exists()
+    assert other_command.exists(), "another command's table is that command's to replace"
+
+
 def test_a_damaged_table_is_an_empty_one_and_is_written_again(tmp_path: Path) -> None:
     (tmp_path / "gpuenv.toml").write_text(SPEC)
     assert _plan(tmp_path)[0] == 0

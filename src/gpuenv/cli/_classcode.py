@@ -196,6 +196,12 @@ def save() -> None:
     keep = _table if len(_table) <= _KEEP else {k: _table[k] for k in _used}
     write_table(path, keep)
     _state["new"] = False
+    # The same command's table in an older format (format 1 held code compiled with
+    # this module's __future__ flags) is never read again: removed once this one is.
+    for older in path.parent.glob(path.name.replace(f"-{_FORMAT}-", "-*-", 1)):
+        if older != path:
+            with contextlib.suppress(OSError):
+                older.unlink()
 
 
 def write_table(path: Path, table: Mapping[Any, object]) -> None:
