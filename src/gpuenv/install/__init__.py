@@ -40,7 +40,7 @@ The package, by concern: ``request`` (what an install asks, ``request_for``),
 and ``toolkit`` (with activation). What other layers call is re-exported here.
 """
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from gpuenv.install.pip import requirements_text
@@ -73,13 +73,21 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> object:
+def __getattr__(name: str) -> Any:
+    """A re-exported name, from its module, kept here once asked for (as
+    ``gpuenv.hardware`` does)."""
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'gpuenv.install' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(f"gpuenv.install.{home}"), name)
+    value = getattr(importlib.import_module(f"gpuenv.install.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 
 __all__ = [
