@@ -86,12 +86,12 @@ def jit_arch_list(target: LockedTarget) -> str | None:
     own cpp_extension refuses 8.9: "Unknown CUDA arch"). None for a CPU build."""
     if target.stack.cuda is None:
         return None
-    from gpuenv.builds.model import arch_list, nvcc_arch_max  # a CUDA build's only
-    from gpuenv.knowledge import knowledge_base
+    from gpuenv.builds.model import arch_list  # a CUDA build's only
+    from gpuenv.knowledge import nvcc_arch_max
 
     return arch_list(
         target.hardware.compute_capabilities,
-        nvcc_max=nvcc_arch_max(knowledge_base(), target.stack.cuda),
+        nvcc_max=nvcc_arch_max(target.stack.cuda),
         torch_archs=target.stack.arch_list,
     )
 
