@@ -14,8 +14,12 @@ With --pypi (needs network) the environment is the issue's own: an H100 target o
 default index's torch 2.9.1 build (cu128) with transformers, accelerate and datasets
 (about 66 artifacts, 3.9 GiB; --cold downloads that for every run of each tool).
 
+--cuda installs the fixture's H100 target instead of its CPU one: a CUDA target's install
+writes more of the activation (TORCH_CUDA_ARCH_LIST, the NVIDIA library folders), a
+fixed cost the CPU target never shows.
+
 Usage: .venv/bin/python bench/install.py [--runs N] [--cold] [--scale N] [--no-pip]
-       [--heavy] [--torch-wheel PATH] [--pypi]
+       [--heavy] [--torch-wheel PATH] [--pypi] [--cuda]
 """
 
 from __future__ import annotations
@@ -84,9 +88,14 @@ def main() -> int:
         help="install this real torch wheel in place of the fixture's small one",
     )
     parser.add_argument("--pypi", action="store_true", help="the issue's H100 environment")
+    parser.add_argument(
+        "--cuda",
+        action="store_true",
+        help="the fixture's H100 target (torch's cu124 build) instead of its CPU one",
+    )
     args = parser.parse_args()
     compiled()
-    name = "h100" if args.pypi else "cpu"
+    name = "h100" if args.pypi or args.cuda else "cpu"
     python = Path(interpreter())
     uv = str(REPO / ".venv" / "bin" / "uv")
     base = str(Path(sys.base_prefix) / "bin" / f"python{sys.version_info[0]}.{sys.version_info[1]}")
@@ -94,7 +103,7 @@ def main() -> int:
         work = Path(tmp)
         project = work / "project"
         project.mkdir()
-        spec = PYPI_SPEC.rstrip("\n") if args.pypi else bench.spec("cpu")
+        spec = PYPI_SPEC.rstrip("\n") if args.pypi else bench.spec(name)
         if args.scale:
             deps = ", ".join(f'"{n}"' for n in ["transformers>=4.44", *scale_names(args.scale)])
             spec = "\n".join(
