@@ -23,7 +23,7 @@ from gpuenv.install.pip import (
     start_venv,
 )
 from gpuenv.install.request import InstallRequest, InstallResult, Progress, uv_binary, uv_env
-from gpuenv.install.toolkit import cuda_home, write_activation
+from gpuenv.install.toolkit import cuda_home, jit_arch_list, write_activation
 from gpuenv.lock.model import Lock, LockedTarget
 from gpuenv.store import Store, point_project
 
@@ -92,7 +92,7 @@ def _build_prefix(
             make_venv(prefix, target.stack.python, uv, env, allow_existing=True)
     record_artifacts(prefix, request.sources)
     progress(f"{target.name}: installing {len(target.pip)} pip packages")
-    install_pip(prefix, target, uv, env, request, meanwhile=_import_finishing)
+    install_pip(prefix, target, uv, env, request, meanwhile=lambda: _ready_finishing(target))
     from gpuenv.editable.shims import write_pip_shims
 
     write_pip_shims(prefix)  # pip here refuses instead of reaching another environment
@@ -123,14 +123,17 @@ def _build_prefix(
 _FINISHING = ("gpuenv.editable.shims", "gpuenv.activation", "gpuenv.shells")
 
 
-def _import_finishing() -> None:
+def _ready_finishing(target: LockedTarget) -> None:
     """The modules of the steps after the pip install, imported while uv installs: on a
     warm install this process only waits for uv's 20 ms, and on two cores the 3-4 ms of
-    these imports then cost nothing (they need nothing uv writes)."""
+    these imports then cost nothing (they need nothing uv writes). For a CUDA target,
+    its activation's TORCH_CUDA_ARCH_LIST too (cuda.toml read and the builds model
+    imported, about 3 ms; kept for ``write_activation``)."""
     import importlib
 
     for name in _FINISHING:
         importlib.import_module(name)
+    jit_arch_list(target)
 
 
 def _fetch_into_venv(
