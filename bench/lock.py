@@ -16,7 +16,13 @@ Cases (each its own alternating run):
   its file is a relock, and a fresh lock measured against it is not a fair ratio;
 - `--targets N`: N identical targets (four nodes of one machine class) against one;
 - `--scale 10,50,200`: that many more small wheels (benchpkg-NNN) in the request;
-- `--cold`: every run starts with empty caches (gpuenv's and uv's);
+- `--cold`: every run starts with empty caches (gpuenv's and uv's): a first lock on a
+  machine, which also builds what gpuenv keeps of its own code and data (the compiled
+  dataclass methods and patterns, the knowledge base's parsed files, the validated spec:
+  about 300 ms on two cores, once per machine, gpuenv version and spec);
+- `--cold-network`: only what came from the network is emptied (uv's cache, gpuenv's
+  index pages, wheel metadata and resolution notes): a new project's lock on a machine
+  that ran gpuenv before;
 - `--check-after`: `lock --check` and `install --frozen` right after a lock (the lock
   leaves lock --check's note) against the same commands with no note (cache emptied of
   it: the full check), and the lock itself beside uv.
@@ -26,7 +32,7 @@ default index's torch 2.9.1 build (cu128) with transformers, accelerate and data
 Targets (issue 28): one target <= 1.1x uv, four identical targets <= 1.2x one.
 
 Usage: .venv/bin/python bench/lock.py [--runs N] [--targets 4] [--scale 10,50,200]
-       [--cold] [--pypi]
+       [--cold | --cold-network] [--pypi]
 """
 
 from __future__ import annotations
@@ -115,10 +121,15 @@ def _emptied(*paths: Path) -> Callable[[], None]:
 def one_case(bench: Bench, args: argparse.Namespace, *, extra: list[str], label: str) -> float:
     project = _project(bench, f"one-{label}", targets=1, extra=extra, pypi=args.pypi)
     gpuenv = [interpreter(), "-m", "gpuenv", "lock"]
-    caches = [Path(bench.env["XDG_CACHE_HOME"]) / "gpuenv", Path(bench.env["UV_CACHE_DIR"])]
-    fresh = _emptied(project / "gpuenv.lock", *(caches if args.cold else []))
+    own = Path(bench.env["XDG_CACHE_HOME"]) / "gpuenv"
+    caches = [own, Path(bench.env["UV_CACHE_DIR"])]
+    if args.cold_network:  # gpuenv's compiled code and checked-file notes kept
+        caches = [Path(bench.env["UV_CACHE_DIR"])]
+        caches += [own / part for part in ("uv", "index", "wheel-metadata", "uv-resolved")]
+    cold = args.cold or args.cold_network
+    fresh = _emptied(project / "gpuenv.lock", *(caches if cold else []))
     cpu: dict[str, list[float]] = {}
-    uv_fresh = _emptied(project / "uv-fresh.txt", *(caches if args.cold else []))
+    uv_fresh = _emptied(project / "uv-fresh.txt", *(caches if cold else []))
     times = alternate(
         {
             "uv fresh": _uv_argv(bench, project, pypi=args.pypi, output="uv-fresh.txt"),
@@ -131,12 +142,14 @@ def one_case(bench: Bench, args: argparse.Namespace, *, extra: list[str], label:
         cwd=project,
         before={
             "uv fresh": uv_fresh,
-            "uv kept": _emptied(*caches) if args.cold else (lambda: None),
+            "uv kept": _emptied(*caches) if cold else (lambda: None),
             "gpuenv": fresh,
+            "gpuenv relock": _emptied(*caches) if cold else (lambda: None),
         },
         cpu=cpu,
     )
-    print(f"-- one target{label and f', {label}'} ({'cold' if args.cold else 'warm'} caches)")
+    state = "cold network" if args.cold_network else "cold" if args.cold else "warm"
+    print(f"-- one target{label and f', {label}'} ({state} caches)")
     pairs = (
         ("uv fresh", "no output file", "gpuenv", "no lock file"),
         ("uv kept", "its output kept", "gpuenv relock", "relock, pins kept"),
@@ -235,6 +248,11 @@ def main() -> int:
     parser.add_argument("--targets", type=int, default=0, help="N identical targets vs one")
     parser.add_argument("--scale", default="", help="comma-separated package counts")
     parser.add_argument("--cold", action="store_true", help="empty every cache before each run")
+    parser.add_argument(
+        "--cold-network",
+        action="store_true",
+        help="empty only the caches of what came from the network before each run",
+    )
     parser.add_argument(
         "--check-after", action="store_true", help="lock --check and install after a lock"
     )
