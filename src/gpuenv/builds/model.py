@@ -252,7 +252,7 @@ def nvcc_arch_max(kb: KnowledgeBase, cuda: str | None) -> str | None:
     release = kb.cuda(CudaVersion.parse(cuda)) if cuda else None
     if release is None or release.arch_max is None:
         return None
-    return f"{release.arch_max.major}.{release.arch_max.minor}"
+    return str(release.arch_max)
 
 
 def arch_problem(entry: str) -> str | None:

@@ -22,7 +22,6 @@ from gpuenv.builds.model import (
     BuildSource,
     arch_list,
     compute_identity,
-    nvcc_arch_max,
 )
 from gpuenv.editable.state import RECORD, RECORD_FORMAT, read_record
 from gpuenv.errors import ExternalToolError, InstallError
@@ -90,12 +89,12 @@ def entry_for(
     torch = target.pip_package("torch") if against else None
     archs = None
     if uses_nvcc:
-        from gpuenv.knowledge import knowledge_base
+        from gpuenv.knowledge import nvcc_arch_max
 
         archs = arch_list(
             target.hardware.compute_capabilities,
             opts.extra_archs,
-            nvcc_max=nvcc_arch_max(knowledge_base(), target.stack.cuda),
+            nvcc_max=nvcc_arch_max(target.stack.cuda),
             torch_archs=target.stack.arch_list,
         )
     compiled = local.compiled or against or uses_nvcc

@@ -80,9 +80,10 @@ def _facts_file() -> tuple[Path | None, tuple[int, int] | None]:
 
 def nvcc_arch_max(cuda: str | None) -> str | None:
     """The newest arch the nvcc of CUDA ``cuda`` generates code for ("9.0"; None: not
-    known), as ``builds.model.nvcc_arch_max`` reads it from the knowledge base. Where the
-    user has no facts file it is read from cuda.toml alone: an install of a CUDA target
-    asks the knowledge base nothing else (its activation's TORCH_CUDA_ARCH_LIST), and
+    known), as ``builds.model.nvcc_arch_max`` reads it from a given knowledge base (a
+    lock's). Where the user has no facts file it is read from cuda.toml alone: an install
+    of a CUDA target asks the knowledge base nothing else (its activation's
+    TORCH_CUDA_ARCH_LIST, and the project's own build's), and
     building all of it, torch's series and their builds included, cost that install
     13-25 ms, against about 1.5 ms for the one file."""
     if not cuda:
@@ -102,7 +103,7 @@ def nvcc_arch_max(cuda: str | None) -> str | None:
             ),
             None,
         )
-    return f"{newest.major}.{newest.minor}" if newest is not None else None
+    return str(newest) if newest is not None else None
 
 
 @lru_cache(maxsize=1)
