@@ -556,6 +556,39 @@ def test_the_default_index_is_read_from_the_resolution_not_asked_of_uv_apart(
     assert len(uv_calls) == 2 and all("compile" in c and "-o" in c for c in uv_calls)
 
 
+def test_the_default_index_is_known_before_the_artifacts_pass(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The look at the newest torch waits for uv's default index: it gets it as soon as
+    the annotated run states it, so the page is read while the offline pass runs."""
+    import subprocess
+
+    from gpuenv.lock import uv as uv_module
+
+    resolver = UvResolver(uv_bin="uv", timeout=30)
+    seen_in_second_pass: list[str | None] = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(argv, **kwargs):
+        output = Path(str(argv[list(map(str, argv)).index("-o") + 1]))
+        if "--emit-index-url" in map(str, argv):
+            output.write_text(
+                "--index-url https://me:tok@idx.invalid/simple\n\nidna==3.8\n    # via x\n",
+                encoding="utf-8",
+            )
+            return subprocess.CompletedProcess(argv, 0, "", "")
+        seen_in_second_pass.append(resolver.default_index_url(timeout=0))
+        raise Stop
+
+    monkeypatch.setattr(uv_module._proc, "run", fake_run)
+    request = PipRequest(requirements=("idna==3.8",), python="3.11", cache_dir=tmp_path)
+    with pytest.raises(Stop):
+        resolver.resolve(request)
+    assert seen_in_second_pass == ["https://idx.invalid/simple"]
+
+
 def test_settle_ends_a_wait_for_the_default_index() -> None:
     import threading
 

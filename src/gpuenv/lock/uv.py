@@ -194,8 +194,8 @@ class UvResolver:
     def default_index_url(self, timeout: float | None = None) -> str | None:
         """The index uv uses when none is configured, as uv stated it in this resolver's
         first resolution without one (``--emit-index-url``: no uv run of its own). Waits
-        (up to ``timeout``) until a resolution has finished or ``settle`` was called;
-        None when none said it."""
+        (up to ``timeout``) until a resolution has stated it (before its artifacts' pass)
+        or finished, or ``settle`` was called; None when none said it."""
         self._settled.wait(timeout)
         return self._default_index
 
@@ -319,13 +319,17 @@ class UvResolver:
                 with contextlib.suppress(Exception):  # its failure is not the news
                     beside.result(timeout=INTERRUPTED_WAIT)
             raise
+        text = annotated.read_text(encoding="utf-8")
+        if run.default is None and self._default_index is None:
+            # Stated now, before the artifacts' pass: the look at the newest torch on this
+            # index (``default_index_url``) runs while that pass does, not after it.
+            self._default_index = emitted_index_url(text)
+            if self._default_index is not None:
+                self._settled.set()
         read_beside = beside is not None and _succeeded(beside)  # never left running
         if not read_beside:
             self._cached_then_online(run, artifacts)
         _remember_resolved(marker)
-        text = annotated.read_text(encoding="utf-8")
-        if run.default is None and self._default_index is None:
-            self._default_index = emitted_index_url(text)
         return (
             parse_annotated(text),
             parse_pylock(
