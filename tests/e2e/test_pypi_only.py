@@ -186,3 +186,54 @@ def test_with_the_torch_index_down_lock_names_the_spec_change_that_needs_none(
     assert lock is not None
     assert {t.stack.cu_tag for t in lock.targets.values()} == {"cu121"}
     assert torch_requests(seen) == []
+
+
+# torch 2.5's PyPI build is cu124, which driver 535 (CUDA up to 12.2) cannot run: the
+# newest torch the range allows is planned from the torch index.
+RANGE_ON_535 = """[project]
+name = "pypi-only"
+
+[stack]
+python = "3.11"
+torch = ">=2.4,<2.6"
+torchvision = "*"
+torchaudio = false
+
+[targets.h100]
+gpu = "H100"
+driver = "535.104.05"
+
+[pip]
+index-url = "{default}"
+"""
+
+
+def test_with_the_torch_index_down_lock_names_an_older_torch_pypi_builds_for_the_driver(
+    make_project: Callable[..., Project], serve_index: Callable[..., PkgIndex]
+) -> None:
+    """No CUDA change makes PyPI's torch 2.5 run on driver 535, so the hint names the
+    newest older release whose PyPI build does (2.4.1, cu121); with it, the lock needs
+    no torch index."""
+    seen = Seen()
+    index = serve_index(seen=seen)
+    project = make_project(RANGE_ON_535.format(default=index.default_index))
+    project.env.update(
+        GPUENV_MIRRORS=f"{DEFAULT_TORCH_INDEX}=http://127.0.0.1:{closed_port()}/whl",
+        UV_HTTP_RETRIES="0",
+    )
+    result = project.gpuenv("lock")
+    assert result.returncode == 5, result.stderr
+    route = (
+        'to lock h100 from the default index alone, set [stack] torch = "2.4.1": '
+        "torch 2.4.1 cu121 is PyPI's own build"
+    )
+    assert route in result.stderr
+    project.spec.write_text(
+        project.spec.read_text().replace('torch = ">=2.4,<2.6"', 'torch = "2.4.1"')
+    )
+    project.gpuenv("lock", check=True)
+    lock = read_lock(project.lock)
+    assert lock is not None
+    assert lock.targets["h100"].stack.cu_tag == "cu121"
+    assert lock.targets["h100"].stack.torch == "2.4.1"
+    assert torch_requests(seen) == []

@@ -140,6 +140,55 @@ def test_no_route_is_offered_when_none_fits(
     assert _route(torch, gpu, driver, stack, pip) is None, why
 
 
+@pytest.mark.parametrize(
+    ("torch", "gpu", "driver", "route"),
+    [
+        (  # 2.11's PyPI build is cu130: driver 570 runs up to 12.8; 2.10's is cu128
+            ">=2.8,<2.12",
+            "H100",
+            "570.133.20",
+            'set [stack] torch = "2.10.0": torch 2.10.0 cu128 is PyPI\'s own build',
+        ),
+        (  # driver 525 runs up to CUDA 12.0: 2.1-2.5 are cu121/cu124 on PyPI; 2.0.1 is
+            # cu117, and the planner alone would take cu118 from the torch index
+            ">=2.0,<2.6",
+            "A100",
+            "525.60.13",
+            'set [stack] torch = "2.0.1" and set [stack] cuda = "11.7": '
+            "torch 2.0.1 cu117 is PyPI's own build",
+        ),
+    ],
+)
+def test_an_older_release_is_offered_when_pypis_build_of_the_planned_one_cannot_run(
+    torch: str, gpu: str, driver: str, route: str
+) -> None:
+    """The newest torch the specifier allows has no PyPI build this target runs (a
+    PyPI-only network then cannot lock it): the route is the newest older release whose
+    PyPI build it runs, planned before it is offered."""
+    assert _route(torch, gpu, driver) == f"to lock t from the default index alone, {route}"
+
+
+def test_the_older_release_route_is_planned_and_stays_within_the_specifier() -> None:
+    from gpuenv.plan import plan_target
+
+    kb = knowledge_base()
+    own = GPU.format(torch="*", gpu="H100", driver="570.133.20", stack="") + (
+        'torch = ">=2.8,<2.12"\n'
+    )
+    spec = parse_spec_text(own, file="gpuenv.toml", kb=kb).spec
+    from gpuenv.lock._pypi_route import pypi_route
+
+    route = pypi_route("t", spec, kb)
+    assert route is not None and 'set [targets.t] torch = "2.10.0":' in route, route
+    # The change as offered gives PyPI's own build, planned.
+    pinned = parse_spec_text(
+        own.replace('torch = ">=2.8,<2.12"', 'torch = "2.10.0"'), file="gpuenv.toml", kb=kb
+    ).spec
+    assert plan_target("t", pinned, kb).pypi_default
+    # A specifier with no older release whose PyPI build runs: nothing is offered.
+    assert _route("2.11.*", "H100", "570.133.20") is None
+
+
 def test_a_named_torch_index_is_offered_removed_when_the_build_is_pypis_own() -> None:
     """With [pip] torch-index (or GPUENV_TORCH_INDEX) naming an index that cannot be
     reached, for a build the default index carries too, the hint told the user to set

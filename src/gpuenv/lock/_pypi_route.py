@@ -7,6 +7,11 @@ with ``build = "pypi"``. A torch index that is named (``[pip] torch-index``,
 ``GPUENV_TORCH_INDEX``) serves every build, so the change starts by removing it. The
 change is planned before it is offered: it is named only when the planner, given it,
 chooses PyPI's build for the target.
+
+When PyPI's build of the planned release cannot run on the target (it is built for a
+CUDA newer than the driver runs, or without the GPU's arch), the route is the newest
+older release the user's torch specifier allows whose PyPI build the target runs: a
+torch pinned to it, and its CUDA.
 """
 
 from __future__ import annotations
@@ -46,15 +51,24 @@ def pypi_route(
         spec = replace(spec, pip=replace(spec.pip, torch_index=None))
     try:
         plan = plan_target(name, spec, kb, detected=detected)
-        # A named torch index stays the user's choice for another build: only the build
-        # the default index carries as it is planned is offered then.
-        trial = None if plan.pypi_default or removals else _trial(name, spec, kb, plan)
-        chosen = plan_target(name, trial[0], kb, detected=detected) if trial else plan
     except GpuenvError:
         return None
-    if (trial is None and not removals) or not chosen.pypi_default:
+    # A named torch index stays the user's choice for another build: only the build
+    # the default index carries as it is planned is offered then.
+    trial = None if plan.pypi_default or removals else _trial(name, spec, kb, plan)
+    try:
+        chosen = plan_target(name, trial[0], kb, detected=detected) if trial else plan
+    except GpuenvError:  # PyPI's CUDA of this release does not run here
+        trial, chosen = None, plan
+    if (trial is not None or removals) and chosen.pypi_default:
+        changes = [*removals, *([f"set {trial[1]}"] if trial else [])]
+    elif not removals and not plan.pypi_default:
+        older = _older_release(name, spec, kb, plan, detected)
+        if older is None:
+            return None
+        changes, chosen = older
+    else:
         return None
-    changes = [*removals, *([f"set {trial[1]}"] if trial else [])]
     cost = (
         ", a CUDA build that runs on a CPU and brings several GB of CUDA libraries"
         if plan.hardware.cpu
@@ -63,6 +77,59 @@ def pypi_route(
     return (
         f"to lock {name} from the default index alone, {' and '.join(changes)}: "
         f"torch {chosen.torch} {chosen.cu_tag} is PyPI's own build{cost}"
+    )
+
+
+# How many older releases are planned, at most, looking for one whose PyPI build runs:
+# a failed lock's hint, bounded (each try plans the target once or twice, a few ms).
+OLDER_RELEASES_TRIED = 12
+
+
+def _older_release(
+    name: str,
+    spec: Spec,
+    kb: KnowledgeBase,
+    plan: TargetPlan,
+    detected: HardwareFacts | None,
+) -> tuple[list[str], TargetPlan] | None:
+    """The changes that pin the newest release older than the planned one (within the
+    user's torch specifier) whose PyPI build the target runs, and the plan they give;
+    None when no such release is found among the next ``OLDER_RELEASES_TRIED``."""
+    from packaging.version import Version
+
+    from gpuenv.plan import constraints, plan_target
+
+    wanted = constraints(spec, name)
+    planned = Version(plan.torch)
+    older = [r for r in kb.torch_matching(wanted.torch) if r.version < planned]
+    for release in older[:OLDER_RELEASES_TRIED]:
+        pinned, change = _with_torch(spec, name, str(release.version), wanted.torch_key)
+        try:
+            first = plan_target(name, pinned, kb, detected=detected)
+            if first.pypi_default:
+                return [f"set {change}"], first
+            trial = _trial(name, pinned, kb, first)
+            if trial is None:
+                continue
+            chosen = plan_target(name, trial[0], kb, detected=detected)
+        except GpuenvError:
+            continue
+        if chosen.pypi_default:
+            return [f"set {change}", f"set {trial[1]}"], chosen
+    return None
+
+
+def _with_torch(spec: Spec, name: str, version: str, key: str) -> tuple[Spec, str]:
+    """``spec`` with torch pinned to ``version`` where the target's torch comes from
+    (``key``: its own ``torch``, else [stack]'s), and the change as the user writes it."""
+    if key != "stack.torch":
+        target = replace(spec.targets[name], torch=version)
+        return replace(spec, targets={**spec.targets, name: target}), (
+            f'[targets.{name}] torch = "{version}"'
+        )
+    every = " (for every target)" if len(spec.targets) > 1 else ""
+    return replace(spec, stack=replace(spec.stack, torch=version)), (
+        f'[stack] torch = "{version}"{every}'
     )
 
 
