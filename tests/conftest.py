@@ -63,6 +63,9 @@ def _isolated_home(
     # The terminal's width reaches no tool: uv runs at a fixed one (tests/lock/test_uv_output.py).
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.setenv("GPUENV_IMPORT_INDEX", "off")  # import asks no index unless a test says
+    # nor the PyTorch index whether it can be reached (a test with an index set would ask
+    # the real one): any build, unless a test says
+    monkeypatch.setenv("GPUENV_IMPORT_TORCH_BUILDS", "any")
 
 
 pytest_plugins = ["tests.fixtures.pkgindex.plugin", "tests.fixtures.condachannel.plugin"]

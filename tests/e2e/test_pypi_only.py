@@ -237,3 +237,79 @@ def test_with_the_torch_index_down_lock_names_an_older_torch_pypi_builds_for_the
     assert lock.targets["h100"].stack.cu_tag == "cu121"
     assert lock.targets["h100"].stack.torch == "2.4.1"
     assert torch_requests(seen) == []
+
+
+def test_import_with_the_torch_index_down_chooses_pypis_build_and_the_lock_needs_no_index(
+    make_project: Callable[..., Project], serve_index: Callable[..., PkgIndex]
+) -> None:
+    """The paper's torch 2.4.1+cu124 comes from the torch index only; from a machine that
+    cannot reach it, the import takes torch 2.4.1's PyPI build (cu121, which runs on an
+    H100 with driver 550), says why, and the spec locks with the torch index still down."""
+    seen = Seen()
+    index = serve_index(seen=seen)
+    project = make_project("placeholder")
+    project.spec.unlink()
+    paper = project.dir / "paper"
+    paper.mkdir()
+    (paper / "environment.yml").write_text(
+        "name: paper\ndependencies:\n  - python=3.11\n  - pip\n  - pip:\n"
+        "    - torch==2.4.1+cu124\n    - transformers==4.44.2\n"
+    )
+    down = f"http://127.0.0.1:{closed_port()}/whl"
+    project.env.update(
+        GPUENV_IMPORT_INDEX=index.default_index,
+        GPUENV_INDEX_URL=index.default_index,
+        GPUENV_MIRRORS=f"{DEFAULT_TORCH_INDEX}={down}",
+        GPUENV_IMPORT_TORCH_BUILDS="auto",
+        UV_HTTP_RETRIES="0",
+    )
+    argv = ("import", "paper", "--gpu", "H100", "--driver", "550.54.15", "-o", "gpuenv.toml")
+    result = project.gpuenv(*argv, "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    said = [e["why"] for e in report["assumptions"] if e["package"] == "torch"]
+    assert any(f"the PyTorch index ({down}) cannot be reached from here" in w for w in said)
+    (torch,) = [e for e in report["changed"] if e["package"] == "torch"]
+    assert torch["to"] == "2.4.1+cu121"
+    assert "PyPI's own build of torch 2.4.1 is cu121, not CUDA 12.4" in torch["why"]
+    spec = project.spec.read_text()
+    assert 'torch = "2.4.1"' in spec and 'cuda = "12.1"' in spec
+    project.gpuenv("lock", check=True)
+    lock = read_lock(project.lock)
+    assert lock is not None
+    assert lock.targets["h100"].stack.cu_tag == "cu121"
+    assert torch_requests(seen) == []
+    # The same import where the torch index answers keeps the paper's build.
+    project.env["GPUENV_MIRRORS"] = f"{DEFAULT_TORCH_INDEX}={index.torch_base}"
+    again = project.gpuenv(*argv, "--force", "--json")
+    assert again.returncode == 0, again.stdout + again.stderr
+    (kept,) = [e for e in json.loads(again.stdout)["kept"] if e["package"] == "torch"]
+    assert kept["to"] == "2.4.1+cu124"
+
+
+def test_torch_builds_pypi_asks_for_pypis_build_without_any_network(
+    make_project: Callable[..., Project],
+) -> None:
+    """Importing on a laptop for a cluster that reaches PyPI only: --torch-builds pypi
+    (or the variable) takes PyPI's builds with no request made; a bad value is refused."""
+    project = make_project("placeholder")
+    project.spec.unlink()
+    paper = project.dir / "paper"
+    paper.mkdir()
+    (paper / "requirements.txt").write_text("torch==2.4.1+cu124\n")
+    argv = ("import", "paper", "--gpu", "H100", "--driver", "550.54.15", "-o", "gpuenv.toml")
+    result = project.gpuenv(*argv, "--torch-builds", "pypi", "--json")  # GPUENV_IMPORT_INDEX=off
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    (torch,) = [e for e in report["changed"] if e["package"] == "torch"]
+    assert torch["to"] == "2.4.1+cu121"
+    said = [e["why"] for e in report["assumptions"] if e["package"] == "torch"]
+    assert any(w.startswith("--torch-builds pypi asks for PyPI's own builds: ") for w in said)
+    project.env["GPUENV_IMPORT_TORCH_BUILDS"] = "PyPI"
+    again = project.gpuenv(*argv, "--force", "--json")
+    assert json.loads(again.stdout)["changed"][0]["to"] == "2.4.1+cu121"
+    project.env["GPUENV_IMPORT_TORCH_BUILDS"] = "cu121"
+    refused = project.gpuenv(*argv, "--force")
+    assert refused.returncode == 2
+    assert "GPUENV_IMPORT_TORCH_BUILDS='cu121' is not one of auto, pypi, any" in refused.stderr
+    assert "Traceback" not in refused.stderr

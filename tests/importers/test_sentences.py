@@ -732,6 +732,8 @@ def _page(project: str, files: list[tuple[str, list[str], str]]) -> str:
 ELSEWHERE = frozenset(
     {
         "is the nearest release that satisfies it",  # test_pillow
+        "torch is chosen among PyPI's own builds",  # tests/e2e/test_pypi_only
+        "own build of torch",  # test_pypi_only_choice
         "kept and built from its source archive at install",  # test_resolve_check
         "equally specific lines of",  # test_disagreement (HunyuanVideo's README)
         "equally specific statements of equal authority",  # test_disagreement

@@ -54,9 +54,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=True,
         help="ask the package index which Pythons every pin has wheels for, choose the "
         "nearest to the paper's where they all do, then resolve the written pip dependencies "
-        "with uv before writing and report what fails (exit 1, the spec still written) "
+        "with uv before writing and report what fails (exit 1, the spec still written); "
+        "where the PyTorch index cannot be reached, a GPU target's torch is PyPI's own build "
         "(default; the index is $GPUENV_INDEX_URL, else uv's default; "
         "GPUENV_IMPORT_INDEX=off turns it off; an unreachable index is reported, not fatal)",
+    )
+    parser.add_argument(
+        "--torch-builds",
+        choices=TORCH_BUILDS,
+        default=None,
+        help="which torch builds a GPU target may take: 'pypi' (PyPI's own only: the lock "
+        "then needs no PyTorch index, for a cluster that reaches PyPI only), 'any', or "
+        "'auto' (the default, or $GPUENV_IMPORT_TORCH_BUILDS: 'pypi' where the PyTorch "
+        "index answers no request from here, asked once when --check-resolves may use the "
+        "network, else 'any')",
     )
     _common.add_json_flag(parser)
 
@@ -109,6 +120,52 @@ def _wheel_index(announce: Callable[[str], None]) -> WheelIndex | None:
     return WheelIndex(index, _common.cache_dir(), announce=announce)
 
 
+TORCH_BUILDS = ("auto", "pypi", "any")
+TORCH_BUILDS_VARIABLE = "GPUENV_IMPORT_TORCH_BUILDS"
+
+
+def _pypi_only(args: argparse.Namespace, target: TargetRequest, network: bool) -> str | None:
+    """Why a GPU target's torch is chosen among PyPI's own builds (the report's words),
+    or None: ``--torch-builds``, else $GPUENV_IMPORT_TORCH_BUILDS, else ``auto`` (the
+    PyTorch index asked once, where the import may use the ``network``)."""
+    mode = args.torch_builds
+    if mode is None:
+        mode = (_common.env_override(TORCH_BUILDS_VARIABLE) or "auto").lower()
+        if mode not in TORCH_BUILDS:
+            raise UsageError(
+                f"{TORCH_BUILDS_VARIABLE}={mode!r} is not one of {', '.join(TORCH_BUILDS)}",
+                hint=f"unset it, or set one of {', '.join(TORCH_BUILDS)}",
+            )
+    if target.cpu or mode == "any":
+        return None
+    if mode == "pypi":
+        source = "--torch-builds pypi" if args.torch_builds else f"{TORCH_BUILDS_VARIABLE}=pypi"
+        return f"{source} asks for PyPI's own builds"
+    down = _torch_index_down() if network else None
+    return f"the PyTorch index ({down}) cannot be reached from here" if down else None
+
+
+def _torch_index_down() -> str | None:
+    """The PyTorch index (GPUENV_TORCH_INDEX, else PyTorch's own, through the configured
+    mirrors), shown redacted, when it cannot be reached from here: its CPU torch page,
+    which every release has, gets no HTTP answer at all. None when it answers (any
+    status: a 401 or 404 is an index that is there) or the mirrors cannot be read."""
+    from gpuenv._network import Index
+    from gpuenv._redact import redact_url
+    from gpuenv.errors import GpuenvError
+    from gpuenv.lock._probe import page_status
+    from gpuenv.plan import DEFAULT_TORCH_INDEX
+
+    base = (_common.url_override("GPUENV_TORCH_INDEX") or DEFAULT_TORCH_INDEX).rstrip("/")
+    try:
+        index = Index.parse("torch", _common.mirrors().fetch_url(f"{base}/cpu"))
+    except GpuenvError:  # lock says what is wrong with the mirror configuration
+        return None
+    if page_status(f"{index.url.rstrip('/')}/torch/", index) is not None:
+        return None
+    return redact_url(index.url.rsplit("/", 1)[0])
+
+
 def _last_commit(root: Path, file: str) -> float | None:
     """When ``file`` (relative to ``root``) last changed in its git checkout; None when
     it is not in one, or git is missing. Hooks and fsmonitor are turned off."""
@@ -149,6 +206,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     kb = knowledge_base()
     with _progress.display(args) as progress:
         wheels = _wheel_index(progress) if args.check_resolves else None
+        pypi_only = _pypi_only(args, target, wheels is not None and wheels.failure is None)
         request = ImportRequest(
             tuple(Path(p) for p in args.paths),
             target,
@@ -157,6 +215,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             wheels,
             tuple(Path(p) for p in args.prefer),
             _last_commit,
+            pypi_only=pypi_only,
         )
         result = reproduce(request)
         check = _check_resolves(result, wheels, progress, settings.cache_dir)  # before writing

@@ -63,6 +63,10 @@ class ImportRequest:
     # A torch range a requirement needs, which the first choice broke (gpuenv.import_check:
     # the resolve check named it): torch is chosen within it.
     torch_bound: TorchBound | None = None
+    # Why a GPU target's torch is chosen among PyPI's own builds, which the lock takes
+    # from the default index alone ("the PyTorch index (...) cannot be reached from
+    # here"); None: any build.
+    pypi_only: str | None = None
 
 
 @dataclass(frozen=True)
@@ -495,7 +499,11 @@ def reproduce(request: ImportRequest) -> Reproduction:
         None if request.target.cpu else request.target.gpu,
     )
     planning = Planning(
-        _project_name(merged, request.paths)[0], target, request.target.target(), request.kb
+        _project_name(merged, request.paths)[0],
+        target,
+        request.target.target(),
+        request.kb,
+        pypi_only=request.pypi_only is not None and not request.target.cpu,
     )
     decision = decide(
         merged,
@@ -507,6 +515,8 @@ def reproduce(request: ImportRequest) -> Reproduction:
         request.torch_bound,
     )
     decision.entries.extend(skipped)
+    if planning.pypi_only:
+        decision.entries.append(_pypi_only_entry(request.pypi_only or "", decision))
     hardware = decision.plan.hardware.describe()
     report = Report(
         target=target,
@@ -519,3 +529,18 @@ def reproduce(request: ImportRequest) -> Reproduction:
     )
     text = write.spec_text(decision, report)
     return Reproduction(tuple(readings), merged, decision, report, text)
+
+
+def _pypi_only_entry(why: str, decision: Decision) -> Entry:
+    """The assumption of a PyPI-only import: torch is PyPI's own build."""
+    from gpuenv.importers.report import LOW
+
+    plan = decision.plan
+    return Entry(
+        ASSUMPTION,
+        "torch",
+        f"{why}: torch is chosen among PyPI's own builds ({plan.torch} {plan.cu_tag}), so "
+        "gpuenv lock needs no PyTorch index; --torch-builds any finds the nearest build "
+        "of any kind",
+        risk=LOW,
+    )

@@ -12,6 +12,12 @@ There is no second planner here: every candidate is a ``Spec`` handed to
 
 The Python stays the paper's where the candidate release supports it, else the nearest
 one it does. What the planner said about each rejected candidate becomes the reason.
+
+On a network that reaches PyPI but not the PyTorch index (``Planning.pypi_only``: the
+import found that index unreachable), a GPU target's candidate counts only as PyPI's
+own build of a release: the planner is asked for that build's CUDA, and a release whose
+PyPI build does not run on the target is refused, saying so. The lock then needs no
+torch index.
 """
 
 from __future__ import annotations
@@ -66,6 +72,11 @@ class Choice:
     allowed_by: str | None = None  # the companion pins whose torch range bounded the choice
 
 
+# How many releases within a candidate's specifier are planned, at most, looking for one
+# whose PyPI build runs (``Planning.pypi_only``): each try is a plan, a few ms.
+PYPI_RELEASES_TRIED = 20
+
+
 @dataclass(frozen=True)
 class Planning:
     """How each candidate is put to the planner: the project and the target (name and spec)
@@ -76,6 +87,8 @@ class Planning:
     target_spec: Target
     kb: KnowledgeBase
     torch_index: str | None = None
+    # The PyTorch index cannot be reached from here: only PyPI's own builds are planned.
+    pypi_only: bool = False
 
     def spec(self, torch: str, python: str, cuda: str | None, paper: PaperTorch) -> Spec:
         stack = Stack(
@@ -113,14 +126,60 @@ class Planning:
         self, torch: str, python: str, cuda: str | None, paper: PaperTorch
     ) -> TargetPlan | NoCompatiblePlan:
         try:
-            return plan_target(
+            plan = plan_target(
                 self.target,
                 self.spec(torch, python, cuda, paper),
                 self.kb,
                 torch_index=self.torch_index,
             )
         except NoCompatiblePlan as exc:
-            return exc
+            if not self.pypi_only:
+                return exc
+            return self._pypi_build(torch, python, cuda, paper)
+        if not self.pypi_only or plan.pypi_default or plan.hardware.cpu:
+            return plan
+        return self._pypi_build(torch, python, cuda, paper)
+
+    def _pypi_build(
+        self, torch: str, python: str, cuda: str | None, paper: PaperTorch
+    ) -> TargetPlan | NoCompatiblePlan:
+        """``pypi_only``: the newest release within ``torch`` (``PYPI_RELEASES_TRIED`` at
+        most) whose PyPI build the planner gives this target, asked for that build's
+        CUDA (and only where ``cuda``, when named, is it); else a refusal naming the
+        first release's PyPI build and why it does not run here."""
+        try:
+            wanted = SpecifierSet(torch)
+        except InvalidSpecifier:
+            wanted = SpecifierSet()
+        platform = self.target_spec.platform or "linux-64"
+        first: str | None = None
+        for release in self.kb.torch_matching(wanted)[:PYPI_RELEASES_TRIED]:
+            on = release.on(platform)
+            build = on.build(on.pypi_default) if on.pypi_default else None
+            if build is None or build.cuda is None:
+                continue  # PyPI's build there is the CPU one, or none
+            pypi_cuda = str(build.cuda)
+            why = f"PyPI's own build of torch {release.version} is {build.tag}"
+            candidate = self.spec(f"=={release.version}", python, pypi_cuda, paper)
+            try:
+                found = plan_target(self.target, candidate, self.kb, torch_index=self.torch_index)
+            except NoCompatiblePlan as exc:  # why it does not run here comes first
+                reason = obstacles(exc)
+                first = first or (f"{why}: {reason[0]}" if reason else why)
+                continue
+            if cuda is not None and pypi_cuda != cuda:
+                first = first or f"{why}, not CUDA {cuda}"
+                continue
+            if found.pypi_default:
+                return found
+        lines = [f"- {first}"] if first else []
+        lines.append(
+            "- the PyTorch index, which serves torch's other builds, cannot be reached from here"
+        )
+        return NoCompatiblePlan(
+            f"no torch build PyPI serves fits target '{self.target}' within torch {torch}:\n"
+            + "\n".join(lines)
+        )
 
 
 def obstacles(error: NoCompatiblePlan) -> tuple[str, ...]:

@@ -1,0 +1,77 @@
+"""The torch an import chooses where the PyTorch index cannot be reached (``Planning``'s
+``pypi_only``): PyPI's own build of the nearest release whose PyPI build runs on the
+target, so that ``gpuenv lock`` needs no torch index. Planned with the knowledge base
+only: no network."""
+
+from __future__ import annotations
+
+import pytest
+from packaging.version import Version
+
+from gpuenv.importers.torch_choice import PaperTorch, Planning, choose
+from gpuenv.knowledge import knowledge_base
+from gpuenv.spec import Target
+
+
+def _planning(gpu: str, driver: str | None, *, pypi_only: bool) -> Planning:
+    target = Target(gpu=gpu, driver=driver)
+    return Planning("paper", "t", target, knowledge_base(), pypi_only=pypi_only)
+
+
+def _paper(version: str | None, build: str | None, python: str | None) -> PaperTorch:
+    return PaperTorch(
+        specifier=f"=={version}" if version else "",
+        version=Version(version) if version else None,
+        build=build,
+        python=python,
+        torchvision=False,
+        torchaudio=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("paper", "gpu", "driver", "anywhere", "pypi"),
+    [
+        # No torch pinned: the newest release's PyPI build is cu130 (driver 580+); the
+        # newest whose PyPI build driver 570 runs is 2.10.0 (cu128).
+        ((None, None, None), "H100", "570.133.20", None, ("2.10.0", "cu128")),
+        # Torch 1.11 has no sm_90 kernels; 2.0's PyPI build (cu117) neither: 2.1.2's cu121.
+        (("1.11.0", "cu113", "3.8"), "H100", "570.133.20", ("2.0.1", "cu118"), ("2.1.2", "cu121")),
+        # The paper's release stays, in PyPI's build of it.
+        (("2.4.1", "cu124", "3.11"), "H100", "550.54.15", ("2.4.1", "cu124"), ("2.4.1", "cu121")),
+    ],
+)
+def test_the_nearest_pypi_build_is_chosen_where_the_torch_index_is_down(
+    paper: tuple[str | None, str | None, str | None],
+    gpu: str,
+    driver: str,
+    anywhere: tuple[str, str] | None,
+    pypi: tuple[str, str],
+) -> None:
+    asked = _paper(*paper)
+    chosen = choose(_planning(gpu, driver, pypi_only=True), asked).plan
+    assert (chosen.torch, chosen.cu_tag) == pypi
+    assert chosen.pypi_default, "the lock takes it from the default index alone"
+    usual = choose(_planning(gpu, driver, pypi_only=False), asked).plan
+    if anywhere is not None:
+        assert (usual.torch, usual.cu_tag) == anywhere
+    assert not usual.pypi_default, "the case needs the torch index where it is reachable"
+
+
+def test_the_refused_build_says_why_and_that_the_index_is_down() -> None:
+    choice = choose(
+        _planning("H100", "570.133.20", pypi_only=True), _paper("1.11.0", "cu113", "3.8")
+    )
+    assert choice.rejected[0].startswith("PyPI's own build of torch 1.11.0 is cu102: ")
+    assert "sm_90" in choice.rejected[0]
+    assert any(
+        "the PyTorch index" in line and "cannot be reached" in line for line in choice.rejected
+    )
+
+
+def test_a_cpu_target_is_planned_as_ever() -> None:
+    """A CPU target's PyPI route is ``build = "pypi"``, which lock names: not chosen here."""
+    paper = _paper("2.4.1", None, "3.11")
+    down = choose(_planning("none", None, pypi_only=True), paper).plan
+    usual = choose(_planning("none", None, pypi_only=False), paper).plan
+    assert (down.torch, down.cu_tag) == (usual.torch, usual.cu_tag) == ("2.4.1", "cpu")
