@@ -458,6 +458,25 @@ def test_a_git_subdirectory_is_kept_and_pips_egg_dropped(
     ) in deps
 
 
+def test_a_git_requirement_is_named_after_the_package_its_repository_builds(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # detectron2's Dockerfile (2ca36e3c): the package built in cocoapi/PythonAPI is
+    # pycocotools; written as "cocoapi @ ..." uv refuses it once it reads the metadata.
+    path = _requirements(
+        tmp_path,
+        "torch==2.1.2\n"
+        "git+https://github.com/cocodataset/cocoapi.git#subdirectory=PythonAPI\n"
+        "git+https://github.com/HazyResearch/flash-attention.git@v1.0.4\n",
+    )
+    deps = _dependencies(run_import(path, target="h100"))
+    assert (
+        "pycocotools @ git+https://github.com/cocodataset/cocoapi.git#subdirectory=PythonAPI"
+        in deps
+    )
+    assert "flash-attn @ git+https://github.com/HazyResearch/flash-attention.git@v1.0.4" in deps
+
+
 @pytest.mark.parametrize(
     ("text", "landing"),
     [
