@@ -1702,3 +1702,36 @@ def test_a_torch_moved_by_the_strict_driver_rule_names_the_minor_compat_opt_in(
         r"torch 2\.\d+\.\d+'s cu12\d build runs on driver 550\.54\.15$",
         torch["why"],
     ), torch["why"]
+
+
+# maskrcnn-benchmark's docker/Dockerfile (2019), the lines that matter: conda's packaging
+# tool in the base environment, the Python of `conda create`, and PyTorch 1.0's nightly
+# conda package.
+MASKRCNN_DOCKERFILE = """ARG CUDA="9.0"
+FROM nvidia/cuda:${CUDA}-cudnn7-devel-ubuntu16.04
+RUN /miniconda/bin/conda install -y conda-build \\
+ && /miniconda/bin/conda create -y --name py36 python=3.6.7 \\
+ && /miniconda/bin/conda clean -ya
+RUN pip install requests ninja yacs cython matplotlib opencv-python tqdm
+ARG CUDA
+RUN conda install pytorch-nightly cudatoolkit=${CUDA} -c pytorch \\
+ && conda clean -ya
+"""
+
+
+def test_conda_create_names_the_python_and_conda_tools_are_no_pip_requirements(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """conda-build became the pip requirement "conda-build" (no wheel: the resolve check
+    failed, exit 1), pytorch-nightly one called "pytorch-nightly" while torch counted as
+    not asked, and `conda create ... python=3.6.7` was not read ("no Python named")."""
+    root = _paper(tmp_path, {"Dockerfile": MASKRCNN_DOCKERFILE})
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.err
+    pins = set(_pip(imported))
+    assert not {p for p in pins if p.startswith(("conda-build", "pytorch-nightly"))}, pins
+    assert {"yacs", "opencv-python"} <= pins
+    python = imported.entries("changed")["python"]
+    assert (python["from"], python["to"]) == ("3.6", "3.8")
+    torch = imported.entries("changed")["torch"]
+    assert torch["file"] == "Dockerfile:8"

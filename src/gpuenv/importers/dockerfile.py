@@ -172,7 +172,10 @@ def _pip_tokens(tokens: list[str]) -> list[str] | None:
 
 def _conda_tokens(tokens: list[str]) -> list[str] | None:
     words = _command_words(tokens)
-    if len(words) >= 2 and words[0].rsplit("/", 1)[-1] in CONDA_TOOLS and words[1] == "install":
+    # ``conda create -n env python=3.6.7 ...`` names packages as ``install`` does
+    # (maskrcnn-benchmark's Dockerfile names its Python there)
+    tool = words[0].rsplit("/", 1)[-1] if words else ""
+    if len(words) >= 2 and tool in CONDA_TOOLS and words[1] in ("install", "create"):
         return words[2:]
     return None
 
