@@ -145,6 +145,47 @@ def test_gc_dry_run_removes_nothing(tmp_path: Path) -> None:
     assert result.removed == (orphan,) and orphan.exists()
 
 
+def test_gc_counts_the_trash_an_interrupted_gc_left_and_a_dry_run_keeps_it(
+    tmp_path: Path,
+) -> None:
+    """A gc SIGKILLed while deleting leaves folders in the store's trash. A dry run
+    emptied it and said it would free 0 bytes; a real gc emptied it before it counted,
+    so it said 0.0 MiB while the disk gained 14 MiB."""
+    store = Store(tmp_path / "store")
+    left = store.root / "trash" / "cpu-0123456789abcdef"
+    (left / "lib").mkdir(parents=True)
+    (left / "lib" / "big").write_bytes(b"x" * 300_000)
+    dry = store.gc(dry_run=True)
+    assert left.exists(), "a dry run deletes nothing"
+    assert dry.interrupted == 1 and dry.freed_bytes >= 300_000
+    real = store.gc()
+    assert not left.exists()
+    assert real.interrupted == 1 and real.freed_bytes == dry.freed_bytes
+
+
+def test_gc_in_a_read_only_store_says_so_not_that_an_install_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from gpuenv import store as store_module
+    from gpuenv.errors import StorageError
+
+    store = Store(tmp_path / "store")
+    real_acquire = store_module._acquire
+
+    def refused(path: Path, timeout: float, *, shared: bool = False):  # type: ignore[no-untyped-def]
+        if path.name == "artifacts-in-use.lock":
+            raise StorageError("read-only", path=str(path), errno_name=errno.errorcode[errno.EROFS])
+        return real_acquire(path, timeout, shared=shared)
+
+    monkeypatch.setattr(store_module, "_acquire", refused)
+    result = store.gc()
+    assert result.caches_read_only and not result.caches_busy
+    dry = store.gc(dry_run=True)
+    assert not dry.caches_read_only and not dry.caches_busy, "a dry run still says all"
+
+
 def test_an_environment_being_made_beside_the_prefixes_is_no_prefix(tmp_path: Path) -> None:
     """install.headstart makes an environment in ``prefixes/.uv-venv-*`` before it knows
     the prefix: list shows no such folder and gc leaves a fresh one to its install, but

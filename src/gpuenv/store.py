@@ -145,6 +145,8 @@ class GcResult:
     removed_artifacts: tuple[Path, ...] = ()  # artifacts no kept prefix or live lock names
     removed_cache_entries: int = 0  # uv's and rattler's entries no kept prefix links to
     caches_busy: bool = False  # an install or pack was running: artifacts and caches kept
+    caches_read_only: bool = False  # the store is read-only here: artifacts and caches kept
+    interrupted: int = 0  # folders an earlier gc was killed before deleting (its trash)
     fs_freed_bytes: int | None = None  # what statvfs saw released (None: a dry run)
 
 
@@ -267,10 +269,10 @@ class Store:
             out.append(folder if dry_run else self._to_trash(folder))
         return out
 
-    def empty_trash(self) -> None:
-        """Finish deletions an earlier process was killed in the middle of."""
-        for leftover in (self.root / "trash").glob("*"):
-            _rmtree(leftover)
+    def _trash(self) -> list[Path]:
+        """What an earlier gc moved to the trash and was killed before deleting."""
+        folder = self.root / "trash"
+        return sorted(folder.glob("*")) if folder.is_dir() else []
 
     @contextlib.contextmanager
     def locked(self, prefix: Path, *, timeout: float = 3600) -> Iterator[None]:
@@ -443,9 +445,13 @@ class Store:
         The bytes freed are counted per inode before anything is removed (a file still
         linked from a kept prefix frees nothing), so a dry run says the same number;
         after a real run ``fs_freed_bytes`` is what the file system's free count moved by."""
-        self.empty_trash()
         before = free_bytes(self.root)
         release = Release()
+        # An earlier gc killed while deleting left its trash: counted, and deleted with the
+        # rest (a dry run deletes nothing, that included).
+        trash = self._trash()
+        for place in trash:
+            release.add(place)
         doomed: list[tuple[Path, Path]] = []  # (prefix, where it went)
         busy: list[Path] = []
         with self.roots_locked():
@@ -471,16 +477,18 @@ class Store:
         builds = self._gc_builds(live, release, dry_run=dry_run)
         artifacts: Sequence[Path] = ()
         entries: Sequence[Path] = ()
-        lock = self._try_artifacts_lock()
+        lock, read_only = self._try_artifacts_lock()
         try:
-            if lock is not None:
+            # A dry run in a read-only store says what gc would free where it can write.
+            if lock is not None or (read_only and dry_run):
                 artifacts = self._unused_artifacts(live, references)
                 for path in artifacts:
                     release.add(path)
                 entries = self._unused_cache_entries(release)
             freed = release.freed
             if not dry_run:
-                for path in [*(p for _prefix, p in doomed), *stale, *artifacts, *entries]:
+                doomed_places = (p for _prefix, p in doomed)
+                for path in [*trash, *doomed_places, *stale, *artifacts, *entries]:
                     _rmtree(path)
         finally:
             if lock is not None:
@@ -495,7 +503,9 @@ class Store:
             tuple(busy),
             removed_artifacts=tuple(artifacts),
             removed_cache_entries=len(entries),
-            caches_busy=lock is None,
+            caches_busy=lock is None and not read_only,
+            caches_read_only=read_only and not dry_run,
+            interrupted=len(trash),
             fs_freed_bytes=after - before if after is not None and before is not None else None,
         )
 
@@ -511,11 +521,15 @@ class Store:
         finally:
             lock.release()
 
-    def _try_artifacts_lock(self) -> FileLock | None:
+    def _try_artifacts_lock(self) -> tuple[FileLock | None, bool]:
+        """The artifacts lock when nobody holds it, and whether the store is read-only
+        here (then there is no lock to take, and nothing could be removed anyway)."""
         try:
-            return _acquire(self.root / "locks" / "artifacts-in-use.lock", 0)
-        except (LockTimeout, StorageError):
-            return None
+            return _acquire(self.root / "locks" / "artifacts-in-use.lock", 0), False
+        except LockTimeout:
+            return None, False
+        except StorageError as exc:
+            return None, is_read_only(exc)
 
     def _kept_artifacts(
         self, live: Sequence[Path], references: Mapping[Path, Sequence[Path]]

@@ -56,6 +56,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                 "removed_artifacts": [str(p) for p in result.removed_artifacts],
                 "removed_cache_entries": result.removed_cache_entries,
                 "caches_busy": result.caches_busy,
+                "caches_read_only": result.caches_read_only,
+                "interrupted": result.interrupted,
                 "fs_freed_bytes": result.fs_freed_bytes,
                 "dry_run": args.dry_run,
             }
@@ -71,9 +73,19 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         )
     for path in result.busy:
         _output.out(f"kept {path}: an install is using it right now")
+    if result.interrupted:
+        _output.out(
+            f"{verb} {result.interrupted} folder(s) an earlier gc was stopped before deleting "
+            "(its trash)"
+        )
     if result.caches_busy:
         _output.out(
             "kept the artifacts and uv's and rattler's caches: an install or pack is running"
+        )
+    if result.caches_read_only:
+        _output.out(
+            "kept the artifacts and uv's and rattler's caches: the store is read-only here "
+            "(run gpuenv gc where it is mounted read-write)"
         )
     mib = result.freed_bytes / 2**20
     _output.out(
