@@ -47,7 +47,7 @@ from urllib.parse import unquote, urlsplit
 from gpuenv import __version__
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._flock import FileLock, LockTimeout
-from gpuenv._fs import storage_error, temporary_beside
+from gpuenv._fs import remove_made, storage_error, temporary_beside
 from gpuenv._network import (
     Index,
     Mirrors,
@@ -654,11 +654,15 @@ class ArtifactStore:
         fill: Callable[[IO[bytes], Digests], None],
         where: str,
     ) -> Path:
+        made: list[Path] = []  # the temporary file, removed on any way out (Ctrl-C too)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = temporary_beside(path, prefix=".incoming.")
-        except OSError as exc:
-            raise storage_error(exc, path, "the store's artifacts") from None
+            fd, tmp = temporary_beside(path, prefix=".incoming.", made=made)
+        except BaseException as exc:
+            remove_made(made)
+            if isinstance(exc, OSError):
+                raise storage_error(exc, path, "the store's artifacts") from None
+            raise
         try:
             digests = Digests(md5=artifact.md5 is not None)
             with os.fdopen(fd, "w+b") as out:
@@ -669,8 +673,7 @@ class ArtifactStore:
             tmp.chmod(0o444)  # read-only: a stray writer is refused, not silently trusted
             tmp.replace(path)
         except BaseException as exc:
-            with suppress(OSError):
-                tmp.unlink()
+            remove_made(made)
             if isinstance(exc, OSError) and not isinstance(exc, HashMismatch):
                 raise storage_error(exc, path, "the store's artifacts") from None
             raise

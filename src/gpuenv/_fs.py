@@ -116,20 +116,38 @@ def _only_replaces_a_file(path: Path) -> None:
         raise OSError(errno.EEXIST, f"it is {kind}: gpuenv replaces only files", str(path))
 
 
-def temporary_beside(path: Path, *, prefix: str, suffix: str = "") -> tuple[int, Path]:
+def temporary_beside(
+    path: Path, *, prefix: str, suffix: str = "", made: list[Path] | None = None
+) -> tuple[int, Path]:
     """A new file in ``path``'s folder under a random name, open for reading and
     writing: created exclusively, mode 0600, not through a symbolic link, closed on
     exec, as ``tempfile.mkstemp`` creates one, without importing ``tempfile`` (with
-    ``random`` and ``shutil``'s ``bz2`` and ``lzma``: 3 ms of an install's start)."""
+    ``random`` and ``shutil``'s ``bz2`` and ``lzma``: 3 ms of an install's start).
+
+    ``made`` is told the name before the file is created: a caller that calls this
+    inside its ``try`` can remove the file on Ctrl-C even when the interrupt lands
+    after the file exists but before this returns (a name in ``made`` may not exist)."""
     flags = os.O_RDWR | os.O_CREAT | os.O_EXCL
     flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     for _ in range(100):
         candidate = path.parent / f"{prefix}{os.urandom(6).hex()}{suffix}"
+        if made is not None:
+            made.append(candidate)
         try:
             return os.open(candidate, flags, 0o600), candidate
         except FileExistsError:
+            if made is not None:
+                made.remove(candidate)  # someone else's: never removed by the caller
             continue
     raise FileExistsError(errno.EEXIST, "no unused temporary name", str(path.parent))
+
+
+def remove_made(made: list[Path]) -> None:
+    """Remove the temporary files ``temporary_beside`` named in ``made`` (those that
+    exist): a write that failed or was interrupted leaves none behind."""
+    for leftover in made:
+        with contextlib.suppress(OSError):
+            leftover.unlink()
 
 
 def atomic_write_text(
@@ -151,8 +169,9 @@ def atomic_write_text(
     with writing(path, what, hint=hint):
         _only_replaces_a_file(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = temporary_beside(path, prefix=f".{path.name}.", suffix=".tmp")
+        made: list[Path] = []
         try:
+            fd, tmp = temporary_beside(path, prefix=f".{path.name}.", suffix=".tmp", made=made)
             # surrogateescape: a path decoded under a non-UTF-8 locale (/home/josé as
             # surrogates) is written back as the bytes it has on disk, not refused.
             with os.fdopen(
@@ -165,8 +184,7 @@ def atomic_write_text(
             Path(tmp).chmod(mode)
             Path(tmp).replace(path)
         except BaseException:
-            with contextlib.suppress(OSError):
-                Path(tmp).unlink()
+            remove_made(made)
             raise
 
 

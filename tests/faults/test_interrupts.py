@@ -83,3 +83,38 @@ def test_a_signal_at_any_moment_of_start_up_is_one_line_and_the_exit_code(
     interrupted = [r for r in results if r[1] != 0]
     assert len(interrupted) >= len(results) // 2, results
     assert len(results) >= len(nominal) // 2, "the machine was too slow to test start-up"
+
+
+def test_ctrl_c_just_after_a_temporary_file_is_made_leaves_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGINT landing after the temporary file of an atomic write was created but
+    before its name reached the caller left `.gpuenv.toml.<hex>.tmp` beside the spec
+    (3 in about 1,000 SIGINTs of add and remove), and `.incoming.*` in the store."""
+    from gpuenv import _fs
+
+    real_open = os.open
+
+    def open_then_interrupted(path, flags, mode=0o777):  # type: ignore[no-untyped-def]
+        fd = real_open(path, flags, mode)
+        if ".tmp" in str(path) or ".incoming." in str(path):
+            os.close(fd)
+            raise KeyboardInterrupt
+        return fd
+
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text("old\n")
+    monkeypatch.setattr(_fs.os, "open", open_then_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _fs.atomic_write_text(spec, "new\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpuenv.toml"]
+    assert spec.read_text() == "old\n"
+
+    from gpuenv._fetch import Artifact, ArtifactStore
+
+    store = ArtifactStore(tmp_path / "artifacts")
+    artifact = Artifact(("file:///x.whl",), "x-1.0-py3-none-any.whl", "a" * 64, "pip")
+    with pytest.raises(KeyboardInterrupt):
+        store.add(artifact, lambda out, digests: None, "file:///x.whl")
+    folder = store.path(artifact).parent
+    assert not folder.exists() or not any(folder.iterdir())

@@ -4,6 +4,7 @@ completion marker last; the project editable over it; the project pointer."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import replace
@@ -25,7 +26,7 @@ from gpuenv.install.pip import (
 from gpuenv.install.request import InstallRequest, InstallResult, Progress, uv_binary, uv_env
 from gpuenv.install.toolkit import cuda_home, jit_arch_list, write_activation
 from gpuenv.lock.model import Lock, LockedTarget
-from gpuenv.store import Store, point_project
+from gpuenv.store import STAGING, Store, point_project
 
 if TYPE_CHECKING:
     from gpuenv._artifacts import ArtifactSources
@@ -208,9 +209,14 @@ def _make_prefixes_dir(store: Store, prefix: Path) -> None:
             # Made with the store, not by its first gc: a gc whose own folder took
             # 4 KiB said it freed 4 KiB more than the disk gained.
             (store.root / "trash").mkdir(exist_ok=True)
-            probe = prefix.parent / f".{prefix.name}.write-test"
-            probe.mkdir(exist_ok=True)
-            probe.rmdir()
+            # Named as a staging folder: one a Ctrl-C leaves between the two calls is
+            # removed by gc once it is a day old (a dot name is no prefix to list).
+            probe = prefix.parent / f"{STAGING}write-test-{prefix.name}"
+            try:
+                probe.mkdir(exist_ok=True)
+            finally:
+                with contextlib.suppress(OSError):
+                    probe.rmdir()
     except StorageError as exc:
         if not is_read_only(exc):
             raise
