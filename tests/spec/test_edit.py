@@ -82,11 +82,11 @@ def test_remove_on_the_validated_spec_equals_validating_the_edited_text(
             "git+https://github.com/facebookresearch/detectron2.git@v0.6",
             "gpuenv add 'detectron2 @ git+https://github.com/facebookresearch/detectron2.git@v0.6'",
         ),
-        (
+        (  # a file's URL cannot be locked: the forms that can be
             "https://example.invalid/wheels/flash_attn-2.6.3-cp311-cp311-linux_x86_64.whl",
-            "gpuenv add 'flash_attn @ https://example.invalid/wheels/flash_attn-2.6.3",
+            "gpuenv add 'flash_attn==VERSION'",
         ),
-        ("./third_party/apex", "'NAME @ file:///abs/path'"),
+        ("./third_party/apex", "installed editable ([project] path)"),
         ("-e .", "installed editable already"),
     ],
 )
@@ -123,3 +123,25 @@ def test_a_near_miss_of_the_torch_family_is_refused_naming_it(given: str, meant:
     with pytest.raises(UsageError, match=f"is not {meant}: the index's") as caught:
         add(TEXT, [given], Where(), file="g")
     assert f"[stack] {meant}" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "pillow @ https://user:tok-123@files.invalid/pillow-10.4.0-cp311-cp311-linux_x86_64.whl",
+        "apex @ file:///opt/apex",
+    ],
+)
+def test_a_files_url_is_refused_before_the_spec_is_touched(line: str) -> None:
+    """It was written to gpuenv.toml and refused by the lock (exit 5, "external", no tool
+    had run); the spec then had to be put back."""
+    from gpuenv.errors import UsageError
+    from gpuenv.spec.edit import check_requirement
+
+    with pytest.raises(UsageError) as caught:
+        check_requirement(line)
+    assert "not from a file's URL" in caught.value.message
+    assert "tok-123" not in caught.value.message
+    assert caught.value.hint is not None and "git+https://" in caught.value.hint
+    name = line.split(" @ ", 1)[0]
+    assert check_requirement(f"{name} @ git+https://example.invalid/{name}.git@v1") == name

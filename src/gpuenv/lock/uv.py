@@ -67,7 +67,7 @@ from gpuenv._network import (
     uv_environment,
 )
 from gpuenv._redact import redact, redact_url
-from gpuenv.errors import ExternalToolError, NetworkError, NoCompatiblePlan
+from gpuenv.errors import ExternalToolError, NetworkError, NoCompatiblePlan, UsageError
 from gpuenv.lock._background import Background
 from gpuenv.lock._tags import ARCHES, FOREIGN, foreign_tags, linux_tags, macos_of
 from gpuenv.lock._uv_output import PROJECT_NAME, classify, error_tail, explain_unsatisfiable
@@ -753,8 +753,13 @@ def parse_annotated(text: str) -> dict[str, _Resolved]:
             current, version = normalize_name(line.split(" @ ", 1)[0].strip()), ""
             parents, index, in_via = [], None, False
         elif " @ " in line:
-            raise ExternalToolError(
-                f"direct URL requirements other than git+ ones cannot be locked yet: {redact(line)}"
+            name = line.split(" @ ", 1)[0].strip()
+            raise UsageError(
+                f"{redact(line)}: gpuenv locks a package from an index or a git repository, "
+                "not from a file's URL",
+                hint=f"name it from an index in gpuenv.toml ('{name}==VERSION'; a company "
+                f"index goes in [pip] extra-index-urls), or as '{name} @ git+https://...' "
+                "of its repository",
             )
         elif not line.startswith("#"):
             raise ExternalToolError(f"unexpected line in uv's output: {line!r}")

@@ -17,6 +17,7 @@ from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
 
+from gpuenv._redact import redact_url
 from gpuenv.errors import SpecError, SpecProblem, UsageError
 from gpuenv.names import TRIO, normalize_name
 from gpuenv.spec import TORCH_FAMILY
@@ -56,9 +57,19 @@ def check_requirement(line: str) -> str:
     """The requirement's normalised name; a usage error for what cannot be one, and for
     the torch family (its key is named instead)."""
     try:
-        name = _name_of(line)
+        requirement = Requirement(line)
     except InvalidRequirement as exc:
         raise UsageError(f"{line!r} is not a requirement: {exc}", hint=_hint(line)) from None
+    name = normalize_name(requirement.name)
+    if requirement.url and not requirement.url.startswith("git+"):
+        # Refused before gpuenv.toml is touched: the lock cannot take it (lock.uv).
+        raise UsageError(
+            f"{name} @ {redact_url(requirement.url)}: gpuenv locks a package from an index "
+            "or a git repository, not from a file's URL",
+            hint=f"add it by name from an index (gpuenv add '{name}==VERSION'; a company "
+            "index goes in [pip] extra-index-urls), or as '"
+            f"{name} @ git+https://...' of its repository",
+        )
     if name in TORCH_FAMILY:
         trio = name in TRIO
         key = f"[stack] {name}" if trio else "[stack] torch"
@@ -104,9 +115,20 @@ def _hint(line: str) -> str | None:
         if stem.endswith((".whl", ".tar.gz", ".zip")):
             stem = stem.split("-", 1)[0]
         name = stem if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", stem) else "NAME"
-        return f"name the package first: gpuenv add '{name} @ {text}'"
+        if text.startswith("git+"):
+            return f"name the package first: gpuenv add '{name} @ {text}'"
+        # A file's URL cannot be locked (lock.uv): the forms that can.
+        return (
+            f"gpuenv locks a package from an index or a git repository: gpuenv add "
+            f"'{name}==VERSION' (a company index goes in [pip] extra-index-urls), or "
+            f"'{name} @ git+https://...' of its repository"
+        )
     if text.startswith((".", "/", "~")) or "/" in text:
-        return "a local folder or file: name the package and give a file URL, 'NAME @ file:///abs/path'"
+        return (
+            "a local folder: the project beside gpuenv.toml is installed editable "
+            "([project] path); another local package is added from an index or as "
+            "'NAME @ git+https://...' of its repository"
+        )
     return None
 
 
