@@ -100,3 +100,21 @@ def test_one_checkout_reached_through_dot_dot_is_one_kernel_and_names_fit(tmp_pa
     assert one.name == two.name and len(one.name) <= 64
     other = kernels.install(tmp_path / "q" / "gpuenv.toml", long, "cpu", name=None, environ=environ)
     assert other.name != one.name and len(other.name) == 64
+
+
+def test_a_name_asked_for_never_replaces_another_projects_kernel(tmp_path: Path) -> None:
+    """`kernel install --name X` where X was project A's kernel printed "wrote" and A's
+    kernel then started project B; the same project may rewrite its own."""
+    environ = {"JUPYTER_DATA_DIR": str(tmp_path / "data")}
+    first, second = tmp_path / "a", tmp_path / "b"
+    mine = kernels.install(first / "gpuenv.toml", "a", "cpu", name=None, environ=environ)
+    with pytest.raises(UsageError, match=f"kernel {mine.name} starts a \\(cpu\\) of "):
+        kernels.install(second / "gpuenv.toml", "b", "cpu", name=mine.name, environ=environ)
+    again = kernels.install(first / "gpuenv.toml", "a", "cpu", name=mine.name, environ=environ)
+    assert again.name == mine.name
+    assert {k.project for k in kernels.listing(environ)} == {str(first)}
+
+
+def test_a_name_too_long_says_the_limit() -> None:
+    with pytest.raises(UsageError, match="128 characters, 64 at most"):
+        kernels.install(Path("gpuenv.toml"), "p", "cpu", name="k" * 128, environ={})

@@ -100,9 +100,11 @@ def install(
     spec_file = Path(os.path.normpath(spec_file.absolute()))  # -f ../gpuenv.toml: one place
     kernel = default_name(project_name, target) if name is None else name
     if not KERNEL_NAME.match(kernel) or len(kernel) > 64:
+        long = KERNEL_NAME.match(kernel) is not None
         raise UsageError(
-            f"{kernel!r} is not a kernel name",
-            hint="lower-case letters, digits, '.', '_' and '-' (Jupyter's rule)",
+            f"{kernel[:80]!r}{'...' if len(kernel) > 80 else ''} is not a kernel name"
+            + (f": {len(kernel)} characters, 64 at most" if long else ""),
+            hint="at most 64 lower-case letters, digits, '.', '_' and '-' (Jupyter's rule)",
         )
     directory = kernels_dir(environ, prefix) / kernel
     existing = _read(directory)
@@ -117,6 +119,13 @@ def install(
         directory = kernels_dir(environ, prefix) / kernel
         existing = _read(directory)
         display = f"{project_name} ({target}, {Path(here).name})"
+    if name is not None and existing is not None and existing.project != here:
+        # The name asked for is another project's kernel: it would start this one.
+        raise UsageError(
+            f"kernel {kernel} starts {existing.display_name} of {existing.project}: not "
+            "replacing it",
+            hint=f"choose another --name, or 'gpuenv kernel remove {kernel}' first",
+        )
     if directory.exists() and existing is None:
         raise UsageError(
             f"{directory} is a kernel gpuenv did not write: not replacing it",
