@@ -461,3 +461,17 @@ def test_an_export_writes_the_groups_install_installs(tmp_path: Path, pkgindex: 
     slurm = project.gpuenv("export", "slurm", "--target", "cpu", "--all-groups")
     assert slurm.returncode == 2  # the job runs the prefix as installed: groups are install's
     assert "its groups are the ones it was installed with" in slurm.stderr
+
+
+@pytest.mark.skipif(not os.path.isdir("/sys/kernel"), reason="needs Linux's /sys")
+def test_an_export_that_cannot_be_written_says_to_write_it_elsewhere(
+    pip_project: Project,
+) -> None:
+    """-o into a folder that takes no files told the user to point GPUENV_HOME and
+    GPUENV_CACHE_DIR elsewhere, neither of which the export writes to."""
+    out = "/sys/gpuenv-export.txt"
+    result = pip_project.gpuenv("export", "requirements", "--target", "cpu", "-o", out)
+    assert result.returncode == 5, result.stderr
+    assert "cannot write the requirements export (/sys/gpuenv-export.txt)" in result.stderr
+    assert "-o PATH in a writable folder" in result.stderr
+    assert "GPUENV_HOME" not in result.stderr

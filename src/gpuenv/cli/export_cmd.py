@@ -132,6 +132,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     destination = output_path(
         args.output, hint=f"name a file, or leave out -o to write to stdout (> {args.output})"
     )
-    atomic_write_text(destination, exported.text, mode=0o755 if args.format == "slurm" else 0o644)
+    atomic_write_text(
+        destination,
+        exported.text,
+        mode=0o755 if args.format == "slurm" else 0o644,
+        what=f"the {args.format} export",
+        hint=f"write it elsewhere: -o PATH in a writable folder, or leave out -o for stdout "
+        f"(> {args.output})",
+    )
     _output.err(f"wrote {args.output} ({args.format}, target {target.name})")
     return 0
