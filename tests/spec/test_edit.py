@@ -145,3 +145,13 @@ def test_a_files_url_is_refused_before_the_spec_is_touched(line: str) -> None:
     assert caught.value.hint is not None and "git+https://" in caught.value.hint
     name = line.split(" @ ", 1)[0]
     assert check_requirement(f"{name} @ git+https://example.invalid/{name}.git@v1") == name
+
+
+def test_a_package_named_twice_in_one_add_is_refused() -> None:
+    """`add pillow==10.4.0 pillow==10.3.0` said both were added and wrote the second."""
+    from gpuenv.errors import UsageError
+
+    text = '[project]\nname = "p"\n'
+    with pytest.raises(UsageError) as caught:
+        add(text, ["pillow==10.4.0", "Pillow==10.3.0"], Where(), file="gpuenv.toml")
+    assert caught.value.message == "pillow is named 2 times: pillow==10.4.0, Pillow==10.3.0"

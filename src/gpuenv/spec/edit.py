@@ -231,6 +231,13 @@ def add(text: str, requirements: Iterable[str], where: Where, *, file: str) -> E
     there is replaced in place)."""
     lines = list(requirements)
     names = [check_requirement(line) for line in lines]
+    for name in dict.fromkeys(n for n in names if names.count(n) > 1):
+        # The last would win in place while both were said to be added.
+        given = [line for line, n in zip(lines, names, strict=True) if n == name]
+        raise UsageError(
+            f"{name} is named {len(given)} times: {', '.join(given)}",
+            hint=f"name it once, with every limit in one requirement ('{name}>=1,<2')",
+        )
     doc = _parse(text, file)
     items = _make(doc, where, file)
     changed: list[str] = []
