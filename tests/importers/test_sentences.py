@@ -198,6 +198,22 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
              "another release of the package: behaviour and numerics may differ"),
         ],
     ),
+    "xformers within its range": (
+        "torch==2.0.1\nxformers>=0.0.20\n",
+        "h100",
+        [
+            ("changed", "xformers", "why",
+             "0.0.22 is the newest release in '>=0.0.20' that fits torch 2.0.1 on this target"),
+        ],
+    ),
+    "xformers outside its range": (
+        "torch==2.0.1\nxformers<0.0.20\n",
+        "h100",
+        [
+            ("changed", "xformers", "why",
+             "no release in '<0.0.20' fits torch 2.0.1 on this target; 0.0.22 does"),
+        ],
+    ),
     "tiny-cuda-nn on a CPU": (
         "torch==2.0.1\ntinycudann\n",
         "cpu",

@@ -166,7 +166,7 @@ def paired(companion: Companion, resolved: Resolved, target: Target) -> Move:
             KEPT, resolved, f"built for torch {target.torch}", was=str(version), now=str(version)
         )
         return Move(entry, _requirement(resolved, version))
-    found = nearest(companion, version, target)
+    found = nearest(companion, version, target, resolved.specifier if version is None else "")
     if found is None:
         why = f"no {companion.name} release is built for torch {target.torch}"
         if version is None:
@@ -178,12 +178,25 @@ def paired(companion: Companion, resolved: Resolved, target: Target) -> Move:
             True,
         )
     landing = found.landing
-    pinned = f"{version}" if version else "unpinned"
+    if version is None and resolved.specifier:
+        # A range: the release in it built for this torch (xformers>=0.0.20 on torch
+        # 2.0.1 takes 0.0.22), or the nearest outside it when none in it is.
+        inside = _allows(resolved.specifier, landing)
+        why = (
+            f"{landing} is the newest release in {resolved.specifier!r} that fits torch "
+            f"{target.torch} on this target"
+            if inside
+            else f"no release in {resolved.specifier!r} fits torch {target.torch} on this "
+            f"target; {landing} does"
+        )
+    else:
+        pinned = f"{version}" if version else "unpinned"
+        why = f"{pinned} is not built for torch {target.torch}; {landing} is"
     entry = _entry(
         CHANGED,
         resolved,
-        f"{pinned} is not built for torch {target.torch}; {landing} is",
-        was=str(version) if version else "any",
+        why,
+        was=str(version) if version else resolved.specifier or "any",
         now=str(landing),
         risk=MEDIUM if version else LOW,
         risk_text="another release of the package: behaviour and numerics may differ",
@@ -696,3 +709,11 @@ def companion_name(name: str) -> str:
     if NVIDIA_WHEEL.match(name) or name == CUDA_TOOLKIT_WHEEL:
         return "nvidia-cuda-wheels"
     return name
+
+
+def _allows(specifier: str, version: Version) -> bool:
+    """Whether the files' range ``specifier`` takes ``version`` (an unreadable one: no)."""
+    try:
+        return SpecifierSet(specifier).contains(version, prereleases=True)
+    except InvalidSpecifier:
+        return False
