@@ -154,9 +154,8 @@ class Planning:
         platform = self.target_spec.platform or "linux-64"
         first: str | None = None
         for release in self.kb.torch_matching(wanted)[:PYPI_RELEASES_TRIED]:
-            on = release.on(platform)
-            build = on.build(on.pypi_default) if on.pypi_default else None
-            if build is None or build.cuda is None:
+            build = release.on(platform).pypi_cuda_build()
+            if build is None or build.cuda is None:  # (cuda: for the type checker)
                 continue  # PyPI's build there is the CPU one, or none
             pypi_cuda = str(build.cuda)
             why = f"PyPI's own build of torch {release.version} is {build.tag}"

@@ -243,6 +243,13 @@ class TorchRelease:
     def build(self, tag: str) -> TorchBuild | None:
         return next((b for b in self.builds if b.tag == tag), None)
 
+    def pypi_cuda_build(self) -> TorchBuild | None:
+        """PyPI's own build of this release on its platform when it is a CUDA build
+        (the one a network that reaches PyPI alone can install); None when PyPI's build
+        is the CPU one or not known."""
+        build = self.build(self.pypi_default) if self.pypi_default else None
+        return build if build is not None and build.cuda is not None else None
+
     def python_of(self, build: TorchBuild) -> SpecifierSet:
         """The Pythons ``build`` has wheels for."""
         return build.python if build.python is not None else self.python

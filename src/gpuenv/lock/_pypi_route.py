@@ -146,10 +146,8 @@ def _trial(name: str, spec: Spec, kb: KnowledgeBase, plan: TargetPlan) -> tuple[
     """The spec with the change that asks for PyPI's build of the planned release, and
     the change as the user writes it; None when PyPI has no CUDA build to ask for."""
     release = kb.torch_release(plan.torch)
-    release = release.on(plan.hardware.platform) if release is not None else None
-    tag = release.pypi_default if release is not None else None
-    build = release.build(tag) if release is not None and tag else None
-    if build is None or build.cuda is None:
+    build = release.on(plan.hardware.platform).pypi_cuda_build() if release else None
+    if build is None or build.cuda is None:  # (cuda: for the type checker)
         return None  # PyPI has no build here, or its build is the CPU one
     if plan.hardware.cpu:
         target = replace(spec.targets[name], build="pypi")
