@@ -39,6 +39,14 @@ def torch_requests(seen: Seen) -> list[str]:
     return [path for path, _auth in seen.requests if path.startswith("/whl/")]
 
 
+def torch_index_down(project: Project) -> str:
+    """The PyTorch index, for ``project``'s commands, at a port nothing listens on (a
+    network that reaches the default index only); its URL there."""
+    down = f"http://127.0.0.1:{closed_port()}/whl"
+    project.env.update(GPUENV_MIRRORS=f"{DEFAULT_TORCH_INDEX}={down}", UV_HTTP_RETRIES="0")
+    return down
+
+
 def test_a_pypi_default_target_never_asks_the_torch_index(
     make_project: Callable[..., Project], serve_index: Callable[..., PkgIndex]
 ) -> None:
@@ -156,10 +164,7 @@ def test_with_the_torch_index_down_lock_names_the_spec_change_that_needs_none(
     seen = Seen()
     index = serve_index(seen=seen)
     project = make_project(NEEDS_THE_TORCH_INDEX.format(default=index.default_index))
-    project.env.update(
-        GPUENV_MIRRORS=f"{DEFAULT_TORCH_INDEX}=http://127.0.0.1:{closed_port()}/whl",
-        UV_HTTP_RETRIES="0",
-    )
+    torch_index_down(project)
     result = project.gpuenv("lock")
     assert result.returncode == 5, result.stderr
     h100_route = (
@@ -217,10 +222,7 @@ def test_with_the_torch_index_down_lock_names_an_older_torch_pypi_builds_for_the
     seen = Seen()
     index = serve_index(seen=seen)
     project = make_project(RANGE_ON_535.format(default=index.default_index))
-    project.env.update(
-        GPUENV_MIRRORS=f"{DEFAULT_TORCH_INDEX}=http://127.0.0.1:{closed_port()}/whl",
-        UV_HTTP_RETRIES="0",
-    )
+    torch_index_down(project)
     result = project.gpuenv("lock")
     assert result.returncode == 5, result.stderr
     route = (
@@ -255,13 +257,11 @@ def test_import_with_the_torch_index_down_chooses_pypis_build_and_the_lock_needs
         "name: paper\ndependencies:\n  - python=3.11\n  - pip\n  - pip:\n"
         "    - torch==2.4.1+cu124\n    - transformers==4.44.2\n"
     )
-    down = f"http://127.0.0.1:{closed_port()}/whl"
+    down = torch_index_down(project)
     project.env.update(
         GPUENV_IMPORT_INDEX=index.default_index,
         GPUENV_INDEX_URL=index.default_index,
-        GPUENV_MIRRORS=f"{DEFAULT_TORCH_INDEX}={down}",
         GPUENV_IMPORT_TORCH_BUILDS="auto",
-        UV_HTTP_RETRIES="0",
     )
     argv = ("import", "paper", "--gpu", "H100", "--driver", "550.54.15", "-o", "gpuenv.toml")
     result = project.gpuenv(*argv, "--json")
