@@ -72,7 +72,7 @@ def test_a_repository_folder_pip_installs_is_a_source_to_build(
     assert knn["why"] == (
         "a folder of the repository pip builds (submodules/simple-knn): not installed by "
         "gpuenv; after `gpuenv install`, `gpuenv run -- pip install --no-build-isolation "
-        "submodules/simple-knn` builds it against the environment's torch; it compiles CUDA "
+        "./submodules/simple-knn` builds it against the environment's torch; it compiles CUDA "
         "code against torch (submodules/simple-knn/setup.py:2 from torch.utils.cpp_extension "
         "import CUDAExtension, BuildExtension)"
     )
@@ -136,4 +136,9 @@ def test_a_dockerfile_path_is_the_image_s_and_stays_the_project(
     )
     imported = run_import(path, target="h100")
     assert imported.entries("unreproducible") == {}
-    assert any("/workspace: a local path" in a["why"] for a in imported.report["assumptions"])
+    # /workspace holds what `COPY . /workspace` put there: the project itself
+    assert any(
+        a["why"].startswith(".: a local path (the project itself)")
+        and a["entry"] == "RUN pip install -e /workspace"
+        for a in imported.report["assumptions"]
+    )

@@ -655,7 +655,7 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         [("needs_build", "simple-knn", "why",
           "a folder of the repository pip builds (submodules/simple-knn): not installed by "
           "gpuenv; after `gpuenv install`, `gpuenv run -- pip install --no-build-isolation "
-          "submodules/simple-knn` builds it against the environment's torch; its folder is "
+          "./submodules/simple-knn` builds it against the environment's torch; its folder is "
           "not in this checkout (a git submodule not fetched?)")],
     ),
 }  # fmt: skip

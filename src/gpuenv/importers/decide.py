@@ -1747,10 +1747,13 @@ def _local_paths(d: Decision, merged: Merged) -> None:
     cpu = d.plan.hardware.cpu
     for fact in merged.facts.get(LOCAL_PACKAGE, ()):
         cuda = bool(fact.note and fact.note.startswith(COMPILES_CUDA))
+        # ./ always: pip reads a word with no slash as a package's name (``apex`` is
+        # an unrelated project on the index), not as the folder
+        folder = fact.value if fact.value.startswith(("./", "../", "/")) else f"./{fact.value}"
         why = (
             f"a folder of the repository pip builds ({fact.value}): not installed by gpuenv; "
             f"after `gpuenv install`, `gpuenv run -- pip install --no-build-isolation "
-            f"{fact.value}` builds it against the environment's torch"
+            f"{folder}` builds it against the environment's torch"
         )
         d.add(
             Entry(

@@ -6,12 +6,15 @@ BuildKit's ``--mount=``/``--network=``/``--security=`` flags before the command 
 A Dockerfile with no ``FROM`` is not one (exit 2). ``RUN`` heredocs, commands that use
 unset variables, and ``apt-get install`` lines are reported, not read. A ``pip install
 -r FILE`` reads FILE when it is beside the Dockerfile or at the root of what is imported.
+A path pip installs is read in the image (``_image_tree``): a clone's repository, a
+folder of the build context, or the project itself.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +22,13 @@ from pathlib import Path
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from gpuenv._redact import redact_url
 from gpuenv.importers import images, requirements
 from gpuenv.importers._context import Context
+from gpuenv.importers._image_tree import Cloned, Copied, ImageTree
 from gpuenv.importers._text import OUTSIDE, fail, line_not_read, quoted
 from gpuenv.importers.conda_env import CONDA_TOOLS, read_install_args
+from gpuenv.importers.local_paths import read_local_path
 from gpuenv.importers.model import (
     INCLUDED,
     PYTHON,
@@ -97,6 +103,8 @@ class _State:
     # name (python3.9 get-pip.py, python3.9 -m pip, pip3.9): (version, origin)
     apt_python: tuple[str, Origin] | None = None
     run_python: tuple[str, Origin] | None = None
+    # the working directory and what filled the image's folders (COPY, ADD, git clone)
+    tree: ImageTree = field(default_factory=ImageTree)
 
     def expand(self, text: str) -> tuple[str, bool]:
         """``text`` with known ARG/ENV values substituted; False when one is unknown."""
@@ -143,6 +151,7 @@ def _from(state: _State, line: int, args: str) -> None:
     if len(words) >= 3 and words[1].lower() == "as":
         state.stages[words[2]] = image
     state.base = (image, Origin(state.builder.file, line, f"FROM {args}"))
+    state.tree.new_stage()
 
 
 def _command_words(tokens: list[str]) -> list[str]:
@@ -181,6 +190,7 @@ def _conda_tokens(tokens: list[str]) -> list[str] | None:
 
 
 def _pip_install(state: _State, tokens: list[str], origin: Origin) -> None:
+    tokens = _in_image(state, tokens, origin)
     for i, token in enumerate(tokens):
         if token in ("-r", "--requirement") and i + 1 < len(tokens):
             _requirements_file(state, tokens[i + 1], origin)
@@ -225,7 +235,19 @@ def _keeps(image_asks: list[Ask], specifiers: list[str]) -> bool:
 
 
 def _requirements_file(state: _State, name: str, origin: Origin) -> None:
-    """``pip install -r FILE``: read FILE when it is here (the build context is unknown)."""
+    """``pip install -r FILE``: read FILE when it is here: the context's file a COPY put
+    there, else FILE beside the Dockerfile or at the root (the build context unknown)."""
+    found = state.tree.origin_of(name)
+    if found is not None and isinstance(found[0], Cloned):
+        state.builder.note(
+            UNREADABLE,
+            f"pip install -r {name}: a file of {redact_url(found[0].url)}, cloned in the "
+            "image, not of this repository",
+            origin,
+        )
+        return
+    if found is not None and isinstance(found[0], Copied):
+        name = posixpath.normpath(posixpath.join(found[0].path, found[1]))
     for base in (state.path.parent, state.ctx.root):
         candidate = Path(os.path.normpath(base / name))
         if not state.ctx.inside(candidate):
@@ -264,6 +286,7 @@ def _run(state: _State, line: int, args: str) -> None:
             fail(state.builder.file, line, "RUN [...]: not a JSON array")
     else:
         commands = requirements.shell_commands(args, origin)
+    state.tree.begin_run()
     for tokens in commands:
         if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
             fail(state.builder.file, line, "RUN [...]: not an array of strings")
@@ -279,6 +302,8 @@ def _command(state: _State, tokens: list[str], origin: Origin) -> None:
             return
         expanded.append(value)
     _python_named(state, _command_words(expanded), origin)
+    if _moves(state, _command_words(expanded), origin):
+        return
     pip = _pip_tokens(expanded)
     if pip is not None:
         _pip_install(state, pip, origin)
@@ -352,6 +377,158 @@ def _instruction(state: _State, line: int, name: str, args: str) -> None:
         _from(state, line, args)
     elif name == "RUN":
         _run(state, line, args)
+    elif name == "WORKDIR":
+        path, complete = state.expand(args.strip().strip("\"'"))
+        state.tree.set_workdir(path if complete else "$")
+    elif name in ("COPY", "ADD"):
+        _copy(state, args)
+
+
+def _copy(state: _State, args: str) -> None:
+    """``COPY``/``ADD`` from the build context (not ``--from`` another stage or image,
+    nor ``ADD``'s URLs): which folders and files of the context land where."""
+    if args.startswith("["):
+        try:
+            words = json.loads(args)
+        except (ValueError, RecursionError):
+            return
+        if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+            return
+    else:
+        words = args.split()
+    if any(w.startswith("--from") for w in words):
+        return
+    words = [w for w in words if not w.startswith("--")]
+    expanded = [state.expand(w) for w in words]
+    if len(words) < 2 or not all(complete for _, complete in expanded):
+        return
+    *sources, destination = [w for w, _ in expanded]
+    if any("://" in s for s in sources):
+        return
+    state.tree.copied(sources, destination, folders=[_context_folder(state, s) for s in sources])
+
+
+def _context_folder(state: _State, source: str) -> bool:
+    """Whether ``source`` of the build context is a folder: where it is here, what it is;
+    where it is not (a submodule not fetched, a folder the build's user adds), a name
+    with no file suffix is taken for one."""
+    for base in (state.ctx.root, state.path.parent):
+        here = base / source.lstrip("/")
+        if _exists(here) and state.ctx.inside(here):
+            return here.is_dir()
+    return source.strip("/") in ("", ".") or "." not in posixpath.basename(source.rstrip("/"))
+
+
+def _exists(path: Path) -> bool:
+    """``path.exists()``, False for a name no file system takes (a NUL byte, too long)."""
+    try:
+        return path.exists()
+    except (OSError, ValueError):
+        return False
+
+
+def _moves(state: _State, words: list[str], origin: Origin) -> bool:
+    """A command that changes where the RUN is or what a folder holds (``cd``, ``git``),
+    or ``python setup.py install|develop`` of a folder the image's tree knows (read as
+    pip's install of it); False for any other command."""
+    if words and words[0].startswith("("):  # a subshell: (cd apex && pip install .)
+        words = [words[0][1:], *words[1:]] if words[0] != "(" else words[1:]
+    if words and words[-1].endswith(")"):
+        words = [*words[:-1], words[-1][:-1]] if words[-1] != ")" else words[:-1]
+    if not words:
+        return False
+    head = words[0]
+    if head in ("cd", "pushd"):
+        state.tree.cd(words[1] if len(words) > 1 and not words[1].startswith("-") else None)
+        return True
+    if head == "git":
+        state.tree.git(words)
+        return True
+    if (
+        head.rsplit("/", 1)[-1].startswith("python")
+        and len(words) >= 3
+        and words[1].rsplit("/", 1)[-1] == "setup.py"
+        and words[2] in ("install", "develop")
+    ):
+        folder = posixpath.dirname(words[1]) or "."
+        if state.tree.origin_of(folder) is None:
+            return False  # a folder of the base image: not what pip would name
+        _pip_install(state, ["-e", folder] if words[2] == "develop" else [folder], origin)
+        return True
+    return False
+
+
+_ARCHIVES = (".whl", ".tar.gz", ".tgz", ".zip", ".tar.bz2")
+_EXTRAS = re.compile(r"\[[^\]]*\]$")
+
+
+def _in_image(state: _State, tokens: list[str], origin: Origin) -> list[str]:
+    """``pip install``'s words with each path the image's tree knows replaced by what it
+    holds: a clone's git URL; the project itself (``.``) for the context's root; a
+    folder of the context recorded here as the repository's folder (and dropped)."""
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        word = tokens[i]
+        if word in ("-e", "--editable") and i + 1 < len(tokens):
+            replaced = _image_path(state, tokens[i + 1], origin, editable=True)
+            if replaced is None or replaced == "." or replaced.startswith(".["):
+                out += [word, tokens[i + 1] if replaced is None else replaced]
+            elif replaced:
+                out.append(replaced)  # a clone: installed from git, not editable
+            i += 2
+            continue
+        if word.startswith("-"):
+            taken = requirements.skip_option(word, tokens, i)
+            out += tokens[i : i + taken]
+            i += taken
+            continue
+        replaced = _image_path(state, word, origin, editable=False)
+        if replaced is None:
+            out.append(word)
+        elif replaced:
+            out.append(replaced)
+        i += 1
+    return out
+
+
+def _path_word(word: str, *, editable: bool) -> tuple[str, str] | None:
+    """(path, extras) of a pip word that names a folder; None for a package's name (pip
+    reads a word as a path only with a slash or a dot, or after -e), a URL, an archive."""
+    if "://" in word or word.startswith(("git+", "hg+", "svn+", "bzr+")) or "@" in word:
+        return None
+    extras_match = _EXTRAS.search(word)
+    extras = extras_match.group(0) if extras_match else ""
+    path = word[: len(word) - len(extras)]
+    if path.endswith(_ARCHIVES):
+        return None
+    if editable or path in (".", "..") or path.startswith(("./", "../", "/")) or "/" in path:
+        return path, extras
+    return None
+
+
+def _image_path(state: _State, word: str, origin: Origin, *, editable: bool) -> str | None:
+    """What ``word`` installs from the image (see ``_in_image``): None when it is not a
+    path the tree knows, "" when it was recorded here."""
+    named = _path_word(word, editable=editable)
+    if named is None:
+        return None
+    path, extras = named
+    found = state.tree.origin_of(path)
+    if found is None:
+        return None
+    source, below = found
+    if isinstance(source, Cloned):
+        return source.requirement(below)
+    relative = posixpath.normpath(posixpath.join(source.path, below))
+    if relative == ".":
+        return f".{extras}"
+    if not _exists(state.ctx.root / relative) and _exists(state.path.parent / relative):
+        relative = os.path.relpath(state.path.parent / relative, state.ctx.root)
+    read_local_path(
+        state.ctx, state.builder, f"./{relative}{extras}", origin, editable=editable, context=True
+    )
+    return ""
 
 
 def read(ctx: Context, path: Path, text: str, fmt: str) -> None:

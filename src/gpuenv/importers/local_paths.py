@@ -48,11 +48,18 @@ def is_the_project(text: str) -> bool:
 
 
 def read_local_path(
-    ctx: Context, builder: ReadingBuilder, text: str, origin: Origin, *, editable: bool
+    ctx: Context,
+    builder: ReadingBuilder,
+    text: str,
+    origin: Origin,
+    *,
+    editable: bool,
+    context: bool = False,
 ) -> bool:
     """Record ``text`` as a local package or an author's path; False when it is
-    neither (a package, a URL, the project itself, or a Dockerfile's path in its image)."""
-    if builder.format == "dockerfile":  # a path in the image (`COPY . /app`, then /app)
+    neither (a package, a URL, the project itself, or a Dockerfile's path in its image).
+    ``context``: a Dockerfile's path already read as the build context's (a COPY's)."""
+    if builder.format == "dockerfile" and not context:  # a path in the image, unknown
         return False
     path = _path_of(text, editable=editable)
     if path is None or path.endswith(_ARCHIVES):

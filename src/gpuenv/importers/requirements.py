@@ -363,7 +363,7 @@ class PipLines:
                 option, value = word.split("=", 1)
                 self.option(option, value, origin)
             elif word.startswith("-"):
-                i += _skip_option(word, tokens, i)
+                i += skip_option(word, tokens, i)
                 continue
             else:
                 # One requirement not understood is noted, not the rest of the command:
@@ -416,9 +416,10 @@ _OPTIONS_WITH_VALUE = {
 }  # fmt: skip
 
 
-def _skip_option(token: str, tokens: list[str], i: int) -> int:
-    """How many tokens an option we do not need takes (itself, and maybe a value)."""
-    if token in _OPTIONS_WITH_VALUE and "=" not in token and i + 1 < len(tokens):
+def skip_option(token: str, tokens: list[str], i: int) -> int:
+    """How many tokens an option takes (itself, and maybe a value)."""
+    takes_value = token in _OPTIONS_WITH_VALUE or token in _VALUE_OPTIONS
+    if takes_value and "=" not in token and i + 1 < len(tokens):
         return 2
     return 1
 
