@@ -2,21 +2,22 @@
 setup: a prefix installed where the store is writable can be attached by another
 project, verified and run where it is mounted read-only; the records and locks go to
 the user's state directory. A read-only project is a typed error naming what could
-not be written. Real read-only bind mounts (in a private mount namespace): they hold
-for root too, unlike permission bits."""
+not be written, where something must be written there. Real read-only bind mounts (in
+a private mount namespace): they hold for root too, unlike permission bits."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import types
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.conftest import Project, spec_text
-from tests.faults.conftest import read_only_prefix
+from tests.faults.conftest import Cli, Locked, read_only_prefix
 from tests.fixtures.pkgindex.plugin import PkgIndex
 
 FAKE_TORCH = Path(__file__).resolve().parents[1] / "fixtures" / "fake_torch"
@@ -113,6 +114,58 @@ def test_a_read_only_project_is_a_typed_error(
     lock = gpuenv_in(reader, ro, "lock", timeout=300)
     assert lock.returncode == 5, lock.stderr
     assert "cannot write the lock" in lock.stderr and "Traceback" not in lock.stderr
+
+
+def test_a_read_only_project_already_installed_installs(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    # Installed, its pointer current, then mounted read-only: install refused it (exit 5)
+    # although it had nothing to write. Only a pointer that must move is refused.
+    project = make_project(spec_text(pkgindex, deps=""))
+    project.gpuenv("install", "--target", "cpu", check=True, timeout=300)
+    pointer = project.dir / ".gpuenv" / "cpu"
+    prefix = Path(os.readlink(pointer))
+    ro = read_only_prefix([project.dir])
+    if ro is None:
+        pytest.skip("no read-only bind mounts here (no mount namespace)")
+    for frozen in (["--frozen"], []):
+        again = gpuenv_in(project, ro, "install", "--target", "cpu", *frozen, "--json")
+        assert again.returncode == 0, again.stdout + again.stderr  # type: ignore[attr-defined]
+        result = json.loads(again.stdout)["targets"]["cpu"]  # type: ignore[attr-defined]
+        assert result["built"] is False and result["prefix"] == str(prefix), result
+    plain = gpuenv_in(project, ro, "install", "--target", "cpu")
+    said = plain.stdout + plain.stderr  # type: ignore[attr-defined]
+    assert plain.returncode == 0 and "cpu: already installed" in said, said  # type: ignore[attr-defined]
+    pointer.unlink()  # now the pointer must be written: the clear refusal stays
+    refused = gpuenv_in(project, ro, "install", "--target", "cpu", "--frozen", "--json")
+    assert refused.returncode == 5, refused.stdout + refused.stderr  # type: ignore[attr-defined]
+    error = json.loads(refused.stdout)["error"]  # type: ignore[attr-defined]
+    assert error["kind"] == "storage" and ".gpuenv" in error["path"], error
+    assert not pointer.is_symlink()
+
+
+def test_the_project_check_runs_only_where_a_pointer_moves(
+    project: Locked, fake_uv: Path, run_cli: Callable[..., Cli], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same, in-process where no mount namespace is allowed: the project's file
+    # system says read-only (statvfs), as a read-only mount does for root too.
+    assert run_cli("install", "--frozen", "--target", "cpu").code == 0
+    real = os.statvfs
+
+    def statvfs(path: object) -> object:
+        if str(path).startswith(str(project.dir)):
+            return types.SimpleNamespace(f_flag=os.ST_RDONLY)
+        return real(path)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "statvfs", statvfs)
+    again = run_cli("install", "--frozen", "--target", "cpu")
+    assert again.code == 0 and "cpu: already installed" in again.out, again.err
+    (project.dir / ".gpuenv" / "cpu").unlink()
+    refused = run_cli("install", "--frozen", "--target", "cpu", "--json")
+    assert refused.code == 5, refused.out + refused.err
+    error = json.loads(refused.out)["error"]
+    assert error["kind"] == "storage" and error["errno"] == "EROFS", error
+    assert ".gpuenv" in error["path"] and "Traceback" not in refused.err
 
 
 def test_add_and_remove_on_a_read_only_mount_name_the_mount_not_the_mode(

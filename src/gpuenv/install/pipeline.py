@@ -26,7 +26,13 @@ from gpuenv.install.pip import (
 from gpuenv.install.request import InstallRequest, InstallResult, Progress, uv_binary, uv_env
 from gpuenv.install.toolkit import cuda_home, jit_arch_list, write_activation
 from gpuenv.lock.model import Lock, LockedTarget
-from gpuenv.store import STAGING, Store, point_project
+from gpuenv.store import (
+    STAGING,
+    Store,
+    check_project_writable,
+    current_prefix,
+    point_project,
+)
 
 if TYPE_CHECKING:
     from gpuenv._artifacts import ArtifactSources
@@ -267,6 +273,10 @@ def install_target(
         target.name, prefix_key(lock_hash, request.local, _chosen_groups(request))
     )
     with store.locked(prefix):
+        if current_prefix(request.project, target.name) != prefix:  # point_project moves it
+            # before anything is fetched or built: a read-only project failed on the
+            # pointer only after the build (one already pointed here writes nothing)
+            check_project_writable(request.project.absolute())
         built = not store.is_installed(prefix, lock_hash) or not _runnable(prefix)
         outcomes: tuple[BuildOutcome, ...] = ()
         if built:

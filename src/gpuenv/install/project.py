@@ -117,9 +117,9 @@ def install_spec_file(
             _foreign.refuse(name, _foreign.platform_of(target.platform, target.gpu), "install")
         options = LockOptions.from_settings(settings, loaded.spec, targets=chosen)
         wanted = choose_groups(loaded.spec, ask.groups, every=ask.all_groups, dev=ask.dev)
-        from gpuenv.store import check_project_writable
-
-        check_project_writable(spec_file.parent.absolute())
+        # A read-only project is refused only where it must be written: a relock writes
+        # gpuenv.lock (that write says so), ``install_target`` checks before it builds
+        # what a pointer would move to; one already installed and pointed at installs.
         lock, digest = ensure_lock(
             loaded,
             knowledge,
