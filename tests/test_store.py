@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from gpuenv.errors import NotInstalled
 from gpuenv.store import (
     STAGING,
     STAGING_STALE_SECONDS,
+    RolledBack,
     Store,
     current_prefix,
     default_root,
@@ -103,9 +105,10 @@ def test_pointers_keep_the_previous_generation_and_roll_back(tmp_path: Path) -> 
     assert current_prefix(project, "h100") == second
     assert os.readlink(pointer_path(project, "h100", previous=True)) == str(first)
     assert (project / ".gpuenv" / ".gitignore").read_text().strip().endswith("*")
-    assert rollback(store, project, "h100") == (second, first)
+    assert rollback(store, project, "h100") == RolledBack(second, first, left_installed=True)
     assert current_prefix(project, "h100") == first
-    assert rollback(store, project, "h100") == (first, second), "a second rollback undoes the first"
+    undone = rollback(store, project, "h100")
+    assert undone == RolledBack(first, second, left_installed=True), "a second one undoes it"
 
 
 def test_rollback_without_a_previous_generation_is_refused(tmp_path: Path) -> None:
@@ -115,6 +118,29 @@ def test_rollback_without_a_previous_generation_is_refused(tmp_path: Path) -> No
     with pytest.raises(NotInstalled, match="no previous generation") as refused:
         rollback(store, project, "cpu")
     assert refused.value.exit_code == 4, "not ready (documented), not an install failure"
+
+
+def test_rollback_from_a_deleted_generation_goes_back_and_says_it_is_gone(
+    tmp_path: Path,
+) -> None:
+    # The current prefix deleted by hand: rollback is the way back to the previous one
+    # (it is intact); the one left is reported gone, and a second rollback, which has
+    # nothing to return to, says why and changes nothing.
+    store = Store(tmp_path / "store")
+    project = tmp_path / "project"
+    first = make_prefix(store, "cpu", HASH_A)
+    second = make_prefix(store, "cpu", HASH_B)
+    point_project(store, project, "cpu", first)
+    point_project(store, project, "cpu", second)
+    shutil.rmtree(second)
+    assert rollback(store, project, "cpu") == RolledBack(second, first, left_installed=False)
+    assert current_prefix(project, "cpu") == first
+    with pytest.raises(NotInstalled, match="no longer there") as refused:
+        rollback(store, project, "cpu")
+    assert refused.value.exit_code == 4 and str(second) in str(refused.value)
+    assert refused.value.hint is not None and "gpuenv install --target cpu" in refused.value.hint
+    assert current_prefix(project, "cpu") == first
+    assert os.readlink(pointer_path(project, "cpu", previous=True)) == str(second)
 
 
 def test_gc_keeps_what_live_pointers_reach_and_frees_the_rest(tmp_path: Path) -> None:

@@ -163,25 +163,7 @@ def select(
         if table is not None:
             refuse_foreign(spec_file, target, "run", table)
     if target is None:
-        installed = installed_targets(project)
-        if declared is not None:  # pointers beside it of targets it does not declare
-            installed = [name for name in installed if name in declared]
-        if not installed and not os.path.isfile(spec_file):
-            raise NotInstalled(
-                f"no {SPEC_FILENAME} here: {spec_file} does not exist",
-                hint=f"write one with 'gpuenv init' (then 'gpuenv lock' and 'gpuenv install'), "
-                f"or pass -f PATH to a project's {SPEC_FILENAME}",
-            )
-        if not installed:
-            raise NotInstalled(
-                f"nothing is installed for {spec_file}", hint="run 'gpuenv install' first"
-            )
-        if len(installed) > 1:
-            raise UsageError(
-                f"several targets are installed here ({', '.join(installed)}): pick one",
-                hint=f"pass --target, e.g. --target {installed[0]}",
-            )
-        target = installed[0]
+        target = _only_pointed(project, spec_file, declared)
     prefix = resolve_pointer(pointer(project, target))
     marker, why = read_marker_checked(prefix) if prefix is not None else (None, None)
     if prefix is None or marker is None:
@@ -201,6 +183,36 @@ def select(
             hint=f"run 'gpuenv install --target {target}'",
         )
     return Selected(target, prefix, marker, project)
+
+
+def only_pointed(project: str, *, spec: str | None = None, explicit: bool = False) -> str:
+    """The target a command takes when none is named: the only one the project points
+    at (``.gpuenv/<target>``), whether or not its prefix is still there (``rollback``
+    leaves a deleted one); ``spec`` and ``explicit`` as for ``select``."""
+    spec_file = spec or os.path.join(project, SPEC_FILENAME)
+    return _only_pointed(project, spec_file, declared_targets(spec_file) if explicit else None)
+
+
+def _only_pointed(project: str, spec_file: str, declared: dict[str, object] | None) -> str:
+    installed = installed_targets(project)
+    if declared is not None:  # pointers beside it of targets it does not declare
+        installed = [name for name in installed if name in declared]
+    if not installed and not os.path.isfile(spec_file):
+        raise NotInstalled(
+            f"no {SPEC_FILENAME} here: {spec_file} does not exist",
+            hint=f"write one with 'gpuenv init' (then 'gpuenv lock' and 'gpuenv install'), "
+            f"or pass -f PATH to a project's {SPEC_FILENAME}",
+        )
+    if not installed:
+        raise NotInstalled(
+            f"nothing is installed for {spec_file}", hint="run 'gpuenv install' first"
+        )
+    if len(installed) > 1:
+        raise UsageError(
+            f"several targets are installed here ({', '.join(installed)}): pick one",
+            hint=f"pass --target, e.g. --target {installed[0]}",
+        )
+    return installed[0]
 
 
 def child_environment(

@@ -752,22 +752,42 @@ def point_project(store: Store, project: Path, target: str, prefix: Path) -> Pat
     return old
 
 
-def rollback(store: Store, project: Path, target: str) -> tuple[Path, Path]:
+@dataclass(frozen=True)
+class RolledBack:
+    """What ``rollback`` did: the generation it left (now the previous one), the one it
+    went to, and whether the one left is still completely installed (False: deleted by
+    hand or its install undone, so ``gpuenv rollback`` cannot return to it)."""
+
+    left: Path
+    to: Path
+    left_installed: bool
+
+
+def rollback(store: Store, project: Path, target: str) -> RolledBack:
     """Point the project back at its previous generation (and keep the current one as
-    the new previous, so a second rollback undoes the first). Returns (from, to).
+    the new previous, so a second rollback undoes the first).
 
     The previous generation must be a completely installed prefix of this target in
     this store (its completion marker names the target); anything else is refused and
-    nothing changes. The project then runs it although gpuenv.lock may have moved on
-    (``run`` warns; ``gpuenv install`` returns to the lock)."""
+    nothing changes. The current one need not be: a prefix deleted by hand is when the
+    previous one is wanted most (``RolledBack.left_installed`` says so). The project
+    then runs the previous one although gpuenv.lock may have moved on (``run`` warns;
+    ``gpuenv install`` returns to the lock)."""
     current = pointer_path(project, target)
     previous = pointer_path(project, target, previous=True)
     with store.roots_locked():
         now, before = _resolve_pointer(current), _resolve_pointer(previous)
-        if before is None or not before.exists():
+        if before is None:
             raise NotInstalled(
                 f"target {target} has no previous generation to roll back to",
                 hint="a previous generation exists once an install replaced another one",
+            )
+        if not before.exists():
+            raise NotInstalled(
+                f"the previous generation of {target} ({before}) is no longer there "
+                "(deleted by hand, or by gc after its pointer was removed): nothing was "
+                "changed",
+                hint=f"run 'gpuenv install --target {target}' to build the current lock",
             )
         if now is None:
             raise NotInstalled(
@@ -775,12 +795,13 @@ def rollback(store: Store, project: Path, target: str) -> tuple[Path, Path]:
                 hint=f"run 'gpuenv install --target {target}'",
             )
         marker = _check_generation(store, before, target)
+        left, _why = _marker.read_marker_checked(now)
         _replace_symlink(current, before, what="the project's pointer")
         _replace_symlink(previous, now, what="the project's previous-generation pointer")
         store.register_root(current, before)
         store.register_root(previous, now)
     _marker.write_lock_state(str(project), rollback={target: marker.lock_hash})
-    return now, before
+    return RolledBack(now, before, left is not None and left.target == target)
 
 
 def _check_generation(store: Store, prefix: Path, target: str) -> Marker:

@@ -1,7 +1,9 @@
 """`gpuenv rollback`: point a target back at its previous generation, atomically.
 
 Exit 4 (not ready) when there is nothing to roll back to: no project, nothing
-installed, or no previous generation (one exists once an install replaced another)."""
+installed, or no previous generation (one exists once an install replaced another) or
+one no longer there. The current generation may be gone (a prefix deleted by hand):
+that is when the previous one is wanted, and rolling back says the one left is gone."""
 
 from __future__ import annotations
 
@@ -31,10 +33,26 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         named = runtime.declared_targets(spec) if explicit else runtime._named_targets(spec)
         if named is not None:
             _common.check_target(args.target, list(named))
-    target = args.target or runtime.select(project, None, spec=spec, explicit=explicit).target
-    before, after = rollback(settings.store(), Path(project), target)
+    # the only target pointed at, its current prefix there or not (a deleted one is
+    # what rollback is for)
+    target = args.target or runtime.only_pointed(project, spec=spec, explicit=explicit)
+    done = rollback(settings.store(), Path(project), target)
     if args.json:
-        _output.emit_json({"target": target, "from": str(before), "to": str(after)})
+        _output.emit_json(
+            {
+                "target": target,
+                "from": str(done.left),
+                "to": str(done.to),
+                "from_installed": done.left_installed,
+            }
+        )
+    elif done.left_installed:
+        _output.out(
+            f"{target}: now {done.to}\n  (was {done.left}; 'gpuenv rollback' again to undo)"
+        )
     else:
-        _output.out(f"{target}: now {after}\n  (was {before}; 'gpuenv rollback' again to undo)")
+        _output.out(
+            f"{target}: now {done.to}\n  (was {done.left}, which is no longer installed: "
+            "nothing to undo to; 'gpuenv install' returns to the lock)"
+        )
     return 0
