@@ -484,6 +484,22 @@ def test_upgrade_package_takes_a_name_and_says_when_the_lock_pins_nothing_of_it(
     assert known.code == 0 and "not locked" not in known.err
 
 
+def test_upgrade_package_says_a_name_nothing_pins_when_there_is_no_lock_yet(
+    cli: Callable[..., CliResult], project: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    """With no gpuenv.lock, ``lock -P transformer`` exited 0 in silence: the lock-less
+    case is warned about as the locked one is (a warning, exit 0, the lock written)."""
+    lock = project.parent / "gpuenv.lock"
+    typo = cli("-f", str(project), "lock", "-P", "transformer")
+    assert typo.code == 0, typo.err
+    assert "--upgrade-package transformer: in neither" in typo.err
+    assert "check the spelling" in typo.err and lock.is_file()
+    lock.unlink()
+    known = cli("-f", str(project), "lock", "-P", "Transformers", "--json")
+    assert known.code == 0 and "--upgrade-package" not in known.err, known.err
+    assert lock.is_file()
+
+
 @pytest.mark.parametrize(
     "flags", [["--check", "--upgrade"], ["--check", "-P", "x"], ["--upgrade", "-P", "x"]]
 )

@@ -93,6 +93,20 @@ def test_an_upgraded_package_the_lock_does_not_pin_is_warned_about(spec_file: Pa
     ]
 
 
+def test_an_upgraded_package_with_no_lock_yet_is_warned_about_once_resolved(
+    spec_file: Path,
+) -> None:
+    # No gpuenv.lock yet: a misspelt name was let through in silence (there was no lock
+    # to look it up in). The resolution is where it is looked up then.
+    ask = LockAsk(targets=("cpu",), upgrade_packages=("tqmd", "TQDM"))
+    run, said, _pip = _lock(spec_file, ask)
+    assert run.written
+    assert said == [
+        f"--upgrade-package tqmd: in neither {spec_file} nor what it resolved to for cpu "
+        "(there was no lock: every pin is new anyway); check the spelling"
+    ]
+
+
 def test_a_requirement_given_as_an_upgraded_package_is_refused_before_resolving(
     spec_file: Path,
 ) -> None:

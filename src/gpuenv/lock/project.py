@@ -179,6 +179,8 @@ def lock_spec_file(
         kb_digest=kb_digest,
         progress=progress,
     )
+    if relock.basis is None:  # no lock before: the names are checked against the new one
+        _check_resolved(upgrade_packages, result.lock, options, loaded.path, warn)
     # the first `lock --check` or `install` of these bytes answers from lock._fresh's note
     _noted.note_written(
         taken,
@@ -206,9 +208,9 @@ def _check_upgrade_packages(
 ) -> None:
     """Each name whose pin should move is a package name (a requirement such as
     "idna>=3" is refused), and one the lock does not pin is said: a typo moved nothing,
-    silently."""
+    silently. With no lock to keep pins from, ``_check_resolved`` says it after the
+    resolution."""
     from gpuenv.errors import UsageError
-    from gpuenv.names import normalize_name
 
     for name in given:
         if not _PROJECT_NAME.match(name):
@@ -219,17 +221,44 @@ def _check_upgrade_packages(
             )
     if existing is None:
         return  # nothing is kept: every pin moves anyway
-    targets = [
-        existing.targets[n] for n in options.targets or existing.targets if n in existing.targets
-    ]
-    locked = {p.name for t in targets for p in t.pip} | {b.name for t in targets for b in t.builds}
-    unknown = [n for n in given if normalize_name(n) not in locked]
+    unknown = _not_locked(given, existing, options)
     if unknown:  # a warning: a requirement new in the spec is not locked yet
-        scope = f" for {', '.join(options.targets)}" if options.targets else ""
         warn(
-            f"--upgrade-package {', '.join(unknown)}: not locked in {lock_path}{scope}: "
-            "nothing of it to move (check the spelling)"
+            f"--upgrade-package {', '.join(unknown)}: not locked in {lock_path}"
+            f"{_scope(options)}: nothing of it to move (check the spelling)"
         )
+
+
+def _check_resolved(
+    given: Iterable[str],
+    resolved: Lock,
+    options: LockOptions,
+    spec_file: Path,
+    warn: Callable[[str], None],
+) -> None:
+    """With no lock before this one, a name the new lock does not pin either is in
+    neither the spec nor its resolution: said, as a name the old lock lacks is (a typo
+    passed silently where there was no lock yet)."""
+    unknown = _not_locked(given, resolved, options)
+    if unknown:
+        warn(
+            f"--upgrade-package {', '.join(unknown)}: in neither {spec_file} nor what it "
+            f"resolved to{_scope(options)} (there was no lock: every pin is new anyway); "
+            "check the spelling"
+        )
+
+
+def _not_locked(given: Iterable[str], lock: Lock, options: LockOptions) -> list[str]:
+    """The names of ``given`` that ``lock`` pins in none of the targets locked now."""
+    from gpuenv.names import normalize_name
+
+    targets = [lock.targets[n] for n in options.targets or lock.targets if n in lock.targets]
+    locked = {p.name for t in targets for p in t.pip} | {b.name for t in targets for b in t.builds}
+    return [n for n in given if normalize_name(n) not in locked]
+
+
+def _scope(options: LockOptions) -> str:
+    return f" for {', '.join(options.targets)}" if options.targets else ""
 
 
 def read_for_relock(
