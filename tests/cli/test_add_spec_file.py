@@ -100,11 +100,42 @@ def test_adding_what_the_spec_has_already_says_so_and_leaves_the_file_alone(
     before = spec.stat().st_mtime_ns
     again = cli("-f", str(spec), "add", "--no-install", "transformers>=1")
     assert again.code == 0, again.err
-    assert "gpuenv.toml has transformers>=1 already: nothing added" in again.out
+    said = f"[pip] dependencies has transformers>=1 already ({spec}:15): nothing added"
+    assert said in again.out
     assert "added" not in again.out.replace("nothing added", "")
     assert spec.read_text() == SPEC and spec.stat().st_mtime_ns == before
     both = cli("-f", str(spec), "add", "--no-install", "--json", "transformers>=1", "pillow")
     assert both.json()["changed"] == ["pillow"], both.out
+
+
+def test_an_add_over_a_listed_package_keeps_its_bound_and_says_what_it_was(
+    cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gpuenv add 'transformers[torch]'` over `transformers>=1` replaced the entry: the
+    bound was gone, and the output said only "added transformers[torch]". uv add merges
+    the extra into the entry and keeps the bound; so does gpuenv, and says so."""
+    spec = _spec(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    result = cli("add", "--no-install", "transformers[torch]", "pillow")
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[:2] == [
+        "changed transformers>=1 → transformers[torch]>=1 in [pip] dependencies (gpuenv.toml:15)",
+        "added pillow to [pip] dependencies (gpuenv.toml:16)",
+    ], result.out
+    assert spec.read_text() == SPEC.replace(
+        '"transformers>=1",  # tokenizers come with it\n',
+        '"transformers[torch]>=1",  # tokenizers come with it\n  "pillow",\n',
+    )
+    again = cli("add", "--no-install", "--json", "transformers[sentencepiece]<5")
+    assert again.json()["edits"] == [
+        {
+            "requirement": "transformers[sentencepiece,torch]<5",
+            "was": "transformers[torch]>=1",
+            "list": "pip.dependencies",
+            "file": "gpuenv.toml",
+            "line": 15,
+        }
+    ], "a bound given replaces the entry's; the extras add up"
 
 
 @pytest.mark.parametrize("group", ["", "Bad Group!", ".x"])

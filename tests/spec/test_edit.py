@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from gpuenv.spec import _models
-from gpuenv.spec.edit import Where, add, added, remove, removed
+from gpuenv.spec.edit import Where, add, added, merged, remove, removed
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -52,6 +52,7 @@ def _validated(text: str) -> dict[str, object]:
         (["flash-attn==2.6.3"], Where(target="h100")),
         (["ruff"], Where(group="dev")),
         (["ipykernel"], Where(group="jupyter")),
+        (["transformers[torch]", "numpy"], Where()),  # merged in place; kept as it is
     ],
 )
 def test_add_on_the_validated_spec_equals_validating_the_edited_text(
@@ -155,3 +156,56 @@ def test_a_package_named_twice_in_one_add_is_refused() -> None:
     with pytest.raises(UsageError) as caught:
         add(text, ["pillow==10.4.0", "Pillow==10.3.0"], Where(), file="gpuenv.toml")
     assert caught.value.message == "pillow is named 2 times: pillow==10.4.0, Pillow==10.3.0"
+
+
+@pytest.mark.parametrize(
+    ("entry", "given", "written"),
+    [
+        # the bound the entry had is kept, the extra merged in (as uv add writes it)
+        ("transformers>=4.40", "transformers[torch]", "transformers[torch]>=4.40"),
+        (
+            "transformers[torch]>=4.40",
+            "transformers[sentencepiece]<5",
+            "transformers[sentencepiece,torch]<5",
+        ),
+        ("transformers>=4.40", "transformers", "transformers>=4.40"),
+        ('pytest; sys_platform == "linux"', "pytest>=8", 'pytest>=8; sys_platform == "linux"'),
+        (
+            "apex @ git+https://example.invalid/apex.git",
+            "apex[cuda]",
+            "apex[cuda] @ git+https://example.invalid/apex.git",
+        ),
+        (
+            "apex>=1",
+            "apex @ git+https://example.invalid/apex.git",
+            "apex @ git+https://example.invalid/apex.git",
+        ),
+        ("numpy", "numpy >= 2", "numpy >= 2"),  # nothing of the entry lost: as written
+    ],
+)
+def test_an_add_over_an_entry_keeps_what_the_entry_said_unless_it_says_otherwise(
+    entry: str, given: str, written: str
+) -> None:
+    """`gpuenv add 'transformers[torch]'` over `transformers>=4.40` wrote
+    `transformers[torch]`: the bound the user wrote was dropped, unsaid."""
+    assert merged(entry, given) == written
+
+
+def test_an_add_over_an_entry_says_what_it_was_and_where_it_is() -> None:
+    edit = add(TEXT, ["transformers[torch]", "numpy", "pillow"], Where(), file="g")
+    assert '    "transformers[torch]>=4.44",  # models\n' in edit.text, "in place, comment kept"
+    assert edit.changed == ("transformers[torch]>=4.44", "pillow")
+    changed, new = edit.entries
+    assert (changed.was, changed.requirement, changed.line) == (
+        "transformers>=4.44",
+        "transformers[torch]>=4.44",
+        17,
+    )
+    assert (new.was, new.requirement, new.line, new.where.label) == (
+        None,
+        "pillow",
+        19,
+        "[pip] dependencies",
+    )
+    (kept,) = edit.kept
+    assert (kept.requirement, kept.line) == ("numpy", 18)

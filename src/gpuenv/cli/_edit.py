@@ -16,7 +16,7 @@ from gpuenv.errors import GpuenvError
 
 if TYPE_CHECKING:
     from gpuenv.cli._common import Settings
-    from gpuenv.spec.edit import Edit, Where
+    from gpuenv.spec.edit import Edit, Entry, Where
 
 
 def where_flags(parser: argparse.ArgumentParser) -> None:
@@ -109,7 +109,7 @@ def _apply(
         elif said:  # Ctrl-C, SIGTERM: their one line says only that gpuenv stopped
             _output.err(f"gpuenv: {said}")
         raise
-    _render(args, edit, locked, installed)
+    _render(args, spec_file, edit, locked, installed)
     return 0
 
 
@@ -277,18 +277,65 @@ def _installed_groups(project: str, target: str, default: tuple[str, ...]) -> tu
 
 
 def _render(
-    args: argparse.Namespace, edit: Edit, locked: tuple[str, ...], installed: tuple[str, ...]
+    args: argparse.Namespace,
+    spec_file: Path,
+    edit: Edit,
+    locked: tuple[str, ...],
+    installed: tuple[str, ...],
 ) -> None:
+    shown = _shown(spec_file)
     if args.json:
         _output.emit_json(
-            {"changed": list(edit.changed), "locked": list(locked), "installed": list(installed)}
+            {
+                "changed": list(edit.changed),
+                "edits": [_entry_json(e, shown) for e in edit.entries],
+                "kept": [_entry_json(e, shown) for e in edit.kept],
+                "locked": list(locked),
+                "installed": list(installed),
+            }
         )
         return
-    verb = "added" if args.command == "add" else "removed"
-    if edit.changed:
-        _output.out(f"{verb} {', '.join(edit.changed)}")
-    else:  # every requirement was in the spec already, as written
-        _output.out(f"gpuenv.toml has {', '.join(args.packages)} already: nothing added")
+    if args.command != "add":
+        _output.out(f"removed {', '.join(edit.changed)}")
+    for entry in edit.entries:
+        _output.out(_said(entry, shown))
+    for entry in edit.kept:  # what the spec had already, as asked: said, not added
+        left = "left as it is" if edit.entries else "nothing added"
+        _output.out(
+            f"{entry.where.label} has {entry.requirement} already ({_at(entry, shown)}): {left}"
+        )
     _output.out(f"  locked {', '.join(locked)}")
     if installed:
         _output.out(f"  installed {', '.join(installed)}")
+
+
+def _said(entry: Entry, shown: str) -> str:
+    """One line of what an add did to one entry: the list by its name in the file, the
+    file and the line; a changed entry with what it was, so no bound goes unsaid."""
+    at, label = _at(entry, shown), entry.where.label
+    if entry.was is None:
+        return f"added {entry.requirement} to {label} ({at})"
+    return f"changed {entry.was} → {entry.requirement} in {label} ({at})"
+
+
+def _at(entry: Entry, shown: str) -> str:
+    return f"{shown}:{entry.line}" if entry.line is not None else shown
+
+
+def _entry_json(entry: Entry, shown: str) -> dict[str, Any]:
+    return {
+        "requirement": entry.requirement,
+        "was": entry.was,
+        "list": entry.where.key,
+        "file": shown,
+        "line": entry.line,
+    }
+
+
+def _shown(spec_file: Path) -> str:
+    """The spec as the user would name it: relative to here when it is below here."""
+    absolute = spec_file.absolute()
+    try:
+        return str(absolute.relative_to(Path.cwd()))
+    except ValueError:
+        return str(spec_file)

@@ -3,9 +3,10 @@ key order and formatting stay byte for byte outside the lines that change.
 
 Where a requirement goes: ``[pip] dependencies`` (every target), ``[targets.<name>.pip]
 dependencies`` (``--target``: that target only) or ``[pip.groups] <group>`` (``--group``).
-A requirement for a package already listed there replaces that entry (as ``uv add``
-does). The torch family is refused, naming the key that chooses it. The text returned is
-checked like any spec by the caller before it is written.
+A requirement for a package already listed there is merged into that entry in place, as
+``uv add`` merges it (``merged``): nothing the entry said is dropped unless the new
+requirement says otherwise. The torch family is refused, naming the key that chooses it.
+The text returned is checked like any spec by the caller before it is written.
 """
 
 from __future__ import annotations
@@ -38,6 +39,26 @@ class Where:
             return f"pip.groups.{self.group}"
         return "pip.dependencies"
 
+    @property
+    def label(self) -> str:
+        """The list as gpuenv.toml shows it: ``[pip.groups] dev``."""
+        if self.target is not None:
+            return f"[targets.{self.target}.pip] dependencies"
+        if self.group is not None:
+            return f"[pip.groups] {self.group}"
+        return "[pip] dependencies"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One requirement of a list, where it is in the file: one line an edit added,
+    changed or removed, or (``Edit.kept``) one an add found there already."""
+
+    requirement: str  # as the list holds it after the edit (add) or held it (remove)
+    where: Where
+    line: int | None  # in the text after the edit (add) or before it (remove)
+    was: str | None = None  # the entry an add changed, as it was written
+
 
 @dataclass(frozen=True)
 class Edit:
@@ -47,6 +68,8 @@ class Edit:
     text: str
     changed: tuple[str, ...]  # the requirement lines added or removed
     touched: tuple[str, ...] | None  # the targets whose lock changes (None: every target)
+    entries: tuple[Entry, ...] = ()  # each of ``changed``, where
+    kept: tuple[Entry, ...] = ()  # what an add found there already, as it asked
 
 
 def _name_of(line: str) -> str:
@@ -226,9 +249,37 @@ def _index_of(items: Any, name: str) -> int | None:
     return None
 
 
+def merged(old: str, new: str) -> str:
+    """``new`` as it goes in place of ``old``, the entry of the same package (what ``uv
+    add`` writes): the extras of both; the version range (or URL) and the marker of
+    ``new`` where it gives one, else ``old``'s. ``add 'transformers[torch]'`` over
+    ``transformers>=4.40`` is ``transformers[torch]>=4.40``, where the entry was replaced
+    and its bound dropped, unsaid. ``new`` as written when it keeps all of ``old``."""
+    before, given = Requirement(old), Requirement(new)
+    extras = before.extras | given.extras
+    versioned = bool(given.specifier) or given.url is not None
+    unversioned = not before.specifier and before.url is None
+    marked = given.marker is not None or before.marker is None
+    if extras == given.extras and (versioned or unversioned) and marked:
+        return new
+    result = Requirement(new)
+    result.extras = extras
+    if not versioned:
+        result.specifier, result.url = before.specifier, before.url
+    if given.marker is None:
+        result.marker = before.marker
+    return str(result)
+
+
+def _same(one: str, other: str) -> bool:
+    """The two requirements say the same (``transformers >= 4.40`` is
+    ``transformers>=4.40``)."""
+    return Requirement(one) == Requirement(other)
+
+
 def add(text: str, requirements: Iterable[str], where: Where, *, file: str) -> Edit:
     """``text`` with ``requirements`` added at ``where`` (an entry of the same package
-    there is replaced in place)."""
+    there is merged with the new one in place: ``merged``)."""
     lines = list(requirements)
     names = [check_requirement(line) for line in lines]
     for name in dict.fromkeys(n for n in names if names.count(n) > 1):
@@ -240,18 +291,44 @@ def add(text: str, requirements: Iterable[str], where: Where, *, file: str) -> E
         )
     doc = _parse(text, file)
     items = _make(doc, where, file)
-    changed: list[str] = []
+    done: list[tuple[str, str | None]] = []  # (the line now, what it replaced)
+    kept: list[str] = []
     for line, name in zip(lines, names, strict=True):
         index = _index_of(items, name)
         if index is None:
             items.append(line)
-        elif str(items[index]) == line:
-            continue  # there already, as written: not "added"
-        else:
-            items[index] = line
-        changed.append(line)
+            done.append((line, None))
+            continue
+        was = str(items[index])
+        now = merged(was, line)
+        if _same(now, was):
+            kept.append(was)  # there already, as asked: not "added"
+            continue
+        items[index] = now
+        done.append((now, was))
     touched = (where.target,) if where.target is not None else None
-    return Edit(_dumps(doc), tuple(dict.fromkeys(changed)), touched)
+    after = _dumps(doc)
+    at = _lines_of(after, doc, where, file)
+    entries = tuple(Entry(now, where, at.get(now), was) for now, was in done)
+    return Edit(
+        after,
+        tuple(dict.fromkeys(e.requirement for e in entries)),
+        touched,
+        entries,
+        tuple(Entry(line, where, at.get(line)) for line in kept),
+    )
+
+
+def _lines_of(text: str, doc: Any, where: Where, file: str) -> dict[str, int]:
+    """The line in ``text`` of each requirement of ``where``'s list in ``doc`` (parsed
+    from ``text``)."""
+    from gpuenv._tomlpos import key_lines
+
+    path = tuple(_path_of(doc, where, file))
+    lines = key_lines(text)
+    items = _find(doc, where, file) or []
+    found = {str(item): lines.get((*path, i)) for i, item in enumerate(items)}
+    return {item: line for item, line in found.items() if line is not None}
 
 
 _PACKAGE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\Z")  # PEP 508's
@@ -348,8 +425,8 @@ def added(normalised: dict[str, Any], requirements: Iterable[str], where: Where)
         index = _index_of(items, _name_of(line))
         if index is None:
             items.append(line)
-        else:
-            items[index] = line
+        elif not _same(now := merged(items[index], line), items[index]):
+            items[index] = now
     return normalised
 
 
