@@ -138,6 +138,30 @@ def test_an_add_over_a_listed_package_keeps_its_bound_and_says_what_it_was(
     ], "a bound given replaces the entry's; the extras add up"
 
 
+def test_remove_names_each_list_and_line_it_removed_from(
+    cli: Callable[..., CliResult], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`gpuenv remove transformers` of a package in two lists said "removed
+    transformers>=1, transformers": not which list each was in, nor where; add names
+    them. remove now says it the same way, with the line the entry was on."""
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(SPEC + '\n[pip.groups]\ndev = ["pytest", "transformers"]\n')
+    monkeypatch.chdir(tmp_path)
+    result = cli("remove", "--no-install", "transformers")
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[:2] == [
+        "removed transformers>=1 from [pip] dependencies (gpuenv.toml:15)",
+        "removed transformers from [pip.groups] dev (gpuenv.toml:19)",
+    ], result.out
+    assert cli("add", "--no-install", "--target", "cpu", "idna").code == 0
+    both = cli("remove", "--no-install", "--json", "idna", "pytest")
+    assert both.code == 0, both.err
+    assert [(e["requirement"], e["list"], e["line"]) for e in both.json()["edits"]] == [
+        ("idna", "targets.cpu.pip.dependencies", 13),
+        ("pytest", "pip.groups.dev", 21),
+    ]
+
+
 @pytest.mark.parametrize("group", ["", "Bad Group!", ".x"])
 def test_a_group_that_is_no_group_name_is_refused_by_flag_and_edits_nothing(
     cli: Callable[..., CliResult], tmp_path: Path, group: str

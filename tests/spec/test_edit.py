@@ -209,3 +209,15 @@ def test_an_add_over_an_entry_says_what_it_was_and_where_it_is() -> None:
     )
     (kept,) = edit.kept
     assert (kept.requirement, kept.line) == ("numpy", 18)
+
+
+def test_remove_names_each_list_and_the_line_each_entry_was_on() -> None:
+    text = add(TEXT, ["pytest"], Where(target="cpu"), file="g").text
+    edit = remove(text, ["numpy", "transformers", "pytest"], None, file="g")
+    assert [(e.requirement, e.where.label, e.line) for e in edit.entries] == [
+        ("numpy", "[pip] dependencies", 21),
+        ("transformers>=4.44", "[pip] dependencies", 20),  # as the file had it, not shifted
+        ("pytest", "[pip.groups] dev", 25),
+        ("pytest", "[targets.cpu.pip] dependencies", 16),
+    ]
+    assert edit.changed == ("numpy", "transformers>=4.44", "pytest", "pytest")

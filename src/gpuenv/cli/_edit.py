@@ -295,10 +295,8 @@ def _render(
             }
         )
         return
-    if args.command != "add":
-        _output.out(f"removed {', '.join(edit.changed)}")
     for entry in edit.entries:
-        _output.out(_said(entry, shown))
+        _output.out(_said(args.command, entry, shown))
     for entry in edit.kept:  # what the spec had already, as asked: said, not added
         left = "left as it is" if edit.entries else "nothing added"
         _output.out(
@@ -309,10 +307,12 @@ def _render(
         _output.out(f"  installed {', '.join(installed)}")
 
 
-def _said(entry: Entry, shown: str) -> str:
-    """One line of what an add did to one entry: the list by its name in the file, the
+def _said(command: str, entry: Entry, shown: str) -> str:
+    """One line of what the edit did to one entry: the list by its name in the file, the
     file and the line; a changed entry with what it was, so no bound goes unsaid."""
     at, label = _at(entry, shown), entry.where.label
+    if command == "remove":  # the line it was on: the file has it no more
+        return f"removed {entry.requirement} from {label} ({at})"
     if entry.was is None:
         return f"added {entry.requirement} to {label} ({at})"
     return f"changed {entry.was} → {entry.requirement} in {label} ({at})"

@@ -336,7 +336,8 @@ _PACKAGE_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?\Z")  # P
 
 def remove(text: str, names: Iterable[str], where: Where | None, *, file: str) -> Edit:
     """``text`` without the named packages: from ``where``, or (None) from every list
-    that holds them. A name found nowhere is a usage error."""
+    that holds them, each entry with its list and its line in ``text``. A name found
+    nowhere is a usage error."""
     doc = _parse(text, file)
     for given in names:
         if not _PACKAGE_NAME.match(given):
@@ -346,8 +347,9 @@ def remove(text: str, names: Iterable[str], where: Where | None, *, file: str) -
             )
     wanted = [normalize_name(n) for n in names]
     places = [where] if where is not None else _every_list(doc)
-    removed: list[str] = []
+    removed: list[Entry] = []
     touched: set[str | None] = set()
+    at: dict[Where, dict[str, int]] = {}  # each list's lines, read before it changes
     for name in wanted:
         found = False
         for place in places:
@@ -355,7 +357,9 @@ def remove(text: str, names: Iterable[str], where: Where | None, *, file: str) -
             index = _index_of(items, name) if items is not None else None
             if index is None or items is None:
                 continue
-            removed.append(str(items[index]))
+            line = str(items[index])
+            lines = at.setdefault(place, _lines_of(text, doc, place, file))
+            removed.append(Entry(line, place, lines.get(line)))
             items.pop(index)
             touched.add(place.target)
             found = True
@@ -370,8 +374,9 @@ def remove(text: str, names: Iterable[str], where: Where | None, *, file: str) -
             raise UsageError(f"{name} is not in {where_text} of {file}")
     return Edit(
         _dumps(doc),
-        tuple(removed),
+        tuple(e.requirement for e in removed),
         None if None in touched else tuple(sorted(t for t in touched if t is not None)),
+        tuple(removed),
     )
 
 
