@@ -15,7 +15,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gpuenv.errors import StorageError, UsageError
@@ -158,6 +158,7 @@ def atomic_write_text(
     durable: bool = True,
     what: str = "a file",
     hint: str | None = None,
+    before_rename: Callable[[], None] | None = None,
 ) -> None:
     """Write ``text`` to ``path`` so readers see the old file or the new one, never
     a half-written one: a temporary file in the same directory, renamed over it.
@@ -165,7 +166,10 @@ def atomic_write_text(
     ``durable`` also fsyncs the data before the rename, so the file itself survives a
     power loss, not only a killed process: for files users keep (the lock, the spec).
     Files inside a prefix skip it (see ``Store.mark_installed``). A failure is a
-    ``StorageError`` about ``what`` (see ``writing``); no temporary file is left."""
+    ``StorageError`` about ``what`` (see ``writing``); no temporary file is left.
+    ``before_rename`` runs once the new file is complete, just before its rename (the
+    write of another file that must land with this one, as close to it as can be); what
+    it raises leaves ``path`` as it was."""
     with writing(path, what, hint=hint):
         _only_replaces_a_file(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -182,6 +186,8 @@ def atomic_write_text(
                     handle.flush()
                     os.fsync(handle.fileno())
             Path(tmp).chmod(mode)
+            if before_rename is not None:
+                before_rename()
             Path(tmp).replace(path)
         except BaseException:
             remove_made(made)

@@ -61,7 +61,7 @@ def test_a_relock_that_fails_for_one_target_writes_no_target(
     error = result.json()["error"]
     assert error["written"] is False and error["locked"] == ["login"]
     assert "locked but not written" in error["message"]
-    assert "gpuenv.toml put back as it was" in error["message"]
+    assert "gpuenv.toml and gpuenv.lock left as they were" in error["message"]
     assert "meanwhile" not in (error.get("hint") or ""), "no install of a lock not written"
     assert spec.read_bytes() == spec_before
     assert (spec.parent / "gpuenv.lock").read_bytes() == lock_before
@@ -124,3 +124,91 @@ def test_an_interrupted_add_says_what_it_put_back(
     assert "gpuenv.toml and gpuenv.lock put back as they were" in result.err
     assert spec.read_bytes() == spec_before
     assert (spec.parent / "gpuenv.lock").read_bytes() == lock_before
+
+
+@pytest.mark.parametrize("command", [["add", "tokenizers"], ["remove", "transformers"]])
+def test_the_spec_is_written_after_the_resolution_just_before_the_locks_rename(
+    command: list[str],
+    cli: Callable[..., CliResult],
+    locked: tuple[Path, bytes, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A SIGKILL during `gpuenv add` left gpuenv.toml edited and gpuenv.lock stale (13
+    of 40 kills): the spec was written before the resolution, the lock after it. The
+    edit is now resolved from the text in memory and written just before the lock's
+    rename: a kill while resolving leaves both files as they were, and only one
+    between the two renames leaves them apart."""
+    spec, spec_before, lock_before = locked
+    lock_path = spec.parent / "gpuenv.lock"
+    events: list[str] = []
+    resolve, rename = FakePip.resolve, Path.replace
+
+    def resolving(self: FakePip, request: object) -> object:
+        assert spec.read_bytes() == spec_before and lock_path.read_bytes() == lock_before
+        events.append("resolve")
+        return resolve(self, request)  # type: ignore[arg-type]
+
+    def renaming(self: Path, target: str | Path) -> Path:
+        if Path(target).name in ("gpuenv.toml", "gpuenv.lock"):
+            events.append(Path(target).name)
+        return rename(self, target)
+
+    monkeypatch.setattr(FakePip, "resolve", resolving)
+    monkeypatch.setattr(Path, "replace", renaming)
+    assert cli("-f", str(spec), *command, "--no-install").code == 0
+    assert "resolve" in events
+    assert events[events.index("resolve") :][-2:] == ["gpuenv.toml", "gpuenv.lock"], events
+    assert events.count("gpuenv.toml") == 1 and events.count("gpuenv.lock") == 1, events
+    assert cli("-f", str(spec), "lock", "--check").code == 0
+
+
+def test_a_spec_that_cannot_be_written_leaves_the_lock_as_it_was(
+    cli: Callable[..., CliResult],
+    locked: tuple[Path, bytes, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The spec is written inside the lock's write, before its rename: a spec write that
+    fails (a full disk) takes the new lock with it."""
+    import errno
+
+    from gpuenv import _fs
+
+    spec, spec_before, lock_before = locked
+    write = _fs.atomic_write_text
+
+    def full(path: Path, text: str, **kwargs: object) -> None:
+        if path.name == "gpuenv.toml":
+            raise _fs.storage_error(OSError(errno.ENOSPC, "No space"), path, "gpuenv.toml")
+        write(path, text, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_fs, "atomic_write_text", full)
+    result = cli("-f", str(spec), "add", "--no-install", "tokenizers")
+    assert result.code == 5, result.err
+    assert "no space left" in result.err and "Traceback" not in result.err
+    assert "gpuenv.toml and gpuenv.lock left as they were" in result.err
+    assert spec.read_bytes() == spec_before
+    assert (spec.parent / "gpuenv.lock").read_bytes() == lock_before
+    assert not [p.name for p in spec.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_an_interrupt_between_the_two_renames_puts_the_spec_back(
+    cli: Callable[..., CliResult],
+    locked: tuple[Path, bytes, bytes],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ctrl-C after the spec's rename, before the lock's: the spec is put back."""
+    spec, spec_before, lock_before = locked
+    rename = Path.replace
+
+    def interrupted(self: Path, target: str | Path) -> Path:
+        if Path(target).name == "gpuenv.lock":
+            raise KeyboardInterrupt
+        return rename(self, target)
+
+    monkeypatch.setattr(Path, "replace", interrupted)
+    result = cli("-f", str(spec), "add", "--no-install", "tokenizers")
+    assert result.code == 130
+    assert "gpuenv.toml put back as it was" in result.err
+    assert spec.read_bytes() == spec_before
+    assert (spec.parent / "gpuenv.lock").read_bytes() == lock_before
+    assert not [p.name for p in spec.parent.iterdir() if p.name.endswith(".tmp")]

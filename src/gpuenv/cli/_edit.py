@@ -1,5 +1,5 @@
 """What ``gpuenv add`` and ``gpuenv remove`` share: where a requirement goes, and the
-edit itself (checked, written, relocked, installed; undone on failure)."""
+edit itself (checked, relocked, written with its lock, installed; undone on failure)."""
 
 from __future__ import annotations
 
@@ -56,9 +56,11 @@ def apply(
     edit_text: Callable[[str, str], Edit],
     change: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> int:
-    """Edit the spec with ``edit_text(text, file)``, check, write, relock, install; on any
-    failure after the write, the spec is put back as it was (nothing half-done).
-    ``change`` is the same edit on the validated spec (``spec.edit.check_edited``)."""
+    """Edit the spec with ``edit_text(text, file)``, check, relock the edited text, write
+    it just before the new lock, install; a failure before the write leaves both files as
+    they were, one after it puts both back (nothing half-done, even after a SIGKILL but
+    for the two renames). ``change`` is the same edit on the validated spec
+    (``spec.edit.check_edited``)."""
     spec_file = _common.spec_path(args)
     # Two adds at once each read the spec, and the second's write dropped the first's
     # line (both said "added"): edits of one spec run one after another.
@@ -73,7 +75,6 @@ def _apply(
     edit_text: Callable[[str, str], Edit],
     change: Callable[[dict[str, Any]], dict[str, Any]],
 ) -> int:
-    from gpuenv import _fs
     from gpuenv.knowledge import knowledge_base
     from gpuenv.spec import read_spec_text
     from gpuenv.spec.edit import check_edited
@@ -85,24 +86,20 @@ def _apply(
     check_edited(
         before, edit.text, file=str(spec_file), kb=knowledge_base, cache_dir=cache, change=change
     )
-    bom = _BOM if _has_bom(real) else ""  # the reader drops it; the file keeps it
-    written = edit.text != before
+    spec = _SpecBytes(real, mode, before, edit.text)
     lock = _LockBytes(spec_file.parent / "gpuenv.lock")
-    try:  # the write too: an interrupt just after its rename must put it back
-        if written:
-            _fs.atomic_write_text(real, bom + edit.text, mode=mode, what="gpuenv.toml")
-        locked, installed = _relock_and_install(args, settings, spec_file, edit)
+    try:  # the spec is written just before the lock's rename, by the relock
+        locked, installed = _relock_and_install(args, settings, spec_file, edit, spec.write)
     except BaseException as exc:
         # Both files as they were: the lock too, should the install fail after it was
         # written (a lock of a spec no longer there would be out of date, and `run`
         # would refuse the environment installed before).
-        if written:
-            _fs.atomic_write_text(real, bom + before, mode=mode, what="gpuenv.toml")
+        spec_back = spec.put_back()
         try:
-            put_back = lock.put_back()
+            lock_back = lock.put_back()
         except (OSError, GpuenvError):  # the failure itself is the news; lock --check tells
-            put_back = False
-        said = _put_back(spec=written, lock=put_back)
+            lock_back = None
+        said = _put_back(spec=spec_back, lock=lock_back)
         if said and isinstance(exc, GpuenvError):  # in the failure's own message
             exc.message += f"\n{said}"
             exc.args = (exc.message, *exc.args[1:])
@@ -111,6 +108,38 @@ def _apply(
         raise
     _render(args, spec_file, edit, locked, installed)
     return 0
+
+
+class _SpecBytes:
+    """gpuenv.toml's edit, written when the relock has its lock ready (``write``), and
+    the text before it, to put back when the edit is undone."""
+
+    def __init__(self, real: Path, mode: int, before: str, after: str) -> None:
+        self.real, self.mode = real, mode
+        self.bom = _BOM if _has_bom(real) else ""  # the reader drops it; the file keeps it
+        self.before, self.after = before, after
+        self.started = False
+
+    def write(self) -> None:
+        from gpuenv import _fs
+
+        if self.after == self.before:
+            return
+        self.started = True  # an interrupt just after the rename must put it back
+        _fs.atomic_write_text(self.real, self.bom + self.after, mode=self.mode, what="gpuenv.toml")
+
+    def put_back(self) -> bool:
+        """Write the text before the edit back where the edit was written; True when it
+        did (False: the file never changed)."""
+        from gpuenv import _fs
+
+        if not self.started:
+            return False
+        with contextlib.suppress(OSError, GpuenvError):
+            if _fs.read_text(self.real, limit=_fs.SPEC_LIMIT) == self.before:  # BOM dropped
+                return False  # the write failed before its rename
+        _fs.atomic_write_text(self.real, self.bom + self.before, mode=self.mode, what="gpuenv.toml")
+        return True
 
 
 class _LockBytes:
@@ -126,18 +155,19 @@ class _LockBytes:
             self.before = _read(path)
             self.mode = path.stat().st_mode & 0o777
 
-    def put_back(self) -> bool:
+    def put_back(self) -> bool | None:
         """Write the old bytes back (or remove a lock that was not there) when they
-        changed, through a link and with the mode the file had; True when it did."""
+        changed, through a link and with the mode the file had; True when it did, False
+        when they had not changed, None when that cannot be told (unreadable)."""
         from gpuenv import _fs
 
         if self.before == b"":
-            return False
+            return None
         try:
             if _read(self.path) == self.before:
                 return False
         except (OSError, GpuenvError):
-            return False
+            return None
         if self.before is None:
             self.path.unlink(missing_ok=True)
         else:  # the bytes as they were, whatever they decode to, where and as they were
@@ -160,8 +190,12 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _put_back(*, spec: bool, lock: bool) -> str | None:
-    """Which files were put back as they were, as said (None: neither)."""
+def _put_back(*, spec: bool, lock: bool | None) -> str | None:
+    """Which files were put back as they were, as said; both "left as they were" where
+    neither had changed (the edit failed before its write); None where that is not
+    known of the lock."""
+    if not spec and lock is False:
+        return "gpuenv.toml and gpuenv.lock left as they were"
     files = [name for name, done in (("gpuenv.toml", spec), ("gpuenv.lock", lock)) if done]
     if not files:
         return None
@@ -207,8 +241,14 @@ def _writable(spec_file: Path) -> tuple[Path, int]:
 
 
 def _relock_and_install(
-    args: argparse.Namespace, settings: Settings, spec_file: Path, edit: Edit
+    args: argparse.Namespace,
+    settings: Settings,
+    spec_file: Path,
+    edit: Edit,
+    write_spec: Callable[[], None],
 ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Lock the edit's text before it is written (``write_spec`` writes it, called just
+    before the lock's rename), then install the targets installed here."""
     from gpuenv import runtime
     from gpuenv.install import install_locked, record_lock_state
     from gpuenv.install.pipeline import lock_inputs
@@ -219,7 +259,7 @@ def _relock_and_install(
     from gpuenv.lock.project import lock_and_write, plan_relock
     from gpuenv.spec import load_spec
 
-    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=settings.cache_dir)
+    loaded = load_spec(spec_file, kb=knowledge_base, cache_dir=settings.cache_dir, text=edit.text)
     touched = edit.touched if edit.touched is not None else tuple(loaded.spec.targets)
     lock_path = spec_file.parent / LOCK_FILENAME
     reading = load_lock(lock_path, cache_dir=settings.cache_dir, legacy_ok=True)
@@ -234,7 +274,7 @@ def _relock_and_install(
             lock_path=lock_path,
             kb_digest=data_digest(),
             progress=progress,
-            whole=True,
+            with_spec=write_spec,
         )
         project = str(spec_file.parent.absolute())
         present = runtime.installed_targets(project)

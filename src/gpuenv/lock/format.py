@@ -31,7 +31,7 @@ identity is checked against its inputs (``gpuenv.builds.model.check_entry``).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -469,11 +469,18 @@ def lock_digest(lock: Lock) -> str:
     return _sha256.hexdigest(render_lock(lock).encode())
 
 
-def write_lock_file(path: Path, lock: Lock, *, cache_dir: Path | None = None) -> LockWrite:
+def write_lock_file(
+    path: Path,
+    lock: Lock,
+    *,
+    cache_dir: Path | None = None,
+    before_rename: Callable[[], None] | None = None,
+) -> LockWrite:
     """Write ``lock`` to ``path`` atomically, unless those bytes are there already, and
     say which with their sha256. What is written passes the same checks as any lock read
     (a lock gpuenv writes and then refuses would be a bug: it is raised as one, before
-    writing)."""
+    writing). ``before_rename`` is called once the new file is complete, just before its
+    rename (``_fs.atomic_write_text``), or where the bytes are there already, then."""
     from gpuenv.lock import _integrity
 
     damaged = {  # checked from the values, as a reader checks what it parsed
@@ -487,15 +494,19 @@ def write_lock_file(path: Path, lock: Lock, *, cache_dir: Path | None = None) ->
     _remember(cache_dir, text)  # gpuenv's own output: no need to validate it on reading
     digest = _sha256.hexdigest(text.encode())
     try:
-        if _fs.read_text(path, limit=_fs.LOCK_LIMIT) == text:
-            return LockWrite(False, digest)
+        there = _fs.read_text(path, limit=_fs.LOCK_LIMIT) == text
     except (OSError, FileFormatError):
-        pass
+        there = False
+    if there:
+        if before_rename is not None:
+            before_rename()
+        return LockWrite(False, digest)
     atomic_write_text(
         path,
         text,
         what="the lock",
         hint=f"gpuenv writes {path.name} beside the spec: make {path.parent} writable",
+        before_rename=before_rename,
     )
     return LockWrite(True, digest)
 

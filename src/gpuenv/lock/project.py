@@ -473,13 +473,16 @@ def lock_and_write(
     backends: Callable[[], tuple[PipResolver, CondaSolver]] | None = None,
     kb_digest: str,
     progress: Progress | None = None,
-    whole: bool = False,
+    with_spec: Callable[[], None] | None = None,
 ) -> tuple[LockResult, bool]:
     """Lock what ``relock`` says (``plan_relock``) with ``backends`` (default: uv and
     rattler, ``lock.backends``) and write the file; True when its bytes changed.
-    ``whole``: write only when every target locked (``add`` and ``remove``, whose spec
-    edit is undone on failure: a lock holding it for some targets would belong to no
-    spec); otherwise the targets that locked are written and the others kept."""
+    Otherwise the targets that locked are written and the others kept, but with
+    ``with_spec`` (``add`` and ``remove``: ``loaded`` is their edit, not yet written,
+    and ``with_spec`` writes it), only when every target locked (a lock holding the
+    edit for some targets would belong to no spec), and ``with_spec()`` is called just
+    before the lock's rename: a kill during the resolution leaves the old spec with the
+    old lock, and only one between the two renames leaves them apart."""
     from gpuenv.lock.backends import resolvers
     from gpuenv.lock.format import write_lock_file
 
@@ -524,10 +527,14 @@ def lock_and_write(
     # Every target failed: the file stays as it was, byte for byte (it was rewritten
     # with the new spec's hash over the old targets, a lock of a spec never locked).
     none_locked = bool(result.failures) and not any(c.status != "removed" for c in result.changes)
-    held = whole and bool(result.failures)
+    held = with_spec is not None and bool(result.failures)
     if (result.lock.targets or existing is not None) and not none_locked and not held:
-        wrote = write_lock_file(lock_path, result.lock, cache_dir=options.cache_dir)
+        wrote = write_lock_file(
+            lock_path, result.lock, cache_dir=options.cache_dir, before_rename=with_spec
+        )
         result, written = replace(result, digest=wrote.digest), wrote.written
+    elif with_spec is not None and not result.failures:  # no lock to write: the spec alone
+        with_spec()
     if result.failures:
         raise partial_lock_error(result, lock_path=lock_path, written=written, held=held)
     return result, written
@@ -538,7 +545,7 @@ def partial_lock_error(
 ) -> NetworkError:
     """One error for every target that could not be locked (exit 5), saying what was
     written: each failed target with its URL and fix, the locked ones by name (``held``:
-    they were locked but not written, as ``lock_and_write(whole=True)`` does)."""
+    they were locked but not written, as ``lock_and_write(with_spec=...)`` does)."""
     locked = [c.target for c in result.changes if c.status != "removed"]
     kept = sorted(set(result.failures) & set(result.lock.targets))
     lines = []

@@ -426,12 +426,20 @@ def read_spec_text(file: Path, *, hint: str) -> str:
 
 
 def load_spec(
-    path: str | Path, *, kb: Any | None = None, cache_dir: Path | None = None
+    path: str | Path,
+    *,
+    kb: Any | None = None,
+    cache_dir: Path | None = None,
+    text: str | None = None,
 ) -> LoadedSpec:
-    """Read ``path`` (the CLI's ``-f``) and validate it, against ``kb`` when given."""
+    """Read ``path`` (the CLI's ``-f``) and validate it, against ``kb`` when given.
+    ``text``: the spec's text as it is about to be written at ``path``, not read (``add``
+    locks its edit before writing it)."""
     from gpuenv.errors import InputFileError
 
     file = Path(path)
+    if text is not None:
+        return _attached(parse_spec_text(text, file=str(file), kb=kb, cache_dir=cache_dir))
     try:
         text = read_spec_text(file, hint="create one with 'gpuenv init', or pass -f PATH")
     except IsADirectoryError:
@@ -441,7 +449,10 @@ def load_spec(
         raise SpecError([SpecProblem(str(file), None, "", message, exc.hint)]) from None
     except OSError as exc:
         raise UsageError(f"{file}: cannot read: {exc.strerror}") from None
-    loaded = parse_spec_text(text, file=str(file), kb=kb, cache_dir=cache_dir)
+    return _attached(parse_spec_text(text, file=str(file), kb=kb, cache_dir=cache_dir))
+
+
+def _attached(loaded: LoadedSpec) -> LoadedSpec:
     from gpuenv.spec._local import attach
 
     return attach(loaded)
