@@ -65,7 +65,11 @@ def test_frozen_refuses_a_stale_lock_and_a_plain_install_relocks(
     assert frozen.returncode == 1, frozen.stderr
     assert "out of date" in frozen.stderr
     assert not (project.dir / ".gpuenv").exists()
-    project.gpuenv("install", "--target", "cpu", check=True)
+    relocked = project.gpuenv("install", "--target", "cpu", check=True)
+    assert (
+        "cpu: gpuenv.lock is out of date (the spec (or gpuenv's knowledge base) changed since "
+        "it was locked): relocking" in relocked.stderr
+    )
     lock = read_lock(project.lock)
     assert lock is not None and lock.targets["cpu"].pip_package("transformers").version == "4.44.2"
 

@@ -398,6 +398,11 @@ def ensure_lock(
             hint="run 'gpuenv lock' (and commit gpuenv.lock)",
             details={"stale": relevant},
         )
+    if progress is not None and reading is not None:
+        # like `uv sync`, but said: an install that relocks first takes longer, and
+        # changes gpuenv.lock, which the user commits
+        for name, why in sorted(relevant.items()):
+            progress(f"{name}: {lock_path.name} is out of date ({'; '.join(why)}): relocking")
     relock = plan_relock(reading, loaded.spec, replace(options, targets=tuple(relevant)))
     result, _written = lock_and_write(
         loaded,
