@@ -61,10 +61,54 @@ def _advice(code: int | None, directory: str) -> str:
     return f"check {directory}, then retry"
 
 
+# Linux's inode flags (``chattr``), read with FS_IOC_GETFLAGS: what no mode bit shows
+_FS_IOC_GETFLAGS = 0x80086601
+_FLAGS = ((0x10, "immutable", "+i"), (0x20, "append-only", "+a"))
+
+
+def attribute_refusing_writes(path: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """("immutable", "+i") or ("append-only", "+a") where ``path`` carries that ``chattr``
+    attribute (a rename over it, or a new name in it when it is a folder, is refused
+    even to root, whatever its mode says); None where it has neither or it cannot be
+    told (not Linux, a file system without the flags, no such file)."""
+    import array
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        flags = array.array("l", [0])
+        fcntl.ioctl(fd, _FS_IOC_GETFLAGS, flags, True)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return next(((name, how) for bit, name, how in _FLAGS if flags[0] & bit), None)
+
+
+def _attribute_advice(code: int | None, where: str) -> str | None:
+    """The ``chattr`` attribute that refused the write at ``where`` (the file, or its
+    folder), as advice; None where no attribute explains it."""
+    if code not in (errno.EPERM, errno.EACCES):
+        return None
+    for path in (where, str(Path(where).parent)):
+        found = attribute_refusing_writes(path)
+        if found is not None:
+            name, how = found
+            return (
+                f"{path} is {name} (chattr {how}): remove it with chattr -{how[1]} {path} as root"
+            )
+    return None
+
+
 def storage_error(
     exc: OSError, path: str | os.PathLike[str], what: str, *, hint: str | None = None
 ) -> StorageError:
-    """``exc``, raised while writing ``what`` at ``path``, as a ``StorageError``."""
+    """``exc``, raised while writing ``what`` at ``path``, as a ``StorageError``. A
+    ``chattr`` attribute that refused it is named over ``hint``: no mode or owner
+    change the hint may suggest would help."""
     if isinstance(exc, StorageError):
         return exc
     where = os.fspath(path)
@@ -77,7 +121,7 @@ def storage_error(
         f"cannot write {what} ({where}): {reason}",
         path=where,
         errno_name=errno.errorcode.get(code) if code is not None else None,
-        hint=hint or _advice(code, directory),
+        hint=_attribute_advice(code, where) or hint or _advice(code, directory),
     )
 
 

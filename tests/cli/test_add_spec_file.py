@@ -5,8 +5,11 @@ read-only spec refused by name, every byte outside the edited list kept."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -235,3 +238,50 @@ def test_rollback_of_a_target_the_spec_does_not_name_says_so(
     result = cli("-f", str(spec), "rollback", "--target", "nosuch")
     assert result.code == 2, result.err
     assert "no target named 'nosuch'" in result.err and "targets in this spec: cpu" in result.err
+
+
+@contextlib.contextmanager
+def _chattr(path: Path, flag: str) -> Iterator[None]:
+    """``chattr +flag path`` for the block (root only, on a file system with the flags);
+    the test is skipped where it cannot be set."""
+    chattr = shutil.which("chattr")
+    if chattr is None:
+        pytest.skip("no chattr here")
+    tried = subprocess.run([chattr, f"+{flag}", str(path)], check=False, capture_output=True)
+    if tried.returncode:
+        pytest.skip("chattr +i/+a needs root and a file system with inode flags")
+    try:
+        yield
+    finally:
+        subprocess.run([chattr, f"-{flag}", str(path)], check=True)
+
+
+def test_an_immutable_spec_or_lock_is_named_with_the_attribute_not_a_mode(
+    cli: Callable[..., CliResult], tmp_path: Path
+) -> None:
+    """mode 0644 and still refused, to root too: "read-only (mode 0644)" and "chmod u+w"
+    said nothing true. The attribute is named, with how to remove it."""
+    spec = _spec(tmp_path, 0o644)
+    with _chattr(spec, "i"):
+        result = cli("-f", str(spec), "add", "--no-install", "pillow")
+    assert result.code == 2, result.err
+    assert f"{spec} is immutable (chattr +i)" in result.err
+    assert f"chattr -i {spec}" in result.err and "chmod" not in result.err
+    assert spec.read_text() == SPEC
+
+
+def test_a_write_refused_by_a_chattr_attribute_names_it_over_the_callers_hint(
+    tmp_path: Path,
+) -> None:
+    from gpuenv import _fs
+    from gpuenv.errors import StorageError
+
+    lock = tmp_path / "gpuenv.lock"
+    lock.write_text("old\n")
+    with _chattr(lock, "a"), pytest.raises(StorageError) as refused:
+        _fs.atomic_write_text(lock, "new\n", what="the lock", hint="make the folder writable")
+    assert refused.value.hint == (
+        f"{lock} is append-only (chattr +a): remove it with chattr -a {lock} as root"
+    )
+    assert lock.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["gpuenv.lock"]  # no temporary left

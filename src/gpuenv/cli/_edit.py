@@ -232,6 +232,14 @@ def _writable(spec_file: Path) -> tuple[Path, int]:
             "writable (a read-write mount or a copy), then 'gpuenv lock' there"
         )
         raise _fs.storage_error(refused, real, "gpuenv.toml", hint=hint)
+    attribute = _fs.attribute_refusing_writes(real) if mode & 0o222 else None
+    if attribute is not None:  # mode 0644 and still refused: say what refuses it
+        name, how = attribute
+        raise UsageError(
+            f"{real} is {name} (chattr {how}): gpuenv add and remove edit it",
+            hint=f"remove the attribute (chattr -{how[1]} {real}, as root) or edit it by "
+            "hand, then 'gpuenv lock'",
+        )
     if not mode & 0o222 or not os.access(real, os.W_OK):
         raise UsageError(
             f"{real} is read-only (mode {mode:04o}): gpuenv add and remove edit it",
