@@ -11,7 +11,7 @@ from gpuenv.errors import ForeignFileError
 from gpuenv.importers import read_inputs
 from gpuenv.importers.discover import discover
 from gpuenv.importers.merge import merge
-from gpuenv.importers.model import Ask, Authority, Reading
+from gpuenv.importers.model import PYTHON, Ask, Authority, Reading
 from gpuenv.importers.pyproject import poetry_to_pep440
 from gpuenv.knowledge.foreign import foreign_knowledge
 from tests.importers.conftest import IMPORTS
@@ -728,3 +728,40 @@ def test_a_contributing_guides_dev_extra_is_no_choice_of_extras(tmp_path: Path) 
     assert {"flask", "gunicorn"} <= set(found)
     assert not {"matplotlib", "black"} & set(found)
     assert "install guide" not in notes(readings)
+
+
+def test_a_torch_index_wheel_url_names_its_build_and_python(tmp_path: Path) -> None:
+    """NVIDIA/vid2vid's Dockerfile (2018): the CUDA 9.0 base image is the toolkit; torch is
+    the cu80 wheel its URL's folder names, for the Python its cp35 tag names."""
+    readings = read(
+        tmp_path,
+        {
+            "Dockerfile": (
+                "FROM nvidia/cuda:9.0-cudnn7-devel-ubuntu16.04\n"
+                "RUN pip install http://download.pytorch.org/whl/cu80/"
+                "torch-0.4.0-cp35-cp35m-linux_x86_64.whl\n"
+            )
+        },
+    )
+    torch = asks(readings)["torch"]
+    assert (torch.specifier, torch.build) == ("==0.4.0", "cu80")
+    pythons = [f for r in readings for f in r.facts if f.key == PYTHON]
+    assert [(f.value, f.note) for f in pythons if f.origin.line == 2] == [
+        ("3.5", "the wheel's cp35 tag")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("url", "python"),
+    [
+        ("https://h/torch-1.13.1%2Bcu117-cp310-cp310-linux_x86_64.whl", "3.10"),
+        ("https://h/x-1.0-cp38-abi3-manylinux1_x86_64.whl", None),  # any CPython from 3.8
+        ("https://h/x-1.0-py3-none-any.whl", None),
+        ("https://h/x-1.0-cp37.cp38-cp37m-linux_x86_64.whl", None),  # several
+        ("https://h/x-1.0.tar.gz", None),
+    ],
+)
+def test_the_python_a_wheel_url_allows(url: str, python: str | None) -> None:
+    from gpuenv.importers.requirements import wheel_python
+
+    assert wheel_python(url) == python

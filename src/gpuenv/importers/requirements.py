@@ -29,6 +29,7 @@ from gpuenv.importers.model import (
     DROPPED,
     INDEX,
     PRE,
+    PYTHON,
     TORCH_BUILD,
     UNMANAGED,
     UNREADABLE,
@@ -146,7 +147,31 @@ def _file_ask(text: str, origin: Origin) -> Ask | None:
     except InvalidVersion:
         return None
     spec, build = _split_local(f"=={version}")
+    folder = _TORCH_INDEX.search(text)
+    if build is None and folder is not None and folder.group(2):
+        # PyTorch's index names the build by folder, not in every file's name:
+        # vid2vid's .../whl/cu80/torch-0.4.0-cp35-cp35m-linux_x86_64.whl is cu80
+        build = folder.group(2)
     return Ask(canonicalize_name(match.group("name")), spec, origin, build=build, url=text)
+
+
+_CPYTHON_TAG = re.compile(r"cp3(\d{1,2})")
+
+
+def wheel_python(url: str) -> str | None:
+    """The one CPython a wheel URL's tag allows (``cp35`` -> "3.5"), or None (``py3``,
+    ``abi3``, several tags, not a wheel)."""
+    try:
+        filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
+    except ValueError:
+        return None
+    if not _WHEEL.match(filename):
+        return None
+    python_tag, abi_tag = filename[: -len(".whl")].split("-")[-3:-1]
+    tag = _CPYTHON_TAG.fullmatch(python_tag)
+    if tag is None or abi_tag == "abi3":
+        return None
+    return f"3.{tag.group(1)}"
 
 
 def index_file(url: str) -> bool:
@@ -298,6 +323,10 @@ class PipLines:
         if isinstance(found, str):
             self.builder.note(UNMANAGED, found, origin)
             return
+        python = wheel_python(found.url) if found.url else None
+        if python is not None:
+            # the wheel installs on that Python only: the paper's environment ran it
+            self.builder.fact(PYTHON, python, origin, f"the wheel's cp3{python[2:]} tag")
         if found.url and text.strip().startswith(_VCS) and not _EGG.search(text):
             # Named after its repository: pytorch/vision is torchvision, not "vision".
             project = self.ctx.knowledge.repository_project(git_repository(found.url))
