@@ -160,6 +160,41 @@ def test_a_cd_lasts_for_its_own_run_only(tmp_path: Path) -> None:
     assert any(n.startswith("apex: a local path") for n in _notes(readings, UNMANAGED))
 
 
+# An ASR training image (2020): the requirements file copied into /tmp, which every image
+# has as a folder, then installed from there.
+ASR_TMP = """\
+FROM nvidia/cuda:10.2-cudnn7-devel-ubuntu18.04
+COPY requirements.txt /tmp
+WORKDIR /tmp
+RUN pip install -r requirements.txt
+"""
+
+
+def test_a_file_copied_to_a_folder_of_the_image_goes_into_it(tmp_path: Path) -> None:
+    readings = read(
+        tmp_path, {"Dockerfile": ASR_TMP, "requirements.txt": "librosa==0.8.0\n"}, "Dockerfile"
+    )
+    assert asks(readings)["librosa"].specifier == "==0.8.0"
+    assert not [n for n in _notes(readings, UNREADABLE) if "not here" in n]
+
+
+# A ParlAI chat bot image (2020): ParlAI cloned into /home/work_dir/parlai, then a conda
+# file copied to /home/work_dir (a folder, made by mkdir): the clone is still there.
+PARLAI_BOT = """\
+FROM continuumio/anaconda3:latest
+RUN mkdir /home/work_dir
+RUN git clone https://github.com/facebookresearch/ParlAI.git /home/work_dir/parlai
+COPY conda.yml /home/work_dir
+RUN cd /home/work_dir/parlai && python setup.py develop
+"""
+
+
+def test_a_file_copied_beside_a_clone_leaves_the_clone(tmp_path: Path) -> None:
+    readings = read(tmp_path, {"Dockerfile": PARLAI_BOT, "conda.yml": "dependencies: [pip]\n"})
+    assert asks(readings)["parlai"].url == "git+https://github.com/facebookresearch/ParlAI.git"
+    assert not [f for r in readings for f in r.facts if f.key == LOCAL_PACKAGE]
+
+
 @pytest.mark.parametrize(
     ("steps", "path", "expected"),
     [
@@ -189,6 +224,18 @@ def test_a_cd_lasts_for_its_own_run_only(tmp_path: Path) -> None:
             "/r",
             (Cloned("https://h/o/r"), "."),
         ),
+        # kneron's OCR image (2023): a file copied to a clone's folder goes into it
+        (
+            [
+                ("run", "git clone https://github.com/zihaomu/deep-text-recognition-benchmark.git"),
+                ("copy", ["TPS-ResNet-BiLSTM-Attn.pth"], "deep-text-recognition-benchmark"),
+            ],
+            "/deep-text-recognition-benchmark",
+            (Cloned("https://github.com/zihaomu/deep-text-recognition-benchmark.git"), "."),
+        ),
+        # a file copied with no trailing / to a folder nothing filled: only its own name
+        # below it is known
+        ([("copy", ["requirements.txt"], "/tmp"), ("run", "cd /")], "/tmp/other", None),
         # a variable in the WORKDIR: nothing below it is known
         ([("workdir", "$HOME"), ("run", "git clone https://h/o/r")], "r", None),
     ],

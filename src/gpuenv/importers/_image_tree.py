@@ -90,11 +90,16 @@ class ImageTree:
         self.workdir: str | None = "/"
         self.cwd: str | None = "/"
         self._sources: dict[str, Source] = {}
+        # a file copied to a destination with no ``/``: the destination is the file, or a
+        # folder already in the image (``COPY requirements.txt /tmp``, ``COPY conda.yml
+        # /home/work_dir`` over a clone in it) the file went into; which, only the image knows
+        self._file_or_into: set[str] = set()
 
     def new_stage(self) -> None:
         """``FROM``: another image, nothing of the last stage's folders."""
         self.workdir = self.cwd = "/"
         self._sources.clear()
+        self._file_or_into.clear()
 
     def set_workdir(self, path: str) -> None:
         self.workdir = self.cwd = _join(self.workdir, path)
@@ -106,19 +111,24 @@ class ImageTree:
     def cd(self, path: str | None) -> None:
         self.cwd = None if path is None or path == "-" else _join(self.cwd, path)
 
-    def _fill(self, folder: str | None, source: Source) -> None:
+    def _fill(self, folder: str | None, source: Source, *, file_or_into: bool = False) -> None:
         if folder is None:
             return
-        # what was known below it is now overlaid (COPY . /app after COPY apex /app/apex)
-        for known in [k for k in self._sources if k.startswith(folder.rstrip("/") + "/")]:
-            del self._sources[known]
+        self._file_or_into.discard(folder)
+        if file_or_into:  # a file beside what the folder holds, if it is one: nothing overlaid
+            self._file_or_into.add(folder)
+        else:  # what was known below it is now overlaid (COPY . /app after COPY apex /app/apex)
+            for known in [k for k in self._sources if k.startswith(folder.rstrip("/") + "/")]:
+                del self._sources[known]
+                self._file_or_into.discard(known)
         self._sources[folder] = source
 
     def copied(self, sources: list[str], destination: str, *, folders: list[bool]) -> None:
         """``COPY``/``ADD`` of the context's ``sources`` to ``destination``; ``folders``
         says which sources are folders. A folder's contents become ``destination``
         (several folders merge there: then no one of them is it); a file goes into it
-        when it ends with ``/`` (or several are copied), else becomes it."""
+        when it ends with ``/`` (or several are copied, or it is a folder the tree knows),
+        else becomes it or goes into a folder the image has there (``/tmp``)."""
         into = destination.endswith(("/", "/.")) or destination == "." or len(sources) > 1
         for source, is_folder in zip(sources, folders, strict=True):
             path = "." if source.strip("/") in ("", ".") else posixpath.normpath(source.lstrip("/"))
@@ -128,8 +138,15 @@ class ImageTree:
                 if len(sources) == 1:
                     self._fill(_join(self.workdir, destination), Copied(path))
                 continue
-            target = posixpath.join(destination, posixpath.basename(path)) if into else destination
-            self._fill(_join(self.workdir, target), Copied(path))
+            folder = _join(self.workdir, destination)
+            # a folder the tree knows (a clone, a folder copied there): the file goes into it
+            known = folder in self._sources and folder not in self._file_or_into
+            target = (
+                posixpath.join(destination, posixpath.basename(path))
+                if into or known
+                else destination
+            )
+            self._fill(_join(self.workdir, target), Copied(path), file_or_into=not (into or known))
 
     def git(self, words: list[str]) -> None:
         """A ``git`` command: a clone fills a folder; a checkout or hard reset picks a ref."""
@@ -189,11 +206,12 @@ class ImageTree:
         full = _join(self.cwd if base is None else base, path)
         if full is None:
             return None
-        best = None
-        for folder in self._sources:
-            inside = full == folder or full.startswith(folder.rstrip("/") + "/")
-            if inside and (best is None or len(folder) > len(best)):
-                best = folder
-        if best is None:
-            return None
-        return self._sources[best], posixpath.relpath(full, best)
+        inside = [f for f in self._sources if full == f or full.startswith(f.rstrip("/") + "/")]
+        for folder in sorted(inside, key=len, reverse=True):
+            source, below = self._sources[folder], posixpath.relpath(full, folder)
+            if folder not in self._file_or_into or below == ".":
+                return source, below
+            if isinstance(source, Copied) and below == posixpath.basename(source.path):
+                return source, "."  # the file, gone into the folder it was copied to
+            # else something else of that folder, which the file did not fill
+        return None
