@@ -195,6 +195,34 @@ def test_a_file_copied_beside_a_clone_leaves_the_clone(tmp_path: Path) -> None:
     assert not [f for r in readings for f in r.facts if f.key == LOCAL_PACKAGE]
 
 
+# A captioning service on bottom-up-attention.pytorch (2021): setup.py's commands chained,
+# `build develop`, as that repository's (and detectron2's, maskrcnn-benchmark's) README says.
+BOTTOM_UP = """\
+FROM jjanzic/docker-python3-opencv
+WORKDIR /code
+RUN git clone https://github.com/NVIDIA/apex.git \\
+    && cd apex \\
+    && git checkout a0d99fdb2cfcc418809dde975f51097c3d6010ca \\
+    && python setup.py install \\
+    && cd .. \\
+    && git clone --recursive https://github.com/MILVLG/bottom-up-attention.pytorch \\
+    && cd bottom-up-attention.pytorch/detectron2 \\
+    && pip install -e . \\
+    && cd .. \\
+    && python setup.py build develop
+"""
+
+
+def test_setup_py_commands_chained_before_develop_count(tmp_path: Path) -> None:
+    readings = read(tmp_path, {"Dockerfile": BOTTOM_UP})
+    urls = [a.url for r in readings for a in r.asks if a.url]
+    assert urls == [
+        "git+https://github.com/NVIDIA/apex.git@a0d99fdb2cfcc418809dde975f51097c3d6010ca",
+        "git+https://github.com/MILVLG/bottom-up-attention.pytorch#subdirectory=detectron2",
+        "git+https://github.com/MILVLG/bottom-up-attention.pytorch",
+    ]
+
+
 @pytest.mark.parametrize(
     ("steps", "path", "expected"),
     [

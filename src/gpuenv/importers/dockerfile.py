@@ -444,18 +444,28 @@ def _moves(state: _State, words: list[str], origin: Origin) -> bool:
     if head == "git":
         state.tree.git(words)
         return True
-    if (
-        head.rsplit("/", 1)[-1].startswith("python")
-        and len(words) >= 3
-        and words[1].rsplit("/", 1)[-1] == "setup.py"
-        and words[2] in ("install", "develop")
-    ):
-        folder = posixpath.dirname(words[1]) or "."
+    setup = _setup_py(words)
+    if setup is not None:
+        folder, develop = setup
         if state.tree.origin_of(folder) is None:
             return False  # a folder of the base image: not what pip would name
-        _pip_install(state, ["-e", folder] if words[2] == "develop" else [folder], origin)
+        _pip_install(state, ["-e", folder] if develop else [folder], origin)
         return True
     return False
+
+
+def _setup_py(words: list[str]) -> tuple[str, bool] | None:
+    """(folder, develop) of ``python setup.py install|develop``, its commands chained as
+    setup.py takes them (detectron2's and maskrcnn-benchmark's ``setup.py build develop``,
+    ``setup.py build_ext install``); None for another command (``build_ext --inplace``)."""
+    if len(words) < 3 or not words[0].rsplit("/", 1)[-1].startswith("python"):
+        return None
+    if words[1].rsplit("/", 1)[-1] != "setup.py":
+        return None
+    commands = [w for w in words[2:] if not w.startswith("-")]
+    if "develop" not in commands and "install" not in commands:
+        return None
+    return posixpath.dirname(words[1]) or ".", "develop" in commands
 
 
 _ARCHIVES = (".whl", ".tar.gz", ".tgz", ".zip", ".tar.bz2")
