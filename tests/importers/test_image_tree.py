@@ -223,6 +223,48 @@ def test_setup_py_commands_chained_before_develop_count(tmp_path: Path) -> None:
     ]
 
 
+# facebookresearch/habitat-api's Dockerfile (2019): each step in `bash -c`, in the conda
+# environment it activates.
+HABITAT = """\
+FROM nvidia/cudagl:10.1-devel-ubuntu16.04
+RUN conda create -n habitat python=3.6
+RUN git clone https://github.com/facebookresearch/habitat-sim.git
+RUN /bin/bash -c ". activate habitat; cd habitat-sim; python setup.py install --headless"
+RUN git clone https://github.com/facebookresearch/habitat-api.git
+RUN /bin/bash -c ". activate habitat; cd habitat-api; pip install -e ."
+"""
+
+
+def test_a_bash_c_script_is_read_as_its_commands(tmp_path: Path) -> None:
+    found = asks(read(tmp_path, {"Dockerfile": HABITAT}))
+    assert found["habitat-sim"].url == "git+https://github.com/facebookresearch/habitat-sim.git"
+    assert found["habitat-api"].url == "git+https://github.com/facebookresearch/habitat-api.git"
+
+
+# A video model's image (2025): `SHELL ["conda", "run", ...]` and every pip in `conda run -n`.
+CONDA_RUN = """\
+FROM nvidia/cuda:11.8.0-cudnn8-devel-ubuntu22.04
+SHELL ["conda", "run", "-n", "eccv26", "/bin/bash", "-c"]
+RUN conda run -n eccv26 pip install --no-cache-dir torch==2.0.1 torchvision==0.15.2 \
+--index-url=https://download.pytorch.org/whl/cu118 -U
+RUN git clone https://github.com/Dao-AILab/flash-attention.git && \\
+    cd flash-attention && \\
+    git checkout v2.5.4 && \\
+    cd csrc/layer_norm && \\
+    MAX_JOBS=16 conda run -n eccv26 pip install . --no-build-isolation
+"""
+
+
+def test_conda_run_runs_the_command_after_its_options(tmp_path: Path) -> None:
+    readings = read(tmp_path, {"Dockerfile": CONDA_RUN})
+    assert asks(readings)["torch"].specifier == "==2.0.1"
+    urls = [a.url for r in readings for a in r.asks if a.url]
+    assert (
+        "git+https://github.com/Dao-AILab/flash-attention.git@v2.5.4#subdirectory=csrc/layer_norm"
+        in urls
+    )
+
+
 @pytest.mark.parametrize(
     ("steps", "path", "expected"),
     [

@@ -1,7 +1,8 @@
 """Dockerfiles: the ``FROM`` image (``ARG`` defaults substituted, stage names followed
 to the final stage's base) and the ``pip install`` / ``conda install`` commands of
 ``RUN`` lines (shell form split at ``&&``, ``||``, ``;`` and ``|``; exec form as JSON;
-BuildKit's ``--mount=``/``--network=``/``--security=`` flags before the command skipped).
+BuildKit's ``--mount=``/``--network=``/``--security=`` flags before the command skipped;
+a ``bash -c`` script and ``conda run -n ENV`` read as the commands they run).
 
 A Dockerfile with no ``FROM`` is not one (exit 2). ``RUN`` heredocs, commands that use
 unset variables, and ``apt-get install`` lines are reported, not read. A ``pip install
@@ -155,12 +156,28 @@ def _from(state: _State, line: int, args: str) -> None:
 
 
 def _command_words(tokens: list[str]) -> list[str]:
-    """Drop leading ``VAR=value`` assignments, ``sudo`` and ``env``."""
-    while tokens and (
-        re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tokens[0]) or tokens[0] in ("sudo", "env", "exec")
-    ):
-        tokens = tokens[1:]
+    """Drop leading ``VAR=value`` assignments, ``sudo``, ``env`` and ``conda run -n ENV``."""
+    while tokens:
+        if re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", tokens[0]) or tokens[0] in _PREFIXES:
+            tokens = tokens[1:]
+        elif tokens[0].rsplit("/", 1)[-1] in CONDA_TOOLS and tokens[1:2] == ["run"]:
+            tokens = _after_options(tokens[2:], _CONDA_RUN_VALUE_OPTIONS)
+        else:
+            break
     return tokens
+
+
+_PREFIXES = ("sudo", "env", "exec")
+# ``conda run``'s options that take a value as the next word
+_CONDA_RUN_VALUE_OPTIONS = frozenset({"-n", "--name", "-p", "--prefix", "--cwd"})
+
+
+def _after_options(tokens: list[str], value_options: frozenset[str]) -> list[str]:
+    """``tokens`` from the first word that is not an option (or an option's value)."""
+    i = 0
+    while i < len(tokens) and tokens[i].startswith("-"):
+        i += 2 if tokens[i] in value_options else 1
+    return tokens[i:]
 
 
 def _pip_tokens(tokens: list[str]) -> list[str] | None:
@@ -294,6 +311,13 @@ def _run(state: _State, line: int, args: str) -> None:
 
 
 def _command(state: _State, tokens: list[str], origin: Origin) -> None:
+    script = _shell_script(_command_words(tokens))
+    if script is not None:  # bash -c "...": its commands, in a shell of its own
+        cwd = state.tree.cwd
+        for inner in requirements.shell_commands(script, origin):
+            _command(state, inner, origin)
+        state.tree.cwd = cwd
+        return
     expanded = []
     for token in tokens:
         value, complete = state.expand(token)
@@ -320,6 +344,23 @@ def _command(state: _State, tokens: list[str], origin: Origin) -> None:
     ):
         packages = [w for w in words[2:] if not w.startswith("-") and w != "install"]
         state.builder.note(UNMANAGED, system_packages(packages), origin)
+
+
+_SHELLS = ("sh", "bash", "dash", "zsh")
+
+
+def _shell_script(words: list[str]) -> str | None:
+    """The script of ``bash -c "..."`` (``/bin/bash -lc``, ``sh -c``), or None: old
+    conda images' Dockerfiles run each step so (``RUN /bin/bash -c ". activate habitat;
+    cd habitat-sim; python setup.py install --headless"``)."""
+    if len(words) < 3 or words[0].rsplit("/", 1)[-1] not in _SHELLS:
+        return None
+    for i, word in enumerate(words[1:-1], 1):
+        if not word.startswith("-"):
+            return None  # a script file's name: ``bash install.sh``
+        if "c" in word[1:] and not word.startswith("--"):
+            return words[i + 1]
+    return None
 
 
 _APT_PYTHON = re.compile(r"python(3\.\d{1,2})(?:-(?:dev|venv|distutils|full|minimal|tk))?(?:=\S*)?")
