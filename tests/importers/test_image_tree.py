@@ -265,6 +265,26 @@ def test_conda_run_runs_the_command_after_its_options(tmp_path: Path) -> None:
     )
 
 
+# automatika-robotics/roboml's Dockerfile (2024): the project copied in and installed with
+# an extra, `.[vision]`, which pip reads as the folder.
+ROBOML = """\
+FROM nvidia/cuda:12.1.0-cudnn8-runtime-ubuntu22.04 as model_server
+WORKDIR /roboml
+COPY . .
+RUN pip install .[vision]
+WORKDIR /
+RUN git clone https://github.com/open-mmlab/mmdetection.git && pip install -v -e mmdetection/
+"""
+
+
+def test_the_project_with_an_extra_is_the_project(tmp_path: Path) -> None:
+    readings = read(tmp_path, {"Dockerfile": ROBOML})
+    project = [n for n in _notes(readings, UNMANAGED) if "the project itself" in n]
+    assert project == [".[vision]: a local path (the project itself)"]
+    assert not [n for n in _notes(readings, UNREADABLE) if "not a requirement" in n]
+    assert asks(readings)["mmdetection"].url == "git+https://github.com/open-mmlab/mmdetection.git"
+
+
 @pytest.mark.parametrize(
     ("steps", "path", "expected"),
     [

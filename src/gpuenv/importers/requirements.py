@@ -205,7 +205,8 @@ def ask_from(text: str, origin: Origin, *, editable: bool = False) -> Ask | str:
     text = text.strip()
     if text.startswith(_VCS) or re.match(r"^(https?|file)://", text):
         return _reference_ask(text, origin, editable=editable)
-    if text in (".", "..") or text.startswith(("./", "../", "/", "~")) or editable:
+    # `.[vision]` too: pip reads a word that is `.` with extras as the folder
+    if text in (".", "..") or text.startswith(("./", "../", "/", "~", ".[")) or editable:
         if is_the_project(text):
             return f"{text}: a local path (the project itself)"
         return f"{text}: a local path (the project itself, or a checkout beside it)"
