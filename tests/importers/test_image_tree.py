@@ -285,6 +285,22 @@ def test_the_project_with_an_extra_is_the_project(tmp_path: Path) -> None:
     assert asks(readings)["mmdetection"].url == "git+https://github.com/open-mmlab/mmdetection.git"
 
 
+# A Dockerfile's RUN that starts with `[` but is no JSON is the shell form, as Docker reads
+# it (caliban's image, 2020: `RUN [ $(getent group 1001) ] || groupadd ...`; the apex line
+# as nv-tlabs/lyra's setup script writes it).
+TEST_BRACKET = """\
+FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-devel
+RUN [ $(getent group 1001) ] || groupadd --gid 1001 1001
+RUN [ -d apex ] || git clone https://github.com/NVIDIA/apex && cd apex && pip install ./
+"""
+
+
+def test_a_run_starting_with_a_test_bracket_is_the_shell_form(tmp_path: Path) -> None:
+    readings = read(tmp_path, {"Dockerfile": TEST_BRACKET})
+    assert asks(readings)["apex"].url == "git+https://github.com/NVIDIA/apex"
+    assert not [n for r in readings for n in r.notes if "JSON" in n.message]
+
+
 @pytest.mark.parametrize(
     ("steps", "path", "expected"),
     [

@@ -296,12 +296,15 @@ def _run(state: _State, line: int, args: str) -> None:
     if "<<" in args and re.search(r"<<-?\s*['\"]?[A-Za-z]", args):
         state.builder.note(UNREADABLE, "RUN with a heredoc: not read", origin)
         return
+    commands = None
     if args.startswith("["):
         try:
             commands = [json.loads(args)]
-        except (ValueError, RecursionError):  # RecursionError: nested past the reader
+        except RecursionError:  # nested past the reader
             fail(state.builder.file, line, "RUN [...]: not a JSON array")
-    else:
+        except ValueError:  # Docker's rule: not JSON, so the shell form (RUN [ -d x ] || ...)
+            commands = None
+    if commands is None:
         commands = requirements.shell_commands(args, origin)
     state.tree.begin_run()
     for tokens in commands:
