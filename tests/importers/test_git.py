@@ -68,3 +68,37 @@ def test_an_unpinned_git_line_never_erases_another_files_pin(
     assert disagreement["over"] == [
         "Dockerfile:2 RUN pip install 'git+https://github.com/facebookresearch/fvcore'"
     ]
+
+
+# Folders of flash-attention built one by one, as 2023 training images did (the lines
+# of a RAG fine-tuning image and of an NGC 24.02 one): each folder is its own project.
+FLASH_FOLDERS = """\
+torch==2.1.2
+flash-attn @ git+https://github.com/Dao-AILab/flash-attention@v2.3.3
+git+https://github.com/Dao-AILab/flash-attention@v2.3.3#subdirectory=csrc/layer_norm
+git+https://github.com/HazyResearch/flash-attention@v2.3.3#subdirectory=csrc/rotary
+git+https://github.com/NVlabs/nvdiffrast@v0.3.1
+git+https://github.com/NVlabs/nvdiffrast@v0.3.1#subdirectory=extra/thing
+"""
+
+
+def test_each_folder_of_a_repository_is_the_project_it_builds(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """Named after the repository, every folder's build was flash-attn, merged into the
+    first and lost, unsaid. A folder the knowledge base names is its own project; one it
+    does not name is reported as left out, with the command that builds it."""
+    paper = tmp_path / "paper"
+    paper.mkdir()
+    (paper / "requirements.txt").write_text(FLASH_FOLDERS)
+    imported = run_import(paper, target="h100", extra=("--no-check-resolves", "--json"))
+    assert imported.result.code == 0, imported.result.out
+    spec = load_spec(imported.spec).spec
+    deps = {str(r).split(" @ ")[0]: str(r) for r in spec.pip.dependencies}
+    assert deps["dropout-layer-norm"].endswith("@v2.3.3#subdirectory=csrc/layer_norm")
+    assert deps["rotary-emb"].endswith("@v2.3.3#subdirectory=csrc/rotary")
+    assert deps["flash-attn"].endswith("flash-attention@v2.3.3")
+    assert deps["nvdiffrast"].endswith("nvdiffrast@v0.3.1")
+    (left,) = [d for d in imported.report["disagreements"] if d["subject"] == "nvdiffrast"]
+    assert "another folder of the same repository" in left["why"]
+    assert "#subdirectory=extra/thing'` builds it" in left["why"]

@@ -122,8 +122,18 @@ def _authority_of(ask: Ask, readings: dict[str, Reading]) -> Authority:
 _OVER_UNPINNED = "a versioned requirement beats a git branch or URL that names no version"
 
 
+def _other_folder(a: Ask, b: Ask) -> bool:
+    """Two folders of one repository under one name (a folder's project gpuenv could not
+    name): two builds, of which only one can be kept, and the report says which."""
+    from gpuenv.importers.requirements import vcs_subdirectory
+
+    return bool(a.url and b.url) and vcs_subdirectory(a.url or "") != vcs_subdirectory(b.url or "")
+
+
 def _compatible(a: Ask, b: Ask) -> bool:
-    if bool(a.url) != bool(b.url) and not (_pinned_url(a) or _pinned_url(b)):
+    if (bool(a.url) != bool(b.url) and not (_pinned_url(a) or _pinned_url(b))) or _other_folder(
+        a, b
+    ):
         return False  # a release from an index, or whatever a URL serves today
     pa, pb = exact_version(a.specifier), exact_version(b.specifier)
     try:
@@ -264,6 +274,16 @@ class _Merger:
                 extras += [e for e in other.extras if e not in extras]
                 continue
             losers.append(other.origin)
+            if _other_folder(winner, other):
+                from gpuenv._redact import redact_url
+
+                url = redact_url(other.url or "")
+                reasons.append(
+                    "another folder of the same repository builds under this name, and gpuenv "
+                    "does not know the project it builds: after `gpuenv install`, `gpuenv run "
+                    f"-- pip install --no-build-isolation '{url}'` builds it"
+                )
+                continue
             reasons.append(
                 _OVER_UNPINNED
                 if other.url and not winner.url and not _pinned_url(other)

@@ -121,6 +121,15 @@ def git_repository(url: str) -> str:
     return f"{(parts.hostname or '').lower()}/{path}"
 
 
+_SUBDIRECTORY = re.compile(r"[#&]subdirectory=([^&#\s]+)")
+
+
+def vcs_subdirectory(url: str) -> str | None:
+    """The folder of the repository a VCS URL's ``#subdirectory=`` names, or None."""
+    found = _SUBDIRECTORY.search(url)
+    return unquote(found.group(1)).strip("/") if found else None
+
+
 def _vcs_ask(text: str, origin: Origin, *, editable: bool) -> Ask:
     egg = _EGG.search(text)
     try:
@@ -329,8 +338,12 @@ class PipLines:
             # the wheel installs on that Python only: the paper's environment ran it
             self.builder.fact(PYTHON, python, origin, f"the wheel's cp3{python[2:]} tag")
         if found.url and text.strip().startswith(_VCS) and not _EGG.search(text):
-            # Named after its repository: pytorch/vision is torchvision, not "vision".
-            project = self.ctx.knowledge.repository_project(git_repository(found.url))
+            # Named after its repository: pytorch/vision is torchvision, not "vision"; a
+            # folder of it after what that folder builds (flash-attention's csrc/rotary
+            # is rotary_emb: named flash-attn, it was merged into flash-attn and lost).
+            project = self.ctx.knowledge.repository_project(
+                git_repository(found.url), vcs_subdirectory(found.url)
+            )
             if project is not None:
                 found = replace(found, name=project)
         self.builder.asks.append(found)

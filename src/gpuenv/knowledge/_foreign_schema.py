@@ -141,6 +141,8 @@ class RawPlatformOnly(_Sourced):
 
 class RawRepository(_Sourced):
     repository: str = Field(pattern=r"^[a-z0-9.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+    # a folder of it, as ``#subdirectory=`` names it: the project that folder builds
+    subdirectory: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)*$")
     pypi: Name
 
 

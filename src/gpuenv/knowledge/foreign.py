@@ -269,10 +269,16 @@ class ForeignKnowledge:
     platform_only: tuple[tuple[str, str], ...] = ()  # (conda name or "prefix*", platform)
     repositories: dict[str, str] = field(default_factory=dict)  # "host/owner/repo" -> PyPI
 
-    def repository_project(self, repository: str) -> str | None:
+    def repository_project(self, repository: str, subdirectory: str | None = None) -> str | None:
         """The PyPI project a repository (``host/owner/name``) builds, where its name is
-        not the repository's (``github.com/pytorch/vision``: torchvision). Owner and name
-        are matched in any case, as the hosts match them (``NVlabs``, ``nvlabs``)."""
+        not the repository's (``github.com/pytorch/vision``: torchvision), or the one its
+        folder ``subdirectory`` builds (the repository's own where the folder is not
+        known). Owner and name are matched in any case, as the hosts match them
+        (``NVlabs``, ``nvlabs``)."""
+        if subdirectory:
+            found = self.repositories.get(repository_key(repository, subdirectory))
+            if found is not None:
+                return found
         return self.repositories.get(repository.lower())
 
     # --- conda -------------------------------------------------------------------------
@@ -441,8 +447,17 @@ def _conda(cuda: Raw, names: Raw) -> dict[str, Any]:
         "conda_only": frozenset(c["name"] for c in names["conda_only"]),
         "runtime_patterns": tuple(r["name"] for r in names["runtime"]),
         "platform_only": tuple((p["name"], p["platform"]) for p in names["platform_only"]),
-        "repositories": {r["repository"].lower(): r["pypi"] for r in names.get("repository", ())},
+        "repositories": {
+            repository_key(r["repository"], r.get("subdirectory")): r["pypi"]
+            for r in names.get("repository", ())
+        },
     }
+
+
+def repository_key(repository: str, subdirectory: str | None = None) -> str:
+    """The key of ``repository`` (``host/owner/name``, any case) or of its folder."""
+    key = repository.lower()
+    return f"{key}#{subdirectory.strip('/')}" if subdirectory else key
 
 
 def _packages(raw: Raw) -> dict[str, Any]:
