@@ -1735,3 +1735,27 @@ def test_conda_create_names_the_python_and_conda_tools_are_no_pip_requirements(
     assert (python["from"], python["to"]) == ("3.6", "3.8")
     torch = imported.entries("changed")["torch"]
     assert torch["file"] == "Dockerfile:8"
+
+
+def test_an_ngc_container_gpuenv_has_no_data_for_still_had_nvcc(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # NVlabs/stylegan2-ada-pytorch (2021): its Dockerfile starts FROM NGC 20.12, older
+    # than the releases images.toml lists, and its custom ops (bias_act, upfirdn2d) are
+    # compiled with that image's nvcc at run time; the README asks for a CUDA toolkit.
+    root = _paper(
+        tmp_path,
+        {
+            "Dockerfile": (
+                "FROM nvcr.io/nvidia/pytorch:20.12-py3\n\n"
+                "ENV PYTHONDONTWRITEBYTECODE 1\n"
+                "RUN pip install imageio-ffmpeg==0.4.3 pyspng==0.1.0\n\n"
+                "WORKDIR /workspace\n"
+            )
+        },
+    )
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.out
+    stack = _spec(imported)["stack"]
+    assert isinstance(stack, dict) and stack.get("toolkit") == "auto", stack
+    assert "the paper had nvcc (Dockerfile:1" in imported.spec.read_text()

@@ -128,6 +128,10 @@ def _ngc(tag: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowledge
         if dated is not None:
             what = f"its CUDA and Python are unknown; its torch is taken as {dated[0]}: {dated[1]}"
             builder.asks.append(Ask("torch", f"=={dated[0]}", origin, manager="image"))
+        # Its CUDA release is unknown, not its nvcc: every NGC PyTorch container is a
+        # development image with the CUDA toolkit (NVlabs/stylegan2-ada-pytorch's 20.12
+        # compiles its ops with it at run time).
+        builder.fact(TOOLKIT, "", origin, IMPLIED)
         builder.note(
             UNREADABLE,
             f"NGC PyTorch release {match.group('release')} is not in gpuenv's data "
