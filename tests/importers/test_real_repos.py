@@ -1759,3 +1759,41 @@ def test_an_ngc_container_gpuenv_has_no_data_for_still_had_nvcc(
     stack = _spec(imported)["stack"]
     assert isinstance(stack, dict) and stack.get("toolkit") == "auto", stack
     assert "the paper had nvcc (Dockerfile:1" in imported.spec.read_text()
+
+
+def test_a_module_name_asked_of_pip_is_the_project_that_installs_it(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    # facebookresearch/SlowFast (2019): its setup.py's install_requires names modules,
+    # PIL (the index has no installable PIL) and sklearn (a stub whose build fails on
+    # purpose): the written spec did not resolve, and sklearn was said to build from
+    # its source archive.
+    root = _paper(
+        tmp_path,
+        {
+            "setup.py": (
+                "from setuptools import find_packages, setup\n\n"
+                "setup(\n"
+                '    name="slowfast",\n'
+                '    version="1.0",\n'
+                "    install_requires=[\n"
+                '        "yacs>=0.1.6",\n'
+                '        "torchvision>=0.4.2",\n'
+                '        "PIL",\n'
+                '        "sklearn",\n'
+                "    ],\n"
+                "    packages=find_packages(),\n"
+                ")\n"
+            )
+        },
+    )
+    imported = run_import(root, target="h100", extra=("--no-check-resolves",))
+    assert imported.result.code == 0, imported.result.out
+    pip = _pip(imported)
+    assert "pillow" in pip and "scikit-learn" in pip, pip
+    assert not {"pil", "sklearn"} & set(pip), pip
+    notes = [a["why"] for a in imported.report["assumptions"]]
+    assert (
+        "sklearn: the module scikit-learn installs: the index's sklearn is a deprecated stub "
+        "whose build fails on purpose; scikit-learn is asked instead"
+    ) in notes, notes

@@ -26,7 +26,7 @@ from gpuenv.importers.decide import Decision, TargetRequest, decide
 from gpuenv.importers.discover import NOT_LISTED, SUBFOLDER, discover
 from gpuenv.importers.formats import READERS, detect
 from gpuenv.importers.merge import Merged, merge
-from gpuenv.importers.model import NAME, Ask, Reading
+from gpuenv.importers.model import ASKED_AS_MODULE, NAME, Ask, Note, Reading
 from gpuenv.importers.report import ASSUMPTION, Entry, Report
 from gpuenv.importers.torch_choice import Planning, TorchBound
 from gpuenv.importers.wheels import WheelIndex
@@ -412,7 +412,31 @@ def read_inputs(
                 )
         elif ctx.claim(path):
             _read_one(ctx, path, None)
-    return ctx.readings, skipped
+    return [_modules_as_projects(r, knowledge) for r in ctx.readings], skipped
+
+
+def _modules_as_projects(reading: Reading, knowledge: ForeignKnowledge) -> Reading:
+    """A module's name asked of pip (``PIL``, ``sklearn`` in facebookresearch/SlowFast's
+    install_requires), where the index has no installable project of that name: the
+    project that installs the module, with no version (the module's are not its)."""
+    asks: list[Ask] = []
+    notes = list(reading.notes)
+    for ask in reading.asks:
+        found = knowledge.modules.get(ask.name)
+        if found is None or ask.manager != "pip" or ask.url:
+            asks.append(ask)
+            continue
+        project, why = found
+        dropped = f" (its {ask.specifier} left out)" if ask.specifier else ""
+        notes.append(
+            Note(
+                ASKED_AS_MODULE,
+                f"{ask.name}: {why}; {project} is asked instead{dropped}",
+                ask.origin,
+            )
+        )
+        asks.append(replace(ask, name=project, specifier=""))
+    return replace(reading, asks=tuple(asks), notes=tuple(notes))
 
 
 _NAME_CHARS = re.compile(r"[^A-Za-z0-9._-]+")

@@ -139,6 +139,7 @@ class Fact:
 UNREADABLE = "unreadable"  # could not be read statically (a computed install_requires)
 DROPPED = "dropped"  # read, not carried over (conda runtime libraries, apt packages)
 UNMANAGED = "unmanaged"  # something gpuenv does not install (apt packages, system tools)
+ASKED_AS_MODULE = "module"  # a module's name asked (PIL): its project is asked instead
 
 SYSTEM_SHOWN = 24  # system package names a note lists before "and N more"
 

@@ -146,6 +146,12 @@ class RawRepository(_Sourced):
     pypi: Name
 
 
+class RawModule(_Sourced):
+    module: Name  # normalised, as a requirement names it ("pil")
+    pypi: Name
+    why: str
+
+
 class RawCondaNamesFile(_Strict):
     schema_version: int = Field(alias="schema")
     rename: list[RawRename]
@@ -153,6 +159,7 @@ class RawCondaNamesFile(_Strict):
     runtime: list[RawNamed]
     platform_only: list[RawPlatformOnly] = []
     repository: list[RawRepository] = []
+    module: list[RawModule] = []
 
 
 # --- companions.toml --------------------------------------------------------------------

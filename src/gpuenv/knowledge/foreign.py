@@ -268,6 +268,8 @@ class ForeignKnowledge:
     torch_dates: tuple[TorchDate, ...] = ()  # ascending by version
     platform_only: tuple[tuple[str, str], ...] = ()  # (conda name or "prefix*", platform)
     repositories: dict[str, str] = field(default_factory=dict)  # "host/owner/repo" -> PyPI
+    # a module's name asked as a requirement -> (the PyPI project that installs it, why)
+    modules: dict[str, tuple[str, str]] = field(default_factory=dict)
 
     def repository_project(self, repository: str, subdirectory: str | None = None) -> str | None:
         """The PyPI project a repository (``host/owner/name``) builds, where its name is
@@ -451,6 +453,7 @@ def _conda(cuda: Raw, names: Raw) -> dict[str, Any]:
             repository_key(r["repository"], r.get("subdirectory")): r["pypi"]
             for r in names.get("repository", ())
         },
+        "modules": {m["module"]: (m["pypi"], m["why"]) for m in names.get("module", ())},
     }
 
 
