@@ -362,3 +362,18 @@ def test_the_tree(steps: list[tuple], path: str, expected: object) -> None:  # t
                 else:
                     tree.git(words)
     assert tree.origin_of(path) == expected
+
+
+def test_a_cd_inside_a_subshell_ends_with_it(tmp_path: Path) -> None:
+    dockerfile = (
+        "FROM pytorch/pytorch:1.13.1-cuda11.6-cudnn8-devel\n"
+        "COPY . /app\nWORKDIR /app\n"
+        "RUN git clone https://github.com/NVIDIA/apex && (cd apex && pip install .) "
+        "&& pip install -e .\n"
+    )
+    readings = read(tmp_path, {"Dockerfile": dockerfile})
+    assert asks(readings)["apex"].url == "git+https://github.com/NVIDIA/apex"
+    # the second install is in /app again: the project, not apex a second time
+    assert any(
+        n.startswith(".: a local path (the project itself)") for n in _notes(readings, UNMANAGED)
+    )

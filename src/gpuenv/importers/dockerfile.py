@@ -307,10 +307,23 @@ def _run(state: _State, line: int, args: str) -> None:
     if commands is None:
         commands = requirements.shell_commands(args, origin)
     state.tree.begin_run()
-    for tokens in commands:
-        if not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens):
+    outside: list[str | None] = []  # the directory before each open ( subshell
+    for given in commands:
+        if not isinstance(given, list) or not all(isinstance(t, str) for t in given):
             fail(state.builder.file, line, "RUN [...]: not an array of strings")
-        _command(state, tokens, origin)
+        tokens: list[str] = given
+        opens = bool(tokens) and tokens[0].startswith("(")
+        closes = bool(tokens) and tokens[-1].endswith(")")
+        if opens:
+            outside.append(state.tree.cwd)
+            tokens = [tokens[0][1:], *tokens[1:]] if tokens[0] != "(" else tokens[1:]
+        if closes and tokens:
+            tokens = [*tokens[:-1], tokens[-1][:-1]] if tokens[-1] != ")" else tokens[:-1]
+        if tokens:
+            _command(state, tokens, origin)
+        if closes and outside:
+            # (cd apex && pip install .) && pip install -e .: the cd ended with the subshell
+            state.tree.cwd = outside.pop()
 
 
 def _command(state: _State, tokens: list[str], origin: Origin) -> None:
@@ -475,10 +488,6 @@ def _moves(state: _State, words: list[str], origin: Origin) -> bool:
     """A command that changes where the RUN is or what a folder holds (``cd``, ``git``),
     or ``python setup.py install|develop`` of a folder the image's tree knows (read as
     pip's install of it); False for any other command."""
-    if words and words[0].startswith("("):  # a subshell: (cd apex && pip install .)
-        words = [words[0][1:], *words[1:]] if words[0] != "(" else words[1:]
-    if words and words[-1].endswith(")"):
-        words = [*words[:-1], words[-1][:-1]] if words[-1] != ")" else words[:-1]
     if not words:
         return False
     head = words[0]
