@@ -5,7 +5,8 @@ machine's load falls on all alike; medians, same-run ratios and the load printed
 
 Warm (default): each tool installed once before, so its cache holds every artifact;
 each timed run builds a fresh environment (the previous one removed outside the
-timing). --cold: every cache is emptied before each run too. --scale N adds N small
+timing). --cold: every cache is emptied before each run too, and the page cache
+dropped where the user may (root). --scale N adds N small
 wheels to the lock (the fixed cost shows at 10, the per-package cost at 200).
 
 Target (issue 28): gpuenv <= 1.1x uv, warm and cold.
@@ -35,6 +36,19 @@ from pathlib import Path
 
 from _project import PYPI_SPEC, bench_index, scale_names
 from _timing import REPO, alternate, compiled, interpreter, load, ratio, report
+
+
+def dropped_caches() -> bool:
+    """Every run of --cold starts from an empty page cache where this user may drop it
+    (root): the pages an earlier run left (several GiB of wheels, unpacked twice) moved
+    either tool's system time by up to 15 core-seconds, measured with /proc/stat, so a
+    cold ratio said more about the order of the runs than about the tools."""
+    subprocess.run(["sync"], check=False)
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError:
+        return False
+    return True
 
 
 def heavy_wheels(directory: Path, count: int, files: int) -> list[tuple[str, str, Path]]:
@@ -164,6 +178,8 @@ def main() -> int:
             def empty() -> None:
                 for path in paths:
                     shutil.rmtree(path, ignore_errors=True)
+                if args.cold:
+                    dropped_caches()
 
             return empty
 
@@ -211,6 +227,9 @@ def main() -> int:
         if not args.no_pip:
             venv = shlex.join([base, "-m", "venv", "--without-pip", str(pip_venv)])
             commands["pip"] = ["sh", "-c", f"{venv} && {shlex.join(pip_install)}"]
+        if args.cold:
+            how = "dropped" if dropped_caches() else "kept (not root: the ratios are noisier)"
+            print(f"page cache before each run: {how}")
         print(load())
         spent: dict[str, list[float]] = {}
         times = alternate(
