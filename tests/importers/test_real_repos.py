@@ -135,6 +135,31 @@ def test_without_an_aggregate_group_every_optional_group_is_read(tmp_path: Path)
     assert {"httpx", "torch", "chat-tools", "gradio"} <= set(merge(readings).packages)
 
 
+def test_a_group_of_release_tools_is_left_out_whatever_its_name(tmp_path: Path) -> None:
+    """haotian-liu/LLaVA's pyproject (2023): `build = ["build", "twine"]` is how its
+    authors publish it, no part of the environment; `train` is."""
+    root = _paper(
+        tmp_path,
+        {
+            "pyproject.toml": (
+                "[project]\nname = 'llava'\ndependencies = ['torch==2.1.2']\n"
+                "[project.optional-dependencies]\n"
+                'train = ["deepspeed==0.12.6", "ninja", "wandb"]\n'
+                'build = ["build", "twine"]\n'
+            )
+        },
+    )
+    readings, _ = read_inputs((root,), foreign_knowledge())
+    packages = set(merge(readings).packages)
+    assert {"deepspeed", "ninja", "wandb"} <= packages
+    assert not {"build", "twine"} & packages
+    notes = [n.message for r in readings for n in r.notes]
+    assert (
+        "optional group 'build' left out (tools that build and publish the project: build, "
+        "twine)" in notes
+    )
+
+
 def test_a_namesake_in_a_conda_environment_name_is_still_a_dependency(tmp_path: Path) -> None:
     # a conda environment's name is only the environment's: `name: timm` asks nothing away
     root = _paper(

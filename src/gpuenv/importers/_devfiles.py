@@ -5,6 +5,8 @@ discovery, the readers and the include reading (``_context``) all ask it."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from gpuenv.names import normalize_name
 
 # Optional groups a person reproducing a paper leaves out: tooling, not the environment.
@@ -24,6 +26,21 @@ NOT_GPU_GROUPS = frozenset({"cpu", "mac", "macos", "osx", "win"})
 
 def is_dev_group(name: str) -> bool:
     return normalize_name(name).split("-")[0] in DEV_GROUPS
+
+
+# What builds, versions and uploads a package: a group of these alone is for releasing
+# the project, whatever its name (haotian-liu/LLaVA's `build = ["build", "twine"]`).
+PACKAGING_TOOLS = frozenset(
+    {"build", "twine", "wheel", "setuptools", "pip", "uv", "hatch", "hatchling", "flit",
+     "flit-core", "poetry", "poetry-core", "pdm", "pdm-backend", "setuptools-scm",
+     "check-manifest", "bump2version", "bumpver", "pkginfo", "readme-renderer"}
+)  # fmt: skip
+
+
+def only_packaging_tools(names: Iterable[str]) -> bool:
+    """The group's projects (normalized names) are release tooling and nothing else."""
+    listed = set(names)
+    return bool(listed) and listed <= PACKAGING_TOOLS
 
 
 # Development-named groups a project's install guide can still make the environment: its

@@ -18,7 +18,7 @@ from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import key_lines, line_of
 from gpuenv.importers import requirements
 from gpuenv.importers._context import Context
-from gpuenv.importers._devfiles import NOT_GPU_GROUPS, is_dev_group
+from gpuenv.importers._devfiles import NOT_GPU_GROUPS, is_dev_group, only_packaging_tools
 from gpuenv.importers._text import fail, line_not_read, parse_toml
 from gpuenv.importers.model import (
     CUDA_EXTENSION,
@@ -185,6 +185,16 @@ class _Reader:
                 origin = self.origin((*key, name), f"[{name}]")
                 self.builder.note(
                     DROPPED, f"optional group {name!r} left out (development tools)", origin
+                )
+                continue
+            if only_packaging_tools(_names(items)):
+                origin = self.origin((*key, name), f"[{name}]")
+                tools = ", ".join(_names(items).values())
+                self.builder.note(
+                    DROPPED,
+                    f"optional group {name!r} left out (tools that build and publish the "
+                    f"project: {tools})",
+                    origin,
                 )
                 continue
             self.requirement_list((*key, name), self._without_dev(key, name, items, dev), name)
