@@ -498,6 +498,14 @@ def test_upgrade_package_says_a_name_nothing_pins_when_there_is_no_lock_yet(
     known = cli("-f", str(project), "lock", "-P", "Transformers", "--json")
     assert known.code == 0 and "--upgrade-package" not in known.err, known.err
     assert lock.is_file()
+    assert not any("--upgrade-package" in w for w in known.json()["warnings"])
+    lock.unlink()
+    # a script reading --json finds the warning there, not only on stderr
+    scripted = cli("-f", str(project), "lock", "-P", "transformer", "--json")
+    (warning,) = [w for w in scripted.json()["warnings"] if "--upgrade-package" in w]
+    assert warning.startswith("--upgrade-package transformer: in neither")
+    relocked = cli("-f", str(project), "lock", "-P", "transformer", "--json")  # with a lock
+    assert any("--upgrade-package transformer" in w for w in relocked.json()["warnings"])
 
 
 @pytest.mark.parametrize(

@@ -87,6 +87,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
     ask = LockAsk(targets, args.upgrade, tuple(args.upgrade_package or ()))
     spec_file = _common.spec_path(args)
+    said: list[str] = []  # what the lock warned of as it ran (a -P name nothing pins)
+
+    def warn(text: str) -> None:
+        said.append(text)
+        _output.err(f"gpuenv: warning: {text}")
+
     with _common.spec_unedited(settings, spec_file), _progress.display(args) as progress:
         done = lock_spec_file(
             spec_file,
@@ -94,14 +100,14 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             settings.lock,
             ask,
             kb_digest=data_digest(),
-            warn=lambda text: _output.err(f"gpuenv: warning: {text}"),
+            warn=warn,
             progress=progress,
         )
-    _render(done, as_json=args.json, took=progress.elapsed)
+    _render(done, as_json=args.json, took=progress.elapsed, said=said)
     return 0
 
 
-def _render(run: LockRun, *, as_json: bool, took: float) -> None:
+def _render(run: LockRun, *, as_json: bool, took: float, said: list[str]) -> None:
     result, lock_path, written = run.result, str(run.lock_path), run.written
     if as_json:
         _output.emit_json(
@@ -109,7 +115,8 @@ def _render(run: LockRun, *, as_json: bool, took: float) -> None:
                 "lock": lock_path,
                 "written": written,
                 "targets": {c.target: c.to_json() for c in result.changes},
-                "warnings": list(result.warnings),
+                # a script reads them here: what was said on stderr as the lock ran too
+                "warnings": [*said, *result.warnings],
                 "seconds": round(took, 3),
             }
         )
