@@ -29,7 +29,7 @@ from gpuenv.importers._context import Context
 from gpuenv.importers._image_tree import Cloned, Copied, ImageTree
 from gpuenv.importers._text import OUTSIDE, fail, line_not_read, quoted
 from gpuenv.importers.conda_env import CONDA_TOOLS, read_install_args
-from gpuenv.importers.local_paths import read_local_path
+from gpuenv.importers.local_paths import folder_named, read_local_path
 from gpuenv.importers.model import (
     INCLUDED,
     PYTHON,
@@ -521,7 +521,6 @@ def _setup_py(words: list[str]) -> tuple[str, bool] | None:
     return posixpath.dirname(words[1]) or ".", "develop" in commands
 
 
-_ARCHIVES = (".whl", ".tar.gz", ".tgz", ".zip", ".tar.bz2")
 _EXTRAS = re.compile(r"\[[^\]]*\]$")
 
 
@@ -556,18 +555,14 @@ def _in_image(state: _State, tokens: list[str], origin: Origin) -> list[str]:
 
 
 def _path_word(word: str, *, editable: bool) -> tuple[str, str] | None:
-    """(path, extras) of a pip word that names a folder; None for a package's name (pip
-    reads a word as a path only with a slash or a dot, or after -e), a URL, an archive."""
-    if "://" in word or word.startswith(("git+", "hg+", "svn+", "bzr+")) or "@" in word:
+    """(path, extras) of a pip word that names a folder (``local_paths.folder_named``);
+    None for a package's name, a URL, an archive."""
+    path = folder_named(word, editable=editable)
+    if path is None:
         return None
-    extras_match = _EXTRAS.search(word)
+    extras_match = _EXTRAS.search(path)
     extras = extras_match.group(0) if extras_match else ""
-    path = word[: len(word) - len(extras)]
-    if path.endswith(_ARCHIVES):
-        return None
-    if editable or path in (".", "..") or path.startswith(("./", "../", "/")) or "/" in path:
-        return path, extras
-    return None
+    return path[: len(path) - len(extras)], extras
 
 
 def _image_path(state: _State, word: str, origin: Origin, *, editable: bool) -> str | None:

@@ -42,6 +42,13 @@ def _path_of(text: str, *, editable: bool) -> str | None:
     return text if "/" in text and "@" not in text and " " not in text else None
 
 
+def folder_named(text: str, *, editable: bool) -> str | None:
+    """The folder a requirement names, as written (extras and ``#egg=`` still on it),
+    or None when it names a package, a URL or a wheel or archive file."""
+    path = _path_of(text, editable=editable)
+    return None if path is None or path.endswith(_ARCHIVES) else path
+
+
 def is_the_project(text: str) -> bool:
     """``.``, ``./``, ``.[dev]``: the folder imported, the project itself."""
     return os.path.normpath(_EXTRAS.sub("", text)) == "."
@@ -61,9 +68,9 @@ def read_local_path(
     ``context``: a Dockerfile's path already read as the build context's (a COPY's)."""
     if builder.format == "dockerfile" and not context:  # a path in the image, unknown
         return False
-    path = _path_of(text, editable=editable)
-    if path is None or path.endswith(_ARCHIVES):
-        return False  # a wheel or archive file: ask_from's word, as before
+    path = folder_named(text, editable=editable)
+    if path is None:
+        return False  # a package, a URL, or a wheel or archive file: ask_from's word
     path = _EXTRAS.sub("", path)  # `-e .[dev]`, `./pkg#egg=pkg`: the folder
     if path.startswith(("/", "~")):
         builder.fact(AUTHOR_PATH, path, origin, "a path on the author's machine")
