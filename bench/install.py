@@ -6,7 +6,10 @@ machine's load falls on all alike; medians, same-run ratios and the load printed
 Warm (default): each tool installed once before, so its cache holds every artifact;
 each timed run builds a fresh environment (the previous one removed outside the
 timing). --cold: every cache is emptied before each run too, and the page cache
-dropped where the user may (root). --scale N adds N small
+dropped where the user may (root). --cold --touch-memory also touches the free memory
+once before each run (``touched_memory``): on a virtual machine whose host backs a page
+only when the guest first touches it, that first touch, not either tool, is most of a
+cold run's system time. --scale N adds N small
 wheels to the lock (the fixed cost shows at 10, the per-package cost at 200).
 
 Target (issue 28): gpuenv <= 1.1x uv, warm and cold.
@@ -19,7 +22,7 @@ default index's torch 2.9.1 build (cu128) with transformers, accelerate and data
 writes more of the activation (TORCH_CUDA_ARCH_LIST, the NVIDIA library folders), a
 fixed cost the CPU target never shows.
 
-Usage: .venv/bin/python bench/install.py [--runs N] [--cold] [--scale N] [--no-pip]
+Usage: .venv/bin/python bench/install.py [--runs N] [--cold [--touch-memory]] [--scale N] [--no-pip]
        [--heavy] [--torch-wheel PATH] [--pypi] [--cuda]
 """
 
@@ -31,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,6 +53,30 @@ def dropped_caches() -> bool:
     except OSError:
         return False
     return True
+
+
+def touched_memory() -> float:
+    """Write to all but 2 GiB of the available memory once, then free it; the seconds it
+    took. This machine (a Firecracker guest) gives dropped pages back to its host, and
+    the next first touch of each costs a host fault: writing 4 GB into the page cache
+    took 7.1 s of system time after ``drop_caches`` and 1.2-1.5 s once the memory had
+    been touched (dd, measured twice). A cold install writes 7.5 GB (uv) to 11.6 GB
+    (gpuenv, the store's archives too), so without this the cold ratio mostly measured
+    how much fresh memory each tool touched, at a cost a machine without a balloon
+    does not have. The touch takes 40-50 s here: the host takes the pages back within
+    a run's time, so it is done before every run."""
+    import mmap
+
+    start = time.perf_counter()
+    with open("/proc/meminfo", encoding="ascii") as meminfo:
+        available = next(int(line.split()[1]) << 10 for line in meminfo if "MemAvailable" in line)
+    size = max(0, available - (2 << 30)) >> 20 << 20
+    if size:
+        block = b"\x01" * (1 << 20)
+        with mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS) as memory:
+            for offset in range(0, size, 1 << 20):
+                memory[offset : offset + (1 << 20)] = block
+    return time.perf_counter() - start
 
 
 def heavy_wheels(directory: Path, count: int, files: int) -> list[tuple[str, str, Path]]:
@@ -107,7 +135,14 @@ def main() -> int:
         action="store_true",
         help="the fixture's H100 target (torch's cu124 build) instead of its CPU one",
     )
+    parser.add_argument(
+        "--touch-memory",
+        action="store_true",
+        help="with --cold: touch the free memory before each run (see touched_memory)",
+    )
     args = parser.parse_args()
+    if args.touch_memory and not args.cold:
+        parser.error("--touch-memory is for --cold runs")
     compiled()
     name = "h100" if args.pypi or args.cuda else "cpu"
     python = Path(interpreter())
@@ -180,6 +215,8 @@ def main() -> int:
                     shutil.rmtree(path, ignore_errors=True)
                 if args.cold:
                     dropped_caches()
+                if args.touch_memory:
+                    touched_memory()
 
             return empty
 
@@ -230,6 +267,8 @@ def main() -> int:
         if args.cold:
             how = "dropped" if dropped_caches() else "kept (not root: the ratios are noisier)"
             print(f"page cache before each run: {how}")
+        if args.touch_memory:
+            print(f"free memory touched before each run ({touched_memory():.0f} s here)")
         print(load())
         spent: dict[str, list[float]] = {}
         times = alternate(

@@ -236,3 +236,28 @@ def test_sizes_from_a_host_that_never_answers_cost_one_timeout(
     took = time.perf_counter() - started
     assert cost.unknown == 24
     assert took < 2.5, f"{took:.1f} s: one timeout in all, not one per wave of look-ups"
+
+
+def test_a_stored_artifact_is_written_back_at_once_and_a_missing_call_is_no_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's copy starts on its way to disk as soon as it is complete (so that its
+    pages are clean, and can be let go, once uv has read it); a system without
+    posix_fadvise (macOS) stores it just the same."""
+    from gpuenv import _fs
+
+    data = b"wheel bytes" * 100
+    artifact = Artifact(
+        ("https://files.test/a.whl",), "a.whl", hashlib.sha256(data).hexdigest(), "pip"
+    )
+    advised: list[int] = []
+    monkeypatch.setattr(os, "posix_fadvise", lambda fd, off, n, advice: advised.append(advice))
+    store = ArtifactStore(tmp_path / "artifacts")
+    path = store.add(artifact, lambda out, digests: (out.write(data), digests.update(data)), "here")
+    assert path.read_bytes() == data
+    assert advised == [os.POSIX_FADV_DONTNEED]
+    monkeypatch.delattr(os, "posix_fadvise")
+    _fs.release_cached(path)  # nothing to call: nothing happens
+    _fs.release_cached(tmp_path / "gone.whl")  # nor for a file that is not there
+    other = Artifact(("https://files.test/b.whl",), "b.whl", artifact.sha256, "pip")
+    assert store.add(other, lambda out, digests: (out.write(data), digests.update(data)), "here")

@@ -201,3 +201,29 @@ def test_an_entry_uv_must_not_read_ends_the_early_runs_without_a_traceback(
     early.stored(_artifact(odd, path), path)
     early.finish()
     assert died == [] and early.installed == [] and not pids.exists()
+
+
+def test_the_archives_an_early_run_installed_are_let_go_from_the_page_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uv reads each stored wheel once; its pages are then the kernel's to reuse (for the
+    files uv unpacks next), not gpuenv's to keep: released after the run, not before."""
+    advised: list[tuple[str, int]] = []
+    real_fadvise = os.posix_fadvise
+
+    def fadvise(fd: int, offset: int, length: int, advice: int) -> None:
+        advised.append((os.readlink(f"/proc/self/fd/{fd}"), advice))
+        real_fadvise(fd, offset, length, advice)
+
+    monkeypatch.setattr(os, "posix_fadvise", fadvise)
+    env = _env(tmp_path)
+    prefix = tmp_path / "prefix"
+    uv = _venv(prefix, env)
+    wheels = _wheels(tmp_path / "store", "kept-one", "kept-two")
+    with early_wheels(prefix, [p for p, _ in wheels], uv, env) as early:
+        for package, path in wheels:
+            early.stored(_artifact(package, path), path)
+    assert sorted(early.installed) == ["kept-one", "kept-two"]
+    assert sorted(advised) == sorted(
+        (str(path.resolve()), os.POSIX_FADV_DONTNEED) for _, path in wheels
+    )

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuenv import _proc
+from gpuenv._fs import release_cached
 from gpuenv.install.pip import INSTALL_TIMEOUT, requirement_line
 from gpuenv.lock.model import PipPackage
 
@@ -131,6 +132,8 @@ class EarlyWheels:
                 with self._changed:
                     self._pid = None
             self.installed.extend(p.name for p, _ in batch)
+            for _, path in batch:  # read once by uv; pack and later installs read the disk
+                release_cached(path)
 
     def _started(self, pid: int) -> None:
         with self._changed:
