@@ -25,6 +25,8 @@ def _package(p: Any, pylock: Any) -> Any:
     from packaging.version import Version
 
     archive = {"name": p.filename, "url": clean_url(p.url), "hashes": {"sha256": p.sha256}}
+    if p.size is not None:
+        archive["size"] = p.size
     common: dict[str, Any] = {"name": canonicalize_name(p.name), "version": Version(p.version)}
     if p.index:
         common["index"] = clean_url(p.index)

@@ -58,6 +58,7 @@ class PipModel(_Model):
     version: str
     url: str
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int | None = Field(default=None, ge=0)
     index: str | None = None
     requires: list[str] = Field(default_factory=list)
 

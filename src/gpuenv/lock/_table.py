@@ -107,6 +107,7 @@ def _target_table(t: LockedTarget) -> dict[str, Any]:
                     "version": p.version,
                     "url": p.url,
                     "sha256": p.sha256,
+                    "size": p.size,
                     "index": p.index,
                     "requires": sorted(p.requires),
                 }

@@ -31,7 +31,7 @@ def build_sources(target: LockedTarget, *, strict: bool) -> list[tuple[str, str]
 
 def target_artifacts(target: LockedTarget, *, strict: bool = False) -> list[Artifact]:
     """Every artifact ``target`` names, in the lock's order."""
-    found = [Artifact((p.url,), p.filename, p.sha256, "pip") for p in target.pip]
+    found = [Artifact((p.url,), p.filename, p.sha256, "pip", size=p.size) for p in target.pip]
     found += [
         Artifact((url,), filename_of(url), sha, "pip")
         for url, sha in build_sources(target, strict=strict)

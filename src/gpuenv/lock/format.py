@@ -117,6 +117,7 @@ def _target(name: str, t: dict[str, Any]) -> LockedTarget:
                 p["sha256"],
                 p.get("index"),
                 tuple(p.get("requires", ())),
+                p.get("size"),
             )
             for p in t.get("pip", ())
         ),

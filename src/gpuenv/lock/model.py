@@ -35,6 +35,10 @@ class PipPackage:
     sha256: str
     index: str | None = None  # the index it was found on (canonical, redacted)
     requires: tuple[str, ...] = ()  # normalised names of its dependencies in this resolution
+    # Its bytes, where the index said (PEP 691/700 JSON pages; an HTML page has none): the
+    # install's disk check needs no request for it, and a stored copy of another size is
+    # damaged before anything is hashed.
+    size: int | None = None
 
     @property
     def filename(self) -> str:

@@ -49,6 +49,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -73,6 +74,9 @@ from gpuenv.lock._tags import ARCHES, FOREIGN, foreign_tags, linux_tags, macos_o
 from gpuenv.lock._uv_output import PROJECT_NAME, classify, error_tail, explain_unsatisfiable
 from gpuenv.lock.model import PipPackage, PipRequest
 from gpuenv.names import normalize_name
+
+# One package's artifact in uv's pylock.toml: (version, url, sha256, size or None).
+PylockArtifact = tuple[str, str, str, int | None]
 
 DEFAULT_TIMEOUT = 600.0
 _MAX_PASSES = 4
@@ -292,7 +296,7 @@ class UvResolver:
 
     def _attempt(
         self, run: _Run, folder: Path, promoted: frozenset[str]
-    ) -> tuple[dict[str, _Resolved], dict[str, tuple[str, str, str]]]:
+    ) -> tuple[dict[str, _Resolved], dict[str, PylockArtifact]]:
         """One resolution, read twice: annotated (versions, indexes, edges), then
         pylock.toml (URLs, hashes) from what the first run left in uv's cache, offline.
         Same inputs, preferences and index pages give the same answer."""
@@ -345,7 +349,7 @@ class UvResolver:
         folder: Path,
         promoted: frozenset[str],
         resolved: Mapping[str, _Resolved],
-    ) -> dict[str, tuple[str, str, str]]:
+    ) -> dict[str, PylockArtifact]:
         """The artifacts of exactly ``resolved``, when the two reads disagreed."""
         project = _write_project(folder, run, promoted)
         pins = folder / "pins.txt"
@@ -677,7 +681,7 @@ def _reachable(roots: Iterable[str], resolved: Mapping[str, _Resolved]) -> set[s
     return seen
 
 
-def _agree(resolved: Mapping[str, _Resolved], locked: Mapping[str, tuple[str, str, str]]) -> bool:
+def _agree(resolved: Mapping[str, _Resolved], locked: Mapping[str, PylockArtifact]) -> bool:
     return set(resolved) == set(locked) and all(
         not r.version or locked[n][0] == r.version
         for n, r in resolved.items()  # "": git
@@ -785,35 +789,42 @@ def _parent(text: str) -> list[str]:
 
 def parse_pylock(
     text: str, tags: Iterable[Tag], sdists: frozenset[str] = frozenset()
-) -> dict[str, tuple[str, str, str]]:
-    """``name -> (version, url, sha256)`` from uv's ``pylock.toml``: per package, the
-    wheel whose tags rank best for the target, or the sdist when it has no wheel (or is
-    named in ``sdists``: packages gpuenv builds from source)."""
+) -> dict[str, PylockArtifact]:
+    """``name -> (version, url, sha256, size)`` from uv's ``pylock.toml``: per package,
+    the wheel whose tags rank best for the target, or the sdist when it has no wheel (or
+    is named in ``sdists``: packages gpuenv builds from source). The size is None where
+    the index gave none (an HTML page) or gave something that is not a byte count."""
     rank: dict[Tag, int] = {}
     for i, tag in enumerate(tags):
         rank.setdefault(tag, i)
-    out: dict[str, tuple[str, str, str]] = {}
+    out: dict[str, PylockArtifact] = {}
     for package in _toml.loads(text).get("packages", []):
         name = normalize_name(package["name"])
         version = str(package.get("version", ""))
-        best: tuple[int, str, str] | None = None
+        best: tuple[int, str, str, int | None] | None = None
         for wheel in package.get("wheels", []) if name not in sdists else []:
             url = wheel["url"]
             filename = unquote(urlsplit(url).path.rsplit("/", 1)[-1])
             wheel_rank = min((rank.get(t, len(rank)) for t in _wheel_tags(filename)), default=0)
-            candidate = (wheel_rank, url, wheel["hashes"]["sha256"])
-            if best is None or candidate < best:
+            candidate = (wheel_rank, url, wheel["hashes"]["sha256"], _size(wheel))
+            if best is None or candidate[:3] < best[:3]:
                 best = candidate
         if best is None and "sdist" in package:
-            best = (0, package["sdist"]["url"], package["sdist"]["hashes"]["sha256"])
+            sdist = package["sdist"]
+            best = (0, sdist["url"], sdist["hashes"]["sha256"], _size(sdist))
         vcs = package.get("vcs")
         if best is None and isinstance(vcs, dict) and vcs.get("type") == "git":
             # A git source, at the commit uv resolved its ref to: built, never downloaded.
-            best = (0, f"git+{vcs['url']}@{vcs['commit-id']}", "")
+            best = (0, f"git+{vcs['url']}@{vcs['commit-id']}", "", None)
         if best is None:
             raise ExternalToolError(f"uv returned no artifact for {name} {version}")
-        out[name] = (version, redact_url(best[1]), best[2])
+        out[name] = (version, redact_url(best[1]), best[2], best[3])
     return out
+
+
+def _size(file: Mapping[str, Any]) -> int | None:
+    size = file.get("size")
+    return size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else None
 
 
 def _wheel_tags(filename: str) -> frozenset[Tag]:
@@ -824,7 +835,7 @@ def _wheel_tags(filename: str) -> frozenset[Tag]:
 
 
 def _packages(
-    resolved: Mapping[str, _Resolved], artifacts: Mapping[str, tuple[str, str, str]]
+    resolved: Mapping[str, _Resolved], artifacts: Mapping[str, PylockArtifact]
 ) -> tuple[PipPackage, ...]:
     children: dict[str, set[str]] = {name: set() for name in resolved}
     for name, r in resolved.items():
@@ -839,6 +850,7 @@ def _packages(
             sha256=artifacts[name][2],
             index=r.index,
             requires=tuple(sorted(children[name])),
+            size=artifacts[name][3],
         )
         for name, r in sorted(resolved.items())
     )
