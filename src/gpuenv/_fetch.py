@@ -669,9 +669,19 @@ class ArtifactStore:
                 fill(out, digests)
                 out.flush()
                 start_writeback(out.fileno())  # clean by the time uv has read it
+                written = os.fstat(out.fileno()).st_size
             which = digests.mismatch(artifact)
             if which is not None:
                 raise mismatch_error(artifact, where, digests, which)
+            if artifact.size is not None and written != artifact.size:
+                # The right bytes, a wrong size: kept, every later use would find the
+                # copy "damaged" by its size and fetch it again, without a word.
+                raise InstallError(
+                    f"{artifact.shown}: the lock gives its size as {artifact.size} bytes, "
+                    f"but its locked bytes (sha256 checked) are {written}",
+                    hint="the index reported a wrong size when it was locked: run "
+                    "'gpuenv lock' again to record the size it has now",
+                )
             tmp.chmod(0o444)  # read-only: a stray writer is refused, not silently trusted
             tmp.replace(path)
         except BaseException as exc:

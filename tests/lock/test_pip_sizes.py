@@ -5,6 +5,7 @@ check the disk instead of asking the server (HEAD) for each artifact."""
 from __future__ import annotations
 
 import hashlib
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -132,3 +133,34 @@ def test_the_exported_pylock_carries_the_size() -> None:
     p = replace(sample().targets["h100"].pip[0], size=123)
     assert _package(p, pylock).wheels[0].size == 123
     assert _package(replace(p, size=None), pylock).wheels[0].size is None
+
+
+def test_the_right_bytes_with_a_wrong_locked_size_are_refused_with_the_fix(tmp_path: Path) -> None:
+    """An index that reported a wrong size put it in the lock: the download's sha256
+    matches, but kept, the copy would be found "damaged" by its size at every later use
+    and fetched again without a word. Refused instead, naming both sizes and the fix;
+    nothing is left in the store."""
+    from gpuenv._fetch import Artifact, ArtifactStore
+    from gpuenv.errors import InstallError
+
+    data = b"the locked bytes"
+    sha = hashlib.sha256(data).hexdigest()
+    store = ArtifactStore(tmp_path / "artifacts")
+    artifact = Artifact(("https://idx.invalid/x.whl",), "x.whl", sha, "pip", size=len(data) + 5)
+    with pytest.raises(InstallError, match=r"x.whl: the lock gives its size as 21 bytes, but") as e:
+        store.add(artifact, lambda out, digests: (out.write(data), digests.update(data)), "here")
+    assert "gpuenv lock" in (e.value.hint or "")
+    assert list((tmp_path / "artifacts").rglob("*x.whl*")) == []
+    right = replace(artifact, size=len(data))
+    assert store.add(right, lambda out, d: (out.write(data), d.update(data)), "here").is_file()
+
+
+def test_letting_go_of_a_fifo_in_the_store_does_not_hang(tmp_path: Path) -> None:
+    from gpuenv._fs import release_cached
+
+    fifo = tmp_path / "x.whl"
+    os.mkfifo(fifo)
+    release_cached(fifo)  # returns at once
+    link = tmp_path / "link.whl"
+    link.symlink_to(fifo)
+    release_cached(link)  # not followed
