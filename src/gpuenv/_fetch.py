@@ -290,6 +290,17 @@ class _Retry(Exception):
         self.error = error
 
 
+class _OverLimit(DownloadError):
+    """A body longer than the most a download may send (``download``'s ``max_size``)."""
+
+
+def _over_limit(url: str, reason: str) -> _OverLimit:
+    return _OverLimit(
+        f"cannot download {redact_url(url)}: {reason}",
+        hint="the server sends more than this artifact can be: check the index or mirror",
+    )
+
+
 def _failed(url: str, reason: str, status: int | None) -> DownloadError:
     shown = redact_url(url)
     hint = (
@@ -365,7 +376,7 @@ def download(
                 done = 0
             if max_size is not None and total is not None and total > max_size:
                 response.close()
-                raise _failed(url, f"it is {total} bytes, over the limit of {max_size}", None)
+                raise _over_limit(url, f"it is {total} bytes, over the limit of {max_size}")
             with response:
                 while True:
                     try:
@@ -375,7 +386,7 @@ def download(
                     if not chunk:
                         break
                     if max_size is not None and done + len(chunk) > max_size:
-                        raise _failed(url, f"it sends more than {max_size} bytes", None)
+                        raise _over_limit(url, f"it sends more than {max_size} bytes")
                     digests.update(chunk)
                     out.write(chunk)
                     done += len(chunk)
@@ -707,7 +718,19 @@ class ArtifactStore:
         def fill(out: IO[bytes], digests: Digests) -> None:
             # E24's bound: the declared size, else MAX_DOWNLOAD_BYTES (a body that never ends)
             limit = max_size if max_size is not None else download_cap(artifact.size)
-            download(url, out, digests, credentials=credentials, advance=advance, max_size=limit)
+            try:
+                download(
+                    url, out, digests, credentials=credentials, advance=advance, max_size=limit
+                )
+            except _OverLimit:
+                if max_size is not None or artifact.size is None:
+                    raise
+                raise InstallError(
+                    f"{artifact.shown}: {redact_url(url)} sends more than the "
+                    f"{artifact.size} bytes the lock gives as its size",
+                    hint="if the size in gpuenv.lock is wrong, run 'gpuenv lock' again to "
+                    "record the one the index gives now; else the server sends another file",
+                ) from None
 
         return self.add(artifact, fill, url)
 

@@ -210,3 +210,50 @@ def test_every_string_field_of_a_lock_with_every_hostile_value(
 ) -> None:
     counts = _fuzz(locked, tmp_path, cli, monkeypatch, None, HOSTILE)
     assert counts["tries"] > 1000
+
+
+PIP_SIZES = (-1, "12", True, 1.5, 0, 1, 10**18, 2**64)
+
+
+def test_hostile_pip_sizes_are_refused_or_fail_the_install_with_a_clear_word(
+    locked: tuple[str, str],
+    tmp_path: Path,
+    cli: Callable[..., CliResult],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pip entry's ``size`` (a number, unlike the fields above), edited and its content
+    hash recomputed: not a byte count is refused by every reader (exit 2); a wrong one
+    fails the install before or at the download, naming the artifact, never exit 70,
+    and nothing is built or left in the store."""
+    spec_text_, lock_text = locked
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "gpuenv.toml").write_text(spec_text_)
+    monkeypatch.setenv("GPUENV_HOME", str(tmp_path / "store"))
+    spec = str(project / "gpuenv.toml")
+    pristine = tomllib.loads(lock_text)
+    target = "cpu" if "cpu" in pristine["targets"] else sorted(pristine["targets"])[0]
+    said = []
+    for value in PIP_SIZES:
+        raw = copy.deepcopy(pristine)
+        first = raw["targets"][target]["pip"][0]
+        first["size"] = value
+        for t, tbl in raw["targets"].items():
+            tbl[_integrity.HASH_KEY] = _integrity.content_hash(t, tbl)
+        (project / "gpuenv.lock").write_text(tomlkit.dumps(raw))
+        check = cli("-f", spec, "lock", "--check", "--target", target)
+        assert check.code != 70 and "Traceback" not in check.err, (value, check.err)
+        install = cli("-f", spec, "install", "--target", target, "--frozen")
+        assert install.code not in (0, 70) and "Traceback" not in install.err, (value, install)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            assert install.code == 2 and "size" in install.err, (value, install.err)
+        elif value < 10**9:  # less than the file: refused as it arrives, and why
+            assert "bytes the lock gives as its size" in install.err, (value, install.err)
+            assert first["url"].rsplit("/", 1)[-1] in install.err, (value, install.err)
+        else:  # more than any disk: refused before anything is fetched
+            assert "free under" in install.err, (value, install.err)
+        assert not (tmp_path / "store" / "prefixes").exists() or not any(
+            p for p in (tmp_path / "store" / "prefixes").iterdir() if not p.name.startswith(".")
+        ), value
+        said.append((value, install.code, install.err.strip().splitlines()[-2][:160]))
+    print(json.dumps(said))

@@ -164,3 +164,22 @@ def test_letting_go_of_a_fifo_in_the_store_does_not_hang(tmp_path: Path) -> None
     link = tmp_path / "link.whl"
     link.symlink_to(fifo)
     release_cached(link)  # not followed
+
+
+def test_an_artifact_named_twice_keeps_its_size_and_two_sizes_are_refused() -> None:
+    """The install's list of artifacts merges one file named by several entries (a pip
+    package and a build's source): found by the fuzz above, the merge dropped the size,
+    so the install asked the server again and bounded nothing. Conda sizes, in every
+    lock all along, were never passed on at all."""
+    from gpuenv._fetch import Artifact
+    from gpuenv.errors import InstallError
+    from gpuenv.lock.artifacts import merged, target_artifacts
+
+    one = Artifact(("https://a.invalid/x.whl",), "x.whl", "a" * 64, "pip", size=10)
+    other = replace(one, urls=("https://b.invalid/x.whl",), size=None)
+    assert [a.size for a in merged([one, other])] == [10]
+    assert [a.size for a in merged([other, one])] == [10]
+    with pytest.raises(InstallError, match="twice with other sizes"):
+        merged([one, replace(one, size=11)])
+    conda = [a for a in target_artifacts(sample().targets["h100"]) if a.kind == "conda"]
+    assert {a.filename: a.size for a in conda}["python-3.11.9-h_0.conda"] == 123

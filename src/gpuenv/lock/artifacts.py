@@ -43,6 +43,7 @@ def target_artifacts(target: LockedTarget, *, strict: bool = False) -> list[Arti
             c.sha256,
             "conda",
             c.md5,
+            size=c.size,
             label=f"conda package {c.name} {c.version} ({c.build})",
         )
         for c in target.conda
@@ -59,8 +60,13 @@ def merged(artifacts: Iterable[Artifact], *, ordered: bool = True) -> list[Artif
         known = out.get(key)
         if known is not None and (known.kind, known.md5) != (item.kind, item.md5):
             raise InstallError(f"the lock names {item.filename} twice with other hashes")
+        size = item.size if known is None or known.size is None else known.size
+        if known is not None and None not in (known.size, item.size) and known.size != item.size:
+            raise InstallError(f"the lock names {item.filename} twice with other sizes")
         urls = tuple(sorted({*(known.urls if known else ()), *item.urls}))
-        out[key] = Artifact(urls, item.filename, item.sha256, item.kind, item.md5, label=item.label)
+        out[key] = Artifact(
+            urls, item.filename, item.sha256, item.kind, item.md5, size=size, label=item.label
+        )
     return [out[key] for key in (sorted(out) if ordered else out)]
 
 
