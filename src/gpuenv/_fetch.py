@@ -725,11 +725,15 @@ class ArtifactStore:
             except _OverLimit:
                 if max_size is not None or artifact.size is None:
                     raise
-                raise InstallError(
-                    f"{artifact.shown}: {redact_url(url)} sends more than the "
-                    f"{artifact.size} bytes the lock gives as its size",
-                    hint="if the size in gpuenv.lock is wrong, run 'gpuenv lock' again to "
-                    "record the one the index gives now; else the server sends another file",
+                # Locked together, a size and a sha256: bytes past the one cannot be the
+                # other's (a swapped archive, found by the integrity tests' double).
+                raise HashMismatch(
+                    f"refused: {artifact.shown} from {redact_url(url)} does not match the "
+                    f"sha256 in gpuenv.lock (it is longer than the {artifact.size} bytes "
+                    "locked with it): tampered with or corrupted; nothing was stored or "
+                    "installed",
+                    hint="check the index, channel or mirror serving it; if the change is "
+                    "legitimate, run 'gpuenv lock'",
                 ) from None
 
         return self.add(artifact, fill, url)
