@@ -235,8 +235,9 @@ def atomic_write_text(
     """Write ``text`` to ``path`` so readers see the old file or the new one, never
     a half-written one: a temporary file in the same directory, renamed over it.
 
-    ``durable`` also fsyncs the data before the rename, so the file itself survives a
-    power loss, not only a killed process: for files users keep (the lock, the spec).
+    ``durable`` also fsyncs the data before the rename and the folder after it, so the
+    file itself survives a power loss, not only a killed process, and two such writes
+    land in the order they were made: for files users keep (the lock, the spec).
     Files inside a prefix skip it (see ``Store.mark_installed``). A failure is a
     ``StorageError`` about ``what`` (see ``writing``); no temporary file is left.
     ``before_rename`` runs once the new file is complete, just before its rename (the
@@ -264,6 +265,20 @@ def atomic_write_text(
         except BaseException:
             remove_made(made)
             raise
+        if durable:
+            # The rename is a change to the folder: without this a power loss can undo it
+            # while a later rename (the lock after the spec, in `gpuenv add`) survives.
+            _sync_folder(path.parent)
+
+
+def _sync_folder(folder: Path) -> None:
+    """fsync a folder, where the system allows it (some network file systems refuse)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def output_path(path: Path, *, hint: str) -> Path:

@@ -270,3 +270,49 @@ def test_import_refuses_to_replace_a_device_or_fifo(
     result = run_cli("import", str(env), "--gpu", "none", "-o", str(fifo), "--force")
     assert result.code == 2, result.err
     assert "not a regular file" in result.err and fifo.is_fifo()
+
+
+def test_two_durable_writes_reach_the_disk_in_their_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``gpuenv add`` renames the spec just before the lock. Each durable write now
+    fsyncs its folder after its rename: after a power loss the lock is never the newer
+    of the two on disk. A folder that refuses fsync (some network file systems) is no
+    error; a write that is not durable (inside a prefix) syncs nothing."""
+    events: list[str] = []
+    real_fsync, real_replace = os.fsync, Path.replace
+
+    def fsync(fd: int) -> None:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+        events.append(f"fsync {'folder' if os.path.isdir(target) else 'file'}")
+        real_fsync(fd)
+
+    def replace(self: Path, target: Path) -> Path:
+        events.append(f"rename {Path(target).name}")
+        return real_replace(self, target)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(Path, "replace", replace)
+    spec, lock = tmp_path / "gpuenv.toml", tmp_path / "gpuenv.lock"
+    atomic_write_text(lock, "new lock", before_rename=lambda: atomic_write_text(spec, "new spec"))
+    assert events == [
+        "fsync file",  # the lock's bytes
+        "fsync file",  # the spec's bytes
+        "rename gpuenv.toml",
+        "fsync folder",  # the spec's rename, before the lock's
+        "rename gpuenv.lock",
+        "fsync folder",
+    ]
+    assert (spec.read_text(), lock.read_text()) == ("new spec", "new lock")
+    events.clear()
+    atomic_write_text(tmp_path / "record.json", "{}", durable=False)
+    assert events == ["rename record.json"]
+
+    def refused(fd: int) -> None:
+        if os.path.isdir(os.readlink(f"/proc/self/fd/{fd}")):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", refused)
+    atomic_write_text(lock, "again")
+    assert lock.read_text() == "again"
