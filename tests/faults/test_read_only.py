@@ -187,3 +187,24 @@ def test_add_and_remove_on_a_read_only_mount_name_the_mount_not_the_mode(
         assert "mounted read-only" in error["hint"] and "chmod" not in error["hint"], error
     assert project.spec.read_bytes() == before
     assert not project.lock.exists()
+
+
+def test_a_stale_lock_in_a_read_only_project_is_refused_before_resolving(
+    make_project: Callable[..., Project], pkgindex: PkgIndex
+) -> None:
+    """install (not --frozen) relocks a stale lock. In a project mounted read-only the
+    relock ran to its end (seconds to minutes for a CUDA stack) and only then failed to
+    write gpuenv.lock; it is now refused first, saying why and what to do."""
+    writer = make_project(spec_text(pkgindex, deps=""))
+    writer.gpuenv("lock", check=True, timeout=300)
+    reader = make_project(spec_text(pkgindex, deps='"transformers>=4.44"'))
+    shutil.copy2(writer.dir / "gpuenv.lock", reader.dir / "gpuenv.lock")
+    ro = read_only_prefix([reader.dir])
+    if ro is None:
+        pytest.skip("no read-only bind mounts here (no mount namespace)")
+    stale = gpuenv_in(reader, ro, "install", "--target", "cpu", "--json", timeout=300)
+    assert stale.returncode == 5, stale.stdout + stale.stderr
+    error = json.loads(stale.stdout)["error"]
+    assert error["kind"] == "storage" and error["path"].endswith("gpuenv.lock"), error
+    assert "is out of date for cpu and cannot be rewritten here" in error["message"]
+    assert "nothing was resolved" in error["message"] and "gpuenv lock" in error["hint"]

@@ -398,6 +398,7 @@ def ensure_lock(
             hint="run 'gpuenv lock' (and commit gpuenv.lock)",
             details={"stale": relevant},
         )
+    _require_rewritable(lock_path, relevant)
     if progress is not None and reading is not None:
         # like `uv sync`, but said: an install that relocks first takes longer, and
         # changes gpuenv.lock, which the user commits
@@ -414,6 +415,35 @@ def ensure_lock(
         progress=progress,
     )
     return result.lock, result.digest
+
+
+def _require_rewritable(lock_path: Path, stale: Mapping[str, Any]) -> None:
+    """A lock that must be rewritten where it cannot be is refused before anything is
+    resolved: a relock takes seconds to minutes, and its result was lost when the write
+    failed at the end (a project mounted read-only in a container, a locked file)."""
+    import errno
+    import os
+
+    from gpuenv._fs import attribute_refusing_writes
+    from gpuenv.errors import StorageError
+
+    folder = lock_path.absolute().parent
+    attribute = attribute_refusing_writes(lock_path) or attribute_refusing_writes(folder)
+    if attribute is not None:
+        reason, code = f"it or its folder is {attribute[0]} (chattr {attribute[1]})", errno.EPERM
+    elif folder.is_dir() and not os.access(folder, os.W_OK):
+        reason, code = f"{folder} is not writable here (read-only or not yours)", errno.EACCES
+    else:
+        return
+    targets = ", ".join(sorted(stale)) or "every target"
+    raise StorageError(
+        f"{lock_path} is out of date for {targets} and cannot be rewritten here: {reason}; "
+        "nothing was resolved",
+        path=str(lock_path),
+        errno_name=errno.errorcode[code],
+        hint="relock where the project is writable ('gpuenv lock', then commit gpuenv.lock), "
+        "or make it writable here",
+    )
 
 
 def _fresh_name(
