@@ -377,3 +377,34 @@ def test_a_cd_inside_a_subshell_ends_with_it(tmp_path: Path) -> None:
     assert any(
         n.startswith(".: a local path (the project itself)") for n in _notes(readings, UNMANAGED)
     )
+
+
+# A multi-stage build (the shape of many CUDA images since 2019): the clone in a "base"
+# stage, the build of it in a stage that starts FROM that one, WORKDIR inherited.
+STAGES = """\
+FROM nvidia/cuda:12.1.0-devel-ubuntu22.04 AS base
+WORKDIR /opt
+RUN git clone -b 24.04.01 https://github.com/NVIDIA/apex
+FROM base AS build
+RUN cd apex && pip install --no-build-isolation .
+FROM python:3.11-slim AS other
+RUN cd /opt/apex && pip install .
+"""
+
+
+def test_a_stage_from_an_earlier_stage_starts_from_its_folders(tmp_path: Path) -> None:
+    """``FROM base`` starts from what the base stage put in the image (its clones, copies
+    and WORKDIR); it used to start from an empty tree, so the clone was lost. A stage
+    from another image starts empty, as before."""
+    readings = read(tmp_path, {"Dockerfile": STAGES})
+    apex = asks(readings)["apex"]
+    assert apex.url == "git+https://github.com/NVIDIA/apex@24.04.01"
+    tree = ImageTree()
+    tree.set_workdir("/opt")
+    tree.git(["git", "clone", "https://github.com/NVIDIA/apex"])
+    later = tree.copy()
+    later.begin_run()
+    later.cd("apex")
+    assert later.origin_of(".") is not None
+    tree.new_stage()
+    assert tree.origin_of("/opt/apex") is None and later.origin_of("/opt/apex") is not None

@@ -101,6 +101,14 @@ class ImageTree:
         self._sources.clear()
         self._file_or_into.clear()
 
+    def copy(self) -> ImageTree:
+        """This tree as it is now: what a later ``FROM <this stage>`` starts from."""
+        twin = ImageTree()
+        twin.workdir = twin.cwd = self.workdir
+        twin._sources = dict(self._sources)
+        twin._file_or_into = set(self._file_or_into)
+        return twin
+
     def set_workdir(self, path: str) -> None:
         self.workdir = self.cwd = _join(self.workdir, path)
 

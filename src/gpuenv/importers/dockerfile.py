@@ -106,6 +106,8 @@ class _State:
     run_python: tuple[str, Origin] | None = None
     # the working directory and what filled the image's folders (COPY, ADD, git clone)
     tree: ImageTree = field(default_factory=ImageTree)
+    stage: str | None = None  # the name of the stage being read (FROM ... AS name)
+    stage_trees: dict[str, ImageTree] = field(default_factory=dict)  # each ended stage's
 
     def expand(self, text: str) -> tuple[str, bool]:
         """``text`` with known ARG/ENV values substituted; False when one is unknown."""
@@ -147,12 +149,19 @@ def _from(state: _State, line: int, args: str) -> None:
             f"FROM {words[0]}: a variable with no default",
             Origin(state.builder.file, line, f"FROM {args}"),
         )
+    if state.stage is not None:  # the stage that ends here, for a FROM naming it later
+        state.stage_trees[state.stage] = state.tree.copy()
+    earlier = state.stage_trees.get(image)
     while image in state.stages:  # FROM an earlier stage: its base
         image = state.stages[image]
-    if len(words) >= 3 and words[1].lower() == "as":
-        state.stages[words[2]] = image
+    state.stage = words[2] if len(words) >= 3 and words[1].lower() == "as" else None
+    if state.stage is not None:
+        state.stages[state.stage] = image
     state.base = (image, Origin(state.builder.file, line, f"FROM {args}"))
-    state.tree.new_stage()
+    if earlier is not None:  # its folders and WORKDIR, as the builder starts from them
+        state.tree = earlier.copy()
+    else:
+        state.tree.new_stage()
 
 
 def _command_words(tokens: list[str]) -> list[str]:
