@@ -91,8 +91,12 @@ def attribute_refusing_writes(path: str | os.PathLike[str]) -> tuple[str, str] |
 def _attribute_advice(code: int | None, where: str) -> str | None:
     """The ``chattr`` attribute that refused the write at ``where`` (the file, or its
     folder), as advice; None where no attribute explains it."""
-    if code not in (errno.EPERM, errno.EACCES):
-        return None
+    return attribute_advice(where) if code in (errno.EPERM, errno.EACCES) else None
+
+
+def attribute_advice(where: str) -> str | None:
+    """How to lift the ``chattr`` attribute that refuses writing ``where`` (the file, or
+    a new name in its folder); None where neither carries one."""
     for path in (where, str(Path(where).parent)):
         found = attribute_refusing_writes(path)
         if found is not None:

@@ -285,3 +285,20 @@ def test_a_write_refused_by_a_chattr_attribute_names_it_over_the_callers_hint(
     )
     assert lock.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["gpuenv.lock"]  # no temporary left
+
+
+def test_a_stale_immutable_lock_is_refused_with_the_attributes_fix(tmp_path: Path) -> None:
+    """install's relock of a stale lock that a chattr attribute keeps from being written
+    is refused before resolving, with the same advice every refused write gives."""
+    from gpuenv.errors import StorageError
+    from gpuenv.lock.project import _require_rewritable
+
+    lock = tmp_path / "gpuenv.lock"
+    lock.write_text("old\n")
+    _require_rewritable(lock, {"cpu": ["the spec changed"]})  # writable: nothing said
+    with _chattr(lock, "i"), pytest.raises(StorageError) as refused:
+        _require_rewritable(lock, {"cpu": ["the spec changed"]})
+    assert "is out of date for cpu and cannot be rewritten here" in refused.value.message
+    assert refused.value.hint == (
+        f"{lock} is immutable (chattr +i): remove it with chattr -i {lock} as root"
+    )

@@ -421,27 +421,24 @@ def _require_rewritable(lock_path: Path, stale: Mapping[str, Any]) -> None:
     """A lock that must be rewritten where it cannot be is refused before anything is
     resolved: a relock takes seconds to minutes, and its result was lost when the write
     failed at the end (a project mounted read-only in a container, a locked file)."""
-    import errno
     import os
 
-    from gpuenv._fs import attribute_refusing_writes
+    from gpuenv._fs import attribute_advice
     from gpuenv.errors import StorageError
 
     folder = lock_path.absolute().parent
-    attribute = attribute_refusing_writes(lock_path) or attribute_refusing_writes(folder)
-    if attribute is not None:
-        reason, code = f"it or its folder is {attribute[0]} (chattr {attribute[1]})", errno.EPERM
-    elif folder.is_dir() and not os.access(folder, os.W_OK):
-        reason, code = f"{folder} is not writable here (read-only or not yours)", errno.EACCES
-    else:
+    attribute = attribute_advice(str(lock_path.absolute()))  # the fix, as storage errors say it
+    if attribute is None and (not folder.is_dir() or os.access(folder, os.W_OK)):
         return
+    reason = "a chattr attribute refuses it" if attribute else f"{folder} is not writable here"
     targets = ", ".join(sorted(stale)) or "every target"
     raise StorageError(
         f"{lock_path} is out of date for {targets} and cannot be rewritten here: {reason}; "
         "nothing was resolved",
         path=str(lock_path),
-        errno_name=errno.errorcode[code],
-        hint="relock where the project is writable ('gpuenv lock', then commit gpuenv.lock), "
+        errno_name="EPERM" if attribute else "EACCES",
+        hint=attribute
+        or "relock where the project is writable ('gpuenv lock', then commit gpuenv.lock), "
         "or make it writable here",
     )
 
