@@ -93,6 +93,14 @@ def _set(raw: dict[str, Any], path: Path_, value: str) -> None:
     node[path[-1]] = value
 
 
+def _rehashed(raw: dict[str, Any]) -> str:
+    """The edited lock as text, each target's content hash recomputed (what someone who
+    knows the format does)."""
+    for name, table in raw["targets"].items():
+        table[_integrity.HASH_KEY] = _integrity.content_hash(name, table)
+    return tomlkit.dumps(raw)
+
+
 def _parses(fmt: str, text: str, tmp: Path) -> str | None:
     """Why an export does not parse back (None: it does)."""
     try:
@@ -162,9 +170,7 @@ def _fuzz(
             for value in values:
                 raw = copy.deepcopy(pristine)
                 _set(raw["targets"][target], path, value)
-                for t, tbl in raw["targets"].items():
-                    tbl[_integrity.HASH_KEY] = _integrity.content_hash(t, tbl)
-                text = tomlkit.dumps(raw)
+                text = _rehashed(raw)
                 (project / "gpuenv.lock").write_text(text)
                 where = f"{target}.{name} = {json.dumps(value[:40])}"
                 try:
@@ -238,9 +244,7 @@ def test_hostile_pip_sizes_are_refused_or_fail_the_install_with_a_clear_word(
         raw = copy.deepcopy(pristine)
         first = raw["targets"][target]["pip"][0]
         first["size"] = value
-        for t, tbl in raw["targets"].items():
-            tbl[_integrity.HASH_KEY] = _integrity.content_hash(t, tbl)
-        (project / "gpuenv.lock").write_text(tomlkit.dumps(raw))
+        (project / "gpuenv.lock").write_text(_rehashed(raw))
         check = cli("-f", spec, "lock", "--check", "--target", target)
         assert check.code != 70 and "Traceback" not in check.err, (value, check.err)
         install = cli("-f", spec, "install", "--target", target, "--frozen")
