@@ -199,11 +199,38 @@ def remove_made(made: list[Path]) -> None:
 
 
 def start_writeback(fd: int) -> None:
-    """Begin writing ``fd``'s dirty pages to disk without waiting for them, so that
-    ``release_cached`` finds them clean (droppable) later. Linux's ``POSIX_FADV_DONTNEED``
-    does exactly that for dirty pages; where there is no such call, nothing happens."""
-    with contextlib.suppress(OSError, AttributeError):
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    """Begin writing ``fd``'s dirty pages to disk, waiting for none and dropping none, so
+    that ``release_cached`` finds them clean (droppable) once uv has read them from
+    memory. Linux's ``sync_file_range(SYNC_FILE_RANGE_WRITE)``; elsewhere nothing.
+
+    Not ``POSIX_FADV_DONTNEED``: it starts the same writeback, but also drops the pages
+    already clean, and with gigabytes written in seconds the kernel's flusher has
+    cleaned many. uv then read them back from disk: 3.5 GB of a 4.2 GB cold CUDA
+    install, every run (``/proc/diskstats``)."""
+    call = _sync_file_range()
+    if call is not None:
+        call(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)  # a failure (a pipe, say) costs nothing
+
+
+_SYNC_FILE_RANGE_WRITE = 2  # <linux/fs.h>: start writing the dirty pages, do not wait
+_SYNC_FILE_RANGE: list[Callable[[int, int, int, int], int] | None] = []
+
+
+def _sync_file_range() -> Callable[[int, int, int, int], int] | None:
+    """libc's ``sync_file_range``, looked up once (ctypes is imported only by the
+    downloads that need it); None where the C library has none (macOS)."""
+    if not _SYNC_FILE_RANGE:
+        found = None
+        if os.name == "posix":
+            import ctypes
+
+            with contextlib.suppress(OSError, AttributeError):
+                function = ctypes.CDLL(None, use_errno=True).sync_file_range
+                function.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
+                function.restype = ctypes.c_int
+                found = function
+        _SYNC_FILE_RANGE.append(found)
+    return _SYNC_FILE_RANGE[0]
 
 
 def release_cached(path: Path) -> None:
