@@ -157,16 +157,24 @@ def _popen(args: tuple[str, ...], **options: Any) -> subprocess.Popen[Any]:
     to a signal that arrives while it starts: that signal is raised once the child is
     held, and the child's group is killed and reaped before it propagates."""
     held = _hold_signals()
+    # Made first and started second: when a signal is raised inside Popen after all (it
+    # went to another thread, which holds nothing back, and Python runs the handler in
+    # this one at once), the object, and with it the pid of a child already forked, is
+    # still here to kill and reap. A thread a test left running did that, 1 run in ~30.
+    popen = subprocess.Popen
+    process = popen.__new__(popen)
     try:
-        process = subprocess.Popen(  # an argument list, never a shell (S603 is off)
+        popen.__init__(  # an argument list, never a shell (S603 is off)
+            process,
             args,
             start_new_session=True,  # its own process group: killed as one
-            preexec_fn=_death_signal(held),  # noqa: PLW1509 - prctl and the mask only
+            preexec_fn=_death_signal(held),  # prctl and the mask only (PLW1509)
             **options,
         )
     except BaseException:
         if held is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        _kill_forked(getattr(process, "pid", None))
         raise
     try:
         if held is not None:
@@ -176,6 +184,18 @@ def _popen(args: tuple[str, ...], **options: Any) -> subprocess.Popen[Any]:
         _drain(process)
         raise
     return process
+
+
+def _kill_forked(pid: int | None) -> None:
+    """SIGKILL the group of a child that Popen forked but never handed back, and reap it
+    (it leads its own group: ``start_new_session``)."""
+    if pid is None:
+        return
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
 
 
 def kill_group(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:

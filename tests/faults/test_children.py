@@ -165,6 +165,43 @@ def test_a_signal_while_a_child_starts_is_raised_once_the_child_is_held(
     assert gone(wait_for_pids(pids, 2))
 
 
+def test_a_signal_another_thread_takes_while_a_child_starts_still_kills_the_child(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same signal, while another thread runs that holds nothing back (a library's,
+    or one an earlier test left): the kernel gives it to that thread, and Python runs
+    the handler in the main thread at once, inside Popen, mask or not. The child, forked
+    already, is still killed with its group and reaped."""
+    pids = tmp_path / "pids"
+    real = subprocess.Popen
+    done = threading.Event()
+    bystander = threading.Thread(target=done.wait, daemon=True)
+    bystander.start()
+
+    class SignalledWhileStarting(real):  # type: ignore[type-arg,misc]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)
+            wait_for_pids(pids, 2)
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(1)  # the handler runs here, in the main thread: inside Popen
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise Stopped
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    monkeypatch.setattr(_proc.subprocess, "Popen", SignalledWhileStarting)
+    try:
+        with pytest.raises(Stopped):
+            _proc.run(["sh", "-c", HANGS, "sh", str(pids)], timeout=600)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        done.set()
+    shell, sleeper = wait_for_pids(pids, 2)
+    assert gone([shell, sleeper])
+    with pytest.raises(ChildProcessError):
+        os.waitpid(shell, os.WNOHANG)  # reaped, not left a zombie
+
+
 def test_a_child_runs_with_the_signal_mask_gpuenv_had(tmp_path: Path) -> None:
     """The signals held back while a child starts are not held in the child."""
     own = Path("/proc/self/status").read_text()
