@@ -500,3 +500,50 @@ def test_the_environment_begun_before_its_prefix_is_known_becomes_the_prefix(
     monkeypatch.setattr(headstart, "HeadStart", lambda *a: began.append(a))
     assert cli("-f", str(project.spec), "install", "--target", "cpu", "--frozen").code == 0
     assert began == [] and taken == [True]
+
+
+def _processes_naming(text: str) -> list[str]:
+    """The command lines of this machine's processes that mention ``text``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in argv:
+            found.append(f"{entry.name}: {argv.strip()}")
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+@pytest.mark.parametrize("seed", range(6))
+def test_ctrl_c_at_any_point_of_a_cold_install_leaves_no_child_and_no_partial_file(
+    make_project: Callable[..., Project], tmp_path: Path, seed: int
+) -> None:
+    """SIGINT or SIGTERM while the store fills and uv installs beside the downloads (the
+    early runs start uv from their own thread): one line and 130 or 143, no uv left
+    running, no half-written artifact in the store, and the next install completes."""
+    import random
+    import signal
+    import time
+
+    home = tmp_path / f"store{seed}"
+    project = make_project(home=home)
+    project.gpuenv("lock", check=True)
+    rng = random.Random(seed)
+    signum = (signal.SIGINT, signal.SIGTERM)[seed % 2]
+    process = project.popen("install", "--target", "cpu", "--frozen")
+    time.sleep(rng.uniform(0.05, 0.45))  # a cold install of this lock takes about 0.5 s
+    process.send_signal(signum)
+    _out, err = process.communicate(timeout=60)
+    assert process.returncode in (0, 128 + signum), err
+    assert "Traceback" not in err
+    deadline = time.monotonic() + 5
+    while _processes_naming(str(home)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _processes_naming(str(home)) == []
+    assert list(home.rglob(".incoming.*")) == []
+    project.gpuenv("install", "--target", "cpu", "--frozen", check=True)
+    assert python_of(installed_prefix(project), "import transformers; print('ok')") == "ok"
