@@ -160,7 +160,8 @@ def _popen(args: tuple[str, ...], **options: Any) -> subprocess.Popen[Any]:
     # Made first and started second: when a signal is raised inside Popen after all (it
     # went to another thread, which holds nothing back, and Python runs the handler in
     # this one at once), the object, and with it the pid of a child already forked, is
-    # still here to kill and reap. A thread a test left running did that, 1 run in ~30.
+    # still here to kill and reap. A thread a test left running did that once in a full
+    # run of the tests.
     popen = subprocess.Popen
     process = popen.__new__(popen)
     try:
@@ -174,7 +175,8 @@ def _popen(args: tuple[str, ...], **options: Any) -> subprocess.Popen[Any]:
     except BaseException:
         if held is not None:
             signal.pthread_sigmask(signal.SIG_SETMASK, held)
-        _kill_forked(getattr(process, "pid", None))
+        if getattr(process, "returncode", None) is None:  # else Popen reaped it (exec failed)
+            _kill_forked(getattr(process, "pid", None))
         raise
     try:
         if held is not None:
@@ -188,7 +190,8 @@ def _popen(args: tuple[str, ...], **options: Any) -> subprocess.Popen[Any]:
 
 def _kill_forked(pid: int | None) -> None:
     """SIGKILL the group of a child that Popen forked but never handed back, and reap it
-    (it leads its own group: ``start_new_session``)."""
+    (it leads its own group: ``start_new_session``). Only for a child not yet reaped:
+    until then its pid cannot name another process."""
     if pid is None:
         return
     for kill in (os.killpg, os.kill):

@@ -202,6 +202,21 @@ def test_a_signal_another_thread_takes_while_a_child_starts_still_kills_the_chil
         os.waitpid(shell, os.WNOHANG)  # reaped, not left a zombie
 
 
+def test_a_program_that_cannot_start_kills_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Popen reaps a child whose exec failed before it raises: its pid may be another
+    process's by then, so nothing is sent to it."""
+    killed: list[int | None] = []
+    monkeypatch.setattr(_proc, "_kill_forked", killed.append)
+    with pytest.raises(ExternalToolError):
+        _proc.run([str(tmp_path / "no-such-program")], timeout=30, what="missing")
+    (tmp_path / "not-executable").write_text("#!/bin/sh\n")
+    with pytest.raises(PermissionError):  # the CLI says it as exit 5, naming the file
+        _proc.run([str(tmp_path / "not-executable")], timeout=30, what="not executable")
+    assert killed == []
+
+
 def test_a_child_runs_with_the_signal_mask_gpuenv_had(tmp_path: Path) -> None:
     """The signals held back while a child starts are not held in the child."""
     own = Path("/proc/self/status").read_text()
