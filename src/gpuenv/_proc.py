@@ -224,6 +224,20 @@ def _drain(process: subprocess.Popen[str]) -> tuple[str, str]:
     return stdout or "", stderr or ""
 
 
+def _not_permitted(label: str, args: tuple[str, ...], exc: PermissionError) -> ExternalToolError:
+    """A program this user may not run: not executable, on a file system mounted
+    ``noexec`` (a store there cannot run its environments' Python), or a folder on its
+    way (or the working folder) closed to this user. Said as the tool's failure, not as
+    a write that failed."""
+    where = os.fsdecode(exc.filename) if exc.filename is not None else args[0]
+    return ExternalToolError(
+        f"{label} cannot be started: {where}: permission denied",
+        argv=args,
+        hint="make it executable (chmod +x), or keep it off a file system mounted noexec "
+        "(findmnt -T PATH shows the mount's options)",
+    )
+
+
 def _unstartable(label: str, args: tuple[str, ...], exc: ValueError) -> ExternalToolError:
     """What the net says of a value no process can be given (a NUL byte reached an
     argument or the environment): the input's checks should have refused it first."""
@@ -409,6 +423,8 @@ def start(
         process = _spawn(args, env, cwd, input_text is not None)
     except FileNotFoundError as exc:
         raise ExternalToolError(f"{label}: program not found: {args[0]}", argv=args) from exc
+    except PermissionError as exc:
+        raise _not_permitted(label, args, exc) from exc
     except ValueError as exc:  # a NUL byte in an argument or the environment
         raise _unstartable(label, args, exc) from None
     try:
@@ -562,6 +578,8 @@ def stream(
         )
     except FileNotFoundError as exc:
         raise ExternalToolError(f"{label}: program not found: {args[0]}", argv=args) from exc
+    except PermissionError as exc:
+        raise _not_permitted(label, args, exc) from exc
     except ValueError as exc:  # a NUL byte in an argument or the environment
         raise _unstartable(label, args, exc) from None
     expired = threading.Event()

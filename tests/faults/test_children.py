@@ -212,8 +212,11 @@ def test_a_program_that_cannot_start_kills_nothing(
     with pytest.raises(ExternalToolError):
         _proc.run([str(tmp_path / "no-such-program")], timeout=30, what="missing")
     (tmp_path / "not-executable").write_text("#!/bin/sh\n")
-    with pytest.raises(PermissionError):  # the CLI says it as exit 5, naming the file
+    with pytest.raises(ExternalToolError, match="not-executable: permission denied") as raised:
         _proc.run([str(tmp_path / "not-executable")], timeout=30, what="not executable")
+    assert "noexec" in (raised.value.hint or "")
+    with pytest.raises(ExternalToolError, match="permission denied"):
+        _proc.start([str(tmp_path / "not-executable")], timeout=30).wait()
     assert killed == []
 
 
