@@ -47,7 +47,7 @@ from urllib.parse import unquote, urlsplit
 from gpuenv import __version__
 from gpuenv._artifacts import ArtifactSources
 from gpuenv._flock import FileLock, LockTimeout
-from gpuenv._fs import remove_made, start_writeback, storage_error, temporary_beside
+from gpuenv._fs import remove_made, storage_error, temporary_beside
 from gpuenv._network import (
     Index,
     Mirrors,
@@ -679,7 +679,6 @@ class ArtifactStore:
             with os.fdopen(fd, "w+b") as out:
                 fill(out, digests)
                 out.flush()
-                start_writeback(out.fileno())  # clean by the time uv has read it
                 written = os.fstat(out.fileno()).st_size
             which = digests.mismatch(artifact)
             if which is not None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuenv._artifacts import ArtifactSources
-from gpuenv._fs import atomic_write_text
+from gpuenv._fs import atomic_write_text, start_writeback
 from gpuenv.errors import InstallError
 from gpuenv.install.request import InstallRequest, Progress, network_failure
 from gpuenv.lock.model import LockedTarget
@@ -68,6 +68,7 @@ def fetch_artifacts(
         path = stored.ensure(artifact, request.sources, credentials=credentials, advance=advance)
         if on_stored is not None:
             on_stored(artifact, path)
+            start_writeback(path)  # clean once uv has read it (then released): after uv knows
         return path
 
     try:
