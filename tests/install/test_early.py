@@ -1,5 +1,6 @@
-"""install.early: wheels go into the prefix while the fetch goes on; a failed early run
-is left to the full install; on any way out the running uv is killed first."""
+"""install.early: wheels are unpacked into uv's cache while the fetch goes on, two runs at
+once, outside the prefix; a failed early run is left to the full install; on any way out
+every running uv is killed first."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from gpuenv import _proc
 from gpuenv._fetch import Artifact
 from gpuenv._uvbin import find_uv
-from gpuenv.install.early import EarlyWheels, early_wheels
+from gpuenv.install.early import SCRATCH, EarlyWheels, early_wheels
 from gpuenv.lock.model import PipPackage
 from tests.fixtures.pkgindex.wheels import WheelSpec, build_wheel
 
@@ -44,7 +45,14 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "UV_CACHE_DIR": str(tmp_path / "uv-cache"), "UV_NO_CONFIG": "1"}
 
 
-def test_wheels_stored_during_the_fetch_are_installed_before_it_ends(tmp_path: Path) -> None:
+def _unpacked(cache: Path) -> dict[str, Path]:
+    """uv's unpacked wheels in ``cache``, by dist-info folder name."""
+    return {p.name: p for p in cache.glob("archive-v0/*/*.dist-info")}
+
+
+def test_wheels_stored_during_the_fetch_are_unpacked_into_uvs_cache_before_it_ends(
+    tmp_path: Path,
+) -> None:
     env = _env(tmp_path)
     prefix = tmp_path / "prefix"
     uv = _venv(prefix, env)
@@ -53,15 +61,19 @@ def test_wheels_stored_during_the_fetch_are_installed_before_it_ends(tmp_path: P
     with early_wheels(prefix, packages, uv, env) as early:
         for package, path in wheels:  # as the fetch's threads would, one by one
             early.stored(_artifact(package, path), path)
-    assert sorted(early.installed) == ["early-one", "early-three", "early-two"]
+    assert sorted(early.unpacked) == ["early-one", "early-three", "early-two"]
+    names = {f"{n}-1.0.dist-info" for n in ("early_one", "early_two", "early_three")}
+    cache = tmp_path / "uv-cache"
+    unpacked = _unpacked(cache)
+    assert names <= set(unpacked)
     site = next((prefix / "lib").glob("python3*/site-packages"))
-    for name in ("early_one", "early_two", "early_three"):
-        assert (site / f"{name}-1.0.dist-info" / "RECORD").is_file()
-    # what install_pip then runs over the whole requirements finds them in place
+    assert not any((site / name).exists() for name in names)  # the prefix is not theirs
+    assert not (prefix / SCRATCH).exists()  # their scratch folders are gone
+    # what install_pip then runs over the whole requirements links them from the cache
     lines = [
         f"{p.name} @ {path.absolute().as_uri()} --hash=sha256:{p.sha256}" for p, path in wheels
     ]
-    result = _proc.run(
+    _proc.run(
         [
             uv,
             "pip",
@@ -72,6 +84,8 @@ def test_wheels_stored_during_the_fetch_are_installed_before_it_ends(tmp_path: P
             "--no-deps",
             "--require-hashes",
             "--offline",
+            "--link-mode",
+            "hardlink",
             "-r",
             "-",
         ],
@@ -79,7 +93,11 @@ def test_wheels_stored_during_the_fetch_are_installed_before_it_ends(tmp_path: P
         timeout=120,
         env=env,
     )
-    assert "Installed" not in result.stderr, result.stderr
+    assert _unpacked(cache) == unpacked  # nothing unpacked again
+    for name in names:
+        installed = (site / name / "METADATA").stat()
+        cached = (unpacked[name] / "METADATA").stat()
+        assert (installed.st_ino, installed.st_dev) == (cached.st_ino, cached.st_dev)
 
 
 def test_an_sdist_or_a_file_of_another_target_is_left_to_the_full_install(
@@ -94,7 +112,7 @@ def test_an_sdist_or_a_file_of_another_target_is_left_to_the_full_install(
         early.stored(_artifact(other, other_path), other_path)  # not this target's
         early.stored(Artifact((sdist.url,), "built-1.0.tar.gz", sdist.sha256, "pip"), path)
         early.stored(_artifact(package, path), path)
-    assert early.installed == ["kept"]
+    assert early.unpacked == ["kept"]
 
 
 def _sleeping_uv(tmp_path: Path, *, code: int | None = None) -> tuple[Path, Path]:
@@ -133,7 +151,32 @@ def test_a_failed_fetch_kills_the_running_early_uv_before_the_prefix_is_discarde
     assert time.monotonic() - started < 15  # not the 60 s the early uv would have taken
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # killed and reaped
-    assert early.installed == []
+    assert early.unpacked == []
+
+
+def test_a_wheel_stored_while_a_run_is_under_way_starts_a_second_and_abort_kills_both(
+    tmp_path: Path,
+) -> None:
+    """uv locks an environment for a whole install: the runs go into scratch folders of
+    their own, so torch stored during a run of small wheels is unpacked beside it."""
+    uv, pids = _sleeping_uv(tmp_path)
+    wheels = _wheels(tmp_path / "store", "small", "large", "later")
+    prefix = tmp_path / "prefix"
+    early = EarlyWheels(prefix, [p for p, _ in wheels], uv, dict(os.environ))
+    try:
+        early.stored(_artifact(*wheels[0]), wheels[0][1])
+        _wait_for(pids)
+        early.stored(_artifact(*wheels[1]), wheels[1][1])  # the first still runs
+        first, second = _wait_for(pids, lines=2)
+        early.stored(_artifact(*wheels[2]), wheels[2][1])  # both busy: it waits
+        time.sleep(0.3)
+        assert len(pids.read_text().split()) == 2
+    finally:
+        early.abort()
+    for pid in (first, second):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # killed and reaped
+    assert early.unpacked == []
 
 
 def test_a_failed_early_run_ends_the_early_runs_and_is_not_raised(tmp_path: Path) -> None:
@@ -143,12 +186,12 @@ def test_a_failed_early_run_ends_the_early_runs_and_is_not_raised(tmp_path: Path
     early.stored(_artifact(*wheels[0]), wheels[0][1])
     _wait_for(pids)
     deadline = time.monotonic() + 20
-    while early._thread.is_alive() and time.monotonic() < deadline:
+    while not early._stopped and time.monotonic() < deadline:
         time.sleep(0.02)
     early.stored(_artifact(*wheels[1]), wheels[1][1])  # after the failure: not run
     early.finish()
     assert len(pids.read_text().split()) == 1
-    assert early.installed == []
+    assert early.unpacked == []
 
 
 def test_the_early_run_is_not_counted_as_downloaded_bytes(tmp_path: Path) -> None:
@@ -185,6 +228,56 @@ def test_the_largest_artifacts_are_fetched_first_and_returned_in_the_locks_order
     assert [p.name for p in paths] == names
 
 
+def test_large_artifacts_download_two_at_a_time_the_largest_first_beside_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Eight large downloads side by side share the bandwidth, so the largest arrived
+    last, and its unpacking was the install's last work: two at once, largest first,
+    while the small ones go on in the other workers."""
+    import threading
+
+    from gpuenv.install import artifacts as fetching
+
+    monkeypatch.setattr(fetching, "LARGE", 100)
+    monkeypatch.setattr("gpuenv.builds.jobs.cores", lambda: 2)
+    sizes = {"a": 500, "b": 400, "c": 300, "d": 200, "x": 10, "y": 20}
+    lock_order = [Artifact((f"https://files.test/{n}",), n, f"{i:064x}", "pip") for i, n in
+                  enumerate(sizes)]  # fmt: skip
+    by_sha = {a.sha256: sizes[a.filename] for a in lock_order}
+    guard = threading.Lock()
+    large_started: list[str] = []
+    running: list[str] = []
+    most = [0]
+    small_done = threading.Event()
+    small_left = [2]
+
+    def one(artifact: Artifact, _advance: object) -> Path:
+        name = artifact.filename
+        if sizes[name] < 100:
+            with guard:
+                small_left[0] -= 1
+                if not small_left[0]:
+                    small_done.set()
+            return Path("/store") / name
+        with guard:
+            large_started.append(name)
+            running.append(name)
+            most[0] = max(most[0], len(running))
+        small_done.wait(10)  # the small ones do not wait behind the large
+        time.sleep(0.05)
+        with guard:
+            running.remove(name)
+        return Path("/store") / name
+
+    started = time.monotonic()
+    paths = fetching._download(lock_order, by_sha, one)
+    assert small_done.is_set() and time.monotonic() - started < 5
+    # (the two of a pair start together: which appends first is the threads' race)
+    assert set(large_started[:2]) == {"a", "b"} and set(large_started[2:]) == {"c", "d"}
+    assert most[0] == 2
+    assert [p.name for p in paths] == list(sizes)  # the lock's order
+
+
 def test_an_entry_uv_must_not_read_ends_the_early_runs_without_a_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -200,10 +293,10 @@ def test_an_entry_uv_must_not_read_ends_the_early_runs_without_a_traceback(
     early = EarlyWheels(tmp_path / "prefix", [odd], uv, dict(os.environ))
     early.stored(_artifact(odd, path), path)
     early.finish()
-    assert died == [] and early.installed == [] and not pids.exists()
+    assert died == [] and early.unpacked == [] and not pids.exists()
 
 
-def test_the_archives_an_early_run_installed_are_let_go_from_the_page_cache(
+def test_the_archives_an_early_run_unpacked_are_let_go_from_the_page_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """uv reads each stored wheel once; its pages are then the kernel's to reuse (for the
@@ -223,7 +316,7 @@ def test_the_archives_an_early_run_installed_are_let_go_from_the_page_cache(
     with early_wheels(prefix, [p for p, _ in wheels], uv, env) as early:
         for package, path in wheels:
             early.stored(_artifact(package, path), path)
-    assert sorted(early.installed) == ["kept-one", "kept-two"]
+    assert sorted(early.unpacked) == ["kept-one", "kept-two"]
     assert sorted(advised) == sorted(
         (str(path.resolve()), os.POSIX_FADV_DONTNEED) for _, path in wheels
     )

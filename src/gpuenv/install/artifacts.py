@@ -20,6 +20,14 @@ if TYPE_CHECKING:
 
 
 FETCH_WORKERS = 8
+# At most this many artifacts of ``LARGE`` bytes or more download at once, the largest
+# first; the other workers take the rest. Eight side by side share the bandwidth and the
+# CPU (on two cores the download is bound by TLS, hashing and writing), so the largest
+# arrived last: torch's 900 MB at 16-18 s of a cold CUDA install, whose last 7 s were
+# then uv unpacking it on one core. Two at a time, it is stored after 4 s and unpacked
+# while the rest download. With more cores each download has more CPU: half the cores.
+LARGE_LANES = 2
+LARGE = 64 << 20
 
 
 def fetch_artifacts(
@@ -113,14 +121,17 @@ def _download(
     one: Callable[[Artifact, Callable[[int, int | None], None]], Path],
 ) -> list[Path]:
     """``one(artifact, advance)`` for each artifact, several at a time, the largest first
-    (the longest downloads start at once instead of last, and what unpacks them,
-    install.early, has the most work soonest); their paths in the lock's order. The first
+    and only ``LARGE_LANES`` large ones at once (so that the largest is stored first and
+    what unpacks it, install.early, has its longest work soonest); their paths in the
+    lock's order. The first
     failure stops the others and is raised: the first in the lock's order, not the first
     to happen, so the message is one and the same on every run."""
     # Only for downloads: concurrent.futures imports logging (4 ms, and a lock every
     # fork takes), which an install from the store never needs.
     import threading
     from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+    from gpuenv.builds.jobs import cores
 
     stop = threading.Event()
 
@@ -129,22 +140,33 @@ def _download(
             raise _Stopped("stopped: another download failed")
 
     order = sorted(range(len(artifacts)), key=lambda i: -sizes.get(artifacts[i].sha256, 0))
-    pool = ThreadPoolExecutor(max_workers=min(FETCH_WORKERS, len(artifacts)))
+    lanes = min(FETCH_WORKERS, max(LARGE_LANES, cores() // 2))
+    # Threads start as work is submitted: a pool with nothing to do costs nothing.
+    large = ThreadPoolExecutor(max_workers=lanes)
+    rest = ThreadPoolExecutor(max_workers=max(1, FETCH_WORKERS - lanes))
+
+    def pool(i: int) -> ThreadPoolExecutor:
+        return large if sizes.get(artifacts[i].sha256, 0) >= LARGE else rest
+
+    def shutdown(*, cancel: bool) -> None:
+        for each in (large, rest):
+            each.shutdown(wait=True, cancel_futures=cancel)
+
     try:
-        submitted = {i: pool.submit(one, artifacts[i], advance) for i in order}
+        submitted = {i: pool(i).submit(one, artifacts[i], advance) for i in order}
         futures = [submitted[i] for i in range(len(artifacts))]  # the lock's order
         wait(futures, return_when=FIRST_EXCEPTION)
         if any(f.done() and f.exception() for f in futures):
             stop.set()
-            pool.shutdown(wait=True, cancel_futures=True)
+            shutdown(cancel=True)
             errors = [f.exception() for f in futures if not f.cancelled()]
             raise next(e for e in errors if e is not None and not isinstance(e, _Stopped))
         paths = [f.result() for f in futures]
     except BaseException:
         stop.set()
-        pool.shutdown(wait=True, cancel_futures=True)
+        shutdown(cancel=True)
         raise
-    pool.shutdown()
+    shutdown(cancel=False)
     return paths
 
 
