@@ -517,16 +517,28 @@ def _processes_naming(text: str) -> list[str]:
     return found
 
 
+# `python -m gpuenv` with early runs whatever the download's size (this index's few MB
+# are below install.early.EARLY_MIN, where a real install runs none)
+_EARLY_ALWAYS = (
+    "import gpuenv; gpuenv._guard_start_up(force=True); import sys; "
+    "import gpuenv.install.early as early; early.EARLY_MIN = 0; "
+    "from gpuenv.cli import entry; sys.exit(entry())"
+)
+
+
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(8))
 def test_ctrl_c_at_any_point_of_a_cold_install_leaves_no_child_and_no_partial_file(
     make_project: Callable[..., Project], tmp_path: Path, seed: int
 ) -> None:
-    """SIGINT or SIGTERM while the store fills and uv installs beside the downloads (the
-    early runs start uv from their own thread): one line and 130 or 143, no uv left
-    running, no half-written artifact in the store, and the next install completes."""
+    """SIGINT or SIGTERM while the store fills and uv unpacks beside the downloads (half
+    the seeds: the early runs start uv from threads of their own): one line and 130 or
+    143, no uv left running, no half-written artifact in the store or scratch folder in
+    the prefix, and the next install completes."""
     import random
     import signal
+    import subprocess
+    import sys
     import time
 
     home = tmp_path / f"store{seed}"
@@ -534,7 +546,18 @@ def test_ctrl_c_at_any_point_of_a_cold_install_leaves_no_child_and_no_partial_fi
     project.gpuenv("lock", check=True)
     rng = random.Random(seed)
     signum = (signal.SIGINT, signal.SIGTERM)[seed % 2]
-    process = project.popen("install", "--target", "cpu", "--frozen")
+    argv = ["install", "--target", "cpu", "--frozen"]
+    if seed < 4:
+        process = project.popen(*argv)
+    else:
+        process = subprocess.Popen(
+            [sys.executable, "-c", _EARLY_ALWAYS, *argv],
+            cwd=project.dir,
+            env=project.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     time.sleep(rng.uniform(0.05, 0.45))  # a cold install of this lock takes about 0.5 s
     process.send_signal(signum)
     _out, err = process.communicate(timeout=60)
@@ -547,3 +570,4 @@ def test_ctrl_c_at_any_point_of_a_cold_install_leaves_no_child_and_no_partial_fi
     assert list(home.rglob(".incoming.*")) == []
     project.gpuenv("install", "--target", "cpu", "--frozen", check=True)
     assert python_of(installed_prefix(project), "import transformers; print('ok')") == "ok"
+    assert list(home.rglob(".gpuenv-early")) == []

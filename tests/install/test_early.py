@@ -179,6 +179,22 @@ def test_a_wheel_stored_while_a_run_is_under_way_starts_a_second_and_abort_kills
     assert early.unpacked == []
 
 
+@pytest.mark.parametrize(("download", "runs"), [(1 << 20, 0), (64 << 20, 1), (None, 1)])
+def test_a_small_download_gets_no_early_run_and_one_of_unknown_size_does(
+    tmp_path: Path, download: int | None, runs: int
+) -> None:
+    """Below EARLY_MIN a uv start and the wheels linked twice cost more than unpacking
+    beside the download saves; a size no server said is not taken for small."""
+    uv, pids = _sleeping_uv(tmp_path, code=0)
+    ((package, path),) = _wheels(tmp_path / "store", "sized")
+    early = EarlyWheels(tmp_path / "prefix", [package], uv, dict(os.environ))
+    early.expect(download)
+    early.stored(_artifact(package, path), path)
+    early.finish()
+    assert (len(pids.read_text().split()) if pids.exists() else 0) == runs
+    assert early.unpacked == (["sized"] if runs else [])
+
+
 def test_a_failed_early_run_ends_the_early_runs_and_is_not_raised(tmp_path: Path) -> None:
     uv, pids = _sleeping_uv(tmp_path, code=1)
     wheels = _wheels(tmp_path / "store", "first", "second")

@@ -37,13 +37,14 @@ def fetch_artifacts(
     target: LockedTarget | None = None,
     *,
     on_stored: Callable[[Artifact, Path], None] | None = None,
-    before_download: Callable[[], None] | None = None,
+    before_download: Callable[[int | None], None] | None = None,
 ) -> ArtifactSources:
     """Every artifact the target names, checked, in the store's artifacts (``gpuenv._fetch``:
     fetched only when missing, several at a time, the largest first); the sources that
     hand uv and rattler those local files. A pack after this install downloads nothing.
-    When anything is fetched: ``before_download`` runs once the cost is known and the
-    disk checked, before the fetch is said and begins; ``on_stored`` is told of each
+    When anything is fetched: ``before_download`` is given the bytes to download (None
+    when a server did not say an artifact's size) once the cost is known and the disk
+    checked, before the fetch is said and begins; ``on_stored`` is told of each
     artifact as it is in the store (from the fetching threads). ``install.early`` uses
     both."""
     from gpuenv._fetch import credentials_from, fetch_credentials
@@ -68,7 +69,8 @@ def fetch_artifacts(
             return ArtifactSources(files=files, mirrors=request.sources.mirrors)
     sizes, said = _cost(store, request, target, missing, len(artifacts), credentials)
     if before_download is not None:
-        before_download()
+        known = all(a.sha256 in sizes for a in missing)
+        before_download(sum(sizes[a.sha256] for a in missing) if known else None)
     if said:
         progress(said)
 

@@ -55,6 +55,11 @@ ABORT_WAIT = 10.0  # seconds to wait for a killed early run to be reaped
 # alternating, page cache dropped before each).
 EARLY_RUNS = 2
 SCRATCH = ".gpuenv-early"  # in the prefix: the early runs' --target folders
+# Below this much to download, no early run: what they could unpack beside the download
+# takes less than their cost (a uv start each, and the wheels linked twice). A cold
+# install of the tests' index (13 artifacts, a few MB) took 0.51-0.52 s with them and
+# 0.39-0.48 s without (bench/install.py --cold, medians of 5, uv 0.33 s).
+EARLY_MIN = 64 << 20
 
 
 class _Cancelled(Exception):
@@ -107,6 +112,14 @@ class EarlyWheels:
             if not self._stopped:
                 self._pending.append((package, path))
                 self._changed.notify()
+
+    def expect(self, download: int | None) -> None:
+        """The fetch is about to download ``download`` bytes (None: not known): below
+        ``EARLY_MIN``, the full install unpacks it all, and no early run starts."""
+        if download is not None and download < EARLY_MIN:
+            with self._changed:
+                self._stopped = True
+                self._changed.notify_all()
 
     def finish(self) -> None:
         """Every artifact is stored: wait for the early runs to unpack what is queued,

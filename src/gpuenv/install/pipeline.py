@@ -155,17 +155,29 @@ def _fetch_into_venv(
     """The target's artifacts fetched and its virtual environment made. uv makes the
     environment while the fetch checks the store (on a warm install that check is all
     the fetch does, and uv's 13-15 ms were spent waiting before); it is waited for
-    before the first download, so that each wheel goes into it as the fetch stores it
-    (``install.early``), or after the fetch when nothing was downloaded."""
+    before the first download, whose wheels the early runs (``install.early``) unpack
+    with its interpreter as the fetch stores them, or after the fetch when nothing was
+    downloaded."""
     from gpuenv.install.early import early_wheels
 
     progress(f"{target.name}: creating the Python {target.stack.python} environment")
     venv: VenvStarted | None = None
     try:
         venv = start_venv(prefix, target.stack.python, uv, env)
+        started = venv
         with early_wheels(prefix, target.pip, uv, env) as early:
+
+            def before_download(download: int | None) -> None:
+                started.wait()
+                early.expect(download)
+
             sources = fetch_artifacts(
-                store, request, progress, target, on_stored=early.stored, before_download=venv.wait
+                store,
+                request,
+                progress,
+                target,
+                on_stored=early.stored,
+                before_download=before_download,
             )
         venv.wait()  # once only: a second wait gives the first's outcome
     except BaseException:
