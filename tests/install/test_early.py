@@ -195,6 +195,32 @@ def test_a_small_download_gets_no_early_run_and_one_of_unknown_size_does(
     assert early.unpacked == (["sized"] if runs else [])
 
 
+def test_no_early_run_where_uvs_cache_cannot_be_hard_linked_into_the_prefix(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """uv would copy instead: every wheel copied into a scratch folder, then again into
+    the prefix. The probe leaves nothing behind, in the cache or the prefix."""
+    uv, pids = _sleeping_uv(tmp_path, code=0)
+    ((package, path),) = _wheels(tmp_path / "store", "copied")
+    cache = tmp_path / "uv-cache"
+    env = {**os.environ, "UV_CACHE_DIR": str(cache)}
+    for works in (True, False):
+        if not works:
+
+            def no_link(*_args: object, **_kwargs: object) -> None:
+                raise OSError(18, "Invalid cross-device link")
+
+            monkeypatch.setattr(os, "link", no_link)
+        pids.unlink(missing_ok=True)
+        early = EarlyWheels(tmp_path / f"prefix-{works}", [package], uv, env)
+        early.expect(None)
+        early.stored(_artifact(package, path), path)
+        early.finish()
+        assert pids.exists() is works
+        assert list(cache.iterdir()) == []
+        assert not (tmp_path / f"prefix-{works}" / SCRATCH).exists()
+
+
 def test_a_failed_early_run_ends_the_early_runs_and_is_not_raised(tmp_path: Path) -> None:
     uv, pids = _sleeping_uv(tmp_path, code=1)
     wheels = _wheels(tmp_path / "store", "first", "second")

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gpuenv import _proc
-from gpuenv._fs import release_cached
+from gpuenv._fs import release_cached, temporary_beside
 from gpuenv.install.pip import INSTALL_TIMEOUT, requirement_line
 from gpuenv.lock.model import PipPackage
 
@@ -115,11 +115,38 @@ class EarlyWheels:
 
     def expect(self, download: int | None) -> None:
         """The fetch is about to download ``download`` bytes (None: not known): below
-        ``EARLY_MIN``, the full install unpacks it all, and no early run starts."""
-        if download is not None and download < EARLY_MIN:
+        ``EARLY_MIN``, or where uv's cache cannot be hard-linked into the prefix, the
+        full install unpacks it all, and no early run starts."""
+        small = download is not None and download < EARLY_MIN
+        if small or not self._links_work():
             with self._changed:
                 self._stopped = True
                 self._changed.notify_all()
+
+    def _links_work(self) -> bool:
+        """Whether a file of uv's cache can be hard-linked into the scratch folder.
+        Where it cannot (a file system without hard links, the cache on another), uv
+        copies instead: the scratch folders would be full copies of every wheel, and
+        the full install would copy them all again."""
+        cache = self._env.get("UV_CACHE_DIR")
+        if not cache:
+            return True  # uv's default cache: not gpuenv's to probe
+        made: list[Path] = []
+        try:
+            Path(cache).mkdir(parents=True, exist_ok=True)
+            self._scratch.mkdir(parents=True, exist_ok=True)
+            fd, probe = temporary_beside(Path(cache) / "probe", prefix=".gpuenv-link-", made=made)
+            os.close(fd)
+            linked = self._scratch / probe.name
+            made.append(linked)
+            os.link(probe, linked)
+        except OSError:
+            return False
+        finally:
+            for path in made:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        return True
 
     def finish(self) -> None:
         """Every artifact is stored: wait for the early runs to unpack what is queued,
