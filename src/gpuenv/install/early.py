@@ -93,7 +93,7 @@ class EarlyWheels:
         self._pending: list[tuple[PipPackage, Path]] = []
         self._changed = threading.Condition()
         self._closed = False  # the fetch is over: nothing more will be stored
-        self._stopped = False  # no more early runs (aborted, or one failed)
+        self._stopped = False  # no more early runs (aborted, one failed, or not worth it)
         self._pids: set[int] = set()  # the early runs under way
         self.unpacked: list[str] = []  # names unpacked into uv's cache early
         self._threads = [
