@@ -129,9 +129,9 @@ def _download(
     """``one(artifact, advance)`` for each artifact, several at a time, the largest first
     and only ``LARGE_LANES`` large ones at once (so that the largest is stored first and
     what unpacks it, install.early, has its longest work soonest); their paths in the
-    lock's order. The first
-    failure stops the others and is raised: the first in the lock's order, not the first
-    to happen, so the message is one and the same on every run."""
+    lock's order. The first failure stops the others and is raised: the first in the
+    lock's order, not the first to happen, so the message is one and the same on every
+    run."""
     # Only for downloads: concurrent.futures imports logging (4 ms, and a lock every
     # fork takes), which an install from the store never needs.
     import threading
