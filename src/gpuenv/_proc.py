@@ -37,9 +37,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from gpuenv.errors import ExternalToolError
 
@@ -67,8 +66,9 @@ WAKE_SECONDS = 0.1  # how often a wait for a child wakes to run a pending signal
 _Line = TypeVar("_Line", str, bytes)
 
 
-@dataclass(frozen=True)
-class ProcResult:
+# NamedTuples, not dataclasses: ``dataclasses`` imports ``inspect`` (5 ms), and a lock
+# starts its first uv (lock.headstart) before anything else needs either.
+class ProcResult(NamedTuple):
     """A finished child of ``run`` (or ``start``): its argv, exit status, captured output
     and wall-clock seconds."""
 
@@ -79,8 +79,7 @@ class ProcResult:
     seconds: float
 
 
-@dataclass(frozen=True)
-class Watch:
+class Watch(NamedTuple):
     """What a caller follows of a child while ``run`` runs it, each optional:
     ``on_stderr_line`` sees each line of stderr as it arrives (the probe names each check
     as it starts it; stderr is still captured whole); ``on_start`` is given the child's
@@ -199,6 +198,23 @@ def _kill_forked(pid: int | None) -> None:
             kill(pid, signal.SIGKILL)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
+
+
+def kill_running() -> None:
+    """SIGKILL every child started here that is still running, with its group, and wait
+    until each has ended (left for its owner to reap: ``WNOWAIT``). For a command that
+    was interrupted while threads of its own still run children: once this returns,
+    none of them writes anything more (their folders can go)."""
+    pids = tuple(_running)
+    for pid in pids:
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                kill(pid, signal.SIGKILL)
+    if not sys.platform.startswith("linux"):
+        return  # os.waitid: Linux's (macOS has none)
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
 
 
 def kill_group(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
@@ -536,8 +552,7 @@ def run(
     return child.wait(watch.on_stderr_line)
 
 
-@dataclass(frozen=True)
-class StreamResult:
+class StreamResult(NamedTuple):
     """A finished child of ``stream``: its argv, exit status and wall-clock seconds (its
     output went to the caller, line by line)."""
 

@@ -67,11 +67,10 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
         if _fresh.known_fresh(*fresh):  # these bytes were found fresh before: say so
             return _say_fresh(args, str(_common.spec_path(args).parent / _fresh.LOCK_FILENAME))
-    from gpuenv.knowledge import knowledge_base
-    from gpuenv.knowledge._data import data_digest
-
     targets = tuple(args.target) if args.target else None
     if args.check:
+        from gpuenv.knowledge import knowledge_base
+        from gpuenv.knowledge._data import data_digest
         from gpuenv.lock.inputs import check_spec_file
 
         lock_path = check_spec_file(
@@ -83,9 +82,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             fresh=fresh,
         )
         return _say_fresh(args, str(lock_path))
-    from gpuenv.lock.project import LockAsk, lock_spec_file
-
-    ask = LockAsk(targets, args.upgrade, tuple(args.upgrade_package or ()))
     spec_file = _common.spec_path(args)
     said: list[str] = []  # what the lock warned of as it ran (a -P name nothing pins)
 
@@ -93,16 +89,38 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         said.append(text)
         _output.err(f"gpuenv: warning: {text}")
 
-    with _common.spec_unedited(settings, spec_file), _progress.display(args) as progress:
-        done = lock_spec_file(
-            spec_file,
-            knowledge_base,
-            settings.lock,
-            ask,
-            kb_digest=data_digest(),
-            warn=warn,
-            progress=progress,
-        )
+    from gpuenv.lock import headstart
+
+    try:
+        # First, before the lock's modules load: the uv runs the last lock of these bytes
+        # made, begun now (taken only where the lock asks for the very same; an edit that
+        # lands meanwhile makes them runs nobody takes). A plain `gpuenv lock` began
+        # them before its command line was parsed (cli._fastlock): nothing to do here.
+        options = headstart.lock_options(targets, args.upgrade, args.upgrade_package)
+        cache = settings.cache_dir
+        headstart.begin(headstart.recipe_path(cache, spec_file, options) if cache else None)
+        from gpuenv.knowledge import knowledge_base
+        from gpuenv.knowledge._data import data_digest
+
+        with _common.spec_unedited(settings, spec_file), _progress.display(args) as progress:
+            from gpuenv.lock.project import LockAsk, lock_spec_file
+
+            ask = LockAsk(targets, args.upgrade, tuple(args.upgrade_package or ()))
+            done = lock_spec_file(
+                spec_file,
+                knowledge_base,
+                settings.lock,
+                ask,
+                kb_digest=data_digest(),
+                warn=warn,
+                progress=progress,
+            )
+        headstart.save()
+    except KeyboardInterrupt:
+        headstart.release(interrupted=True)
+        raise
+    finally:
+        headstart.release()
     _render(done, as_json=args.json, took=progress.elapsed, said=said)
     return 0
 

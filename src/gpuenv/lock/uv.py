@@ -1,6 +1,7 @@
 """The pip half of a lock: resolve with the real ``uv`` binary, for the TARGET.
 
-How one resolution runs (in a temporary folder; uv isolated from the user's
+How one resolution runs (in a temporary folder, which an interrupted lock removes
+even where the resolution ran in a thread of its own; uv isolated from the user's
 configuration by ``--no-config`` and an environment without uv's and pip's resolution
 settings, but with the network ones: proxies, certificates, timeouts):
 
@@ -24,7 +25,9 @@ settings, but with the network ones: proxies, certificates, timeouts):
    read runs beside the annotated one instead of after it. Preferences (existing pins)
    are seeded in both output files, which uv reads back and keeps where they still fit.
    Should the two reads ever disagree (the index moved on since the cache was filled),
-   the artifacts are read again with every version pinned.
+   the artifacts are read again with every version pinned. A lock of bytes locked
+   before may find its online run begun as the command started (``lock.headstart``):
+   taken only where it is the very same run, its output then in this folder.
    A failure to reach an index (name resolution, refused, timeout, TLS, 401/403, 404)
    is a ``NetworkError`` naming the index and URL with the fix that fits, never exit 3.
 3. uv applies sources to direct dependencies only, so a torch-family package pulled in
@@ -46,7 +49,7 @@ import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -69,6 +72,7 @@ from gpuenv._network import (
 )
 from gpuenv._redact import redact, redact_url
 from gpuenv.errors import ExternalToolError, NetworkError, NoCompatiblePlan, UsageError
+from gpuenv.lock import headstart
 from gpuenv.lock._background import Background
 from gpuenv.lock._tags import ARCHES, FOREIGN, foreign_tags, linux_tags, macos_of
 from gpuenv.lock._uv_output import PROJECT_NAME, classify, error_tail, explain_unsatisfiable
@@ -238,13 +242,10 @@ class UvResolver:
         fetch = request.mirrors.fetch_url  # resolution goes through the mirrors, if any
         scratch = tempfile.gettempdir()
         hint = "free space there, or point TMPDIR at a file system with room"
-        with (
-            writing(scratch, "uv's scratch files", hint=hint),
-            tempfile.TemporaryDirectory(prefix="gpuenv-uv-") as tmp,
-        ):
+        with writing(scratch, "uv's scratch files", hint=hint), _scratch_folder(scratch) as tmp:
             run = _Run(
                 request=request,
-                workdir=Path(tmp),
+                workdir=tmp,
                 platform=platform,
                 default=Index.parse(DEFAULT_INDEX_NAME, fetch(request.default_index))
                 if request.default_index
@@ -308,11 +309,11 @@ class UvResolver:
         annotation = [*base, "--emit-index-annotation", "--emit-index-url", "-o", annotated]
         artifacts = [*base, "--format", "pylock.toml", "-o", pylock]
         marker = _resolved_marker(run, promoted)
-        beside = self._offline_beside(run, artifacts, marker)
+        beside = self._offline_beside(run, artifacts, marker, pylock)
         try:
             self._run_uv(run, annotation)
         except Exception:
-            read_beside = beside is not None and _succeeded(beside)  # never left running
+            _read_beside(beside)  # never left running
             raise
         except BaseException:
             # Ctrl-C or SIGTERM: the interrupt may have landed inside a lock this thread
@@ -330,18 +331,12 @@ class UvResolver:
             self._default_index = emitted_index_url(text)
             if self._default_index is not None:
                 self._settled.set()
-        read_beside = beside is not None and _succeeded(beside)  # never left running
-        if not read_beside:
+        locked = _read_beside(beside)  # never left running
+        if locked is None:
             self._cached_then_online(run, artifacts)
+            locked = _read_pylock(run, pylock)
         _remember_resolved(marker)
-        return (
-            parse_annotated(text),
-            parse_pylock(
-                pylock.read_text(encoding="utf-8"),
-                target_tags(run.request),
-                sdists=frozenset(normalize_name(n) for n in run.request.no_binary),
-            ),
-        )
+        return parse_annotated(text), locked
 
     def _pinned_artifacts(
         self,
@@ -362,11 +357,7 @@ class UvResolver:
         output.parent.mkdir()
         argv = [*self._base_argv(run, project), "-c", pins, "--format", "pylock.toml"]
         self._cached_then_online(run, [*argv, "-o", output])
-        locked = parse_pylock(
-            output.read_text(encoding="utf-8"),
-            target_tags(run.request),
-            sdists=frozenset(normalize_name(n) for n in run.request.no_binary),
-        )
+        locked = _read_pylock(run, output)
         if not _agree(resolved, locked):
             raise ExternalToolError(
                 "uv gave different results for the same pinned request: "
@@ -407,8 +398,8 @@ class UvResolver:
         return argv
 
     def _offline_beside(
-        self, run: _Run, argv: list[str | os.PathLike[str]], marker: Path | None
-    ) -> Background[None] | None:
+        self, run: _Run, argv: list[str | os.PathLike[str]], marker: Path | None, output: Path
+    ) -> Background[dict[str, PylockArtifact]] | None:
         """The artifacts read ``--offline`` in a thread beside the annotated run, when this
         very request was resolved with this cache within ``RESOLVED_FRESH`` seconds
         (``marker``): uv's cache then holds every page and metadata file the annotated
@@ -416,10 +407,16 @@ class UvResolver:
         for 600 s), so both read the same pages and the two runs overlap instead of
         following each other. None otherwise (a first resolution: the offline read waits
         for what the annotated run fetches). Should the two still disagree, ``_resolve``
-        reads the artifacts again, pinned."""
+        reads the artifacts again, pinned. The thread parses ``output`` too: the annotated
+        run takes longer, and the parse is then off the lock's path."""
         if marker is None or not _recent(marker):
             return None
-        return Background(lambda: self._run_uv(run, [*argv, "--offline"]), name="gpuenv-uv")
+
+        def read() -> dict[str, PylockArtifact]:
+            self._run_uv(run, [*argv, "--offline"])
+            return _read_pylock(run, output)
+
+        return Background(read, name="gpuenv-uv")
 
     def _cached_then_online(self, run: _Run, argv: list[str | os.PathLike[str]]) -> None:
         """``argv`` with ``--offline``: the run before it fetched every page and metadata
@@ -432,10 +429,13 @@ class UvResolver:
             self._run_uv(run, argv)
 
     def _run_uv(self, run: _Run, argv: list[str | os.PathLike[str]]) -> None:
-        result = _proc.run(
+        env = run.env()
+        # The same run begun as the command started, when the last lock of these bytes
+        # ran it (lock.headstart): its output is then where argv names it.
+        result = headstart.take(argv, env, run.workdir, self.timeout) or _proc.run(
             argv,
             timeout=self.timeout,
-            env=run.env(),
+            env=env,
             cwd=run.workdir,
             check=False,
             what="uv pip compile",
@@ -502,6 +502,20 @@ def _network_failure(run: _Run, failure: Failure, tail: str, argv: list[str]) ->
     )
 
 
+@contextlib.contextmanager
+def _scratch_folder(root: str) -> Iterator[Path]:
+    """A folder of this resolution's own in ``root``, removed after it; one the lock
+    removes itself should it end first (``headstart.scratch_folder``)."""
+    import shutil
+
+    folder = headstart.scratch_folder(root)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        headstart.scratch_done(folder)
+
+
 def _resolved_marker(run: _Run, promoted: frozenset[str]) -> Path | None:
     """Where a resolution of exactly this request (and promoted names) is noted once it
     succeeded with this cache (None without a cache of gpuenv's own)."""
@@ -546,13 +560,25 @@ def _remember_resolved(marker: Path | None) -> None:
         pass
 
 
-def _succeeded(beside: Background[None]) -> bool:
-    """Whether the read beside finished well (it is waited for either way)."""
+def _read_beside(
+    beside: Background[dict[str, PylockArtifact]] | None,
+) -> dict[str, PylockArtifact] | None:
+    """What the read beside found, when it finished well (it is waited for either way);
+    None otherwise."""
+    if beside is None:
+        return None
     try:
-        beside.result()
+        return beside.result()
     except Exception:  # noqa: BLE001 - any failure: the artifacts are read again after
-        return False
-    return True
+        return None
+
+
+def _read_pylock(run: _Run, path: Path) -> dict[str, PylockArtifact]:
+    return parse_pylock(
+        path.read_text(encoding="utf-8"),
+        target_tags(run.request),
+        sdists=frozenset(normalize_name(n) for n in run.request.no_binary),
+    )
 
 
 def _private_dir(path: Path) -> Path:
