@@ -48,6 +48,24 @@ def env_dir(environ: Mapping[str, str], name: str) -> str | None:
     return None if name.startswith("XDG_") else os.path.abspath(value)  # noqa: PTH100
 
 
+def default_cache_dir(environ: Mapping[str, str]) -> str | None:
+    """gpuenv's cache: $GPUENV_CACHE_DIR, else $XDG_CACHE_HOME/gpuenv, else
+    ~/.cache/gpuenv; None where GPUENV_NO_CACHE is set (to anything but 0). Plain
+    strings, and nothing checked: ``cli._common.cache_dir`` refuses a file in the way,
+    and ``lock``'s head start (``cli._fastlock``) reads the path before that."""
+    if environ.get("GPUENV_NO_CACHE", "").strip() not in ("", "0"):
+        return None
+    explicit = env_dir(environ, "GPUENV_CACHE_DIR")
+    if explicit:
+        return explicit
+    xdg = env_dir(environ, "XDG_CACHE_HOME")
+    if xdg:
+        return xdg.rstrip("/") + "/gpuenv"
+    from gpuenv._home import home_dir
+
+    return home_dir(environ).rstrip("/") + "/.cache/gpuenv"
+
+
 def default_state_dir(environ: Mapping[str, str]) -> str:
     """$GPUENV_STATE_DIR, else $XDG_STATE_HOME/gpuenv, else ~/.local/state/gpuenv, from
     the environment the CLI passes in (``gpuenv run`` computes it too: plain strings)."""

@@ -57,7 +57,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     fast = _fastrun.parse(args_list)
     if fast is not None:
         return _fastrun.main(fast)
-    return _full_main(args_list)
+    from gpuenv.cli import _fastlock
+
+    if not _fastlock.wanted(args_list):
+        return _full_main(args_list)
+    from gpuenv.lock import headstart
+
+    try:
+        _fastlock.begin()
+        return _full_main(args_list)
+    except KeyboardInterrupt:
+        headstart.release(interrupted=True)
+        raise
+    finally:
+        headstart.release()  # lock_cmd's own, unless the command never got that far
 
 
 def entry() -> int:

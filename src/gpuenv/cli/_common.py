@@ -233,21 +233,16 @@ def url_override(name: str) -> str | None:
 def cache_dir() -> Path | None:
     """gpuenv's cache: $GPUENV_CACHE_DIR, else $XDG_CACHE_HOME/gpuenv, else
     ~/.cache/gpuenv. GPUENV_NO_CACHE=1 turns it off."""
-    from gpuenv._home import home_dir
-    from gpuenv._settings import env_dir
+    from gpuenv._settings import default_cache_dir, env_dir
 
-    if env_override("GPUENV_NO_CACHE") not in (None, "0"):
+    cache = default_cache_dir(os.environ)
+    if cache is None:
         return None
-    explicit = env_dir(os.environ, "GPUENV_CACHE_DIR")
-    xdg = env_dir(os.environ, "XDG_CACHE_HOME")
-    if explicit:
-        cache, variable = Path(explicit), "GPUENV_CACHE_DIR"
-    elif xdg:
-        cache, variable = Path(xdg) / "gpuenv", "XDG_CACHE_HOME"
-    else:
-        cache, variable = Path(home_dir(os.environ)) / ".cache" / "gpuenv", "HOME"
-    _not_a_file(cache, variable)
-    return cache
+    variable = next(
+        (n for n in ("GPUENV_CACHE_DIR", "XDG_CACHE_HOME") if env_dir(os.environ, n)), "HOME"
+    )
+    _not_a_file(Path(cache), variable)
+    return Path(cache)
 
 
 def _not_a_file(directory: Path, variable: str) -> None:
