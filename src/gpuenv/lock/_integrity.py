@@ -517,18 +517,30 @@ def declared_builds(raw: Mapping[str, Any]) -> frozenset[str]:
     )
 
 
+# Targets whose entries were found consistent, by identity: the locker checks a target as
+# it is resolved and again as the lock is written (a few ms for each), the same object.
+# A frozen value; the last few kept, so that an object's id is never another's.
+_consistent: list[tuple[LockedTarget, frozenset[str]]] = []
+_CONSISTENT_KEPT = 8
+
+
 def entry_problems(target: LockedTarget, builds: frozenset[str] | None = None) -> list[str]:
     """The consistency checks alone (the locker runs them on what it resolved).
     ``builds``: the names the target builds (default: its build entries')."""
     if builds is None:
         builds = frozenset(normalize_name(b.name) for b in target.builds)
-    return [
+    if any(seen is target and seen_builds == builds for seen, seen_builds in _consistent):
+        return []
+    problems = [
         *value_problems(target),
         *stack_problems(target),
         *pip_problems(target.pip, builds),
         *wheel_tag_problems(target),
         *conda_problems(target.conda),
     ]
+    if not problems:
+        _consistent[:] = [*_consistent[-(_CONSISTENT_KEPT - 1) :], (target, builds)]
+    return problems
 
 
 def target_problems(name: str, raw: Mapping[str, Any], target: LockedTarget) -> list[str]:
