@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -163,9 +164,12 @@ def test_lock_check_starts_nothing(
     assert cli("lock").code == 0
     started: list[object] = []
     real_start = _proc.start
-    monkeypatch.setattr(
-        _proc, "start", lambda argv, **kw: started.append(argv) or real_start(argv, **kw)
-    )
+
+    def spy(argv, **kwargs):  # type: ignore[no-untyped-def]
+        started.append(argv)
+        return real_start(argv, **kwargs)
+
+    monkeypatch.setattr(_proc, "start", spy)
     assert cli("lock", "--check").code == 0
     assert started == []
 
@@ -295,3 +299,72 @@ def _uv_children_of(project: Path) -> list[int]:
         if "compile" in cmdline and scratch in cmdline:
             found.append(int(entry.name))
     return found
+
+
+def test_a_spec_whose_index_carries_credentials_leaves_no_recipe(
+    cli: Callable[..., CliResult],
+    tmp_path: Path,
+    pkgindex_auth: PkgIndex,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    directory = tmp_path / "project"
+    directory.mkdir()
+    (directory / "gpuenv.toml").write_text(spec_text(pkgindex_auth))
+    monkeypatch.setenv("GPUENV_HOME", str(tmp_path / "store"))
+    monkeypatch.chdir(directory)
+    result = cli("lock")
+    assert result.code == 0, result.err
+    assert _recipes() == []
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "gpuenv"
+    password = pkgindex_auth.default_index.split("@")[0].rsplit(":", 1)[1]
+    for path in cache.rglob("*.json"):
+        assert password not in path.read_text(errors="replace"), path
+
+
+@pytest.mark.parametrize("kind", ["symlink", "fifo", "huge"])
+def test_a_recipe_that_is_not_a_plain_small_file_is_never_run(
+    cli: Callable[..., CliResult], project: Path, kind: str
+) -> None:
+    assert cli("lock").code == 0
+    (recipe,) = _recipes()
+    if kind == "symlink":
+        target = recipe.with_name("elsewhere")
+        recipe.rename(target)
+        recipe.symlink_to(target)
+    elif kind == "fifo":
+        recipe.unlink()
+        os.mkfifo(recipe, 0o600)
+    else:
+        data = json.loads(recipe.read_text())
+        data["padding"] = "x" * (2 << 20)
+        recipe.write_text(json.dumps(data))
+    headstart.begin(recipe)
+    try:
+        assert headstart._state.held == []
+    finally:
+        headstart.release()
+
+
+def test_the_recipe_is_rewritten_only_when_it_changed(
+    cli: Callable[..., CliResult], project: Path
+) -> None:
+    assert cli("lock").code == 0
+    (project / "gpuenv.lock").unlink()
+    (recipe,) = _recipes()
+    os.utime(recipe, (1, 1))
+    assert cli("lock").code == 0
+    assert recipe.stat().st_mtime == 1, "the same runs: the file left as it was"
+
+
+def test_a_cache_it_cannot_write_still_locks(
+    cli: Callable[..., CliResult], project: Path, online_runs: list[list[str]]
+) -> None:
+    assert cli("lock").code == 0
+    first = (project / "gpuenv.lock").read_bytes()
+    (project / "gpuenv.lock").unlink()
+    (recipe,) = _recipes()
+    shutil.rmtree(recipe.parent)
+    recipe.parent.write_text("a file where the recipes' folder goes\n")
+    assert cli("lock").code == 0
+    assert (project / "gpuenv.lock").read_bytes() == first
+    assert recipe.parent.is_file(), "left as it was"

@@ -440,7 +440,10 @@ def save() -> None:
         recipe, runs, secret = _state.recipe, list(_state.ran), _state.secret
     if recipe is None or secret:
         return
-    text = json.dumps({"runs": [r.to_json() for r in runs[:MAX_RUNS]]})
+    # In the order of their text, not of their start: resolutions run side by side
+    # (lock._share) start in any order, and the same runs make the same file.
+    shown = sorted({json.dumps(r.to_json(), sort_keys=True) for r in runs[:MAX_RUNS]})
+    text = '{"runs": [' + ", ".join(shown) + "]}"
     if text == _state.kept:
         return  # what the file holds already (the lock of the same bytes, again)
     tmp = recipe.with_name(f".{recipe.name}.{os.getpid()}.tmp")
