@@ -124,12 +124,17 @@ def _filename(url: str) -> str:
 # --- pip ------------------------------------------------------------------------------------
 
 
+# Each wheel's name parsed once per process: the artifact and tag checks both read it,
+# for each target as resolved and as written, and again as a lock is read.
+_parsed_wheel = lru_cache(maxsize=4096)(parse_wheel_filename)
+
+
 def _artifact_problems(p: PipPackage, where: str, builds: frozenset[str]) -> list[str]:
     """The URL's file is a wheel (or a declared build's sdist) of this name and version."""
     filename = p.filename
     try:
         if filename.endswith(".whl"):
-            name, version, _build, _tags = parse_wheel_filename(filename)
+            name, version, _build, _tags = _parsed_wheel(filename)
         elif filename.endswith(SDIST_SUFFIXES):
             if p.name not in builds:
                 return [
@@ -154,6 +159,8 @@ def pip_problems(pip: Iterable[PipPackage], builds: frozenset[str]) -> list[str]
     problems: list[str] = []
     entries = list(pip)
     names = [p.name for p in entries]
+    unique = set(names)
+    present = unique | builds  # a build is a package too
     for i, p in enumerate(entries):
         where = f"pip[{i}] ({p.name})"
         if not PIP_NAME.match(p.name):
@@ -168,9 +175,11 @@ def pip_problems(pip: Iterable[PipPackage], builds: frozenset[str]) -> list[str]
             problems.append(f"{where}: sha256 {_show(p.sha256)} is not a sha256 digest")
         if p.index is not None and not is_fetchable_url(p.index):
             problems.append(f"{where}: index {_show(p.index)} is not an http(s):// or file:// URL")
-        missing = sorted(set(p.requires) - set(names) - builds)  # a build is a package too
+        missing = sorted(set(p.requires) - present)
         if missing:
             problems.append(f"{where}: requires {', '.join(missing)}, which the target lacks")
+    if len(unique) == len(names):
+        return problems  # every name once (the usual case: no count of each)
     for name in sorted({n for n in names if names.count(n) > 1}):
         versions = sorted(p.version for p in entries if p.name == name)
         problems.append(f"pip: {name} is locked {names.count(name)} times ({', '.join(versions)})")
@@ -223,7 +232,7 @@ def wheel_tag_problems(target: LockedTarget) -> list[str]:
         if not filename.endswith(".whl"):
             continue
         try:
-            tags = parse_wheel_filename(filename)[3]
+            tags = _parsed_wheel(filename)[3]
         except (InvalidWheelFilename, InvalidVersion):
             continue  # said by the artifact check
         if installs.isdisjoint(tags):

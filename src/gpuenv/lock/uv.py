@@ -260,14 +260,14 @@ class UvResolver:
             )
             resolved = self._resolve(run)
         canonical = request.mirrors.canonical_url  # the lock keeps the canonical URLs
-        return tuple(
-            dataclasses.replace(
-                p,
-                url=redact_url(canonical(p.url)),
-                index=redact_url(canonical(p.index)) if p.index else None,
-            )
-            for p in resolved
-        )
+        kept = []
+        for p in resolved:
+            url = redact_url(canonical(p.url))
+            index = redact_url(canonical(p.index)) if p.index else None
+            # a new value only where a URL changed (no mirror, no credentials: none did)
+            same = url == p.url and index == p.index
+            kept.append(p if same else dataclasses.replace(p, url=url, index=index))
+        return tuple(kept)
 
     def _resolve(self, run: _Run) -> tuple[PipPackage, ...]:
         """Steps 2-4: attempts until the torch family all comes from its index."""
