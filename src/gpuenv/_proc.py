@@ -37,10 +37,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
 
 from gpuenv.errors import ExternalToolError
+
+# Nothing of pathlib, typing or dataclasses at run time (5-10 ms of imports together): a
+# lock starts its first uv (lock.headstart) before anything else needs them.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, TypeVar
+
+    _Line = TypeVar("_Line", str, bytes)
 
 
 def _debug(message: str, *args: object) -> None:
@@ -63,23 +70,25 @@ STDERR_TAIL_LINES = 20
 PR_SET_PDEATHSIG = 1
 DRAIN_SECONDS = 5.0  # reading what a killed child left in its pipes
 WAKE_SECONDS = 0.1  # how often a wait for a child wakes to run a pending signal handler
-_Line = TypeVar("_Line", str, bytes)
 
 
-# NamedTuples, not dataclasses: ``dataclasses`` imports ``inspect`` (5 ms), and a lock
-# starts its first uv (lock.headstart) before anything else needs either.
-class ProcResult(NamedTuple):
+class ProcResult:
     """A finished child of ``run`` (or ``start``): its argv, exit status, captured output
     and wall-clock seconds."""
 
-    argv: tuple[str, ...]
-    returncode: int
-    stdout: str
-    stderr: str
-    seconds: float
+    __slots__ = ("argv", "returncode", "seconds", "stderr", "stdout")
+
+    def __init__(
+        self, argv: tuple[str, ...], returncode: int, stdout: str, stderr: str, seconds: float
+    ) -> None:
+        self.argv, self.returncode, self.seconds = argv, returncode, seconds
+        self.stdout, self.stderr = stdout, stderr
+
+    def __repr__(self) -> str:
+        return f"ProcResult(argv={self.argv!r}, returncode={self.returncode})"
 
 
-class Watch(NamedTuple):
+class Watch:
     """What a caller follows of a child while ``run`` runs it, each optional:
     ``on_stderr_line`` sees each line of stderr as it arrives (the probe names each check
     as it starts it; stderr is still captured whole); ``on_start`` is given the child's
@@ -87,9 +96,15 @@ class Watch(NamedTuple):
     have to kill it); ``metered=False`` keeps it out of ``running()`` (a child that reads
     local files beside a download)."""
 
-    on_stderr_line: Callable[[str], None] | None = None
-    on_start: Callable[[int], None] | None = None
-    metered: bool = True
+    __slots__ = ("metered", "on_start", "on_stderr_line")
+
+    def __init__(
+        self,
+        on_stderr_line: Callable[[str], None] | None = None,
+        on_start: Callable[[int], None] | None = None,
+        metered: bool = True,
+    ) -> None:
+        self.on_stderr_line, self.on_start, self.metered = on_stderr_line, on_start, metered
 
 
 def _tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
@@ -433,7 +448,7 @@ def start(
     abandons it, in this thread (the death signal's rule, module doc); on a way out
     between the two, ``abandon`` kills it. Arguments as ``run``'s."""
     args = tuple(os.fspath(a) for a in argv)
-    label = what or Path(args[0]).name
+    label = what or os.path.basename(args[0])  # noqa: PTH119 - pathlib not loaded here
     started = time.perf_counter()
     try:
         process = _spawn(args, env, cwd, input_text is not None)
@@ -552,13 +567,14 @@ def run(
     return child.wait(watch.on_stderr_line)
 
 
-class StreamResult(NamedTuple):
-    """A finished child of ``stream``: its argv, exit status and wall-clock seconds (its
-    output went to the caller, line by line)."""
+class StreamResult:
+    """A finished child of ``stream``: its argv, exit status (negative: killed by that
+    signal) and wall-clock seconds (its output went to the caller, line by line)."""
 
-    argv: tuple[str, ...]
-    returncode: int  # negative: killed by that signal
-    seconds: float
+    __slots__ = ("argv", "returncode", "seconds")
+
+    def __init__(self, argv: tuple[str, ...], returncode: int, seconds: float) -> None:
+        self.argv, self.returncode, self.seconds = argv, returncode, seconds
 
 
 def stream(
@@ -580,7 +596,7 @@ def stream(
     import threading
 
     args = tuple(os.fspath(a) for a in argv)
-    label = what or Path(args[0]).name
+    label = what or os.path.basename(args[0])  # noqa: PTH119 - pathlib not loaded here
     started = time.perf_counter()
     try:
         process = _popen(

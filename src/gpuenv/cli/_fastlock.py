@@ -28,7 +28,6 @@ def begin() -> None:
     """The head start of a plain ``gpuenv lock`` in this directory (nothing without a
     cache). Never raises for what it cannot do: ``lock_cmd`` then says it."""
     import os
-    from pathlib import Path
 
     from gpuenv._settings import default_cache_dir
     from gpuenv.errors import GpuenvError
@@ -37,9 +36,9 @@ def begin() -> None:
 
     try:
         cache = default_cache_dir(os.environ)
-        spec = Path(find_spec(None, str(Path.cwd())))
+        spec = find_spec(None, os.getcwd())  # noqa: PTH109 - no pathlib before uv starts
     except (OSError, GpuenvError):  # a removed working directory: the full path says so
         return
     if cache is not None:
         options = headstart.lock_options(None, False, None)
-        headstart.begin(headstart.recipe_path(Path(cache), spec, options))
+        headstart.begin(headstart.recipe_path(cache, spec, options))

@@ -41,10 +41,14 @@ import os
 import stat
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+# No pathlib or typing at run time before the first uv starts (7 ms of imports): paths
+# are strings until then (os.path, hence the PTH exceptions below).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
     from gpuenv import _proc
 
 LOCK_FILENAME = "gpuenv.lock"  # gpuenv.lock.format.LOCK_FILENAME, without importing it
@@ -203,7 +207,7 @@ def _output_of(args: Sequence[str]) -> str | None:
 class _Started:
     """A head start: the run, the folder it runs in, the child, and what it was given."""
 
-    def __init__(self, run: _Run, folder: Path, child: _proc.Started, env: dict[str, str]) -> None:
+    def __init__(self, run: _Run, folder: str, child: _proc.Started, env: dict[str, str]) -> None:
         self.run, self.folder, self.child, self.env = run, folder, child, env
 
     def same(self, run: _Run, env: Mapping[str, str]) -> bool:
@@ -229,7 +233,7 @@ class _State:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.recipe: Path | None = None  # where this lock's runs are saved; None: not kept
+        self.recipe: str | None = None  # where this lock's runs are saved; None: not kept
         self.held: list[_Started] = []
         self.taken: list[_Started] = []  # taken, and not yet done with (a thread waits)
         self.scratch: set[Path] = set()  # the lock's own uv folders, while in use
@@ -250,15 +254,18 @@ def lock_options(
     return [repr((tuple(targets) if targets else None, upgrade, list(upgrade_packages or ())))]
 
 
-def recipe_path(cache_dir: Path, spec_file: Path, options: Iterable[str]) -> Path | None:
+def recipe_path(
+    cache_dir: str | os.PathLike[str], spec_file: str | os.PathLike[str], options: Iterable[str]
+) -> str | None:
     """Where the recipe of a lock of ``spec_file`` (and the lock beside it) with
     ``options`` (``lock_options``) is kept; None where either file cannot be read."""
     from gpuenv import __version__, _fsread, _sha256
     from gpuenv.errors import GpuenvError
 
+    spec_path = os.path.abspath(spec_file)  # noqa: PTH100
     try:
-        spec = _fsread.read_bytes(spec_file, limit=_fsread.SPEC_LIMIT, what="gpuenv.toml")
-        lock_file = spec_file.parent / LOCK_FILENAME
+        spec = _fsread.read_bytes(spec_path, limit=_fsread.SPEC_LIMIT, what="gpuenv.toml")
+        lock_file = os.path.join(os.path.dirname(spec_path), LOCK_FILENAME)  # noqa: PTH118, PTH120
         try:
             lock = _fsread.read_bytes(lock_file, limit=_fsread.LOCK_LIMIT, what=LOCK_FILENAME)
         except FileNotFoundError:
@@ -266,13 +273,13 @@ def recipe_path(cache_dir: Path, spec_file: Path, options: Iterable[str]) -> Pat
     except (OSError, GpuenvError):
         return None
     h = _sha256.new()
-    parts = (_FORMAT, __version__.encode(), str(spec_file.absolute()).encode(), spec, lock)
+    parts = (_FORMAT, __version__.encode(), spec_path.encode(), spec, lock)
     for part in (*parts, "\0".join(options).encode()):
         h.update(len(part).to_bytes(8, "big") + part)
-    return cache_dir / _DIR / f"{h.hexdigest()}.json"
+    return os.path.join(os.fspath(cache_dir), _DIR, f"{h.hexdigest()}.json")  # noqa: PTH118
 
 
-def _read_recipe(path: Path) -> tuple[str | None, list[_Run]]:
+def _read_recipe(path: str) -> tuple[str | None, list[_Run]]:
     """The recipe's text and runs; none where it is missing, not this user's own
     private file, or not a recipe."""
     try:
@@ -298,11 +305,12 @@ def _read_recipe(path: Path) -> tuple[str | None, list[_Run]]:
     return text, [r for r in read if r is not None]
 
 
-def begin(recipe: Path | None, environ: Mapping[str, str] | None = None) -> None:
+def begin(recipe: str | os.PathLike[str] | None, environ: Mapping[str, str] | None = None) -> None:
     """Start the runs of ``recipe`` (see the module doc), and note that this lock's runs
     are to be saved there. Never raises for what it cannot do: the lock runs them."""
 
     environ = os.environ if environ is None else environ
+    recipe = os.fspath(recipe) if recipe is not None else None
     with _state.lock:
         if recipe is not None and recipe == _state.recipe:
             return  # begun already, before the command line was parsed (cli._fastlock)
@@ -325,18 +333,20 @@ def _start(run: _Run, environ: Mapping[str, str]) -> None:
     from gpuenv import _proc
     from gpuenv.errors import GpuenvError
 
-    folder: Path | None = None
+    folder: str | None = None
     child: _proc.Started | None = None
     held = False
     try:
         folder = _scratch_path()
-        folder.mkdir(mode=0o700)
+        os.mkdir(folder, 0o700)  # noqa: PTH102
         for rel, content in run.files.items():
-            path = folder / rel
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(content, encoding="utf-8")
-        (folder / run.output).parent.mkdir(parents=True, exist_ok=True)
-        argv = [_unplaced(a, str(folder)) for a in run.argv]
+            path = os.path.join(folder, rel)  # noqa: PTH118
+            os.makedirs(os.path.dirname(path), exist_ok=True)  # noqa: PTH103, PTH120
+            with open(path, "w", encoding="utf-8") as out:
+                out.write(content)
+        output = os.path.join(folder, run.output)  # noqa: PTH118
+        os.makedirs(os.path.dirname(output), exist_ok=True)  # noqa: PTH103, PTH120
+        argv = [_unplaced(a, folder) for a in run.argv]
         env = run.env(environ)
         child = _proc.start(
             argv, timeout=run.timeout, env=env, cwd=folder, check=False, what="uv pip compile"
@@ -362,7 +372,7 @@ def _unplaced(arg: str, folder: str) -> str:
     return arg
 
 
-def _scratch_path() -> Path:
+def _scratch_path() -> str:
     """A new folder's path where the lock makes its own (``tempfile.gettempdir()``'s
     first candidates; ``tempfile`` itself costs 3 ms of imports before uv can start)."""
     for name in ("TMPDIR", "TEMP", "TMP"):
@@ -371,7 +381,7 @@ def _scratch_path() -> Path:
             break
     else:
         root = "/tmp"  # noqa: S108 - a folder of our own in it, 0700, random name
-    return Path(root) / f"gpuenv-uv-{os.urandom(6).hex()}"
+    return os.path.join(root, f"gpuenv-uv-{os.urandom(6).hex()}")  # noqa: PTH118
 
 
 def take(
@@ -408,7 +418,7 @@ def _result(head: _Started, output: Path) -> _proc.ProcResult | None:
         result = head.child.wait()
         if result.returncode != 0:
             return None  # the lock's own run says why, as it always has
-        _move(head.folder / head.run.output, output)
+        _move(os.path.join(head.folder, head.run.output), output)  # noqa: PTH118
     except Exception:  # noqa: BLE001 - a timeout, a move refused: the caller runs it
         return None
     finally:
@@ -419,16 +429,17 @@ def _result(head: _Started, output: Path) -> _proc.ProcResult | None:
     return result
 
 
-def _move(source: Path, target: Path) -> None:
+def _move(source: str, target: Path) -> None:
     """``source`` renamed to ``target``; copied where they are on two file systems."""
     try:
-        source.replace(target)
+        os.replace(source, target)  # noqa: PTH105
     except OSError as exc:
         import errno
 
         if exc.errno != errno.EXDEV:
             raise
-        target.write_bytes(source.read_bytes())
+        with open(source, "rb") as data:
+            target.write_bytes(data.read())
 
 
 def save() -> None:
@@ -446,6 +457,13 @@ def save() -> None:
     text = '{"runs": [' + ", ".join(shown) + "]}"
     if text == _state.kept:
         return  # what the file holds already (the lock of the same bytes, again)
+    _write(recipe, text)
+
+
+def _write(path: str, text: str) -> None:
+    from pathlib import Path
+
+    recipe = Path(path)
     tmp = recipe.with_name(f".{recipe.name}.{os.getpid()}.tmp")
     try:
         recipe.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -481,6 +499,8 @@ def scratch_folder(root: str) -> Path:
     is either noted when ``release`` looks, or never made. Once the lock was
     interrupted, the thread asking is interrupted too (``KeyboardInterrupt``, as the
     lock was): the process is ending."""
+    from pathlib import Path
+
     with _state.lock:
         if _state.interrupted:
             raise KeyboardInterrupt("the lock was interrupted")
