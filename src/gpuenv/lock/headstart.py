@@ -282,13 +282,15 @@ def recipe_path(
 def _read_recipe(path: str) -> tuple[str | None, list[_Run]]:
     """The recipe's text and runs; none where it is missing, not this user's own
     private file, or not a recipe."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = os.open(path, flags)
     except OSError:
         return None, []
     try:
         info = os.fstat(fd)
-        owned = info.st_uid == os.geteuid() and not info.st_mode & 0o022
+        me = os.geteuid() if hasattr(os, "geteuid") else info.st_uid
+        owned = info.st_uid == me and not info.st_mode & 0o022
         if not stat.S_ISREG(info.st_mode) or not owned or info.st_size > _RECIPE_LIMIT:
             return None, []  # another user's file, or one others may write: never run it
         with os.fdopen(fd, "rb", closefd=False) as stream:
