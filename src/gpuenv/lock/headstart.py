@@ -63,6 +63,18 @@ _RECIPE_LIMIT = 1 << 20
 # Environment names whose values are never written to a recipe (set by gpuenv from a
 # spec's index URL, they are that index's credentials).
 _SECRET_PARTS = ("PASSWORD", "USERNAME", "TOKEN", "SECRET", "AUTH", "KEY")
+# The only names a recipe may give a value of its own: those gpuenv sets or changes for
+# uv (_network.uv_environment: uv's settings, a relative path made absolute, the macOS
+# target). A recipe is this user's own file, but a value of anything else (LD_PRELOAD)
+# would run before the comparison that refuses it.
+_SET_NAMES = frozenset(
+    {"NO_COLOR", "COLUMNS", "MACOSX_DEPLOYMENT_TARGET", "NETRC", "SSL_CERT_FILE", "SSL_CERT_DIR"}
+    | {"SSL_CLIENT_CERT"}
+)
+
+
+def _settable(name: str) -> bool:
+    return name in _SET_NAMES or name.startswith("UV_")
 
 
 class _Run:
@@ -113,6 +125,8 @@ class _Run:
         assert isinstance(files, dict) and isinstance(set_env, dict)
         if not all(_relative(p) for p in (*files, output)):
             return None
+        if not all(_settable(name) for name in set_env):
+            return None
         return cls(tuple(argv), files, tuple(inherit), set_env, float(timeout), output)  # type: ignore[arg-type]
 
     def env(self, environ: Mapping[str, str]) -> dict[str, str]:
@@ -157,7 +171,7 @@ def describe(
     inherit = tuple(sorted(k for k, v in env.items() if environ.get(k) == v))
     set_env = {k: v for k, v in env.items() if environ.get(k) != v}
     secret = any(
-        any(part in k.upper() for part in _SECRET_PARTS) or redact(v) != v
+        any(part in k.upper() for part in _SECRET_PARTS) or redact(v) != v or not _settable(k)
         for k, v in set_env.items()
     )
     if output is None or secret or any(redact(t) != t for t in files.values()):
