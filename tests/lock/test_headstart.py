@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,6 +65,18 @@ def _recipes() -> list[Path]:
     return sorted(cache.glob("*.json")) if cache.is_dir() else []
 
 
+def _locked_once(
+    cli: Callable[..., CliResult], project: Path, online_runs: list[list[str]]
+) -> tuple[int, bytes, Path, dict[str, Any]]:
+    """One lock, its lock removed again: (the online runs it made, the lock's bytes, its
+    recipe, the recipe's data) for a test to edit the recipe before the next lock."""
+    assert cli("lock").code == 0
+    first = (project / "gpuenv.lock").read_bytes()
+    (project / "gpuenv.lock").unlink()
+    (recipe,) = _recipes()
+    return len(online_runs), first, recipe, json.loads(recipe.read_text())
+
+
 def _scratch_left(project: Path) -> list[str]:
     return sorted(p.name for p in (project.parent / "scratch").iterdir())
 
@@ -90,12 +103,7 @@ def test_a_second_lock_of_the_same_bytes_takes_the_run_begun_at_start(
 def test_a_run_that_differs_is_killed_and_never_taken(
     cli: Callable[..., CliResult], project: Path, online_runs: list[list[str]]
 ) -> None:
-    assert cli("lock").code == 0
-    ran = len(online_runs)
-    first = (project / "gpuenv.lock").read_bytes()
-    (project / "gpuenv.lock").unlink()
-    (recipe,) = _recipes()
-    data = json.loads(recipe.read_text())
+    ran, first, recipe, data = _locked_once(cli, project, online_runs)
     files = data["runs"][0]["files"]
     project_file = next(k for k in files if k.endswith("pyproject.toml"))
     files[project_file] = files[project_file].replace("dependencies = [", 'dependencies = ["six",')
@@ -109,12 +117,7 @@ def test_a_run_that_differs_is_killed_and_never_taken(
 def test_a_head_start_that_failed_is_not_taken(
     cli: Callable[..., CliResult], project: Path, online_runs: list[list[str]]
 ) -> None:
-    assert cli("lock").code == 0
-    ran = len(online_runs)
-    first = (project / "gpuenv.lock").read_bytes()
-    (project / "gpuenv.lock").unlink()
-    (recipe,) = _recipes()
-    data = json.loads(recipe.read_text())
+    ran, first, recipe, data = _locked_once(cli, project, online_runs)
     # taken as the very run the lock asks for, which fails this time (as a run whose
     # index went away meanwhile would)
     for run in data["runs"]:

@@ -477,24 +477,20 @@ def save() -> None:
 
 
 def _write(path: str, text: str) -> None:
+    """``text`` as the recipe at ``path`` (private, as the cache's files are), written
+    as any file gpuenv replaces (``_fs.atomic_write_text``); then the oldest pruned."""
     from pathlib import Path
 
+    from gpuenv import _fs
+    from gpuenv.errors import GpuenvError
+
     recipe = Path(path)
-    tmp = recipe.with_name(f".{recipe.name}.{os.getpid()}.tmp")
     try:
         recipe.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        tmp.replace(recipe)
+        _fs.atomic_write_text(recipe, text, mode=0o600, durable=False, what="a lock recipe")
         _prune(recipe.parent)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-    except BaseException:  # Ctrl-C between the create and the rename: no stray file
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
+    except (OSError, GpuenvError):
+        pass  # the cache is a courtesy
 
 
 def _prune(folder: Path) -> None:
