@@ -66,11 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         _fastlock.begin()
         return _full_main(args_list)
-    except KeyboardInterrupt:
-        headstart.release(interrupted=True)
-        raise
     finally:
-        headstart.release()  # lock_cmd's own, unless the command never got that far
+        # lock_cmd's own release (an interrupted lock's included), unless the command
+        # never got that far: a parse error, a bad setting, an interrupt before it.
+        headstart.release()
 
 
 def entry() -> int:

@@ -397,7 +397,12 @@ def _scratch_path() -> str:
             break
     else:
         root = "/tmp"  # noqa: S108 - a folder of our own in it, 0700, random name
-    return os.path.join(root, f"gpuenv-uv-{os.urandom(6).hex()}")  # noqa: PTH118
+    return os.path.join(root, _folder_name())  # noqa: PTH118
+
+
+def _folder_name() -> str:
+    """A new folder's name, a head start's or a resolution's alike (``gpuenv-uv-``)."""
+    return f"gpuenv-uv-{os.urandom(6).hex()}"
 
 
 def take(
@@ -516,7 +521,7 @@ def scratch_folder(root: str) -> Path:
     with _state.lock:
         if _state.interrupted:
             raise KeyboardInterrupt("the lock was interrupted")
-        folder = Path(root) / f"gpuenv-uv-{os.urandom(6).hex()}"
+        folder = Path(root) / _folder_name()
         _state.scratch.add(folder)  # first: a Ctrl-C after the mkdir finds it noted
         try:
             folder.mkdir(mode=0o700)
