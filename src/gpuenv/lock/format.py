@@ -388,6 +388,11 @@ def read_lock(
 # --- writing ------------------------------------------------------------------------------
 
 
+# ``json.dumps(text, ensure_ascii=False)``'s own quoting, without the encoder object that
+# call builds each time: a lock of 65 packages quotes some 460 strings.
+_quoted: Callable[[str], str] = json.encoder.encode_basestring
+
+
 def _value(value: Any) -> str:
     """One TOML value. Strings are emitted as JSON strings: TOML basic strings use the
     same escapes (\\", \\\\, \\n, \\uXXXX), so the text is valid TOML by construction."""
@@ -396,7 +401,7 @@ def _value(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
+        return _quoted(value)
     if isinstance(value, list):
         return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, dict):  # an inline table (a build's env)

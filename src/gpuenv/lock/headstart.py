@@ -344,8 +344,6 @@ def begin(recipe: str | os.PathLike[str] | None, environ: Mapping[str, str] | No
 def _start(run: _Run, environ: Mapping[str, str]) -> None:
     """``run`` begun in a folder of its own and held; nothing left behind where it
     cannot be (a full disk: nothing begun) or an interrupt lands meanwhile (raised)."""
-    import shutil
-
     from gpuenv import _proc
     from gpuenv.errors import GpuenvError
 
@@ -375,6 +373,8 @@ def _start(run: _Run, environ: Mapping[str, str]) -> None:
             if child is not None:
                 child.abandon()
             if folder is not None:
+                import shutil  # here only: 2 ms of imports (bz2, lzma) before uv starts
+
                 shutil.rmtree(folder, ignore_errors=True)
         if not isinstance(exc, (OSError, GpuenvError, ValueError)):
             raise  # Ctrl-C while starting: nothing left running or behind
