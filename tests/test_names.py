@@ -4,8 +4,10 @@ canonicalize_name, and the torch memberships nest as their users assume."""
 from __future__ import annotations
 
 import importlib
+import random
 
 import pytest
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from gpuenv import names
@@ -81,3 +83,51 @@ def test_dependency_groups_are_named_as_pep_735_normalises_them(group: str, dev:
     from gpuenv.importers._devfiles import is_dev_group
 
     assert is_dev_group(group) is dev
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "torch==2.4.1",
+        "flash-attn>=2.6; platform_machine == 'x86_64'",
+        "  zope.interface [extra] ~= 5.0",
+        "\tpkg_name_ @ https://example.invalid/pkg-1.0-py3-none-any.whl",
+        "a",
+        "Foo.Bar-Baz[x,y](>=1)",
+        "name;python_version<'3.12'",
+    ],
+)
+def test_requirement_name_is_packagings(line: str) -> None:
+    assert names.requirement_name(line) == Requirement(line).name
+
+
+def test_requirement_name_agrees_with_packaging_on_random_lines() -> None:
+    """Every line packaging accepts, among strings made of the pieces a requirement is
+    made of, gets packaging's name (a seeded sample: reproducible)."""
+    words = ["foo", ">=1.0", " @ https://x.invalid/y.whl", "; python_version<'3.11'", "[extra]"]
+    pieces = [*"aZ09._- \t[],;@><=!~*()'\"/:é", *words]
+    rng = random.Random(7)
+    accepted = 0
+    for _ in range(60_000):
+        line = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 8)))
+        try:
+            expected = Requirement(line).name
+        except InvalidRequirement:
+            continue
+        accepted += 1
+        assert names.requirement_name(line) == expected, line
+    assert accepted > 1_000
+
+
+def test_the_build_knowledge_requirements_have_packagings_names() -> None:
+    from gpuenv.builds import knowledge
+
+    lines = [r for entry in knowledge.packages().values() for r in entry.build_requires]
+    assert lines
+    for line in lines:
+        assert names.requirement_name(line) == Requirement(line).name
+
+
+def test_requirement_name_refuses_a_line_with_no_name() -> None:
+    with pytest.raises(ValueError, match="not a requirement"):
+        names.requirement_name(">=1.0")

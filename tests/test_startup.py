@@ -180,6 +180,36 @@ def test_reading_a_lock_and_its_groups_loads_no_build_model() -> None:
     assert not relocking & _imported_after("import gpuenv.lock.project, gpuenv.lock.inputs")
 
 
+def test_hashing_a_cached_specs_inputs_parses_no_requirement(tmp_path: object) -> None:
+    """A full `lock --check` (no note of these bytes) hashes each target's inputs from a
+    spec read from its cache: the dependencies' names come from ``names.requirement_name``,
+    and packaging's requirement parser (with markers, tags, sysconfig and logging: ~10 ms)
+    does not load."""
+    spec = (
+        '[project]\nname = "p"\n[stack]\npython = "3.11"\ntorch = "2.4.1"\ncuda = "12.4"\n'
+        '[targets.h100]\ngpu = "H100"\ndriver = "550.54.15"\n'
+        '[pip]\ndependencies = ["flash-attn>=2.6", "transformers[torch]==4.44.0"]\n'
+    )
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from gpuenv.spec import parse_spec_text\n"
+        "from gpuenv.lock.inputs import input_hash\n"
+        "loaded = parse_spec_text(sys.argv[1], file='gpuenv.toml', cache_dir=Path(sys.argv[2]))\n"
+        "print(input_hash(loaded.spec, 'h100', 'kb'))\n"
+        "print('packaging.requirements' in sys.modules)\n"
+    )
+
+    def run() -> list[str]:
+        argv = [sys.executable, "-c", code, spec, str(tmp_path)]
+        return subprocess.run(argv, capture_output=True, text=True, check=True).stdout.split()
+
+    validated = run()  # validated: pydantic, and packaging with it
+    assert validated[1] == "True"
+    cached = run()
+    assert cached == [validated[0], "False"]
+
+
 def test_torch_metadata_found_in_the_cache_loads_no_wheel_reader(tmp_path: object) -> None:
     """A relock reads the torch wheels' METADATA from gpuenv's cache: the wheel reader
     (lock.wheelmeta: zipfile, range requests) loads only for one not cached."""

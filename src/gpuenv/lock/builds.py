@@ -27,13 +27,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from packaging.requirements import Requirement
-
 from gpuenv.builds import knowledge
 from gpuenv.builds.model import BuildEntry, BuildInputs, BuildSource, arch_list, compute_identity
 from gpuenv.errors import Alternative, NoCompatiblePlan
 from gpuenv.lock.model import CondaPackage, LockedTarget, PipPackage
-from gpuenv.names import normalize_name
+from gpuenv.names import normalize_name, requirement_name
 from gpuenv.spec import BuildOptions, Spec
 
 if TYPE_CHECKING:
@@ -101,7 +99,7 @@ def declared(spec: Spec) -> dict[str, Wanted]:
     knowledge base says are compiled against torch."""
     names = set(spec.pip.build)
     for line in spec.pip.dependencies:
-        name = normalize_name(Requirement(line).name)
+        name = normalize_name(requirement_name(line))  # a validated spec's line
         known = knowledge.defaults_for(name)
         if known is not None and known.against_torch and known.build == "always":
             names.add(name)
@@ -311,7 +309,7 @@ def _entry(
         ),
         host_compiler=host,
         env=w.env,
-        build_requires=tuple(sorted(normalize_name(Requirement(r).name) for r in w.build_requires)),
+        build_requires=tuple(sorted(normalize_name(requirement_name(r)) for r in w.build_requires)),
     )
     return BuildEntry(
         package.name, package.version, source_of(package), inputs, "", package.requires, w.max_jobs
