@@ -374,3 +374,34 @@ def test_a_cache_it_cannot_write_still_locks(
     assert cli("lock").code == 0
     assert (project / "gpuenv.lock").read_bytes() == first
     assert recipe.parent.is_file(), "left as it was"
+
+
+def test_a_lock_named_by_its_file_and_targets_is_begun_before_the_parser(
+    cli: Callable[..., CliResult],
+    project: Path,
+    online_runs: list[list[str]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`gpuenv -f PATH lock -t NAME` from another directory: cli._fastlock reads the spec
+    and the targets as argparse does, begins that lock's head start, and it is taken."""
+    from gpuenv.cli import _fastlock
+
+    begun: list[tuple[str | None, tuple[str, ...] | None]] = []
+    real = _fastlock.begin
+
+    def recording(plain: _fastlock.PlainLock) -> None:
+        begun.append((plain.file, plain.targets))
+        real(plain)
+
+    monkeypatch.setattr(_fastlock, "begin", recording)
+    monkeypatch.chdir(project.parent)
+    spec = str(project / "gpuenv.toml")
+    assert cli("-f", spec, "lock", "-t", "cpu").code == 0
+    ran, first = len(online_runs), (project / "gpuenv.lock").read_bytes()
+    assert ran >= 1 and len(_recipes()) == 1
+    (project / "gpuenv.lock").unlink()
+    assert cli("-q", "-f", spec, "lock", "-t", "cpu", "--json").code == 0
+    assert len(online_runs) == ran, "the second lock ran no resolution of its own"
+    assert (project / "gpuenv.lock").read_bytes() == first
+    assert begun == [(spec, ("cpu",))] * 2
+    assert _scratch_left(project) == []

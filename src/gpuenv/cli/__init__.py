@@ -59,12 +59,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fastrun.main(fast)
     from gpuenv.cli import _fastlock
 
-    if not _fastlock.wanted(args_list):
+    plain = _fastlock.parse(args_list)
+    if plain is None:
         return _full_main(args_list)
     from gpuenv.lock import headstart
 
     try:
-        _fastlock.begin()
+        _fastlock.begin(plain)
         return _full_main(args_list)
     finally:
         # lock_cmd's own release (an interrupted lock's included), unless the command
