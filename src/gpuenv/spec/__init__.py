@@ -398,9 +398,16 @@ def parse_spec_text(
         )
     raw = _document(text, file)
     lines = key_lines(text)
-    from gpuenv.spec import _models
+    from gpuenv.spec import _fast
 
-    normalised = _models.validate(raw, file=file, lines=lines)
+    # A valid spec is read without pydantic (75-130 ms of imports: ``_fast``); anything
+    # that reading is not sure of is validated, and explained, by the models.
+    read = _fast.normalise(raw)
+    if read is None:
+        from gpuenv.spec import _models
+
+        read = _models.validate(raw, file=file, lines=lines)
+    normalised = read
     spec = Spec.from_normalised(normalised)
     if kb is not None:
         from gpuenv.spec._checks import check_against_knowledge

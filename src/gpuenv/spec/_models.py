@@ -9,7 +9,6 @@ dotted key, and a "did you mean" hint for misspelt keys.
 
 from __future__ import annotations
 
-import json
 import re
 import types
 import typing
@@ -17,7 +16,6 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -29,183 +27,29 @@ from pydantic import (
 )
 
 from gpuenv._marker import TARGET_NAME_PATTERN, TARGET_NAME_RULE
-from gpuenv._network import is_fetchable_url
 from gpuenv._tomlpos import Path as KeyPath
 from gpuenv._tomlpos import line_of
 from gpuenv._validation import parsed_by
 from gpuenv.errors import SpecError, SpecProblem
-from gpuenv.names import ENV_NAME, MANAGED_ENV
-from gpuenv.spec import parse_version_spec
+from gpuenv.spec import _values as v
 from gpuenv.spec._render import render_path
-from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion, VersionFormatError
 
-# --- value checks (raise ValueError with the message a user sees) --------------------
-
-
-def _show(value: Any) -> str:
-    """A value as the user wrote it, quoted like JSON: a newline shows as ``\\n``."""
-    return json.dumps(value, default=str, ensure_ascii=False)
-
-
-def _plain(text: str, what: str) -> None:
-    """Refuse what no version or name can be: empty, blank around, control characters."""
-    if not text.strip():
-        raise ValueError(f"{_show(text)}: {what} cannot be empty")
-    if any(ch < " " or "\x7f" <= ch < "\xa0" for ch in text):
-        raise ValueError(f"{_show(text)}: {what} cannot contain control characters (a newline?)")
-    if text != text.strip():
-        raise ValueError(f"{_show(text)}: {what} cannot start or end with spaces")
-
-
-MAX_VERSION_TEXT = 200  # a version or range; a number of 4300+ digits is past int()'s limit
-
-
-def _version_spec(text: str) -> str:
-    if len(text) > MAX_VERSION_TEXT:
-        raise ValueError(f"{_show(text[:40])}... is {len(text)} characters: not a version")
-    if not text.strip():
-        raise ValueError(f'{_show(text)} is empty: use "*" for any version')
-    parse_version_spec(text)
-    return text
-
-
-def _python(text: str) -> str:
-    _plain(text, "a Python version")
-    if re.fullmatch(r"3\.[0-9]{1,2}", text):
-        return text
-    try:
-        if not text.isascii():
-            raise InvalidSpecifier(text)
-        SpecifierSet(text)
-    except InvalidSpecifier:
-        raise ValueError(
-            f'{_show(text)} is not a Python version ("3.11") or range (">=3.10,<3.13")'
-        ) from None
-    return text
-
-
-def _cuda(text: str) -> str:
-    if text == "auto":
-        return text
-    try:
-        _plain(text, "a CUDA version")
-        CudaVersion.parse(text)
-    except (VersionFormatError, ValueError):
-        raise ValueError(
-            f'{_show(text)} is not a CUDA version: use "auto" or one like "12.4"'
-        ) from None
-    return text
-
-
-def _driver(text: str) -> str:
-    if text == "detect":
-        return text
-    _plain(text, "a driver version")
-    try:
-        DriverVersion.parse(text)
-    except VersionFormatError:
-        ascii_only = "" if text.isascii() else " (ASCII digits only)"
-        raise ValueError(
-            f'{_show(text)} is not a driver version (like "550.54.15") or "detect"{ascii_only}'
-        ) from None
-    return text
-
-
-def _gpu(text: str) -> str:
-    _plain(text, "a GPU name")
-    return text
-
-
-def _compute_capability(text: str) -> str:
-    _plain(text, "a compute capability")
-    try:
-        cc = ComputeCapability.parse(text)
-    except VersionFormatError as exc:
-        raise ValueError(str(exc)) from None
-    if not 1 <= cc.major <= 15:
-        raise ValueError(f"{_show(text)} is not a plausible compute capability")
-    return text
-
-
-def _toolkit(text: str) -> str:
-    if text.startswith("system:"):
-        path = text.removeprefix("system:")
-        if not path.startswith("/"):
-            raise ValueError(
-                f'"{text}": a system toolkit needs an absolute path ("system:/usr/local/cuda-12.4")'
-            )
-        return text
-    return _cuda(text) if text != "auto" else text
-
-
-def _glibc(text: str) -> str:
-    if not re.fullmatch(r"2\.[0-9]{1,2}", text):
-        raise ValueError(f'{_show(text)} is not a glibc version (like "2.28")')
-    return text
-
-
-def _not_a_requirement(text: str, exc: Exception) -> str:
-    return f"{_show(text)} is not a valid requirement: {exc}"
-
-
-def _url(text: str) -> str:
-    if not is_fetchable_url(text):
-        raise ValueError(f"{_show(text)} is not an http(s):// or file:// URL")
-    return text
-
-
-_MANAGED_HINTS = {
-    "TORCH_CUDA_ARCH_LIST": "it comes from the target's GPUs: add entries with extra-archs",
-    "MAX_JOBS": "use max-jobs",
-    "CUDA_HOME": "use [stack] toolkit",
-    "CUDA_PATH": "use [stack] toolkit",
-    "CC": "use host-compiler",
-    "CXX": "use host-compiler",
-    "NVCC_CCBIN": "use host-compiler",
-}
-
-
-def _env_name(text: str) -> str:
-    if not ENV_NAME.match(text):
-        raise ValueError(f'"{text}" is not an environment variable name (letters, digits, _)')
-    if text in MANAGED_ENV:
-        why = _MANAGED_HINTS.get(text, "gpuenv sets it")
-        raise ValueError(f"{text} is set by gpuenv for every build: {why}")
-    return text
-
-
-def _env_value(text: str) -> str:
-    if "\0" in text:
-        raise ValueError("a NUL byte cannot be passed in the environment")
-    if not text.isprintable():
-        bad = next(c for c in text if not c.isprintable())
-        raise ValueError(
-            f"a control character (U+{ord(bad):04X}) in a build variable: the lock holds "
-            "printable text only (shell metacharacters are fine: no shell ever sees the value)"
-        )
-    return text
-
-
-def _arch_entry(text: str) -> str:
-    if not re.fullmatch(r"\d{1,2}\.\d(\+PTX)?", text.strip()):
-        raise ValueError(f'"{text}" is not an arch entry like "8.0" or "9.0+PTX"')
-    return text
-
-
-VersionSpec = Annotated[str, AfterValidator(_version_spec)]
-PythonSpec = Annotated[str, AfterValidator(_python)]
-CudaSpec = Annotated[str, AfterValidator(_cuda)]
-DriverSpec = Annotated[str, AfterValidator(_driver)]
-CCSpec = Annotated[str, AfterValidator(_compute_capability)]
-GpuSpec = Annotated[str, AfterValidator(_gpu)]
-ToolkitSpec = Annotated[str, AfterValidator(_toolkit)]
-RequirementSpec = Annotated[str, parsed_by(Requirement, InvalidRequirement, _not_a_requirement)]
-UrlSpec = Annotated[str, AfterValidator(_url)]
+VersionSpec = Annotated[str, AfterValidator(v.version_spec)]
+PythonSpec = Annotated[str, AfterValidator(v.python_version)]
+CudaSpec = Annotated[str, AfterValidator(v.cuda)]
+DriverSpec = Annotated[str, AfterValidator(v.driver)]
+CCSpec = Annotated[str, AfterValidator(v.compute_capability)]
+GpuSpec = Annotated[str, AfterValidator(v.gpu)]
+ToolkitSpec = Annotated[str, AfterValidator(v.toolkit)]
+RequirementSpec = Annotated[str, parsed_by(Requirement, InvalidRequirement, v.not_a_requirement)]
+UrlSpec = Annotated[str, AfterValidator(v.url)]
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
 # A target names a project pointer (.gpuenv/<target>, beside <target>.previous) and a
 # store prefix: no dots, so nothing collides with ".previous" (see gpuenv._marker).
 TargetName = Annotated[str, Field(pattern=TARGET_NAME_PATTERN)]
+
+_show = v.show
 
 # --- models ---------------------------------------------------------------------------------
 
@@ -215,14 +59,7 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=False, strict=True)
 
 
-def _project_path(text: str) -> str:
-    _plain(text, "a project path")
-    if text.startswith("/") or "\\" in text:
-        raise ValueError(f'{_show(text)}: the project\'s path is relative to gpuenv.toml (".")')
-    return text
-
-
-ProjectPath = Annotated[str, AfterValidator(_project_path)]
+ProjectPath = Annotated[str, AfterValidator(v.project_path)]
 
 
 class Project(_Model):
@@ -302,7 +139,7 @@ class Target(_Model):
         description="torch for this target only (a version or specifier), instead of "
         "[stack] torch; the target then leaves the project's shared torch.",
     )
-    glibc: Annotated[str, AfterValidator(_glibc)] = Field(
+    glibc: Annotated[str, AfterValidator(v.glibc)] = Field(
         default="2.28", description="glibc of the target machines (conda's __glibc)."
     )
     build: Literal["pypi"] | None = Field(
@@ -317,9 +154,9 @@ class Target(_Model):
     )
 
 
-EnvName = Annotated[str, AfterValidator(_env_name)]
-EnvValue = Annotated[str, AfterValidator(_env_value)]
-ArchEntry = Annotated[str, AfterValidator(_arch_entry)]
+EnvName = Annotated[str, AfterValidator(v.env_name)]
+EnvValue = Annotated[str, AfterValidator(v.env_value)]
+ArchEntry = Annotated[str, AfterValidator(v.arch_entry)]
 
 
 class Build(_Model):
@@ -403,15 +240,7 @@ class Pip(_Model):
     )
 
 
-def _channel(text: str) -> str:
-    """A channel name, or a URL that parses (``http://[::1`` crashed the solver)."""
-    _plain(text, "a channel")
-    if "://" in text and not is_fetchable_url(text):
-        raise ValueError(f"{_show(text)} is not a channel name or an http(s):// or file:// URL")
-    return text
-
-
-ChannelSpec = Annotated[str, AfterValidator(_channel)]
+ChannelSpec = Annotated[str, AfterValidator(v.channel)]
 
 
 class Conda(_Model):
@@ -647,43 +476,9 @@ def validate(raw: dict[str, Any], *, file: str, lines: dict[KeyPath, int]) -> di
     except ValidationError as exc:
         problems = _dedupe([_problem_from_error(e, file, lines) for e in exc.errors()])
         raise SpecError(sorted(problems, key=lambda p: (p.line or 0, p.path))) from None
-    _check_target_names(model, file, lines)
+    v.check_target_names(model.targets, file, lines)
     normalised: dict[str, Any] = model.model_dump(mode="json", by_alias=True)
-    return _without_unset(normalised)
-
-
-def _without_unset(normalised: dict[str, Any]) -> dict[str, Any]:
-    """Keys added after the first release are left out while unset, so that a spec that
-    does not use them keeps its content hash (and its lock stays fresh)."""
-    if normalised["project"].get("path") is None:
-        normalised["project"].pop("path", None)
-    for target in normalised["targets"].values():
-        if target.get("pip") is None:
-            target.pop("pip", None)
-    if not normalised["pip"].get("groups"):
-        normalised["pip"].pop("groups", None)
-    return normalised
-
-
-def _check_target_names(model: SpecModel, file: str, lines: dict[KeyPath, int]) -> None:
-    """Two targets whose names differ only in case would share pointers and prefixes
-    on a case-insensitive file system (a store on macOS, a share mounted from one)."""
-    seen: dict[str, str] = {}
-    problems = []
-    for name in model.targets:
-        other = seen.setdefault(name.lower(), name)
-        if other != name:
-            problems.append(
-                SpecProblem(
-                    file,
-                    line_of(lines, ("targets", name)),
-                    f"targets.{name}",
-                    f"target {name!r} differs from target {other!r} only in case",
-                    "rename one: their pointers and prefixes would collide",
-                )
-            )
-    if problems:
-        raise SpecError(problems)
+    return v.without_unset(normalised)
 
 
 def json_schema() -> dict[str, Any]:

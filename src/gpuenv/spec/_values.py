@@ -1,0 +1,219 @@
+"""The checks of gpuenv.toml's values, each raising ``ValueError`` with the message a user
+sees: shared by the pydantic models (``_models``, which also explain every error) and
+the plain reading of a valid spec (``_fast``), which needs no pydantic."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from gpuenv._network import is_fetchable_url
+from gpuenv._tomlpos import Path as KeyPath
+from gpuenv._tomlpos import line_of
+from gpuenv.errors import SpecError, SpecProblem
+from gpuenv.names import ENV_NAME, MANAGED_ENV
+from gpuenv.spec import parse_version_spec
+from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion, VersionFormatError
+
+
+def show(value: Any) -> str:
+    """A value as the user wrote it, quoted like JSON: a newline shows as ``\\n``."""
+    return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def plain(text: str, what: str) -> None:
+    """Refuse what no version or name can be: empty, blank around, control characters."""
+    if not text.strip():
+        raise ValueError(f"{show(text)}: {what} cannot be empty")
+    if any(ch < " " or "\x7f" <= ch < "\xa0" for ch in text):
+        raise ValueError(f"{show(text)}: {what} cannot contain control characters (a newline?)")
+    if text != text.strip():
+        raise ValueError(f"{show(text)}: {what} cannot start or end with spaces")
+
+
+MAX_VERSION_TEXT = 200  # a version or range; a number of 4300+ digits is past int()'s limit
+
+
+def version_spec(text: str) -> str:
+    if len(text) > MAX_VERSION_TEXT:
+        raise ValueError(f"{show(text[:40])}... is {len(text)} characters: not a version")
+    if not text.strip():
+        raise ValueError(f'{show(text)} is empty: use "*" for any version')
+    parse_version_spec(text)
+    return text
+
+
+def python_version(text: str) -> str:
+    plain(text, "a Python version")
+    if re.fullmatch(r"3\.[0-9]{1,2}", text):
+        return text
+    try:
+        if not text.isascii():
+            raise InvalidSpecifier(text)
+        SpecifierSet(text)
+    except InvalidSpecifier:
+        raise ValueError(
+            f'{show(text)} is not a Python version ("3.11") or range (">=3.10,<3.13")'
+        ) from None
+    return text
+
+
+def cuda(text: str) -> str:
+    if text == "auto":
+        return text
+    try:
+        plain(text, "a CUDA version")
+        CudaVersion.parse(text)
+    except (VersionFormatError, ValueError):
+        raise ValueError(
+            f'{show(text)} is not a CUDA version: use "auto" or one like "12.4"'
+        ) from None
+    return text
+
+
+def driver(text: str) -> str:
+    if text == "detect":
+        return text
+    plain(text, "a driver version")
+    try:
+        DriverVersion.parse(text)
+    except VersionFormatError:
+        ascii_only = "" if text.isascii() else " (ASCII digits only)"
+        raise ValueError(
+            f'{show(text)} is not a driver version (like "550.54.15") or "detect"{ascii_only}'
+        ) from None
+    return text
+
+
+def gpu(text: str) -> str:
+    plain(text, "a GPU name")
+    return text
+
+
+def compute_capability(text: str) -> str:
+    plain(text, "a compute capability")
+    try:
+        cc = ComputeCapability.parse(text)
+    except VersionFormatError as exc:
+        raise ValueError(str(exc)) from None
+    if not 1 <= cc.major <= 15:
+        raise ValueError(f"{show(text)} is not a plausible compute capability")
+    return text
+
+
+def toolkit(text: str) -> str:
+    if text.startswith("system:"):
+        path = text.removeprefix("system:")
+        if not path.startswith("/"):
+            raise ValueError(
+                f'"{text}": a system toolkit needs an absolute path ("system:/usr/local/cuda-12.4")'
+            )
+        return text
+    return cuda(text) if text != "auto" else text
+
+
+def glibc(text: str) -> str:
+    if not re.fullmatch(r"2\.[0-9]{1,2}", text):
+        raise ValueError(f'{show(text)} is not a glibc version (like "2.28")')
+    return text
+
+
+def not_a_requirement(text: str, exc: Exception) -> str:
+    return f"{show(text)} is not a valid requirement: {exc}"
+
+
+def url(text: str) -> str:
+    if not is_fetchable_url(text):
+        raise ValueError(f"{show(text)} is not an http(s):// or file:// URL")
+    return text
+
+
+_MANAGED_HINTS = {
+    "TORCH_CUDA_ARCH_LIST": "it comes from the target's GPUs: add entries with extra-archs",
+    "MAX_JOBS": "use max-jobs",
+    "CUDA_HOME": "use [stack] toolkit",
+    "CUDA_PATH": "use [stack] toolkit",
+    "CC": "use host-compiler",
+    "CXX": "use host-compiler",
+    "NVCC_CCBIN": "use host-compiler",
+}
+
+
+def env_name(text: str) -> str:
+    if not ENV_NAME.match(text):
+        raise ValueError(f'"{text}" is not an environment variable name (letters, digits, _)')
+    if text in MANAGED_ENV:
+        why = _MANAGED_HINTS.get(text, "gpuenv sets it")
+        raise ValueError(f"{text} is set by gpuenv for every build: {why}")
+    return text
+
+
+def env_value(text: str) -> str:
+    if "\0" in text:
+        raise ValueError("a NUL byte cannot be passed in the environment")
+    if not text.isprintable():
+        bad = next(c for c in text if not c.isprintable())
+        raise ValueError(
+            f"a control character (U+{ord(bad):04X}) in a build variable: the lock holds "
+            "printable text only (shell metacharacters are fine: no shell ever sees the value)"
+        )
+    return text
+
+
+def arch_entry(text: str) -> str:
+    if not re.fullmatch(r"\d{1,2}\.\d(\+PTX)?", text.strip()):
+        raise ValueError(f'"{text}" is not an arch entry like "8.0" or "9.0+PTX"')
+    return text
+
+
+def project_path(text: str) -> str:
+    plain(text, "a project path")
+    if text.startswith("/") or "\\" in text:
+        raise ValueError(f'{show(text)}: the project\'s path is relative to gpuenv.toml (".")')
+    return text
+
+
+def channel(text: str) -> str:
+    """A channel name, or a URL that parses (``http://[::1`` crashed the solver)."""
+    plain(text, "a channel")
+    if "://" in text and not is_fetchable_url(text):
+        raise ValueError(f"{show(text)} is not a channel name or an http(s):// or file:// URL")
+    return text
+
+
+def without_unset(normalised: dict[str, Any]) -> dict[str, Any]:
+    """Keys added after the first release are left out while unset, so that a spec that
+    does not use them keeps its content hash (and its lock stays fresh)."""
+    if normalised["project"].get("path") is None:
+        normalised["project"].pop("path", None)
+    for target in normalised["targets"].values():
+        if target.get("pip") is None:
+            target.pop("pip", None)
+    if not normalised["pip"].get("groups"):
+        normalised["pip"].pop("groups", None)
+    return normalised
+
+
+def check_target_names(names: Iterable[str], file: str, lines: dict[KeyPath, int]) -> None:
+    """Two targets whose names differ only in case would share pointers and prefixes
+    on a case-insensitive file system (a store on macOS, a share mounted from one)."""
+    seen: dict[str, str] = {}
+    problems = []
+    for name in names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            problems.append(
+                SpecProblem(
+                    file,
+                    line_of(lines, ("targets", name)),
+                    f"targets.{name}",
+                    f"target {name!r} differs from target {other!r} only in case",
+                    "rename one: their pointers and prefixes would collide",
+                )
+            )
+    if problems:
+        raise SpecError(problems)
