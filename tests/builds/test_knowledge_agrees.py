@@ -26,7 +26,7 @@ def test_the_build_defaults_and_the_companion_facts_agree() -> None:
 def test_the_spec_refuses_exactly_the_variables_a_build_manages() -> None:
     """One list (gpuenv.names) for what spec validation refuses and what a build sets."""
     from gpuenv.builds.runner import MANAGED_ENV as set_by_builds
-    from gpuenv.spec._models import MANAGED_ENV as refused_by_spec
+    from gpuenv.spec._values import MANAGED_ENV as refused_by_spec
 
     assert set_by_builds is refused_by_spec
     assert {"CUDA_HOME", "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CC", "CXX"} <= refused_by_spec
