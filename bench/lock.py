@@ -37,8 +37,8 @@ default index's torch 2.9.1 build (cu128) with transformers, accelerate and data
 
 Targets (issue 28): one target <= 1.1x uv, four identical targets <= 1.2x one.
 
-Usage: .venv/bin/python bench/lock.py [--runs N] [--targets 4] [--scale 10,50,200]
-       [--cold | --cold-network] [--pypi]
+Usage: .venv/bin/python bench/lock.py [--runs N (9; 15 with --pypi)] [--targets 4]
+       [--scale 10,50,200] [--cold | --cold-network] [--pypi]
 """
 
 from __future__ import annotations
@@ -267,7 +267,9 @@ def check_after_case(bench: Bench, args: argparse.Namespace) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--runs", type=int, default=9)
+    # Against the network a run's wall time spreads by 10-15 %: 15 runs there (about a
+    # minute) keep the median's own noise well under the 10 % the target leaves.
+    parser.add_argument("--runs", type=int, default=None, help="9; 15 with --pypi")
     parser.add_argument("--pypi", action="store_true", help="lock against the default index")
     parser.add_argument("--targets", type=int, default=0, help="N identical targets vs one")
     parser.add_argument("--scale", default="", help="comma-separated package counts")
@@ -281,6 +283,8 @@ def main() -> int:
         "--check-after", action="store_true", help="lock --check and install after a lock"
     )
     args = parser.parse_args()
+    if args.runs is None:
+        args.runs = 15 if args.pypi else 9
     compiled()
     counts = [int(n) for n in args.scale.split(",") if n]
     with (
