@@ -400,7 +400,7 @@ def parse_spec_text(
     lines = key_lines(text)
     from gpuenv.spec import _fast
 
-    # A valid spec is read without pydantic (75-130 ms of imports: ``_fast``); anything
+    # A valid spec is read without pydantic (60-150 ms of imports: ``_fast``); anything
     # that reading is not sure of is validated, and explained, by the models.
     read = _fast.normalise(raw)
     if read is None:

@@ -2,14 +2,14 @@
 gives (defaults filled, keys by alias), or None for anything this reading is not sure
 of, which then goes to ``_models`` (its problems are reported there, with their hints).
 
-Why a second reading: ``_models`` costs 75-130 ms before the first value is checked
-(pydantic-core's library and the models' schemas), and every edit of a spec pays it
-(``gpuenv lock`` after an edit, ``add``, ``plan``); the checks themselves take under a
-millisecond. This reading walks the same models' keys with the same value checks
-(``_values``) and refuses what pydantic's strict mode would: an unknown key, a key by
-its Python name, a value of another type (a boolean is not an integer), a name that
-does not match its pattern, two target names alike but for case. It never reports:
-any doubt is None.
+Why a second reading: ``_models`` costs 60-80 ms of a lock (120-150 ms in a fresh
+interpreter) before the first value is checked (pydantic-core's library and the
+models' schemas), and every edit of a spec pays it (``gpuenv lock`` after an edit,
+``add``, ``plan``); the checks themselves take under a millisecond. This reading walks
+the same models' keys with the same value checks (``_values``) and refuses what
+pydantic's strict mode would: an unknown key, a key by its Python name, a value of
+another type (a boolean is not an integer), a name that does not match its pattern,
+two target names alike but for case. It never reports: any doubt is None.
 
 ``tests/spec/test_fast.py`` holds the two to the same answer: each table here has its
 model's keys, in its order, with its defaults; and on the examples, the invalid
