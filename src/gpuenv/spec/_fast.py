@@ -170,15 +170,12 @@ class _Model:
         return _table(value, self.fields)
 
 
-_model = _Model
-
-
-_PROJECT = _model(
+_PROJECT = _Model(
     ("name", _name, _REQUIRED),
     ("description", _text(), None),
     ("path", _or_false(_text(v.project_path)), None),
 )
-_STACK = _model(
+_STACK = _Model(
     ("python", _text(v.python_version), _REQUIRED),
     ("torch", _text(v.version_spec), "*"),
     ("torchvision", _or_false(_text(v.version_spec)), None),
@@ -188,8 +185,8 @@ _STACK = _model(
     ("toolkit", _text(v.toolkit), None),
     ("same-torch", _boolean, True),
 )
-_TARGET_PIP = _model(("dependencies", _list(_requirement), list))
-_TARGET = _model(
+_TARGET_PIP = _Model(("dependencies", _list(_requirement), list))
+_TARGET = _Model(
     ("gpu", _text(v.gpu), None),
     ("compute-capability", _text(v.compute_capability), None),
     ("driver", _text(v.driver), None),
@@ -199,7 +196,7 @@ _TARGET = _model(
     ("build", _one_of("pypi"), None),
     ("pip", _TARGET_PIP, None),
 )
-_BUILD = _model(
+_BUILD = _Model(
     ("no-build-isolation", _boolean, None),
     ("against-torch", _boolean, None),
     ("toolkit", _boolean, None),
@@ -210,7 +207,7 @@ _BUILD = _model(
     ("requires-dist", _list(_requirement), None),
     ("host-compiler", _host_compiler, None),
 )
-_PIP = _model(
+_PIP = _Model(
     ("dependencies", _list(_requirement), list),
     ("index-url", _text(v.url), None),
     ("extra-index-urls", _list(_text(v.url)), list),
@@ -226,12 +223,12 @@ def _conda_dependencies(value: Any) -> dict[str, str] | list[str]:
     return _list(_text())(value)  # type: ignore[no-any-return]
 
 
-_CONDA = _model(
+_CONDA = _Model(
     ("channels", _list(_text(v.channel)), lambda: ["conda-forge"]),
     ("dependencies", _conda_dependencies, dict),
     ("python", _boolean, True),
 )
-_VERIFY = _model(
+_VERIFY = _Model(
     ("extra", _list(_text()), list),
     ("timeout", _integer(10, 3600), 300),
 )
@@ -244,7 +241,7 @@ def _targets(value: Any) -> dict[str, Any]:
     return targets
 
 
-_SPEC = _model(
+_SPEC = _Model(
     ("project", _PROJECT, _REQUIRED),
     ("stack", _STACK, _REQUIRED),
     ("targets", _targets, _REQUIRED),

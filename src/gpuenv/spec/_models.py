@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -476,9 +476,30 @@ def validate(raw: dict[str, Any], *, file: str, lines: dict[KeyPath, int]) -> di
     except ValidationError as exc:
         problems = _dedupe([_problem_from_error(e, file, lines) for e in exc.errors()])
         raise SpecError(sorted(problems, key=lambda p: (p.line or 0, p.path))) from None
-    v.check_target_names(model.targets, file, lines)
+    _check_target_names(model.targets, file, lines)
     normalised: dict[str, Any] = model.model_dump(mode="json", by_alias=True)
     return v.without_unset(normalised)
+
+
+def _check_target_names(names: Iterable[str], file: str, lines: dict[KeyPath, int]) -> None:
+    """Two targets whose names differ only in case would share pointers and prefixes
+    on a case-insensitive file system (a store on macOS, a share mounted from one)."""
+    seen: dict[str, str] = {}
+    problems = []
+    for name in names:
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            problems.append(
+                SpecProblem(
+                    file,
+                    line_of(lines, ("targets", name)),
+                    f"targets.{name}",
+                    f"target {name!r} differs from target {other!r} only in case",
+                    "rename one: their pointers and prefixes would collide",
+                )
+            )
+    if problems:
+        raise SpecError(problems)
 
 
 def json_schema() -> dict[str, Any]:

@@ -6,15 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
 from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from gpuenv._network import is_fetchable_url
-from gpuenv._tomlpos import Path as KeyPath
-from gpuenv._tomlpos import line_of
-from gpuenv.errors import SpecError, SpecProblem
 from gpuenv.names import ENV_NAME, MANAGED_ENV
 from gpuenv.spec import parse_version_spec
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion, VersionFormatError
@@ -196,24 +192,3 @@ def without_unset(normalised: dict[str, Any]) -> dict[str, Any]:
     if not normalised["pip"].get("groups"):
         normalised["pip"].pop("groups", None)
     return normalised
-
-
-def check_target_names(names: Iterable[str], file: str, lines: dict[KeyPath, int]) -> None:
-    """Two targets whose names differ only in case would share pointers and prefixes
-    on a case-insensitive file system (a store on macOS, a share mounted from one)."""
-    seen: dict[str, str] = {}
-    problems = []
-    for name in names:
-        other = seen.setdefault(name.lower(), name)
-        if other != name:
-            problems.append(
-                SpecProblem(
-                    file,
-                    line_of(lines, ("targets", name)),
-                    f"targets.{name}",
-                    f"target {name!r} differs from target {other!r} only in case",
-                    "rename one: their pointers and prefixes would collide",
-                )
-            )
-    if problems:
-        raise SpecError(problems)
