@@ -272,7 +272,12 @@ def _version(raw: dict[str, Any], file: str, *, legacy_ok: bool) -> int:
 
 
 def _schema_problems(raw: dict[str, Any], file: str) -> dict[str, list[str]]:
-    """The pydantic validation, per target; a problem outside targets is raised."""
+    """The pydantic validation, per target; a problem outside targets is raised. A lock
+    that ``_plain`` finds certainly valid has none to report, and pydantic is not loaded."""
+    from gpuenv.lock import _plain
+
+    if _plain.conforms(raw):
+        return {}
     from gpuenv.lock import _models
 
     per_target: dict[str, list[str]] = {}
