@@ -362,6 +362,39 @@ def test_dockerfile_stages_args_and_installs(tmp_path: Path) -> None:
     assert "system packages (git, python3-pip)" in text and "heredoc" in text
 
 
+def test_dockerfile_nested_args_conditionals_and_stage_lines(tmp_path: Path) -> None:
+    """Qwen2.5-VL's image (2025): an ARG built from another names the base image, a
+    later stage cites the FROM that read it, and the flash-attn pin sits behind
+    ``if ...; then`` (read: it is what the image bundles by default)."""
+    readings = read(
+        tmp_path,
+        {
+            "Dockerfile": (
+                "ARG CUDA_VERSION=12.1.0\n"
+                "ARG from=nvidia/cuda:${CUDA_VERSION}-cudnn8-devel-ubuntu22.04\n"
+                "\n"
+                "FROM ${from} as base\n"
+                "RUN apt-get update -y && apt-get install -y python3-pip\n"
+                "FROM base as bundle_req\n"
+                "RUN pip3 install torch==2.5.1 torchvision==0.20.1\n"
+                "ARG BUNDLE_FLASH_ATTENTION=true\n"
+                'RUN if [ "$BUNDLE_FLASH_ATTENTION" = "true" ]; then \\\n'
+                "        pip3 install --no-build-isolation flash-attn==2.7.2.post1; \\\n"
+                "    fi\n"
+                "RUN for p in a b; do echo $p; done\n"
+            ),
+        },
+    )
+    found = asks(readings)
+    assert found["flash-attn"].specifier == "==2.7.2.post1"
+    assert found["flash-attn"].origin.line == 9
+    got = facts(readings)
+    assert got["image"][0] == "nvidia/cuda:12.1.0-cudnn8-devel-ubuntu22.04"
+    assert got["python"] == ["3.10"] and got["toolkit"] == ["12.1"]
+    text = notes(readings)
+    assert "cannot read" not in text and "$p" not in text, text
+
+
 @pytest.mark.parametrize(
     ("image", "torch", "build", "python"),
     [

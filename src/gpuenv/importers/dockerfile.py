@@ -94,7 +94,9 @@ class _State:
     builder: ReadingBuilder
     args: dict[str, str] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
-    stages: dict[str, str] = field(default_factory=dict)  # stage name -> its base image
+    # stage name -> its base image, and the FROM that named it (a later FROM of the stage
+    # cites that line: the image is read there)
+    stages: dict[str, tuple[str, Origin]] = field(default_factory=dict)
     base: tuple[str, Origin] | None = None
     torch_by_run: bool = False
     # torch asked by pip without a version or upgrade flag: pip keeps an installed torch
@@ -152,12 +154,13 @@ def _from(state: _State, line: int, args: str) -> None:
     if state.stage is not None:  # the stage that ends here, for a FROM naming it later
         state.stage_trees[state.stage] = state.tree.copy()
     earlier = state.stage_trees.get(image)
+    origin = Origin(state.builder.file, line, f"FROM {args}")
     while image in state.stages:  # FROM an earlier stage: its base
-        image = state.stages[image]
+        image, origin = state.stages[image]
     state.stage = words[2] if len(words) >= 3 and words[1].lower() == "as" else None
     if state.stage is not None:
-        state.stages[state.stage] = image
-    state.base = (image, Origin(state.builder.file, line, f"FROM {args}"))
+        state.stages[state.stage] = (image, origin)
+    state.base = (image, origin)
     if earlier is not None:  # its folders and WORKDIR, as the builder starts from them
         state.tree = earlier.copy()
     else:
@@ -347,7 +350,8 @@ def _command(state: _State, tokens: list[str], origin: Origin) -> None:
     for token in tokens:
         value, complete = state.expand(token)
         if not complete:
-            state.builder.note(UNREADABLE, f"{token}: a variable gpuenv cannot know", origin)
+            if _command_words(tokens)[:1] not in _SAYS_ONLY:  # echo $p: nothing installed
+                state.builder.note(UNREADABLE, f"{token}: a variable gpuenv cannot know", origin)
             return
         expanded.append(value)
     _python_named(state, _command_words(expanded), origin)
@@ -372,6 +376,8 @@ def _command(state: _State, tokens: list[str], origin: Origin) -> None:
 
 
 _SHELLS = ("sh", "bash", "dash", "zsh")
+# Commands that install nothing and move nowhere, whose unknown variables are no loss.
+_SAYS_ONLY = [[word] for word in ("echo", "printf", "[", "test", "true", "false", ":")]
 
 
 def _shell_script(words: list[str]) -> str | None:
@@ -433,12 +439,15 @@ _OS_PYTHON = "the OS's python3"
 def _instruction(state: _State, line: int, name: str, args: str) -> None:
     if name == "":
         fail(state.builder.file, line, f"not a Dockerfile instruction: {args!r}")
+    # A value names earlier ones as the builder expands them (ARG from=nvidia/cuda:
+    # ${CUDA_VERSION}-devel, then FROM ${from}); one it cannot know stays as written.
+    values = {k: state.expand(v)[0] for k, v in _assignments(args).items()}
     if name == "ARG" and state.base is None:
-        state.args.update(_assignments(args))
+        state.args.update(values)
     elif name == "ARG":
-        state.args.update({k: v for k, v in _assignments(args).items() if v})
+        state.args.update({k: v for k, v in values.items() if v})
     elif name == "ENV":
-        state.env.update(_assignments(args))
+        state.env.update(values)
     elif name == "FROM":
         _from(state, line, args)
     elif name == "RUN":

@@ -604,4 +604,20 @@ def shell_commands(text: str, origin: Origin) -> list[list[str]]:
                 commands[-1].append(token)
     except ValueError as exc:
         fail(origin.file, origin.line, f"cannot split the shell line: {exc}")
-    return [c for c in commands if c]
+    return [c for c in map(_without_keywords, commands) if c]
+
+
+# Reserved words that may stand before a simple command (``if [ "$X" ]; then pip install
+# flash-attn==2.7.2; fi``, ``for p in a b; do pip install $p; done``, ``! cmd``): the
+# command is what follows them. A word alone that closes a compound (``fi``, ``done``)
+# is no command anyone reads.
+_BEFORE_A_COMMAND = frozenset({"if", "then", "else", "elif", "do", "while", "until", "!", "{"})
+_CLOSING = frozenset({"fi", "done", "}", "esac"})
+
+
+def _without_keywords(command: list[str]) -> list[str]:
+    start = 0
+    while start < len(command) and command[start] in _BEFORE_A_COMMAND:
+        start += 1
+    rest = command[start:]
+    return [] if len(rest) == 1 and rest[0] in _CLOSING else rest
