@@ -3,6 +3,7 @@ resolution is asked for on their behalf, and what each lock entry records."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,6 +53,24 @@ def _lock(cli: Callable[..., CliResult], tmp_path: Path, deps: str, extra: str =
     result = cli("-f", str(spec), "lock")
     assert result.code == 0, result.err
     return tmp_path / "gpuenv.lock"
+
+
+def test_the_lock_names_what_is_built_at_install(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    """A build needs a compiler on the installing machine: each target's line says so
+    (LAVIS's lock counted 236 pip packages and never named its 9 builds)."""
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(SPEC.format(deps='"flash-attn==2.6.3"', extra=""))
+    result = cli("-f", str(spec), "lock")
+    assert result.code == 0, result.err
+    h100 = next(line for line in result.out.splitlines() if line.startswith("h100:"))
+    assert h100.endswith("conda; 1 built at install: flash-attn)"), h100
+    spec.write_text(spec.read_text() + "# edited\n")
+    result = cli("-f", str(spec), "lock", "--json")
+    targets = json.loads(result.out)["targets"]
+    assert targets["h100"]["builds"] == ["flash-attn"]
+    assert all(isinstance(t["builds"], list) for t in targets.values())
 
 
 def test_flash_attn_needs_nothing_in_the_spec(

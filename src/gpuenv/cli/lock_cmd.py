@@ -9,6 +9,7 @@ from gpuenv.cli import _common, _output, _progress
 
 if TYPE_CHECKING:
     from gpuenv.cli._common import Settings
+    from gpuenv.lock.model import Lock, LockedTarget
     from gpuenv.lock.project import LockRun
 
 
@@ -125,6 +126,21 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def _build_names(lock: Lock, name: str) -> list[str]:
+    target = lock.target(name)
+    return sorted(build.name for build in target.builds) if target else []
+
+
+def _builds(target: LockedTarget) -> str:
+    """The packages compiled at install, named: the lock's other lines count wheels, and
+    a build needs a compiler (and minutes) on the machine that installs."""
+    names = sorted(build.name for build in target.builds)
+    if not names:
+        return ""
+    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+    return f"; {len(names)} built at install: {shown}"
+
+
 def _render(run: LockRun, *, as_json: bool, took: float, said: list[str]) -> None:
     result, lock_path, written = run.result, str(run.lock_path), run.written
     if as_json:
@@ -132,7 +148,11 @@ def _render(run: LockRun, *, as_json: bool, took: float, said: list[str]) -> Non
             {
                 "lock": lock_path,
                 "written": written,
-                "targets": {c.target: c.to_json() for c in result.changes},
+                "targets": {
+                    # "builds": the packages compiled at install (none: an empty list)
+                    c.target: {**c.to_json(), "builds": _build_names(result.lock, c.target)}
+                    for c in result.changes
+                },
                 # a script reads them here: what was said on stderr as the lock ran too
                 "warnings": [*said, *result.warnings],
                 "seconds": round(took, 3),
@@ -143,7 +163,11 @@ def _render(run: LockRun, *, as_json: bool, took: float, said: list[str]) -> Non
         _output.err(f"warning: {warning}")
     for change in result.changes:
         locked = result.lock.target(change.target)
-        size = f" ({len(locked.pip)} pip, {len(locked.conda)} conda)" if locked else ""
+        size = (
+            f" ({len(locked.pip)} pip, {len(locked.conda)} conda{_builds(locked)})"
+            if locked
+            else ""
+        )
         # Updated with no package moved: the spec's words changed (a requirement's text,
         # an index), and the lock records them; said, since no line below says anything.
         same = (
