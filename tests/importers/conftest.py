@@ -17,6 +17,7 @@ IMPORTS = FIXTURES / "importers"
 TARGETS = {
     "h100": ("--gpu", "H100", "--driver", "550.54.15"),
     "rtx4090": ("--gpu", "RTX 4090", "--driver", "550.54.15"),
+    "rtx3090-470": ("--gpu", "RTX 3090", "--driver", "470.82.01"),
     "t4": ("--gpu", "T4", "--driver", "550.54.15"),
     "v100": ("--gpu", "V100", "--driver", "550.54.15"),
     "gh200": ("--gpu", "GH200", "--driver", "550.54.15"),

@@ -5,12 +5,17 @@ only: no network."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 from packaging.version import Version
 
 from gpuenv.importers.torch_choice import PaperTorch, Planning, choose
 from gpuenv.knowledge import knowledge_base
 from gpuenv.spec import Target
+from tests.importers.conftest import Imported
 
 
 def _planning(gpu: str, driver: str | None, *, pypi_only: bool) -> Planning:
@@ -75,3 +80,23 @@ def test_a_cpu_target_is_planned_as_ever() -> None:
     down = choose(_planning("none", None, pypi_only=True), paper).plan
     usual = choose(_planning("none", None, pypi_only=False), paper).plan
     assert (down.torch, down.cu_tag) == (usual.torch, usual.cu_tag) == ("2.4.1", "cpu")
+
+
+def test_a_refusal_names_the_papers_torch_and_what_would_work(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """stylegan2-ada-pytorch (2020: torch 1.7.1) on an RTX 3090 with driver 470, PyPI
+    only: no PyPI build runs there (1.7.1's is cu102, without sm_86; from 1.13 on they
+    need a newer driver). The refusal named torch 2.15.0, the walk's last try, and
+    listed nothing instead."""
+    requirements = tmp_path / "requirements.txt"
+    requirements.write_text("torch==1.7.1\nclick\nimageio-ffmpeg==0.4.3\n")
+    imported = run_import(requirements, target="rtx3090-470", extra=("--torch-builds", "pypi"))
+    assert imported.result.code == 3, imported.result.err
+    error = json.loads(imported.result.out)["error"]
+    assert "(torch 1.7.1)" in error["message"] and "2.15" not in error["message"]
+    assert "has no kernels for sm_86" in error["message"]
+    changes = [a["changes"] for a in error["alternatives"]]
+    assert changes == [{"--torch-builds": "any"}, {"--driver": "515.43.04"}]
+    assert "torch 1.7.1 (cu110)" in error["alternatives"][0]["description"]
+    assert "torch 1.13.1 (cu117)" in error["alternatives"][1]["description"]

@@ -176,7 +176,11 @@ def render_error(error: GpuenvError, *, as_json: bool, verbose: int) -> None:
         if alternatives:
             err("  what would work instead:")
             for alternative in alternatives:
-                changes = "; ".join(_as_toml(k, v) for k, v in alternative.changes.items())
+                changes = "; ".join(
+                    # a command-line flag (gpuenv import's) as typed, a spec key as TOML
+                    f"{k} {v}" if k.startswith("--") else _as_toml(k, v)
+                    for k, v in alternative.changes.items()
+                )
                 err(f"  - {alternative.description}" + (f"  ({changes})" if changes else ""))
     if verbose and not as_json:
         for cause in _causes(error):  # an expected error: its causes, never a traceback

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gpuenv.errors import ForeignFileError
+from gpuenv.errors import Alternative, ForeignFileError, NoCompatiblePlan
 from gpuenv.importers import frameworks
 from gpuenv.importers._context import Context
 from gpuenv.importers._text import fail
@@ -529,15 +529,23 @@ def reproduce(request: ImportRequest) -> Reproduction:
         request.kb,
         pypi_only=request.pypi_only is not None and not request.target.cpu,
     )
-    decision = decide(
-        merged,
-        planning,
-        request.knowledge,
-        _project_name(merged, request.paths),
-        request.wheels,
-        dict(request.kept_as_builds),
-        request.torch_bound,
-    )
+    try:
+        decision = decide(
+            merged,
+            planning,
+            request.knowledge,
+            _project_name(merged, request.paths),
+            request.wheels,
+            dict(request.kept_as_builds),
+            request.torch_bound,
+        )
+    except NoCompatiblePlan as refusal:
+        raise NoCompatiblePlan(
+            refusal.message,
+            target=target,
+            alternatives=[*refusal.alternatives, *_alternatives(merged, planning, request)],
+            hint=refusal.hint,
+        ) from None
     decision.entries.extend(skipped)
     if planning.pypi_only:
         decision.entries.append(_pypi_only_entry(request.pypi_only or "", decision))
@@ -553,6 +561,70 @@ def reproduce(request: ImportRequest) -> Reproduction:
     )
     text = write.spec_text(decision, report)
     return Reproduction(tuple(readings), merged, decision, report, text)
+
+
+def _alternatives(merged: Merged, planning: Planning, request: ImportRequest) -> list[Alternative]:
+    """What would work where nothing fits this target: torch builds of any kind (where
+    only PyPI's were planned), and the oldest newer driver some build needs (every
+    refusal lists what would work instead)."""
+    from gpuenv.knowledge.model import DriverCompat
+    from gpuenv.versions import DriverVersion
+
+    def chosen(changed: Planning) -> Decision | None:
+        try:
+            return decide(merged, changed, request.knowledge, (changed.project, ""), None)
+        except NoCompatiblePlan:
+            return None
+
+    found: list[Alternative] = []
+    if planning.pypi_only:
+        other = chosen(replace(planning, pypi_only=False))
+        if other is not None:
+            found.append(
+                Alternative(
+                    f"torch builds of any kind: torch {other.plan.torch} ({other.plan.cu_tag}) "
+                    "from the PyTorch index, which gpuenv lock must then reach",
+                    {"--torch-builds": "any"},
+                )
+            )
+    driver = planning.target_spec.driver
+    if driver is None or request.target.cpu:
+        return found
+    try:
+        current = DriverVersion.parse(driver)
+    except ValueError:
+        return found
+    floors = sorted(
+        {
+            floor
+            for release in request.kb.cuda_releases
+            if (floor := request.kb.driver_floor(release.version, DriverCompat.STRICT))
+            and floor > current
+        }
+    )
+    # The oldest driver floor where something fits: a newer driver only adds builds
+    # (strict compatibility), so a bisection asks the planner a handful of times.
+    low, high, best = 0, len(floors) - 1, None
+    while low <= high:
+        middle = (low + high) // 2
+        floor = floors[middle]
+        other = chosen(
+            replace(planning, target_spec=replace(planning.target_spec, driver=str(floor)))
+        )
+        if other is None:
+            low = middle + 1
+        else:
+            best, high = (floor, other), middle - 1
+    if best is not None:
+        floor, other = best
+        found.append(
+            Alternative(
+                f"driver {floor} or newer on the machine: torch {other.plan.torch} "
+                f"({other.plan.cu_tag}) fits there",
+                {"--driver": str(floor)},
+            )
+        )
+    return found
 
 
 def _pypi_only_entry(why: str, decision: Decision) -> Entry:

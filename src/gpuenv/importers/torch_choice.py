@@ -163,7 +163,7 @@ class Planning:
             try:
                 found = plan_target(self.target, candidate, self.kb, torch_index=self.torch_index)
             except NoCompatiblePlan as exc:  # why it does not run here comes first
-                reason = obstacles(exc)
+                reason = reasons(exc)
                 first = first or (f"{why}: {reason[0]}" if reason else why)
                 continue
             if cuda is not None and pypi_cuda != cuda:
@@ -185,6 +185,16 @@ def obstacles(error: NoCompatiblePlan) -> tuple[str, ...]:
     """The planner's "- ..." lines: why nothing fits."""
     lines = [line.removeprefix("- ").strip() for line in error.message.splitlines()[1:]]
     return tuple(re.sub(r"torch ==(\S+)", r"torch \1", line) for line in lines if line)
+
+
+def reasons(error: NoCompatiblePlan) -> tuple[str, ...]:
+    """Why nothing fits: the "- ..." lines, or the one line a refusal of the hardware
+    itself is ("driver 450.80.02 cannot drive H100: ..."), without its target."""
+    found = obstacles(error)
+    if found:
+        return found
+    headline = error.message.splitlines()[0] if error.message else ""
+    return (re.sub(r"^target '[^']*' \(.*?\): ", "", headline),) if headline else ()
 
 
 def python_for(release: TorchRelease, wanted: str | None) -> str:
@@ -371,8 +381,25 @@ def choose(
             return Choice(plan, step, rejected)
         last_error = plan
     if last_error is not None:
-        raise last_error
+        refusal = _refusal(planning, paper, rejected or reasons(last_error))
+        # what the planner offers is of the hardware ("install a driver of branch R520
+        # or newer"), true of every release: kept
+        refusal.alternatives = last_error.alternatives
+        raise refusal
     raise NoCompatiblePlan(f"no torch release gpuenv knows fits target '{planning.target}'")
+
+
+def _refusal(planning: Planning, paper: PaperTorch, reasons: tuple[str, ...]) -> NoCompatiblePlan:
+    """Nothing fits: said of what the files ask (the walk's last try, the newest or the
+    oldest release, is no answer: RTX 3090s on driver 470 were told of torch 2.15.0 for
+    papers that pin 1.7.1)."""
+    asked = f"torch {paper.specifier.removeprefix('==')}" if paper.specifier else "any torch"
+    lines = "".join(f"\n- {reason}" for reason in reasons)
+    return NoCompatiblePlan(
+        f"no torch release fits target '{planning.target}': not the files' ({asked}) nor "
+        f"any release before or after it that gpuenv knows{':' if lines else ''}{lines}",
+        target=planning.target,
+    )
 
 
 def _within(
