@@ -608,7 +608,7 @@ def _instead(message: str, hint: str | None, inputs: _Inputs) -> str | None:
         if child in pins and parent in pins and not _allows(spec, pins[child]):
             return _short(
                 f"{child}{spec}, which {parent}=={pins[parent]} accepts "
-                f"(not {child}=={pins[child]}); or a {parent} that accepts "
+                f"(not {child}=={pins[child]}); or a release of {parent} that accepts "
                 f"{child}=={pins[child]}"
             )
     return _short(hint) if hint else None

@@ -1822,3 +1822,55 @@ def test_a_module_name_asked_of_pip_is_the_project_that_installs_it(
         "sklearn: the module scikit-learn installs: the index's sklearn is a deprecated stub "
         "whose build fails on purpose; scikit-learn is asked instead"
     ) in notes, notes
+
+
+def test_a_kept_torch_in_another_build_says_the_cuda_moved(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """FastChat's image (2023) is CUDA 12.2, for which torch has no build: where only
+    PyPI's builds are planned, the torch the files ask is kept in PyPI's build (cu121),
+    and the spec's cuda line said "kept"."""
+    paper = _paper(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "chat"\nversion = "1"\n'
+            'dependencies = ["torch==2.4.0", "fastapi"]\n',
+            "docker/Dockerfile": "FROM nvidia/cuda:12.2.0-runtime-ubuntu20.04\n"
+            "RUN pip3 install -e .\n",
+        },
+    )
+    imported = run_import(paper, extra=("--torch-builds", "pypi"))
+    assert imported.result.code == 0, imported.result.err
+    cuda = next(line for line in imported.spec.read_text().splitlines() if line.startswith("cuda"))
+    assert cuda.startswith('cuda = "12.1"') and ": kept" not in cuda, cuda
+    assert "the files name cu122" in cuda, cuda
+
+
+def test_a_locked_torch_moved_below_the_projects_range_says_so(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """lerobot (2026): uv.lock pins torch 2.11.0, pyproject.toml asks torch>=2.7,<2.12.0
+    and the lock file pins sympy 1.14.0. On an H100 with driver 550 and PyPI's builds
+    only, nothing in the range runs under the strict driver rule: the move to 2.6.0 says
+    it leaves the project's own range (at high risk), the minor-compat hint names a
+    build PyPI serves (2.10.0's cu128, not 2.11.0's cu126, which only the PyTorch index
+    has), and sympy moves to the 1.13.1 torch 2.6.0 requires."""
+    paper = _paper(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "robot"\nversion = "1"\n'
+            'dependencies = ["torch>=2.7,<2.12.0", "sympy"]\n',
+            "requirements.txt": "torch==2.11.0\nsympy==1.14.0\n",
+        },
+    )
+    imported = run_import(paper, extra=("--torch-builds", "pypi"))
+    assert imported.result.code == 0, imported.result.err
+    torch = imported.entries("changed")["torch"]
+    assert torch["to"] == "2.6.0+cu124", torch
+    assert "outside the files' own torch range (pyproject.toml:" in torch["why"], torch["why"]
+    assert "torch 2.10.0's cu128 build runs on driver 550.54.15" in torch["why"], torch["why"]
+    assert torch["risk"] == "high"
+    assert torch["risk_detail"].startswith("outside the torch range the project declares")
+    sympy = imported.entries("changed")["sympy"]
+    assert (sympy["from"], sympy["to"]) == ("1.14.0", "==1.13.1"), sympy
+    assert '"sympy==1.13.1"' in imported.spec.read_text()

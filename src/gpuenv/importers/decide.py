@@ -508,7 +508,29 @@ def _between_known_why(version: Version, kb: KnowledgeBase) -> str:
     return f"is not a release gpuenv knows (it knows {below} and {above} either side)"
 
 
-def _minor_compat(kb: KnowledgeBase, plan: TargetPlan, specifier: str) -> str:
+def _outside_ranges(resolved: Resolved | None, torch: str) -> str:
+    """The files' own torch ranges the chosen release falls outside, said where the move
+    is explained (lerobot: uv.lock's 2.11.0 moved to 2.6.0 on a driver 550, and its
+    pyproject.toml asks torch>=2.7,<2.12.0)."""
+    broken = []
+    for ask in resolved.asks if resolved is not None else ():
+        if not ask.specifier or ask.specifier.startswith("=="):
+            continue
+        try:
+            if SpecifierSet(ask.specifier).contains(torch, prereleases=True):
+                continue
+        except InvalidSpecifier:
+            continue
+        broken.append(ask.origin.cite() if ask.origin else f"torch{ask.specifier}")
+    if not broken:
+        return ""
+    said = "; ".join(dict.fromkeys(broken))
+    return f"; outside the files' own torch range ({said}): no release in it fits here"
+
+
+def _minor_compat(
+    kb: KnowledgeBase, plan: TargetPlan, specifier: str, *, pypi_only: bool = False
+) -> str:
     """Where the strict driver rule moved torch off what the files ask and NVIDIA's CUDA
     minor-version compatibility would keep it: the spec line that opts in (DLR-RM/
     stable-baselines3's torch>=2.8 became 2.7.1 on an H100 with driver 550, and its own
@@ -524,7 +546,11 @@ def _minor_compat(kb: KnowledgeBase, plan: TargetPlan, specifier: str) -> str:
     for release in kb.torch_releases:  # newest first
         if not wanted.contains(release.version, prereleases=True):
             continue
-        for build in release.on(hw.platform).cuda_builds:
+        builds = release.on(hw.platform).cuda_builds
+        if pypi_only:  # only PyPI's own build can be had (lerobot: 2.11.0's cu126 could not)
+            own = release.on(hw.platform).pypi_cuda_build()
+            builds = (own,) if own is not None else ()
+        for build in builds:
             covers = all(build.covering(cc) for cc in hw.compute_capabilities)
             floor = (
                 kb.driver_floor(build.cuda, DriverCompat.MINOR, hw.platform) if build.cuda else None
@@ -559,7 +585,7 @@ def _moved_torch_why(
         files = "the files pin no torch version" if asked else "nothing in the files asks for torch"
         return f"{files}; {plan.torch} {chosen}"
     if version is None:
-        minor = _minor_compat(kb, plan, paper.specifier)
+        minor = _minor_compat(kb, plan, paper.specifier, pypi_only=choice.pypi_only)
         return (
             f"no release in {paper.specifier!r} fits this target{obstacle}; {plan.torch} does"
             + minor
@@ -577,9 +603,11 @@ def _moved_torch_why(
             edge = _between_known_why(version, kb)
         return f"torch {version} {edge}; {plan.torch} is the nearest known release that fits"
     if choice.step == "older":
+        # the newest release between the two that minor-version compatibility would run
+        nearer = f"<={version},>{plan.torch}"
         return (
             f"no build of {version} or any later release fits this target{obstacle}; "
-            f"{plan.torch} does" + _minor_compat(kb, plan, f"=={version}")
+            f"{plan.torch} does" + _minor_compat(kb, plan, nearer, pypi_only=choice.pypi_only)
         )
     first = choice.rejected[0] if choice.rejected else f"no torch {version} build fits this target"
     return f"{first}; {plan.torch} ({plan.cu_tag}) is the oldest release after it whose builds do"
@@ -725,11 +753,16 @@ def _torch_entries(
     else:
         old = paper.version or _range_floor(paper.specifier) or _range_ceiling(paper.specifier)
         risk, text = _torch_risk(old, Version(plan.torch), fk)
+        # an exact pin moved (a lock file's) past a range another file declares
+        outside = _outside_ranges(resolved, plan.torch) if paper.version is not None else ""
+        if outside:  # the project says it needs another torch: expect it to fail
+            declared = "outside the torch range the project declares: code may fail"
+            risk, text = HIGH, f"{declared}; {text}" if text else declared
         d.add(
             Entry(
                 CHANGED,
                 "torch",
-                _moved_torch_why(paper, choice, kb, fk, asked=asked),
+                _moved_torch_why(paper, choice, kb, fk, asked=asked) + outside,
                 origin=origin,
                 was=was,
                 now=now,
@@ -1799,8 +1832,11 @@ def _cuda_comment(merged: Merged, plan: TargetPlan, d: Decision) -> str:
     if plan.cuda is None:
         return "the target has no GPU: torch's CPU build"
     where = f"{origin.cite()} → {plan.cuda}" if origin else f"{plan.cu_tag}"
-    if torch.kind == KEPT:
+    build, _ = _torch_build(merged, merged.packages.get("torch"))
+    if torch.kind == KEPT and (build is None or build == plan.cu_tag):
         return f"{origin.cite()}: kept" if origin else "the build that fits"
+    if torch.kind == KEPT:  # the release kept, in another build (FastChat: cu122 → cu121)
+        return f"{where}: the build of torch {plan.torch} chosen here (the files name {build})"
     return f"{where}: {torch.why}"
 
 
@@ -2067,6 +2103,7 @@ def decide(
     known = [r.version for r in planning.kb.torch_releases]
     allowed = _with_bound(companion_bounds(merged, fk, known), bound)
     choice = choose(planning, paper, era_caps(paper, fk), allowed)
+    choice = replace(choice, pypi_only=planning.pypi_only)
     plan, python_why = choice.plan, None
     if wheels is not None:
         plan, python_why = _python_for_wheels(planning, paper, plan, merged, (fk, wheels))

@@ -70,6 +70,7 @@ class Choice:
     rejected: tuple[str, ...]  # what the planner said about the paper's own release
     below: Version | None = None  # a range stopped below this release (an API change)
     allowed_by: str | None = None  # the companion pins whose torch range bounded the choice
+    pypi_only: bool = False  # chosen among PyPI's own builds (``Planning.pypi_only``)
 
 
 # How many releases within a candidate's specifier are planned, at most, looking for one
