@@ -422,3 +422,27 @@ def test_files_past_the_listing_limit_are_not_counted_as_if_they_were_all(
     assert imported.result.code == 2, imported.result.out
     message = imported.result.json()["error"]["message"]
     assert "task07/conda_env.yml and more), and no install commands" in message, message
+
+
+def test_a_module_named_setup_py_is_listed_not_used(tmp_path: Path) -> None:
+    """dinov2 (2023): ``dinov2/eval/setup.py`` is an evaluation helper that calls its own
+    ``setup(args)``; the import listed it as a project's setup.py."""
+    root = _tree(
+        tmp_path / "repo",
+        {
+            "requirements.txt": "torch==2.0.0\n",
+            "dinov2/eval/__init__.py": "",
+            "dinov2/eval/setup.py": (
+                "import argparse\nfrom dinov2.utils.config import setup\n\n"
+                "def setup_and_build_model(args):\n    config = setup(args)\n"
+            ),
+            "ops/setup.py": "from setuptools import setup\nsetup(name='ops')\n",
+        },
+    )
+    found = discover(root)
+    used = sorted(p.relative_to(root).as_posix() for p in found.files)
+    assert used == ["ops/setup.py", "requirements.txt"]
+    listed = {p.relative_to(root).as_posix(): why for p, why in found.skipped}
+    assert listed == {
+        "dinov2/eval/setup.py": "a module named setup.py (no setuptools): not a project's"
+    }

@@ -69,9 +69,8 @@ def test_the_refused_build_says_why_and_that_the_index_is_down() -> None:
     )
     assert choice.rejected[0].startswith("PyPI's own build of torch 1.11.0 is cu102: ")
     assert "sm_90" in choice.rejected[0]
-    assert any(
-        "the PyTorch index" in line and "cannot be reached" in line for line in choice.rejected
-    )
+    # no 1.11.0 build of any kind has sm_90 kernels: the index is not what is missing
+    assert not any("cannot be reached" in line for line in choice.rejected), choice.rejected
 
 
 def test_a_cpu_target_is_planned_as_ever() -> None:
@@ -100,3 +99,19 @@ def test_a_refusal_names_the_papers_torch_and_what_would_work(
     assert changes == [{"--torch-builds": "any"}, {"--driver": "515.43.04"}]
     assert "torch 1.7.1 (cu110)" in error["alternatives"][0]["description"]
     assert "torch 1.13.1 (cu117)" in error["alternatives"][1]["description"]
+
+
+def test_an_unreachable_index_is_blamed_only_where_another_build_would_fit() -> None:
+    """DETR (torch 1.5) on an H100: no build of any kind has sm_90 kernels, so "the
+    PyTorch index cannot be reached" is no reason; torch 2.4.1's cu124 would fit, so
+    there it is one."""
+    from gpuenv.errors import NoCompatiblePlan
+    from gpuenv.importers.torch_choice import _attempt
+
+    planning = _planning("H100", "550.54.15", pypi_only=True)
+    old = _attempt(planning, "==1.12.1", ("3.10",), "11.3", _paper("1.12.1", "cu113", "3.10"))
+    assert isinstance(old, NoCompatiblePlan)
+    assert "cannot be reached" not in old.message
+    assert old.message.count("kernels for sm_90") == 1, old.message
+    new = _attempt(planning, "==2.4.1", ("3.11",), "12.4", _paper("2.4.1", "cu124", "3.11"))
+    assert not isinstance(new, NoCompatiblePlan) or "cannot be reached" in new.message

@@ -1874,3 +1874,25 @@ def test_a_locked_torch_moved_below_the_projects_range_says_so(
     sympy = imported.entries("changed")["sympy"]
     assert (sympy["from"], sympy["to"]) == ("1.14.0", "==1.13.1"), sympy
     assert '"sympy==1.13.1"' in imported.spec.read_text()
+
+
+def test_a_bound_from_another_line_is_cited_there(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """FastChat (2023): "openai" in one extra, "openai<1" in another; the spec writes
+    openai<1 and cited the first line, which says no such thing."""
+    paper = _paper(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "chat"\nversion = "1"\n'
+            'dependencies = ["torch==2.4.0", "openai"]\n'
+            '[project.optional-dependencies]\njudge = ["openai<1"]\n',
+            "Dockerfile": "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n"
+            'RUN pip3 install -e ".[judge]"\n',
+        },
+    )
+    imported = run_import(paper)
+    assert imported.result.code == 0, imported.result.err
+    openai = imported.entries("kept")["openai"]
+    assert openai["from"] == "<1" and openai["file"] == "pyproject.toml:6", openai
+    assert openai["entry"] == "openai<1"

@@ -1135,6 +1135,15 @@ def _python_floor(resolved: Resolved, python: str, fk: ForeignKnowledge) -> Entr
     )
 
 
+def _bound_origin(resolved: Resolved) -> Origin:
+    """Where the version written was said: the winning ask's line, or, where it names no
+    version and another file's or group's does (FastChat: "openai" in one extra, "openai<1"
+    in another, written "openai<1"), that line."""
+    if resolved.ask.specifier or not resolved.specifier:
+        return resolved.ask.origin
+    return next((a.origin for a in resolved.asks[1:] if a.specifier), resolved.ask.origin)
+
+
 def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
     ask = resolved.ask
     if ask.url and ask.url.startswith(("git+", "hg+", "svn+", "bzr+")):
@@ -1189,7 +1198,7 @@ def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
         KEPT,
         resolved.name,
         "a pre-release pin" if ask.pre else "as pinned",
-        origin=ask.origin,
+        origin=_bound_origin(resolved),
         was=resolved.specifier or "any",
         now=resolved.specifier or "any",
         risk=LOW if ask.pre else NONE,

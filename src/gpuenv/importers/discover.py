@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,6 +127,22 @@ def _known(name: str, in_requirements: bool) -> bool:
     return in_requirements and name.endswith((".txt", ".in"))
 
 
+# What a setup.py that builds something imports its setup() from.
+_SETUP_CALL = re.compile(rb"\b(setuptools|distutils|skbuild)\b")
+
+
+def _calls_setup(path: Path) -> bool:
+    """A subfolder's setup.py that builds something (setuptools, distutils or
+    scikit-build named), not a module of that name (dinov2's ``dinov2/eval/setup.py``
+    calls its own ``setup(args)`` for an evaluation). Unreadable: kept, and its reader
+    says why."""
+    try:
+        with path.open("rb") as file:
+            return bool(_SETUP_CALL.search(file.read(1 << 20)))
+    except OSError:
+        return True
+
+
 @dataclass
 class _Walk:
     """One discovery's walk of the checkout at ``root``, filling in ``found``; ``listed``
@@ -161,6 +178,8 @@ class _Walk:
             self.skip(path, "development requirements")
         elif aside is not None:
             self.skip(path, f"in {aside}/: not the paper's environment (pass it to use it)")
+        elif name == "setup.py" and parts and not _calls_setup(path):
+            self.skip(path, "a module named setup.py (no setuptools): not a project's")
         elif not parts or parts[0] in FOLDERS or any(fnmatch.fnmatch(name, p) for p in ANYWHERE):
             self.use(path)
         else:

@@ -136,13 +136,18 @@ class Planning:
         except NoCompatiblePlan as exc:
             if not self.pypi_only:
                 return exc
-            return self._pypi_build(torch, python, cuda, paper)
+            return self._pypi_build(torch, python, cuda, paper, elsewhere=exc)
         if not self.pypi_only or plan.pypi_default or plan.hardware.cpu:
             return plan
         return self._pypi_build(torch, python, cuda, paper)
 
     def _pypi_build(
-        self, torch: str, python: str, cuda: str | None, paper: PaperTorch
+        self,
+        torch: str,
+        python: str,
+        cuda: str | None,
+        paper: PaperTorch,
+        elsewhere: NoCompatiblePlan | None = None,
     ) -> TargetPlan | NoCompatiblePlan:
         """``pypi_only``: the newest release within ``torch`` (``PYPI_RELEASES_TRIED`` at
         most) whose PyPI build the planner gives this target, asked for that build's
@@ -173,9 +178,13 @@ class Planning:
             if found.pypi_default:
                 return found
         lines = [f"- {first}"] if first else []
-        lines.append(
-            "- the PyTorch index, which serves torch's other builds, cannot be reached from here"
-        )
+        if elsewhere is None:  # another build would fit, where the index can be reached
+            lines.append(
+                "- the PyTorch index, which serves torch's other builds, cannot be reached "
+                "from here"
+            )
+        else:  # no build of any kind fits: the index is not what is missing (DETR's 1.5)
+            lines += [f"- {reason}" for reason in reasons(elsewhere) if reason not in (first or "")]
         return NoCompatiblePlan(
             f"no torch build PyPI serves fits target '{self.target}' within torch {torch}:\n"
             + "\n".join(lines)
