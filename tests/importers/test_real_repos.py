@@ -1896,3 +1896,28 @@ def test_a_bound_from_another_line_is_cited_there(
     openai = imported.entries("kept")["openai"]
     assert openai["from"] == "<1" and openai["file"] == "pyproject.toml:6", openai
     assert openai["entry"] == "openai<1"
+
+
+def test_a_paired_companion_cloned_at_a_commit_is_built_from_that_commit(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """Qwen2.5-VL's image (2025) clones vllm, checks out a commit and installs it: the
+    spec wrote "vllm==0.5.4", a release, and lost the commit. An unpinned sympy is not
+    added by torch 2.5's sympy pin (the wheels declare it)."""
+    paper = _paper(
+        tmp_path,
+        {
+            "Dockerfile": "FROM nvidia/cuda:12.1.0-cudnn8-devel-ubuntu22.04\n"
+            "RUN pip3 install torch==2.5.1\n"
+            'RUN if [ "$BUNDLE_VLLM" = "true" ]; then \\\n'
+            "    cd /data && git clone https://github.com/vllm-project/vllm.git \\\n"
+            "    && cd vllm && git checkout bf3b79efb82676219a3275764d8fcf4c70097ce5 \\\n"
+            "    && pip3 install . ; fi\n",
+        },
+    )
+    imported = run_import(paper)
+    assert imported.result.code == 0, imported.result.err
+    spec = imported.spec.read_text()
+    url = "git+https://github.com/vllm-project/vllm.git@bf3b79efb82676219a3275764d8fcf4c70097ce5"
+    assert f'"vllm @ {url}"' in spec
+    assert "vllm==" not in spec and "sympy" not in spec

@@ -148,6 +148,9 @@ def _cpu(companion: Companion, resolved: Resolved, target: Target) -> Move | Non
 
 def paired(companion: Companion, resolved: Resolved, target: Target) -> Move:
     """xformers, vllm: each release built against one torch release."""
+    if resolved.ask.url:  # a checkout the files build (Qwen2.5-VL's image: vllm at a
+        # commit): that source, compiled against this torch, not some release of it
+        return _source_url(companion, resolved, target)
     version = resolved.exact
     current = companion.release_of(version) if version else None
     if current is not None and _fits(current, target) and version is not None:

@@ -1363,6 +1363,8 @@ def _constraints(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
     """Constraints the chosen torch puts on other packages (numpy < 2 before torch 2.3)."""
     for constraint in fk.constraints_for(Version(d.plan.torch)):
         resolved = merged.packages.get(constraint.package)
+        if constraint.pins_only and (resolved is None or resolved.exact is None):
+            continue  # torch's wheels declare it: the lock finds the release
         if constraint.beside is not None:
             if constraint.beside in merged.packages and resolved is not None:
                 _companion_floor(d, resolved, constraint, fk)

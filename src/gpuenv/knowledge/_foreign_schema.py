@@ -227,6 +227,7 @@ class RawTorchConstraint(_Sourced):
     requires: Specifier
     why: str
     beside: Name | None = None
+    pins_only: bool = False  # only the files' exact pins (the wheels declare it)
 
 
 class RawCompanionRequirement(_Sourced):

@@ -167,7 +167,7 @@ class PythonFloor:
 @dataclass(frozen=True)
 class TorchConstraint:
     """What the torch releases ``torch`` require of ``package`` without their wheels
-    declaring it, and why."""
+    declaring it (or declared exactly, where a pin would not resolve beside it), and why."""
 
     torch: SpecifierSet
     package: str
@@ -175,6 +175,9 @@ class TorchConstraint:
     why: str
     fact: Sourced
     beside: str | None = None  # applies only when this package is in the environment
+    # applies to the files' exact pins only: the wheels declare it, so the resolver
+    # finds the release for a package the files leave open (sympy beside torch 2.6)
+    pins_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -482,6 +485,7 @@ def _packages(raw: Raw) -> dict[str, Any]:
                 c["why"],
                 _sourced(c),
                 c.get("beside"),
+                bool(c.get("pins_only", False)),
             )
             for c in raw["torch_constraint"]
         ),
