@@ -101,3 +101,30 @@ def test_a_refusal_at_lock_time_is_its_http_status_never_the_resolvers_conclusio
     error = network_error(failure, index=Index.parse("gpuenv-default", "http://127.0.0.1:9/simple"))
     assert error.message.endswith(f"the server refused the credentials (HTTP {code} {reason})")
     assert PROJECT_NAME not in error.message and "Because" not in error.message
+
+
+# uv 0.13's words when git cannot fetch a git requirement (DETR's panopticapi, on a
+# machine that reaches the package index only).
+GIT_UNREACHABLE = """error: Failed to download and build `panopticapi @ git+https://github.com/cocodataset/panopticapi.git`
+  Caused by: Git operation failed
+  Caused by: failed to clone into: /root/.cache/gpuenv/uv/git-v2/db/ce0d949df9fcfd49
+  Caused by: process didn't exit successfully: `/usr/bin/git fetch --force --update-head-ok 'https://github.com/cocodataset/panopticapi.git' '+HEAD:refs/remotes/origin/HEAD'` (exit status: 128)
+--- stderr
+fatal: unable to access 'https://github.com/cocodataset/panopticapi.git/': Could not resolve host: github.com
+"""
+
+
+def test_a_git_requirement_git_cannot_fetch_is_named_as_one() -> None:
+    from gpuenv.lock.uv import _git_failure
+
+    failure = classify(GIT_UNREACHABLE)
+    assert failure is not None and failure.cause == "dns"
+    error = _git_failure(GIT_UNREACHABLE, failure.cause, "")
+    assert error is not None
+    assert error.message == (
+        "panopticapi comes from git (git+https://github.com/cocodataset/panopticapi.git), "
+        "and git could not fetch it: unable to access "
+        "'https://github.com/cocodataset/panopticapi.git/': Could not resolve host: github.com"
+    )
+    assert error.hint is not None and "panopticapi==VERSION" in error.hint
+    assert _git_failure("error: 404 Not Found for url (x)", "not-found", "") is None

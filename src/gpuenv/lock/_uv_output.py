@@ -30,7 +30,8 @@ _RULES = (
     (
         "dns",
         r"dns error|failed to lookup address|Name or service not known|"
-        r"No address associated|nodename nor servname|Temporary failure in name resolution",
+        r"No address associated|nodename nor servname|Temporary failure in name resolution|"
+        r"Could not resolve host",  # git's (a git+https requirement, fetched by git)
     ),
     ("refused", r"Connection refused|os error 111"),
     ("timeout", r"timed out|operation timeout|deadline has elapsed"),

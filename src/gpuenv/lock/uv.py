@@ -450,7 +450,9 @@ class UvResolver:
         shown_argv = [redact(str(a)) for a in argv]
         failure = classify(text)
         if failure is not None:
-            raise _network_failure(run, failure, tail, shown_argv)
+            raise _git_failure(text, failure.cause, tail) or _network_failure(
+                run, failure, tail, shown_argv
+            )
         if "No solution found" in text:
             message, hint = explain_unsatisfiable(text)
             raise NoCompatiblePlan(
@@ -467,6 +469,32 @@ class UvResolver:
 
 
 _HOST_FAILURES = frozenset({"dns", "refused", "timeout", "tls", "connection"})
+_GIT_BUILD = re.compile(r"Failed to download and build `(?P<name>[^\s`]+) @ (?P<url>git\+[^\s`]+)`")
+_GIT_FATAL = re.compile(r"fatal: (.+)")
+
+
+def _git_failure(text: str, cause: str, tail: str) -> NetworkError | None:
+    """A git requirement git could not fetch (DETR's panopticapi on a machine that
+    reaches the package index only): named as that, not as an index, with git's own
+    words and what would work instead."""
+    if "Git operation failed" not in text:
+        return None
+    found = _GIT_BUILD.search(text)
+    if found is None:
+        return None
+    url = redact_url(found["url"])
+    fatal = _GIT_FATAL.search(text)
+    said = f": {redact(fatal[1].strip())}" if fatal else ""
+    return NetworkError(
+        f"{found['name']} comes from git ({url}), and git could not fetch it{said}",
+        cause=cause,
+        url=url,
+        hint=(
+            "reach that host from this machine (a proxy: HTTPS_PROXY), or depend on a "
+            f"release the index serves instead of the git URL ({found['name']}==VERSION)"
+        ),
+        stderr_tail=tail,
+    )
 
 
 def _network_failure(run: _Run, failure: Failure, tail: str, argv: list[str]) -> NetworkError:
