@@ -1921,3 +1921,65 @@ def test_a_paired_companion_cloned_at_a_commit_is_built_from_that_commit(
     url = "git+https://github.com/vllm-project/vllm.git@bf3b79efb82676219a3275764d8fcf4c70097ce5"
     assert f'"vllm @ {url}"' in spec
     assert "vllm==" not in spec and "sympy" not in spec
+
+
+# TRELLIS (2024) keeps its environment in setup.sh alone: a conda env, a ROCm branch
+# that moves elsewhere and installs "." there, clones installed by their folder, a
+# folder of the repository copied and installed. Written for the test, quirks kept.
+TRELLIS_SETUP = """if [ "$NEW_ENV" = true ] ; then
+    conda create -n trellis python=3.10
+    conda activate trellis
+    conda install pytorch==2.4.0 torchvision==0.19.0 pytorch-cuda=11.8 -c pytorch -c nvidia
+fi
+case $PLATFORM in
+    hip)
+        if [ "$PYTORCH_VERSION" != "2.4.1+rocm6.1" ] ; then
+            pip install torch==2.4.1 torchvision==0.19.1 --index-url https://download.pytorch.org/whl/rocm6.1 --user
+            cd /tmp/extensions/amd_smi
+            pip install .
+            cd $WORKDIR
+        fi
+        ;;
+esac
+if [ "$BASIC" = true ] ; then
+    pip install pillow imageio tqdm easydict
+    pip install git+https://github.com/EasternJournalist/utils3d.git@9a4eb15e4021b67b12c460c7057d642626897ec8
+fi
+if [ "$NVDIFFRAST" = true ] ; then
+    git clone https://github.com/NVlabs/nvdiffrast.git /tmp/extensions/nvdiffrast
+    pip install /tmp/extensions/nvdiffrast
+fi
+if [ "$VOX2SEQ" = true ] ; then
+    cp -r extensions/vox2seq /tmp/extensions/vox2seq
+    pip install /tmp/extensions/vox2seq
+fi
+"""
+
+
+def test_an_install_script_is_read_when_it_is_all_there_is(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """The folder gave "no environment files found", and setup.sh passed by name was
+    refused as unrecognised: a dead end. Its pip and conda lines are read as a README's
+    shell blocks are; the ROCm branch's torch and its "pip install ." elsewhere are
+    not; a clone installed by its folder is its git URL; a copied folder is the
+    repository's."""
+    paper = _paper(
+        tmp_path,
+        {
+            "setup.sh": TRELLIS_SETUP,
+        },
+    )
+    imported = run_import(paper)
+    assert imported.result.code == 0, imported.result.err
+    assert imported.torch() == "2.4.0+cu118"
+    assert imported.report["inputs"] == [{"file": "setup.sh", "format": "install-script"}]
+    spec = imported.spec.read_text()
+    assert 'python = "3.10"' in spec and '"tqdm"' in spec
+    assert '"nvdiffrast @ git+https://github.com/NVlabs/nvdiffrast.git"' in spec
+    said = [e["why"] for e in imported.report["assumptions"]]
+    assert "an install for AMD GPUs (ROCm): not read" in said
+    assert any(w.startswith("a folder of somewhere the script moved to") for w in said)
+    assert any("the install commands of setup.sh are read" in w for w in said), said
+    builds = imported.entries("needs_build")
+    assert "./extensions/vox2seq" in builds["vox2seq"]["why"], builds

@@ -767,7 +767,7 @@ ELSEWHERE = frozenset(
         "are both written and install the same importable package",  # test_companions
         "this family cannot move together",  # test_companions
         "--prefer names",  # test_disagreement
-        "the install commands of the shell code blocks in",  # test_real_repos (README-only)
+        "are read (pip install, conda install/create)",  # test_real_repos (README-only)
         "the environment files name no torch version",  # test_real_repos (NeuScraper)
         "the environment files name no Python",  # test_real_repos (CodeFormer)
         "refuses to build without CUDA",  # test_real_repos (Deformable-DETR's ops)

@@ -217,8 +217,13 @@ def _readme_docs(
         Entry(
             ASSUMPTION,
             None,
-            f"{because}: the install commands of the shell code blocks in {shown} are read "
-            "(pip install, conda install/create)",
+            f"{because}: the install commands of "
+            + (
+                ""
+                if all(d.name.lower().endswith(readme.SCRIPT_SUFFIXES) for d in docs)
+                else "the shell code blocks in "
+            )
+            + f"{shown} are read (pip install, conda install/create)",
         )
     )
     return docs

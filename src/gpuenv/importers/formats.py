@@ -46,13 +46,14 @@ READERS: dict[str, Reader] = {
     "uv-lock": lockfiles.read_uv_lock,
     "pixi": lockfiles.read_pixi,
     "readme": readme.read,
+    "install-script": readme.read,
 }
 
 KNOWN = (
     "environment.yml / conda env export, conda-lock.yml, cog.yaml, requirements*.txt, "
     "*_requirements.txt, pip freeze output, collect_env output, pyproject.toml, setup.py, "
     "setup.cfg, Dockerfile, Pipfile, Pipfile.lock, poetry.lock, uv.lock, pixi.toml, "
-    ".python-version"
+    ".python-version, README.md and install scripts (*.sh: their pip and conda lines)"
 )
 
 
@@ -71,6 +72,7 @@ _NAMES = (
     (("pixi.toml",), "pixi"),
     ((".python-version",), "python-version"),
     (("readme*.md", "install*.md", "get_started*.md", "getting_started*.md"), "readme"),
+    (("*.sh", "*.bash"), "install-script"),  # its pip and conda lines, as a README's
 )
 
 

@@ -12,6 +12,7 @@ left. Discovery reads these files only when a folder has no environment file at 
 
 from __future__ import annotations
 
+import posixpath
 import re
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from gpuenv.importers._context import Context
 from gpuenv.importers._devfiles import is_tooling
 from gpuenv.importers._text import MAX_BYTES, line_not_read, quoted
 from gpuenv.importers.conda_env import CONDA_TOOLS, read_install_args
-from gpuenv.importers.model import Authority, Origin, ReadingBuilder
+from gpuenv.importers.model import DROPPED, Authority, Origin, ReadingBuilder
 
 # Where repositories keep install commands, in the order they are read.
 DOC_NAMES = (
@@ -31,7 +32,13 @@ DOC_NAMES = (
     "get_started.md",  # Swin-Transformer, mmdetection's
     "GETTING_STARTED.md",  # detectron2's
     "docs/get_started.md",
+    # install scripts: TRELLIS (2024) keeps its environment in setup.sh alone
+    "setup.sh",
+    "install.sh",
+    "scripts/setup.sh",
+    "scripts/install.sh",
 )
+SCRIPT_SUFFIXES = (".sh", ".bash")
 _FENCE = re.compile(r"^\s*(```+|~~~+)\s*([A-Za-z0-9_+.-]*)")  # indented too: in a list item
 _SHELLS = frozenset({"", "bash", "sh", "shell", "console", "zsh", "shell-session", "sh-session"})
 _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?[$%>]\s+")
@@ -57,7 +64,8 @@ def doc_files(folder: Path) -> list[Path]:
         if b"\x00" in head:
             continue  # not text
         text = head.decode("utf-8", errors="replace")
-        if any(_install_words(tokens) for _, line in _shell_lines(text) for tokens in _split(line)):
+        lines = _lines_of(path.name, text)
+        if any(_install_words(tokens) for _, line in lines for tokens in _split(line)):
             found.append(path)
     return found
 
@@ -94,14 +102,20 @@ def _case_insensitive(folder: Path, name: str) -> Path | None:
     return here if here.is_file() and not here.is_symlink() else None
 
 
-def _shell_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, command) of each command in the shell code blocks."""
+def _lines_of(name: str, text: str) -> list[tuple[int, str]]:
+    """The commands of a README's shell blocks, or of a whole shell script."""
+    return _shell_lines(text, script=name.lower().endswith(SCRIPT_SUFFIXES))
+
+
+def _shell_lines(text: str, *, script: bool = False) -> list[tuple[int, str]]:
+    """(line number, command) of each command in the shell code blocks (``script``:
+    every line of the file is shell)."""
     out: list[tuple[int, str]] = []
-    fence: str | None = None
-    shell = False
+    fence: str | None = "script" if script else None
+    shell = script
     pending: tuple[int, str] | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
-        match = _FENCE.match(raw)
+        match = None if script else _FENCE.match(raw)
         if fence is None:
             if match is not None:
                 fence, shell = match.group(1), match.group(2).lower() in _SHELLS
@@ -196,16 +210,93 @@ def guide_extras(ctx: Context, folder: Path) -> tuple[frozenset[str], Origin] | 
     return (frozenset(found), first) if found and first is not None else None
 
 
+class _Script:
+    """What an install script's ``cd``, ``git clone`` and ``cp`` lines did, for the pip
+    lines after them (TRELLIS: ``git clone https://github.com/NVlabs/nvdiffrast.git
+    /tmp/extensions/nvdiffrast``, then ``pip install /tmp/extensions/nvdiffrast``; and
+    ``cd /tmp/extensions/amd_smi``, then ``pip install .``, which is not the project)."""
+
+    def __init__(self) -> None:
+        self.cwd: str | None = None  # None: the repository, where the script starts
+        self.clones: dict[str, str] = {}  # folder -> the git URL cloned into it
+        self.copies: dict[str, str] = {}  # folder -> the repository's folder copied there
+
+    def _path(self, word: str) -> str:
+        base = "" if word.startswith("/") or self.cwd is None else self.cwd
+        return posixpath.normpath(posixpath.join(base, word)) if base else posixpath.normpath(word)
+
+    def moved(self, words: list[str]) -> bool:
+        """Follow a ``cd`` or ``git clone``; True when ``words`` was one."""
+        if words[:1] == ["cd"]:
+            where = words[1] if len(words) > 1 else "~"
+            # back to where it started ($WORKDIR, -, ~): a guess, the repository
+            self.cwd = (
+                None if where in (".", "-", "~") or where.startswith("$") else self._path(where)
+            )
+            return True
+        if words[:2] == ["git", "clone"]:
+            positional = [w for w in words[2:] if not w.startswith("-")]
+            if positional and "://" in positional[0]:
+                url = positional[0]
+                folder = (
+                    positional[1]
+                    if len(positional) > 1
+                    else posixpath.basename(url.rstrip("/")).removesuffix(".git")
+                )
+                self.clones[self._path(folder)] = url
+            return True
+        if words[:1] == ["cp"] and self.cwd is None:  # cp -r extensions/vox2seq /tmp/...
+            positional = [w for w in words[1:] if not w.startswith("-")]
+            if len(positional) == 2 and not positional[0].startswith(("/", "$", "~")):
+                self.copies[self._path(positional[1])] = posixpath.normpath(positional[0])
+            return True
+        return False
+
+    def _source(self, folder: str) -> str | None:
+        """What a folder holds: a clone's git URL (a subfolder's, with #subdirectory=),
+        the repository's folder copied there (./extensions/vox2seq), or None."""
+        for place, cloned in self.clones.items():
+            if folder == place or folder.startswith(place + "/"):
+                url = cloned if cloned.startswith("git+") else f"git+{cloned}"
+                below = folder[len(place) + 1 :]
+                return f"{url}#subdirectory={below}" if below else url
+        for place, source in self.copies.items():
+            if folder == place or folder.startswith(place + "/"):
+                return "./" + posixpath.join(source, folder[len(place) + 1 :]).rstrip("/")
+        return None
+
+    def pip_args(self, args: list[str]) -> list[str] | None:
+        """``args`` with each cloned folder as its git URL; None where the line installs
+        a folder of somewhere the script moved to (not the project, not a clone)."""
+        out = []
+        for word in args:
+            local = word.startswith(("/", ".")) and "://" not in word
+            source = self._source(self._path(word)) if local else None
+            if source is not None:
+                out.append(source)
+            elif local and self.cwd is not None:
+                return None
+            else:
+                out.append(word)
+        return out
+
+
+_ROCM = re.compile(r"/rocm\d", re.IGNORECASE)
+
+
 def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
     display = ctx.display(path)
-    builder = ReadingBuilder(display, "readme", Authority.DEFINITION)
+    builder = ReadingBuilder(display, fmt, Authority.DEFINITION)
     feeder = requirements.PipLines(ctx, builder, path.parent)
-    for number, line in _shell_lines(text):
-        if not _ASKS.search(line):
+    script = _Script() if path.name.lower().endswith(SCRIPT_SUFFIXES) else None
+    for number, line in _lines_of(path.name, text):
+        if not _ASKS.search(line) and script is None:
             continue  # sample output, other commands: prose to gpuenv
         origin = Origin(display, number, line[:200])
         with line_not_read(builder, origin):
             for tokens in requirements.shell_commands(line, origin):
+                if script is not None and script.moved(_words(tokens)):
+                    continue
                 found = _install_words(tokens)
                 if found is None:
                     continue
@@ -214,7 +305,19 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
                     rest = [a for a in args if a not in ("-U", "--upgrade")]
                     if "-r" in rest or "--requirement" in rest:
                         continue  # a file discovery would have found: not in this folder
-                    feeder.args(rest, origin)
+                    if any(_ROCM.search(a) for a in rest):
+                        builder.note(DROPPED, "an install for AMD GPUs (ROCm): not read", origin)
+                        continue
+                    moved = script.pip_args(rest) if script is not None else rest
+                    if moved is None:
+                        builder.note(
+                            DROPPED,
+                            "a folder of somewhere the script moved to (not the project, "
+                            "not a clone gpuenv can name): not read",
+                            origin,
+                        )
+                        continue
+                    feeder.args(moved, origin)
                 else:
                     read_install_args(ctx, builder, args, origin)
     ctx.readings.append(builder.build())
