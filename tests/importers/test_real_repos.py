@@ -1983,3 +1983,24 @@ def test_an_install_script_is_read_when_it_is_all_there_is(
     assert any("the install commands of setup.sh are read" in w for w in said), said
     builds = imported.entries("needs_build")
     assert "./extensions/vox2seq" in builds["vox2seq"]["why"], builds
+
+
+def test_a_readme_venv_names_the_python_a_range_leaves_open(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """black-forest-labs/flux (2024): pyproject.toml asks requires-python >=3.10 and
+    torch == 2.6.0; its README makes the environment with python3.10 -m venv. The import
+    took Python 3.13, the newest torch 2.6.0 supports."""
+    paper = _paper(
+        tmp_path,
+        {
+            "pyproject.toml": '[project]\nname = "flux"\nversion = "0.0.1"\n'
+            'requires-python = ">=3.10"\ndependencies = ["torch == 2.6.0", "einops"]\n',
+            "README.md": "# flux\n\n```bash\ncd $HOME && git clone https://x.invalid/flux\n"
+            "cd $HOME/flux\npython3.10 -m venv .venv\nsource .venv/bin/activate\n"
+            'pip install -e ".[all]"\n```\n',
+        },
+    )
+    imported = run_import(paper)
+    assert imported.result.code == 0, imported.result.err
+    assert 'python = "3.10" # README.md:6 python3.10 -m venv .venv' in imported.spec.read_text()

@@ -12,6 +12,7 @@ left. Discovery reads these files only when a folder has no environment file at 
 
 from __future__ import annotations
 
+import itertools
 import posixpath
 import re
 from pathlib import Path
@@ -21,7 +22,7 @@ from gpuenv.importers._context import Context
 from gpuenv.importers._devfiles import is_tooling
 from gpuenv.importers._text import MAX_BYTES, line_not_read, quoted
 from gpuenv.importers.conda_env import CONDA_TOOLS, read_install_args
-from gpuenv.importers.model import DROPPED, Authority, Origin, ReadingBuilder
+from gpuenv.importers.model import DROPPED, PYTHON, Authority, Origin, ReadingBuilder
 
 # Where repositories keep install commands, in the order they are read.
 DOC_NAMES = (
@@ -282,6 +283,23 @@ class _Script:
 
 
 _ROCM = re.compile(r"/rocm\d", re.IGNORECASE)
+# An environment made with a named Python: python3.10 -m venv .venv (black-forest-labs/
+# flux), virtualenv -p python3.9 env, uv venv --python 3.11
+_VENV = re.compile(r"\bpython3\.\d+\s+-m\s+(?:venv|virtualenv)\b|\b(?:virtualenv|uv\s+venv)\b")
+_PYTHON_NAME = re.compile(r"(?:.*/)?python(3\.\d{1,2})")
+
+
+def _venv_python(words: list[str]) -> str | None:
+    """The Python an environment-making command names (see ``_VENV``), or None."""
+    if len(words) >= 3 and words[1:3] in (["-m", "venv"], ["-m", "virtualenv"]):
+        named = _PYTHON_NAME.fullmatch(words[0])
+        return named[1] if named else None
+    if words[:1] == ["virtualenv"] or words[:2] == ["uv", "venv"]:
+        for flag, value in itertools.pairwise(words):
+            if flag in ("-p", "--python"):
+                named = _PYTHON_NAME.fullmatch(value) or re.fullmatch(r"(3\.\d{1,2})", value)
+                return named[1] if named else None
+    return None
 
 
 def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
@@ -290,11 +308,16 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
     feeder = requirements.PipLines(ctx, builder, path.parent)
     script = _Script() if path.name.lower().endswith(SCRIPT_SUFFIXES) else None
     for number, line in _lines_of(path.name, text):
-        if not _ASKS.search(line) and script is None:
+        venv = _VENV.search(line)
+        if not _ASKS.search(line) and script is None and venv is None:
             continue  # sample output, other commands: prose to gpuenv
         origin = Origin(display, number, line[:200])
         with line_not_read(builder, origin):
             for tokens in requirements.shell_commands(line, origin):
+                python = _venv_python(_words(tokens))
+                if python is not None:
+                    builder.fact(PYTHON, python, origin, "the Python its environment is made with")
+                    continue
                 if script is not None and script.moved(_words(tokens)):
                     continue
                 found = _install_words(tokens)
