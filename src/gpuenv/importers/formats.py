@@ -53,7 +53,7 @@ KNOWN = (
     "environment.yml / conda env export, conda-lock.yml, cog.yaml, requirements*.txt, "
     "*_requirements.txt, pip freeze output, collect_env output, pyproject.toml, setup.py, "
     "setup.cfg, Dockerfile, Pipfile, Pipfile.lock, poetry.lock, uv.lock, pixi.toml, "
-    ".python-version, README.md and install scripts (*.sh: their pip and conda lines)"
+    ".python-version, readme*.md (its shell blocks) and install scripts (*.sh)"
 )
 
 
