@@ -159,6 +159,21 @@ def test_a_2020_range_takes_the_torch_of_its_pins(
     assert torch["from"] == ">=1.7"
 
 
+def test_a_date_held_back_by_a_companion_pin_says_which(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    """generative-models (2023, numpy bumped in 2024): its triton==2.0.0 held torch at
+    2.0.x, and the report said "the newest torch released by 2024-08-18 ... is 2.0.1",
+    false of that day."""
+    req = _paper(tmp_path, "torch>=2.0.1\ntransformers==4.50.0\ntriton==2.0.0\n")
+    torch = _torch(run_import(req, target="rtx4090"))
+    assert str(torch["to"]).startswith("2.0.1+")
+    assert str(torch["why"]).startswith(
+        "the newest torch released by 2025-03-21, when transformers 4.50.0 was published "
+        "(requirements.txt:2), is 2.0.1 among the releases triton==2.0.0 "
+    ), torch["why"]
+
+
 def test_an_old_floor_dated_late_names_every_api_change_it_crosses(
     run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
 ) -> None:

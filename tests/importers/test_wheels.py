@@ -344,3 +344,40 @@ def test_a_release_whose_every_wheel_is_yanked_is_said_to_be_yanked() -> None:
         yanked=True,
     )
     assert not _only_yanked(SimpleNamespace(files=lambda n: [cp37]), *args)  # type: ignore[arg-type]
+
+
+def test_an_old_sdist_gpuenv_can_build_is_kept_not_moved(
+    run_import: Callable[..., Imported], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """taming-transformers (2020): albumentations==0.4.3 has no wheel on the index, only
+    its sdist; the wheel check moved it to 0.5.0, where old_sdists.toml knows how to
+    build 0.4.3 with the setuptools it needs (docs: "Old sources and today's
+    setuptools", which names this very case)."""
+    import importlib
+
+    from tests.fixtures.pkgindex.index import Serve, serve
+
+    monkeypatch.setattr(
+        importlib.import_module("gpuenv.import_check"),
+        "check_reproduction",
+        lambda *args, **kwargs: None,  # the wheel check is the subject, not uv's resolution
+    )
+    root = tmp_path / "index"
+    files = [
+        {"filename": "albumentations-0.4.3.tar.gz", "url": "../../f/a-0.4.3.tar.gz", "hashes": {}},
+        {"filename": "albumentations-0.5.0-py3-none-any.whl", "url": "../../f/a.whl", "hashes": {}},
+    ]
+    page = root / "simple" / "albumentations" / "index.json"
+    page.parent.mkdir(parents=True)
+    page.write_text(json.dumps({"meta": {"api-version": "1.1"}, "files": files}))
+    with serve(root, options=Serve()) as url:
+        monkeypatch.setenv("GPUENV_IMPORT_INDEX", f"{url}/simple")
+        req = _requirements(tmp_path, "torch==1.7.0\nalbumentations==0.4.3\n")
+        imported = run_import(req, target="h100")
+    assert imported.result.code == 0, imported.result.err
+    built = imported.entries("needs_build")["albumentations"]
+    assert (
+        built["to"] == "0.4.3" and "an old source archive gpuenv knows how to build" in built["why"]
+    )
+    spec = imported.spec.read_text()
+    assert '"albumentations==0.4.3"' in spec and "[pip.build.albumentations]" in spec

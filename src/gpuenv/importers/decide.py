@@ -384,8 +384,13 @@ def _era_of_dates(
             f"{dated.day.isoformat()}, before any torch in {specifier!r}: that range's "
             f"oldest release, {version} (published {out}), is taken"
         )
+    bound = ""
+    if allowed and eras.dated_release(fk, dated, specifier, None) != found:
+        # generative-models: "the newest torch released by 2024-08-18 ... is 2.0.1" was
+        # false; its triton==2.0.0 and torchdata==0.6.1 held torch there
+        bound = f" among the releases {allowed[1]} accept"
     return version, (
-        f"the newest torch released by {dated.says()}, is {version}"
+        f"the newest torch released by {dated.says()}, is {version}{bound}"
         + (f", in {specifier!r}" if specifier else "")
     )
 
@@ -1162,7 +1167,7 @@ def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
             )
         )
         return
-    moved = _wheel_move(d, resolved) if not ask.url else None
+    moved = _wheel_move(d, resolved, fk) if not ask.url else None
     if moved is not None:
         d.add(moved)
         if moved.kind == CHANGED:
@@ -2015,7 +2020,7 @@ def _range_excluding(resolved: Resolved, version: Version) -> Ask | None:
     return None
 
 
-def _wheel_move(d: Decision, resolved: Resolved) -> Entry | None:
+def _wheel_move(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> Entry | None:
     """The entry for a pin the index has no wheel of for the chosen Python: moved to
     the nearest release that has one, or built from its sdist, or not reproducible."""
     wheels = d.wheels
@@ -2043,6 +2048,15 @@ def _wheel_move(d: Decision, resolved: Resolved) -> Entry | None:
             f"{nearest}, the nearest release with a wheel, is outside {outside.specifier!r} "
             f"({outside.origin.where()})"
         )
+    if (
+        kept is None
+        and exact is not None
+        and found.sdist
+        and fk.old_sdist(resolved.name, Version(exact.public)) is not None
+    ):
+        # taming-transformers' albumentations 0.4.3: an old sdist gpuenv knows how to
+        # build (old_sdists.toml; the table is written below): the paper's release
+        kept = "an old source archive gpuenv knows how to build"
     if kept is not None and exact is not None and found.sdist:
         return Entry(
             NEEDS_BUILD,
