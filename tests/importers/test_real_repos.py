@@ -2004,3 +2004,25 @@ def test_a_readme_venv_names_the_python_a_range_leaves_open(
     imported = run_import(paper)
     assert imported.result.code == 0, imported.result.err
     assert 'python = "3.10" # README.md:6 python3.10 -m venv .venv' in imported.spec.read_text()
+
+
+def test_a_readme_that_installs_nothing_says_so(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """facebookresearch/moco (2020): its README links PyTorch's ImageNet example and has
+    no install command; named on the command line, it gave a spec of gpuenv's defaults,
+    "Imported from: README.md", and no word that nothing was read."""
+    paper = _paper(
+        tmp_path,
+        {
+            "README.md": "## MoCo\n\nInstall PyTorch and ImageNet dataset following the "
+            "[official PyTorch ImageNet training code](https://x.invalid/imagenet).\n\n"
+            "```\npython main_moco.py -a resnet50 --lr 0.03 [your imagenet-folder]\n```\n",
+        },
+    )
+    imported = run_import(paper / "README.md")
+    assert imported.result.code == 0, imported.result.err
+    said = [e["why"] for e in imported.report["assumptions"]]
+    assert any(
+        w.startswith("no pip or conda install command in its shell code blocks") for w in said
+    )

@@ -22,7 +22,7 @@ from gpuenv.importers._context import Context
 from gpuenv.importers._devfiles import is_tooling
 from gpuenv.importers._text import MAX_BYTES, line_not_read, quoted
 from gpuenv.importers.conda_env import CONDA_TOOLS, read_install_args
-from gpuenv.importers.model import DROPPED, PYTHON, Authority, Origin, ReadingBuilder
+from gpuenv.importers.model import DROPPED, PYTHON, UNREADABLE, Authority, Origin, ReadingBuilder
 
 # Where repositories keep install commands, in the order they are read.
 DOC_NAMES = (
@@ -343,4 +343,14 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
                     feeder.args(moved, origin)
                 else:
                     read_install_args(ctx, builder, args, origin)
+    if not builder.asks and not builder.facts:
+        # facebookresearch/moco's README links PyTorch's ImageNet example and installs
+        # nothing: its import wrote a spec of gpuenv's defaults and said nothing
+        what = "install script" if script is not None else "shell code blocks"
+        builder.note(
+            UNREADABLE,
+            f"no pip or conda install command in its {what}: nothing is read from it, and "
+            "the spec holds gpuenv's defaults (pass the files the README names instead)",
+            Origin(display, None, ""),
+        )
     ctx.readings.append(builder.build())
