@@ -497,7 +497,7 @@ def test_an_unlisted_ngc_container_is_dated_by_its_neighbours(
     assert _torch(imported)["to"] == "2.0.0+cu117"
     assert any(
         a["why"]
-        == "NGC PyTorch release 23.04 is not in gpuenv's data (it knows up to 25.01, 25.03, "
+        == "NGC PyTorch release 23.04 is not in gpuenv's data (it knows 23 releases, 21.02 to "
         "25.12): its CUDA and Python are unknown; its torch is taken as 2.0.0: NGC 23.02 and "
         "23.05, either side of it, both hold builds that led to torch 2.0.0"
         for a in imported.report["assumptions"]

@@ -122,7 +122,9 @@ def _ngc(tag: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowledge
         return False
     release = kb.ngc.get(match.group("release"))
     if release is None:
-        known = ", ".join(sorted(kb.ngc)[-3:])
+        # "it knows up to 25.01, 25.03, 25.12" read as if those three were all it knew
+        ordered = sorted(kb.ngc)
+        known = f"{len(ordered)} releases, {ordered[0]} to {ordered[-1]}" if ordered else "none"
         dated = era.ngc_era(match.group("release"), kb)
         what = "its torch, CUDA and Python are unknown"
         if dated is not None:
@@ -135,7 +137,7 @@ def _ngc(tag: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowledge
         builder.note(
             UNREADABLE,
             f"NGC PyTorch release {match.group('release')} is not in gpuenv's data "
-            f"(it knows up to {known}): {what}",
+            f"(it knows {known}): {what}",
             origin,
         )
         return True
