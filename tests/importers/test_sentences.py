@@ -697,7 +697,7 @@ INDEX_CASES: dict[
         {"hebi-py": [("2.11.0", [], ">=3.8"), ("2.15.2", ["py3"], ">=3.8")]},
         [
             ("needs_build", "hebi-py", "why",
-             "2.11.0 has no wheel for Python 3.12 on the index; kept and built from its "
+             "2.11.0 has no wheel on the index (source only); kept and built from its "
              "source archive at install: 2.15.2, the nearest release with a wheel, is outside "
              "'<2.12.0,>=2.8.0' (environment.yml:8)"),
         ],

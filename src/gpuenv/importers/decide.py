@@ -2057,11 +2057,14 @@ def _wheel_move(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> Entry 
         # taming-transformers' albumentations 0.4.3: an old sdist gpuenv knows how to
         # build (old_sdists.toml; the table is written below): the paper's release
         kept = "an old source archive gpuenv knows how to build"
+    # iopath, transformers-stream-generator: source archives only, for every Python ("no
+    # wheel for Python 3.11" said other Pythons had one)
+    no_wheel = f"for Python {python} on the index" if found.wheels else "on the index (source only)"
     if kept is not None and exact is not None and found.sdist:
         return Entry(
             NEEDS_BUILD,
             resolved.name,
-            f"{exact.public} has no wheel for Python {python} on the index; kept and built "
+            f"{exact.public} has no wheel {no_wheel}; kept and built "
             f"from its source archive at install: {kept}",
             origin=ask.origin,
             was=str(exact.public),
@@ -2088,7 +2091,7 @@ def _wheel_move(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> Entry 
         return Entry(
             NEEDS_BUILD,
             resolved.name,
-            f"no release in {was!r} has a wheel for Python {python} on the index: "
+            f"no release in {was!r} has a wheel {no_wheel}: "
             "it builds from its source archive at install",
             origin=ask.origin,
             was=was,

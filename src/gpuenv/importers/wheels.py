@@ -348,6 +348,7 @@ class Verdict:
     fits: bool  # a matching release has a wheel for it
     known: bool  # the index was read (False: nothing can be said)
     sdist: bool = False  # a matching release has an sdist (it can be built)
+    wheels: bool = True  # a matching release has a wheel for some Python or platform
 
 
 def _matching(files: list[IndexFile], specifier: str) -> list[IndexFile]:
@@ -373,7 +374,12 @@ def verdict(index: WheelIndex, project: str, specifier: str, python: str, platfo
     if not matching:
         return Verdict(True, False)  # another index serves it, or the resolver will say
     fits = any(installs_on(f, python, platform) for f in matching)
-    return Verdict(fits, True, sdist=any(f.tags is None for f in matching))
+    return Verdict(
+        fits,
+        True,
+        sdist=any(f.tags is None for f in matching),
+        wheels=any(f.tags is not None for f in matching),
+    )
 
 
 def nearest_with_wheel(
