@@ -222,7 +222,7 @@ def test_on_an_h100_the_gpu_wins_over_the_era_and_the_report_says_so(
         "(requirements.txt:4), is 1.12.1; "
     )
     assert "sm_90" in why and why.endswith(
-        "2.0.1 (cu118) is the oldest release after it whose builds do"
+        "2.0.1 (cu118) is the newest release of the first later series whose builds do"
     )
 
 
@@ -238,7 +238,9 @@ def test_on_a_blackwell_gpu_the_era_moves_to_the_first_release_with_its_kernels(
         "(requirements.txt:3), is 2.0.0; no torch 2.0.0 build for linux-64 has kernels for "
         "sm_120 (Blackwell)"
     )
-    assert why.endswith("2.7.1 (cu128) is the oldest release after it whose builds do")
+    assert why.endswith(
+        "2.7.1 (cu128) is the newest release of the first later series whose builds do"
+    )
 
 
 def test_a_bare_torch_from_the_nightly_index_is_the_release_that_nightly_led_to(

@@ -110,7 +110,7 @@ def test_stylegan3_era_environment_moves_on_an_h100_to_the_oldest_release_with_s
     assert changed["torch"]["to"] == "2.0.1+cu118"
     why = changed["torch"]["why"]
     assert "no torch 1.9.1 build for linux-64 has kernels for sm_90 (Hopper)" in why
-    assert "2.0.1 (cu118) is the oldest release after it whose builds do" in why
+    assert "2.0.1 (cu118) is the newest release of the first later series whose builds do" in why
     assert changed["torchvision"]["to"] == "0.15.2"
     assert "predates" not in why  # 1.9.1 is known now: the reason is the GPU, not the data
     target = _planned(cli, spec)

@@ -2026,3 +2026,49 @@ def test_a_readme_that_installs_nothing_says_so(
     assert any(
         w.startswith("no pip or conda install command in its shell code blocks") for w in said
     )
+
+
+def test_transformers_is_kept_below_the_release_that_disables_the_chosen_torch(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """GroundingDINO (torch 2.1.2) and CogVideo (2.5.1) locked transformers 5.20.2 and
+    5.25.0, which disable PyTorch below 2.2 and 2.6 at import: the environment installed
+    and had no models. A bare or open transformers is bounded, an exact pin above the
+    bound moved, a range already below it left alone, and nothing is added unasked."""
+    paper = _paper(
+        tmp_path,
+        {"requirements.txt": "torch==2.1.2\ntransformers\naddict\n"},
+    )
+    imported = run_import(paper / "requirements.txt")
+    assert imported.result.code == 0, imported.result.err
+    bounded = imported.entries("changed")["transformers"]
+    assert bounded["to"] == "<5.0" and "disable PyTorch below 2.2" in bounded["why"], bounded
+    assert '"transformers<5.0"' in imported.spec.read_text()
+    pinned = _paper(tmp_path / "b", {"requirements.txt": "torch==2.5.1\ntransformers==5.25.0\n"})
+    moved = run_import(pinned / "requirements.txt").entries("changed")["transformers"]
+    assert (moved["from"], moved["to"]) == ("5.25.0", "<5.20"), moved
+    ranged = _paper(
+        tmp_path / "c", {"requirements.txt": "torch==2.2.2\ntransformers>=4.36,<4.40\n"}
+    )
+    assert "transformers" in run_import(ranged / "requirements.txt").entries("kept")
+    unasked = _paper(tmp_path / "d", {"requirements.txt": "torch==2.1.2\naddict\n"})
+    assert "transformers" not in run_import(unasked / "requirements.txt").spec.read_text()
+
+
+def test_a_conda_environment_name_after_bundled_flags_is_no_package(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """mit-han-lab/streaming-llm (2023): 'conda create -yn streaming python=3.8' made
+    "streaming" a pip dependency, which failed to build and broke the lock."""
+    paper = _paper(
+        tmp_path,
+        {
+            "README.md": "```bash\nconda create -yn streaming python=3.8\n"
+            "conda activate streaming\npip install torch torchvision torchaudio\n"
+            "pip install transformers==4.33.0 accelerate\n```\n",
+        },
+    )
+    imported = run_import(paper)
+    assert imported.result.code == 0, imported.result.err
+    spec = imported.spec.read_text()
+    assert '"streaming' not in spec and 'python = "3.8"' in spec

@@ -258,11 +258,23 @@ def read_install_args(
     for token in args:
         if skip:
             skip = False
-        elif token in _CONDA_VALUE_OPTIONS:
+        elif token in _CONDA_VALUE_OPTIONS or _bundled_value_option(token):
             skip = True
         elif not token.startswith("-"):
             sink.spec(token, origin)
     sink.finish()
+
+
+def _bundled_value_option(token: str) -> bool:
+    """Short flags written together whose last one takes the next word (``-yn streaming``:
+    ``-y -n streaming``; mit-han-lab/streaming-llm's README, whose environment name became
+    a pip dependency)."""
+    return (
+        len(token) > 2
+        and token[0] == "-"
+        and token[1:].isalpha()
+        and f"-{token[-1]}" in _CONDA_VALUE_OPTIONS
+    )
 
 
 def _one_major(specifier: str) -> str | None:

@@ -615,7 +615,15 @@ def _moved_torch_why(
             f"{plan.torch} does" + _minor_compat(kb, plan, nearer, pypi_only=choice.pypi_only)
         )
     first = choice.rejected[0] if choice.rejected else f"no torch {version} build fits this target"
-    return f"{first}; {plan.torch} ({plan.cu_tag}) is the oldest release after it whose builds do"
+    # the walk tries a later series' newest patch first (2.1.2 before 2.1.0): "the oldest
+    # release after it" was false where an older patch of that series fits too
+    landed = Version(plan.torch)
+    which = (
+        "the first later patch release"
+        if (landed.major, landed.minor) == (version.major, version.minor)
+        else "the newest release of the first later series"
+    )
+    return f"{first}; {plan.torch} ({plan.cu_tag}) is {which} whose builds do"
 
 
 def _nightly_why(version: Version, choice: Choice, kb: KnowledgeBase, fk: ForeignKnowledge) -> str:
@@ -1364,12 +1372,37 @@ def _companion_floor(
         d.pip[index] = line
 
 
+def _bounded_below(asked: str, requires: SpecifierSet) -> bool:
+    """Whether ``asked`` already stays below every ``<X`` of ``requires`` (and ``requires``
+    is nothing but such bounds): the constraint adds nothing to it."""
+    ceilings = [Version(s.version) for s in requires if s.operator == "<"]
+    if not ceilings or len(ceilings) != len(list(requires)):
+        return False
+    try:
+        own = SpecifierSet(asked)
+    except InvalidSpecifier:
+        return False
+    tops = []
+    for spec in own:
+        text = spec.version.removesuffix(".*")
+        try:
+            top = Version(text)
+        except InvalidVersion:
+            continue
+        if spec.operator in ("<", "<=") or (spec.operator == "==" and spec.version == text):
+            tops.append((top, spec.operator == "<"))
+    ceiling = min(ceilings)
+    return any(top < ceiling or (strict and top <= ceiling) for top, strict in tops)
+
+
 def _constraints(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
     """Constraints the chosen torch puts on other packages (numpy < 2 before torch 2.3)."""
     for constraint in fk.constraints_for(Version(d.plan.torch)):
         resolved = merged.packages.get(constraint.package)
         if constraint.pins_only and (resolved is None or resolved.exact is None):
             continue  # torch's wheels declare it: the lock finds the release
+        if constraint.asked_only and resolved is None:
+            continue  # nothing asks for it: nothing to bound
         if constraint.beside is not None:
             if constraint.beside in merged.packages and resolved is not None:
                 _companion_floor(d, resolved, constraint, fk)
@@ -1379,6 +1412,8 @@ def _constraints(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
                 continue  # an exact pin the constraint allows: kept
             _constraint_breaks_pin(d, resolved, constraint)
             continue
+        if resolved is not None and _bounded_below(resolved.specifier, constraint.requires):
+            continue  # transformers>=4.36,<4.40 beside torch 2.2: already below 5.1
         index = next(
             (i for i, line in enumerate(d.pip) if re.match(rf"{constraint.package}\b", line.text)),
             None,

@@ -228,6 +228,7 @@ class RawTorchConstraint(_Sourced):
     why: str
     beside: Name | None = None
     pins_only: bool = False  # only the files' exact pins (the wheels declare it)
+    asked_only: bool = False  # only where a file asks for the package: nothing added
 
 
 class RawCompanionRequirement(_Sourced):

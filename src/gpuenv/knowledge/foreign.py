@@ -178,6 +178,9 @@ class TorchConstraint:
     # applies to the files' exact pins only: the wheels declare it, so the resolver
     # finds the release for a package the files leave open (sympy beside torch 2.6)
     pins_only: bool = False
+    # applies only where a file asks for the package: a torch does not need it, and a
+    # spec that never named it gets nothing added (transformers' torch floors)
+    asked_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -486,6 +489,7 @@ def _packages(raw: Raw) -> dict[str, Any]:
                 _sourced(c),
                 c.get("beside"),
                 bool(c.get("pins_only", False)),
+                bool(c.get("asked_only", False)),
             )
             for c in raw["torch_constraint"]
         ),
