@@ -559,7 +559,8 @@ def test_environment_files_without_torch_take_the_readmes_torch_and_nothing_else
     notes = [e["why"] for e in imported.report["assumptions"]]
     assert (
         "the environment files name no torch version: the torch install of README.md is "
-        "read (README.md:8), nothing else of it"
+        "read (README.md:8); nothing else of it, though it also installs einops, which no "
+        "environment file asks for: add those the code needs"
     ) in notes
 
 
@@ -1639,7 +1640,9 @@ def test_the_readmes_python_is_read_where_the_files_say_which_torch_but_no_pytho
     notes = [a["why"] for a in imported.report["assumptions"]]
     assert (
         "the environment files name no Python: the Python of README.md's install commands "
-        "is read (README.md:12 conda create -n codeformer python=3.8 -y), nothing else of it"
+        "is read (README.md:12 conda create -n codeformer python=3.8 -y); nothing else of "
+        "it, though it also installs dlib, which no environment file asks for: add those the "
+        "code needs"
     ) in notes, notes
     assert "dlib" not in str(_pip(imported)), "nothing else of the README is read"
 
@@ -2072,3 +2075,31 @@ def test_a_conda_environment_name_after_bundled_flags_is_no_package(
     assert imported.result.code == 0, imported.result.err
     spec = imported.spec.read_text()
     assert '"streaming' not in spec and 'python = "3.8"' in spec
+
+
+def test_what_a_readme_installs_beyond_the_files_is_named(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """hpcaitech/Open-Sora (2024): requirements.txt asks for torch==2.4.0 and no Python;
+    its README's conda create names 3.10 and it also installs xformers and flash-attn
+    (a hard import). Only the Python is read, as before; the note said "nothing else of
+    it" and never named the two."""
+    paper = _paper(
+        tmp_path,
+        {
+            "requirements.txt": "torch==2.4.0\ntorchvision==0.19.0\ncolossalai\n",
+            "README.md": "```bash\nconda create -n opensora python=3.10\n"
+            "pip install -v .\n"
+            "pip install xformers==0.0.27.post2 --index-url https://download.pytorch.org/whl/cu121\n"
+            "pip install flash-attn --no-build-isolation\n```\n",
+        },
+    )
+    imported = run_import(paper)
+    assert imported.result.code == 0, imported.result.err
+    said = [e["why"] for e in imported.report["assumptions"]]
+    note = next(w for w in said if w.startswith("the environment files name no Python"))
+    assert note.endswith(
+        "; nothing else of it, though it also installs flash-attn, xformers, which no "
+        "environment file asks for: add those the code needs"
+    ), note
+    assert "flash-attn" not in imported.spec.read_text()

@@ -298,7 +298,7 @@ def _readme_python(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
                 ASSUMPTION,
                 None,
                 f"the environment files name no Python: the Python of {ctx.display(doc)}'s "
-                f"install commands is read ({facts[0].origin.cite()}), nothing else of it",
+                f"install commands is read ({facts[0].origin.cite()})" + _also_installs(ctx, read),
             )
         )
         return
@@ -339,10 +339,29 @@ def _readme_torch(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
                 ASSUMPTION,
                 None,
                 f"the environment files name no torch version: the torch install of "
-                f"{ctx.display(doc)} is read ({cited}), nothing else of it",
+                f"{ctx.display(doc)} is read ({cited}){_also_installs(ctx, read)}",
             )
         )
         return
+
+
+_OTHERS_SHOWN = 6  # packages a README installs beyond the files, named before "and N more"
+
+
+def _also_installs(ctx: Context, read: list[Reading]) -> str:
+    """ ", nothing else of it" made specific: what the README installs that no environment
+    file asks for (Open-Sora's README installs flash-attn and xformers; the note said
+    only "nothing else of it", and a hard import of flash_attn failed later)."""
+    asked = {a.name for r in ctx.readings for a in r.asks}
+    others = sorted({a.name for r in read for a in r.asks if a.name not in asked | set(TRIO)})
+    if not others:
+        return ", nothing else of it"
+    shown = ", ".join(others[:_OTHERS_SHOWN])
+    more = f" and {len(others) - _OTHERS_SHOWN} more" if len(others) > _OTHERS_SHOWN else ""
+    return (
+        f"; nothing else of it, though it also installs {shown}{more}, which no "
+        "environment file asks for: add those the code needs"
+    )
 
 
 _AGAIN_SHOWN = 3  # places a sentence said again names before "and N more"
