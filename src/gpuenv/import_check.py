@@ -53,7 +53,7 @@ import re
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,6 +125,8 @@ class ResolveCheck:
     seconds: float = 0.0
     resolved: tuple[str, ...] = field(default=(), repr=False)  # "name==version" found
     built: tuple[str, ...] = ()  # dependencies with no usable wheel: built from source
+    # what requires each resolved package (uv's "# via" lines), where uv said
+    via: tuple[tuple[str, tuple[str, ...]], ...] = field(default=(), repr=False)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -332,7 +334,7 @@ def _run(request: CheckRequest, inputs: _Inputs, platform: str) -> ResolveCheck:
         code, text = _compile(argv, env, tmp, deadline, request.timeout)
         if code == 0:
             pins = tuple(line for line in text.splitlines() if "==" in line[:200])
-            return _resolved(request, index, platform, pins, ())
+            return replace(_resolved(request, index, platform, pins, ()), via=_via(text))
         if "No solution found" not in text or not _without_wheels(text):
             return _failure(request, inputs, index, platform, text)
         # As the lock resolves: sdists allowed wherever no wheel fits.
@@ -344,6 +346,23 @@ def _run(request: CheckRequest, inputs: _Inputs, platform: str) -> ResolveCheck:
             return _failure(request, inputs, index, platform, text)
         pins, built = _from_sources(output, inputs.no_binary)
     return _resolved(request, index, platform, pins, built)
+
+
+def _via(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """uv's annotations of a resolution: for each package, the packages that require it
+    (``# via tensorflowjs``; several on the lines below a bare ``# via``)."""
+    found: dict[str, list[str]] = {}
+    current: str | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if line[:1].isalnum() and "==" in line:
+            current = normalize_name(line.split("==", 1)[0].split("[", 1)[0].strip())
+            found[current] = []
+        elif current is not None and stripped.startswith("#"):
+            words = stripped.lstrip("#").strip().removeprefix("via").strip()
+            if words and not words.startswith("-r "):
+                found[current].append(normalize_name(words.split()[0]))
+    return tuple((name, tuple(who)) for name, who in found.items())
 
 
 def _compile(
@@ -787,7 +806,48 @@ def settle(
     file pins is what breaks it, the import runs once more within the range the
     requirement needs (``_within_torch_bound``)."""
     result, check = _undo_wheel_moves(request, result, check, index, cache_dir)
-    return _within_torch_bound(request, result, check, index, cache_dir)
+    result, check = _within_torch_bound(request, result, check, index, cache_dir)
+    return _pulled_back(result, check), check
+
+
+def _pulled_back(result: Reproduction, check: ResolveCheck) -> Reproduction:
+    """A package the report leaves out (an unmanaged framework) that a written
+    requirement brings back: yolov5's tensorflowjs requires tensorflow, which the report
+    said was left out and the lock installed (2.21.0, outside yolov5's own <=2.19.0)."""
+    from gpuenv.importers.report import ASSUMPTION, MEDIUM, UNMANAGED, Entry
+
+    if not check.resolves or not check.via:
+        return result
+    via = dict(check.via)
+    versions = {
+        normalize_name(p.split("==", 1)[0].split("[", 1)[0]): p.split("==", 1)[1].split()[0]
+        for p in check.resolved
+        if "==" in p
+    }
+    added = []
+    for entry in result.report.entries:
+        name = normalize_name(entry.package) if entry.package else None
+        if entry.kind != UNMANAGED or name is None or name not in versions:
+            continue
+        who = [w for w in via.get(name, ()) if w != name]
+        if not who:
+            continue
+        added.append(
+            Entry(
+                ASSUMPTION,
+                entry.package,
+                f"{entry.package} is left out of the spec, but {', '.join(who)} "
+                f"{'requires' if len(who) == 1 else 'require'} it: the lock installs "
+                f"{entry.package} {versions[name]} all the same (leave those out too to keep "
+                "it out)",
+                origin=entry.origin,
+                risk=MEDIUM,
+            )
+        )
+    if not added:
+        return result
+    report = replace(result.report, entries=(*result.report.entries, *added))
+    return replace(result, report=report)
 
 
 def _undo_wheel_moves(

@@ -602,3 +602,63 @@ def test_the_count_of_checked_dependencies_is_said_in_the_right_number() -> None
     assert "The 3 pip dependencies resolve for Python 3.10" in render_markdown(three)
     failed = dataclasses.replace(one, resolves=False, reason="no version of x")
     assert "uv found no set of the 1 pip dependency for Python 3.10" in render_markdown(failed)
+
+
+# uv 0.13's annotated output (tensorflowjs resolved): who requires each pin
+UV_ANNOTATED = """tensorboard==2.19.0
+    # via tensorflow
+tensorflow==2.19.0
+    # via
+    #   tensorflow-decision-forests
+    #   tensorflowjs
+    #   tf-keras
+tensorflowjs==4.22.0
+    # via -r gpuenv-lock-request/pyproject.toml
+"""
+
+
+def test_the_packages_that_require_each_pin_are_read_from_uvs_annotations() -> None:
+    from gpuenv.import_check import _via
+
+    via = dict(_via(UV_ANNOTATED))
+    assert via["tensorboard"] == ("tensorflow",)
+    assert via["tensorflow"] == ("tensorflow-decision-forests", "tensorflowjs", "tf-keras")
+    assert via["tensorflowjs"] == ()
+
+
+def test_a_framework_left_out_that_a_requirement_brings_back_is_said(
+    run_import: Callable[..., Imported], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ultralytics/yolov5: the report said tensorflow was left out, and tensorflowjs,
+    written, brought tensorflow 2.21.0 into the lock (outside yolov5's <=2.19.0)."""
+    import importlib
+
+    from gpuenv.import_check import ResolveCheck
+    from tests.fixtures.pkgindex.index import Serve, serve
+
+    check = importlib.import_module("gpuenv.import_check")
+    answer = ResolveCheck(
+        True,
+        "uv resolved them",
+        "http://index.test/simple",
+        "3.11",
+        "x86_64-manylinux_2_28",
+        resolved=("tensorflowjs==3.18.0", "tensorflow==2.21.0"),
+        via=(("tensorflow", ("tensorflowjs",)), ("tensorflowjs", ())),
+    )
+    monkeypatch.setattr(check, "check_reproduction", lambda *args, **kwargs: answer)
+    (tmp_path / "index" / "simple").mkdir(parents=True)
+    paper = tmp_path / "paper"
+    paper.mkdir()
+    (paper / "requirements.txt").write_text(
+        "torch==2.4.1\ntensorflow>=2.0.0,<=2.19.0\ntensorflowjs>=3.9.0\n"
+    )
+    with serve(tmp_path / "index", options=Serve()) as url:
+        monkeypatch.setenv("GPUENV_IMPORT_INDEX", f"{url}/simple")
+        imported = run_import(paper)
+    assert imported.result.code == 0, imported.result.err
+    said = [e["why"] for e in imported.report["assumptions"]]
+    assert (
+        "tensorflow is left out of the spec, but tensorflowjs requires it: the lock installs "
+        "tensorflow 2.21.0 all the same (leave those out too to keep it out)"
+    ) in said, said
