@@ -2103,3 +2103,28 @@ def test_what_a_readme_installs_beyond_the_files_is_named(
         "environment file asks for: add those the code needs"
     ), note
     assert "flash-attn" not in imported.spec.read_text()
+
+
+def test_torchvision_the_code_imports_is_paired_when_no_file_asks_for_it(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """facebookresearch/segment-anything (2023): setup.py asks for nothing, the README
+    says it requires torchvision, and the code imports it; the spec said torchvision =
+    false, "not in the paper's environment". Code in tests/ or examples/ is not read."""
+    paper = _paper(
+        tmp_path,
+        {
+            "setup.py": "from setuptools import setup\nsetup(name='sam', install_requires=[])\n",
+            "requirements.txt": "torch==2.1.2\nopencv-python\n",
+            "sam/utils/transforms.py": "import numpy as np\nimport torch\n"
+            "from torchvision.transforms.functional import resize  # noqa\n",
+            "examples/demo.py": "import torchaudio\n",
+        },
+    )
+    imported = run_import(paper)
+    assert imported.result.code == 0, imported.result.err
+    stack = _spec(imported)["stack"]
+    assert isinstance(stack, dict)
+    assert stack["torchvision"] == "0.16.2" and stack["torchaudio"] is False, stack
+    spec = imported.spec.read_text()
+    assert "# sam/utils/transforms.py:3 from torchvision.transforms.functional import" in spec

@@ -13,6 +13,7 @@ assumptions, ordered by risk) and ``write`` (a commented, validated ``gpuenv.tom
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -424,6 +425,7 @@ def read_inputs(
                     _read_found(ctx, file, skipped)
             if found.files:
                 _readme_beside(ctx, path, skipped, ctx.readings[before:])
+            _code_imports(ctx, path)
             if len(ctx.readings) == before and len(skipped) > listed:
                 # every file found is unreadable: nothing asks for anything, and an
                 # environment written from nothing would be invented
@@ -437,6 +439,60 @@ def read_inputs(
         elif ctx.claim(path):
             _read_one(ctx, path, None)
     return [_modules_as_projects(r, knowledge) for r in ctx.readings], skipped
+
+
+# Bounds of the code scan: enough for a paper's repository, never a whole monorepo.
+_CODE_FILES = 3000
+_CODE_BYTES = 512 * 1024
+_CODE_DEPTH = 6
+_TORCH_COMPANION_IMPORT = re.compile(
+    rb"^[ \t]*(?:import|from)[ \t]+(torchvision|torchaudio)\b[^\n]*", re.MULTILINE
+)
+
+
+def _code_imports(ctx: Context, folder: Path) -> None:
+    """torchvision and torchaudio that the repository's code imports and no environment
+    file asks for (segment-anything's utils/transforms.py, moco's main_moco.py: their
+    import wrote torchvision = false, "not in the paper's environment", and the code
+    failed at its first import). Each is asked, with no version (paired with torch), at
+    the first line that imports it; nothing else of the code is read."""
+    from gpuenv.importers.discover import ASIDE, SKIP
+    from gpuenv.importers.model import Authority, Origin
+
+    asked = {a.name for r in ctx.readings for a in r.asks}
+    wanted = {"torchvision", "torchaudio"} - asked
+    if not wanted:
+        return
+    found: dict[str, Origin] = {}
+    seen = 0
+    for here, dirs, files in os.walk(folder):
+        depth = len(Path(here).relative_to(folder).parts)
+        dirs[:] = sorted(
+            d
+            for d in dirs
+            if d.lower() not in SKIP | ASIDE and not d.startswith(".") and depth < _CODE_DEPTH
+        )
+        for name in sorted(files):
+            if not name.endswith(".py") or seen >= _CODE_FILES:
+                continue
+            seen += 1
+            path = Path(here) / name
+            try:
+                if path.is_symlink():
+                    continue
+                with path.open("rb") as handle:
+                    text = handle.read(_CODE_BYTES)
+            except OSError:
+                continue
+            for match in _TORCH_COMPANION_IMPORT.finditer(text):
+                module = match.group(1).decode()
+                if module in wanted and module not in found:
+                    line = text.count(b"\n", 0, match.start()) + 1
+                    said = match.group(0).decode("utf-8", "replace").strip()[:200]
+                    found[module] = Origin(ctx.display(path), line, said)
+    for module, origin in sorted(found.items()):
+        ask = Ask(module, "", origin)
+        ctx.readings.append(Reading(origin.file, "code", Authority.METADATA, asks=(ask,)))
 
 
 def _modules_as_projects(reading: Reading, knowledge: ForeignKnowledge) -> Reading:
