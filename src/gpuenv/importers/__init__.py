@@ -478,7 +478,7 @@ def _code_imports(ctx: Context, folder: Path) -> None:
             seen += 1
             path = Path(here) / name
             try:
-                if path.is_symlink():
+                if path.is_symlink() or not path.is_file():  # a FIFO named x.py never opens
                     continue
                 with path.open("rb") as handle:
                     text = handle.read(_CODE_BYTES)
