@@ -19,6 +19,7 @@ from gpuenv import _toml
 from gpuenv.lock import _models, _plain
 from gpuenv.lock.format import parse_lock_text, render_lock
 from tests.lock.test_format import sample
+from tests.mutations import Mutations
 
 H = "a" * 64
 # Every key of every table, each with a valid value (the schema's, not the content
@@ -141,43 +142,7 @@ def test_every_lock_of_the_corpus_conforms() -> None:
         assert _same_answer(raw) == (True, True), name
 
 
-def _tables(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [at]
-    items = value.items() if isinstance(value, dict) else enumerate(value)
-    for key, child in items:
-        if isinstance(child, (dict, list)):
-            found += _tables(child, (*at, key))
-    return found
-
-
-def _at(value: Any, path: tuple[Any, ...]) -> Any:
-    for part in path:
-        value = value[part]
-    return value
-
-
-def _mutated(raw: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    out = copy.deepcopy(raw)
-    for _ in range(rng.randint(1, 2)):
-        container = _at(out, rng.choice(_tables(out)))
-        if isinstance(container, list):
-            if container:
-                container[rng.randrange(len(container))] = copy.deepcopy(rng.choice(VALUES))
-            else:
-                container.append(copy.deepcopy(rng.choice(VALUES)))
-            continue
-        keys = list(container)
-        move = rng.random()
-        if keys and move < 0.2:
-            del container[rng.choice(keys)]
-        elif keys and move < 0.3:
-            key = rng.choice(keys)
-            container[key.replace("-", "_")] = container.pop(key)
-        elif move < 0.4:
-            container[rng.choice(KEYS)] = copy.deepcopy(rng.choice(VALUES))
-        elif keys:
-            container[rng.choice(keys)] = copy.deepcopy(rng.choice(VALUES))
-    return out
+MUTATIONS = Mutations(VALUES, KEYS, most=2, remove=0.2, rename=0.3, add=0.4)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -186,7 +151,7 @@ def test_mutated_locks_get_the_models_answer(seed: int) -> None:
     bases = [raw for _, raw in _corpus()]
     valid = plain = 0
     for _ in range(1500):
-        ok, said = _same_answer(_mutated(rng.choice(bases), rng))
+        ok, said = _same_answer(MUTATIONS.mutated(rng.choice(bases), rng))
         valid += ok
         plain += said
     # True for what is valid, not only for the corpus as it is

@@ -16,6 +16,7 @@ import pytest
 
 from gpuenv.errors import SpecError
 from gpuenv.spec import _document, _fast, _models, load_spec
+from tests.mutations import Mutations
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -153,44 +154,7 @@ def test_every_example_and_fixture_reads_the_same() -> None:
             assert accepted and read, f"{name}: a valid spec must be read without pydantic"
 
 
-def _tables(value: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """The paths of every table (and list) in ``value``."""
-    found = [at]
-    items = value.items() if isinstance(value, dict) else enumerate(value)
-    for key, child in items:
-        if isinstance(child, (dict, list)):
-            found += _tables(child, (*at, key))
-    return found
-
-
-def _at(value: Any, path: tuple[Any, ...]) -> Any:
-    for part in path:
-        value = value[part]
-    return value
-
-
-def _mutated(raw: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    out = copy.deepcopy(raw)
-    for _ in range(rng.randint(1, 3)):
-        container = _at(out, rng.choice(_tables(out)))
-        if isinstance(container, list):
-            if container:
-                container[rng.randrange(len(container))] = copy.deepcopy(rng.choice(VALUES))
-            else:
-                container.append(copy.deepcopy(rng.choice(VALUES)))
-            continue
-        keys = list(container)
-        move = rng.random()
-        if keys and move < 0.15:
-            del container[rng.choice(keys)]
-        elif keys and move < 0.25:
-            key = rng.choice(keys)
-            container[key.replace("-", "_")] = container.pop(key)
-        elif move < 0.35:
-            container[rng.choice(KEYS)] = copy.deepcopy(rng.choice(VALUES))
-        elif keys:
-            container[rng.choice(keys)] = copy.deepcopy(rng.choice(VALUES))
-    return out
+MUTATIONS = Mutations(VALUES, KEYS)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -199,7 +163,7 @@ def test_mutated_specs_read_the_same(seed: int) -> None:
     bases = [raw for _, raw in _corpus()]
     accepted = read = 0
     for _ in range(1500):
-        ok, fast = _same_answer(_mutated(rng.choice(bases), rng))
+        ok, fast = _same_answer(MUTATIONS.mutated(rng.choice(bases), rng))
         accepted += ok
         read += fast
     # the plain reading covers what is valid, not only what the corpus holds as it is
