@@ -223,11 +223,10 @@ class _Script:
         self.copies: dict[str, str] = {}  # folder -> the repository's folder copied there
 
     def _path(self, word: str) -> str:
-        base = "" if word.startswith("/") or self.cwd is None else self.cwd
-        return posixpath.normpath(posixpath.join(base, word)) if base else posixpath.normpath(word)
+        return posixpath.normpath(posixpath.join(self.cwd or "", word))  # join keeps a "/..."
 
     def moved(self, words: list[str]) -> bool:
-        """Follow a ``cd`` or ``git clone``; True when ``words`` was one."""
+        """Follow a ``cd``, ``git clone`` or ``cp``; True when ``words`` was one."""
         if words[:1] == ["cd"]:
             where = words[1] if len(words) > 1 else "~"
             # back to where it started ($WORKDIR, -, ~): a guess, the repository
