@@ -2128,3 +2128,19 @@ def test_torchvision_the_code_imports_is_paired_when_no_file_asks_for_it(
     assert stack["torchvision"] == "0.16.2" and stack["torchaudio"] is False, stack
     spec = imported.spec.read_text()
     assert "# sam/utils/transforms.py:3 from torchvision.transforms.functional import" in spec
+
+
+def test_torchdata_moves_with_the_torch_it_pins(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """Stability-AI/generative-models (2023): torchdata==0.6.1 (which requires
+    torch==2.0.1) was kept beside the torch moved to 2.1.2, and the spec did not
+    resolve. torchdata 0.6.0-0.7.0 each pin one torch; 0.7.1 on accept any torch 2."""
+    paper = _paper(tmp_path, {"requirements.txt": "torch==2.0.1\ntorchdata==0.6.1\n"})
+    # PyPI's builds only, as on this machine: 2.0.1's (cu117) has no sm_90 kernels
+    imported = run_import(paper / "requirements.txt", extra=("--torch-builds", "pypi"))
+    assert imported.result.code == 0, imported.result.err
+    assert imported.torch().startswith("2.1.2+")
+    moved = imported.entries("changed")["torchdata"]
+    assert (moved["from"], moved["to"]) == ("0.6.1", "0.7.1"), moved
+    assert '"torchdata==0.7.1"' in imported.spec.read_text()

@@ -115,7 +115,7 @@ def test_the_validated_files_are_cached_and_reused(tmp_path: Path, fk: ForeignKn
 # --- companions ---------------------------------------------------------------------------
 
 BUILD_FOR_MOVES = {
-    "paired": {"when-no-wheel"},
+    "paired": {"when-no-wheel", "never"},  # never: pure Python pinned to a torch (torchdata)
     "wheel-page": {"when-no-wheel"},
     "source": {"always"},
     "jit": {"jit"},

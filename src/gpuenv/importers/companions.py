@@ -172,8 +172,9 @@ def paired(companion: Companion, resolved: Resolved, target: Target) -> Move:
     found = nearest(companion, version, target, resolved.specifier if version is None else "")
     if found is None:
         why = f"no {companion.name} release is built for torch {target.torch}"
-        if version is None:
-            entry = _entry(UNREPRODUCIBLE, resolved, why, was="any", risk=HIGH)
+        if version is None or companion.build == "never":  # pure Python (torchdata): no build
+            was = str(version) if version is not None else "any"
+            entry = _entry(UNREPRODUCIBLE, resolved, why, was=was, risk=HIGH)
             return Move(entry, None)
         return Move(
             _build_entry(resolved, version, target, why, companion),
