@@ -1378,21 +1378,7 @@ def _bounded_below(asked: str, requires: SpecifierSet) -> bool:
     ceilings = [Version(s.version) for s in requires if s.operator == "<"]
     if not ceilings or len(ceilings) != len(list(requires)):
         return False
-    try:
-        own = SpecifierSet(asked)
-    except InvalidSpecifier:
-        return False
-    tops = []
-    for spec in own:
-        text = spec.version.removesuffix(".*")
-        try:
-            top = Version(text)
-        except InvalidVersion:
-            continue
-        if spec.operator in ("<", "<=") or (spec.operator == "==" and spec.version == text):
-            tops.append((top, spec.operator == "<"))
-    ceiling = min(ceilings)
-    return any(top < ceiling or (strict and top <= ceiling) for top, strict in tops)
+    return excludes(asked, min(ceilings))
 
 
 def _constraints(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
