@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import random
 import sys
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,7 @@ dependencies = ["transformers[torch]==4.44.0", "pkg @ https://x.invalid/pkg-1.0-
 index-url = "https://index.invalid/simple"
 extra-index-urls = ["file:///srv/wheels"]
 torch-index = "https://torch.invalid/whl"
+exclude-newer = "2024-05-01"
 groups = { dev = ["pytest"], "notebooks.x" = [] }
 
 [pip.build.flash-attn]
@@ -89,6 +91,8 @@ VALUES: list[Any] = [
     3601, -1, 1.5, [], [""], ["x"], ["torch==2.4.1"], ["not a req !!"], ["8.0"], [1], [True],
     {}, {"a": "b"}, {"FOO": "1"}, {"CC": "gcc"}, {"x": 1}, {"dependencies": ["x"]},
     {"gpu": "H100", "driver": "550.54.15"},
+    "2024-05-01", "2024-02-30", "2024-05-01T10:00:00Z", "2024-05-01T10:00:00", date(2024, 5, 1),
+    datetime(2024, 5, 1, 10, tzinfo=timezone.utc),
 ]  # fmt: skip
 KEYS = ["name", "driver_compat", "same_torch", "max_jobs", "unknown", "gpu", "pip", "targets"]
 

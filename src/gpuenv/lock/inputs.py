@@ -78,12 +78,12 @@ def input_hash(spec: Spec, target: str, kb_digest: str) -> str:
 
 
 def _pip_inputs(spec: Spec) -> dict[str, object]:
-    """[pip] as hashed: ``build`` only when it has entries, so that specs without one keep
-    the input hashes they had before builds existed."""
+    """[pip] as hashed: ``build`` and ``exclude-newer`` only when set, so that specs
+    without them keep the input hashes (and locks) they had before the keys existed."""
     out: dict[str, object] = {
         k: list(v) if isinstance(v, tuple) else v
         for k, v in spec.pip.__dict__.items()
-        if k not in ("build", "groups")
+        if k not in ("build", "groups") and (k != "exclude_newer" or v is not None)
     }
     if spec.pip.build:
         out["build"] = {name: o.__dict__ for name, o in sorted(spec.pip.build.items())}

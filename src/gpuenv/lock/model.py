@@ -88,6 +88,9 @@ class PipRequest:
     macos: str | None = None  # osx-arm64: the oldest macOS of the target machines ("14.0")
     # Resolve through these; the packages returned carry the canonical URLs.
     mirrors: Mirrors = field(default_factory=Mirrors)
+    # [pip] exclude-newer as the UTC instant uv excludes from ("2021-03-03T00:00:00Z"):
+    # later uploads are ignored, except the torch family's (the plan chose those).
+    exclude_newer: str | None = None
 
 
 @dataclass(frozen=True)

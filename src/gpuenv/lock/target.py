@@ -34,6 +34,7 @@ from gpuenv.lock.model import (
 )
 from gpuenv.lock.options import LockOptions
 from gpuenv.spec import LoadedSpec, Spec
+from gpuenv.spec._values import exclude_newer_cutoff
 
 if TYPE_CHECKING:
     from gpuenv.knowledge import KnowledgeBase
@@ -78,6 +79,9 @@ class _TargetJob:
             no_binary=need.no_binary,
             dependency_metadata=need.dependency_metadata,
             mirrors=options.mirrors,
+            exclude_newer=exclude_newer_cutoff(spec.pip.exclude_newer)
+            if spec.pip.exclude_newer
+            else None,
         )
 
 

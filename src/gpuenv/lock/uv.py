@@ -392,6 +392,12 @@ class UvResolver:
             argv += ["--cache-dir", _private_dir(request.cache_dir / "uv")]
         for name in request.no_binary:  # builds: their sdist, even where wheels exist
             argv += ["--no-binary", name]
+        if request.exclude_newer is not None:
+            # As of that instant, but the torch family as the plan chose it: its release may
+            # be newer (the GPU needs it), and a torch index may give no upload times.
+            argv += ["--exclude-newer", request.exclude_newer]
+            for name in sorted(run.family):
+                argv += ["--exclude-newer-package", f"{name}=false"]
         if request.dependency_metadata:
             argv += ["--config-file", _write_dependency_metadata(run)]
         if run.default is not None:
@@ -455,6 +461,8 @@ class UvResolver:
             )
         if "No solution found" in text:
             message, hint = explain_unsatisfiable(text)
+            if run.request.exclude_newer is not None:
+                hint = _exclude_newer_hint(hint)
             raise NoCompatiblePlan(
                 f"no set of pip packages fits Python {run.request.python} on "
                 f"{run.platform}: {message}",
@@ -466,6 +474,40 @@ class UvResolver:
             returncode=result.returncode,
             stderr_tail=tail,
         )
+
+
+# uv's hint for a release its --exclude-newer hid, one sentence pair per package.
+_HIDDEN = re.compile(
+    r"`(?P<name>[^`\s]+)` was filtered by `exclude-newer` to only include packages uploaded "
+    r"before \S+? The latest version satisfying the requirement is v(?P<version>[^\s,]+?)"
+    r"(?:, published at (?P<published>\d{4}-\d{2}-\d{2})[0-9T:.+Z-]*?)?\.(?=\s|$)"
+)
+
+
+def _exclude_newer_hint(hint: str | None) -> str | None:
+    """uv's hint about releases ``--exclude-newer`` hid, in the spec's words: which
+    release would fit, and when it was published (or that its index gives no upload
+    time, so that no day lets it in)."""
+    hidden = list(_HIDDEN.finditer(hint or ""))
+    if not hidden:
+        return hint
+    dated = [m for m in hidden if m["published"]]
+    undated = [m for m in hidden if not m["published"]]
+    said = []
+    if dated:
+        newest = max(m["published"] for m in dated)
+        releases = ", ".join(f"{m['name']} {m['version']} ({m['published']})" for m in dated)
+        said.append(f"{releases} would fit: move the day to {newest} or later")
+    if undated:
+        names = ", ".join(f"{m['name']} {m['version']}" for m in undated)
+        said.append(
+            f"{names} would fit, but its index gives no upload time, so no day lets it in: "
+            "remove exclude-newer, or take it from an index that gives upload times"
+        )
+    return (
+        "[pip] exclude-newer in gpuenv.toml hides every release uploaded after its day; "
+        + "; ".join(said)
+    )
 
 
 _HOST_FAILURES = frozenset({"dns", "refused", "timeout", "tls", "connection"})

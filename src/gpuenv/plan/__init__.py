@@ -97,6 +97,7 @@ def constraints(spec: Spec, target: str | None = None) -> Constraints:
         torchaudio=stack.torchaudio,
         torch_key=f"targets.{target}.torch" if own is not None else "stack.torch",
         pypi_build=target is not None and spec.targets[target].build == "pypi",
+        exclude_newer=spec.pip.exclude_newer,
     )
 
 

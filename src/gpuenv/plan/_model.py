@@ -63,6 +63,7 @@ class Constraints:
     torchaudio: str | bool | None
     torch_key: str = "stack.torch"  # the spec key torch came from (a target's own wins)
     pypi_build: bool = False  # a CPU target's build = "pypi": PyPI's default build
+    exclude_newer: str | None = None  # [pip] exclude-newer: pip packages as of this day
 
 
 @dataclass(frozen=True)

@@ -247,6 +247,11 @@ def reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes) -> 
     else:
         out.extend(_gpu_reasons(choice, c, kb, notes))
     out.extend(_package_reasons(choice, c))
+    if c.exclude_newer is not None:
+        out.append(
+            f"pip packages as of {c.exclude_newer} ([pip] exclude-newer): releases uploaded "
+            "later are ignored, except the torch family's, chosen above"
+        )
     return out
 
 

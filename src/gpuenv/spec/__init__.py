@@ -205,6 +205,8 @@ class Pip:
     index_url: str | None = None
     extra_index_urls: tuple[str, ...] = ()
     torch_index: str | None = None
+    # Resolve as of this day or instant (uv's --exclude-newer); the torch family is exempt.
+    exclude_newer: str | None = None
     build: Mapping[str, BuildOptions] = field(default_factory=dict)  # by normalised name
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # [pip.groups]
 
@@ -288,6 +290,7 @@ class Spec:
                 index_url=pip["index-url"],
                 extra_index_urls=tuple(pip["extra-index-urls"]),
                 torch_index=pip["torch-index"],
+                exclude_newer=pip["exclude-newer"],
                 build={
                     normalize_name(name): BuildOptions.from_normalised(options)
                     for name, options in sorted((pip.get("build") or {}).items())

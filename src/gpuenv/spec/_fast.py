@@ -212,6 +212,7 @@ _PIP = _Model(
     ("index-url", _text(v.url), None),
     ("extra-index-urls", _list(_text(v.url)), list),
     ("torch-index", _text(v.url), None),
+    ("exclude-newer", _text(v.exclude_newer), None),
     ("build", _mapping(_name, _BUILD), dict),
     ("groups", _mapping(_name, _list(_requirement)), dict),
 )

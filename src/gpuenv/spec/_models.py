@@ -13,6 +13,7 @@ import re
 import types
 import typing
 from collections.abc import Iterable, Mapping
+from datetime import date
 from typing import Annotated, Any, Literal
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -43,6 +44,7 @@ GpuSpec = Annotated[str, AfterValidator(v.gpu)]
 ToolkitSpec = Annotated[str, AfterValidator(v.toolkit)]
 RequirementSpec = Annotated[str, parsed_by(Requirement, InvalidRequirement, v.not_a_requirement)]
 UrlSpec = Annotated[str, AfterValidator(v.url)]
+ExcludeNewer = Annotated[str, AfterValidator(v.exclude_newer)]
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 Name = Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
 # A target names a project pointer (.gpuenv/<target>, beside <target>.previous) and a
@@ -228,6 +230,13 @@ class Pip(_Model):
         alias="torch-index",
         description="Base of the per-build torch indexes (<base>/cu124/); PyTorch's by default.",
     )
+    exclude_newer: ExcludeNewer | None = Field(
+        default=None,
+        alias="exclude-newer",
+        description='Resolve pip packages as of this day ("2021-03-02", UTC) or instant '
+        '("2021-03-02T12:00:00Z"): releases uploaded later are ignored, except the torch '
+        "family's, which the plan chooses. gpuenv import writes the day its files date from.",
+    )
     build: dict[Name, Build] = Field(
         default_factory=dict,
         description="Packages built from source, by name: "
@@ -394,7 +403,9 @@ def _bad_value(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explaine
 def _wrong_type(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:
     value = error.get("input")
     expected = _TYPE_ERRORS[error["type"]]
-    return f"expected {expected}, got {_type_name(value)} {_show(value)}", None, 0
+    # A TOML date or time written bare (exclude-newer = 2021-03-02) is a date, not text.
+    hint = f'write it in quotes: "{value.isoformat()}"' if isinstance(value, date) else None
+    return f"expected {expected}, got {_type_name(value)} {_show(value)}", hint, 0
 
 
 def _out_of_range(loc: tuple[str | int, ...], error: Mapping[str, Any]) -> Explained:

@@ -128,6 +128,43 @@ def url(text: str) -> str:
     return text
 
 
+# [pip] exclude-newer: a day, or an RFC 3339 time with its offset (uv's own forms, less the
+# local day that uv reads in the machine's time zone: the same spec would lock
+# differently in Tokyo and in Lisbon).
+_DAY = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_INSTANT = re.compile(
+    r"([0-9]{4}-[0-9]{2}-[0-9]{2})[Tt ]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]{1,9})?"
+    r"([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
+
+
+def exclude_newer(text: str) -> str:
+    """``[pip] exclude-newer``: "2023-04-15" (releases uploaded on that day, UTC, or
+    before) or "2023-04-15T12:00:00Z" (uploaded before that instant)."""
+    plain(text, "a date")
+    exclude_newer_cutoff(text)
+    return text
+
+
+def exclude_newer_cutoff(text: str) -> str:
+    """The instant uv excludes from (``--exclude-newer``), in UTC: a day's is the next
+    day's midnight, so that day's uploads count. ``ValueError`` for anything else."""
+    from datetime import date, datetime, timedelta, timezone
+
+    problem = f'{show(text)} is not a date ("2023-04-15") or a UTC time ("2023-04-15T12:00:00Z")'
+    day = _DAY.fullmatch(text)
+    try:
+        if day is not None:
+            end = date(*(int(part) for part in day.groups())) + timedelta(days=1)
+            return f"{end.isoformat()}T00:00:00Z"
+        if _INSTANT.fullmatch(text) is None:
+            raise ValueError(problem)
+        instant = datetime.fromisoformat(text.upper().replace("Z", "+00:00").replace(" ", "T"))
+    except (ValueError, OverflowError):
+        raise ValueError(problem) from None
+    return instant.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 _MANAGED_HINTS = {
     "TORCH_CUDA_ARCH_LIST": "it comes from the target's GPUs: add entries with extra-archs",
     "MAX_JOBS": "use max-jobs",

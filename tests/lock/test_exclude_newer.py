@@ -1,0 +1,231 @@
+"""``[pip] exclude-newer``: the pip half of a lock resolved as of a day (uv's
+``--exclude-newer``), the torch family exempt.
+
+The index is served on loopback with PEP 691 JSON pages whose files carry PEP 700
+``upload-time`` (what uv compares), real wheels and their hashes: ``dated-pkg`` 1.0
+(2020) and 2.0 (2023), a ``torch`` whose only release is from 2025 (the plan's choice,
+never filtered), and ``undated-pkg``, whose page gives no upload time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gpuenv import _toml
+from gpuenv.errors import NoCompatiblePlan, SpecError
+from gpuenv.knowledge import knowledge_base
+from gpuenv.lock.builds import BuildNeeds
+from gpuenv.lock.inputs import input_hash
+from gpuenv.lock.model import PipRequest
+from gpuenv.lock.options import LockOptions
+from gpuenv.lock.target import _job
+from gpuenv.lock.uv import UvResolver
+from gpuenv.plan import make_plan
+from gpuenv.spec import Spec, _models, parse_spec_text
+from gpuenv.spec._values import exclude_newer, exclude_newer_cutoff
+from tests.fixtures.pkgindex.index import Serve, serve, write_index
+from tests.fixtures.pkgindex.wheels import WheelSpec
+
+# (wheel, upload time or None)
+RELEASES = [
+    (WheelSpec("dated-pkg", "1.0"), "2020-06-01T10:00:00.000Z"),
+    (WheelSpec("dated-pkg", "2.0"), "2023-03-01T10:00:00.000Z"),
+    (WheelSpec("late-dep", "1.0"), "2019-01-01T00:00:00.000Z"),
+    (WheelSpec("torch", "9.0", requires=("late-dep>=1",)), "2025-05-01T00:00:00.000Z"),
+    (WheelSpec("undated-pkg", "1.0"), None),
+]
+
+
+def _json_pages(root: Path) -> None:
+    """A PEP 691 page beside each project's HTML page, its files dated (PEP 700)."""
+    files: dict[str, list[dict[str, object]]] = {}
+    for wheel, uploaded in RELEASES:
+        data = (root / "files" / wheel.filename).read_bytes()
+        entry: dict[str, object] = {
+            "filename": wheel.filename,
+            "url": f"../../files/{wheel.filename}",
+            "hashes": {"sha256": hashlib.sha256(data).hexdigest()},
+            "core-metadata": {"sha256": hashlib.sha256(wheel.metadata().encode()).hexdigest()},
+        }
+        if uploaded is not None:
+            entry["upload-time"] = uploaded
+        files.setdefault(wheel.name, []).append(entry)
+    for project, found in files.items():
+        page = {"meta": {"api-version": "1.1"}, "name": project, "files": found}
+        (root / "simple" / project / "index.json").write_text(json.dumps(page))
+
+
+@pytest.fixture(scope="module")
+def dated_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("dated-index")
+    write_index(root, "simple", [w for w, _ in RELEASES], files_path="files")
+    _json_pages(root)
+    with serve(root, options=Serve()) as url:
+        yield f"{url}/simple"
+
+
+@pytest.fixture
+def resolve(dated_index: str, tmp_path: Path):
+    def run(*requirements: str, cutoff: str | None) -> dict[str, str]:
+        request = PipRequest(
+            requirements=requirements,
+            python="3.11",
+            default_index=dated_index,
+            cache_dir=tmp_path / "cache",
+            exclude_newer=exclude_newer_cutoff(cutoff) if cutoff else None,
+        )
+        return {p.name: p.version for p in UvResolver(timeout=120).resolve(request)}
+
+    return run
+
+
+def test_without_a_date_the_newest_release_is_taken(resolve) -> None:
+    assert resolve("dated-pkg", cutoff=None)["dated-pkg"] == "2.0"
+
+
+def test_a_date_takes_the_release_current_that_day(resolve) -> None:
+    assert resolve("dated-pkg", cutoff="2021-01-01")["dated-pkg"] == "1.0"
+    assert resolve("dated-pkg", cutoff="2023-03-01")["dated-pkg"] == "2.0"  # that day counts
+
+
+def test_the_torch_family_is_never_filtered(resolve) -> None:
+    # torch 9.0 was uploaded in 2025, after the day: the plan chose it, so it stays; its
+    # own dependencies are filtered as any other package is.
+    got = resolve("torch==9.0", "dated-pkg", cutoff="2021-01-01")
+    assert got == {"torch": "9.0", "late-dep": "1.0", "dated-pkg": "1.0"}
+
+
+def test_an_index_that_gives_no_upload_times_is_named(resolve) -> None:
+    with pytest.raises(NoCompatiblePlan) as caught:
+        resolve("undated-pkg", cutoff="2021-01-01")
+    assert "undated-pkg" in str(caught.value)
+    assert caught.value.hint == (
+        "[pip] exclude-newer in gpuenv.toml hides every release uploaded after its day; "
+        "undated-pkg 1.0 would fit, but its index gives no upload time, so no day lets it "
+        "in: remove exclude-newer, or take it from an index that gives upload times"
+    )
+
+
+def test_a_release_the_day_hides_is_named_with_the_day_that_lets_it_in(resolve) -> None:
+    with pytest.raises(NoCompatiblePlan) as caught:
+        resolve("dated-pkg>=2", cutoff="2021-01-01")
+    assert caught.value.hint == (
+        "[pip] exclude-newer in gpuenv.toml hides every release uploaded after its day; "
+        "dated-pkg 2.0 (2023-03-01) would fit: move the day to 2023-03-01 or later"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "instant"),
+    [
+        ("2021-03-02", "2021-03-03T00:00:00Z"),  # the whole day, UTC
+        ("2020-12-31", "2021-01-01T00:00:00Z"),
+        ("2024-02-29", "2024-03-01T00:00:00Z"),
+        ("2021-03-02T12:30:00Z", "2021-03-02T12:30:00Z"),
+        ("2021-03-02T12:30:00+02:00", "2021-03-02T10:30:00Z"),
+        ("2021-03-02T12:30:00.123456z", "2021-03-02T12:30:00Z"),
+    ],
+)
+def test_the_cutoff_is_a_utc_instant(text: str, instant: str) -> None:
+    assert exclude_newer(text) == text
+    assert exclude_newer_cutoff(text) == instant
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " 2021-03-02",
+        "2021-02-30",
+        "2021-3-2",
+        "2021-03-02T10:00:00",  # no offset: the machine's time zone would decide
+        "yesterday",
+        "9999-12-31",  # the day after is past what a date can hold
+        "2021-03-02T25:00:00Z",
+        "2021-03-02\n",
+    ],
+)
+def test_what_is_not_a_date_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match=r"date|empty|spaces|control"):
+        exclude_newer(text)
+
+
+# --- from the spec ---------------------------------------------------------------------------
+
+SPEC = """[project]
+name = "paper"
+[stack]
+python = "3.10"
+torch = "2.1.2"
+[targets.h100]
+gpu = "H100"
+driver = "550.54.15"
+[pip]
+dependencies = ["transformers"]
+"""
+
+
+def _loaded(extra: str = "", *, fast: bool = True) -> Spec:
+    text = SPEC + extra
+    if not fast:  # the pydantic models' reading (a spec the plain reading is unsure of)
+        return Spec.from_normalised(
+            _models.validate(_toml.loads(text), file="gpuenv.toml", lines={})
+        )
+    return parse_spec_text(text, file="gpuenv.toml", kb=knowledge_base()).spec
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_the_spec_key_reaches_uv_and_the_plan_says_so(fast: bool) -> None:
+    spec = _loaded('exclude-newer = "2023-12-20"\n', fast=fast)
+    assert spec.pip.exclude_newer == "2023-12-20"
+    plan = make_plan(spec, knowledge_base()).target("h100")
+    request = _job(spec, plan, None, LockOptions()).pip_request(BuildNeeds())
+    assert request.exclude_newer == "2023-12-21T00:00:00Z"
+    assert plan.reasons[-1] == (
+        "pip packages as of 2023-12-20 ([pip] exclude-newer): releases uploaded later are "
+        "ignored, except the torch family's, chosen above"
+    )
+
+
+def test_without_the_key_nothing_is_filtered() -> None:
+    spec = _loaded()
+    plan = make_plan(spec, knowledge_base()).target("h100")
+    assert _job(spec, plan, None, LockOptions()).pip_request(BuildNeeds()).exclude_newer is None
+    assert not any("exclude-newer" in reason for reason in plan.reasons)
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (
+            "exclude-newer = 2023-12-20",
+            'expected a string, got date "2023-12-20" (write it in quotes: "2023-12-20")',
+        ),
+        ('exclude-newer = "2023-13-01"', '"2023-13-01" is not a date ("2023-04-15") or a UTC time'),
+        ('exclude-newer = "2023-12-20T10:00:00"', 'is not a date ("2023-04-15") or a UTC time'),
+    ],
+)
+def test_a_bad_day_names_the_file_line_and_key(line: str, said: str) -> None:
+    with pytest.raises(SpecError) as caught:
+        parse_spec_text(SPEC + line + "\n", file="gpuenv.toml", kb=knowledge_base())
+    assert "gpuenv.toml:11: pip.exclude-newer: " in str(caught.value)
+    assert said in str(caught.value)
+
+
+def test_locks_of_specs_without_the_key_stay_fresh() -> None:
+    # The input hash this spec had before the key existed (gpuenv at 7eb89d6): a lock made
+    # then is not stale now. With the key, the hash changes, and so does each day.
+    assert input_hash(_loaded(), "h100", "sha256:kb") == (
+        "sha256:129be71833b9ab066a16d2353954c211cb719cc2dc65cc3509a8e261d727d11c"
+    )
+    dated = {
+        input_hash(_loaded(f'exclude-newer = "{day}"\n'), "h100", "sha256:kb")
+        for day in ("2023-12-20", "2023-12-21")
+    }
+    assert len(dated) == 2
+    assert input_hash(_loaded(), "h100", "sha256:kb") not in dated
