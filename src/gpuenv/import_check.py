@@ -65,6 +65,7 @@ from gpuenv._network import DEFAULT_INDEX_NAME, Index, uv_environment
 from gpuenv._redact import redact, redact_url
 from gpuenv.errors import ExternalToolError, GpuenvError
 from gpuenv.names import TORCH_FAMILY, normalize_name
+from gpuenv.spec._values import exclude_newer_cutoff
 
 if TYPE_CHECKING:
     from gpuenv.importers import ImportRequest, Reproduction
@@ -107,6 +108,8 @@ class CheckRequest:
     dependency_metadata: tuple[tuple[str, tuple[str, ...]], ...] = ()
     cache_dir: Path | None = None
     timeout: float = TIMEOUT
+    # [pip] exclude-newer as written, as uv's cutoff instant ("2023-04-15T00:00:00Z")
+    exclude_newer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -261,6 +264,11 @@ def _argv(
     ]
     for name in inputs.no_binary:
         argv += ["--no-binary", name]
+    if request.exclude_newer is not None:  # as the lock runs it
+        from gpuenv.lock.uv import exclude_newer_argv
+
+        family = (normalize_name(name) for name in TORCH_FAMILY)
+        argv += exclude_newer_argv(request.exclude_newer, request.requirements, family)
     if inputs.constraints:
         constraints = folder / "torch-family.txt"
         constraints.write_text("".join(f"{c}\n" for c in inputs.constraints), encoding="utf-8")
@@ -765,6 +773,9 @@ def check_reproduction(
         builds=tuple(sorted(builds)),
         dependency_metadata=tuple((n, r) for n, r in declared if r is not None),
         cache_dir=cache_dir,
+        exclude_newer=exclude_newer_cutoff(decision.as_of.day.isoformat())
+        if decision.as_of is not None
+        else None,
     )
     if failure is not None:
         return not_checked(f"the index could not be read: {failure}", request)
@@ -807,7 +818,34 @@ def settle(
     requirement needs (``_within_torch_bound``)."""
     result, check = _undo_wheel_moves(request, result, check, index, cache_dir)
     result, check = _within_torch_bound(request, result, check, index, cache_dir)
+    result, check = _undated(request, result, check, index, cache_dir)
     return _pulled_back(result, check), check
+
+
+def _undated(
+    request: ImportRequest,
+    result: Reproduction,
+    check: ResolveCheck,
+    index: str,
+    cache_dir: Path | None,
+) -> tuple[Reproduction, ResolveCheck]:
+    """Where the written dependencies do not resolve as of the files' day (``[pip]
+    exclude-newer``: a wheel uploaded after its release's first file, a dependency on a
+    release that came later), the import runs once more without the day; its answer is
+    taken where it resolves, the report saying why nothing is dated."""
+    if check.resolves is not False or result.decision.as_of is None:
+        return result, check
+    from dataclasses import replace
+
+    from gpuenv.importers import reproduce
+
+    why = check.reason.rstrip(".") or "uv gives no reason"
+    try:
+        again = reproduce(replace(request, undated=why))
+    except GpuenvError:
+        return result, check
+    second = check_reproduction(again, index, None, cache_dir)
+    return (again, second) if second.resolves else (result, check)
 
 
 def _pulled_back(result: Reproduction, check: ResolveCheck) -> Reproduction:

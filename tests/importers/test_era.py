@@ -24,6 +24,7 @@ from packaging.version import Version
 from gpuenv.importers import era
 from gpuenv.importers.wheels import WheelIndex, parse_page, published, upload_day
 from gpuenv.knowledge.foreign import ForeignKnowledge, load_foreign_knowledge
+from gpuenv.spec import parse_spec_text
 from tests.fixtures.pkgindex.index import Seen, Serve, serve
 from tests.fixtures.pkgindex.plugin import PkgIndex, closed_port
 from tests.importers.conftest import Imported
@@ -694,3 +695,95 @@ def test_the_torch_range_a_requirement_needs_is_read_from_uv_s_words() -> None:
     )
     # the constraint itself ("depends on torch==2.0.1") is no range to move into
     assert torch_bound("Because a==1 depends on torch==2.0.1.", "2.0.1", knowledge_base()) is None
+
+
+# --- [pip] exclude-newer: what the files leave unpinned resolves as of their day ----------
+
+AS_OF_2023 = (
+    "pip packages resolve as of 2023-04-14, when transformers 4.28.1 was published: what the "
+    "files leave unpinned, and what their packages depend on, comes as it was then, not as "
+    "today ([pip] exclude-newer; remove it for today's releases)"
+)
+
+
+def _as_of(imported: Imported) -> list[str]:
+    return [e["why"] for e in imported.report["assumptions"] if "resolve as of" in e["why"]]
+
+
+def test_the_files_day_is_written_so_that_unpinned_packages_resolve_as_then(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    # LAVIS (2023) wrote diffusers<=0.16 and no huggingface-hub: today's hub broke it
+    req = _paper(tmp_path, "numpy==1.24.2\ntorch\ntransformers==4.28.1\naccelerate\n")
+    imported = run_import(req, target="rtx4090")
+    assert imported.result.code == 0, imported.result.err
+    assert _as_of(imported) == [AS_OF_2023]
+    text = imported.spec.read_text()
+    assert (
+        'exclude-newer = "2023-04-14" # resolve as of 2023-04-14, when transformers 4.28.1 '
+        "was published\n" in text
+    )
+    spec = parse_spec_text(text, file="gpuenv.toml").spec  # what lock reads
+    assert spec.pip.exclude_newer == "2023-04-14"
+
+
+def test_a_torch_newer_than_the_pins_moves_the_day_to_its_own(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    # 2020 pins on an H100: torch moves to a release with sm_90 kernels, whose own
+    # dependencies must resolve, so the day is torch's
+    req = _paper(tmp_path, "torch==1.7.1\ntransformers==4.0.0\nnumpy==1.19.2\n")
+    imported = run_import(req, target="h100")
+    assert imported.result.code == 0, imported.result.err
+    torch = imported.torch().split("+")[0]
+    day = load_foreign_knowledge(None).torch_published(Version(torch))
+    assert day is not None and day > date(2020, 12, 10)
+    assert [why.split(":")[0] for why in _as_of(imported)] == [
+        f"pip packages resolve as of {day.isoformat()}, when torch {torch}, the target's, was "
+        "published (later than the files' pins)"
+    ]
+    assert f'exclude-newer = "{day.isoformat()}"' in imported.spec.read_text()
+
+
+def test_without_dates_from_the_index_nothing_is_dated(
+    run_import: Callable[..., Imported], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPUENV_IMPORT_INDEX", "off")
+    req = _paper(tmp_path, "torch==2.0.0\ntransformers==4.28.1\n")
+    imported = run_import(req, target="rtx4090")
+    assert imported.result.code == 0, imported.result.err
+    assert _as_of(imported) == []
+    assert "exclude-newer" not in imported.spec.read_text()
+
+
+def test_files_that_do_not_resolve_as_of_their_day_resolve_as_today(
+    run_import: Callable[..., Imported],
+    dated_index: Seen,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A dependency released after the files' newest pin (or a wheel uploaded later
+    than its release's first file) leaves them unresolvable as of that day: the import
+    runs again without it, and says why."""
+    from gpuenv import import_check
+    from gpuenv.import_check import ResolveCheck
+
+    checked: list[str | None] = []
+
+    def check(reproduction, index, failure, cache_dir):  # the lock's resolution, stubbed
+        as_of = reproduction.decision.as_of
+        checked.append(as_of and as_of.day.isoformat())
+        reason = "" if as_of is None else "because only tokenizers<0.13 is available"
+        return ResolveCheck(as_of is None, reason, index, "3.10", "x86_64-manylinux_2_28")
+
+    monkeypatch.setattr(import_check, "check_reproduction", check)
+    req = _paper(tmp_path, "torch==2.0.0\ntransformers==4.28.1\n")
+    imported = run_import(req, target="rtx4090")
+    assert imported.result.code == 0, imported.result.err
+    assert checked == ["2023-04-14", None]
+    assert _as_of(imported) == [
+        "pip packages resolve as of today: as of 2023-04-14, when transformers 4.28.1 was "
+        "published, the written dependencies do not resolve (because only tokenizers<0.13 is "
+        "available), so what the files leave unpinned may be newer than they expect"
+    ]
+    assert "exclude-newer" not in imported.spec.read_text()

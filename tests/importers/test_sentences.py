@@ -756,6 +756,7 @@ ELSEWHERE = frozenset(
         "what the files state outright beats",  # test_disagreement
         "the most authoritative, most specific statement wins",  # test_disagreement
         "chosen first, does not resolve",  # test_era (the resolve check's conflict, stubbed)
+        "pip packages resolve as of",  # test_era (PEP 700 upload days: a JSON index)
         "written without the credentials its URL held",  # test_bad_inputs
         "is the nearest release that satisfies it with wheels for Python",  # test_pillow
         "is the oldest",  # test_companions (mmdet follows mmcv-full)

@@ -100,6 +100,15 @@ def test_the_torch_family_is_never_filtered(resolve) -> None:
     assert got == {"torch": "9.0", "late-dep": "1.0", "dated-pkg": "1.0"}
 
 
+def test_an_exact_pin_is_the_specs_own_choice_and_never_filtered(resolve) -> None:
+    # gpuenv import moves a pin without a wheel to the nearest release that has one, which
+    # may be newer than the files' day (LAVIS: easydict 1.9 -> 1.12)
+    assert resolve("dated-pkg==2.0", cutoff="2021-01-01")["dated-pkg"] == "2.0"
+    assert resolve("dated-pkg===2.0", cutoff="2021-01-01")["dated-pkg"] == "2.0"
+    with pytest.raises(NoCompatiblePlan):  # a range is filtered, a wildcard too
+        resolve("dated-pkg==2.*", cutoff="2021-01-01")
+
+
 def test_an_index_that_gives_no_upload_times_is_named(resolve) -> None:
     with pytest.raises(NoCompatiblePlan) as caught:
         resolve("undated-pkg", cutoff="2021-01-01")
@@ -188,7 +197,7 @@ def test_the_spec_key_reaches_uv_and_the_plan_says_so(fast: bool) -> None:
     assert request.exclude_newer == "2023-12-21T00:00:00Z"
     assert plan.reasons[-1] == (
         "pip packages as of 2023-12-20 ([pip] exclude-newer): releases uploaded later are "
-        "ignored, except the torch family's, chosen above"
+        "ignored, except the torch family's, chosen above, and exact pins"
     )
 
 

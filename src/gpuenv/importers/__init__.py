@@ -68,6 +68,9 @@ class ImportRequest:
     # from the default index alone ("the PyTorch index (...) cannot be reached from
     # here"); None: any build.
     pypi_only: str | None = None
+    # The written dependencies do not resolve as of the files' day (gpuenv.import_check:
+    # uv's reason): no [pip] exclude-newer is written, and the report says why.
+    undated: str | None = None
 
 
 @dataclass(frozen=True)
@@ -618,6 +621,7 @@ def reproduce(request: ImportRequest) -> Reproduction:
             request.wheels,
             dict(request.kept_as_builds),
             request.torch_bound,
+            request.undated,
         )
     except NoCompatiblePlan as refusal:
         raise NoCompatiblePlan(

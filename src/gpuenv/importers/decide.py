@@ -157,6 +157,8 @@ class Decision:
     # Pins kept as source builds rather than moved to the nearest release with a wheel,
     # with why (the move left the pins unresolvable: gpuenv.import_check says so).
     kept_as_builds: dict[str, str] = field(default_factory=dict)
+    # [pip] exclude-newer: the day the written dependencies resolve as of (era.as_of)
+    as_of: eras.AsOf | None = None
 
     def add(self, entry: Entry) -> None:
         self.entries.append(entry)
@@ -2137,12 +2139,14 @@ def decide(
     wheels: wheel_index.WheelIndex | None = None,
     kept_as_builds: Mapping[str, str] | None = None,
     bound: TorchBound | None = None,
+    undated: str | None = None,
 ) -> Decision:
     """The reproduction for ``planning``'s target: ``NoCompatiblePlan`` when nothing fits.
     With ``wheels``, the Python is the nearest on which the pins have wheels there;
     ``kept_as_builds`` names pins (with why) built from source rather than moved;
     ``bound``, a torch range a requirement needs (the resolve check found it): torch is
-    chosen within it, not dated by the pins."""
+    chosen within it, not dated by the pins; ``undated``, why the written dependencies are
+    not resolved as of the files' day (they do not resolve then: the resolve check)."""
     torch = merged.packages.get("torch")
     # A torch without a version, or none at all (the README installs it): the pins'
     # newest day dates them (pins_day asks the index only when there are pins).
@@ -2190,8 +2194,47 @@ def decide(
     _notes(d, merged)
     _facts(d, merged, fk)
     _wheel_check_entry(d, len(_checked(merged, fk, plan)) if wheels is not None else 0)
+    _as_of(d, merged, fk, undated)
     _no_credentials(d)
     return d
+
+
+def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, undated: str | None) -> None:
+    """Date the written pip dependencies (``[pip] exclude-newer``), where the index
+    gives upload days: what the files leave unpinned then resolves as it did when they
+    were written, not to today's releases (an unpinned huggingface-hub of 2025 beside a
+    2023 paper's diffusers<=0.16 fails at import). ``undated``: they do not resolve as
+    of that day (the resolve check's reason), so they resolve as today, and the report
+    says so."""
+    if d.wheels is None:
+        return
+    requirements = [line.text for line in d.pip]
+    d.as_of = eras.as_of(merged, requirements, Version(d.plan.torch), fk, d.wheels)
+    if d.as_of is None:
+        return
+    if undated is not None:
+        d.add(
+            Entry(
+                ASSUMPTION,
+                None,
+                f"pip packages resolve as of today: as of {d.as_of.says()}, the written "
+                f"dependencies do not resolve ({undated}), so what the files leave unpinned "
+                "may be newer than they expect",
+                risk=MEDIUM,
+            )
+        )
+        d.as_of = None
+        return
+    d.add(
+        Entry(
+            ASSUMPTION,
+            None,
+            f"pip packages resolve as of {d.as_of.says()}: what the files leave unpinned, "
+            "and what their packages depend on, comes as it was then, not as today "
+            "([pip] exclude-newer; remove it for today's releases)",
+            risk=LOW,
+        )
+    )
 
 
 _URL_IN_LINE = re.compile(r"(?:git\+)?[a-z][a-z0-9+.-]*://[^\s;#]+")

@@ -215,3 +215,73 @@ def ngc_era(release: str, fk: ForeignKnowledge) -> tuple[Version, str] | None:
     return pick, f"its tag dates it to {year}-{month:02d}: torch {pick} is {edge}" + (
         f" ({', '.join(sides)})" if by_then and sides else ""
     )
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """The day the written pip dependencies resolve as of (``[pip] exclude-newer``): the
+    newest of the days each written version range first had a release on the index (an
+    exact pin: the day it was published), and the day the target's torch was published
+    when that is later."""
+
+    day: date
+    package: str  # what dates it: the requirement, or torch
+    version: Version  # the release that was published that day
+    torch: bool = False  # the target's torch moved the day later than the files' pins
+
+    def says(self) -> str:
+        if self.torch:
+            return (
+                f"{self.day.isoformat()}, when torch {self.version}, the target's, was "
+                "published (later than the files' pins)"
+            )
+        return f"{self.day.isoformat()}, when {self.package} {self.version} was published"
+
+
+def as_of(
+    merged: Merged,
+    requirements: list[str],
+    torch: Version,
+    fk: ForeignKnowledge,
+    wheels: wheel_index.WheelIndex,
+) -> AsOf | None:
+    """The day the written ``requirements`` resolve as of, so that what they leave
+    unpinned (their dependencies too) comes as it did when the files were written, not
+    as today: the newest of the files' exact pins' publication days (``pins_day``) and,
+    for each written version range, the first day a release in it was on the index;
+    never before ``torch`` was published (its own dependencies must resolve). A written
+    exact pin needs no day (the lock exempts it: it may be a release the import moved
+    to). None when nothing is dated by the index (nothing says how old the files are),
+    or torch's day is unknown."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    torch_day = fk.torch_published(torch)
+    if torch_day is None or wheels.failure is not None:
+        return None
+    ranged = []
+    for text in requirements:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        specs = list(requirement.specifier)
+        exact = len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in str(specs[0])
+        if requirement.url is None and specs and not exact and requirement.name not in TRIO:
+            ranged.append(requirement)
+    pinned = pins_day(merged, wheels)
+    best = AsOf(pinned.day, pinned.package, pinned.version) if pinned is not None else None
+    wheels.prefetch(r.name for r in ranged)
+    for requirement in ranged:
+        releases = sorted(
+            (f.uploaded, Version(f.version.public))
+            for f in wheels.files(requirement.name) or []
+            if f.uploaded is not None
+            and requirement.specifier.contains(f.version, prereleases=True)
+        )
+        if releases and (best is None or releases[0][0] > best.day):
+            best = AsOf(releases[0][0], requirement.name, releases[0][1])
+    if best is None or wheels.failure is not None:
+        return None
+    if torch_day > best.day:
+        return AsOf(torch_day, "torch", Version(torch.public), torch=True)
+    return best

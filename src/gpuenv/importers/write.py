@@ -86,6 +86,13 @@ def _pip(decision: Decision) -> Table:
     for line in decision.left_out:
         table.add(tomlkit.comment(_short(f"left out: {line.text} ({line.comment})")))
     table.add("dependencies", _array(decision.pip))
+    if decision.as_of is not None:
+        _add(
+            table,
+            "exclude-newer",
+            decision.as_of.day.isoformat(),
+            f"resolve as of {decision.as_of.says()}",
+        )
     if decision.builds:
         builds = tomlkit.table(is_super_table=True)
         for build in decision.builds:

@@ -393,11 +393,7 @@ class UvResolver:
         for name in request.no_binary:  # builds: their sdist, even where wheels exist
             argv += ["--no-binary", name]
         if request.exclude_newer is not None:
-            # As of that instant, but the torch family as the plan chose it: its release may
-            # be newer (the GPU needs it), and a torch index may give no upload times.
-            argv += ["--exclude-newer", request.exclude_newer]
-            for name in sorted(run.family):
-                argv += ["--exclude-newer-package", f"{name}=false"]
+            argv += exclude_newer_argv(request.exclude_newer, request.requirements, run.family)
         if request.dependency_metadata:
             argv += ["--config-file", _write_dependency_metadata(run)]
         if run.default is not None:
@@ -683,6 +679,32 @@ def project_lines(requirements: Iterable[str]) -> list[str]:
         *(f"    {json.dumps(req)}," for req in requirements),
         "]",
     ]
+
+
+def exclude_newer_argv(
+    cutoff: str, requirements: Iterable[str], family: Iterable[str]
+) -> list[str | os.PathLike[str]]:
+    """uv's arguments for ``[pip] exclude-newer``: releases uploaded from ``cutoff`` on
+    are hidden, but not the torch family's (the plan chose its release, which the GPU
+    may need newer, and a torch index may give no upload times) nor a package pinned
+    exactly (``name==1.2``: the spec's own choice, often one the import moved to the
+    nearest release with a wheel)."""
+    exempt = {normalize_name(name) for name in family}
+    for text in requirements:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        specs = list(requirement.specifier)
+        if len(specs) == 1 and (
+            specs[0].operator == "==="
+            or (specs[0].operator == "==" and "*" not in specs[0].version)
+        ):
+            exempt.add(normalize_name(requirement.name))
+    argv: list[str | os.PathLike[str]] = ["--exclude-newer", cutoff]
+    for name in sorted(exempt):
+        argv += ["--exclude-newer-package", f"{name}=false"]
+    return argv
 
 
 def _write_project(folder: Path, run: _Run, promoted: frozenset[str]) -> Path:

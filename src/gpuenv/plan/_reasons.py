@@ -250,7 +250,7 @@ def reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes) -> 
     if c.exclude_newer is not None:
         out.append(
             f"pip packages as of {c.exclude_newer} ([pip] exclude-newer): releases uploaded "
-            "later are ignored, except the torch family's, chosen above"
+            "later are ignored, except the torch family's, chosen above, and exact pins"
         )
     return out
 

@@ -235,7 +235,8 @@ class Pip(_Model):
         alias="exclude-newer",
         description='Resolve pip packages as of this day ("2021-03-02", UTC) or instant '
         '("2021-03-02T12:00:00Z"): releases uploaded later are ignored, except the torch '
-        "family's, which the plan chooses. gpuenv import writes the day its files date from.",
+        "family's, which the plan chooses, and exact pins. gpuenv import writes the day its "
+        "files date from.",
     )
     build: dict[Name, Build] = Field(
         default_factory=dict,
