@@ -238,3 +238,11 @@ def test_locks_of_specs_without_the_key_stay_fresh() -> None:
     }
     assert len(dated) == 2
     assert input_hash(_loaded(), "h100", "sha256:kb") not in dated
+
+
+def test_a_spec_normalised_before_the_key_existed_still_reads() -> None:
+    # A validated-spec cache entry written by an older gpuenv lacks the key (its cache
+    # format moved on, so none is read; a spec built from such a form still works).
+    normalised = _models.validate(_toml.loads(SPEC), file="gpuenv.toml", lines={})
+    del normalised["pip"]["exclude-newer"]
+    assert Spec.from_normalised(normalised).pip.exclude_newer is None

@@ -290,7 +290,7 @@ class Spec:
                 index_url=pip["index-url"],
                 extra_index_urls=tuple(pip["extra-index-urls"]),
                 torch_index=pip["torch-index"],
-                exclude_newer=pip["exclude-newer"],
+                exclude_newer=pip.get("exclude-newer"),
                 build={
                     normalize_name(name): BuildOptions.from_normalised(options)
                     for name, options in sorted((pip.get("build") or {}).items())
