@@ -6,6 +6,7 @@ An install that fails after the relock puts the lock back with the spec."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -212,3 +213,28 @@ def test_an_interrupt_between_the_two_renames_puts_the_spec_back(
     assert spec.read_bytes() == spec_before
     assert (spec.parent / "gpuenv.lock").read_bytes() == lock_before
     assert not [p.name for p in spec.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_add_to_a_dated_spec_says_the_day_the_release_is_taken_as_of(
+    cli: Callable[..., CliResult], tmp_path: Path, fakes: tuple[FakePip, FakeConda]
+) -> None:
+    """A spec gpuenv import dated ([pip] exclude-newer) takes the release current that
+    day, not today's newest: add says so, and --json gives the day."""
+    spec = tmp_path / "gpuenv.toml"
+    spec.write_text(
+        CLUSTER.replace(
+            'dependencies = ["transformers>=1"]\n',
+            'dependencies = ["transformers>=1"]\nexclude-newer = "2021-03-02"\n',
+        )
+    )
+    assert cli("-f", str(spec), "lock").code == 0
+    result = cli("-f", str(spec), "add", "tokenizers", "--no-install")
+    assert result.code == 0, result.err
+    assert (
+        f"  as of 2021-03-02 ([pip] exclude-newer in {spec}): releases uploaded later "
+        "are not taken; remove the key for today's\n" in result.out
+    )
+    pip, _ = fakes
+    assert {r.exclude_newer for r in pip.requests} == {"2021-03-03T00:00:00Z"}
+    result = cli("-f", str(spec), "add", "safetensors", "--no-install", "--json")
+    assert json.loads(result.out)["exclude_newer"] == "2021-03-02"

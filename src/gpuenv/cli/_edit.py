@@ -89,7 +89,7 @@ def _apply(
     spec = _SpecBytes(real, mode, before, edit.text)
     lock = _LockBytes(spec_file.parent / "gpuenv.lock")
     try:  # the spec is written just before the lock's rename, by the relock
-        locked, installed = _relock_and_install(args, settings, spec_file, edit, spec.write)
+        locked, installed, as_of = _relock_and_install(args, settings, spec_file, edit, spec.write)
     except BaseException as exc:
         # Both files as they were: the lock too, should the install fail after it was
         # written (a lock of a spec no longer there would be out of date, and `run`
@@ -106,7 +106,7 @@ def _apply(
         elif said:  # Ctrl-C, SIGTERM: their one line says only that gpuenv stopped
             _output.err(f"gpuenv: {said}")
         raise
-    _render(args, spec_file, edit, locked, installed)
+    _render(args, spec_file, edit, (locked, installed), as_of)
     return 0
 
 
@@ -254,9 +254,10 @@ def _relock_and_install(
     spec_file: Path,
     edit: Edit,
     write_spec: Callable[[], None],
-) -> tuple[tuple[str, ...], tuple[str, ...]]:
+) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
     """Lock the edit's text before it is written (``write_spec`` writes it, called just
-    before the lock's rename), then install the targets installed here."""
+    before the lock's rename), then install the targets installed here; the targets
+    locked and installed, and the spec's ``[pip] exclude-newer``."""
     from gpuenv import runtime
     from gpuenv.install import install_locked, record_lock_state
     from gpuenv.install.pipeline import lock_inputs
@@ -311,7 +312,7 @@ def _relock_and_install(
                 digest=result.digest,
                 inputs=lock_inputs(loaded),
             )
-    return options.targets or (), installed
+    return options.targets or (), installed, loaded.spec.pip.exclude_newer
 
 
 def _installed_groups(project: str, target: str, default: tuple[str, ...]) -> tuple[str, ...]:
@@ -328,10 +329,11 @@ def _render(
     args: argparse.Namespace,
     spec_file: Path,
     edit: Edit,
-    locked: tuple[str, ...],
-    installed: tuple[str, ...],
+    done: tuple[tuple[str, ...], tuple[str, ...]],
+    as_of: str | None,
 ) -> None:
     shown = _shown(spec_file)
+    locked, installed = done
     if args.json:
         _output.emit_json(
             {
@@ -340,6 +342,7 @@ def _render(
                 "kept": [_entry_json(e, shown) for e in edit.kept],
                 "locked": list(locked),
                 "installed": list(installed),
+                "exclude_newer": as_of,
             }
         )
         return
@@ -351,6 +354,11 @@ def _render(
             f"{entry.where.label} has {entry.requirement} already ({_at(entry, shown)}): {left}"
         )
     _output.out(f"  locked {', '.join(locked)}")
+    if as_of is not None and args.command == "add":  # the newest release is not the one taken
+        _output.out(
+            f"  as of {as_of} ([pip] exclude-newer in {shown}): releases uploaded later are "
+            "not taken; remove the key for today's"
+        )
     if installed:
         _output.out(f"  installed {', '.join(installed)}")
 
