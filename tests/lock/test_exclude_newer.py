@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -157,11 +158,40 @@ def test_the_cutoff_is_a_utc_instant(text: str, instant: str) -> None:
         "9999-12-31",  # the day after is past what a date can hold
         "2021-03-02T25:00:00Z",
         "2021-03-02\n",
+        "0001-01-01T00:00:00+01:00",  # a year 0 in UTC
+        "9999-12-31T23:00:00-02:00",  # a year 10000 in UTC
+        "1999-12-30",
+        "9998-01-01",  # uv parses no year near 9999
+        "2999-12-31",  # its day after is in 3000
     ],
 )
 def test_what_is_not_a_date_is_refused(text: str) -> None:
-    with pytest.raises(ValueError, match=r"date|empty|spaces|control"):
+    with pytest.raises(ValueError, match=r"date|empty|spaces|control|years 2000 to 2999"):
         exclude_newer(text)
+
+
+def test_any_text_is_a_day_or_a_value_error() -> None:
+    """Seeded fuzz of the forms the checks read: never another exception (a year 0 in
+    UTC once raised OverflowError: exit 70)."""
+    rng = random.Random(19)
+    parts = ["0001", "1999", "2000", "2021", "9999", "-", "T", " ", ":", "Z", "z", "+", "."]
+    parts += ["00", "01", "12", "13", "23", "24", "29", "30", "31", "59", "60", "02:00", "\n"]
+    for _ in range(5000):
+        text = "".join(rng.choice(parts) for _ in range(rng.randint(1, 14)))
+        try:
+            exclude_newer(text)
+        except ValueError:
+            continue
+    for year in range(1990, 3010):  # the edges of the range, with offsets that cross years
+        for text in (
+            f"{year}-01-01T00:30:00+01:00",
+            f"{year}-12-31T23:30:00-01:00",
+            f"{year}-06-01",
+        ):
+            try:
+                exclude_newer(text)
+            except ValueError:
+                continue
 
 
 # --- from the spec ---------------------------------------------------------------------------

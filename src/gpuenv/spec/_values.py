@@ -140,9 +140,11 @@ _INSTANT = re.compile(
 
 def exclude_newer(text: str) -> str:
     """``[pip] exclude-newer``: "2023-04-15" (releases uploaded on that day, UTC, or
-    before) or "2023-04-15T12:00:00Z" (uploaded before that instant)."""
+    before) or "2023-04-15T12:00:00Z" (uploaded before that instant), from 2000 to 2999:
+    no package index is older, and uv reads no year near 9999."""
     plain(text, "a date")
-    exclude_newer_cutoff(text)
+    if not "2000" <= exclude_newer_cutoff(text)[:4] <= "2999":
+        raise ValueError(f"{show(text)}: the day must fall in the years 2000 to 2999")
     return text
 
 
@@ -160,9 +162,10 @@ def exclude_newer_cutoff(text: str) -> str:
         if _INSTANT.fullmatch(text) is None:
             raise ValueError(problem)
         instant = datetime.fromisoformat(text.upper().replace("Z", "+00:00").replace(" ", "T"))
+        # in UTC: "0001-01-01T00:00:00+01:00" is a year 0, which no datetime holds
+        return instant.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (ValueError, OverflowError):
         raise ValueError(problem) from None
-    return instant.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 _MANAGED_HINTS = {
