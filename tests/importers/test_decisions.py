@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
+from gpuenv.names import normalize_name
 from gpuenv.spec import load_spec
 from tests.conftest import CliResult
 from tests.importers.conftest import Imported
@@ -240,3 +242,25 @@ def test_a_free_python_never_moves_a_pinned_torch(
     assert imported.torch() == "1.13.1+cpu"
     spec = imported.spec.read_text()
     assert 'python = "3.10"' in spec and 'torch = "1.13.1"' in spec
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        # naver/dust3r's requirements_optional.txt beside torch 2.2.0: numpy<2 was written
+        # over numpy-quaternion's line (a prefix match on "numpy")
+        "torch==2.2.0\nnumpy-quaternion\nscipy\n",
+        "torch==2.2.0\nnumpy_quaternion>=2022\nnumpy==2.0.1\n",  # and beside numpy's own pin
+        "torch==2.1.2\ntransformers-stream-generator\ntransformers>=4.30\n",
+    ],
+)
+def test_a_constraint_replaces_only_its_own_packages_line(
+    run_import: Callable[..., Imported], tmp_path: Path, lines: str
+) -> None:
+    (tmp_path / "requirements.txt").write_text(lines)
+    imported = run_import(tmp_path / "requirements.txt")
+    assert imported.result.code == 0, imported.result.out
+    spec = load_spec(imported.spec).spec
+    written = {normalize_name(Requirement(r).name) for r in spec.pip.dependencies}
+    asked = {normalize_name(Requirement(r).name) for r in lines.split()[1:]}
+    assert asked <= written, spec.pip.dependencies

@@ -1271,17 +1271,25 @@ def _url_kept(d: Decision, resolved: Resolved, reason: str) -> None:
     d.pip.append(Line(f"{resolved.name}{extras} @ {url}{marker}", ask.origin.cite()))
 
 
+_LEADING_NAME = re.compile(r"\s*([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)")
+
+
+def _line_of(d: Decision, name: str) -> int | None:
+    """The index of the written pip line that requires ``name`` (names compared
+    normalised), or None. By the whole name: numpy's line is not numpy-quaternion's,
+    which a prefix match replaced with numpy<2 (dust3r lost numpy-quaternion)."""
+    wanted = normalize_name(name)
+    for i, line in enumerate(d.pip):
+        found = _LEADING_NAME.match(line.text)
+        if found is not None and normalize_name(found.group(1)) == wanted:
+            return i
+    return None
+
+
 def _constraint_breaks_pin(d: Decision, resolved: Resolved, constraint: TorchConstraint) -> None:
     """An exact pin the chosen torch rules out (numpy==2.0.1 with torch 2.1): replaced by
     the constraint's range, the newest release in it chosen by the lock."""
-    index = next(
-        (
-            i
-            for i, line in enumerate(d.pip)
-            if re.match(rf"{re.escape(resolved.name)}\b", line.text)
-        ),
-        None,
-    )
+    index = _line_of(d, resolved.name)
     now = str(constraint.requires)
     entry = Entry(
         CHANGED,
@@ -1360,14 +1368,7 @@ def _companion_floor(
     d.entries = [e for e in d.entries if e.package != resolved.name]
     d.add(entry)
     line = Line(_requirement_of(resolved, f"=={nearest}"), entry.comment())
-    index = next(
-        (
-            i
-            for i, old in enumerate(d.pip)
-            if re.match(rf"{re.escape(resolved.name)}(?![\w.-])", old.text)
-        ),
-        None,
-    )
+    index = _line_of(d, resolved.name)
     if index is None:
         d.pip.append(line)
     else:
@@ -1402,10 +1403,7 @@ def _constraints(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
             continue
         if resolved is not None and _bounded_below(resolved.specifier, constraint.requires):
             continue  # transformers>=4.36,<4.40 beside torch 2.2: already below 5.1
-        index = next(
-            (i for i, line in enumerate(d.pip) if re.match(rf"{constraint.package}\b", line.text)),
-            None,
-        )
+        index = _line_of(d, constraint.package)
         was = resolved.specifier or "any" if resolved else "not asked"
         now = str(SpecifierSet(f"{resolved.specifier if resolved else ''}") & constraint.requires)
         entry = Entry(
