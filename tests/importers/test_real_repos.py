@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from gpuenv._toml import loads as toml_loads
 from gpuenv.importers import read_inputs
 from gpuenv.importers.merge import merge
@@ -2128,6 +2130,38 @@ def test_torchvision_the_code_imports_is_paired_when_no_file_asks_for_it(
     assert stack["torchvision"] == "0.16.2" and stack["torchaudio"] is False, stack
     spec = imported.spec.read_text()
     assert "# sam/utils/transforms.py:3 from torchvision.transforms.functional import" in spec
+
+
+@pytest.mark.parametrize(
+    ("code", "cited"),
+    [
+        # NVlabs/stylegan3 (2021): its custom ops compile at run time
+        ("import torch.utils.cpp_extension\n", "import torch.utils.cpp_extension"),
+        ("from pkg_resources import parse_version\n", "from pkg_resources import parse_version"),
+    ],
+)
+def test_setuptools_the_code_needs_is_asked_when_no_file_asks_for_it(
+    run_import: Callable[..., Imported], tmp_path: Path, code: str, cited: str
+) -> None:
+    """NVlabs/stylegan3 (2021) on an H100: conda's environment had setuptools (its pip
+    package brings it), gpuenv's has no seed packages, and torch_utils/ops/conv2d_gradfix.py
+    (`from pkg_resources import parse_version`) failed at import. pkg_resources left
+    setuptools in 82.0.0."""
+    paper = _paper(
+        tmp_path,
+        {
+            "environment.yml": "name: sg\ndependencies:\n  - python=3.9\n  - pip\n"
+            "  - pytorch=1.9.1\n  - pip:\n    - imgui==1.3.0\n",
+            "torch_utils/custom_ops.py": f"import os\n{code}",
+        },
+    )
+    imported = run_import(paper)
+    assert imported.result.code == 0, imported.result.err
+    assert f'"setuptools<82", # torch_utils/custom_ops.py:2 {cited}' in imported.spec.read_text()
+    # a file that asks for setuptools itself is taken as it is
+    (paper / "requirements.txt").write_text("setuptools==59.5.0\n")
+    imported = run_import(paper)
+    assert '"setuptools==59.5.0", # requirements.txt:1' in imported.spec.read_text()
 
 
 def test_torchdata_moves_with_the_torch_it_pins(

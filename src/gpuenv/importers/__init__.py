@@ -449,24 +449,40 @@ _CODE_FILES = 3000
 _CODE_BYTES = 512 * 1024
 _CODE_DEPTH = 6
 _TORCH_COMPANION_IMPORT = re.compile(
-    rb"^[ \t]*(?:import|from)[ \t]+(torchvision|torchaudio)\b[^\n]*", re.MULTILINE
+    rb"^[ \t]*(?:import|from)[ \t]+(torchvision|torchaudio|pkg_resources"
+    rb"|torch\.utils\.cpp_extension)\b[^\n]*",
+    re.MULTILINE,
 )
+# What a module the code imports needs installed, where no environment file asks for it:
+# (project, specifier). An environment gpuenv makes has no seed packages (as uv's), and a
+# conda or virtualenv environment had setuptools: stylegan3's conv2d_gradfix.py (`from
+# pkg_resources import parse_version`) failed at import on an H100, whose lock had none.
+# pkg_resources left setuptools in 82.0.0 (https://setuptools.pypa.io/en/stable/history.html);
+# torch.utils.cpp_extension imports setuptools, and pkg_resources before torch 2.1.
+_CODE_NEEDS = {
+    "torchvision": ("torchvision", ""),
+    "torchaudio": ("torchaudio", ""),
+    "pkg_resources": ("setuptools", "<82"),
+    "torch.utils.cpp_extension": ("setuptools", "<82"),
+}
 
 
 def _code_imports(ctx: Context, folder: Path) -> None:
     """torchvision and torchaudio that the repository's code imports and no environment
     file asks for (segment-anything's utils/transforms.py, moco's main_moco.py: their
     import wrote torchvision = false, "not in the paper's environment", and the code
-    failed at its first import). Each is asked, with no version (paired with torch), at
-    the first line that imports it; nothing else of the code is read."""
+    failed at its first import), and setuptools where the code imports pkg_resources or
+    torch's cpp_extension (``_CODE_NEEDS``). Each is asked at the first line that imports
+    it (torchvision and torchaudio with no version: paired with torch); nothing else of
+    the code is read."""
     from gpuenv.importers.discover import ASIDE, SKIP
     from gpuenv.importers.model import Authority, Origin
 
     asked = {a.name for r in ctx.readings for a in r.asks}
-    wanted = {"torchvision", "torchaudio"} - asked
+    wanted = {module for module, (project, _) in _CODE_NEEDS.items() if project not in asked}
     if not wanted:
         return
-    found: dict[str, Origin] = {}
+    found: dict[str, tuple[Origin, str]] = {}
     seen = 0
     for here, dirs, files in os.walk(folder):
         depth = len(Path(here).relative_to(folder).parts)
@@ -489,12 +505,13 @@ def _code_imports(ctx: Context, folder: Path) -> None:
                 continue
             for match in _TORCH_COMPANION_IMPORT.finditer(text):
                 module = match.group(1).decode()
-                if module in wanted and module not in found:
+                project = _CODE_NEEDS.get(module, ("", ""))[0]
+                if module in wanted and project not in found:
                     line = text.count(b"\n", 0, match.start()) + 1
                     said = match.group(0).decode("utf-8", "replace").strip()[:200]
-                    found[module] = Origin(ctx.display(path), line, said)
-    for module, origin in sorted(found.items()):
-        ask = Ask(module, "", origin)
+                    found[project] = (Origin(ctx.display(path), line, said), module)
+    for project, (origin, module) in sorted(found.items()):
+        ask = Ask(project, _CODE_NEEDS[module][1], origin)
         ctx.readings.append(Reading(origin.file, "code", Authority.METADATA, asks=(ask,)))
 
 
