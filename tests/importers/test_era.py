@@ -787,3 +787,49 @@ def test_files_that_do_not_resolve_as_of_their_day_resolve_as_today(
         "available), so what the files leave unpinned may be newer than they expect"
     ]
     assert "exclude-newer" not in imported.spec.read_text()
+
+
+def test_files_nothing_dates_say_that_they_resolve_as_of_today(
+    run_import: Callable[..., Imported],
+    dated_index: Seen,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DepthAnything/Depth-Anything-V2 pins nothing: no day is written, and the report
+    said nothing of it."""
+    req = _paper(tmp_path, "torch\naccelerate\nsentencepiece\n")
+    imported = run_import(req, target="rtx4090")
+    assert imported.result.code == 0, imported.result.err
+    assert _as_of(imported) == [
+        "pip packages resolve as of today: no pin or version range in the files has an upload "
+        "day on the index, so nothing dates the files (no [pip] exclude-newer; add one for "
+        "the day they were written)"
+    ]
+    assert "exclude-newer" not in imported.spec.read_text()
+    # a torch gpuenv has no publication day for: its dependencies cannot be dated either
+    monkeypatch.setattr(ForeignKnowledge, "torch_published", lambda self, version: None)
+    imported = run_import(
+        _paper(tmp_path, "torch==2.0.0\ntransformers==4.28.1\n"), target="rtx4090"
+    )
+    assert _as_of(imported) == [
+        "pip packages resolve as of today: torch 2.0.0's publication day is not known, so "
+        "nothing dates the files (no [pip] exclude-newer; add one for the day they were written)"
+    ]
+
+
+def test_a_release_a_range_names_dates_the_files(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    """state-spaces/mamba's apache-tvm-ffi<=0.1.12 names a release of June 2026: the
+    files were written after it, though older releases satisfy the range."""
+    req = _paper(tmp_path, "torch==2.0.0\ntransformers==4.28.1\nnumpy<=1.24.2,>=1.19\n")
+    imported = run_import(req, target="rtx4090")
+    assert imported.result.code == 0, imported.result.err
+    assert [why.split(":")[0] for why in _as_of(imported)] == [
+        "pip packages resolve as of 2023-04-14, when transformers 4.28.1 was published"
+    ]
+    req = _paper(tmp_path, "torch==2.0.0\ntransformers<=4.30.2\n")
+    imported = run_import(req, target="rtx4090")
+    assert [why.split(":")[0] for why in _as_of(imported)] == [
+        "pip packages resolve as of 2023-06-13, when transformers 4.30.2 was published"
+    ]

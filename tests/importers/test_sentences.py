@@ -757,6 +757,8 @@ ELSEWHERE = frozenset(
         "the most authoritative, most specific statement wins",  # test_disagreement
         "chosen first, does not resolve",  # test_era (the resolve check's conflict, stubbed)
         "pip packages resolve as of",  # test_era (PEP 700 upload days: a JSON index)
+        "publication day is not known",  # test_era
+        "no pin or version range in the files has an upload day",  # test_era
         "written without the credentials its URL held",  # test_bad_inputs
         "is the nearest release that satisfies it with wheels for Python",  # test_pillow
         "is the oldest",  # test_companions (mmdet follows mmcv-full)

@@ -2209,6 +2209,22 @@ def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, undated: str | Non
     requirements = [line.text for line in d.pip]
     d.as_of = eras.as_of(merged, requirements, Version(d.plan.torch), fk, d.wheels)
     if d.as_of is None:
+        if d.pip and d.wheels.failure is None:  # the index answered: say why nothing is dated
+            unknown = fk.torch_published(Version(d.plan.torch)) is None
+            why = (
+                f"torch {Version(d.plan.torch).public}'s publication day is not known"
+                if unknown
+                else "no pin or version range in the files has an upload day on the index"
+            )
+            d.add(
+                Entry(
+                    ASSUMPTION,
+                    None,
+                    f"pip packages resolve as of today: {why}, so nothing dates the files "
+                    "(no [pip] exclude-newer; add one for the day they were written)",
+                    risk=LOW,
+                )
+            )
         return
     if undated is not None:
         d.add(

@@ -32,13 +32,14 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
 
 from gpuenv.importers import wheels as wheel_index
 from gpuenv.importers.model import Origin
 from gpuenv.knowledge.foreign import ForeignKnowledge
-from gpuenv.names import TRIO
+from gpuenv.names import TRIO, normalize_name
 
 if TYPE_CHECKING:  # merge reads images, which reads this module
     from gpuenv.importers.merge import Merged
@@ -247,17 +248,39 @@ def as_of(
 ) -> AsOf | None:
     """The day the written ``requirements`` resolve as of, so that what they leave
     unpinned (their dependencies too) comes as it did when the files were written, not
-    as today: the newest of the files' exact pins' publication days (``pins_day``) and,
-    for each written version range, the first day a release in it was on the index;
-    never before ``torch`` was published (its own dependencies must resolve). A written
-    exact pin needs no day (the lock exempts it: it may be a release the import moved
-    to). None when nothing is dated by the index (nothing says how old the files are),
-    or torch's day is unknown."""
-    from packaging.requirements import InvalidRequirement, Requirement
-
+    as today: the newest of the files' exact pins' publication days (``pins_day``), of
+    the first release in each version range the files wrote and of the releases those
+    ranges name (``_range_day``), and of the files' own torch pin; never before
+    ``torch`` was published (its own dependencies must resolve). A written exact pin
+    needs no day (the lock exempts it: it may be a release the import moved to). None
+    when the index dates none of them (nothing says how old the files are, and an index
+    without upload days would serve nothing under a day), or torch's day is unknown."""
     torch_day = fk.torch_published(torch)
     if torch_day is None or wheels.failure is not None:
         return None
+    ranged = _ranged(merged, requirements)
+    pinned = pins_day(merged, wheels)
+    best = AsOf(pinned.day, pinned.package, pinned.version) if pinned is not None else None
+    wheels.prefetch(r.name for r in ranged)
+    for requirement in ranged:
+        for day, version in _range_days(requirement, wheels):
+            if best is None or day > best.day:
+                best = AsOf(day, requirement.name, version)
+    if best is None or wheels.failure is not None:
+        return None  # the index gives no upload days: a day would hide all it serves
+    files_torch = merged.packages.get("torch")
+    if files_torch is not None and files_torch.exact is not None:  # the files' own torch
+        pinned_day = fk.torch_published(files_torch.exact)
+        if pinned_day is not None and pinned_day > best.day:
+            best = AsOf(pinned_day, "torch", Version(files_torch.exact.public))
+    if torch_day > best.day:
+        return AsOf(torch_day, "torch", Version(torch.public), torch=True)
+    return best
+
+
+def _ranged(merged: Merged, requirements: list[str]) -> list[Requirement]:
+    """The written requirements with a version range the files asked for (not an exact
+    pin, a URL, the torch family, or a bound of gpuenv's own such as numpy<2)."""
     ranged = []
     for text in requirements:
         try:
@@ -266,22 +289,32 @@ def as_of(
             continue
         specs = list(requirement.specifier)
         exact = len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in str(specs[0])
-        if requirement.url is None and specs and not exact and requirement.name not in TRIO:
+        asked = merged.packages.get(normalize_name(requirement.name))
+        if asked is None or not asked.specifier or exact or not specs:
+            continue
+        if requirement.url is None and requirement.name not in TRIO:
             ranged.append(requirement)
-    pinned = pins_day(merged, wheels)
-    best = AsOf(pinned.day, pinned.package, pinned.version) if pinned is not None else None
-    wheels.prefetch(r.name for r in ranged)
-    for requirement in ranged:
-        releases = sorted(
-            (f.uploaded, Version(f.version.public))
-            for f in wheels.files(requirement.name) or []
-            if f.uploaded is not None
-            and requirement.specifier.contains(f.version, prereleases=True)
-        )
-        if releases and (best is None or releases[0][0] > best.day):
-            best = AsOf(releases[0][0], requirement.name, releases[0][1])
-    if best is None or wheels.failure is not None:
-        return None
-    if torch_day > best.day:
-        return AsOf(torch_day, "torch", Version(torch.public), torch=True)
-    return best
+    return ranged
+
+
+def _range_days(
+    requirement: Requirement, wheels: wheel_index.WheelIndex
+) -> list[tuple[date, Version]]:
+    """When ``requirement``'s range first had a release on the index, and when each
+    release it names was published: one existed when the range was written
+    (apache-tvm-ffi<=0.1.12 in state-spaces/mamba: 0.1.12 came out in June 2026); "<"
+    may name one still to come, so it dates nothing."""
+    first: dict[Version, date] = {}  # each release's first upload day
+    for f in wheels.files(requirement.name) or []:
+        version = Version(f.version.public)
+        if f.uploaded is not None and (version not in first or f.uploaded < first[version]):
+            first[version] = f.uploaded
+    inside = [(day, v) for v, day in first.items() if requirement.specifier.contains(v, True)]
+    named = [
+        (first[v], v)
+        for spec in requirement.specifier
+        if spec.operator in (">=", "<=", "~=", ">")
+        and "*" not in spec.version
+        and (v := Version(spec.version)) in first
+    ]
+    return [*sorted(inside)[:1], *named]
