@@ -702,6 +702,18 @@ INDEX_CASES: dict[
              "'<2.12.0,>=2.8.0' (environment.yml:8)"),
         ],
     ),
+    # lllyasviel/ControlNet's basicsr==1.4.2: every release from 1.3.3.4 on is a source
+    # archive only; the move said "no wheel for Python 3.8", as though another had one.
+    "a pin with no wheel for any Python": (
+        "torch==2.1.2\nbasicsr==1.4.2\n",
+        "cpu",
+        {"basicsr": [("1.3.3.3", ["py3"], ">=3.6"), ("1.4.2", [], ">=3.6")]},
+        [
+            ("changed", "basicsr", "why",
+             "1.4.2 has no wheel on the index (source only); 1.3.3.3 is the nearest release "
+             "that has one"),
+        ],
+    ),
     # A 2021 requirements file (scipy 1.7.1 and pandas 1.3.0 have wheels up to cp39) that
     # later gained networkx 3.3 (Python >= 3.10): no Python has every wheel; 3.9 lacks the
     # fewest, and networkx steps back to 3.2.1, the last release for 3.9.

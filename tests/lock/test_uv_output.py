@@ -126,5 +126,11 @@ def test_a_git_requirement_git_cannot_fetch_is_named_as_one() -> None:
         "and git could not fetch it: unable to access "
         "'https://github.com/cocodataset/panopticapi.git/': Could not resolve host: github.com"
     )
-    assert error.hint is not None and "panopticapi==VERSION" in error.hint
+    # the package index may serve no such project, or another one by that name (PyPI's
+    # clip is a clipboard manager, not OpenAI's CLIP): said, not promised
+    assert error.hint == (
+        "reach that host from this machine (a proxy: HTTPS_PROXY), or, where the package "
+        "index serves this same project, depend on a release of it instead of the git URL "
+        "(panopticapi==VERSION; a project of that name there may be another one)"
+    )
     assert _git_failure("error: 404 Not Found for url (x)", "not-found", "") is None

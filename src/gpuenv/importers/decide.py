@@ -2096,7 +2096,7 @@ def _wheel_move(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> Entry 
         lacks = (
             f"{exact.public} is yanked on the index (its wheels would install here)"
             if _only_yanked(wheels, resolved.name, Version(exact.public), python, platform)
-            else f"{exact.public} has no wheel for Python {python} on the index"
+            else f"{exact.public} has no wheel {no_wheel}"
         )
         return Entry(
             CHANGED,

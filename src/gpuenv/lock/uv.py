@@ -528,8 +528,10 @@ def _git_failure(text: str, cause: str, tail: str) -> NetworkError | None:
         cause=cause,
         url=url,
         hint=(
-            "reach that host from this machine (a proxy: HTTPS_PROXY), or depend on a "
-            f"release the index serves instead of the git URL ({found['name']}==VERSION)"
+            "reach that host from this machine (a proxy: HTTPS_PROXY), or, where the "
+            "package index serves this same project, depend on a release of it instead of "
+            f"the git URL ({found['name']}==VERSION; a project of that name there may be "
+            "another one)"
         ),
         stderr_tail=tail,
     )
