@@ -738,10 +738,17 @@ def test_a_torch_newer_than_the_pins_moves_the_day_to_its_own(
     torch = imported.torch().split("+")[0]
     day = load_foreign_knowledge(None).torch_published(Version(torch))
     assert day is not None and day > date(2020, 12, 10)
+    months = (day - date(2020, 12, 10)).days * 12 // 365
     assert [why.split(":")[0] for why in _as_of(imported)] == [
         f"pip packages resolve as of {day.isoformat()}, when torch {torch}, the target's, was "
-        "published (later than the files' pins)"
+        f"published, {months} months after the files' 2020-12-10 (torch 1.7.1)"
     ]
+    entry = next(e for e in imported.report["assumptions"] if "resolve as of" in e["why"])
+    assert (entry["risk"], entry["risk_detail"]) == (
+        "medium",
+        "releases of the months between may be newer than the code expects: pin those it "
+        "needs older",
+    )
     assert f'exclude-newer = "{day.isoformat()}"' in imported.spec.read_text()
 
 

@@ -2239,6 +2239,10 @@ def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, undated: str | Non
         )
         d.as_of = None
         return
+    # The target's torch (its GPU's kernels) moved the day on: its own dependencies must
+    # resolve, and what came out meanwhile comes too (ControlNet on an H100: torch 2.1.2's
+    # day brought pydantic 2, which its gradio 3.16 cannot take).
+    later = d.as_of.months_later > 3
     d.add(
         Entry(
             ASSUMPTION,
@@ -2246,7 +2250,11 @@ def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, undated: str | Non
             f"pip packages resolve as of {d.as_of.says()}: what the files leave unpinned, "
             "and what their packages depend on, comes as it was then, not as today "
             "([pip] exclude-newer; remove it for today's releases)",
-            risk=LOW,
+            risk=MEDIUM if later else LOW,
+            risk_text="releases of the months between may be newer than the code expects: "
+            "pin those it needs older"
+            if later
+            else None,
         )
     )
 

@@ -228,13 +228,21 @@ class AsOf:
     day: date
     package: str  # what dates it: the requirement, or torch
     version: Version  # the release that was published that day
-    torch: bool = False  # the target's torch moved the day later than the files' pins
+    # the target's torch moved the day later than the files' own: their day, as dated
+    files: AsOf | None = None
+
+    @property
+    def months_later(self) -> int:
+        """How many whole months the target's torch moved the day past the files'."""
+        return (self.day - self.files.day).days * 12 // 365 if self.files is not None else 0
 
     def says(self) -> str:
-        if self.torch:
+        if self.files is not None:
+            gap = f"{self.months_later} months after" if self.months_later > 1 else "later than"
             return (
                 f"{self.day.isoformat()}, when torch {self.version}, the target's, was "
-                "published (later than the files' pins)"
+                f"published, {gap} the files' {self.files.day.isoformat()} ({self.files.package} "
+                f"{self.files.version})"
             )
         return f"{self.day.isoformat()}, when {self.package} {self.version} was published"
 
@@ -274,7 +282,7 @@ def as_of(
         if pinned_day is not None and pinned_day > best.day:
             best = AsOf(pinned_day, "torch", Version(files_torch.exact.public))
     if torch_day > best.day:
-        return AsOf(torch_day, "torch", Version(torch.public), torch=True)
+        return AsOf(torch_day, "torch", Version(torch.public), files=best)
     return best
 
 
