@@ -30,3 +30,10 @@ def test_the_spec_refuses_exactly_the_variables_a_build_manages() -> None:
 
     assert set_by_builds is refused_by_spec
     assert {"CUDA_HOME", "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "CC", "CXX"} <= refused_by_spec
+
+
+def test_mamba_ssm_builds_the_kernels_mamba_1_runs() -> None:
+    """state-spaces/mamba 2.3.2's setup.py compiles the selective-scan kernels only with
+    MAMBA_KEEP_CUDA_BUILD=TRUE; without them Mamba-1 fails at run time."""
+    env = dict(packages()["mamba-ssm"].env)
+    assert env == {"MAMBA_FORCE_BUILD": "TRUE", "MAMBA_KEEP_CUDA_BUILD": "TRUE"}
