@@ -115,3 +115,18 @@ def test_an_unreachable_index_is_blamed_only_where_another_build_would_fit() -> 
     assert old.message.count("kernels for sm_90") == 1, old.message
     new = _attempt(planning, "==2.4.1", ("3.11",), "12.4", _paper("2.4.1", "cu124", "3.11"))
     assert not isinstance(new, NoCompatiblePlan) or "cannot be reached" in new.message
+
+
+def test_a_walk_among_pypi_builds_says_so(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """stylegan3 on an RTX 3090, PyPI's builds only: "1.13.1 (cu117) is the newest release
+    of the first later series whose builds do" read as if 1.10-1.12 had none, which have
+    cu11x builds that run there, on the PyTorch index."""
+    (tmp_path / "requirements.txt").write_text("torch==1.11.0\n")
+    imported = run_import(tmp_path / "requirements.txt", extra=("--torch-builds", "pypi"))
+    assert imported.result.code == 0, imported.result.err
+    why = imported.entries("changed")["torch"]["why"]
+    assert why.endswith(
+        "; 2.1.2 (cu121) is the newest release of the first later series whose PyPI build does"
+    ), why

@@ -792,7 +792,6 @@ ELSEWHERE = frozenset(
         "wheel was built for torch",  # test_companion_system (PyG labels)
         "matches this torch, but only that page has it",  # test_companion_system
         "compiled here instead of the prebuilt wheel",  # test_companion_system
-        "whose builds do",  # test_era, test_old_papers (the release a walk landed on)
         "has a prebuilt wheel for torch",  # test_companion_system (detectron2's pages)
         "every pin has a wheel",  # test_wheels
         "was built for GPUs up to compute",  # test_frameworks; and the TensorFlow case here

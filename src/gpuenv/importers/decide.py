@@ -625,7 +625,10 @@ def _moved_torch_why(
         if (landed.major, landed.minor) == (version.major, version.minor)
         else "the newest release of the first later series"
     )
-    return f"{first}; {plan.torch} ({plan.cu_tag}) is {which} whose builds do"
+    # among PyPI's builds only (the PyTorch index unreachable), other builds of the series
+    # between may run here: "whose builds do" said none did
+    builds = "whose PyPI build does" if choice.pypi_only else "whose builds do"
+    return f"{first}; {plan.torch} ({plan.cu_tag}) is {which} {builds}"
 
 
 def _nightly_why(version: Version, choice: Choice, kb: KnowledgeBase, fk: ForeignKnowledge) -> str:
