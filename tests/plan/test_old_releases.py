@@ -164,8 +164,21 @@ def test_an_unknown_old_release_points_at_the_nearest_known_series() -> None:
     # 1.6.0 predates the data: the nearest release is 1.7's newest patch, not whichever
     # release has the highest patch number (1.10.2 before the asked version counted)
     error = refusal('python = "3.8"\ntorch = "1.6.0"', 'gpu = "RTX 3090"\ndriver = "535.54.03"')
-    assert "no torch release gpuenv knows matches '1.6.0'" in error.message
+    assert (
+        "no torch release gpuenv knows matches '1.6.0', which predates its knowledge (it "
+        "starts at 1.7.0)" in error.message
+    )
     assert error.alternatives[0].changes == {"stack.torch": "==1.7.1"}
+
+
+@pytest.mark.parametrize(
+    ("torch", "predates"), [("==1.5.*", True), (">=1.5,<1.6", True), ("==1.7.9", False)]
+)
+def test_a_release_before_the_knowledge_is_named_as_such(torch: str, predates: bool) -> None:
+    """facebookresearch/detr's torch>=1.5 with its Dockerfile's 1.5: "no torch release
+    gpuenv knows matches" read as though 1.5 did not exist."""
+    error = refusal(f'python = "3.8"\ntorch = "{torch}"', 'gpu = "RTX 3090"\ndriver = "535.54.03"')
+    assert ("which predates its knowledge (it starts at 1.7.0)" in error.message) == predates
 
 
 @pytest.mark.parametrize("python", ["3.6", "<3.8"])

@@ -174,6 +174,22 @@ def _below_known_pythons(asked: str, releases: list[TorchRelease]) -> bool:
     return any(r.python.contains(p) for r in releases for p in wanted)
 
 
+def _predates(c: Constraints, kb: KnowledgeBase) -> str:
+    """ ", which predates its knowledge (it starts at 1.7.0)" where the range asks for
+    releases older than the oldest gpuenv plans (detr's torch 1.5: the report read as
+    though 1.5 did not exist); "" otherwise."""
+    oldest = min(r.version for r in kb.torch_releases)
+    older = (
+        Version(f"{major}.{minor}.{patch}")
+        for major in range(oldest.major + 1)
+        for minor in range(25)
+        for patch in range(4)
+    )
+    if any(v < oldest and c.torch.contains(v, prereleases=True) for v in older):
+        return f", which predates its knowledge (it starts at {oldest})"
+    return ""
+
+
 def obstacles(
     releases: list[TorchRelease],
     hw: TargetHardware,
@@ -187,7 +203,7 @@ def obstacles(
         newer = newer_than_known(c.torch, kb)
         if newer:
             return [f"{newer}: upgrade gpuenv or {FACTS_HINT.format(where=facts_where)}"]
-        return [f"no torch release gpuenv knows matches {c.torch_text!r}"]
+        return [f"no torch release gpuenv knows matches {c.torch_text!r}{_predates(c, kb)}"]
     found = _cuda_obstacles(releases, hw, c, kb)
     if not any(python_for(r.python, c.python) for r in releases):
         newest = releases[0]
