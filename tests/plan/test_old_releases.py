@@ -231,3 +231,18 @@ def test_a_companion_pin_no_release_of_the_range_pairs_with_names_them_all() -> 
     assert "(they pair with torchvision 0.19.0, 0.19.1)" in error.message
     assert _output._as_toml("stack.torch", "==2.3.1") == '[stack] torch = "==2.3.1"'
     assert _output._as_toml("stack.same-torch", "false") == "[stack] same-torch = false"
+
+
+@pytest.mark.parametrize(
+    ("torch", "said"),
+    [
+        # 1.13.1's cu117 wheels bundle NCCL; the data records none: "NCCL -" read as a value
+        ("1.13.1", "cu117 wheels bring cuDNN 8.5.0.96"),
+        ("2.1.2", "cu121 wheels bring cuDNN 8.9.2.26 and NCCL 2.18.1"),
+    ],
+)
+def test_the_libraries_a_build_brings_are_named_as_the_data_records_them(
+    torch: str, said: str
+) -> None:
+    plan = plan_of(f'python = "3.10"\ntorch = "{torch}"', RTX4090)
+    assert [r for r in plan.reasons if "wheels bring" in r] == [said]

@@ -135,10 +135,13 @@ def _package_reasons(choice: Choice, c: Constraints) -> list[str]:
             "PyTorch index serves"
         )
     if build.cudnn or build.nccl:
-        reasons.append(
-            f"{build.tag} wheels bring cuDNN {build.cudnn or '-'} and NCCL {build.nccl or '-'}"
-            + build.provenance.label()
+        # what the data records, no more: "NCCL -" (torch 1.13.1) read as a value
+        brought = " and ".join(
+            f"{name} {version}"
+            for name, version in (("cuDNN", build.cudnn), ("NCCL", build.nccl))
+            if version
         )
+        reasons.append(f"{build.tag} wheels bring {brought}" + build.provenance.label())
     if not release.on_pypi(choice.found.python):
         reasons.append(
             f"index {choice.index_url}: PyPI has no Python {choice.found.python} wheels of "
