@@ -725,6 +725,7 @@ def test_the_files_day_is_written_so_that_unpinned_packages_resolve_as_then(
     )
     spec = parse_spec_text(text, file="gpuenv.toml").spec  # what lock reads
     assert spec.pip.exclude_newer == "2023-04-14"
+    assert imported.report["exclude_newer"] == "2023-04-14"  # for scripts, as written
 
 
 def test_a_torch_newer_than_the_pins_moves_the_day_to_its_own(
@@ -761,6 +762,7 @@ def test_without_dates_from_the_index_nothing_is_dated(
     assert imported.result.code == 0, imported.result.err
     assert _as_of(imported) == []
     assert "exclude-newer" not in imported.spec.read_text()
+    assert imported.report["exclude_newer"] is None
 
 
 def test_files_that_do_not_resolve_as_of_their_day_resolve_as_today(

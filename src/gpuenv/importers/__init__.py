@@ -659,6 +659,7 @@ def reproduce(request: ImportRequest) -> Reproduction:
         entries=said_once(decision.entries),
         disagreements=tuple(d.to_json() for d in merged.disagreements),
         plan_reasons=decision.plan.reasons,
+        exclude_newer=decision.as_of.day.isoformat() if decision.as_of else None,
     )
     text = write.spec_text(decision, report)
     return Reproduction(tuple(readings), merged, decision, report, text)

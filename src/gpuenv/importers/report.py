@@ -79,6 +79,7 @@ class Report:
     entries: tuple[Entry, ...]
     disagreements: tuple[dict[str, Any], ...]
     plan_reasons: tuple[str, ...]
+    exclude_newer: str | None = None  # [pip] exclude-newer as written: the files' day
 
     def of(self, kind: str) -> list[Entry]:
         found = [e for e in self.entries if e.kind == kind]
@@ -96,6 +97,7 @@ class Report:
             body[key] = [e.to_json() for e in self.of(kind)]
         body["disagreements"] = list(self.disagreements)
         body["plan_reasons"] = list(self.plan_reasons)
+        body["exclude_newer"] = self.exclude_newer
         return body
 
 
