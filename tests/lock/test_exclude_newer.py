@@ -72,13 +72,18 @@ def dated_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture
 def resolve(dated_index: str, tmp_path: Path):
-    def run(*requirements: str, cutoff: str | None) -> dict[str, str]:
+    def run(
+        *requirements: str, cutoff: str | None, own: dict[str, str] | None = None
+    ) -> dict[str, str]:
         request = PipRequest(
             requirements=requirements,
             python="3.11",
             default_index=dated_index,
             cache_dir=tmp_path / "cache",
             exclude_newer=exclude_newer_cutoff(cutoff) if cutoff else None,
+            exclude_newer_packages=tuple(
+                (name, exclude_newer_cutoff(day)) for name, day in (own or {}).items()
+            ),
         )
         return {p.name: p.version for p in UvResolver(timeout=120).resolve(request)}
 
@@ -99,6 +104,17 @@ def test_the_torch_family_is_never_filtered(resolve) -> None:
     # own dependencies are filtered as any other package is.
     got = resolve("torch==9.0", "dated-pkg", cutoff="2021-01-01")
     assert got == {"torch": "9.0", "late-dep": "1.0", "dated-pkg": "1.0"}
+
+
+def test_a_package_with_a_day_of_its_own_takes_that_day(resolve) -> None:
+    # what a torch newer than the files requires, as of torch's day (gpuenv import)
+    got = resolve("dated-pkg", "late-dep", cutoff="2021-01-01", own={"dated-pkg": "2023-06-01"})
+    assert got == {"dated-pkg": "2.0", "late-dep": "1.0"}
+    got = resolve("dated-pkg", cutoff=None, own={"dated-pkg": "2021-01-01"})  # alone too
+    assert got == {"dated-pkg": "1.0"}
+    # an exemption wins over a day of its own: the torch family, an exact pin
+    got = resolve("torch==9.0", cutoff="2021-01-01", own={"torch": "2021-01-01"})
+    assert got["torch"] == "9.0"
 
 
 def test_an_exact_pin_is_the_specs_own_choice_and_never_filtered(resolve) -> None:
@@ -254,6 +270,28 @@ def test_a_bad_day_names_the_file_line_and_key(line: str, said: str) -> None:
         parse_spec_text(SPEC + line + "\n", file="gpuenv.toml", kb=knowledge_base())
     assert "gpuenv.toml:11: pip.exclude-newer: " in str(caught.value)
     assert said in str(caught.value)
+
+
+def test_the_days_of_their_own_reach_uv_and_the_plan_says_so() -> None:
+    spec = _loaded(
+        'exclude-newer = "2023-02-15"\n'
+        '[pip.exclude-newer-package]\nSympy = "2023-12-14"\ntyping_extensions = "2023-12-14"\n'
+    )
+    assert spec.pip.exclude_newer_packages == {
+        "sympy": "2023-12-14",
+        "typing-extensions": "2023-12-14",
+    }
+    plan = make_plan(spec, knowledge_base()).target("h100")
+    request = _job(spec, plan, None, LockOptions()).pip_request(BuildNeeds())
+    assert request.exclude_newer_packages == (
+        ("sympy", "2023-12-15T00:00:00Z"),
+        ("typing-extensions", "2023-12-15T00:00:00Z"),
+    )
+    assert plan.reasons[-1] == (
+        "sympy, typing-extensions as of 2023-12-14 ([pip] exclude-newer-package)"
+    )
+    with pytest.raises(SpecError, match=r"pip\.exclude-newer-package\.sympy"):
+        _loaded('[pip.exclude-newer-package]\nsympy = "soon"\n')
 
 
 def test_locks_of_specs_without_the_key_stay_fresh() -> None:

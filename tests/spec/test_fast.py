@@ -57,6 +57,7 @@ index-url = "https://index.invalid/simple"
 extra-index-urls = ["file:///srv/wheels"]
 torch-index = "https://torch.invalid/whl"
 exclude-newer = "2024-05-01"
+exclude-newer-package = { sympy = "2024-06-01" }
 groups = { dev = ["pytest"], "notebooks.x" = [] }
 
 [pip.build.flash-attn]

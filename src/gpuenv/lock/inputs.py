@@ -83,8 +83,11 @@ def _pip_inputs(spec: Spec) -> dict[str, object]:
     out: dict[str, object] = {
         k: list(v) if isinstance(v, tuple) else v
         for k, v in spec.pip.__dict__.items()
-        if k not in ("build", "groups") and (k != "exclude_newer" or v is not None)
+        if k not in ("build", "groups", "exclude_newer_packages")
+        and (k != "exclude_newer" or v is not None)
     }
+    if spec.pip.exclude_newer_packages:
+        out["exclude_newer_packages"] = dict(spec.pip.exclude_newer_packages)
     if spec.pip.build:
         out["build"] = {name: o.__dict__ for name, o in sorted(spec.pip.build.items())}
     return out

@@ -82,6 +82,10 @@ class _TargetJob:
             exclude_newer=exclude_newer_cutoff(spec.pip.exclude_newer)
             if spec.pip.exclude_newer
             else None,
+            exclude_newer_packages=tuple(
+                (name, exclude_newer_cutoff(day))
+                for name, day in spec.pip.exclude_newer_packages.items()
+            ),
         )
 
 

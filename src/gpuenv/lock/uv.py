@@ -392,8 +392,13 @@ class UvResolver:
             argv += ["--cache-dir", _private_dir(request.cache_dir / "uv")]
         for name in request.no_binary:  # builds: their sdist, even where wheels exist
             argv += ["--no-binary", name]
-        if request.exclude_newer is not None:
-            argv += exclude_newer_argv(request.exclude_newer, request.requirements, run.family)
+        if request.exclude_newer is not None or request.exclude_newer_packages:
+            argv += exclude_newer_argv(
+                request.exclude_newer,
+                request.requirements,
+                run.family,
+                dict(request.exclude_newer_packages),
+            )
         if request.dependency_metadata:
             argv += ["--config-file", _write_dependency_metadata(run)]
         if run.default is not None:
@@ -684,13 +689,17 @@ def project_lines(requirements: Iterable[str]) -> list[str]:
 
 
 def exclude_newer_argv(
-    cutoff: str, requirements: Iterable[str], family: Iterable[str]
+    cutoff: str | None,
+    requirements: Iterable[str],
+    family: Iterable[str],
+    own: Mapping[str, str] | None = None,
 ) -> list[str | os.PathLike[str]]:
     """uv's arguments for ``[pip] exclude-newer``: releases uploaded from ``cutoff`` on
-    are hidden, but not the torch family's (the plan chose its release, which the GPU
-    may need newer, and a torch index may give no upload times) nor a package pinned
-    exactly (``name==1.2``: the spec's own choice, often one the import moved to the
-    nearest release with a wheel)."""
+    are hidden (``own``: packages with an instant of their own, ``exclude-newer-package``),
+    but not the torch family's (the plan chose its release, which the GPU may need newer,
+    and a torch index may give no upload times) nor a package pinned exactly
+    (``name==1.2``: the spec's own choice, often one the import moved to the nearest
+    release with a wheel)."""
     exempt = {normalize_name(name) for name in family}
     for text in requirements:
         try:
@@ -703,9 +712,10 @@ def exclude_newer_argv(
             or (specs[0].operator == "==" and "*" not in specs[0].version)
         ):
             exempt.add(normalize_name(requirement.name))
-    argv: list[str | os.PathLike[str]] = ["--exclude-newer", cutoff]
-    for name in sorted(exempt):
-        argv += ["--exclude-newer-package", f"{name}=false"]
+    days = {**(own or {}), **dict.fromkeys(exempt, "false")}  # an exemption wins
+    argv: list[str | os.PathLike[str]] = ["--exclude-newer", cutoff] if cutoff else []
+    for name, day in sorted(days.items()):
+        argv += ["--exclude-newer-package", f"{name}={day}"]
     return argv
 
 

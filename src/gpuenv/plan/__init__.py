@@ -98,6 +98,7 @@ def constraints(spec: Spec, target: str | None = None) -> Constraints:
         torch_key=f"targets.{target}.torch" if own is not None else "stack.torch",
         pypi_build=target is not None and spec.targets[target].build == "pypi",
         exclude_newer=spec.pip.exclude_newer,
+        exclude_newer_packages=tuple(spec.pip.exclude_newer_packages.items()),
     )
 
 

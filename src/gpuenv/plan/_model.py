@@ -64,6 +64,7 @@ class Constraints:
     torch_key: str = "stack.torch"  # the spec key torch came from (a target's own wins)
     pypi_build: bool = False  # a CPU target's build = "pypi": PyPI's default build
     exclude_newer: str | None = None  # [pip] exclude-newer: pip packages as of this day
+    exclude_newer_packages: tuple[tuple[str, str], ...] = ()  # ... and these as of their own
 
 
 @dataclass(frozen=True)

@@ -255,6 +255,11 @@ def reasons(choice: Choice, c: Constraints, kb: KnowledgeBase, notes: Notes) -> 
             f"pip packages as of {c.exclude_newer} ([pip] exclude-newer): releases uploaded "
             "later are ignored, except the torch family's, chosen above, and exact pins"
         )
+    days: dict[str, list[str]] = {}
+    for name, day in c.exclude_newer_packages:
+        days.setdefault(day, []).append(name)
+    for day, names in sorted(days.items()):
+        out.append(f"{', '.join(names)} as of {day} ([pip] exclude-newer-package)")
     return out
 
 

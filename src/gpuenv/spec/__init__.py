@@ -207,6 +207,8 @@ class Pip:
     torch_index: str | None = None
     # Resolve as of this day or instant (uv's --exclude-newer); the torch family is exempt.
     exclude_newer: str | None = None
+    # A day of its own for some packages (normalised name -> day): uv's --exclude-newer-package.
+    exclude_newer_packages: Mapping[str, str] = field(default_factory=dict)
     build: Mapping[str, BuildOptions] = field(default_factory=dict)  # by normalised name
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # [pip.groups]
 
@@ -291,6 +293,10 @@ class Spec:
                 extra_index_urls=tuple(pip["extra-index-urls"]),
                 torch_index=pip["torch-index"],
                 exclude_newer=pip.get("exclude-newer"),
+                exclude_newer_packages={
+                    normalize_name(name): day
+                    for name, day in sorted((pip.get("exclude-newer-package") or {}).items())
+                },
                 build={
                     normalize_name(name): BuildOptions.from_normalised(options)
                     for name, options in sorted((pip.get("build") or {}).items())

@@ -23,7 +23,8 @@ from gpuenv._fs import atomic_write_text
 from gpuenv._redact import redact
 from gpuenv._tomlpos import Path as KeyPath
 
-FORMAT = 3  # 2: same-torch, per-target torch, platform optional; 3: [pip] exclude-newer
+# 2: same-torch, per-target torch, platform optional; 3: [pip] exclude-newer; 4: its -package
+FORMAT = 4
 
 
 def key(text: str, *, with_knowledge: bool) -> str:

@@ -213,6 +213,7 @@ _PIP = _Model(
     ("extra-index-urls", _list(_text(v.url)), list),
     ("torch-index", _text(v.url), None),
     ("exclude-newer", _text(v.exclude_newer), None),
+    ("exclude-newer-package", _mapping(_name, _text(v.exclude_newer)), dict),
     ("build", _mapping(_name, _BUILD), dict),
     ("groups", _mapping(_name, _list(_requirement)), dict),
 )

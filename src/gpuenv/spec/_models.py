@@ -238,6 +238,12 @@ class Pip(_Model):
         "family's, which the plan chooses, and exact pins. gpuenv import writes the day its "
         "files date from.",
     )
+    exclude_newer_package: dict[Name, ExcludeNewer] = Field(
+        default_factory=dict,
+        alias="exclude-newer-package",
+        description='A day of its own for some packages, by name: { sympy = "2023-12-14" } '
+        "(what a torch newer than the files requires: gpuenv import writes them).",
+    )
     build: dict[Name, Build] = Field(
         default_factory=dict,
         description="Packages built from source, by name: "
