@@ -110,6 +110,8 @@ class CheckRequest:
     timeout: float = TIMEOUT
     # [pip] exclude-newer as written, as uv's cutoff instant ("2023-04-15T00:00:00Z")
     exclude_newer: str | None = None
+    # [pip] exclude-newer-package as written: (name, cutoff instant)
+    exclude_newer_packages: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -264,11 +266,12 @@ def _argv(
     ]
     for name in inputs.no_binary:
         argv += ["--no-binary", name]
-    if request.exclude_newer is not None:  # as the lock runs it
+    if request.exclude_newer is not None or request.exclude_newer_packages:  # as the lock runs it
         from gpuenv.lock.uv import exclude_newer_argv
 
         family = (normalize_name(name) for name in TORCH_FAMILY)
-        argv += exclude_newer_argv(request.exclude_newer, request.requirements, family)
+        own = dict(request.exclude_newer_packages)
+        argv += exclude_newer_argv(request.exclude_newer, request.requirements, family, own)
     if inputs.constraints:
         constraints = folder / "torch-family.txt"
         constraints.write_text("".join(f"{c}\n" for c in inputs.constraints), encoding="utf-8")
@@ -776,6 +779,10 @@ def check_reproduction(
         exclude_newer=exclude_newer_cutoff(decision.as_of.day.isoformat())
         if decision.as_of is not None
         else None,
+        exclude_newer_packages=tuple(
+            (name, exclude_newer_cutoff(day.isoformat()))
+            for name, day in decision.as_of_packages.items()
+        ),
     )
     if failure is not None:
         return not_checked(f"the index could not be read: {failure}", request)
@@ -819,7 +826,97 @@ def settle(
     result, check = _undo_wheel_moves(request, result, check, index, cache_dir)
     result, check = _within_torch_bound(request, result, check, index, cache_dir)
     result, check = _undated(request, result, check, index, cache_dir)
+    result, check = _split_day(request, result, check, index, cache_dir)
     return _pulled_back(result, check), check
+
+
+def _split_day(
+    request: ImportRequest,
+    result: Reproduction,
+    check: ResolveCheck,
+    index: str,
+    cache_dir: Path | None,
+) -> tuple[Reproduction, ResolveCheck]:
+    """Where the target's torch moved the day past the files' own (ControlNet, early
+    2023, on an H100: torch 2.1.2 of December 2023, whose day brought pydantic 2, gradio
+    4 and openai 1), the files' day for everything but what that torch requires, which
+    takes torch's day ([pip] exclude-newer-package): read from uv's resolution of the
+    torch family alone on this index, where the plan's torch is this index's own build.
+    The import runs once more so; its answer is taken where it resolves and builds
+    nothing more from source than the first. A package it would build from an older
+    source archive (ControlNet's python-multipart and validators as of January 2023)
+    takes torch's day too, and the import runs again, at most ``_SPLIT_TRIES`` times."""
+    as_of = result.decision.as_of
+    if not check.resolves or as_of is None or as_of.files is None or request.split is not None:
+        return result, check
+    requires = torch_requires(result, index, cache_dir)
+    if not requires:
+        return result, check
+    from dataclasses import replace
+
+    from gpuenv.importers import reproduce
+
+    for _ in range(_SPLIT_TRIES):
+        try:
+            again = reproduce(replace(request, split=requires))
+        except GpuenvError:
+            return result, check
+        second = check_reproduction(again, index, None, cache_dir)
+        more = set(second.built) - set(check.built)
+        if not second.resolves:
+            break
+        if not more:
+            return again, second
+        requires = tuple(sorted({*requires, *(normalize_name(n) for n in more)}))
+    return result, check
+
+
+_SPLIT_TRIES = 3
+
+
+def torch_requires(
+    reproduction: Reproduction, index: str, cache_dir: Path | None
+) -> tuple[str, ...] | None:
+    """What the plan's torch family requires, all the way down (sympy, mpmath, the
+    nvidia-* wheels...), as uv resolves the family alone for the target on ``index``;
+    None where the plan's torch is not this index's own build (another build's
+    dependencies need not be these), or uv cannot say."""
+    from gpuenv.lock.model import PipRequest
+    from gpuenv.lock.uv import find_uv, target_platform
+
+    plan = reproduction.decision.plan
+    if not plan.pypi_default:
+        return None
+    family = [f"torch=={Version(plan.torch).public}"]
+    family += [f"torchvision=={plan.torchvision}"] if plan.torchvision else []
+    family += [f"torchaudio=={plan.torchaudio}"] if plan.torchaudio else []
+    try:
+        platform = target_platform(
+            PipRequest((), plan.python, plan.hardware.platform, plan.hardware.glibc)
+        )
+        found = Index.parse(DEFAULT_INDEX_NAME, index)
+        env = uv_environment(os.environ, (found,), UV_PYTHON_DOWNLOADS="never")
+        with tempfile.TemporaryDirectory(prefix="gpuenv-import-check-") as tmp:
+            argv: list[str | os.PathLike[str]] = [find_uv(), "--no-config", "pip", "compile"]
+            argv += [_project(Path(tmp), tuple(family)), "--python-version", plan.python]
+            argv += ["--python-platform", platform, "--no-header", "--quiet"]
+            argv += ["--python", sys.executable, "--only-binary", ":all:"]
+            argv += ["--default-index", f"{found.name}={found.url}"]
+            if cache_dir is not None:
+                from gpuenv.lock.uv import _private_dir
+
+                argv += ["--cache-dir", _private_dir(cache_dir / "uv")]
+            code, text = _compile(argv, env, tmp, time.monotonic() + TIMEOUT, TIMEOUT)
+    except (GpuenvError, OSError):
+        return None
+    if code != 0:
+        return None
+    names = {
+        normalize_name(line.split("==", 1)[0].split("[", 1)[0].strip())
+        for line in text.splitlines()
+        if line[:1].isalnum() and "==" in line
+    }
+    return tuple(sorted(names - _FAMILY)) or None
 
 
 def _undated(

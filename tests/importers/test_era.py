@@ -842,3 +842,78 @@ def test_a_release_a_range_names_dates_the_files(
     assert [why.split(":")[0] for why in _as_of(imported)] == [
         "pip packages resolve as of 2023-06-13, when transformers 4.30.2 was published"
     ]
+
+
+def test_what_a_newer_torch_requires_takes_its_day_and_the_rest_the_files(
+    run_import: Callable[..., Imported],
+    dated_index: Seen,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ControlNet (early 2023) on an H100 was dated by torch 2.1.2 (December 2023), and its
+    lock brought pydantic 2, which its gradio 3.16 cannot take. What that torch requires
+    (uv's resolution of the family alone, stubbed here) takes torch's day; the rest keeps
+    the files' own."""
+    from gpuenv import import_check
+    from gpuenv.import_check import ResolveCheck
+
+    def check(reproduction, index, failure, cache_dir):  # the lock's resolution, stubbed
+        return ResolveCheck(True, "", index, "3.10", "x86_64-manylinux_2_28")
+
+    monkeypatch.setattr(import_check, "check_reproduction", check)
+    monkeypatch.setattr(
+        import_check, "torch_requires", lambda *args: ("sympy", "typing-extensions")
+    )
+    req = _paper(tmp_path, "torch==1.7.1\ntransformers==4.0.0\nnumpy==1.19.2\n")
+    imported = run_import(req, target="h100")
+    assert imported.result.code == 0, imported.result.err
+    torch = imported.torch().split("+")[0]
+    day = load_foreign_knowledge(None).torch_published(Version(torch))
+    assert day is not None
+    assert _as_of(imported) == [
+        "pip packages resolve as of 2020-12-10, when torch 1.7.1 was published; what torch "
+        f"{torch}, the target's, requires (sympy, typing-extensions) as of its own day, "
+        f"{day.isoformat()}: what the files leave unpinned, and what their packages depend "
+        "on, comes as it was then, not as today ([pip] exclude-newer and "
+        "exclude-newer-package; remove them for today's releases)"
+    ]
+    text = imported.spec.read_text()
+    assert 'exclude-newer = "2020-12-10"' in text
+    spec = parse_spec_text(text, file="gpuenv.toml").spec
+    assert spec.pip.exclude_newer_packages == {
+        "sympy": day.isoformat(),
+        "typing-extensions": day.isoformat(),
+    }
+    assert imported.report["exclude_newer_package"] == spec.pip.exclude_newer_packages
+
+
+def test_a_package_the_files_day_would_build_from_source_takes_torchs_day_too(
+    run_import: Callable[..., Imported],
+    dated_index: Seen,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """ControlNet on an H100: as of its January 2023, python-multipart and validators
+    had source archives only, which the torch day's resolution took as wheels. They take
+    torch's day too, rather than a build more at install."""
+    from gpuenv import import_check
+    from gpuenv.import_check import ResolveCheck
+
+    seen: list[tuple[str, ...]] = []
+
+    def check(reproduction, index, failure, cache_dir):  # the lock's resolution, stubbed
+        own = tuple(sorted(reproduction.decision.as_of_packages))
+        seen.append(own)
+        files_day = bool(own) and "python-multipart" not in own
+        built = ("python-multipart",) if files_day else ()
+        return ResolveCheck(True, "", index, "3.10", "x86_64-manylinux_2_28", built=built)
+
+    monkeypatch.setattr(import_check, "check_reproduction", check)
+    monkeypatch.setattr(import_check, "torch_requires", lambda *args: ("sympy",))
+    req = _paper(tmp_path, "torch==1.7.1\ntransformers==4.0.0\n")
+    imported = run_import(req, target="h100")
+    assert imported.result.code == 0, imported.result.err
+    assert seen == [(), ("sympy",), ("python-multipart", "sympy")]
+    spec = parse_spec_text(imported.spec.read_text(), file="gpuenv.toml").spec
+    assert sorted(spec.pip.exclude_newer_packages) == ["python-multipart", "sympy"]
+    assert spec.pip.exclude_newer == "2020-12-10"

@@ -30,6 +30,7 @@ from gpuenv.plan import make_plan
 from gpuenv.spec import Spec, _models, parse_spec_text
 from gpuenv.spec._values import exclude_newer, exclude_newer_cutoff
 from tests.fixtures.pkgindex.index import Serve, serve, write_index
+from tests.fixtures.pkgindex.plugin import PkgIndex
 from tests.fixtures.pkgindex.wheels import WheelSpec
 
 # (wheel, upload time or None)
@@ -314,3 +315,31 @@ def test_a_spec_normalised_before_the_key_existed_still_reads() -> None:
     normalised = _models.validate(_toml.loads(SPEC), file="gpuenv.toml", lines={})
     del normalised["pip"]["exclude-newer"]
     assert Spec.from_normalised(normalised).pip.exclude_newer is None
+
+
+def _reproduction(**plan: object) -> object:
+    from types import SimpleNamespace
+
+    hardware = SimpleNamespace(platform="linux-64", glibc="2.28")
+    fields = {"torch": "2.4.1", "torchvision": None, "torchaudio": None, "python": "3.11"}
+    fields |= {"hardware": hardware, "pypi_default": True, **plan}
+    return SimpleNamespace(decision=SimpleNamespace(plan=SimpleNamespace(**fields)))
+
+
+def test_what_torch_requires_is_read_from_uvs_resolution_of_the_family_alone(
+    pkgindex: PkgIndex, tmp_path: Path
+) -> None:
+    """gpuenv import gives these torch's own day ([pip] exclude-newer-package)."""
+    from gpuenv.import_check import torch_requires
+
+    found = torch_requires(_reproduction(), pkgindex.default_index, tmp_path)  # type: ignore[arg-type]
+    assert found is not None
+    assert "nvidia-cuda-runtime-cu12" in found and "torch" not in found
+    assert list(found) == sorted(found)
+    # another build than this index's (the PyTorch index's cu118): its requirements are not
+    # these, so none are said
+    other = _reproduction(pypi_default=False)
+    assert torch_requires(other, pkgindex.default_index, tmp_path) is None  # type: ignore[arg-type]
+    # a torch the index does not have: uv cannot say
+    missing = _reproduction(torch="9.9.9")
+    assert torch_requires(missing, pkgindex.default_index, tmp_path) is None  # type: ignore[arg-type]

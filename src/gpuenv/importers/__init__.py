@@ -25,6 +25,7 @@ from gpuenv.importers._context import Context
 from gpuenv.importers._text import fail
 from gpuenv.importers.decide import Decision, TargetRequest, decide
 from gpuenv.importers.discover import NOT_LISTED, SUBFOLDER, discover
+from gpuenv.importers.era import Dating
 from gpuenv.importers.formats import READERS, detect
 from gpuenv.importers.merge import Merged, merge
 from gpuenv.importers.model import ASKED_AS_MODULE, NAME, Ask, Note, Reading
@@ -71,6 +72,9 @@ class ImportRequest:
     # The written dependencies do not resolve as of the files' day (gpuenv.import_check:
     # uv's reason): no [pip] exclude-newer is written, and the report says why.
     undated: str | None = None
+    # What the target's torch requires (gpuenv.import_check: uv's resolution of the family
+    # alone): those take torch's day, the rest the files' own ([pip] exclude-newer-package).
+    split: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -638,7 +642,7 @@ def reproduce(request: ImportRequest) -> Reproduction:
             request.wheels,
             dict(request.kept_as_builds),
             request.torch_bound,
-            request.undated,
+            Dating(request.undated, request.split),
         )
     except NoCompatiblePlan as refusal:
         raise NoCompatiblePlan(
@@ -660,6 +664,9 @@ def reproduce(request: ImportRequest) -> Reproduction:
         disagreements=tuple(d.to_json() for d in merged.disagreements),
         plan_reasons=decision.plan.reasons,
         exclude_newer=decision.as_of.day.isoformat() if decision.as_of else None,
+        exclude_newer_package=tuple(
+            (name, day.isoformat()) for name, day in sorted(decision.as_of_packages.items())
+        ),
     )
     text = write.spec_text(decision, report)
     return Reproduction(tuple(readings), merged, decision, report, text)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import date
 from fnmatch import fnmatchcase
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -159,6 +160,8 @@ class Decision:
     kept_as_builds: dict[str, str] = field(default_factory=dict)
     # [pip] exclude-newer: the day the written dependencies resolve as of (era.as_of)
     as_of: eras.AsOf | None = None
+    # [pip] exclude-newer-package: what the target's torch requires, as of torch's day
+    as_of_packages: dict[str, date] = field(default_factory=dict)
 
     def add(self, entry: Entry) -> None:
         self.entries.append(entry)
@@ -2140,14 +2143,14 @@ def decide(
     wheels: wheel_index.WheelIndex | None = None,
     kept_as_builds: Mapping[str, str] | None = None,
     bound: TorchBound | None = None,
-    undated: str | None = None,
+    dating: eras.Dating | None = None,
 ) -> Decision:
     """The reproduction for ``planning``'s target: ``NoCompatiblePlan`` when nothing fits.
     With ``wheels``, the Python is the nearest on which the pins have wheels there;
     ``kept_as_builds`` names pins (with why) built from source rather than moved;
     ``bound``, a torch range a requirement needs (the resolve check found it): torch is
-    chosen within it, not dated by the pins; ``undated``, why the written dependencies are
-    not resolved as of the files' day (they do not resolve then: the resolve check)."""
+    chosen within it, not dated by the pins; ``dating``, what the resolve check said of
+    the files' day (``era.Dating``)."""
     torch = merged.packages.get("torch")
     # A torch without a version, or none at all (the README installs it): the pins'
     # newest day dates them (pins_day asks the index only when there are pins).
@@ -2195,9 +2198,38 @@ def decide(
     _notes(d, merged)
     _facts(d, merged, fk)
     _wheel_check_entry(d, len(_checked(merged, fk, plan)) if wheels is not None else 0)
-    _as_of(d, merged, fk, undated)
+    dating = dating or eras.Dating()
+    _as_of(d, merged, fk, dating.undated)
+    if dating.split is not None:
+        _split_day(d, dating.split)
     _no_credentials(d)
     return d
+
+
+def _split_day(d: Decision, requires: tuple[str, ...]) -> None:
+    """The files' day for the written dependencies, torch's own day for what the target's
+    torch requires (``requires``: gpuenv.import_check read it from uv): a torch newer than
+    the files no longer brings every release of the months between."""
+    if d.as_of is None or d.as_of.files is None or not requires:
+        return
+    torch, files = d.as_of, d.as_of.files
+    d.as_of, d.as_of_packages = files, dict.fromkeys(requires, torch.day)
+    entry = next(e for e in d.entries if e.kind == ASSUMPTION and e.why.startswith(_AS_OF))
+    shown = ", ".join(requires[:4]) + (
+        f" and {len(requires) - 4} more" if len(requires) > 4 else ""
+    )
+    d.entries[d.entries.index(entry)] = Entry(
+        ASSUMPTION,
+        None,
+        f"{_AS_OF}{files.says()}; what torch {torch.version}, the target's, requires "
+        f"({shown}) as of its own day, {torch.day.isoformat()}: what the files leave "
+        "unpinned, and what their packages depend on, comes as it was then, not as today "
+        "([pip] exclude-newer and exclude-newer-package; remove them for today's releases)",
+        risk=LOW,
+    )
+
+
+_AS_OF = "pip packages resolve as of "
 
 
 def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, undated: str | None) -> None:

@@ -219,6 +219,17 @@ def ngc_era(release: str, fk: ForeignKnowledge) -> tuple[Version, str] | None:
 
 
 @dataclass(frozen=True)
+class Dating:
+    """What the resolve check fed back about the day (gpuenv.import_check): ``undated``,
+    why the written dependencies are not resolved as of the files' day (they do not
+    resolve then); ``split``, what the target's torch requires, which then takes torch's
+    own day while the rest keeps the files'."""
+
+    undated: str | None = None
+    split: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
 class AsOf:
     """The day the written pip dependencies resolve as of (``[pip] exclude-newer``): the
     newest of the days each written version range first had a release on the index (an

@@ -80,6 +80,7 @@ class Report:
     disagreements: tuple[dict[str, Any], ...]
     plan_reasons: tuple[str, ...]
     exclude_newer: str | None = None  # [pip] exclude-newer as written: the files' day
+    exclude_newer_package: tuple[tuple[str, str], ...] = ()  # and exclude-newer-package
 
     def of(self, kind: str) -> list[Entry]:
         found = [e for e in self.entries if e.kind == kind]
@@ -98,6 +99,7 @@ class Report:
         body["disagreements"] = list(self.disagreements)
         body["plan_reasons"] = list(self.plan_reasons)
         body["exclude_newer"] = self.exclude_newer
+        body["exclude_newer_package"] = dict(self.exclude_newer_package)
         return body
 
 

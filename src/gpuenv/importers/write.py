@@ -93,6 +93,12 @@ def _pip(decision: Decision) -> Table:
             decision.as_of.day.isoformat(),
             f"resolve as of {decision.as_of.says()}",
         )
+    if decision.as_of_packages:
+        own = tomlkit.table()
+        own.add(tomlkit.comment("what the target's torch requires, as of that torch's day"))
+        for name, day in sorted(decision.as_of_packages.items()):
+            own.add(name, day.isoformat())
+        table.add("exclude-newer-package", own)
     if decision.builds:
         builds = tomlkit.table(is_super_table=True)
         for build in decision.builds:
