@@ -878,9 +878,12 @@ def torch_requires(
     reproduction: Reproduction, index: str, cache_dir: Path | None
 ) -> tuple[str, ...] | None:
     """What the plan's torch family requires, all the way down (sympy, mpmath, the
-    nvidia-* wheels...), as uv resolves the family alone for the target on ``index``;
-    None where the plan's torch is not this index's own build (another build's
-    dependencies need not be these), or uv cannot say."""
+    nvidia-* wheels...), as uv resolves the family alone for the target on ``index``,
+    and numpy, which torch's wheels do not require but were built against: a numpy of
+    the files' day beside a torch years newer (stylegan2-ada: 1.19.5 beside 2.1.2) is
+    older than the one its numpy interop was compiled for. None where the plan's torch
+    is not this index's own build (another build's dependencies need not be these), or
+    uv cannot say."""
     from gpuenv.lock.model import PipRequest
     from gpuenv.lock.uv import find_uv, target_platform
 
@@ -916,7 +919,7 @@ def torch_requires(
         for line in text.splitlines()
         if line[:1].isalnum() and "==" in line
     }
-    return tuple(sorted(names - _FAMILY)) or None
+    return tuple(sorted((names | {"numpy"}) - _FAMILY))
 
 
 def _undated(

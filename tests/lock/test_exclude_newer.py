@@ -251,7 +251,8 @@ def test_the_spec_key_reaches_uv_and_the_plan_says_so(fast: bool) -> None:
 def test_without_the_key_nothing_is_filtered() -> None:
     spec = _loaded()
     plan = make_plan(spec, knowledge_base()).target("h100")
-    assert _job(spec, plan, None, LockOptions()).pip_request(BuildNeeds()).exclude_newer is None
+    request = _job(spec, plan, None, LockOptions()).pip_request(BuildNeeds())
+    assert (request.exclude_newer, request.exclude_newer_packages) == (None, ())
     assert not any("exclude-newer" in reason for reason in plan.reasons)
 
 
@@ -287,6 +288,9 @@ def test_the_days_of_their_own_reach_uv_and_the_plan_says_so() -> None:
     assert request.exclude_newer_packages == (
         ("sympy", "2023-12-15T00:00:00Z"),
         ("typing-extensions", "2023-12-15T00:00:00Z"),
+        # NVIDIA's nvcc wheel of the plan's CUDA is the plan's choice, as the torch family
+        # (stylegan2-ada-pytorch, dated 2021, had no nvidia-cuda-nvcc-cu12==12.1.* then)
+        ("nvidia-cuda-nvcc-cu12", "false"),
     )
     assert plan.reasons[-1] == (
         "sympy, typing-extensions as of 2023-12-14 ([pip] exclude-newer-package)"
@@ -335,6 +339,7 @@ def test_what_torch_requires_is_read_from_uvs_resolution_of_the_family_alone(
     found = torch_requires(_reproduction(), pkgindex.default_index, tmp_path)  # type: ignore[arg-type]
     assert found is not None
     assert "nvidia-cuda-runtime-cu12" in found and "torch" not in found
+    assert "numpy" in found  # not required by torch's wheels, but built against
     assert list(found) == sorted(found)
     # another build than this index's (the PyTorch index's cu118): its requirements are not
     # these, so none are said

@@ -85,7 +85,8 @@ class _TargetJob:
             exclude_newer_packages=tuple(
                 (name, exclude_newer_cutoff(day))
                 for name, day in spec.pip.exclude_newer_packages.items()
-            ),
+            )
+            + _toolkit_exempt(spec, plan),
         )
 
 
@@ -147,6 +148,19 @@ def _pip_requirements(
     wanted = extras.requirements(spec, plan.target)
     extra = [r for r in (need.requirements if need else ()) if r not in wanted]
     return (*family, *wanted, *toolkit, *extra)
+
+
+def _toolkit_exempt(spec: Spec, plan: TargetPlan) -> tuple[tuple[str, str], ...]:
+    """Under [pip] exclude-newer, NVIDIA's nvcc wheel of the plan's CUDA is the plan's
+    choice as the torch family is: exempt (stylegan2-ada, dated 2021, had no
+    nvidia-cuda-nvcc-cu12==12.1.* by then, and its lock failed)."""
+    if not (spec.pip.exclude_newer or spec.pip.exclude_newer_packages) or not plan.cuda:
+        return ()
+    from gpuenv.knowledge import knowledge_base
+    from gpuenv.versions import CudaVersion
+
+    wheel = knowledge_base().nvcc_wheel(CudaVersion.parse(plan.cuda))
+    return ((wheel, "false"),) if wheel else ()
 
 
 def _nvcc_wheel(spec: Spec, plan: TargetPlan) -> str:
