@@ -6,6 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from tests.importers.conftest import Imported
 
 # graphdeco-inria/gaussian-splatting's environment.yml (177653f4), and the line of
@@ -142,3 +144,36 @@ def test_a_dockerfile_path_is_the_image_s_and_stays_the_project(
         and a["entry"] == "RUN pip install -e /workspace"
         for a in imported.report["assumptions"]
     )
+
+
+@pytest.mark.parametrize(
+    ("folder", "said"),
+    [
+        # microsoft/Swin-Transformer: the only setup.py is its fused-window kernel's
+        ("kernels/window_process", " in kernels/window_process"),
+        ("", ""),
+    ],
+)
+def test_a_project_that_compiles_against_torch_says_where_the_spec_must_be(
+    run_import: Callable[..., Imported], tmp_path: Path, folder: str, said: str
+) -> None:
+    """Swin-Transformer read "installs it editable (gpuenv.toml beside it: [project]
+    path)", and the written spec named no path: it said where the spec is to be, as
+    though it were."""
+    repo = tmp_path / "swin"
+    kernel = repo / folder if folder else repo
+    kernel.mkdir(parents=True, exist_ok=True)
+    (repo / "requirements.txt").write_text("torch==2.1.2\ntimm==0.4.12\n")
+    (kernel / "setup.py").write_text(
+        "from setuptools import setup\n"
+        "from torch.utils.cpp_extension import BuildExtension, CUDAExtension\n"
+        "setup(name='swin_window_process', ext_modules=[CUDAExtension('swin_window_process', "
+        "['swin_window_process.cpp'])], cmdclass={'build_ext': BuildExtension})\n"
+    )
+    imported = run_import(repo, target="h100")
+    assert imported.result.code == 0, imported.result.out
+    why = imported.entries("needs_build")["swin_window_process"]["why"]
+    assert why.endswith(
+        "`gpuenv install` builds it for each target's GPUs and installs it editable from a "
+        f"gpuenv.toml beside its setup.py{said}, or one whose [project] path names that folder"
+    ), why

@@ -1781,10 +1781,15 @@ def _extension(d: Decision, merged: Merged) -> None:
         )
         return
     kind = "CUDA" if cuda else "C++"
+    # Where gpuenv finds the project: beside the spec, or at its [project] path. Swin-
+    # Transformer's kernels/window_process/setup.py read as if the written spec said so
+    # ("(gpuenv.toml beside it: [project] path)"), and it names no path.
+    folder, _, name = fact.origin.file.replace("\\", "/").rpartition("/")
+    where = f" in {folder}" if folder else ""
     why = (
         f"the project compiles {kind} code against torch ({fact.origin.text}): `gpuenv install` "
-        "builds it for each target's GPUs and installs it editable (gpuenv.toml beside it: "
-        "[project] path)"
+        f"builds it for each target's GPUs and installs it editable from a gpuenv.toml beside "
+        f"its {name}{where}, or one whose [project] path names that folder"
     )
     risk = HIGH if cpu and cuda else MEDIUM
     d.add(
