@@ -40,6 +40,7 @@ from gpuenv.importers import wheels as wheel_index
 from gpuenv.importers.model import Origin
 from gpuenv.knowledge.foreign import ForeignKnowledge
 from gpuenv.names import TRIO, normalize_name
+from gpuenv.spec._values import pinned_exactly
 
 if TYPE_CHECKING:  # merge reads images, which reads this module
     from gpuenv.importers.merge import Merged
@@ -306,10 +307,10 @@ def _ranged(merged: Merged, requirements: list[str]) -> list[Requirement]:
             requirement = Requirement(text)
         except InvalidRequirement:
             continue
-        specs = list(requirement.specifier)
-        exact = len(specs) == 1 and specs[0].operator in ("==", "===") and "*" not in str(specs[0])
         asked = merged.packages.get(normalize_name(requirement.name))
-        if asked is None or not asked.specifier or exact or not specs:
+        if asked is None or not asked.specifier or not requirement.specifier:
+            continue
+        if pinned_exactly(requirement):  # the lock exempts it: it dates nothing
             continue
         if requirement.url is None and requirement.name not in TRIO:
             ranged.append(requirement)

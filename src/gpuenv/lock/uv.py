@@ -700,17 +700,15 @@ def exclude_newer_argv(
     and a torch index may give no upload times) nor a package pinned exactly
     (``name==1.2``: the spec's own choice, often one the import moved to the nearest
     release with a wheel)."""
+    from gpuenv.spec._values import pinned_exactly
+
     exempt = {normalize_name(name) for name in family}
     for text in requirements:
         try:
             requirement = Requirement(text)
         except InvalidRequirement:
             continue
-        specs = list(requirement.specifier)
-        if len(specs) == 1 and (
-            specs[0].operator == "==="
-            or (specs[0].operator == "==" and "*" not in specs[0].version)
-        ):
+        if pinned_exactly(requirement):
             exempt.add(normalize_name(requirement.name))
     days = {**(own or {}), **dict.fromkeys(exempt, "false")}  # an exemption wins
     argv: list[str | os.PathLike[str]] = ["--exclude-newer", cutoff] if cutoff else []

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
@@ -14,6 +14,9 @@ from gpuenv._network import is_fetchable_url
 from gpuenv.names import ENV_NAME, MANAGED_ENV
 from gpuenv.spec import parse_version_spec
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion, VersionFormatError
+
+if TYPE_CHECKING:  # the caller parsed it: the spec's own reading needs no requirement parser
+    from packaging.requirements import Requirement
 
 
 def show(value: Any) -> str:
@@ -146,6 +149,16 @@ def exclude_newer(text: str) -> str:
     if not "2000" <= exclude_newer_cutoff(text)[:4] <= "2999":
         raise ValueError(f"{show(text)}: the day must fall in the years 2000 to 2999")
     return text
+
+
+def pinned_exactly(requirement: Requirement) -> bool:
+    """Whether ``requirement`` names one release (``==1.2``, ``===1.2``; not ``==1.*``):
+    [pip] exclude-newer leaves such a pin alone, as the spec's own choice (the lock
+    exempts it; the import does not date by it)."""
+    specs = list(requirement.specifier)
+    return len(specs) == 1 and (
+        specs[0].operator == "===" or (specs[0].operator == "==" and "*" not in specs[0].version)
+    )
 
 
 def exclude_newer_cutoff(text: str) -> str:
