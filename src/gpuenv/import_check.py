@@ -830,6 +830,22 @@ def settle(
     return _pulled_back(result, check), check
 
 
+def _again(
+    request: ImportRequest, index: str, cache_dir: Path | None, **changes: Any
+) -> tuple[Reproduction, ResolveCheck] | None:
+    """The import once more with ``changes`` to its request, and its check; None where
+    the import itself refuses (no torch in a range fits the target)."""
+    from dataclasses import replace
+
+    from gpuenv.importers import reproduce
+
+    try:
+        again = reproduce(replace(request, **changes))
+    except GpuenvError:
+        return None
+    return again, check_reproduction(again, index, None, cache_dir)
+
+
 def _split_day(
     request: ImportRequest,
     result: Reproduction,
@@ -852,16 +868,11 @@ def _split_day(
     requires = torch_requires(result, index, cache_dir)
     if not requires:
         return result, check
-    from dataclasses import replace
-
-    from gpuenv.importers import reproduce
-
     for _ in range(_SPLIT_TRIES):
-        try:
-            again = reproduce(replace(request, split=requires))
-        except GpuenvError:
+        answer = _again(request, index, cache_dir, split=requires)
+        if answer is None:
             return result, check
-        second = check_reproduction(again, index, None, cache_dir)
+        again, second = answer
         more = set(second.built) - set(check.built)
         if not second.resolves:
             break
@@ -935,17 +946,9 @@ def _undated(
     taken where it resolves, the report saying why nothing is dated."""
     if check.resolves is not False or result.decision.as_of is None:
         return result, check
-    from dataclasses import replace
-
-    from gpuenv.importers import reproduce
-
     why = check.reason.rstrip(".") or "uv gives no reason"
-    try:
-        again = reproduce(replace(request, undated=why))
-    except GpuenvError:
-        return result, check
-    second = check_reproduction(again, index, None, cache_dir)
-    return (again, second) if second.resolves else (result, check)
+    answer = _again(request, index, cache_dir, undated=why)
+    return answer if answer is not None and answer[1].resolves else (result, check)
 
 
 def _pulled_back(result: Reproduction, check: ResolveCheck) -> Reproduction:
@@ -1066,13 +1069,5 @@ def _within_torch_bound(
     bound = torch_bound(check.reason, result.decision.plan.torch, request.kb)
     if bound is None:
         return result, check
-    from dataclasses import replace
-
-    from gpuenv.importers import reproduce
-
-    try:
-        again = reproduce(replace(request, torch_bound=bound))
-    except GpuenvError:  # no torch in the range fits this target
-        return result, check
-    second = check_reproduction(again, index, None, cache_dir)
-    return (again, second) if second.resolves else (result, check)
+    answer = _again(request, index, cache_dir, torch_bound=bound)  # None: no torch there fits
+    return answer if answer is not None and answer[1].resolves else (result, check)
