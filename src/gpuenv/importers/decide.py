@@ -2203,47 +2203,19 @@ def decide(
     _notes(d, merged)
     _facts(d, merged, fk)
     _wheel_check_entry(d, len(_checked(merged, fk, plan)) if wheels is not None else 0)
-    dating = dating or eras.Dating()
-    _as_of(d, merged, fk, dating.undated)
-    if dating.split is not None:
-        _split_day(d, dating.split)
+    _as_of(d, merged, fk, dating or eras.Dating())
     _no_credentials(d)
     return d
 
 
-def _split_day(d: Decision, requires: tuple[str, ...]) -> None:
-    """The files' day for the written dependencies, torch's own day for what the target's
-    torch requires (``requires``: gpuenv.import_check read it from uv): a torch newer than
-    the files no longer brings every release of the months between."""
-    if d.as_of is None or d.as_of.files is None or not requires:
-        return
-    torch, files = d.as_of, d.as_of.files
-    d.as_of, d.as_of_packages = files, dict.fromkeys(requires, torch.day)
-    entry = next(e for e in d.entries if e.kind == ASSUMPTION and e.why.startswith(_AS_OF))
-    shown = ", ".join(requires[:4]) + (
-        f" and {len(requires) - 4} more" if len(requires) > 4 else ""
-    )
-    d.entries[d.entries.index(entry)] = Entry(
-        ASSUMPTION,
-        None,
-        f"{_AS_OF}{files.says()}; what torch {torch.version}, the target's, requires "
-        f"({shown}) as of its own day, {torch.day.isoformat()}: what the files leave "
-        "unpinned, and what their packages depend on, comes as it was then, not as today "
-        "([pip] exclude-newer and exclude-newer-package; remove them for today's releases)",
-        risk=LOW,
-    )
-
-
-_AS_OF = "pip packages resolve as of "
-
-
-def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, undated: str | None) -> None:
+def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, dating: eras.Dating) -> None:
     """Date the written pip dependencies (``[pip] exclude-newer``), where the index
     gives upload days: what the files leave unpinned then resolves as it did when they
     were written, not to today's releases (an unpinned huggingface-hub of 2025 beside a
-    2023 paper's diffusers<=0.16 fails at import). ``undated``: they do not resolve as
-    of that day (the resolve check's reason), so they resolve as today, and the report
-    says so."""
+    2023 paper's diffusers<=0.16 fails at import). ``dating.undated``: they do not
+    resolve as of that day (the resolve check's reason), so they resolve as today, and
+    the report says so; ``dating.split``: what the target's torch requires, which takes
+    torch's day where it moved the day past the files' (``_split``)."""
     if d.wheels is None:
         return
     requirements = [line.text for line in d.pip]
@@ -2266,18 +2238,22 @@ def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, undated: str | Non
                 )
             )
         return
-    if undated is not None:
+    if dating.undated is not None:
         d.add(
             Entry(
                 ASSUMPTION,
                 None,
                 f"pip packages resolve as of today: as of {d.as_of.says()}, the written "
-                f"dependencies do not resolve ({undated}), so what the files leave unpinned "
+                f"dependencies do not resolve ({dating.undated}), so what the files leave "
+                "unpinned "
                 "may be newer than they expect",
                 risk=MEDIUM,
             )
         )
         d.as_of = None
+        return
+    if dating.split and d.as_of.files is not None:
+        _split(d, dating.split)
         return
     # The target's torch (its GPU's kernels) moved the day on: its own dependencies must
     # resolve, and what came out meanwhile comes too (ControlNet on an H100: torch 2.1.2's
@@ -2295,6 +2271,30 @@ def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, undated: str | Non
             "pin those it needs older"
             if later
             else None,
+        )
+    )
+
+
+def _split(d: Decision, requires: tuple[str, ...]) -> None:
+    """The files' day for the written dependencies, torch's own day for what the target's
+    torch requires (``requires``: gpuenv.import_check read it from uv): a torch newer than
+    the files no longer brings every release of the months between."""
+    assert d.as_of is not None and d.as_of.files is not None
+    torch, files = d.as_of, d.as_of.files
+    d.as_of, d.as_of_packages = files, dict.fromkeys(requires, torch.day)
+    shown = ", ".join(requires[:4]) + (
+        f" and {len(requires) - 4} more" if len(requires) > 4 else ""
+    )
+    d.add(
+        Entry(
+            ASSUMPTION,
+            None,
+            f"pip packages resolve as of {files.says()}; what torch {torch.version}, the "
+            f"target's, requires ({shown}) as of its own day, {torch.day.isoformat()}: what "
+            "the files leave unpinned, and what their packages depend on, comes as it was "
+            "then, not as today ([pip] exclude-newer and exclude-newer-package; remove them "
+            "for today's releases)",
+            risk=LOW,
         )
     )
 
