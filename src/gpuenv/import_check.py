@@ -319,8 +319,6 @@ def check_resolves(request: CheckRequest) -> ResolveCheck:
 
 
 def _with(answer: ResolveCheck, inputs: _Inputs, platform: str, started: float) -> ResolveCheck:
-    from dataclasses import replace
-
     return replace(
         answer,
         platform=platform,
@@ -835,8 +833,6 @@ def _again(
 ) -> tuple[Reproduction, ResolveCheck] | None:
     """The import once more with ``changes`` to its request, and its check; None where
     the import itself refuses (no torch in a range fits the target)."""
-    from dataclasses import replace
-
     from gpuenv.importers import reproduce
 
     try:
@@ -1000,8 +996,6 @@ def _undo_wheel_moves(
 ) -> tuple[Reproduction, ResolveCheck]:
     if check.resolves is not False:
         return result, check
-    from dataclasses import replace
-
     from gpuenv.importers import reproduce
     from gpuenv.importers.decide import WHEEL_MOVE
 

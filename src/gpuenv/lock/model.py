@@ -91,7 +91,8 @@ class PipRequest:
     # [pip] exclude-newer as the UTC instant uv excludes from ("2021-03-03T00:00:00Z"):
     # later uploads are ignored, except the torch family's (the plan chose those).
     exclude_newer: str | None = None
-    # [pip] exclude-newer-package: (name, cutoff instant) for packages with a day of their own
+    # [pip] exclude-newer-package: (name, cutoff instant) for packages with a day of their
+    # own, or (name, "false") for one exempt (NVIDIA's nvcc wheel of the plan's CUDA)
     exclude_newer_packages: tuple[tuple[str, str], ...] = ()
 
 
