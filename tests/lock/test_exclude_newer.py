@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -187,6 +188,14 @@ def test_what_is_not_a_date_is_refused(text: str) -> None:
         exclude_newer(text)
 
 
+@pytest.mark.parametrize("text", ["1999-12-31", "9999-12-31", "3000-01-01"])
+def test_a_day_outside_the_years_is_refused_as_written(text: str) -> None:
+    """The year written decides: "1999-12-31"'s cutoff falls in 2000, and "9999-12-31"
+    has no day after it, yet both are outside the range the message names."""
+    with pytest.raises(ValueError, match=r"the day must fall in the years 2000 to 2999"):
+        exclude_newer(text)
+
+
 def test_any_text_is_a_day_or_a_value_error() -> None:
     """Seeded fuzz of the forms the checks read: never another exception (a year 0 in
     UTC once raised OverflowError: exit 70)."""
@@ -348,3 +357,38 @@ def test_what_torch_requires_is_read_from_uvs_resolution_of_the_family_alone(
     # a torch the index does not have: uv cannot say
     missing = _reproduction(torch="9.9.9")
     assert torch_requires(missing, pkgindex.default_index, tmp_path) is None  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("fast", [True, False])
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        (
+            '[pip.exclude-newer-package]\nsympy = "2023-12-14"\nSymPy = "2024-01-02"\n',
+            "pip.exclude-newer-package",
+        ),
+        (
+            "[pip.build.Flash_Attn]\nmax-jobs = 2\n[pip.build.flash-attn]\nmax-jobs = 4\n",
+            "pip.build",
+        ),
+        ('[pip.groups]\nDev = ["pytest"]\ndev = ["ruff"]\n', "pip.groups"),
+    ],
+)
+def test_a_name_written_twice_in_a_table_by_name_is_refused(
+    fast: bool, table: str, key: str
+) -> None:
+    """Names compare without case and with -, _ and . alike: one of two such entries
+    would silently have taken the other's place (a group's requirements lost)."""
+    with pytest.raises(SpecError, match=rf"{re.escape(key)}: .* are one name .*write it once"):
+        if fast:
+            parse_spec_text(SPEC + table, file="gpuenv.toml", kb=knowledge_base())
+        else:
+            _loaded(table, fast=False)
+
+
+@pytest.mark.parametrize("name", ["torch", "Torchvision", "triton", "pytorch-triton"])
+def test_a_day_for_the_torch_family_is_refused_not_ignored(name: str) -> None:
+    """uv is told to exempt the family (the plan chooses its release): a day of its own
+    would be silently ignored, so the spec is refused and says why."""
+    with pytest.raises(SpecError, match=r"the torch family takes the release the plan chose"):
+        _loaded(f'[pip.exclude-newer-package]\n{name} = "2023-12-14"\n')

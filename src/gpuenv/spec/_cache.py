@@ -23,8 +23,9 @@ from gpuenv._fs import atomic_write_text
 from gpuenv._redact import redact
 from gpuenv._tomlpos import Path as KeyPath
 
-# 2: same-torch, per-target torch, platform optional; 3: [pip] exclude-newer; 4: its -package
-FORMAT = 4
+# 2: same-torch, per-target torch, platform optional; 3: [pip] exclude-newer; 4: its -package;
+# 5: a name written twice ("Foo", "foo") in a table by name, a torch-family day
+FORMAT = 5
 
 
 def key(text: str, *, with_knowledge: bool) -> str:

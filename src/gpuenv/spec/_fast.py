@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpuenv._marker import valid_target_name
+from gpuenv.names import TORCH_FAMILY, normalize_name
 from gpuenv.spec import _values as v
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # _models.NAME_PATTERN, whole text
@@ -107,6 +108,32 @@ def _mapping(key: Check, item: Check) -> Check:
         if type(value) is not dict:
             raise _Unsure
         return {key(k): item(x) for k, x in value.items()}
+
+    return read
+
+
+def _by_name(item: Check) -> Check:
+    """A table by package or group name: "Foo" and "foo" in one is pydantic's to say."""
+    table = _mapping(_name, item)
+
+    def read(value: Any) -> dict[str, Any]:
+        named: dict[str, Any] = table(value)
+        if len({normalize_name(k) for k in named}) != len(named):
+            raise _Unsure
+        return named
+
+    return read
+
+
+def _days_by_package(item: Check) -> Check:
+    """``exclude-newer-package``: a torch-family name in it is pydantic's to say."""
+    table = _by_name(item)
+
+    def read(value: Any) -> dict[str, Any]:
+        days: dict[str, Any] = table(value)
+        if any(normalize_name(name) in TORCH_FAMILY for name in days):
+            raise _Unsure
+        return days
 
     return read
 
@@ -213,9 +240,9 @@ _PIP = _Model(
     ("extra-index-urls", _list(_text(v.url)), list),
     ("torch-index", _text(v.url), None),
     ("exclude-newer", _text(v.exclude_newer), None),
-    ("exclude-newer-package", _mapping(_name, _text(v.exclude_newer)), dict),
-    ("build", _mapping(_name, _BUILD), dict),
-    ("groups", _mapping(_name, _list(_requirement)), dict),
+    ("exclude-newer-package", _days_by_package(_text(v.exclude_newer)), dict),
+    ("build", _by_name(_BUILD), dict),
+    ("groups", _by_name(_list(_requirement)), dict),
 )
 
 

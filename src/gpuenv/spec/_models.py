@@ -238,18 +238,20 @@ class Pip(_Model):
         "family's, which the plan chooses, and exact pins. gpuenv import writes the day its "
         "files date from.",
     )
-    exclude_newer_package: dict[Name, ExcludeNewer] = Field(
+    exclude_newer_package: Annotated[
+        dict[Name, ExcludeNewer], AfterValidator(v.days_by_package)
+    ] = Field(
         default_factory=dict,
         alias="exclude-newer-package",
         description='A day of its own for some packages, by name: { sympy = "2023-12-14" } '
         "(what a torch newer than the files requires: gpuenv import writes them).",
     )
-    build: dict[Name, Build] = Field(
+    build: Annotated[dict[Name, Build], AfterValidator(v.distinct_names)] = Field(
         default_factory=dict,
         description="Packages built from source, by name: "
         '[pip.build.flash-attn] max-jobs = 4, env = { FOO = "1" }.',
     )
-    groups: dict[Name, list[RequirementSpec]] = Field(
+    groups: Annotated[dict[Name, list[RequirementSpec]], AfterValidator(v.distinct_names)] = Field(
         default_factory=dict,
         description='Dependency groups, by name: dev = ["pytest"]. Locked for every target; '
         "installed with install --group NAME or --all-groups (dev by default).",

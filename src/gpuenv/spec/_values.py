@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from gpuenv._network import is_fetchable_url
-from gpuenv.names import ENV_NAME, MANAGED_ENV
+from gpuenv.names import ENV_NAME, MANAGED_ENV, TORCH_FAMILY, normalize_name
 from gpuenv.spec import parse_version_spec
 from gpuenv.versions import ComputeCapability, CudaVersion, DriverVersion, VersionFormatError
 
@@ -146,9 +146,38 @@ def exclude_newer(text: str) -> str:
     before) or "2023-04-15T12:00:00Z" (uploaded before that instant), from 2000 to 2999:
     no package index is older, and uv reads no year near 9999."""
     plain(text, "a date")
-    if not "2000" <= exclude_newer_cutoff(text)[:4] <= "2999":
+    # The year as written first: "9999-12-31" has no next day, "1999-12-31" ends in 2000.
+    if not "2000" <= text[:4] <= "2999" or not "2000" <= exclude_newer_cutoff(text)[:4] <= "2999":
         raise ValueError(f"{show(text)}: the day must fall in the years 2000 to 2999")
     return text
+
+
+def days_by_package(table: dict[str, str]) -> dict[str, str]:
+    """``[pip] exclude-newer-package``: distinct names, none of the torch family, whose
+    release the plan chooses (uv is told to exempt it: a day here would be ignored)."""
+    distinct_names(table)
+    for name in table:
+        if normalize_name(name) in TORCH_FAMILY:
+            raise ValueError(
+                f"{show(name)}: the torch family takes the release the plan chose ([stack] "
+                "torch, or the newest that fits the targets), never a day: remove this entry"
+            )
+    return table
+
+
+def distinct_names(table: dict[str, Any]) -> dict[str, Any]:
+    """A table by package or group name whose keys name different things: "Foo" and
+    "foo" (or "foo_bar" and "foo-bar") are one name, and one entry would silently take
+    the other's place."""
+    seen: dict[str, str] = {}
+    for key in table:
+        other = seen.setdefault(normalize_name(key), key)
+        if other != key:
+            raise ValueError(
+                f"{show(other)} and {show(key)} are one name (case, '-', '_' and '.' do not "
+                "count): write it once"
+            )
+    return table
 
 
 def pinned_exactly(requirement: Requirement) -> bool:
