@@ -17,6 +17,7 @@ from gpuenv.builds.model import (
     BuildSource,
     arch_list,
     check_entry,
+    compiled_arch,
     compute_identity,
     env_problems,
 )
@@ -273,3 +274,23 @@ def test_a_clang_answering_like_gcc_is_not_taken_for_one(tmp_path: Path) -> None
     )
     clang.chmod(0o755)
     assert compiler.candidates({"PATH": str(bin_dir), "HOME": os.environ.get("HOME", "")}) == []
+
+
+@pytest.mark.parametrize(
+    ("cc", "nvcc_max", "torch_archs", "compiled"),
+    [
+        ("8.9", "8.6", ("3.7", "5.0", "6.0", "7.0", "7.5", "8.0", "8.6"), "8.6"),  # 4090, CUDA 11.6
+        ("9.0", "8.6", ("8.0", "8.6"), "8.6+PTX"),  # no 9.x in torch's build: PTX
+        ("9.0", "9.0", ("8.0", "9.0"), None),  # nvcc targets the GPU itself
+        ("8.9", None, (), None),  # nvcc's newest arch not known: nothing said
+    ],
+)
+def test_the_arch_compiled_for_a_gpu_newer_than_nvcc_is_the_one_arch_list_takes(
+    cc: str, nvcc_max: str | None, torch_archs: tuple[str, ...], compiled: str | None
+) -> None:
+    """What the import's report says a build compiles for (an RTX 4090 with torch's CUDA
+    11.7 is sm_86) is what TORCH_CUDA_ARCH_LIST gets."""
+    assert compiled_arch(cc, nvcc_max, torch_archs) == compiled
+    if compiled is not None:
+        listed = arch_list([cc], nvcc_max=nvcc_max, torch_archs=torch_archs)
+        assert listed is not None and listed.split(";")[0].split("+")[0] == compiled.split("+")[0]

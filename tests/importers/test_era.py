@@ -42,6 +42,8 @@ RELEASES = [
     ("sentencepiece", "0.1.91", "2020-05-21T23:03:02.000Z", "cp38-cp38-manylinux1_x86_64"),
     ("timm", "0.6.11", "2022-10-03T21:40:46.393Z", "py3-none-any"),
     ("pyyaml", "5.1", "2019-03-13T20:00:00.000Z", "cp37-cp37m-manylinux1_x86_64"),
+    ("setuptools", "0.9", "2013-07-03T10:00:00.000Z", "py2.py3-none-any"),
+    ("setuptools", "81.0.0", "2026-02-01T10:00:00.000Z", "py3-none-any"),
 ]
 
 
@@ -824,6 +826,20 @@ def test_files_nothing_dates_say_that_they_resolve_as_of_today(
         "pip packages resolve as of today: torch 2.0.0's publication day is not known, so "
         "nothing dates the files (no [pip] exclude-newer; add one for the day they were written)"
     ]
+
+
+def test_a_bound_gpuenv_asks_from_the_code_dates_nothing(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    """facebookresearch/maskrcnn-benchmark (2019): setup.py imports
+    torch.utils.cpp_extension, so gpuenv asks setuptools<82, whose first release (0.6b1,
+    2006) then dated the files "211 months" before torch."""
+    req = _paper(tmp_path, "torch\naccelerate\n")
+    (req.parent / "setup.py").write_text("from torch.utils.cpp_extension import CUDA_HOME\n")
+    imported = run_import(req.parent, target="rtx4090")
+    assert imported.result.code == 0, imported.result.err
+    assert '"setuptools<82"' in imported.spec.read_text()
+    assert [why.split(":")[0] for why in _as_of(imported)] == ["pip packages resolve as of today"]
 
 
 def test_a_release_a_range_names_dates_the_files(

@@ -1065,9 +1065,9 @@ def test_a_nightly_pytorch_image_asks_for_torch_and_its_cuda_dates_it(
     torch = imported.entries("changed")["torch"]
     assert torch["to"] == "1.7.0+cu110", torch
     assert torch["why"].startswith(
-        "Dockerfile:1 FROM pytorch/pytorch:nightly-devel-cuda10.0-cudnn7 dates the files: no "
-        "torch gpuenv knows was built for cu100; 1.7.0 is the oldest with a build for CUDA "
-        "10.0 or later"
+        "Dockerfile:1 FROM pytorch/pytorch:nightly-devel-cuda10.0-cudnn7 dates the files: "
+        "a cu100 build predates the torch releases gpuenv knows (they start at 1.7.0); 1.7.0, "
+        "the oldest it knows with a build for CUDA 10.0 or later, stands for that era"
     )
 
 
@@ -2158,6 +2158,13 @@ def test_setuptools_the_code_needs_is_asked_when_no_file_asks_for_it(
     imported = run_import(paper)
     assert imported.result.code == 0, imported.result.err
     assert f'"setuptools<82", # torch_utils/custom_ops.py:2 {cited}' in imported.spec.read_text()
+    # gpuenv's bound, not the paper's: a change (facebookresearch/maskrcnn-benchmark had it
+    # "kept as the paper had it", and its first release, setuptools 0.6b1 of 2006, dated
+    # the files)
+    setuptools = imported.entries("changed")["setuptools"]
+    assert (setuptools["from"], setuptools["to"]) == ("not asked", "<82"), setuptools
+    assert "setuptools 82" in setuptools["why"], setuptools
+    assert "setuptools" not in imported.entries("kept")
     # a file that asks for setuptools itself is taken as it is
     (paper / "requirements.txt").write_text("setuptools==59.5.0\n")
     imported = run_import(paper)

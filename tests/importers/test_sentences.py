@@ -303,7 +303,8 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         [("needs_build", "detectron2", "why",
           "detectron2 0.6's prebuilt wheels (find-links pages per CUDA build and torch "
           "series) cover torch 1.8, 1.9, 1.10 only, none for torch 1.12.1+cu116: compiled "
-          "against torch 1.12.1+cu116 for sm_89, with no build isolation")],
+          "against torch 1.12.1+cu116 for sm_89 (as sm_86: nvcc 11.6 generates no sm_89 "
+          "code, and sm_86 code runs on it), with no build isolation")],
     ),
     # bitsandbytes loads the binary for torch's CUDA: 0.45's wheels stop at CUDA 12.6,
     # and an RTX 5090 needs torch's cu128 build.

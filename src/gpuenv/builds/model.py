@@ -210,6 +210,21 @@ def _within(
     return (max(same_major), False) if same_major else (ceiling, True)
 
 
+def compiled_arch(
+    compute_capability: str, nvcc_max: str | None, torch_archs: Sequence[str] = ()
+) -> str | None:
+    """What a build compiles for a GPU of ``compute_capability`` when nvcc cannot target
+    it (``_within``): "8.6" (machine code that runs on it), or "9.0+PTX" (what the driver
+    compiles); None when nvcc targets the GPU itself, or its newest arch is not known."""
+    if nvcc_max is None:
+        return None
+    key = _arch_key(compute_capability)
+    (major, minor), ptx = _within(key, _arch_key(nvcc_max), torch_archs)
+    if (major, minor) == key:
+        return None
+    return f"{major}.{minor}" + ("+PTX" if ptx else "")
+
+
 def arch_list(
     compute_capabilities: Sequence[str],
     extra: Sequence[str] = (),

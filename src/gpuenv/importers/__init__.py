@@ -469,6 +469,14 @@ _CODE_NEEDS = {
     "pkg_resources": ("setuptools", "<82"),
     "torch.utils.cpp_extension": ("setuptools", "<82"),
 }
+# Why a bound above is asked: the files never wrote it (it dates nothing).
+_CODE_WHY = {
+    "pkg_resources": "the code imports pkg_resources, which setuptools 82 removed",
+    "torch.utils.cpp_extension": (
+        "the code builds with torch.utils.cpp_extension, which imports pkg_resources "
+        "(removed in setuptools 82)"
+    ),
+}
 
 
 def _code_imports(ctx: Context, folder: Path) -> None:
@@ -515,7 +523,7 @@ def _code_imports(ctx: Context, folder: Path) -> None:
                     said = match.group(0).decode("utf-8", "replace").strip()[:200]
                     found[project] = (Origin(ctx.display(path), line, said), module)
     for project, (origin, module) in sorted(found.items()):
-        ask = Ask(project, _CODE_NEEDS[module][1], origin)
+        ask = Ask(project, _CODE_NEEDS[module][1], origin, inferred=_CODE_WHY.get(module))
         ctx.readings.append(Reading(origin.file, "code", Authority.METADATA, asks=(ask,)))
 
 

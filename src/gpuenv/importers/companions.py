@@ -39,10 +39,32 @@ class Target:
     build: str  # "cu118" or "cpu"
     cuda: str | None  # "11.8"
     cc: ComputeCapability | None  # the target's lowest compute capability; None: CPU
+    # What a build compiles for ``cc`` when torch's nvcc is older than the GPU ("8.6" for
+    # an RTX 4090 with CUDA 11.7, "9.0+PTX"): ``builds.model.arch_list``'s choice, or None
+    # when it is ``cc`` itself.
+    compiled_as: str | None = None
 
     @property
     def label(self) -> str:
         return f"{self.torch}+{self.build}"
+
+    @property
+    def arch_text(self) -> str:
+        """ " for sm_89", with what is compiled instead where nvcc cannot target it."""
+        if self.cc is None:
+            return " (CPU-only)"
+        if self.compiled_as is None:
+            return f" for {self.cc.sm}"
+        instead = ComputeCapability.parse(self.compiled_as.split("+")[0])
+        if self.compiled_as.endswith("+PTX"):
+            return (
+                f" for {self.cc.sm} (as {instead.sm} PTX, which the driver compiles: nvcc "
+                f"{self.cuda} generates no {self.cc.sm} code)"
+            )
+        return (
+            f" for {self.cc.sm} (as {instead.sm}: nvcc {self.cuda} generates no {self.cc.sm} "
+            f"code, and {instead.sm} code runs on it)"
+        )
 
 
 @dataclass(frozen=True)
@@ -115,7 +137,7 @@ def _build_entry(
     resolved: Resolved, version: Version | None, target: Target, why: str, companion: Companion
 ) -> Entry:
     nvcc = _nvcc(target) if target.cc is not None else None
-    arch = f" for {target.cc.sm}" if target.cc is not None else " (CPU-only)"
+    arch = target.arch_text
     return _entry(
         NEEDS_BUILD,
         resolved,
@@ -449,7 +471,7 @@ def _no_source_release(companion: Companion, resolved: Resolved, target: Target,
     why = (
         f"no {companion.name} release builds with torch {target.torch}"
         + (f", CUDA {target.cuda}" if target.cuda else "")
-        + (f" for {target.cc.sm}" if target.cc else "")
+        + (target.arch_text if target.cc else "")
     )
     return Move(_entry(UNREPRODUCIBLE, resolved, why, was=was, risk=HIGH), None)
 
@@ -474,7 +496,7 @@ def jit(companion: Companion, resolved: Resolved, target: Target) -> Move:
     entry = _entry(
         NEEDS_BUILD,
         resolved,
-        f"its ops are compiled at first use (JIT) for {target.cc.sm} against torch {target.label}",
+        f"its ops are compiled at first use (JIT){target.arch_text} against torch {target.label}",
         was=resolved.specifier or "any",
         now=resolved.specifier or "any",
         nvcc=target.cuda,

@@ -447,9 +447,11 @@ def _before_knowledge(
     if not later:
         return None, None
     oldest = min(later)
+    first = min(r.version for r in kb.torch_releases)
     return oldest, (
-        f"{origin.cite()} dates the files: no torch gpuenv knows was built for {build}; "
-        f"{oldest} is the oldest with a build for CUDA {cuda} or later"
+        f"{origin.cite()} dates the files: a {build} build predates the torch releases gpuenv "
+        f"knows (they start at {first}); {oldest}, the oldest it knows with a build for "
+        f"CUDA {cuda} or later, stands for that era"
     )
 
 
@@ -1215,15 +1217,27 @@ def _plain(d: Decision, resolved: Resolved, fk: ForeignKnowledge) -> None:
     if ask.url:
         _direct_url(d, resolved)
         return
-    entry = Entry(
-        KEPT,
-        resolved.name,
-        "a pre-release pin" if ask.pre else "as pinned",
-        origin=_bound_origin(resolved),
-        was=resolved.specifier or "any",
-        now=resolved.specifier or "any",
-        risk=LOW if ask.pre else NONE,
-    )
+    if ask.inferred is not None and resolved.specifier and len(resolved.asks) == 1:
+        # gpuenv's own bound (setuptools<82 for pkg_resources): a change, not the paper's
+        entry = Entry(
+            CHANGED,
+            resolved.name,
+            ask.inferred,
+            origin=ask.origin,
+            was="not asked",
+            now=resolved.specifier,
+            risk=LOW,
+        )
+    else:
+        entry = Entry(
+            KEPT,
+            resolved.name,
+            "a pre-release pin" if ask.pre else "as pinned",
+            origin=_bound_origin(resolved),
+            was=resolved.specifier or "any",
+            now=resolved.specifier or "any",
+            risk=LOW if ask.pre else NONE,
+        )
     d.add(entry)
     d.pip.append(Line(_requirement_of(resolved), entry.comment()))
 
@@ -1433,15 +1447,22 @@ def _constraints(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
             d.pip[index] = line
 
 
-def _companion_target(plan: TargetPlan) -> moves.Target:
-    cc = plan.hardware.min_cc
-    return moves.Target(
-        Version(plan.torch), plan.cu_tag, plan.cuda, None if plan.hardware.cpu else cc
+def _companion_target(plan: TargetPlan, kb: KnowledgeBase) -> moves.Target:
+    from gpuenv.builds.model import compiled_arch, nvcc_arch_max
+
+    cc = None if plan.hardware.cpu else plan.hardware.min_cc
+    # what a build compiles for this GPU with torch's nvcc (an older nvcc cannot target
+    # a newer GPU: an RTX 4090 with CUDA 11.7 gets sm_86 code)
+    compiled = (
+        compiled_arch(str(cc), nvcc_arch_max(kb, plan.cuda), plan.arch_list)
+        if cc is not None and plan.cuda is not None
+        else None
     )
+    return moves.Target(Version(plan.torch), plan.cu_tag, plan.cuda, cc, compiled)
 
 
-def _packages(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
-    target = _companion_target(d.plan)
+def _packages(d: Decision, merged: Merged, fk: ForeignKnowledge, kb: KnowledgeBase) -> None:
+    target = _companion_target(d.plan, kb)
     frameworks = [  # unmanaged frameworks in the files: always left out
         c
         for n in merged.packages
@@ -2194,7 +2215,7 @@ def decide(
     _trio_entries(d, merged, plan, planning.kb)
     d.stack["cuda"] = plan.cuda or "auto"
     d.stack_comments["cuda"] = _cuda_comment(merged, plan, d)
-    _packages(d, merged, fk)
+    _packages(d, merged, fk, planning.kb)
     _gpu_only(d, fk)
     _old_sdists(d, fk)
     _extension(d, merged)

@@ -310,6 +310,8 @@ def _ranged(merged: Merged, requirements: list[str]) -> list[Requirement]:
         asked = merged.packages.get(normalize_name(requirement.name))
         if asked is None or not asked.specifier or not requirement.specifier:
             continue
+        if all(a.inferred is not None or not a.specifier for a in asked.asks):
+            continue  # gpuenv's own bound from the code (setuptools<82): not the files'
         if pinned_exactly(requirement):  # the lock exempts it: it dates nothing
             continue
         if requirement.url is None and requirement.name not in TRIO:

@@ -94,6 +94,9 @@ class Ask:
     editable: bool = False
     pre: bool = False  # asked for a pre-release or nightly
     conda_only: bool = False  # a conda package with no pip form (ffmpeg): stays in [conda]
+    # Asked by gpuenv from what the code does, not by a file: why (setuptools<82 where
+    # the code imports pkg_resources). It dates nothing and is reported as a change.
+    inferred: str | None = None
 
     def requirement_text(self) -> str:
         """The requirement as a pip line (without any URL)."""
