@@ -864,8 +864,9 @@ def _split_day(
     requires = torch_requires(result, index, cache_dir)
     if not requires:
         return result, check
+    built: set[str] = set()
     for _ in range(_SPLIT_TRIES):
-        answer = _again(request, index, cache_dir, split=requires)
+        answer = _again(request, index, cache_dir, split=requires, split_built=tuple(sorted(built)))
         if answer is None:
             return result, check
         again, second = answer
@@ -874,7 +875,8 @@ def _split_day(
             break
         if not more:
             return again, second
-        requires = tuple(sorted({*requires, *(normalize_name(n) for n in more)}))
+        built |= {normalize_name(n) for n in more}
+        requires = tuple(sorted({*requires, *built}))
     return result, check
 
 

@@ -828,6 +828,31 @@ def test_files_nothing_dates_say_that_they_resolve_as_of_today(
     ]
 
 
+def test_files_older_than_numpy_2_keep_numpy_1_beside_a_later_torch(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    """tloen/alpaca-lora (2023) on an H100: torch 2.6's day (2025) brought NumPy 2.2, and
+    its pandas 2.0.0 failed at import ("numpy.dtype size changed"). Files older than
+    NumPy 2 (2024-06-16) get numpy<2 once the day is a later torch's."""
+    req = _paper(tmp_path, "torch>=2.4\ntransformers==4.28.1\n")
+    imported = run_import(req, target="rtx4090")
+    assert imported.result.code == 0, imported.result.err
+    numpy = imported.entries("changed")["numpy"]
+    assert (numpy["from"], numpy["to"]) == ("not asked", "<2"), numpy
+    assert numpy["why"].startswith("the files predate NumPy 2.0 (2024-06-16)"), numpy
+    assert '"numpy<2", #' in imported.spec.read_text()
+    # files of NumPy 2's time get nothing; a torch of their own day, its own bound only
+    imported = run_import(_paper(tmp_path, "torch>=2.4\ntransformers==4.50.0\n"), target="rtx4090")
+    assert imported.result.code == 0, imported.result.err
+    assert "numpy" not in imported.entries("changed")
+    imported = run_import(
+        _paper(tmp_path, "torch==2.0.0\ntransformers==4.28.1\n"), target="rtx4090"
+    )
+    assert imported.result.code == 0, imported.result.err
+    assert imported.entries("changed")["numpy"]["why"].startswith("torch before 2.3")
+    assert imported.spec.read_text().count('"numpy<2"') == 1
+
+
 def test_a_bound_gpuenv_asks_from_the_code_dates_nothing(
     run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
 ) -> None:
@@ -878,7 +903,7 @@ def test_what_a_newer_torch_requires_takes_its_day_and_the_rest_the_files(
 
     monkeypatch.setattr(import_check, "check_reproduction", check)
     monkeypatch.setattr(
-        import_check, "torch_requires", lambda *args: ("sympy", "typing-extensions")
+        import_check, "torch_requires", lambda *args: ("numpy", "sympy", "typing-extensions")
     )
     req = _paper(tmp_path, "torch==1.7.1\ntransformers==4.0.0\nnumpy==1.19.2\n")
     imported = run_import(req, target="h100")
@@ -888,15 +913,17 @@ def test_what_a_newer_torch_requires_takes_its_day_and_the_rest_the_files(
     assert day is not None
     assert _as_of(imported) == [
         "pip packages resolve as of 2020-12-10, when torch 1.7.1 was published; what torch "
-        f"{torch}, the target's, requires (sympy, typing-extensions) as of its own day, "
-        f"{day.isoformat()}: what the files leave unpinned, and what their packages depend "
-        "on, comes as it was then, not as today ([pip] exclude-newer and "
-        "exclude-newer-package; remove them for today's releases)"
+        f"{torch}, the target's, requires (sympy, typing-extensions) and numpy, which its "
+        f"wheels were built against, as of its own day, {day.isoformat()}: what the files "
+        "leave unpinned, and what their packages depend on, comes as it was then, not as "
+        "today ([pip] exclude-newer and exclude-newer-package; remove them for today's "
+        "releases)"
     ]
     text = imported.spec.read_text()
     assert 'exclude-newer = "2020-12-10"' in text
     spec = parse_spec_text(text, file="gpuenv.toml").spec
     assert spec.pip.exclude_newer_packages == {
+        "numpy": day.isoformat(),
         "sympy": day.isoformat(),
         "typing-extensions": day.isoformat(),
     }
@@ -933,3 +960,7 @@ def test_a_package_the_files_day_would_build_from_source_takes_torchs_day_too(
     spec = parse_spec_text(imported.spec.read_text(), file="gpuenv.toml").spec
     assert sorted(spec.pip.exclude_newer_packages) == ["python-multipart", "sympy"]
     assert spec.pip.exclude_newer == "2020-12-10"
+    # alpaca-lora's ffmpy was said to be what torch requires: it is said apart
+    assert "requires (sympy) and python-multipart, of which the files' day has only a " in (
+        " ".join(_as_of(imported))
+    )

@@ -75,6 +75,9 @@ class ImportRequest:
     # What the target's torch requires (gpuenv.import_check: uv's resolution of the family
     # alone): those take torch's day, the rest the files' own ([pip] exclude-newer-package).
     split: tuple[str, ...] | None = None
+    # Of those, the ones added because the files' day has only a source archive of them
+    # to build (alpaca-lora's ffmpy, which gradio requires): said apart from torch's own.
+    split_built: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -650,7 +653,7 @@ def reproduce(request: ImportRequest) -> Reproduction:
             request.wheels,
             dict(request.kept_as_builds),
             request.torch_bound,
-            Dating(request.undated, request.split),
+            Dating(request.undated, request.split, request.split_built),
         )
     except NoCompatiblePlan as refusal:
         raise NoCompatiblePlan(

@@ -2273,8 +2273,10 @@ def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, dating: eras.Datin
         )
         d.as_of = None
         return
+    if d.as_of.files is not None:
+        _dated_constraints(d, merged, fk, d.as_of.files.day, d.as_of.day)
     if dating.split and d.as_of.files is not None:
-        _split(d, dating.split)
+        _split(d, dating.split, dating.split_built)
         return
     # The target's torch (its GPU's kernels) moved the day on: its own dependencies must
     # resolve, and what came out meanwhile comes too (ControlNet on an H100: torch 2.1.2's
@@ -2296,25 +2298,85 @@ def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, dating: eras.Datin
     )
 
 
-def _split(d: Decision, requires: tuple[str, ...]) -> None:
+def _dated_constraints(
+    d: Decision, merged: Merged, fk: ForeignKnowledge, files: date, day: date
+) -> None:
+    """What files of ``files``'s day need once the environment resolves as of a later
+    ``day`` (the target's torch's): numpy<2 for files older than NumPy 2 (alpaca-lora,
+    2023, on an H100: torch 2.6's day brought NumPy 2.2, and its pandas 2.0.0 failed at
+    import). Where the files ask for a version the bound allows, nothing changes."""
+    for constraint in fk.dated_constraints:
+        if not files < constraint.before <= day:
+            continue
+        resolved = merged.packages.get(constraint.package)
+        if resolved is not None and resolved.exact is not None:
+            continue  # an exact pin: the lock exempts it from the day, and it decides
+        if resolved is not None and _bounded_below(resolved.specifier, constraint.requires):
+            continue
+        index = _line_of(d, constraint.package)
+        if index is not None and _bounded_below(
+            _specifier_of(d.pip[index].text), constraint.requires
+        ):
+            continue  # gpuenv bounded it already (numpy<2 beside torch before 2.3)
+        was = (resolved.specifier or "any") if resolved is not None else "not asked"
+        now = str(SpecifierSet(resolved.specifier if resolved else "") & constraint.requires)
+        entry = Entry(
+            CHANGED,
+            constraint.package,
+            constraint.why,
+            origin=resolved.ask.origin if resolved is not None else None,
+            was=was,
+            now=now,
+            risk=LOW,
+            unverified=constraint.fact.unverified,
+        )
+        d.entries = [
+            e for e in d.entries if not (e.kind == KEPT and e.package == constraint.package)
+        ]
+        d.add(entry)
+        line = Line(f"{constraint.package}{now}", entry.comment())
+        if index is None:
+            d.pip.append(line)
+        else:
+            d.pip[index] = line
+
+
+def _specifier_of(text: str) -> str:
+    """A written requirement line's version range ("" for none or a URL)."""
+    try:
+        requirement = Requirement(text)
+    except InvalidRequirement:
+        return ""
+    return str(requirement.specifier)
+
+
+def _split(d: Decision, requires: tuple[str, ...], built: tuple[str, ...] = ()) -> None:
     """The files' day for the written dependencies, torch's own day for what the target's
-    torch requires (``requires``: gpuenv.import_check read it from uv): a torch newer than
-    the files no longer brings every release of the months between."""
+    torch requires (``requires``: gpuenv.import_check read it from uv, with numpy, which
+    torch's wheels were built against, and ``built``, packages the files' day has only a
+    source archive of): a torch newer than the files no longer brings every release of
+    the months between."""
     assert d.as_of is not None and d.as_of.files is not None
     torch, files = d.as_of, d.as_of.files
     d.as_of, d.as_of_packages = files, dict.fromkeys(requires, torch.day)
-    shown = ", ".join(requires[:4]) + (
-        f" and {len(requires) - 4} more" if len(requires) > 4 else ""
-    )
+    own = [name for name in requires if name not in built and name != "numpy"]
+    shown = ", ".join(own[:4]) + (f" and {len(own) - 4} more" if len(own) > 4 else "")
+    also = " and numpy, which its wheels were built against" if "numpy" in requires else ""
+    if built:
+        also += (
+            f"{',' if also else ''} and {', '.join(built)}, of which the files' day has only "
+            "a source archive to build"
+        )
     d.add(
         Entry(
             ASSUMPTION,
             None,
             f"pip packages resolve as of {files.says()}; what torch {torch.version}, the "
-            f"target's, requires ({shown}) as of its own day, {torch.day.isoformat()}: what "
-            "the files leave unpinned, and what their packages depend on, comes as it was "
-            "then, not as today ([pip] exclude-newer and exclude-newer-package; remove them "
-            "for today's releases)",
+            f"target's, requires ({shown}){also + ',' if also else ''} as of its own day, "
+            f"{torch.day.isoformat()}: "
+            "what the files leave unpinned, and what their packages depend on, comes as it "
+            "was then, not as today ([pip] exclude-newer and exclude-newer-package; remove "
+            "them for today's releases)",
             risk=LOW,
         )
     )

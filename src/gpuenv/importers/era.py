@@ -228,6 +228,7 @@ class Dating:
 
     undated: str | None = None
     split: tuple[str, ...] | None = None
+    split_built: tuple[str, ...] = ()  # of ``split``, those with only a source archive then
 
 
 @dataclass(frozen=True)

@@ -231,6 +231,13 @@ class RawTorchConstraint(_Sourced):
     asked_only: bool = False  # only where a file asks for the package: nothing added
 
 
+class RawDatedConstraint(_Sourced):
+    package: Name
+    requires: Specifier
+    before: date  # applies to files written before this day
+    why: str
+
+
 class RawCompanionRequirement(_Sourced):
     package: Name
     version: Specifier
@@ -257,6 +264,7 @@ class RawCompanionsFile(_Strict):
     torch_change: list[RawTorchChange]
     companion_requirement: list[RawCompanionRequirement] = Field(default_factory=list)
     gpu_only: list[RawGpuOnly] = Field(default_factory=list)
+    dated_constraint: list[RawDatedConstraint] = Field(default_factory=list)
 
 
 # --- old_sdists.toml ---------------------------------------------------------------------

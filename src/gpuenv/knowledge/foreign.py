@@ -206,6 +206,19 @@ class TorchChange:
 
 
 @dataclass(frozen=True)
+class DatedConstraint:
+    """What files written before ``before`` need of ``package`` when the environment's
+    day is later (a torch newer than the files): their packages with compiled code were
+    built against NumPy 1, and NumPy 2 breaks them (alpaca-lora's pandas 2.0.0)."""
+
+    package: str
+    requires: SpecifierSet
+    before: date
+    why: str
+    fact: Sourced
+
+
+@dataclass(frozen=True)
 class GpuOnly:
     """Packages (a glob of PyPI names) that do nothing without an NVIDIA GPU."""
 
@@ -269,6 +282,7 @@ class ForeignKnowledge:
     torch_changes: tuple[TorchChange, ...]
     companion_requirements: tuple[CompanionRequirement, ...] = ()
     gpu_only: tuple[GpuOnly, ...] = ()
+    dated_constraints: tuple[DatedConstraint, ...] = ()
     build_tools: dict[str, BuildTool] = field(default_factory=dict)  # by module provided
     old_sdists: tuple[OldSdist, ...] = ()
     torch_dates: tuple[TorchDate, ...] = ()  # ascending by version
@@ -506,6 +520,16 @@ def _packages(raw: Raw) -> dict[str, Any]:
         ),
         "gpu_only": tuple(
             GpuOnly(g["pattern"], g["what"], _sourced(g)) for g in raw.get("gpu_only", [])
+        ),
+        "dated_constraints": tuple(
+            DatedConstraint(
+                c["package"],
+                SpecifierSet(c["requires"]),
+                date.fromisoformat(c["before"]),
+                c["why"],
+                _sourced(c),
+            )
+            for c in raw.get("dated_constraint", [])
         ),
     }
 
