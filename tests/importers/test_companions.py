@@ -45,7 +45,7 @@ def test_companions_follow_torch_to_an_h100(
     assert builds["torch-scatter"]["to"] == "torch-scatter 2.1.1"
     assert "data.pyg.org/whl/torch-2.0.0+cu118.html" in builds["torch-scatter"]["why"]
     assert builds["mmcv-full"]["to"] == "1.7.0", "1.7.0 still supports torch 2.0"
-    assert (changed["bitsandbytes"]["from"], changed["bitsandbytes"]["to"]) == ("0.38.0", "0.41.0")
+    assert (changed["bitsandbytes"]["from"], changed["bitsandbytes"]["to"]) == ("0.38.0", "0.45.0")
     assert "sm_90" in changed["bitsandbytes"]["why"]
     assert "triton" in changed and "cupy-cuda11x" in imported.entries("kept")
     assert "no kernels for sm_90" in lost["tensorflow"]["why"]
@@ -56,7 +56,7 @@ def test_companions_follow_torch_to_an_h100(
         "# left out: tensorflow==1.15.5" in text and "# left out: jax[cuda11_pip]==0.4.13" in text
     )
     assert (
-        '"bitsandbytes==0.41.0"' in text
+        '"bitsandbytes==0.45.0"' in text
         and "triton" not in text.split("[pip]")[1].split("dependencies")[1]
     )
 

@@ -43,6 +43,8 @@ RELEASES = [
     ("timm", "0.6.11", "2022-10-03T21:40:46.393Z", "py3-none-any"),
     ("pyyaml", "5.1", "2019-03-13T20:00:00.000Z", "cp37-cp37m-manylinux1_x86_64"),
     ("setuptools", "0.9", "2013-07-03T10:00:00.000Z", "py2.py3-none-any"),
+    ("bitsandbytes", "0.38.1", "2023-04-11T10:00:00.000Z", "py3-none-any"),
+    ("bitsandbytes", "0.45.0", "2024-12-05T10:00:00.000Z", "py3-none-manylinux_2_24_x86_64"),
     ("setuptools", "81.0.0", "2026-02-01T10:00:00.000Z", "py3-none-any"),
 ]
 
@@ -851,6 +853,30 @@ def test_files_older_than_numpy_2_keep_numpy_1_beside_a_later_torch(
     assert imported.result.code == 0, imported.result.err
     assert imported.entries("changed")["numpy"]["why"].startswith("torch before 2.3")
     assert imported.spec.read_text().count('"numpy<2"') == 1
+
+
+def test_an_unpinned_companion_lacking_the_gpus_kernels_as_of_the_day_takes_its_landing(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    """tloen/alpaca-lora (April 2023) on an H100 loads its model with load_in_8bit: its
+    unpinned bitsandbytes resolved, as of the day, to 0.38.1, whose LLM.int8() does not
+    run on Hopper (0.45.0 is the first). It takes 0.45.0, as of that release's day."""
+    req = _paper(tmp_path, "torch==2.0.0\ntransformers==4.28.1\nbitsandbytes\n")
+    imported = run_import(req, target="h100")
+    assert imported.result.code == 0, imported.result.err
+    entry = imported.entries("changed")["bitsandbytes"]
+    assert (entry["from"], entry["to"]) == ("any", ">=0.45.0"), entry
+    assert entry["why"].endswith(
+        "it would resolve to a release with no LLM.int8() (8-bit matmul: load_in_8bit) for "
+        "sm_90; 0.45.0 is the first that has, as of its own day, 2024-12-05"
+    ), entry
+    spec = parse_spec_text(imported.spec.read_text(), file="gpuenv.toml").spec
+    assert spec.pip.exclude_newer_packages["bitsandbytes"] == "2024-12-05"
+    assert "bitsandbytes>=0.45.0" in spec.pip.dependencies
+    # on a GPU whose int8 the old release runs, the day decides
+    imported = run_import(req, target="rtx4090")
+    assert imported.result.code == 0, imported.result.err
+    assert "bitsandbytes" not in imported.entries("changed")
 
 
 def test_a_bound_gpuenv_asks_from_the_code_dates_nothing(

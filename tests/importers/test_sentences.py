@@ -62,7 +62,8 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
         "h100",
         [
             ("changed", "bitsandbytes", "why",
-             "0.37.0 has no binaries for sm_90; 0.41.0 is the first that has"),
+             "0.37.0 has no LLM.int8() (8-bit matmul: load_in_8bit) for sm_90; 0.45.0 is "
+             "the first that has"),
             ("changed", "bitsandbytes", "risk_detail",
              "another release: quantisation kernels may differ"),
             ("changed", "torch", "why",
@@ -770,6 +771,8 @@ ELSEWHERE = frozenset(
         "the most authoritative, most specific statement wins",  # test_disagreement
         "chosen first, does not resolve",  # test_era (the resolve check's conflict, stubbed)
         "pip packages resolve as of",  # test_era (PEP 700 upload days: a JSON index)
+        "it would resolve to a release with no",  # test_era (bitsandbytes on an H100)
+        "a newer release than the files' day",  # test_era
         "publication day is not known",  # test_era
         "releases of the months between may be newer",  # test_era
         "the target's, requires",  # test_era (uv's resolution of torch alone, stubbed)

@@ -522,7 +522,8 @@ def cuda_binaries(companion: Companion, resolved: Resolved, target: Target) -> M
     unverified = False
     if lacking is not None:
         landing = lacking.since
-        why = f"{version} has no binaries for {lacking.cc.sm}; {landing} is the first that has"
+        lacks = lacking.what or "binaries"
+        why = f"{version} has no {lacks} for {lacking.cc.sm}; {landing} is the first that has"
         unverified = lacking.fact.unverified
     else:
         found = nearest(companion, version, target)

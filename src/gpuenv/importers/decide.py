@@ -2225,8 +2225,49 @@ def decide(
     _facts(d, merged, fk)
     _wheel_check_entry(d, len(_checked(merged, fk, plan)) if wheels is not None else 0)
     _as_of(d, merged, fk, dating or eras.Dating())
+    _dated_floors(d, merged, fk)
     _no_credentials(d)
     return d
+
+
+def _dated_floors(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
+    """An unpinned companion whose releases of the spec's day lack what the target's GPU
+    needs (bitsandbytes as of alpaca-lora's April 2023: no LLM.int8() on an H100 before
+    0.45.0) takes the first release that has it, as of that release's own day ([pip]
+    exclude-newer-package), with it as a floor."""
+    cc = d.plan.hardware.min_cc
+    if d.as_of is None or d.wheels is None or d.plan.hardware.cpu or cc is None:
+        return
+    for name, resolved in merged.packages.items():
+        companion = fk.companion(moves.companion_name(name))
+        if resolved.exact is not None or companion is None or resolved.ask.url:
+            continue
+        arch = companion.wheels_lack(Version("0"), cc)
+        index = _line_of(d, name)
+        if arch is None or index is None or excludes(resolved.specifier, arch.since):
+            continue
+        landing = wheel_index.published(d.wheels, name, arch.since)
+        day = d.as_of_packages.get(name, d.as_of.day)
+        if landing is None or day >= landing:
+            continue
+        now = str(SpecifierSet(resolved.specifier) & SpecifierSet(f">={arch.since}"))
+        entry = Entry(
+            CHANGED,
+            name,
+            f"as of {day.isoformat()} it would resolve to a release with no "
+            f"{arch.what or 'binaries'} for {cc.sm}; {arch.since} is the first that has, "
+            f"as of its own day, {landing.isoformat()}",
+            origin=resolved.ask.origin,
+            was=resolved.specifier or "any",
+            now=now,
+            risk=MEDIUM,
+            risk_text="a newer release than the files' day: its API may differ",
+            unverified=arch.fact.unverified,
+        )
+        d.entries = [e for e in d.entries if not (e.kind == KEPT and e.package == name)]
+        d.add(entry)
+        d.pip[index] = Line(f"{name}{now}", entry.comment())
+        d.as_of_packages = {**d.as_of_packages, name: landing}
 
 
 def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, dating: eras.Dating) -> None:

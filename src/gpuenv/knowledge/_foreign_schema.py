@@ -184,6 +184,7 @@ class RawCompanionRelease(_Sourced):
 class RawCompanionArch(_Sourced):
     cc: CC
     since: Pep440
+    what: str | None = None  # what older wheels lack for cc, when not all their code
 
 
 class RawCompanion(_Sourced):

@@ -97,6 +97,9 @@ class CompanionArch:
     cc: ComputeCapability
     since: Version
     fact: Sourced
+    # What the older wheels lack for ``cc``, where it is not all their code: "LLM.int8()
+    # (8-bit matmul, load_in_8bit)" (bitsandbytes before 0.45 on Hopper); None: binaries.
+    what: str | None = None
 
 
 @dataclass(frozen=True)
@@ -412,7 +415,9 @@ def _release(raw: Raw) -> CompanionRelease:
 
 def _companion(raw: Raw) -> Companion:
     archs = tuple(
-        CompanionArch(ComputeCapability.parse(a["cc"]), Version(a["since"]), _sourced(a))
+        CompanionArch(
+            ComputeCapability.parse(a["cc"]), Version(a["since"]), _sourced(a), a.get("what")
+        )
         for a in raw.get("arch", [])
     )
     return Companion(
