@@ -74,6 +74,42 @@ def test_a_range_names_the_api_changes_it_crosses(
     assert "weights_only" not in torch["risk_detail"], "2.6 is not crossed"
 
 
+def test_the_api_changes_said_are_those_the_code_meets_where_it_was_read(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """CompVis/stable-diffusion, Real-ESRGAN and Grounded-Segment-Anything were told
+    "torch._six was removed" though none of their code uses it; maskrcnn-benchmark's
+    nms.cu includes THC/THC.h (removed in torch 1.11) and nothing said so. Where the
+    repository is imported as a folder, a change is said where the code has its marker,
+    with the line."""
+    req = _file(tmp_path, "requirements.txt", "torch>=1.7.0\nnumpy\n")
+    (req.parent / "train.py").write_text("import torch\nmodel = torch.nn.Linear(2, 2)\n")
+    imported = run_import(req.parent, target="h100")
+    assert imported.result.code == 0, imported.result.err
+    torch = imported.entries("kept")["torch"]
+    assert "torch._six" not in (torch.get("risk_detail") or ""), torch
+    # the code that meets them: each named with where the code has it
+    (req.parent / "utils.py").write_text("import os\nfrom torch._six import inf\n")
+    csrc = req.parent / "csrc" / "cuda"
+    csrc.mkdir(parents=True)
+    (csrc / "nms.cu").write_text("// nms\n#include <THC/THC.h>\n")
+    imported = run_import(req.parent, target="h100")
+    torch = imported.entries("kept")["torch"]
+    assert torch["risk_detail"] == (
+        "API change in 1.11.0: THC was removed: CUDA sources that include THC/THC.h "
+        "(THCudaMalloc, THCCeilDiv) no longer compile (the code has it: csrc/cuda/nms.cu:2 "
+        "#include <THC/THC.h>); API change in 2.0.0: torch._six was removed: 'from "
+        "torch._six import ...' fails (the code has it: utils.py:2 from torch._six import inf)"
+    )
+    assert imported.report["inputs"] == [{"file": "requirements.txt", "format": "requirements"}], (
+        "the folder whose code was searched is no input of its own"
+    )
+    # environment files alone: the C++ change is never guessed, torch._six still said
+    imported = run_import(req, target="h100")
+    risk = imported.entries("kept")["torch"]["risk_detail"]
+    assert "torch._six" in risk and "THC" not in risk
+
+
 @pytest.mark.parametrize(("target", "torch"), [("rtx4090", "1.13.1+cu117"), ("cpu", "1.13.1+cpu")])
 def test_a_range_stays_below_the_first_breaking_change_where_a_release_fits(
     run_import: Callable[..., Imported], tmp_path: Path, target: str, torch: str

@@ -28,7 +28,7 @@ from gpuenv.importers.discover import NOT_LISTED, SUBFOLDER, discover
 from gpuenv.importers.era import Dating
 from gpuenv.importers.formats import READERS, detect
 from gpuenv.importers.merge import Merged, merge
-from gpuenv.importers.model import ASKED_AS_MODULE, NAME, Ask, Note, Reading
+from gpuenv.importers.model import ASKED_AS_MODULE, NAME, Ask, Note, Origin, Reading
 from gpuenv.importers.report import ASSUMPTION, Entry, Report
 from gpuenv.importers.torch_choice import Planning, TorchBound
 from gpuenv.importers.wheels import WheelIndex
@@ -452,6 +452,9 @@ def read_inputs(
 
 
 # Bounds of the code scan: enough for a paper's repository, never a whole monorepo.
+# The sources read for what the code needs: Python, and C++/CUDA for torch's C++ API
+# (THC/THC.h, which torch 1.11 removed).
+_CODE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".cc", ".h", ".hpp")
 _CODE_FILES = 3000
 _CODE_BYTES = 512 * 1024
 _CODE_DEPTH = 6
@@ -488,16 +491,48 @@ def _code_imports(ctx: Context, folder: Path) -> None:
     import wrote torchvision = false, "not in the paper's environment", and the code
     failed at its first import), and setuptools where the code imports pkg_resources or
     torch's cpp_extension (``_CODE_NEEDS``). Each is asked at the first line that imports
-    it (torchvision and torchaudio with no version: paired with torch); nothing else of
-    the code is read."""
-    from gpuenv.importers.discover import ASIDE, SKIP
-    from gpuenv.importers.model import Authority, Origin
+    it (torchvision and torchaudio with no version: paired with torch). The sources are
+    searched for the markers of torch's API changes too (``torch._six``, ``THC/THC.h``),
+    so that the report names the changes the code meets, and where; nothing else of the
+    code is read."""
+    from gpuenv.importers.model import CODE_READ, CODE_USES, Authority, Fact
 
     asked = {a.name for r in ctx.readings for a in r.asks}
     wanted = {module for module, (project, _) in _CODE_NEEDS.items() if project not in asked}
-    if not wanted:
-        return
+    markers = {c.marker for c in ctx.knowledge.torch_changes if c.marker}
     found: dict[str, tuple[Origin, str]] = {}
+    uses: dict[str, Origin] = {}  # a torch change's marker -> where the code first has it
+    seen = 0
+    for path, text in _code_files(folder):
+        seen += 1
+        for marker in markers - uses.keys():
+            origin = _marked(text, marker, ctx.display(path))
+            if origin is not None:
+                uses[marker] = origin
+        if path.suffix != ".py":
+            continue
+        for match in _TORCH_COMPANION_IMPORT.finditer(text):
+            module = match.group(1).decode()
+            project = _CODE_NEEDS.get(module, ("", ""))[0]
+            if module in wanted and project not in found:
+                line = text.count(b"\n", 0, match.start()) + 1
+                said = match.group(0).decode("utf-8", "replace").strip()[:200]
+                found[project] = (Origin(ctx.display(path), line, said), module)
+    for project, (origin, module) in sorted(found.items()):
+        ask = Ask(project, _CODE_NEEDS[module][1], origin, inferred=_CODE_WHY.get(module))
+        ctx.readings.append(Reading(origin.file, "code", Authority.METADATA, asks=(ask,)))
+    if seen:
+        shown = ctx.display(folder)
+        facts = [Fact(CODE_READ, str(seen), Origin(shown, None, ""))]
+        facts += [Fact(CODE_USES, marker, origin) for marker, origin in sorted(uses.items())]
+        ctx.readings.append(Reading(shown, "code", Authority.METADATA, facts=tuple(facts)))
+
+
+def _code_files(folder: Path) -> Iterator[tuple[Path, bytes]]:
+    """The repository's sources (``_CODE_SUFFIXES``, at most ``_CODE_FILES``, each its
+    first ``_CODE_BYTES``), outside the folders discovery skips, in a stable order."""
+    from gpuenv.importers.discover import ASIDE, SKIP
+
     seen = 0
     for here, dirs, files in os.walk(folder):
         depth = len(Path(here).relative_to(folder).parts)
@@ -507,7 +542,7 @@ def _code_imports(ctx: Context, folder: Path) -> None:
             if d.lower() not in SKIP | ASIDE and not d.startswith(".") and depth < _CODE_DEPTH
         )
         for name in sorted(files):
-            if not name.endswith(".py") or seen >= _CODE_FILES:
+            if not name.endswith(_CODE_SUFFIXES) or seen >= _CODE_FILES:
                 continue
             seen += 1
             path = Path(here) / name
@@ -515,19 +550,32 @@ def _code_imports(ctx: Context, folder: Path) -> None:
                 if path.is_symlink() or not path.is_file():  # a FIFO named x.py never opens
                     continue
                 with path.open("rb") as handle:
-                    text = handle.read(_CODE_BYTES)
+                    yield path, handle.read(_CODE_BYTES)
             except OSError:
                 continue
-            for match in _TORCH_COMPANION_IMPORT.finditer(text):
-                module = match.group(1).decode()
-                project = _CODE_NEEDS.get(module, ("", ""))[0]
-                if module in wanted and project not in found:
-                    line = text.count(b"\n", 0, match.start()) + 1
-                    said = match.group(0).decode("utf-8", "replace").strip()[:200]
-                    found[project] = (Origin(ctx.display(path), line, said), module)
-    for project, (origin, module) in sorted(found.items()):
-        ask = Ask(project, _CODE_NEEDS[module][1], origin, inferred=_CODE_WHY.get(module))
-        ctx.readings.append(Reading(origin.file, "code", Authority.METADATA, asks=(ask,)))
+
+
+def _marked(text: bytes, marker: str, shown: str) -> Origin | None:
+    """Where ``text`` (a source file, ``shown``) first contains ``marker``, with its line."""
+    at = text.find(marker.encode())
+    if at < 0:
+        return None
+    start, end = text.rfind(b"\n", 0, at) + 1, text.find(b"\n", at)
+    said = text[start : end if end >= 0 else None].decode("utf-8", "replace")
+    return Origin(shown, text.count(b"\n", 0, at) + 1, said.strip()[:200])
+
+
+def _inputs(readings: list[Reading]) -> tuple[tuple[str, str], ...]:
+    """The files read, each once: a file read as an environment file and for what its
+    code imports (maskrcnn-benchmark's setup.py) is named as the former; the folder whose
+    code was searched (its facts only) is no input of its own."""
+    files = {r.file for r in readings if r.format != "code"}
+    shown = (
+        (r.file, r.format)
+        for r in readings
+        if r.format != "code" or (r.asks and r.file not in files)
+    )
+    return tuple(dict.fromkeys(shown))
 
 
 def _modules_as_projects(reading: Reading, knowledge: ForeignKnowledge) -> Reading:
@@ -670,7 +718,7 @@ def reproduce(request: ImportRequest) -> Reproduction:
         target=target,
         hardware=hardware,
         summary=_summary(decision),
-        inputs=tuple((r.file, r.format) for r in readings),
+        inputs=_inputs(readings),
         entries=said_once(decision.entries),
         disagreements=tuple(d.to_json() for d in merged.disagreements),
         plan_reasons=decision.plan.reasons,

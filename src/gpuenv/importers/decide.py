@@ -28,6 +28,8 @@ from gpuenv.importers.local_paths import COMPILES_CUDA
 from gpuenv.importers.merge import Merged, Resolved
 from gpuenv.importers.model import (
     AUTHOR_PATH,
+    CODE_READ,
+    CODE_USES,
     CUDA_EXTENSION,
     CUDA_MAJOR,
     DRIVER,
@@ -676,15 +678,34 @@ def _range_ceiling(specifier: str) -> Version | None:
     return min(ceilings) if ceilings else None
 
 
-def _torch_risk(old: Version | None, new: Version, fk: ForeignKnowledge) -> tuple[int, str]:
+def _torch_risk(
+    old: Version | None, new: Version, fk: ForeignKnowledge, merged: Merged
+) -> tuple[int, str]:
     notes = ["numerics may differ"]
     if old is None:
         return MEDIUM, "; ".join(notes)
     base = Version(old.base_version)
-    changes = fk.changes_between(base, new) if new > base else []
-    notes.extend(f"API change in {c.since}: {c.what}" for c in changes)
+    changes = _crossed(merged, fk, base, new) if new > base else []
+    notes.extend(changes)
     risk = HIGH if new.major != base.major or changes else MEDIUM
     return risk, "; ".join(notes)
+
+
+def _crossed(merged: Merged, fk: ForeignKnowledge, old: Version, new: Version) -> list[str]:
+    """The API changes crossed moving torch from ``old`` to ``new``, as report notes.
+    Where the repository's code was read, a change with a marker is said only where the
+    code contains it, and where (maskrcnn-benchmark's nms.cu includes THC/THC.h;
+    "torch._six was removed" was said of repositories that never used it)."""
+    read = bool(merged.facts.get(CODE_READ))
+    uses = {f.value: f.origin for f in merged.facts.get(CODE_USES, ())}
+    notes = []
+    for change in fk.changes_between(old, new):
+        where = uses.get(change.marker) if change.marker else None
+        if change.marker and where is None and (read or change.code_only):
+            continue
+        note = f"API change in {change.since}: {change.what}"
+        notes.append(f"{note} (the code has it: {where.cite()})" if where else note)
+    return notes
 
 
 def _torch_entries(
@@ -772,10 +793,10 @@ def _torch_entries(
         and paper.specifier
         and SpecifierSet(paper.specifier).contains(plan.torch)
     ):
-        d.add(_range_entry(paper, choice, ctx, origin, now))
+        d.add(_range_entry(paper, choice, ctx, origin, now, merged))
     else:
         old = paper.version or _range_floor(paper.specifier) or _range_ceiling(paper.specifier)
-        risk, text = _torch_risk(old, Version(plan.torch), fk)
+        risk, text = _torch_risk(old, Version(plan.torch), fk, merged)
         # an exact pin moved (a lock file's) past a range another file declares
         outside = _outside_ranges(resolved, plan.torch) if paper.version is not None else ""
         if outside:  # the project says it needs another torch: expect it to fail
@@ -794,7 +815,7 @@ def _torch_entries(
             )
         )
     if paper.era is not None:
-        _era_entry(d, paper.era, paper.specifier, fk)
+        _era_entry(d, paper.era, paper.specifier, fk, merged)
     if _nightly(paper, merged):
         pre = merged.fact(PRE)
         d.add(
@@ -835,12 +856,13 @@ def _range_entry(
     ctx: tuple[KnowledgeBase, ForeignKnowledge],
     origin: Origin | None,
     now: str,
+    merged: Merged,
 ) -> Entry:
     """A torch range kept: the newest release in it that fits, within what the other
     pins allow and below the first API change that breaks older code."""
     kb, fk = ctx
     floor = _range_floor(paper.specifier)
-    changes = fk.changes_between(floor, Version(choice.plan.torch)) if floor is not None else []
+    changes = _crossed(merged, fk, floor, Version(choice.plan.torch)) if floor is not None else []
     why = f"the newest release in {paper.specifier!r} that fits"
     if _python_held(kb, paper, choice):
         why += f" on Python {choice.plan.python}"
@@ -857,11 +879,11 @@ def _range_entry(
         was=paper.specifier,
         now=now,
         risk=MEDIUM if changes else NONE,
-        risk_text="; ".join(f"API change in {c.since}: {c.what}" for c in changes) or None,
+        risk_text="; ".join(changes) or None,
     )
 
 
-def _era_entry(d: Decision, era: str, specifier: str, fk: ForeignKnowledge) -> None:
+def _era_entry(d: Decision, era: str, specifier: str, fk: ForeignKnowledge, merged: Merged) -> None:
     """The torch entry of a range its era resolved says so, from the range, and names the
     API changes crossed from the range's floor (``torch>=1.7`` dated to 2025: 2.0, 2.6)."""
     at = next(
@@ -870,8 +892,7 @@ def _era_entry(d: Decision, era: str, specifier: str, fk: ForeignKnowledge) -> N
     entry = d.entries[at]
     entry = replace(entry, why=f"{era}; {entry.why}", was=specifier or "any")
     floor = _range_floor(specifier)
-    crossed = fk.changes_between(floor, Version(d.plan.torch)) if floor is not None else []
-    notes = [f"API change in {c.since}: {c.what}" for c in crossed]
+    notes = _crossed(merged, fk, floor, Version(d.plan.torch)) if floor is not None else []
     notes = [n for n in notes if n not in (entry.risk_text or "")]
     if notes:
         text = "; ".join([*([entry.risk_text] if entry.risk_text else []), *notes])

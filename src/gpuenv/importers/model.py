@@ -116,6 +116,10 @@ PRE = "pre"  # pip --pre: pre-releases (nightlies) allowed
 GPU = "gpu"  # the GPU the paper ran on (collect_env)
 DRIVER = "driver"  # the driver the paper ran on (collect_env)
 CUDA_EXTENSION = "cuda-extension"  # the project compiles CUDA code against torch
+# The repository's code was read (a folder imported): its value, how many source files.
+CODE_READ = "code-read"
+# A torch API change's marker the code contains ("torch._six"), where it first does.
+CODE_USES = "code-uses"
 # A folder pip installs (``submodules/simple-knn``): a source of the repository to build;
 # the note says what its setup.py compiles
 LOCAL_PACKAGE = "local-package"

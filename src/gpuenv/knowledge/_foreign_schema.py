@@ -250,6 +250,8 @@ class RawTorchChange(_Sourced):
     since: Pep440
     what: str
     breaks: bool = False
+    marker: Annotated[str, Field(min_length=4)] | None = None  # searched for in the code
+    code_only: bool = False  # said only where the code was read and has the marker
 
 
 class RawGpuOnly(_Sourced):

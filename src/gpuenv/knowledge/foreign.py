@@ -206,6 +206,12 @@ class TorchChange:
     what: str
     fact: Sourced
     breaks: bool = False  # code written before it fails, not only warns
+    # What code affected by it contains ("torch._six", "THC/THC.h"), searched for in the
+    # repository's sources: where the code was read and has none, the change is not said.
+    marker: str | None = None
+    # Said only where the code was read and contains ``marker``: a change of what few
+    # repositories have (C++ extensions), never guessed from environment files alone.
+    code_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -490,7 +496,14 @@ def repository_key(repository: str, subdirectory: str | None = None) -> str:
 
 def _packages(raw: Raw) -> dict[str, Any]:
     changes = (
-        TorchChange(Version(c["since"]), c["what"], _sourced(c), bool(c.get("breaks")))
+        TorchChange(
+            Version(c["since"]),
+            c["what"],
+            _sourced(c),
+            bool(c.get("breaks")),
+            c.get("marker"),
+            bool(c.get("code_only")),
+        )
         for c in raw["torch_change"]
     )
     return {
