@@ -44,6 +44,8 @@ RELEASES = [
     ("pyyaml", "5.1", "2019-03-13T20:00:00.000Z", "cp37-cp37m-manylinux1_x86_64"),
     ("setuptools", "0.9", "2013-07-03T10:00:00.000Z", "py2.py3-none-any"),
     ("bitsandbytes", "0.38.1", "2023-04-11T10:00:00.000Z", "py3-none-any"),
+    ("litellm", "0.1.1", "2023-08-01T10:00:00.000Z", "py3-none-any"),
+    ("litellm", "1.0.0", "2023-11-20T10:00:00.000Z", "py3-none-any"),
     ("bitsandbytes", "0.45.0", "2024-12-05T10:00:00.000Z", "py3-none-manylinux_2_24_x86_64"),
     ("setuptools", "81.0.0", "2026-02-01T10:00:00.000Z", "py3-none-any"),
 ]
@@ -814,9 +816,9 @@ def test_files_nothing_dates_say_that_they_resolve_as_of_today(
     imported = run_import(req, target="rtx4090")
     assert imported.result.code == 0, imported.result.err
     assert _as_of(imported) == [
-        "pip packages resolve as of today: no pin or version range in the files has an upload "
-        "day on the index, so nothing dates the files (no [pip] exclude-newer; add one for "
-        "the day they were written)"
+        "pip packages resolve as of today: no package the files name has an upload day on "
+        "the index, so nothing dates the files (no [pip] exclude-newer; add one for the day "
+        "they were written)"
     ]
     assert "exclude-newer" not in imported.spec.read_text()
     # a torch gpuenv has no publication day for: its dependencies cannot be dated either
@@ -879,6 +881,22 @@ def test_an_unpinned_companion_lacking_the_gpus_kernels_as_of_the_day_takes_its_
     assert "bitsandbytes" not in imported.entries("changed")
 
 
+def test_a_package_named_without_a_version_dates_the_files_to_its_first_release(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    """IDEA-Research/Grounded-Segment-Anything: its pins date from June 2023, but it
+    names litellm, whose first release came later. As of the pins' day litellm had no
+    release, nothing resolved, and every package was taken as of today. The files
+    cannot predate a package they name."""
+    req = _paper(tmp_path, "torch==2.0.0\ntransformers==4.28.1\nlitellm\n")
+    imported = run_import(req, target="rtx4090")
+    assert imported.result.code == 0, imported.result.err
+    assert [why.split(":")[0] for why in _as_of(imported)] == [
+        "pip packages resolve as of 2023-08-01, when litellm 0.1.1 was published"
+    ]
+    assert 'exclude-newer = "2023-08-01"' in imported.spec.read_text()
+
+
 def test_a_bound_gpuenv_asks_from_the_code_dates_nothing(
     run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
 ) -> None:
@@ -939,8 +957,8 @@ def test_what_a_newer_torch_requires_takes_its_day_and_the_rest_the_files(
     assert day is not None
     assert _as_of(imported) == [
         "pip packages resolve as of 2020-12-10, when torch 1.7.1 was published; what torch "
-        f"{torch}, the target's, requires (sympy, typing-extensions) and numpy, which its "
-        f"wheels were built against, as of its own day, {day.isoformat()}: what the files "
+        f"{torch}, the target's, requires (sympy, typing-extensions) and numpy, which torch's "
+        f"wheels were built against, as of torch's day, {day.isoformat()}: what the files "
         "leave unpinned, and what their packages depend on, comes as it was then, not as "
         "today ([pip] exclude-newer and exclude-newer-package; remove them for today's "
         "releases)"

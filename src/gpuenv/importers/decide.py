@@ -2309,7 +2309,7 @@ def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, dating: eras.Datin
             why = (
                 f"torch {Version(d.plan.torch).public}'s publication day is not known"
                 if unknown
-                else "no pin or version range in the files has an upload day on the index"
+                else "no package the files name has an upload day on the index"
             )
             d.add(
                 Entry(
@@ -2423,18 +2423,26 @@ def _split(d: Decision, requires: tuple[str, ...], built: tuple[str, ...] = ()) 
     d.as_of, d.as_of_packages = files, dict.fromkeys(requires, torch.day)
     own = [name for name in requires if name not in built and name != "numpy"]
     shown = ", ".join(own[:4]) + (f" and {len(own) - 4} more" if len(own) > 4 else "")
-    also = " and numpy, which its wheels were built against" if "numpy" in requires else ""
+    also = " and numpy, which torch's wheels were built against" if "numpy" in requires else ""
     if built:
         also += (
             f"{',' if also else ''} and {', '.join(built)}, of which the files' day has only "
             "a source archive to build"
         )
+    family = [f"torch {torch.version}"]
+    family += [f"torchvision {d.plan.torchvision}"] if d.plan.torchvision else []
+    family += [f"torchaudio {d.plan.torchaudio}"] if d.plan.torchaudio else []
+    who = (
+        f"{family[0]}, the target's, requires"
+        if len(family) == 1
+        else f"the target's {', '.join(family[:-1])} and {family[-1]} require"
+    )
     d.add(
         Entry(
             ASSUMPTION,
             None,
-            f"pip packages resolve as of {files.says()}; what torch {torch.version}, the "
-            f"target's, requires ({shown}){also + ',' if also else ''} as of its own day, "
+            f"pip packages resolve as of {files.says()}; what {who} "
+            f"({shown}){also + ',' if also else ''} as of torch's day, "
             f"{torch.day.isoformat()}: "
             "what the files leave unpinned, and what their packages depend on, comes as it "
             "was then, not as today ([pip] exclude-newer and exclude-newer-package; remove "

@@ -271,7 +271,8 @@ def as_of(
     unpinned (their dependencies too) comes as it did when the files were written, not
     as today: the newest of the files' exact pins' publication days (``pins_day``), of
     the first release in each version range the files wrote and of the releases those
-    ranges name (``_range_day``), and of the files' own torch pin; never before
+    ranges name, and of the first release of each package they name with no version
+    (``_range_days``), and of the files' own torch pin; never before
     ``torch`` was published (its own dependencies must resolve). A written exact pin
     needs no day (the lock exempts it: it may be a release the import moved to). None
     when the index dates none of them (nothing says how old the files are, and an index
@@ -301,7 +302,11 @@ def as_of(
 
 def _ranged(merged: Merged, requirements: list[str]) -> list[Requirement]:
     """The written requirements with a version range the files asked for (not an exact
-    pin, a URL, the torch family, or a bound of gpuenv's own such as numpy<2)."""
+    pin, a URL, the torch family, or a bound of gpuenv's own such as numpy<2), and those
+    the files name with no version, as any release: the files cannot predate a package's
+    first release (Grounded-Segment-Anything's litellm, first published weeks after its
+    newest pin: dated by the pins alone, litellm had no release that day, nothing
+    resolved, and every package came as of today)."""
     ranged = []
     for text in requirements:
         try:
@@ -309,14 +314,18 @@ def _ranged(merged: Merged, requirements: list[str]) -> list[Requirement]:
         except InvalidRequirement:
             continue
         asked = merged.packages.get(normalize_name(requirement.name))
-        if asked is None or not asked.specifier or not requirement.specifier:
+        if asked is None or requirement.url is not None or requirement.name in TRIO:
             continue
+        if all(a.inferred is not None for a in asked.asks):
+            continue  # gpuenv asked it from the code (setuptools<82): not the files'
+        if not asked.specifier:
+            ranged.append(Requirement(requirement.name))  # named: as any release
+            continue
+        if not requirement.specifier or pinned_exactly(requirement):
+            continue  # an exact pin: the lock exempts it, it dates nothing
         if all(a.inferred is not None or not a.specifier for a in asked.asks):
             continue  # gpuenv's own bound from the code (setuptools<82): not the files'
-        if pinned_exactly(requirement):  # the lock exempts it: it dates nothing
-            continue
-        if requirement.url is None and requirement.name not in TRIO:
-            ranged.append(requirement)
+        ranged.append(requirement)
     return ranged
 
 
