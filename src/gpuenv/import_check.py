@@ -825,7 +825,56 @@ def settle(
     result, check = _within_torch_bound(request, result, check, index, cache_dir)
     result, check = _undated(request, result, check, index, cache_dir)
     result, check = _split_day(request, result, check, index, cache_dir)
+    result, check = _fewer_builds(request, result, check, index, cache_dir)
     return _pulled_back(result, check), check
+
+
+def _fewer_builds(
+    request: ImportRequest,
+    result: Reproduction,
+    check: ResolveCheck,
+    index: str,
+    cache_dir: Path | None,
+) -> tuple[Reproduction, ResolveCheck]:
+    """Where the files name no Python and the resolution builds dependencies from source
+    on the planner's (the newest the torch supports), the next older Pythons the torch
+    supports are tried, at most ``_PYTHON_TRIES``: the first on which less is built is
+    taken (guoyww/AnimateDiff: transformers==4.25.1 needs tokenizers<0.14, which has no
+    wheel for Python 3.12, and its source build needs Rust; 3.11 has its wheel)."""
+    from gpuenv.importers.report import ASSUMPTION
+    from gpuenv.plan import KNOWN_PYTHONS
+
+    decision = result.decision
+    named = not any(e.kind == ASSUMPTION and e.package == "python" for e in decision.entries)
+    if check.resolves is not True or not check.built or named or request.python_for_builds:
+        return result, check
+    release = request.kb.torch_release(decision.plan.torch)
+    current = decision.plan.python
+    older = [
+        p
+        for p in sorted(KNOWN_PYTHONS, key=lambda p: -int(p.split(".")[1]))
+        if int(p.split(".")[1]) < int(current.split(".")[1])
+        and (release is None or release.python.contains(p))
+    ]
+    for python in older[:_PYTHON_TRIES]:
+        answer = _again(request, index, cache_dir, python_for_builds=(python, "?"))
+        if answer is None or answer[1].resolves is not True:
+            continue
+        spared = sorted(set(check.built) - set(answer[1].built))
+        if len(answer[1].built) >= len(check.built) or not spared:
+            continue
+        # said as the report says it: once more with the reason (the same resolution)
+        shown = ", ".join(spared[:3]) + (f" and {len(spared) - 3} more" if len(spared) > 3 else "")
+        have = "has" if len(spared) == 1 else "have"
+        why = (
+            f"fewer dependencies are built from source ({shown} {have} no wheel for Python "
+            f"{current})"
+        )
+        return _again(request, index, cache_dir, python_for_builds=(python, why)) or answer
+    return result, check
+
+
+_PYTHON_TRIES = 2
 
 
 def _again(

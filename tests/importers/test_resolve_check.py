@@ -662,3 +662,48 @@ def test_a_framework_left_out_that_a_requirement_brings_back_is_said(
         "tensorflow is left out of the spec, but tensorflowjs requires it: the lock installs "
         "tensorflow 2.21.0 all the same (leave those out too to keep it out)"
     ) in said, said
+
+
+def test_an_unnamed_python_on_which_less_is_built_from_source_is_taken(
+    run_import: Callable[..., Imported], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """guoyww/AnimateDiff names no Python: the newest torch 2.3.1 supports, 3.12, made
+    transformers==4.25.1's tokenizers<0.14 a source build (no cp312 wheel; its build
+    needs Rust). The next older Python on which less is built is taken, and said."""
+    import importlib
+
+    from gpuenv.import_check import ResolveCheck
+    from tests.fixtures.pkgindex.index import Serve, serve
+
+    check = importlib.import_module("gpuenv.import_check")
+    seen: list[str] = []
+
+    def answer(reproduction, index, failure, cache_dir):  # uv's resolution, stubbed
+        python = reproduction.decision.plan.python
+        seen.append(python)
+        built = ("ffmpy", "tokenizers") if python == "3.12" else ("ffmpy",)
+        return ResolveCheck(True, "", index, python, "x86_64-manylinux_2_28", built=built)
+
+    monkeypatch.setattr(check, "check_reproduction", answer)
+    (tmp_path / "index" / "simple").mkdir(parents=True)
+    paper = tmp_path / "paper"
+    paper.mkdir()
+    (paper / "requirements.txt").write_text("torch==2.3.1\ntransformers==4.25.1\n")
+    with serve(tmp_path / "index", options=Serve()) as url:
+        monkeypatch.setenv("GPUENV_IMPORT_INDEX", f"{url}/simple")
+        imported = run_import(paper, target="h100")
+        assert imported.result.code == 0, imported.result.err
+        assert seen[0] == "3.12" and seen[-1] == "3.11", seen
+        said = [e["why"] for e in imported.report["assumptions"] if e.get("package") == "python"]
+        assert said == [
+            "no Python named in the files: Python 3.11, the newest torch 2.3.1 supports where "
+            "fewer dependencies are built from source (tokenizers has no wheel for Python 3.12)"
+        ], said
+        assert 'python = "3.11"' in imported.spec.read_text()
+        # a Python the files name is theirs: nothing else is tried
+        seen.clear()
+        (paper / "requirements.txt").write_text("torch==2.3.1\ntransformers==4.25.1\n")
+        (paper / ".python-version").write_text("3.12\n")
+        imported = run_import(paper, target="h100")
+        assert imported.result.code == 0, imported.result.err
+        assert set(seen) == {"3.12"}, seen

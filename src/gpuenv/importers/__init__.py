@@ -78,6 +78,9 @@ class ImportRequest:
     # Of those, the ones added because the files' day has only a source archive of them
     # to build (alpaca-lora's ffmpy, which gradio requires): said apart from torch's own.
     split_built: tuple[str, ...] = ()
+    # A Python the files do not name on which the written dependencies build less from
+    # source (gpuenv.import_check), and why: the planner's newest is not taken.
+    python_for_builds: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -701,7 +704,7 @@ def reproduce(request: ImportRequest) -> Reproduction:
             request.wheels,
             dict(request.kept_as_builds),
             request.torch_bound,
-            Dating(request.undated, request.split, request.split_built),
+            Dating(request.undated, request.split, request.split_built, request.python_for_builds),
         )
     except NoCompatiblePlan as refusal:
         raise NoCompatiblePlan(

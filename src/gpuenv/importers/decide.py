@@ -2212,6 +2212,15 @@ def decide(
     if wheels is not None:
         plan, python_why = _python_for_wheels(planning, paper, plan, merged, (fk, wheels))
         choice = replace(choice, plan=plan)
+    if dating is not None and dating.python is not None and _python_wanted(merged)[0] is None:
+        python, why = dating.python  # the resolve check's: fewer source builds there
+        other = planning.attempt(f"=={plan.torch}", python, plan.cuda, paper)
+        if not isinstance(other, NoCompatiblePlan) and (other.torch, other.cu_tag) == (
+            plan.torch,
+            plan.cu_tag,
+        ):
+            plan, python_why = other, why
+            choice = replace(choice, plan=plan)
     d = Decision(project[0], project[1], planning.target, planning.target_spec, plan)
     d.wheels, d.python_why = wheels, python_why
     d.kept_as_builds = dict(kept_as_builds or {})

@@ -229,6 +229,9 @@ class Dating:
     undated: str | None = None
     split: tuple[str, ...] | None = None
     split_built: tuple[str, ...] = ()  # of ``split``, those with only a source archive then
+    # A Python the files do not name, on which the resolution builds less from source than
+    # on the planner's (AnimateDiff's tokenizers 0.13 has no wheel for 3.12), and why.
+    python: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
