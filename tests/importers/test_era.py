@@ -897,6 +897,29 @@ def test_a_package_named_without_a_version_dates_the_files_to_its_first_release(
     assert 'exclude-newer = "2023-08-01"' in imported.spec.read_text()
 
 
+def test_a_git_requirement_with_no_commit_is_said_to_be_outside_the_day(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    """tloen/alpaca-lora (April 2023) installs peft from git: today's default branch
+    requires accelerate>=0.21, which the day hides, and the lock failed with a hint to
+    move the whole day to 2026. The report says the day does not reach git."""
+    text = (
+        "torch==2.0.0\ntransformers==4.28.1\npeft @ git+https://github.com/huggingface/peft.git\n"
+        "clip @ git+https://github.com/openai/CLIP.git@a1d0717\n"
+    )
+    imported = run_import(_paper(tmp_path, text), target="rtx4090")
+    assert imported.result.code == 0, imported.result.err
+    said = [e for e in imported.report["assumptions"] if "does not reach a git" in e["why"]]
+    assert [(e["why"], e["risk"]) for e in said] == [
+        (
+            "peft comes from git with no commit: [pip] exclude-newer (2023-04-14) does not "
+            "reach a git checkout, so the lock takes its branch as it is then, and what that "
+            "requires may be newer than the day allows",
+            "medium",
+        )
+    ], said
+
+
 def test_a_bound_gpuenv_asks_from_the_code_dates_nothing(
     run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
 ) -> None:

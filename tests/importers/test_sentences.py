@@ -284,8 +284,10 @@ CASES: dict[str, tuple[str, str, list[tuple[str, str, str, str]]]] = {
             ("needs_build", "apex", "risk_detail",
              "a source build; it takes a while and needs a host compiler nvcc accepts; "
              "apex.amp is deprecated for PyTorch's own AMP (torch.amp, torch.cuda.amp before "
-             "torch 2.4: autocast and GradScaler), and apex.parallel.DistributedDataParallel "
-             "for torch.nn.parallel.DistributedDataParallel; no release named: the lock "
+             "torch 2.4: autocast and GradScaler), and gone from apex's default branch since "
+             "2025 (NVIDIA/apex issue 1912), which code importing it (from apex import amp) "
+             "needs a commit before; apex.parallel.DistributedDataParallel gives way to "
+             "torch.nn.parallel.DistributedDataParallel; no release named: the lock "
              "freezes the commit its default branch has when written; the target has no GPU: "
              "it imports, but its CUDA kernels cannot run"),
         ],
@@ -772,6 +774,8 @@ ELSEWHERE = frozenset(
         "chosen first, does not resolve",  # test_era (the resolve check's conflict, stubbed)
         "pip packages resolve as of",  # test_era (PEP 700 upload days: a JSON index)
         "it would resolve to a release with no",  # test_era (bitsandbytes on an H100)
+        "does not reach a git checkout",  # test_era
+        "or a release of that day from the index",  # test_era
         "a newer release than the files' day",  # test_era
         "publication day is not known",  # test_era
         "releases of the months between may be newer",  # test_era

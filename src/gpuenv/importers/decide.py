@@ -2256,8 +2256,44 @@ def decide(
     _wheel_check_entry(d, len(_checked(merged, fk, plan)) if wheels is not None else 0)
     _as_of(d, merged, fk, dating or eras.Dating())
     _dated_floors(d, merged, fk)
+    _git_undated(d)
     _no_credentials(d)
     return d
+
+
+def _git_undated(d: Decision) -> None:
+    """[pip] exclude-newer dates index releases, not git checkouts: a git requirement with
+    no commit is locked at its branch's commit of lock time, whose own requirements may
+    be years newer than the day (tloen/alpaca-lora's peft from git, dated April 2023,
+    requires accelerate>=0.21 today, which the day hides: the lock failed)."""
+    if d.as_of is None:
+        return
+    names = sorted(
+        {
+            line.text.split(" @ ", 1)[0]
+            for line in d.pip
+            if " @ git+" in line.text and not _GIT_COMMIT.search(line.text.split(" @ ", 1)[1])
+        }
+    )
+    if not names:
+        return
+    d.add(
+        Entry(
+            ASSUMPTION,
+            None,
+            f"{', '.join(names)} {'comes' if len(names) == 1 else 'come'} from git with no "
+            f"commit: [pip] exclude-newer ({d.as_of.day.isoformat()}) does not reach a git "
+            "checkout, so the lock takes its branch as it is then, and what that requires "
+            "may be newer than the day allows",
+            risk=MEDIUM,
+            risk_text=f"pin a commit from {d.as_of.day.isoformat()} (name @ git+URL@COMMIT), "
+            "or a release of that day from the index",
+        )
+    )
+
+
+# a full or abbreviated commit after the URL's last "@" (git+https://host/repo.git@1a2b3c4)
+_GIT_COMMIT = re.compile(r"@[0-9a-f]{7,40}(?:#|$)")
 
 
 def _dated_floors(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:

@@ -161,6 +161,7 @@ def render_markdown(report: Report) -> str:
         lambda e: (
             f"**{e.package}** {e.now or ''}: {e.why}"
             + (f"; nvcc {e.nvcc}" if e.nvcc else "")
+            + (f" ({RISK_NAMES[e.risk]} risk: {e.risk_text})" if e.risk >= HIGH else "")
             + _where(e)
         ),
     )
