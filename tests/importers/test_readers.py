@@ -362,6 +362,28 @@ def test_dockerfile_stages_args_and_installs(tmp_path: Path) -> None:
     assert "system packages (git, python3-pip)" in text and "heredoc" in text
 
 
+def test_dockerfile_uv_pip_install_is_read_as_pip_install(tmp_path: Path) -> None:
+    """ultralytics/yolov5's images install with `uv pip install --system ...`: those
+    packages (onnxruntime, which detect.py needs for .onnx weights) were dropped."""
+    readings = read(
+        tmp_path,
+        {
+            "Dockerfile": (
+                "FROM pytorch/pytorch:2.2.0-cuda12.1-cudnn8-runtime\n"
+                "RUN pip install uv\n"
+                'RUN uv pip install --system --no-cache -r requirements.txt onnxruntime "notebook>=6" \\\n'
+                "    --index-strategy unsafe-best-match --python=/usr/bin/python3 gsutil\n"
+                "RUN python -m uv pip install -p 3.10 -n timm==0.9.2\n"
+            ),
+            "requirements.txt": "numpy==1.26.4\n",
+        },
+    )
+    found = asks(readings)
+    assert {"onnxruntime", "notebook", "gsutil", "timm", "numpy"} <= found.keys(), found
+    assert found["notebook"].specifier == ">=6" and found["timm"].specifier == "==0.9.2"
+    assert not {"unsafe-best-match", "3.10", "/usr/bin/python3"} & found.keys()
+
+
 def test_dockerfile_nested_args_conditionals_and_stage_lines(tmp_path: Path) -> None:
     """Qwen2.5-VL's image (2025): an ARG built from another names the base image, a
     later stage cites the FROM that read it, and the flash-attn pin sits behind

@@ -201,11 +201,50 @@ def _pip_tokens(tokens: list[str]) -> list[str] | None:
     if head.startswith("python") and words[1:3] == ["-m", "pip"]:
         words = ["pip", *words[3:]]
         head = "pip"
+    if head.startswith("python") and words[1:3] == ["-m", "uv"]:
+        words, head = words[2:], "uv"
+    if head == "uv" and words[1:3] == ["pip", "install"]:
+        # ultralytics/yolov5's images: `uv pip install --system -r requirements.txt
+        # onnxruntime ...`, whose packages were dropped without a word
+        return _without_uv_options(words[3:])
     if head in _PIP:
         words = [head, *requirements.after_global_options(words[1:])]
     if head in _PIP and len(words) >= 2 and words[1] == "install":
         return words[2:]
     return None
+
+
+# uv pip install's own options (not pip's): those that take a value, and flags
+_UV_VALUES = frozenset(
+    {
+        "-p", "--python", "--index-strategy", "--resolution", "--prerelease", "--link-mode",
+        "--exclude-newer", "--python-platform", "--torch-backend", "--keyring-provider",
+        "--cache-dir", "--config-file", "--color",
+    }
+)  # fmt: skip
+_UV_FLAGS = frozenset(
+    {
+        "--system", "--break-system-packages", "--no-cache", "-n", "--native-tls",
+        "--compile-bytecode", "--strict", "--reinstall", "--no-config", "--offline", "-q",
+        "--quiet", "-v", "--verbose", "--no-progress",
+    }
+)  # fmt: skip
+
+
+def _without_uv_options(words: list[str]) -> list[str]:
+    """``uv pip install``'s arguments as pip's: uv's own options left out."""
+    kept: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        name = word.split("=", 1)[0]
+        if name in _UV_VALUES:
+            i += 1 if "=" in word else 2
+            continue
+        if word not in _UV_FLAGS:
+            kept.append(word)
+        i += 1
+    return kept
 
 
 def _conda_tokens(tokens: list[str]) -> list[str] | None:
