@@ -446,3 +446,25 @@ def test_a_module_named_setup_py_is_listed_not_used(tmp_path: Path) -> None:
     assert listed == {
         "dinov2/eval/setup.py": "a module named setup.py (no setuptools): not a project's"
     }
+
+
+def test_a_readme_beside_environment_files_says_the_system_packages_it_installs(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """openai/whisper: requirements.txt names torch, and the README's `sudo apt install
+    ffmpeg` (whisper/audio.py runs the ffmpeg binary) went unsaid: transcription failed
+    with no warning. A README's apt line is said as a Dockerfile's is."""
+    paper = tmp_path / "whisper"
+    paper.mkdir()
+    (paper / "requirements.txt").write_text("torch==2.4.1\nnumpy==1.26.4\n")
+    (paper / "README.md").write_text(
+        "# whisper\n\n```bash\npip install -U openai-whisper\n```\n\n```bash\n"
+        "# on Ubuntu or Debian\nsudo apt update && sudo apt install ffmpeg\n```\n\n"
+        "Some prose that says apt install nothing.\n"
+    )
+    imported = run_import(paper)
+    assert imported.result.code == 0, imported.result.err
+    said = [e for e in imported.report["unmanaged"] if "system packages" in e["why"]]
+    assert [(e["why"], e["file"]) for e in said] == [
+        ("system packages (ffmpeg): install them on the machine", "README.md:9")
+    ], said

@@ -253,10 +253,31 @@ def _readme_beside(ctx: Context, folder: Path, skipped: list[Entry], own: list[R
         for doc in _readme_docs(ctx, folder, skipped, beside=alone):
             if ctx.claim(doc):
                 _read_found(ctx, doc, skipped)
-    elif not _asks_torch(own):
-        _readme_torch(ctx, folder, skipped)
+        return
+    docs = list(_docs_read_aside(ctx, folder))
+    _readme_system(ctx, docs)
+    if not _asks_torch(own):
+        _readme_torch(ctx, skipped, docs)
     elif not _names_python(ctx):
-        _readme_python(ctx, folder, skipped)
+        _readme_python(ctx, skipped, docs)
+
+
+def _readme_system(ctx: Context, docs: list[tuple[Path, list[Reading]]]) -> None:
+    """The system packages a README installs beside environment files (openai/whisper's
+    `sudo apt install ffmpeg`, which whisper/audio.py runs): said, as a Dockerfile's apt
+    line is; nothing else of the README is kept for it."""
+    from gpuenv.importers.model import UNMANAGED
+
+    for _, read in docs:
+        notes = tuple(
+            n
+            for r in read
+            for n in r.notes
+            if n.kind == UNMANAGED and "system packages" in n.message
+        )
+        if notes:
+            first = read[0]
+            ctx.readings.append(Reading(first.file, first.format, first.authority, notes=notes))
 
 
 def _asks_torch(readings: list[Reading]) -> bool:
@@ -293,7 +314,9 @@ def _docs_read_aside(ctx: Context, folder: Path) -> Iterator[tuple[Path, list[Re
         yield doc, read
 
 
-def _readme_python(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
+def _readme_python(
+    ctx: Context, skipped: list[Entry], docs: list[tuple[Path, list[Reading]]]
+) -> None:
     """Environment files that say which torch and name no Python, beside a README whose
     ``conda create`` names one (sczhou/CodeFormer's ``conda create -n codeformer
     python=3.8 -y`` beside requirements.txt's ``torch>=1.7.1``; hpcaitech/Open-Sora's
@@ -301,7 +324,7 @@ def _readme_python(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
     at all, and the newest Python the torch supports was taken (3.10, 3.12)."""
     from gpuenv.importers.model import PYTHON
 
-    for doc, read in _docs_read_aside(ctx, folder):
+    for doc, read in docs:
         facts = tuple(f for r in read for f in r.facts if f.key == PYTHON and f.value[:1].isdigit())
         if not facts:
             continue
@@ -318,7 +341,9 @@ def _readme_python(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
         return
 
 
-def _readme_torch(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
+def _readme_torch(
+    ctx: Context, skipped: list[Entry], docs: list[tuple[Path, list[Reading]]]
+) -> None:
     """Environment files that name no torch version, beside a README that installs one
     (NeuScraper's requirements.txt and its ``pip install torch==1.9.1+cu111
     torchvision==0.10.1+cu111 ... -f <torch_stable page>``; Deformable-DETR's
@@ -331,7 +356,7 @@ def _readme_torch(ctx: Context, folder: Path, skipped: list[Entry]) -> None:
     # a Python the files name exactly (a `python_requires=">=3.6"` range says less than
     # the README's `conda create python=3.7`: GraphGym took 3.11)
     has_python = _names_python(ctx)
-    for doc, read in _docs_read_aside(ctx, folder):
+    for doc, read in docs:
         asks = tuple(a for r in read for a in r.asks if a.name in TRIO)
         if not _says_which(asks):
             continue  # a bare `pip install torch` says no more than the files

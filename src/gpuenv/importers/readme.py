@@ -22,7 +22,16 @@ from gpuenv.importers._context import Context
 from gpuenv.importers._devfiles import is_tooling
 from gpuenv.importers._text import MAX_BYTES, line_not_read, quoted
 from gpuenv.importers.conda_env import CONDA_TOOLS, read_install_args
-from gpuenv.importers.model import DROPPED, PYTHON, UNREADABLE, Authority, Origin, ReadingBuilder
+from gpuenv.importers.model import (
+    DROPPED,
+    PYTHON,
+    UNMANAGED,
+    UNREADABLE,
+    Authority,
+    Origin,
+    ReadingBuilder,
+    system_packages,
+)
 
 # Where repositories keep install commands, in the order they are read.
 DOC_NAMES = (
@@ -45,6 +54,9 @@ _SHELLS = frozenset({"", "bash", "sh", "shell", "console", "zsh", "shell-session
 _PROMPT = re.compile(r"^\s*(?:\(\S+\)\s*)?[$%>]\s+")
 _PIP = re.compile(r"pip(?:3(?:\.\d{1,2})?)?")
 _ASKS = re.compile(r"\b(?:pip[0-9.]*|conda|mamba|micromamba)\s+(?:.*\s)?(?:install|create)\b")
+# A system package manager's install (openai/whisper's README: sudo apt install ffmpeg)
+_SYSTEM = re.compile(r"\b(?:apt-get|apt|yum|dnf|apk|brew)\s+(?:\S+\s+)*?install\b")
+_SYSTEM_TOOLS = frozenset({"apt-get", "apt", "yum", "dnf", "apk", "brew"})
 _MAX_COMMAND = 8192  # characters of one command, continuations joined
 
 
@@ -301,6 +313,24 @@ def _venv_python(words: list[str]) -> str | None:
     return None
 
 
+def _system(line: str) -> bool:
+    return _SYSTEM.search(line) is not None
+
+
+def _system_install(builder: ReadingBuilder, words: list[str], origin: Origin) -> bool:
+    """``sudo apt install ffmpeg`` (apt-get, yum, dnf, apk, brew): the packages said as
+    the machine's to provide, as a Dockerfile's are. True when ``words`` is one."""
+    if words[:1] == ["sudo"]:
+        words = words[1:]
+    if len(words) < 2 or words[0] not in _SYSTEM_TOOLS or "install" not in words:
+        return False
+    after = words[words.index("install") + 1 :]
+    packages = [w for w in after if not w.startswith("-")]
+    if packages:
+        builder.note(UNMANAGED, system_packages(packages), origin)
+    return True
+
+
 def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
     display = ctx.display(path)
     builder = ReadingBuilder(display, fmt, Authority.DEFINITION)
@@ -308,7 +338,7 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
     script = _Script() if path.name.lower().endswith(SCRIPT_SUFFIXES) else None
     for number, line in _lines_of(path.name, text):
         venv = _VENV.search(line)
-        if not _ASKS.search(line) and script is None and venv is None:
+        if not _ASKS.search(line) and script is None and venv is None and not _system(line):
             continue  # sample output, other commands: prose to gpuenv
         origin = Origin(display, number, line[:200])
         with line_not_read(builder, origin):
@@ -321,6 +351,7 @@ def read(ctx: Context, path: Path, text: str, fmt: str) -> None:
                     continue
                 found = _install_words(tokens)
                 if found is None:
+                    _system_install(builder, _words(tokens), origin)
                     continue
                 kind, args = found
                 if kind == "pip":
