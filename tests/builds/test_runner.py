@@ -159,3 +159,27 @@ def test_the_build_environment_keeps_index_settings_and_drops_the_rest(tmp_path:
         str(tmp_path / "cuda" / "bin"),
     ]
     assert env["HOSTILE"] == "$(id)"
+
+
+def test_a_build_that_reads_its_archs_from_its_own_variable_gets_them(tmp_path: Path) -> None:
+    """threestudio's tiny-cuda-nn reads TCNN_CUDA_ARCHITECTURES, not TORCH_CUDA_ARCH_LIST:
+    unset, it builds for the build machine's GPU, and raises where there is none."""
+    from gpuenv.builds.jobs import Jobs
+    from gpuenv.builds.model import arch_numbers
+    from gpuenv.builds.runner import build_env
+
+    assert arch_numbers("8.6;8.9+PTX") == "86;89" and arch_numbers("9.0+PTX") == "90"
+    ctx = BuildContext(
+        prefix=tmp_path / "p", uv=Path("uv"), cuda_home=None, environ={"PATH": "/usr/bin"}
+    )
+    spec = SdistSpec("tinycudann", "1.7", "tinycudann", needs_torch=True)
+    entry = entry_for(tmp_path / "x.tar.gz", "a" * 64, spec, arch_list="8.6;9.0+PTX")
+    env = build_env(entry, ctx, None, Jobs(2, "test"))
+    assert env["TCNN_CUDA_ARCHITECTURES"] == "86;90"
+    assert env["TORCH_CUDA_ARCH_LIST"] == "8.6;9.0+PTX"
+    other = entry_for(
+        tmp_path / "x.tar.gz",
+        "a" * 64,
+        SdistSpec("fixture-pure", "0.3.0", "fixture_pure", needs_torch=False),
+    )
+    assert "TCNN_CUDA_ARCHITECTURES" not in build_env(other, ctx, None, Jobs(2, "test"))

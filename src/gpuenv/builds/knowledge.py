@@ -37,6 +37,10 @@ class PackageDefaults:
     requires_dist: tuple[str, ...] | None = None
     job_memory_gb: float = DEFAULT_JOB_MEMORY_GB
     source: str = ""
+    # A variable of its own its build reads the archs from, set from the target's
+    # TORCH_CUDA_ARCH_LIST as numbers ("86;89"): tiny-cuda-nn's TCNN_CUDA_ARCHITECTURES,
+    # without which it builds for the build machine's GPU, or fails where it has none.
+    arch_env: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,7 @@ def _package(name: str, raw: dict[str, Any]) -> PackageDefaults:
         requires_dist=tuple(str(r) for r in requires) if requires is not None else None,
         job_memory_gb=float(raw.get("job_memory_gb", DEFAULT_JOB_MEMORY_GB)),
         source=str(raw["source"]),
+        arch_env=str(raw["arch_env"]) if raw.get("arch_env") else None,
     )
 
 

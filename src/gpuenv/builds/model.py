@@ -210,6 +210,13 @@ def _within(
     return (max(same_major), False) if same_major else (ceiling, True)
 
 
+def arch_numbers(arch_list: str) -> str:
+    """``TORCH_CUDA_ARCH_LIST`` as the numbers CMake-style variables take: "8.6;8.9+PTX"
+    is "86;89" (tiny-cuda-nn's TCNN_CUDA_ARCHITECTURES)."""
+    keys = [_arch_key(entry.strip().upper().removesuffix("+PTX")) for entry in arch_list.split(";")]
+    return ";".join(f"{major}{minor}" for major, minor in dict.fromkeys(keys))
+
+
 def compiled_arch(
     compute_capability: str, nvcc_max: str | None, torch_archs: Sequence[str] = ()
 ) -> str | None:

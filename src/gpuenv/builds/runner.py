@@ -44,7 +44,7 @@ from gpuenv.builds._shaping import shapes_build
 from gpuenv.builds.cache import BuildCache, CachedWheel
 from gpuenv.builds.compiler import HostCompiler, select
 from gpuenv.builds.jobs import Jobs, max_jobs
-from gpuenv.builds.model import BuildEntry, BuildOutcome
+from gpuenv.builds.model import BuildEntry, BuildOutcome, arch_numbers
 from gpuenv.builds.progress import ProgressCallback, Tracker
 from gpuenv.errors import BuildError, ExternalToolError
 from gpuenv.names import MANAGED_ENV
@@ -197,6 +197,9 @@ def build_env(
     env["VIRTUAL_ENV"] = str(ctx.prefix)
     if entry.inputs.arch_list:
         env["TORCH_CUDA_ARCH_LIST"] = entry.inputs.arch_list
+        defaults = knowledge.defaults_for(entry.name)
+        if defaults is not None and defaults.arch_env:
+            env[defaults.arch_env] = arch_numbers(entry.inputs.arch_list)
     env["MAX_JOBS"] = str(jobs.count)
     env.setdefault("CMAKE_BUILD_PARALLEL_LEVEL", str(jobs.count))
     if compiler is not None:
