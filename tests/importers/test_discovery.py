@@ -468,3 +468,24 @@ def test_a_readme_beside_environment_files_says_the_system_packages_it_installs(
     assert [(e["why"], e["file"]) for e in said] == [
         ("system packages (ffmpeg): install them on the machine", "README.md:9")
     ], said
+
+
+def test_a_repository_that_is_a_python_project_is_said_to_need_installing(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """xinntao/Real-ESRGAN: realesrgan/__init__.py imports version.py, which only its
+    setup.py writes; the report said nothing of installing the project."""
+    paper = tmp_path / "Real-ESRGAN"
+    paper.mkdir()
+    (paper / "requirements.txt").write_text("torch==2.4.1\nnumpy==1.26.4\n")
+    (paper / "setup.py").write_text(
+        "from setuptools import setup\nsetup(\n    name='realesrgan',\n    version='0.3.0',\n)\n"
+    )
+    imported = run_import(paper)
+    assert imported.result.code == 0, imported.result.err
+    said = [e["why"] for e in imported.report["assumptions"] if "Python project" in e["why"]]
+    assert said == [
+        "the repository is the Python project realesrgan: `gpuenv install` installs it "
+        "editable when gpuenv.toml sits beside its setup.py; written elsewhere, set [project] "
+        "path to the imported folder"
+    ], said

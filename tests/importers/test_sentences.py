@@ -775,6 +775,7 @@ ELSEWHERE = frozenset(
         "pip packages resolve as of",  # test_era (PEP 700 upload days: a JSON index)
         "it would resolve to a release with no",  # test_era (bitsandbytes on an H100)
         "does not reach a git checkout",  # test_era
+        "the repository is the Python project",  # test_discovery
         "or a release of that day from the index",  # test_era
         "a newer release than the files' day",  # test_era
         "publication day is not known",  # test_era

@@ -39,6 +39,7 @@ from gpuenv.importers.model import (
     INCLUDED,
     INDEX,
     LOCAL_PACKAGE,
+    NAME,
     PRE,
     PYTHON,
     TOOLKIT,
@@ -1724,6 +1725,37 @@ def _notes(d: Decision, merged: Merged) -> None:
         d.add(Entry(ASSUMPTION, None, message, origin=note.origin, risk=risk))
 
 
+def _project_itself(d: Decision, merged: Merged) -> None:
+    """A repository that is a Python project (its setup.py or pyproject.toml names one)
+    needs it installed: xinntao/Real-ESRGAN's realesrgan/__init__.py imports version.py,
+    which only its setup.py writes, and nothing said so. gpuenv installs it editable
+    where gpuenv.toml sits beside that file ([project] path)."""
+    if any("installs the project" in e.why for e in d.entries):
+        return  # a file installs it, and the report said how
+    names = [
+        f
+        for f in merged.facts.get(NAME, ())
+        if f.value
+        and f.origin.file.rsplit("/", 1)[-1] in ("setup.py", "pyproject.toml", "setup.cfg")
+    ]
+    if not names:
+        return
+    fact = names[0]
+    folder, _, file = fact.origin.file.rpartition("/")
+    where = f"the imported folder's {folder}" if folder else "the imported folder"
+    d.add(
+        Entry(
+            ASSUMPTION,
+            None,
+            f"the repository is the Python project {fact.value}: `gpuenv install` installs "
+            f"it editable when gpuenv.toml sits beside its {file}; written elsewhere, set "
+            f"[project] path to {where}",
+            origin=fact.origin,
+            risk=LOW,
+        )
+    )
+
+
 def _cuda_major(d: Decision, merged: Merged) -> None:
     """What became of a CUDA major asked with no minor (``cuda-version = "12.*"``)."""
     major = merged.fact(CUDA_MAJOR)
@@ -2252,6 +2284,7 @@ def decide(
     _local_paths(d, merged)
     _toolkit(d, merged, planning.kb)
     _notes(d, merged)
+    _project_itself(d, merged)
     _facts(d, merged, fk)
     _wheel_check_entry(d, len(_checked(merged, fk, plan)) if wheels is not None else 0)
     _as_of(d, merged, fk, dating or eras.Dating())
