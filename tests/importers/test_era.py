@@ -816,9 +816,9 @@ def test_files_nothing_dates_say_that_they_resolve_as_of_today(
     imported = run_import(req, target="rtx4090")
     assert imported.result.code == 0, imported.result.err
     assert _as_of(imported) == [
-        "pip packages resolve as of today: no package the files name has an upload day on "
-        "the index, so nothing dates the files (no [pip] exclude-newer; add one for the day "
-        "they were written)"
+        "pip packages resolve as of today: no pin or version range in the files has an upload "
+        "day on the index, so nothing dates the files (no [pip] exclude-newer; add one for "
+        "the day they were written)"
     ]
     assert "exclude-newer" not in imported.spec.read_text()
     # a torch gpuenv has no publication day for: its dependencies cannot be dated either
@@ -918,6 +918,18 @@ def test_a_git_requirement_with_no_commit_is_said_to_be_outside_the_day(
             "medium",
         )
     ], said
+
+
+def test_packages_named_bare_date_nothing_alone(
+    run_import: Callable[..., Imported], dated_index: Seen, tmp_path: Path
+) -> None:
+    """karpathy/nanoGPT installs torch numpy transformers ... with no version: their
+    first releases are a floor, not the day the files were written (dated so, the lock
+    would take releases years older than the code may need)."""
+    imported = run_import(_paper(tmp_path, "torch\ntransformers\nlitellm\n"), target="rtx4090")
+    assert imported.result.code == 0, imported.result.err
+    assert [why.split(":")[0] for why in _as_of(imported)] == ["pip packages resolve as of today"]
+    assert "exclude-newer" not in imported.spec.read_text()
 
 
 def test_a_bound_gpuenv_asks_from_the_code_dates_nothing(

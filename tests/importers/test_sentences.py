@@ -781,7 +781,7 @@ ELSEWHERE = frozenset(
         "publication day is not known",  # test_era
         "releases of the months between may be newer",  # test_era
         "as of torch's day",  # test_era (uv's resolution of torch alone, stubbed)
-        "no package the files name has an upload day",  # test_era
+        "no pin or version range in the files has an upload day",  # test_era
         "written without the credentials its URL held",  # test_bad_inputs
         "is the nearest release that satisfies it with wheels for Python",  # test_pillow
         "is the oldest",  # test_companions (mmdet follows mmcv-full)

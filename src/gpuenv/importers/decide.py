@@ -2387,7 +2387,7 @@ def _as_of(d: Decision, merged: Merged, fk: ForeignKnowledge, dating: eras.Datin
             why = (
                 f"torch {Version(d.plan.torch).public}'s publication day is not known"
                 if unknown
-                else "no package the files name has an upload day on the index"
+                else "no pin or version range in the files has an upload day on the index"
             )
             d.add(
                 Entry(

@@ -274,8 +274,9 @@ def as_of(
     unpinned (their dependencies too) comes as it did when the files were written, not
     as today: the newest of the files' exact pins' publication days (``pins_day``), of
     the first release in each version range the files wrote and of the releases those
-    ranges name, and of the first release of each package they name with no version
-    (``_range_days``), and of the files' own torch pin; never before
+    ranges name (``_range_days``), and of the files' own torch pin, raised to the first
+    release of each package they name with no version (a floor, never a day of its
+    own); never before
     ``torch`` was published (its own dependencies must resolve). A written exact pin
     needs no day (the lock exempts it: it may be a release the import moved to). None
     when the index dates none of them (nothing says how old the files are, and an index
@@ -286,18 +287,27 @@ def as_of(
     ranged = _ranged(merged, requirements)
     pinned = pins_day(merged, wheels)
     best = AsOf(pinned.day, pinned.package, pinned.version) if pinned is not None else None
+    named: AsOf | None = None  # the newest first release of a package named bare
     wheels.prefetch(r.name for r in ranged)
     for requirement in ranged:
         for day, version in _range_days(requirement, wheels):
-            if best is None or day > best.day:
+            if requirement.specifier and (best is None or day > best.day):
                 best = AsOf(day, requirement.name, version)
-    if best is None or wheels.failure is not None:
+            elif not requirement.specifier and (named is None or day > named.day):
+                named = AsOf(day, requirement.name, version)
+    if (best is None and named is None) or wheels.failure is not None:
         return None  # the index gives no upload days: a day would hide all it serves
     files_torch = merged.packages.get("torch")
     if files_torch is not None and files_torch.exact is not None:  # the files' own torch
         pinned_day = fk.torch_published(files_torch.exact)
-        if pinned_day is not None and pinned_day > best.day:
+        if pinned_day is not None and (best is None or pinned_day > best.day):
             best = AsOf(pinned_day, "torch", Version(files_torch.exact.public))
+    if best is None:
+        # packages named bare are a floor, not a date: a repository of unpinned names
+        # (karpathy/nanoGPT) says nothing of when it was written
+        return None
+    if named is not None and named.day > best.day:
+        best = named
     if torch_day > best.day:
         return AsOf(torch_day, "torch", Version(torch.public), files=best)
     return best
