@@ -519,6 +519,12 @@ def test_a_folder_whose_files_cannot_be_read_is_named_as_given(
     (problem,) = _problems(_import(cli, tmp_path, folder))
     assert problem["file"] == str(folder)
     assert str(problem["message"]).startswith("no environment file found here could be read")
+    # with code beside it, searched for what it imports, still nothing is invented
+    (folder / "train.py").write_text(
+        "import torch\nimport torchvision\nfrom torch._six import inf\n"
+    )
+    (problem,) = _problems(_import(cli, tmp_path, folder))
+    assert str(problem["message"]).startswith("no environment file found here could be read")
 
 
 def test_a_dockerfile_of_only_an_arg_asks_for_no_torch(

@@ -177,3 +177,42 @@ def test_a_project_that_compiles_against_torch_says_where_the_spec_must_be(
         "`gpuenv install` builds it for each target's GPUs and installs it editable from a "
         f"gpuenv.toml beside its setup.py{said}, or one whose [project] path names that folder"
     ), why
+
+
+def test_a_subfolder_a_file_pip_installs_is_built_one_way_and_its_files_said_read(
+    run_import: Callable[..., Imported], tmp_path: Path
+) -> None:
+    """IDEA-Research/Grounded-Segment-Anything: its Dockerfile pip-installs GroundingDINO,
+    whose setup.py compiles CUDA and reads its requirements.txt. The report said both
+    "builds it from a gpuenv.toml beside its setup.py in GroundingDINO" and "not installed
+    by gpuenv: pip install ./GroundingDINO", and both that GroundingDINO/requirements.txt
+    was imported and that it was not."""
+    repo = tmp_path / "gsa"
+    dino = repo / "GroundingDINO"
+    dino.mkdir(parents=True)
+    (repo / "Dockerfile").write_text(
+        "FROM pytorch/pytorch:2.0.1-cuda11.7-cudnn8-devel\n"
+        "RUN mkdir -p /home/appuser/gsa\n"
+        "COPY . /home/appuser/gsa/\n"
+        "WORKDIR /home/appuser/gsa\n"
+        "RUN python -m pip install --no-cache-dir -e GroundingDINO\n"
+    )
+    (repo / "requirements.txt").write_text("numpy==1.26.4\n")
+    (dino / "setup.py").write_text(
+        "from setuptools import setup\n"
+        "from torch.utils.cpp_extension import CUDAExtension, BuildExtension\n"
+        "def parse_requirements(f):\n    return open(f).read().split()\n"
+        "setup(name='groundingdino', ext_modules=[CUDAExtension('groundingdino._C', "
+        "['vision.cpp', 'ms_deform_attn_cuda.cu'])], cmdclass={'build_ext': BuildExtension},\n"
+        "      install_requires=parse_requirements('requirements.txt'))\n"
+    )
+    (dino / "requirements.txt").write_text("timm\ntransformers\n")
+    imported = run_import(repo)
+    assert imported.result.code == 0, imported.result.err
+    builds = imported.report["needs_build"]
+    assert [e["package"] for e in builds] == ["GroundingDINO"], builds
+    assert "pip install --no-build-isolation ./GroundingDINO" in builds[0]["why"]
+    said = [e["why"] for e in imported.report["assumptions"]]
+    read = [i["file"] for i in imported.report["inputs"]]
+    if "GroundingDINO/requirements.txt" in read:
+        assert not any(w.startswith("GroundingDINO/requirements.txt not imported") for w in said)

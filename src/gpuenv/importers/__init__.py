@@ -441,8 +441,7 @@ def read_inputs(
     for path in paths:
         if path.is_dir():
             found = discover(path)
-            for where, why in found.skipped:
-                skipped.append(Entry(ASSUMPTION, None, f"{ctx.display(where)} not imported: {why}"))
+            aside = [(ctx.display(where), why) for where, why in found.skipped]
             if found.project_folder is not None:
                 skipped.append(
                     Entry(
@@ -463,7 +462,6 @@ def read_inputs(
                     _read_found(ctx, file, skipped)
             if found.files:
                 _readme_beside(ctx, path, skipped, ctx.readings[before:])
-            _code_imports(ctx, path)
             if len(ctx.readings) == before and len(skipped) > listed:
                 # every file found is unreadable: nothing asks for anything, and an
                 # environment written from nothing would be invented
@@ -474,6 +472,16 @@ def read_inputs(
                     + "; ".join(e.why for e in skipped[listed:])[:2000],
                     "fix or pass the files themselves",
                 )
+            _code_imports(ctx, path)
+            # what discovery set aside, but for a file another one read after all
+            # (Grounded-Segment-Anything's GroundingDINO/setup.py reads its requirements.txt:
+            # it was said to be imported and "not imported: in a subfolder")
+            read = {r.file for r in ctx.readings}
+            skipped += [
+                Entry(ASSUMPTION, None, f"{shown} not imported: {why}")
+                for shown, why in aside
+                if shown not in read
+            ]
         elif ctx.claim(path):
             _read_one(ctx, path, None)
     return [_modules_as_projects(r, knowledge) for r in ctx.readings], skipped

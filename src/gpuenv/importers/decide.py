@@ -1860,6 +1860,16 @@ def _extension(d: Decision, merged: Merged) -> None:
     # ("(gpuenv.toml beside it: [project] path)"), and it names no path.
     folder, _, name = fact.origin.file.replace("\\", "/").rpartition("/")
     where = f" in {folder}" if folder else ""
+    pip_built = {
+        f.value.removeprefix("./").rstrip("/") for f in merged.facts.get(LOCAL_PACKAGE, ())
+    }
+    if folder and folder in pip_built:
+        # a subfolder a file pip-installs (Grounded-Segment-Anything's Dockerfile:
+        # pip install -e GroundingDINO): _local_paths says how to build it, and this
+        # entry's "a gpuenv.toml beside its pyproject.toml" contradicted it
+        if cuda and not cpu:
+            d.needs_toolkit.append(f"the project's {kind} extension")
+        return
     why = (
         f"the project compiles {kind} code against torch ({fact.origin.text}): `gpuenv install` "
         f"builds it for each target's GPUs and installs it editable from a gpuenv.toml beside "
