@@ -845,16 +845,27 @@ def _fewer_builds(
     from gpuenv.plan import KNOWN_PYTHONS
 
     decision = result.decision
-    named = not any(e.kind == ASSUMPTION and e.package == "python" for e in decision.entries)
+    # a Python the files name exactly is theirs; a range (whisper's requires-python
+    # >=3.8) or none leaves the choice to gpuenv
+    named = any(
+        e.package == "python" and e.kind != ASSUMPTION and (e.was or "")[:1].isdigit()
+        for e in decision.entries
+    )
     if check.resolves is not True or not check.built or named or request.python_for_builds:
         return result, check
     release = request.kb.torch_release(decision.plan.torch)
     current = decision.plan.python
+    ranged = next((e.was for e in decision.entries if e.package == "python" and e.was), "")
+    try:
+        allowed = SpecifierSet(ranged if not ranged[:1].isdigit() else "")
+    except InvalidSpecifier:
+        allowed = SpecifierSet()
     older = [
         p
         for p in sorted(KNOWN_PYTHONS, key=lambda p: -int(p.split(".")[1]))
         if int(p.split(".")[1]) < int(current.split(".")[1])
         and (release is None or release.python.contains(p))
+        and allowed.contains(p)  # within the files' range (requires-python >=3.8)
     ]
     for python in older[:_PYTHON_TRIES]:
         answer = _again(request, index, cache_dir, python_for_builds=(python, "?"))

@@ -845,6 +845,12 @@ def test_files_older_than_numpy_2_keep_numpy_1_beside_a_later_torch(
     assert (numpy["from"], numpy["to"]) == ("not asked", "<2"), numpy
     assert numpy["why"].startswith("the files predate NumPy 2.0 (2024-06-16)"), numpy
     assert '"numpy<2", #' in imported.spec.read_text()
+    # on Python 3.13, which no NumPy 1 has a wheel for, the bound would be a source build
+    env = "name: p\ndependencies:\n  - python=3.13\n  - pip:\n    - torch>=2.6\n    - transformers==4.28.1\n"
+    imported = run_import(_paper(tmp_path, env, "environment.yml"), target="rtx4090")
+    assert imported.result.code == 0, imported.result.err
+    assert 'python = "3.13"' in imported.spec.read_text()
+    assert "numpy" not in imported.entries("changed")
     # files of NumPy 2's time get nothing; a torch of their own day, its own bound only
     imported = run_import(_paper(tmp_path, "torch>=2.4\ntransformers==4.50.0\n"), target="rtx4090")
     assert imported.result.code == 0, imported.result.err

@@ -707,3 +707,13 @@ def test_an_unnamed_python_on_which_less_is_built_from_source_is_taken(
         imported = run_import(paper, target="h100")
         assert imported.result.code == 0, imported.result.err
         assert set(seen) == {"3.12"}, seen
+        # a range leaves the choice to gpuenv, within it (openai/whisper: >=3.8)
+        seen.clear()
+        (paper / ".python-version").unlink()
+        (paper / "pyproject.toml").write_text(
+            '[project]\nname = "p"\nversion = "1"\nrequires-python = ">=3.11"\n'
+        )
+        imported = run_import(paper, target="h100")
+        assert imported.result.code == 0, imported.result.err
+        assert seen[0] == "3.12" and seen[-1] == "3.11" and "3.10" not in seen, seen
+        assert 'python = "3.11"' in imported.spec.read_text()

@@ -2254,7 +2254,8 @@ def decide(
     if wheels is not None:
         plan, python_why = _python_for_wheels(planning, paper, plan, merged, (fk, wheels))
         choice = replace(choice, plan=plan)
-    if dating is not None and dating.python is not None and _python_wanted(merged)[0] is None:
+    wanted = _python_wanted(merged)[0]
+    if dating is not None and dating.python is not None and not (wanted or "")[:1].isdigit():
         python, why = dating.python  # the resolve check's: fewer source builds there
         other = planning.attempt(f"=={plan.torch}", python, plan.cuda, paper)
         if not isinstance(other, NoCompatiblePlan) and (other.torch, other.cu_tag) == (
@@ -2458,6 +2459,8 @@ def _dated_constraints(
     for constraint in fk.dated_constraints:
         if not files < constraint.before <= day:
             continue
+        if constraint.python is not None and not constraint.python.contains(d.plan.python):
+            continue  # numpy<2 on Python 3.13: no NumPy 1 wheel, a source build
         resolved = merged.packages.get(constraint.package)
         if resolved is not None and resolved.exact is not None:
             continue  # an exact pin: the lock exempts it from the day, and it decides

@@ -237,6 +237,7 @@ class RawDatedConstraint(_Sourced):
     requires: Specifier
     before: date  # applies to files written before this day
     why: str
+    python: Specifier | None = None  # the Pythons it applies to
 
 
 class RawCompanionRequirement(_Sourced):

@@ -225,6 +225,7 @@ class DatedConstraint:
     before: date
     why: str
     fact: Sourced
+    python: SpecifierSet | None = None  # the Pythons it applies to (None: every one)
 
 
 @dataclass(frozen=True)
@@ -546,6 +547,7 @@ def _packages(raw: Raw) -> dict[str, Any]:
                 date.fromisoformat(c["before"]),
                 c["why"],
                 _sourced(c),
+                SpecifierSet(c["python"]) if c.get("python") else None,
             )
             for c in raw.get("dated_constraint", [])
         ),
