@@ -430,9 +430,13 @@ def test_a_folder_with_neither_files_nor_install_commands_is_refused(
     root = _paper(tmp_path, {"README.md": "# mae\n\nInstallation follows the DeiT repo.\n"})
     imported = run_import(root, target="h100", extra=("--no-check-resolves",))
     assert imported.result.code == 2
-    message = imported.result.json()["error"]["message"]
-    assert message.startswith(  # the folder named as given ("." named nothing)
+    error = imported.result.json()["error"]
+    assert error["message"].startswith(  # the folder named as given ("." named nothing)
         f"{root}: no environment files found in this folder, and no install commands in README.md"
+    )
+    # rosinality/stylegan2-pytorch: "pass the files themselves", with none to pass
+    assert error["problems"][0]["hint"].startswith(
+        "with no environment file at all, write a requirements"
     )
 
 

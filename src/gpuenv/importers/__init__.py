@@ -219,7 +219,11 @@ def _readme_docs(
             f"{', '.join(looked)}{unread}",
             f"pass the files themselves: gpuenv import {below[0]}"
             if below
-            else "pass the files themselves",
+            # rosinality/stylegan2-pytorch has none: "pass the files themselves" could not
+            # be followed
+            else "with no environment file at all, write a requirements.txt of what the "
+            "code imports (the README may name versions) and import that, or start a spec "
+            "with gpuenv init",
         )
     shown = ", ".join(ctx.display(d) for d in docs)
     because = (
