@@ -217,6 +217,11 @@ def test_pyproject_pep621_poetry_and_uv(tmp_path: Path) -> None:
     assert got["python"] == [">=3.10"] and got["torch-build"] == ["cu124"]
     assert got["cuda-extension"] == ["build-system"]
     assert "optional group 'test' left out" in notes(readings)
+    # ultralytics/yolov5: the groups read were written as if required, unsaid
+    assert (
+        "optional group 'train' read as the project's requirements (every group but "
+        "development tools): leave out those the code does not need"
+    ) in notes(readings)
 
 
 def test_poetry_multiple_constraints_keep_the_entry_for_linux(tmp_path: Path) -> None:

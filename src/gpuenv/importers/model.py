@@ -162,6 +162,7 @@ def system_packages(names: list[str]) -> str:
 
 
 INCLUDED = "included"  # another file this one pulls in (-r, python_requirements)
+OPTIONAL_READ = "optional-read"  # optional groups read as the project's requirements
 
 
 @dataclass(frozen=True)

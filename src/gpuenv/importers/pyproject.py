@@ -24,6 +24,7 @@ from gpuenv.importers.model import (
     CUDA_EXTENSION,
     DROPPED,
     NAME,
+    OPTIONAL_READ,
     PYTHON,
     UNMANAGED,
     UNREADABLE,
@@ -180,6 +181,7 @@ class _Reader:
         if not isinstance(groups, dict):
             return
         dev = {g: _names(items) for g, items in groups.items() if is_dev_group(g)}
+        read: list[str] = []
         for name, items in groups.items():
             if is_dev_group(name):
                 origin = self.origin((*key, name), f"[{name}]")
@@ -198,6 +200,18 @@ class _Reader:
                 )
                 continue
             self.requirement_list((*key, name), self._without_dev(key, name, items, dev), name)
+            read.append(name)
+        if read and key[-1] == "optional-dependencies":
+            # ultralytics/yolov5: export, logging and extra were written as if required
+            # (tensorflowjs, openvino, coremltools) and only 'dev' was said to be left out
+            shown = ", ".join(repr(g) for g in read)
+            self.builder.note(
+                OPTIONAL_READ,
+                f"optional group{'s' if len(read) > 1 else ''} {shown} read as the project's "
+                "requirements (every group but development tools): leave out those the code "
+                "does not need",
+                self.origin(key, ""),
+            )
 
     def _without_dev(
         self, key: KeyPath, name: str, items: Any, dev: dict[str, dict[str, str]]
