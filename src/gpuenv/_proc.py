@@ -113,6 +113,25 @@ def _tail(text: str, lines: int = STDERR_TAIL_LINES) -> str:
 
 _prctl: Callable[..., int] | None = None
 _running: set[int] = set()  # pids of the children started here and not yet reaped
+# Set by ``kill_running``: the command is ending, interrupted. A child a thread starts
+# after it is killed at once (a resolution thread's uv, started as the interrupted lock
+# removed its folders, wrote its output and made the folder again); ``resume`` clears it.
+_ending: list[bool] = []  # [True] once set (a list: no threading import on run's path)
+
+
+def _track(process: subprocess.Popen[Any]) -> None:
+    """``process`` noted as running, or killed where the command is ending: added first,
+    then checked, while ``kill_running`` sets the flag first, then looks, so that every
+    child is either seen by it or sees the flag."""
+    _running.add(process.pid)
+    if _ending:
+        kill_group(process)
+        raise ExternalToolError("gpuenv is ending (interrupted): no new command is run")
+
+
+def resume() -> None:
+    """A new command in this process (the tests' in-process CLI): children may start."""
+    _ending.clear()
 
 
 def running() -> tuple[int, ...]:
@@ -220,6 +239,8 @@ def kill_running() -> None:
     until each has ended (left for its owner to reap: ``WNOWAIT``). For a command that
     was interrupted while threads of its own still run children: once this returns,
     none of them writes anything more (their folders can go)."""
+    if not _ending:
+        _ending.append(True)
     pids = tuple(_running)
     for pid in pids:
         for kill in (os.killpg, os.kill):
@@ -460,7 +481,7 @@ def start(
         raise _unstartable(label, args, exc) from None
     try:
         if metered:
-            _running.add(process.pid)
+            _track(process)
         return Started(process, args, label, timeout, input_text, check, started)
     except BaseException:  # a signal before the caller holds the child
         kill_group(process)
@@ -622,7 +643,12 @@ def stream(
     timer = threading.Timer(timeout, expire)
     timer.daemon = True
     timer.start()
-    _running.add(process.pid)
+    try:
+        _track(process)
+    except BaseException:
+        timer.cancel()
+        _drain(process)
+        raise
     try:
         assert process.stdout is not None
         for raw in _awake_lines(process.stdout):

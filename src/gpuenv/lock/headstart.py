@@ -332,6 +332,9 @@ def begin(recipe: str | os.PathLike[str] | None, environ: Mapping[str, str] | No
             return  # begun already, before the command line was parsed (cli._fastlock)
         _state.recipe, _state.ran, _state.secret = recipe, [], False
         _state.interrupted = False
+    from gpuenv import _proc
+
+    _proc.resume()  # an interrupted lock before this one (in one process: the tests)
     text, runs = _read_recipe(recipe) if recipe is not None else (None, [])
     _state.kept = text
     for run in runs:
