@@ -57,9 +57,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     fast = _fastrun.parse(args_list)
     if fast is not None:
         return _fastrun.main(fast)
-    from gpuenv import _proc
-
-    _proc.resume()  # a command interrupted before this one in the process (the tests')
+    proc = sys.modules.get("gpuenv._proc")  # lock --check never loads it: not for this
+    if proc is not None:
+        proc.resume()  # a command interrupted before this one in the process (the tests')
     from gpuenv.cli import _fastlock
 
     plain = _fastlock.parse(args_list)

@@ -222,7 +222,7 @@ def _readme_docs(
             # rosinality/stylegan2-pytorch has none: "pass the files themselves" could not
             # be followed
             else "with no environment file at all, write a requirements.txt of what the "
-            "code imports (the README may name versions) and import that, or start a spec "
+            "code imports (its readme may name versions) and import that, or start a spec "
             "with gpuenv init",
         )
     shown = ", ".join(ctx.display(d) for d in docs)
