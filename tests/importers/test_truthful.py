@@ -5,6 +5,7 @@ the API changes it crosses."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -342,3 +343,15 @@ def test_only_an_index_file_becomes_the_index_pin_of_its_version(
     torch_index_file = f"{DEFAULT_TORCH_INDEX}/cu121/triton-2.1.0-0-cp311-cp311-linux_x86_64.whl"
     assert index_file(torch_index_file)
     assert not index_file("https://example.invalid/whl/cu121/triton-2.1.0-0-cp311-none-any.whl")
+
+
+def test_a_risk_resting_on_an_unverified_fact_says_so_in_words() -> None:
+    """The Changed table's risk read "low (unverified fact)": the judges could not tell
+    whose fact, or what was unverified."""
+    from gpuenv.importers.report import CHANGED, LOW, Entry, _risk
+
+    entry = Entry(CHANGED, "numpy", "torch before 2.3 ...", was="any", now="<2", risk=LOW)
+    assert _risk(entry) == "low"
+    assert _risk(replace(entry, unverified=True)) == (
+        "low (it rests on a fact gpuenv's data marks unverified)"
+    )

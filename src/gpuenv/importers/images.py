@@ -96,7 +96,7 @@ def _pytorch(tag: str, origin: Origin, builder: ReadingBuilder, kb: ForeignKnowl
     version = Version(torch)
     found = kb.pytorch_image_python.get(f"{version.major}.{version.minor}")
     if found is not None:
-        note = IMPLIED + (" (unverified fact)" if found[1].unverified else "")
+        note = IMPLIED + (" (a fact gpuenv's data marks unverified)" if found[1].unverified else "")
         builder.fact(PYTHON, found[0], origin, note)
     if match.group("flavor") == "devel":
         builder.fact(TOOLKIT, match.group("cuda"), origin, IMPLIED)

@@ -110,7 +110,9 @@ def _cell(text: str | None) -> str:
 def _risk(entry: Entry) -> str:
     name = RISK_NAMES[entry.risk]
     detail = f": {entry.risk_text}" if entry.risk_text else ""
-    return f"{name}{detail}" + (" (unverified fact)" if entry.unverified else "")
+    return f"{name}{detail}" + (
+        " (it rests on a fact gpuenv's data marks unverified)" if entry.unverified else ""
+    )
 
 
 def _list(title: str, entries: list[Entry], line: Any) -> list[str]:
