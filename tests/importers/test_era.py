@@ -912,6 +912,7 @@ def test_a_git_requirement_with_no_commit_is_said_to_be_outside_the_day(
     text = (
         "torch==2.0.0\ntransformers==4.28.1\npeft @ git+https://github.com/huggingface/peft.git\n"
         "clip @ git+https://github.com/openai/CLIP.git@a1d0717\n"
+        "taming @ git+https://github.com/CompVis/taming-transformers.git@v0.1.0\n"
     )
     imported = run_import(_paper(tmp_path, text), target="rtx4090")
     assert imported.result.code == 0, imported.result.err

@@ -1090,6 +1090,16 @@ def git_ref(url: str) -> str | None:
     return reference.group(1) if reference else None
 
 
+def _git_kind(ref: str | None) -> str:
+    """What a git URL's ref names: "commit" (fixed), "tag" (fixed unless moved) or
+    "branch" (none: the default branch), whose commit the lock takes as it is then."""
+    if ref and re.fullmatch(r"[0-9a-f]{7,40}", ref):
+        return "commit"
+    if ref and re.fullmatch(r"v?\d+(\.\d+)*([.-]?\w+)?", ref) and ref not in _BRANCHES:
+        return "tag"
+    return "branch"
+
+
 def _git(d: Decision, resolved: Resolved) -> None:
     """A git requirement is kept and the lock pins it (``name @ git+https://...@ref`` is
     locked at the commit the ref resolves to, and built at install): a commit exactly, a
@@ -1111,7 +1121,8 @@ def _git(d: Decision, resolved: Resolved) -> None:
         d.add(entry)
         d.left_out.append(Line(line, f"{origin.where()}: {entry.why}"))
         return
-    if ref and re.fullmatch(r"[0-9a-f]{7,40}", ref):
+    kind = _git_kind(ref)
+    if kind == "commit":
         entry = Entry(
             KEPT,
             resolved.name,
@@ -1121,7 +1132,7 @@ def _git(d: Decision, resolved: Resolved) -> None:
             now=url,
             risk=LOW,
         )
-    elif ref and re.fullmatch(r"v?\d+(\.\d+)*([.-]?\w+)?", ref) and ref not in _BRANCHES:
+    elif kind == "tag":
         entry = Entry(
             KEPT,
             resolved.name,
@@ -1445,28 +1456,45 @@ def _constraints(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
             continue
         if resolved is not None and _bounded_below(resolved.specifier, constraint.requires):
             continue  # transformers>=4.36,<4.40 beside torch 2.2: already below 5.1
-        index = _line_of(d, constraint.package)
-        was = resolved.specifier or "any" if resolved else "not asked"
-        now = str(SpecifierSet(f"{resolved.specifier if resolved else ''}") & constraint.requires)
-        entry = Entry(
-            CHANGED,
+        _bound(
+            d,
             constraint.package,
-            constraint.why,
-            origin=resolved.ask.origin if resolved else None,
-            was=was,
-            now=now,
-            risk=LOW,
+            resolved,
+            constraint.requires,
+            Entry(CHANGED, constraint.package, constraint.why, risk=LOW),
             unverified=constraint.fact.unverified,
         )
-        d.entries = [
-            e for e in d.entries if not (e.kind == KEPT and e.package == constraint.package)
-        ]
-        d.add(entry)
-        line = Line(f"{constraint.package}{now}", entry.comment())
-        if index is None:
-            d.pip.append(line)
-        else:
-            d.pip[index] = line
+
+
+def _bound(
+    d: Decision,
+    package: str,
+    resolved: Resolved | None,
+    requires: SpecifierSet,
+    entry: Entry,
+    *,
+    unverified: bool,
+) -> None:
+    """``package`` written with a bound of gpuenv's own (``requires`` and what the files
+    asked), as the change ``entry`` says: its line replaced, or added where the files
+    name it nowhere; the entry's "kept" twin dropped."""
+    asked = resolved.specifier if resolved is not None else ""
+    now = str(SpecifierSet(asked) & requires)
+    entry = replace(
+        entry,
+        origin=resolved.ask.origin if resolved is not None else None,
+        was=(asked or "any") if resolved is not None else "not asked",
+        now=now,
+        unverified=unverified,
+    )
+    d.entries = [e for e in d.entries if not (e.kind == KEPT and e.package == package)]
+    d.add(entry)
+    line = Line(f"{package}{now}", entry.comment())
+    index = _line_of(d, package)
+    if index is None:
+        d.pip.append(line)
+    else:
+        d.pip[index] = line
 
 
 def _companion_target(plan: TargetPlan, kb: KnowledgeBase) -> moves.Target:
@@ -2307,16 +2335,16 @@ def decide(
 
 def _git_undated(d: Decision) -> None:
     """[pip] exclude-newer dates index releases, not git checkouts: a git requirement with
-    no commit is locked at its branch's commit of lock time, whose own requirements may
+    no commit or tag is locked at its branch's commit of lock time, whose own requirements may
     be years newer than the day (tloen/alpaca-lora's peft from git, dated April 2023,
     requires accelerate>=0.21 today, which the day hides: the lock failed)."""
     if d.as_of is None:
         return
     names = sorted(
         {
-            line.text.split(" @ ", 1)[0]
-            for line in d.pip
-            if " @ git+" in line.text and not _GIT_COMMIT.search(line.text.split(" @ ", 1)[1])
+            name
+            for name, _, url in (line.text.partition(" @ ") for line in d.pip)
+            if url.startswith("git+") and _git_kind(git_ref(url)) == "branch"
         }
     )
     if not names:
@@ -2334,10 +2362,6 @@ def _git_undated(d: Decision) -> None:
             "or a release of that day from the index",
         )
     )
-
-
-# a full or abbreviated commit after the URL's last "@" (git+https://host/repo.git@1a2b3c4)
-_GIT_COMMIT = re.compile(r"@[0-9a-f]{7,40}(?:#|$)")
 
 
 def _dated_floors(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
@@ -2360,23 +2384,20 @@ def _dated_floors(d: Decision, merged: Merged, fk: ForeignKnowledge) -> None:
         day = d.as_of_packages.get(name, d.as_of.day)
         if landing is None or day >= landing:
             continue
-        now = str(SpecifierSet(resolved.specifier) & SpecifierSet(f">={arch.since}"))
-        entry = Entry(
-            CHANGED,
-            name,
+        why = (
             f"as of {day.isoformat()} it would resolve to a release with no "
             f"{arch.what or 'binaries'} for {cc.sm}; {arch.since} is the first that has, "
-            f"as of its own day, {landing.isoformat()}",
-            origin=resolved.ask.origin,
-            was=resolved.specifier or "any",
-            now=now,
+            f"as of its own day, {landing.isoformat()}"
+        )
+        newer = Entry(
+            CHANGED,
+            name,
+            why,
             risk=MEDIUM,
             risk_text="a newer release than the files' day: its API may differ",
-            unverified=arch.fact.unverified,
         )
-        d.entries = [e for e in d.entries if not (e.kind == KEPT and e.package == name)]
-        d.add(entry)
-        d.pip[index] = Line(f"{name}{now}", entry.comment())
+        floor = SpecifierSet(f">={arch.since}")
+        _bound(d, name, resolved, floor, newer, unverified=arch.fact.unverified)
         d.as_of_packages = {**d.as_of_packages, name: landing}
 
 
@@ -2471,27 +2492,14 @@ def _dated_constraints(
             _specifier_of(d.pip[index].text), constraint.requires
         ):
             continue  # gpuenv bounded it already (numpy<2 beside torch before 2.3)
-        was = (resolved.specifier or "any") if resolved is not None else "not asked"
-        now = str(SpecifierSet(resolved.specifier if resolved else "") & constraint.requires)
-        entry = Entry(
-            CHANGED,
+        _bound(
+            d,
             constraint.package,
-            constraint.why,
-            origin=resolved.ask.origin if resolved is not None else None,
-            was=was,
-            now=now,
-            risk=LOW,
+            resolved,
+            constraint.requires,
+            Entry(CHANGED, constraint.package, constraint.why, risk=LOW),
             unverified=constraint.fact.unverified,
         )
-        d.entries = [
-            e for e in d.entries if not (e.kind == KEPT and e.package == constraint.package)
-        ]
-        d.add(entry)
-        line = Line(f"{constraint.package}{now}", entry.comment())
-        if index is None:
-            d.pip.append(line)
-        else:
-            d.pip[index] = line
 
 
 def _specifier_of(text: str) -> str:
