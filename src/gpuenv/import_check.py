@@ -841,23 +841,20 @@ def _fewer_builds(
     supports are tried, at most ``_PYTHON_TRIES``: the first on which less is built is
     taken (guoyww/AnimateDiff: transformers==4.25.1 needs tokenizers<0.14, which has no
     wheel for Python 3.12, and its source build needs Rust; 3.11 has its wheel)."""
-    from gpuenv.importers.report import ASSUMPTION
     from gpuenv.plan import KNOWN_PYTHONS
 
     decision = result.decision
     # a Python the files name exactly is theirs; a range (whisper's requires-python
     # >=3.8) or none leaves the choice to gpuenv
-    named = any(
-        e.package == "python" and e.kind != ASSUMPTION and (e.was or "")[:1].isdigit()
-        for e in decision.entries
-    )
-    if check.resolves is not True or not check.built or named or request.python_for_builds:
+    asked = decision.python_asked or ""
+    if check.resolves is not True or not check.built or asked[:1].isdigit():
+        return result, check
+    if request.python_for_builds:
         return result, check
     release = request.kb.torch_release(decision.plan.torch)
     current = decision.plan.python
-    ranged = next((e.was for e in decision.entries if e.package == "python" and e.was), "")
     try:
-        allowed = SpecifierSet(ranged if not ranged[:1].isdigit() else "")
+        allowed = SpecifierSet(asked)
     except InvalidSpecifier:
         allowed = SpecifierSet()
     older = [

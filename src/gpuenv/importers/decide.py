@@ -157,6 +157,8 @@ class Decision:
     needs_toolkit: list[str] = field(default_factory=list)
     wheels: wheel_index.WheelIndex | None = None  # the index asked for wheels, if any
     python_why: str | None = None  # why the Python moved for wheels (the index's word)
+    # The Python the files ask for: exact ("3.8"), a range (">=3.8") or None (no word)
+    python_asked: str | None = None
     builds: list[old_sdists.BuildTable] = field(default_factory=list)  # [pip.build.<name>]
     # Pins kept as source builds rather than moved to the nearest release with a wheel,
     # with why (the move left the pins unresolvable: gpuenv.import_check says so).
@@ -2293,7 +2295,7 @@ def decide(
             plan, python_why = other, why
             choice = replace(choice, plan=plan)
     d = Decision(project[0], project[1], planning.target, planning.target_spec, plan)
-    d.wheels, d.python_why = wheels, python_why
+    d.wheels, d.python_why, d.python_asked = wheels, python_why, wanted
     d.kept_as_builds = dict(kept_as_builds or {})
     _torch_entries(d, merged, paper, choice, (planning.kb, fk))
     if bound is not None:
